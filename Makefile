@@ -1,0 +1,51 @@
+# Meridian front door. Every target installs what it needs from Debian's archive first
+# (scripts/install-deps is quiet when nothing is missing), then drives CMake in build/.
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+# CUDA=auto builds the CUDA backend when nvcc is found; CUDA=0 forces it off; CUDA=1 requires it.
+CUDA  ?= auto
+TYPE  ?= Release
+CMAKE_FLAGS ?=
+
+.PHONY: all build deps test demo bench bench-wan sanitize clean help
+
+all: build
+
+help:
+	@echo "make            build everything into $(BUILD)/ (the command is $(BUILD)/meridian)"
+	@echo "make test       build and run the whole test suite"
+	@echo "make demo       train across several local sites with an emulated WAN and print the result"
+	@echo "make bench      run the benchmarks side by side with their peers (writes docs/benchmarks.md)"
+	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
+	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
+
+deps:
+	@scripts/install-deps build
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(TYPE) -DMERIDIAN_CUDA=$(CUDA) $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
+
+test:
+	@scripts/install-deps test
+	@$(MAKE) --no-print-directory build
+	@scripts/run-tests $(BUILD)
+
+demo:
+	@scripts/install-deps demo
+	@$(MAKE) --no-print-directory build
+	@scripts/demo $(BUILD)
+
+bench:
+	@scripts/install-deps bench
+	@$(MAKE) --no-print-directory build
+	@bench/run-all $(BUILD)
+
+sanitize:
+	@scripts/install-deps test
+	@$(MAKE) --no-print-directory build BUILD=build-sanitize TYPE=Debug CUDA=0 \
+	    CMAKE_FLAGS="-DMERIDIAN_SANITIZE=ON"
+	@scripts/run-tests build-sanitize
+
+clean:
+	rm -rf $(BUILD) build-sanitize

@@ -1,0 +1,13 @@
+// The subcommands of `meridian`. Each lives in its own cli/<name>_command.cc and registers itself
+// with one add_*_command call; its callback runs the command and stores the process exit code in
+// `exit_code`. A command reports failures by throwing std::exception (main prints "error: what()"
+// and exits 1) or by setting a non-zero exit code after printing its own message.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace meridian::cli {
+
+void register_commands(CLI::App& app, int& exit_code);
+
+}  // namespace meridian::cli
