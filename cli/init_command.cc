@@ -41,7 +41,7 @@ void add_init_command(CLI::App& app, int& exit_code) {
       "Every option of 'meridian start' may be given here and is written into the file.\n"
       "Example:\n"
       "  meridian init --name oregon --algo sgp --join tcp://ohio.example.org:7400 --out oregon.toml\n"
-      "  meridian start --config oregon.toml");
+      "  meridian start --config oregon.toml\n");
   auto options = std::make_shared<InitOptions>();
   daemon::bind_site_options(*cmd, options->config);
   cmd->add_option("--out", options->out, "Write the file here (default: print it on standard output)")

@@ -186,8 +186,10 @@ std::optional<std::string> write_checkpoint_file(const std::filesystem::path& pa
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // Unique within the process (several stores may write at once in tests) and across processes.
   static std::atomic<std::uint64_t> counter{0};
-  const auto tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(counter.fetch_add(1)));
+  std::string tmp_name = ".";
+  tmp_name += path.filename().string();
+  tmp_name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  const auto tmp = dir / tmp_name;
   const auto fail = [&](const std::string& what, int err) {
     ::unlink(tmp.c_str());
     return std::optional<std::string>("cannot write checkpoint " + path.string() + ": " + what + ": " +

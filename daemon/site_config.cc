@@ -257,7 +257,7 @@ void bind_site_options(CLI::App& app, SiteConfig& config) {
   app.add_option("--config", "Read options from FILE (TOML, as written by 'meridian init'); "
                              "flags on the command line win over the file")
       ->type_name("FILE")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::Validator(CLI::ExistingFile).description(""));  // no ":FILE" after the type in --help
   for (const auto& spec : option_specs()) spec.bind(app, config)->group(spec.group);
 }
 
@@ -307,6 +307,19 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config) {
       throw SiteConfigError("config file " + file + ": key '" + item.name + "': " + e.what());
     }
   }
+}
+
+SiteConfig read_site_config_file(const std::string& path) {
+  CLI::App app;
+  SiteConfig config;
+  bind_site_options(app, config);
+  try {
+    app.parse(std::vector<std::string>{path, "--config"});  // CLI11 takes the arguments in reverse
+  } catch (const CLI::Error& e) {
+    throw SiteConfigError("config file " + path + ": " + e.what());
+  }
+  apply_site_config_file(app, config);
+  return config;
 }
 
 std::vector<std::string> site_config_problems(const SiteConfig& c) {

@@ -98,6 +98,10 @@ void bind_site_options(CLI::App& app, SiteConfig& config);
 // `config` is the struct bound to `app`.
 void apply_site_config_file(CLI::App& app, SiteConfig& config);
 
+// The site configuration in `path` on top of the defaults, not validated (for commands that only need
+// a few paths from it, such as the control socket). Throws SiteConfigError naming the file.
+SiteConfig read_site_config_file(const std::string& path);
+
 // Every problem with `config`, each "--option: problem (hint)"; empty when valid.
 std::vector<std::string> site_config_problems(const SiteConfig& config);
 // Throws SiteConfigError listing site_config_problems() when there are any.
