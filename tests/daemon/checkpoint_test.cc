@@ -90,21 +90,22 @@ TEST_CASE("a checkpoint round-trips every section exactly", "[daemon][checkpoint
   CHECK(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()) == 1);
 }
 
-TEST_CASE("every single-bit flip anywhere in a checkpoint is detected", "[daemon][checkpoint]") {
+TEST_CASE("a single-bit flip in any byte of a checkpoint is detected", "[daemon][checkpoint]") {
   TempDir tmp;
   const auto file = tmp.path() / "cp.mrdn";
   REQUIRE_FALSE(write_checkpoint_file(file, sample(3, 8).view()));
   const auto good = read_bytes(file);
+  // Every byte, with the flipped bit cycling through the positions (all eight would take 8x the file
+  // writes for no new kind of damage: CRC-32 catches every single-bit error by construction).
   for (std::size_t byte = 0; byte < good.size(); ++byte) {
-    for (int bit = 0; bit < 8; ++bit) {
-      auto bad = good;
-      bad[byte] = static_cast<char>(bad[byte] ^ (1 << bit));
-      write_bytes(file, bad);
-      INFO("byte " << byte << " bit " << bit);
-      const auto error = error_of(file);
-      CHECK_FALSE(error.empty());
-      CHECK(error.find(file.string()) != std::string::npos);
-    }
+    const int bit = static_cast<int>(byte % 8);
+    auto bad = good;
+    bad[byte] = static_cast<char>(bad[byte] ^ (1 << bit));
+    write_bytes(file, bad);
+    INFO("byte " << byte << " bit " << bit);
+    const auto error = error_of(file);
+    CHECK_FALSE(error.empty());
+    CHECK(error.find(file.string()) != std::string::npos);
   }
 }
 
