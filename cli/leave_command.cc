@@ -17,6 +17,7 @@ void add_leave_command(CLI::App& app, int& exit_code) {
       "writes a checkpoint and exits");
   cmd->footer(
       "The other sites switch to a view without this one at an announced round and keep training.\n"
+      "Exits 0 when the daemon accepted, 1 when it refused (for example because it is already leaving).\n"
       "Examples:\n"
       "  meridian leave\n"
       "  meridian leave --config oregon.toml --json\n");

@@ -283,7 +283,7 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
     auto floats = [&] {
       if (payload_len % sizeof(float) != 0) throw bad("section '" + name + "' is not a whole number of floats");
       std::vector<float> v(payload_len / sizeof(float));
-      std::memcpy(v.data(), payload, payload_len);
+      if (payload_len > 0) std::memcpy(v.data(), payload, payload_len);  // an empty vector's data() may be null
       return v;
     };
     switch (kind) {

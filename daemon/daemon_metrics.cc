@@ -13,6 +13,8 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
       push_sum_weight(registry_.gauge("meridian_push_sum_weight", "Push-sum weight w of this site (sgp).")),
       staleness_steps(registry_.gauge("meridian_staleness_steps",
                                       "Steps this site is ahead of the oldest mixer message it still expects.")),
+      peers_alive(registry_.gauge("meridian_peers_alive",
+                                  "Sites of the current view that answer heartbeats, this one included.")),
       rounds_abandoned(registry_.counter("meridian_rounds_abandoned_total",
                                          "Communication rounds abandoned at their deadline and redone.")),
       checkpoints_written(registry_.counter("meridian_checkpoints_written_total", "Checkpoints written.")),

@@ -3,7 +3,7 @@
 // the MetricsServer.
 //
 // Names (all prefixed meridian_): step, epoch, train_loss, test_accuracy, samples_per_second,
-// push_sum_weight, staleness_steps, rounds_abandoned_total, peer_rtt_seconds{peer},
+// push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, peer_rtt_seconds{peer},
 // peer_sent_bytes_total{peer}, peer_received_bytes_total{peer}, rejected_messages_total{cause},
 // checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds, site_info{site,algorithm}.
 //
@@ -46,6 +46,7 @@ class DaemonMetrics {
   Gauge& samples_per_second;
   Gauge& push_sum_weight;
   Gauge& staleness_steps;  // steps ahead of the oldest mixer message still expected
+  Gauge& peers_alive;      // members of the current view that answer heartbeats, this site included
   Counter& rounds_abandoned;
   Counter& checkpoints_written;
   Counter& checkpoint_failures;

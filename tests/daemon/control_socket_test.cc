@@ -83,7 +83,7 @@ class PollingThread {
       while (!stop_) {
         zmq::pollitem_t items[] = {{server->socket().handle(), 0, ZMQ_POLLIN, 0}};
         zmq::poll(items, 1, std::chrono::milliseconds(20));
-        if (items[0].revents & ZMQ_POLLIN) served_ += server->serve_pending();
+        if (items[0].revents & ZMQ_POLLIN) server->serve_pending();
       }
     });
     try {
@@ -97,11 +97,9 @@ class PollingThread {
     stop_ = true;
     thread_.join();
   }
-  int served() const { return served_; }
 
  private:
   std::atomic<bool> stop_{false};
-  std::atomic<int> served_{0};
   std::thread thread_;
 };
 
@@ -175,7 +173,6 @@ TEST_CASE("a client talks to a server polled by another thread", "[daemon][contr
 
     // Garbage gets an error reply too.
     CHECK_THAT(client.exchange("{\"version\":1}"), Contains("\"ok\":false") && Contains("no \\\"command\\\""));
-    CHECK(comm.served() == 7);
 
     // A second daemon on the same socket is refused instead of stealing it.
     zmq::context_t other;

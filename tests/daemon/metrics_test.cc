@@ -120,6 +120,7 @@ TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics]
   metrics.samples_per_second.set(5400.5);
   metrics.push_sum_weight.set(0.97);
   metrics.staleness_steps.set(1);
+  metrics.peers_alive.set(4);
   metrics.rounds_abandoned.inc();
   metrics.peer_rtt_seconds.with({"tokyo"}).set(0.2);
   metrics.peer_rtt_seconds.with({"london"}).set(0.135);
@@ -138,7 +139,7 @@ TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics]
   const auto body = body_of(response);
   for (const char* name :
        {"meridian_step 1200", "meridian_epoch 3", "meridian_train_loss 0.4123", "meridian_test_accuracy 0.862",
-        "meridian_samples_per_second 5400.5", "meridian_push_sum_weight 0.97", "meridian_staleness_steps 1",
+        "meridian_samples_per_second 5400.5", "meridian_push_sum_weight 0.97", "meridian_staleness_steps 1", "meridian_peers_alive 4",
         "meridian_rounds_abandoned_total 1", "meridian_peer_rtt_seconds{peer=\"tokyo\"} 0.2",
         "meridian_peer_sent_bytes_total{peer=\"tokyo\"} 1048576",
         "meridian_peer_received_bytes_total{peer=\"tokyo\"} 524288",
