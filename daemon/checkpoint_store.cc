@@ -37,9 +37,10 @@ std::optional<long> temp_file_pid(const std::string& name) {
 
 }  // namespace
 
-CheckpointStore::CheckpointStore(std::filesystem::path dir, std::size_t keep)
-    : dir_(std::move(dir)), keep_(keep) {
+CheckpointStore::CheckpointStore(std::filesystem::path dir, std::size_t keep, Clock::duration interval)
+    : dir_(std::move(dir)), keep_(keep), interval_(interval), last_attempt_(Clock::now()) {
   if (keep_ == 0) throw std::invalid_argument("CheckpointStore: keep must be at least 1");
+  if (interval_ < Clock::duration::zero()) throw std::invalid_argument("CheckpointStore: negative interval");
 }
 
 std::filesystem::path CheckpointStore::path_for_step(std::uint64_t step) const {
@@ -51,6 +52,7 @@ std::filesystem::path CheckpointStore::path_for_step(std::uint64_t step) const {
 CheckpointWriteStatus CheckpointStore::write(const CheckpointView& data) {
   CheckpointWriteStatus status;
   status.file = path_for_step(data.step);
+  last_attempt_ = Clock::now();
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) {
@@ -63,6 +65,7 @@ CheckpointWriteStatus CheckpointStore::write(const CheckpointView& data) {
     return status;
   }
   status.ok = true;
+  last_success_ = Clock::now();
 
   const auto files = list();
   for (std::size_t i = keep_; i < files.size(); ++i) {

@@ -7,6 +7,7 @@
 // Thread-safety: none; one thread (the trainer) owns the store.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -33,8 +34,12 @@ struct CheckpointLoadResult {
 
 class CheckpointStore {
  public:
-  // Does not touch the file system; `dir` is created by the first write. keep >= 1.
-  CheckpointStore(std::filesystem::path dir, std::size_t keep);
+  using Clock = std::chrono::steady_clock;
+
+  // Does not touch the file system; `dir` is created by the first write. keep >= 1. `interval` is
+  // the period due() follows (zero: always due). Throws std::invalid_argument for keep == 0 or a
+  // negative interval.
+  CheckpointStore(std::filesystem::path dir, std::size_t keep, Clock::duration interval = Clock::duration::zero());
 
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path path_for_step(std::uint64_t step) const;
@@ -44,6 +49,13 @@ class CheckpointStore {
   // On failure (unwritable directory, disk full, ...) no partial file is left and older checkpoints
   // are untouched. Never throws except std::bad_alloc.
   [[nodiscard]] CheckpointWriteStatus write(const CheckpointView& data);
+
+  // Whether a periodic checkpoint is due at `now`: `interval` has passed since the last write attempt
+  // (or since the store was made). A failed attempt also restarts the period, so a full disk is
+  // retried once per interval instead of at every step.
+  bool due(Clock::time_point now = Clock::now()) const { return now - last_attempt_ >= interval_; }
+  // When the last successful write finished; nullopt before the first.
+  std::optional<Clock::time_point> last_success() const { return last_success_; }
 
   // The newest checkpoint that reads back valid (and, when given, matches `expected_fingerprint`);
   // newer invalid ones are listed in `skipped`. A missing directory means no checkpoint. Never throws
@@ -56,6 +68,9 @@ class CheckpointStore {
  private:
   std::filesystem::path dir_;
   std::size_t keep_;
+  Clock::duration interval_;
+  Clock::time_point last_attempt_;
+  std::optional<Clock::time_point> last_success_;
 };
 
 }  // namespace meridian::daemon

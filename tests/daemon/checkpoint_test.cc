@@ -257,3 +257,29 @@ TEST_CASE("temporary files left by a killed writer are removed by the next write
   CHECK_FALSE(fs::exists(stale));
   CHECK(store.list().size() == 1);
 }
+
+TEST_CASE("periodic checkpoints are due once per interval, failed attempts included", "[daemon][checkpoint]") {
+  TempDir tmp;
+  using namespace std::chrono_literals;
+  const auto made = CheckpointStore::Clock::now();
+  CheckpointStore store(tmp.path(), 2, 60s);
+  CHECK_FALSE(store.due(made));
+  CHECK(store.due(made + 61s));
+  CHECK_FALSE(store.last_success());
+
+  REQUIRE(store.write(sample(1).view()).ok);
+  REQUIRE(store.last_success());
+  const auto written = *store.last_success();
+  CHECK_FALSE(store.due(written + 59s));
+  CHECK(store.due(written + 60s));
+
+  std::ofstream(tmp.path() / "file") << "x";
+  CheckpointStore broken(tmp.path() / "file" / "dir", 2, 60s);
+  CHECK_FALSE(broken.write(sample(1).view()).ok);
+  CHECK_FALSE(broken.last_success());
+  CHECK_FALSE(broken.due(CheckpointStore::Clock::now() + 30s));
+
+  CheckpointStore every_time(tmp.path(), 2);
+  CHECK(every_time.due());
+  CHECK_THROWS_AS(CheckpointStore(tmp.path(), 0), std::invalid_argument);
+}
