@@ -8,6 +8,7 @@
 #include <functional>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 namespace meridian::daemon {
 namespace {
@@ -161,40 +162,59 @@ bool is_tcp_address(const std::string& address, int min_port) {
   return port && *port >= min_port && *port <= 65535;
 }
 
-// A number followed by one of `units`, e.g. "120ms".
-bool is_quantity(const std::string& value, std::initializer_list<const char*> units) {
+// The number in a quantity like "120ms" when it ends with one of `units`; nullopt otherwise.
+std::optional<double> quantity(const std::string& value, std::initializer_list<const char*> units) {
   for (const char* unit : units) {
     const std::string_view u(unit);
     if (value.size() > u.size() && value.ends_with(u)) {
       const auto number = parse_number<double>(std::string_view(value).substr(0, value.size() - u.size()));
-      if (number && std::isfinite(*number) && *number >= 0) return true;
+      if (number && std::isfinite(*number) && *number >= 0) return number;
     }
   }
-  return false;
+  return std::nullopt;
 }
 
-// The WAN grammar of DESIGN.md §5; peer/ owns the emulator and its full semantics, this only catches
-// typos before the daemon starts.
+// The --wan grammar of DESIGN.md §5 and docs/wan-emulation.md: "", "world4", or fields, optionally after
+// "world4,". peer/ owns the emulator and its parser (peer/link_spec.h); this check only catches mistakes
+// before the daemon starts and should call that parser once the daemon links peer/.
+std::string trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return std::string(s);
+}
+
+bool starts_with_world4(const std::string& spec) {
+  const auto first = trim(spec.substr(0, spec.find(',')));
+  return first == "world4";
+}
+
 std::optional<std::string> wan_problem(const std::string& spec) {
-  if (spec.empty() || spec == "world4") return std::nullopt;
   std::stringstream parts(spec);
-  std::string part;
-  while (std::getline(parts, part, ',')) {
+  std::string raw;
+  std::vector<std::string> seen;
+  bool first = true;
+  while (std::getline(parts, raw, ',')) {
+    const std::string part = trim(raw);
+    const bool was_first = std::exchange(first, false);
+    if (part.empty() && spec.find_first_not_of(' ') == std::string::npos) return std::nullopt;
+    if (was_first && part == "world4") continue;
     const auto eq = part.find('=');
-    const std::string key = part.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
+    const std::string key = trim(part.substr(0, eq));
+    const std::string value = eq == std::string::npos ? "" : trim(part.substr(eq + 1));
     if (eq == std::string::npos || value.empty()) return "'" + part + "' is not KEY=VALUE";
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return "'" + key + "' is given twice";
+    seen.push_back(key);
     if (key == "latency" || key == "jitter") {
-      if (!is_quantity(value, {"us", "ms", "s"})) return key + " '" + value + "' is not a duration like 120ms";
+      if (!quantity(value, {"us", "ms", "s"})) return key + " '" + value + "' is not a duration like 120ms";
     } else if (key == "bandwidth") {
-      if (!is_quantity(value, {"kbit", "mbit", "gbit", "bit"})) {
+      if (quantity(value, {"kbit", "mbit", "gbit", "bit"}).value_or(0) <= 0) {
         return "bandwidth '" + value + "' is not a rate like 50mbit (units: bit, kbit, mbit, gbit)";
       }
     } else if (key == "loss") {
-      const auto p = value.ends_with('%') ? parse_number<double>(std::string_view(value).substr(0, value.size() - 1))
-                                          : parse_number<double>(value);
-      const double fraction = p ? (value.ends_with('%') ? *p / 100 : *p) : -1;
-      if (!(fraction >= 0 && fraction <= 1)) return "loss '" + value + "' is not a fraction in [0, 1] or a percentage";
+      const bool percent = value.ends_with('%');
+      const auto p = parse_number<double>(percent ? std::string_view(value).substr(0, value.size() - 1) : value);
+      const double probability = p ? (percent ? *p / 100 : *p) : -1;
+      if (!(probability >= 0 && probability < 1)) return "loss '" + value + "' is not a probability in [0, 1) or a percentage";
     } else {
       return "unknown key '" + key + "' (keys: latency, jitter, bandwidth, loss)";
     }
@@ -387,10 +407,10 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   at_least("reaverage-every", c.reaverage_every, 0);
 
   if (auto why = wan_problem(c.wan)) problem("wan", *why + " (e.g. latency=120ms,jitter=10ms,bandwidth=50mbit or world4)");
-  if (c.wan == "world4") {
+  if (starts_with_world4(c.wan)) {
     one_of("region", c.region, {"oregon", "ohio", "london", "tokyo"});
   } else if (!c.region.empty()) {
-    problem("region", "only applies with --wan world4");
+    problem("region", "only applies with --wan world4[,...]");
   }
 
   if (!(std::isfinite(c.checkpoint_interval) && c.checkpoint_interval > 0)) {

@@ -159,9 +159,14 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.wan = "latency=120"; }, "--wan: latency '120' is not a duration like 120ms"},
       {[](SiteConfig& c) { c.wan = "latency=1ms,bw=5mbit"; }, "--wan: unknown key 'bw'"},
       {[](SiteConfig& c) { c.wan = "bandwidth=fast"; }, "--wan: bandwidth 'fast' is not a rate"},
-      {[](SiteConfig& c) { c.wan = "loss=2"; }, "--wan: loss '2' is not a fraction"},
+      {[](SiteConfig& c) { c.wan = "loss=1"; }, "--wan: loss '1' is not a probability in [0, 1)"},
+      {[](SiteConfig& c) { c.wan = "latency=1ms,latency=2ms"; }, "--wan: 'latency' is given twice"},
+      {[](SiteConfig& c) { c.wan = "bandwidth=0mbit"; }, "--wan: bandwidth '0mbit' is not a rate"},
+      {[](SiteConfig& c) { c.wan = "latency=1ms,world4"; }, "--wan: 'world4' is not KEY=VALUE"},
+      {[](SiteConfig& c) { c.wan = "world4,jitter=5ms"; }, "--region: '' is not one of"},
       {[](SiteConfig& c) { c.wan = "world4"; }, "--region: '' is not one of oregon, ohio, london, tokyo"},
       {[](SiteConfig& c) { c.region = "tokyo"; }, "--region: only applies with --wan world4"},
+      {[](SiteConfig& c) { c.region = "tokyo"; c.wan = "latency=5ms"; }, "--region: only applies with --wan world4"},
       {[](SiteConfig& c) { c.checkpoint_interval = 0; }, "--checkpoint-interval: must be a positive number"},
       {[](SiteConfig& c) { c.checkpoint_keep = 0; }, "--checkpoint-keep: 0 is below the minimum 1"},
       {[](SiteConfig& c) { c.metrics_address = "9400"; }, "--metrics-address: '9400' is not HOST:PORT or off"},
@@ -188,6 +193,9 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
   local.schedule = "step:2:0.5";
   local.grid = "2x4";
   local.device = "cuda:1";
+  CHECK(problems_of(local).empty());
+  local.wan = " world4 , bandwidth=0.5mbit, loss=0.1% ";
+  local.region = "london";
   CHECK(problems_of(local).empty());
 }
 
