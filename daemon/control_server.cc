@@ -48,7 +48,9 @@ ControlServer::ControlServer(zmq::context_t& context, std::string path, ControlH
     case UnixSocketState::kAbsent:
       break;
   }
-  socket_.set(zmq::sockopt::linger, 0);
+  // A short linger: the reply to `leave` must still go out when the daemon closes the socket right
+  // after, but shutdown must not wait long for a client that went away.
+  socket_.set(zmq::sockopt::linger, 500);
   socket_.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
   try {
     socket_.bind("ipc://" + path_);

@@ -223,6 +223,30 @@ TEST_CASE("the client says clearly when no daemon is there", "[daemon][control]"
   CHECK_THROWS_WITH(ControlServer(context, "/tmp/" + std::string(120, 'x'), daemon), Contains("longer than a Unix socket allows"));
 }
 
+TEST_CASE("the reply to leave arrives even when the daemon closes the socket right after", "[daemon][control]") {
+  TempDir tmp;
+  const std::string path = (tmp.path() / "control.sock").string();
+  FakeDaemon daemon;
+  std::promise<void> bound;
+  auto ready = bound.get_future();
+  std::thread comm([&] {
+    zmq::context_t context;
+    {
+      ControlServer server(context, path, daemon);
+      bound.set_value();
+      while (server.serve_pending() == 0) {
+        zmq::pollitem_t items[] = {{server.socket().handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, std::chrono::milliseconds(20));
+      }
+    }  // the daemon exits: socket closed and context terminated at once
+  });
+  ready.get();
+  const auto leave = ControlClient(path).leave();
+  comm.join();
+  CHECK(leave.accepted);
+  CHECK(probe_unix_socket(path) == UnixSocketState::kAbsent);
+}
+
 TEST_CASE("a daemon that does not answer in time gives a clear error", "[daemon][control]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
