@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace meridian::peer {
 
@@ -108,6 +109,22 @@ double parse_loss(std::string_view spec, std::string_view value) {
   return p;
 }
 
+// The shortest text that reads back to the same double (std::to_chars without a precision).
+std::string format_number(double v) {
+  std::array<char, 32> buf{};
+  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), ec == std::errc() ? end : buf.data());
+}
+
+// In the largest unit that keeps the number whole, as a user would write it: 20mbit, 512kbit.
+std::string format_bandwidth(double bits_per_s) {
+  for (const auto& [scale, unit] : {std::pair{1e9, "gbit"}, std::pair{1e6, "mbit"}, std::pair{1e3, "kbit"}}) {
+    const double n = bits_per_s / scale;
+    if (n >= 1 && n == std::floor(n) && n * scale == bits_per_s) return format_number(n) + unit;
+  }
+  return format_number(bits_per_s) + "bit";
+}
+
 std::string format_duration(std::chrono::microseconds d) {
   const auto us = d.count();
   if (us % 1000000 == 0) return std::to_string(us / 1000000) + "s";
@@ -119,7 +136,6 @@ std::string format_duration(std::chrono::microseconds d) {
 
 std::string LinkSpec::to_string() const {
   std::ostringstream out;
-  out.precision(17);
   const char* sep = "";
   if (latency.count() != 0) {
     out << sep << "latency=" << format_duration(latency);
@@ -130,10 +146,10 @@ std::string LinkSpec::to_string() const {
     sep = ",";
   }
   if (bandwidth_bits_per_s != 0) {
-    out << sep << "bandwidth=" << bandwidth_bits_per_s << "bit";
+    out << sep << "bandwidth=" << format_bandwidth(bandwidth_bits_per_s);
     sep = ",";
   }
-  if (loss != 0) out << sep << "loss=" << loss;
+  if (loss != 0) out << sep << "loss=" << format_number(loss);
   return out.str();
 }
 

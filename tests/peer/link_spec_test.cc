@@ -30,6 +30,9 @@ TEST_CASE("link specs parse every field and unit", "[peer][wan][link_spec]") {
   CHECK(parse_link_spec(parse_link_spec("latency=250us,jitter=1s").to_string()) ==
         parse_link_spec("latency=250us,jitter=1s"));
   CHECK(LinkSpec{}.to_string().empty());
+  CHECK(s.to_string() == "latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.001");
+  CHECK(parse_link_spec("bandwidth=9600bit,latency=1500us").to_string() == "latency=1500us,bandwidth=9600bit");
+  CHECK(parse_link_spec("bandwidth=1.5gbit").to_string() == "bandwidth=1500mbit");
 }
 
 TEST_CASE("bad link specs name the field and show a valid example", "[peer][wan][link_spec]") {

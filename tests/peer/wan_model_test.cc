@@ -49,6 +49,7 @@ TEST_CASE("world4 takes jitter, bandwidth and loss for every link but keeps its 
     }
   }
   CHECK(w.link("london", "tokyo").latency == 277ms);
+  CHECK(w.spec() == "world4,jitter=5ms,bandwidth=20mbit,loss=0.01");
   CHECK(parse_wan_spec(w.spec()).link(1, 2) == w.link(1, 2));
   CHECK_THROWS_WITH(parse_wan_spec("world4,latency=5ms"), Contains("world4 fixes the latency"));
   CHECK_THROWS_WITH(parse_wan_spec("world4,bandwidth=20"), Contains("bandwidth \"20\" needs a unit"));
