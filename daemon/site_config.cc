@@ -6,9 +6,11 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
-#include <sstream>
 #include <type_traits>
 #include <utility>
+
+#include "models/data/partition.h"
+#include "peer/wan_model.h"
 
 namespace meridian::daemon {
 namespace {
@@ -162,66 +164,6 @@ bool is_tcp_address(const std::string& address, int min_port) {
   return port && *port >= min_port && *port <= 65535;
 }
 
-// The number in a quantity like "120ms" when it ends with one of `units`; nullopt otherwise.
-std::optional<double> quantity(const std::string& value, std::initializer_list<const char*> units) {
-  for (const char* unit : units) {
-    const std::string_view u(unit);
-    if (value.size() > u.size() && value.ends_with(u)) {
-      const auto number = parse_number<double>(std::string_view(value).substr(0, value.size() - u.size()));
-      if (number && std::isfinite(*number) && *number >= 0) return number;
-    }
-  }
-  return std::nullopt;
-}
-
-// The --wan grammar of DESIGN.md §5 and docs/wan-emulation.md: "", "world4", or fields, optionally after
-// "world4,". peer/ owns the emulator and its parser (peer/link_spec.h); this check only catches mistakes
-// before the daemon starts and should call that parser once the daemon links peer/.
-std::string trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return std::string(s);
-}
-
-bool starts_with_world4(const std::string& spec) {
-  const auto first = trim(spec.substr(0, spec.find(',')));
-  return first == "world4";
-}
-
-std::optional<std::string> wan_problem(const std::string& spec) {
-  std::stringstream parts(spec);
-  std::string raw;
-  std::vector<std::string> seen;
-  bool first = true;
-  while (std::getline(parts, raw, ',')) {
-    const std::string part = trim(raw);
-    const bool was_first = std::exchange(first, false);
-    if (part.empty() && spec.find_first_not_of(' ') == std::string::npos) return std::nullopt;
-    if (was_first && part == "world4") continue;
-    const auto eq = part.find('=');
-    const std::string key = trim(part.substr(0, eq));
-    const std::string value = eq == std::string::npos ? "" : trim(part.substr(eq + 1));
-    if (eq == std::string::npos || value.empty()) return "'" + part + "' is not KEY=VALUE";
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return "'" + key + "' is given twice";
-    seen.push_back(key);
-    if (key == "latency" || key == "jitter") {
-      if (!quantity(value, {"us", "ms", "s"})) return key + " '" + value + "' is not a duration like 120ms";
-    } else if (key == "bandwidth") {
-      if (quantity(value, {"kbit", "mbit", "gbit", "bit"}).value_or(0) <= 0) {
-        return "bandwidth '" + value + "' is not a rate like 50mbit (units: bit, kbit, mbit, gbit)";
-      }
-    } else if (key == "loss") {
-      const bool percent = value.ends_with('%');
-      const auto p = parse_number<double>(percent ? std::string_view(value).substr(0, value.size() - 1) : value);
-      const double probability = p ? (percent ? *p / 100 : *p) : -1;
-      if (!(probability >= 0 && probability < 1)) return "loss '" + value + "' is not a probability in [0, 1) or a percentage";
-    } else {
-      return "unknown key '" + key + "' (keys: latency, jitter, bandwidth, loss)";
-    }
-  }
-  return std::nullopt;
-}
-
 bool is_site_name(const std::string& name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
@@ -237,16 +179,6 @@ std::string SiteConfig::checkpoint_dir_or_default() const {
 
 std::string SiteConfig::control_socket_or_default() const {
   return control_socket.empty() ? run_dir + "/control.sock" : control_socket;
-}
-
-std::optional<PartitionSpec> parse_partition(const std::string& text) {
-  if (text == "iid") return PartitionSpec{};
-  constexpr std::string_view prefix = "dirichlet:";
-  if (text.starts_with(prefix)) {
-    const auto alpha = parse_number<double>(std::string_view(text).substr(prefix.size()));
-    if (alpha && std::isfinite(*alpha) && *alpha > 0) return PartitionSpec{PartitionSpec::Kind::kDirichlet, *alpha};
-  }
-  return std::nullopt;
 }
 
 std::optional<ScheduleSpec> parse_schedule(const std::string& text) {
@@ -374,8 +306,10 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   }
   if (c.dataset == "csv" && c.train_csv.empty()) problem("train-csv", "missing: --dataset csv needs a training file");
   if (c.label_column.empty()) problem("label-column", "must not be empty (a column name or 0-based index)");
-  if (!parse_partition(c.partition)) {
-    problem("partition", "'" + c.partition + "' is not iid or dirichlet:ALPHA with ALPHA > 0 (e.g. dirichlet:0.5)");
+  try {
+    models::data::parse_partition_spec(c.partition);
+  } catch (const std::invalid_argument& e) {
+    problem("partition", e.what());
   }
   at_least("site-count", c.site_count, 1);
   if (c.site_index < 0 || c.site_index >= std::max(c.site_count, 1)) {
@@ -406,11 +340,22 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   if (!parse_grid(c.grid)) problem("grid", "'" + c.grid + "' is not auto or ROWSxCOLS (e.g. 2x4)");
   at_least("reaverage-every", c.reaverage_every, 0);
 
-  if (auto why = wan_problem(c.wan)) problem("wan", *why + " (e.g. latency=120ms,jitter=10ms,bandwidth=50mbit or world4)");
-  if (starts_with_world4(c.wan)) {
-    one_of("region", c.region, {"oregon", "ohio", "london", "tokyo"});
-  } else if (!c.region.empty()) {
-    problem("region", "only applies with --wan world4[,...]");
+  // peer/ owns the --wan grammar; a model with regions needs to know which one this site is in.
+  try {
+    const auto wan = peer::parse_wan_spec(c.wan);
+    if (wan.regions() > 1) {
+      if (!wan.region_index(c.region)) {
+        std::string names;
+        for (std::size_t r = 0; r < wan.regions(); ++r) names += (r ? ", " : "") + wan.region_name(r);
+        problem("region", (c.region.empty() ? std::string("missing: name this site's region in")
+                                            : "'" + c.region + "' is not a region of") +
+                              " --wan " + c.wan + " (regions: " + names + ")");
+      }
+    } else if (!c.region.empty()) {
+      problem("region", "only applies with a --wan that has regions, such as world4");
+    }
+  } catch (const std::invalid_argument& e) {
+    problem("wan", e.what());
   }
 
   if (!(std::isfinite(c.checkpoint_interval) && c.checkpoint_interval > 0)) {

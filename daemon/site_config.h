@@ -110,13 +110,9 @@ void validate_site_config(const SiteConfig& config);
 // A commented TOML file that bind_site_options + apply_site_config_file read back to `config`.
 std::string render_site_config(const SiteConfig& config);
 
-// Parsed forms of the small option grammars, for the daemon and for validation.
-struct PartitionSpec {
-  enum class Kind { kIid, kDirichlet } kind = Kind::kIid;
-  double alpha = 0.0;  // dirichlet only
-};
-std::optional<PartitionSpec> parse_partition(const std::string& text);
-
+// Parsed forms of the small option grammars this file owns, for the daemon and for validation.
+// (--partition is models/data/partition.h's parse_partition_spec, --wan peer/wan_model.h's
+// parse_wan_spec.)
 struct ScheduleSpec {
   enum class Kind { kConstant, kStep, kCosine } kind = Kind::kConstant;
   int step_epochs = 0;     // step: multiply the rate by step_factor every step_epochs epochs
