@@ -1,6 +1,7 @@
 // A directory of checkpoints: periodic writes with rotation (the newest `keep` are kept) and loading the
 // newest one that is valid. Files are named checkpoint-<step, 20 digits>.mrdn so that the name order is
-// the step order. A directory belongs to one daemon at a time.
+// the step order. A directory belongs to one daemon at a time (hold a DirectoryLock on it, see
+// directory_lock.h).
 //
 // Errors never throw through the training loop: write() returns a status the caller logs and counts,
 // and load_newest() reports each file it had to pass over with the reason.
