@@ -10,4 +10,7 @@ namespace meridian::cli {
 
 void register_commands(CLI::App& app, int& exit_code);
 
+void add_keygen_command(CLI::App& app, int& exit_code);
+void add_peer_node_command(CLI::App& app, int& exit_code);
+
 }  // namespace meridian::cli
