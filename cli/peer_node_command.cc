@@ -3,6 +3,7 @@
 //   endpoint ADDRESS            once, the address peers should bootstrap from
 //   members NAME,NAME,...       the live members (including itself) whenever they change
 //   view ID ROUND NAME,...      the newest view whenever it changes
+//   dead NAME / left NAME       a member was declared dead (heartbeat timeout) or announced its leave
 //   rejected N                  total rejected incoming messages whenever it changes
 // and reads commands on stdin: "leave" (announce a graceful leave and exit 0); end of input exits
 // without a leave.
@@ -11,6 +12,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <string>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -61,8 +63,15 @@ int run_peer_node(const PeerNodeArgs& a) {
   std::vector<std::string> last_members;
   peer::View last_view;
   std::uint64_t last_rejected = 0;
+  std::map<std::string, peer::MemberState> states;
   bool stdin_open = true;
   while (true) {
+    for (const auto& m : t.members()) {
+      auto& known = states.try_emplace(m.record.name, peer::MemberState::kAlive).first->second;
+      if (m.record.state != known && m.record.state != peer::MemberState::kAlive)
+        std::printf("%s %s\n", m.record.state == peer::MemberState::kDead ? "dead" : "left", m.record.name.c_str());
+      known = m.record.state;
+    }
     auto members = t.alive_members();
     if (members != last_members) {
       std::printf("members %s\n", join(members).c_str());
