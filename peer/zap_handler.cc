@@ -37,8 +37,8 @@ void ZapHandler::handle() {
         status = "200";
         text = "OK";
         user = entry->name;
-      } else {
-        spdlog::warn("refused a CURVE connection from {}: public key {} is not in the roster",
+      } else if (logged_.size() < 1024 && logged_.insert(z85.data()).second) {
+        spdlog::warn("refused a CURVE connection from {}: public key {} is not in the roster (logged once per key)",
                      request[3].to_string(), z85.data());
       }
     } else {

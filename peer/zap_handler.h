@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <string>
 #include <zmq.hpp>
 
 #include "peer/roster.h"
@@ -31,6 +33,7 @@ class ZapHandler {
   zmq::socket_t socket_;
   std::uint64_t admitted_ = 0;
   std::uint64_t denied_ = 0;
+  std::set<std::string> logged_;  // refused keys already logged (libzmq retries every reconnect)
 };
 
 }  // namespace meridian::peer

@@ -641,7 +641,10 @@ void ZmqTransport::IoLoop::run() {
 
     if (items[1].revents & ZMQ_POLLIN) drain_commands();
     if (stop_) break;
-    if (zap_ && (items[2].revents & ZMQ_POLLIN)) zap_->handle();
+    if (zap_ && (items[2].revents & ZMQ_POLLIN)) {
+      zap_->handle();
+      dirty_ = true;
+    }
     if (items[0].revents & ZMQ_POLLIN) {
       // Bounded so that commands, heartbeats and the ZAP handler are not starved by a flood.
       for (int i = 0; i < 256 && receive_one(); ++i) {
