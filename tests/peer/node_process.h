@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -21,7 +22,7 @@ class NodeProcess {
  public:
   explicit NodeProcess(std::vector<std::string> args) {
     int in[2], out[2];
-    if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
@@ -68,10 +69,13 @@ class NodeProcess {
       for (; next_ < lines_.size(); ++next_)
         if (pred(lines_[next_])) return lines_[next_++];
       if (eof_) return "";
+      // Always look at least once (a zero timeout just checks), then give up at the deadline.
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return "";
       pollfd p{stdout_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 100))) <= 0) continue;
+      if (::poll(&p, 1, static_cast<int>(std::clamp<long>(left.count(), 0, 100))) <= 0) {
+        if (left.count() <= 0) return "";
+        continue;
+      }
       char buf[4096];
       const ssize_t n = ::read(stdout_, buf, sizeof buf);
       if (n <= 0) {
