@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "peer/roster.h"
 #include "proto/meridian.pb.h"
 
 namespace meridian::peer {
@@ -174,7 +175,7 @@ std::string encode_hello(const HelloInfo& hello) {
 
 std::optional<HelloInfo> decode_hello(std::string_view body) {
   auto p = parse<wire::Hello>(body);
-  if (!p || p->name().empty() || p->name().size() > kMaxNameBytes || p->listen_address().size() > kMaxNameBytes ||
+  if (!p || !is_valid_site_name(p->name()) || p->listen_address().size() > kMaxNameBytes ||
       p->region().size() > kMaxNameBytes)
     return std::nullopt;
   return HelloInfo{p->name(), p->listen_address(), p->region(), p->incarnation(), p->round()};
@@ -206,7 +207,7 @@ std::optional<MemberListInfo> decode_members(std::string_view body) {
   MemberListInfo out;
   out.round = p->round();
   for (const auto& q : p->members()) {
-    if (q.name().empty() || q.name().size() > kMaxNameBytes || q.address().size() > kMaxNameBytes ||
+    if (!is_valid_site_name(q.name()) || q.address().size() > kMaxNameBytes ||
         q.region().size() > kMaxNameBytes || q.state() < wire::Member::ALIVE || q.state() > wire::Member::LEFT)
       return std::nullopt;
     out.members.push_back({q.name(), q.address(), q.region(), q.incarnation(), static_cast<MemberState>(q.state())});
@@ -217,7 +218,7 @@ std::optional<MemberListInfo> decode_members(std::string_view body) {
     // A view must already be in canonical form (sorted, unique, named): ranks derive from it.
     if (v.members.empty() || v != View::of(v.members, v.id, v.effective_round)) return std::nullopt;
     for (const auto& name : v.members)
-      if (name.empty() || name.size() > kMaxNameBytes) return std::nullopt;
+      if (!is_valid_site_name(name)) return std::nullopt;
     out.views.push_back(std::move(v));
   }
   return out;
