@@ -50,7 +50,13 @@ std::optional<Rejection> MessageValidator::check(const std::string& sender, cons
 }
 
 void MessageValidator::accept(const std::string& sender, const Message& m) {
-  if (is_mixer_kind(m.kind)) seen_[sender].insert(key_of(m));
+  if (!is_mixer_kind(m.kind)) return;
+  auto& keys = seen_[sender];
+  keys.insert(key_of(m));
+  // A member could send endless distinct valid keys inside the window; forget the oldest rounds
+  // first so memory stays bounded (a replay that old is then caught by the round window soon after).
+  constexpr std::size_t kMaxKeysPerSender = 1u << 16;
+  while (keys.size() > kMaxKeysPerSender) keys.erase(keys.begin());
 }
 
 void MessageValidator::advance_round(std::uint64_t round) {
