@@ -12,6 +12,7 @@ namespace {
 // std::isfinite keeps the loop branch-free so the compiler vectorizes it; the scan then costs about as
 // much as the copy, on data that is still in cache.
 bool copy_finite(const std::byte* src, float* dst, std::size_t n) {
+  if (n == 0) return true;  // empty payloads may have null pointers, which memcpy must not see
   std::memcpy(dst, src, n * sizeof(float));
   std::uint32_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
