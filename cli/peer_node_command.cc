@@ -32,7 +32,7 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 struct PeerNodeArgs {
-  std::string name, listen = "tcp://127.0.0.1:*", keys, roster, region;
+  std::string name, listen = "tcp://127.0.0.1:*", keys, roster, region, wan;
   std::vector<std::string> bootstrap;
   bool insecure = false;
   int heartbeat_interval_ms = 500, heartbeat_timeout_ms = 3000;
@@ -46,6 +46,7 @@ int run_peer_node(const PeerNodeArgs& a) {
   o.name = a.name;
   o.listen = a.listen;
   o.region = a.region;
+  o.wan = peer::parse_wan_spec(a.wan);
   o.bootstrap = a.bootstrap;
   o.insecure = a.insecure;
   o.heartbeat_interval = std::chrono::milliseconds(a.heartbeat_interval_ms);
@@ -119,7 +120,8 @@ void add_peer_node_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bootstrap", a->bootstrap, "Address (or NAME@ADDRESS) of a site to contact first");
   cmd->add_option("--keys", a->keys, "Key directory written by 'meridian keygen'");
   cmd->add_option("--roster", a->roster, "Roster file");
-  cmd->add_option("--region", a->region, "WAN region of this site");
+  cmd->add_option("--region", a->region, "WAN region of this site (e.g. oregon with --wan world4)");
+  cmd->add_option("--wan", a->wan, "Emulated WAN on this site's send path, e.g. world4 or latency=50ms,bandwidth=50mbit");
   cmd->add_flag("--insecure", a->insecure, "Plain TCP without encryption or authentication");
   cmd->add_option("--heartbeat-interval-ms", a->heartbeat_interval_ms, "Heartbeat interval");
   cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms, "Silence after which a peer is dead");

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
+#include "peer/link_emulator.h"
 #include "peer/membership.h"
 #include "peer/reassembler.h"
 #include "peer/zap_handler.h"
@@ -89,9 +91,11 @@ class ZmqTransport::IoLoop {
   zmq::socket_t open_dealer(const std::string& address, const std::string& server_name);
   Link* ensure_link(const std::string& name);
   void close_link(const std::string& name);
-  void enqueue(Link& link, Message&& msg, Clock::time_point now);
-  void enqueue_membership(Link& link, MessageKind kind, std::string body, Clock::time_point now);
-  Clock::time_point due_time(const Link& link, std::size_t bytes, Clock::time_point now);
+  void enqueue(Link& link, const std::string& to, Message&& msg, Clock::time_point now);
+  void enqueue_membership(Link& link, const std::string& to, MessageKind kind, std::string body,
+                          Clock::time_point now);
+  std::optional<Clock::time_point> due_time(const std::string& to, bool may_lose, std::size_t bytes,
+                                            Clock::time_point now);
 
   void drain_commands();
   void handle_send(std::string to, Message msg);
@@ -129,6 +133,9 @@ class ZmqTransport::IoLoop {
   bool dirty_ = true;
   TransportStats stats_;
   std::mt19937_64 rng_{std::random_device{}()};
+  LinkEmulator emulator_;
+  std::optional<std::size_t> region_;          // this site's region in the WAN model
+  std::set<std::string> unknown_region_logged_;
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames
 };
 
@@ -147,7 +154,17 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
                                      [&r = *t.options_.roster](const std::string& n) { return r.by_name(n) != nullptr; })},
           Clock::now()),
       validator_(t.options_.validation),
-      reassembler_(t.pool_) {
+      reassembler_(t.pool_),
+      emulator_(t.options_.wan_seed ^ std::hash<std::string>{}(t.options_.name)) {
+  if (opt_.wan.regions() > 1) {
+    region_ = opt_.wan.region_index(opt_.region);
+    if (!region_) {
+      std::string known;
+      for (std::size_t i = 0; i < opt_.wan.regions(); ++i) known += (i ? ", " : "") + opt_.wan.region_name(i);
+      throw std::invalid_argument("region '" + opt_.region + "' is not in the WAN model '" + opt_.wan.spec() +
+                                  "' (regions: " + known + ")");
+    }
+  }
   router_.set(zmq::sockopt::linger, 0);
   if (secure()) {
     zap_.emplace(ctx_, *opt_.roster);
@@ -225,7 +242,7 @@ Link* ZmqTransport::IoLoop::ensure_link(const std::string& name) {
   auto [it, inserted] = links_.emplace(name, Link{record->address, record->region, open_dealer(record->address, name), {}, false});
   dirty_ = true;
   // Every connection starts with a hello, so the other side can name it (insecure mode) and learns us.
-  enqueue_membership(it->second, MessageKind::kHello, encode_hello(membership_.hello()), Clock::now());
+  enqueue_membership(it->second, name, MessageKind::kHello, encode_hello(membership_.hello()), Clock::now());
   return &it->second;
 }
 
@@ -237,23 +254,50 @@ void ZmqTransport::IoLoop::close_link(const std::string& name) {
   dirty_ = true;
 }
 
-Clock::time_point ZmqTransport::IoLoop::due_time(const Link& /*link*/, std::size_t /*bytes*/, Clock::time_point now) {
-  // The WAN emulator (per-destination latency, jitter, bandwidth, loss) plugs in here; without it a
-  // message is due at once.
-  return now;
+std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::string& to, bool may_lose,
+                                                                std::size_t bytes, Clock::time_point now) {
+  if (!opt_.wan.emulates() || to.empty()) return now;  // bootstrap links: name (and region) unknown yet
+  const LinkSpec* spec = nullptr;
+  if (opt_.wan.regions() == 1) {
+    spec = &opt_.wan.link(0, 0);
+  } else {
+    const auto* record = membership_.find(to);
+    if (!record) return now;  // not introduced yet: only its hello travels unemulated
+    const auto theirs = opt_.wan.region_index(record->region);
+    if (!theirs) {
+      if (unknown_region_logged_.insert(to).second)
+        spdlog::warn("'{}': peer '{}' announces region '{}', which the WAN model '{}' does not have; its link is "
+                     "not emulated",
+                     opt_.name, to, record->region, opt_.wan.spec());
+      return now;
+    }
+    spec = &opt_.wan.link(*region_, *theirs);
+  }
+  if (may_lose || spec->loss == 0) return emulator_.schedule(to, *spec, bytes, now);
+  LinkSpec lossless = *spec;
+  lossless.loss = 0;
+  return emulator_.schedule(to, lossless, bytes, now);
 }
 
-void ZmqTransport::IoLoop::enqueue(Link& link, Message&& msg, Clock::time_point now) {
+void ZmqTransport::IoLoop::enqueue(Link& link, const std::string& to, Message&& msg, Clock::time_point now) {
   auto chunks = encode_message(msg, opt_.validation.model_fingerprint, next_message_id_++, opt_.limits);
   std::size_t with_payload = 0, bytes = 0;
   for (const auto& c : chunks) {
     with_payload += c.elements > 0;
     bytes += c.header.size() + c.elements * sizeof(float);
   }
+  // The whole message is one unit on the emulated link: its chunks leave together when it is delivered.
+  const auto delivered = due_time(to, is_mixer_kind(msg.kind), bytes, now);
+  if (!delivered) {
+    ++stats_.emulated_lost;
+    dirty_ = true;
+    t_.pool_.give(std::move(msg.payload));
+    return;
+  }
   std::unique_ptr<SentPayload> holder;
   if (with_payload > 0) holder.reset(new SentPayload{std::move(msg.payload), &t_.pool_, with_payload});
   else t_.pool_.give(std::move(msg.payload));
-  const Clock::time_point due = due_time(link, bytes, now);
+  const Clock::time_point due = *delivered;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     auto& c = chunks[i];
     Outgoing o;
@@ -272,11 +316,12 @@ void ZmqTransport::IoLoop::enqueue(Link& link, Message&& msg, Clock::time_point 
   (void)holder.release();
 }
 
-void ZmqTransport::IoLoop::enqueue_membership(Link& link, MessageKind kind, std::string body, Clock::time_point now) {
+void ZmqTransport::IoLoop::enqueue_membership(Link& link, const std::string& to, MessageKind kind, std::string body,
+                                              Clock::time_point now) {
   Message m;
   m.kind = kind;
   m.body = std::move(body);
-  enqueue(link, std::move(m), now);
+  enqueue(link, to, std::move(m), now);
 }
 
 void ZmqTransport::IoLoop::advance_round(std::uint64_t round) {
@@ -318,7 +363,7 @@ void ZmqTransport::IoLoop::handle_send(std::string to, Message msg) {
     t_.pool_.give(std::move(msg.payload));
     return;
   }
-  enqueue(*link, std::move(msg), Clock::now());
+  enqueue(*link, to, std::move(msg), Clock::now());
 }
 
 void ZmqTransport::IoLoop::handle_leave(std::chrono::milliseconds linger) {
@@ -326,7 +371,7 @@ void ZmqTransport::IoLoop::handle_leave(std::chrono::milliseconds linger) {
   membership_.leave();
   const std::string body = encode_leave(LeaveInfo{membership_.incarnation()});
   for (const auto& r : membership_.alive_others())
-    if (Link* link = ensure_link(r.name)) enqueue_membership(*link, MessageKind::kLeave, body, now);
+    if (Link* link = ensure_link(r.name)) enqueue_membership(*link, r.name, MessageKind::kLeave, body, now);
   // Give the leave (and whatever was queued before it) a bounded chance to go out.
   const auto deadline = now + linger;
   while (Clock::now() < deadline) {
@@ -426,7 +471,7 @@ bool ZmqTransport::IoLoop::receive_one() {
       resolve_bootstraps();
       if (membership_.is_alive(name)) {
         if (Link* link = ensure_link(name))
-          enqueue_membership(*link, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
+          enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
       } else {
         maybe_refute_hint(name, now);
       }
@@ -497,20 +542,21 @@ void ZmqTransport::IoLoop::maybe_refute_hint(const std::string& name, Clock::tim
   if (now - last < opt_.heartbeat_interval) return;
   last = now;
   if (Link* link = ensure_link(name))
-    enqueue_membership(*link, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
+    enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
 }
 
 void ZmqTransport::IoLoop::process(const MembershipChange& change, Clock::time_point now) {
   for (const auto& name : change.joined) {
     spdlog::info("'{}': member '{}' is alive", opt_.name, name);
     if (Link* link = ensure_link(name))
-      enqueue_membership(*link, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
+      enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
   }
   auto gone = [&](const std::string& name, const char* how) {
     spdlog::info("'{}': member '{}' {}", opt_.name, name, how);
     close_link(name);
     reassembler_.forget(name);
     validator_.forget(name);
+    emulator_.forget(name);
   };
   for (const auto& name : change.died) gone(name, "is dead (no heartbeat within the timeout)");
   for (const auto& name : change.left) gone(name, "left");
@@ -540,7 +586,7 @@ void ZmqTransport::IoLoop::resolve_bootstraps() {
 void ZmqTransport::IoLoop::gossip_all(Clock::time_point now) {
   const std::string body = encode_members(membership_.snapshot());
   for (const auto& r : membership_.alive_others())
-    if (Link* link = ensure_link(r.name)) enqueue_membership(*link, MessageKind::kMembers, body, now);
+    if (Link* link = ensure_link(r.name)) enqueue_membership(*link, r.name, MessageKind::kMembers, body, now);
   gossip_due_ = false;
   last_gossip_all_ = now;
 }
@@ -550,17 +596,17 @@ void ZmqTransport::IoLoop::tick(Clock::time_point now) {
   const std::string hb = encode_heartbeat(HeartbeatInfo{membership_.incarnation(), membership_.newest_round()});
   auto others = membership_.alive_others();
   for (const auto& r : others)
-    if (Link* link = ensure_link(r.name)) enqueue_membership(*link, MessageKind::kHeartbeat, hb, now);
+    if (Link* link = ensure_link(r.name)) enqueue_membership(*link, r.name, MessageKind::kHeartbeat, hb, now);
   if (gossip_due_) {
     gossip_all(now);
   } else if (!others.empty()) {
     // Anti-entropy: one random member hears our whole table every tick.
     const auto& r = others[std::uniform_int_distribution<std::size_t>(0, others.size() - 1)(rng_)];
     if (Link* link = ensure_link(r.name))
-      enqueue_membership(*link, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
+      enqueue_membership(*link, r.name, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
   }
   const std::string hello = encode_hello(membership_.hello());
-  for (auto& b : bootstraps_) enqueue_membership(b.link, MessageKind::kHello, hello, now);
+  for (auto& b : bootstraps_) enqueue_membership(b.link, b.name, MessageKind::kHello, hello, now);
   for (auto it = hinted_.begin(); it != hinted_.end();)
     it = now - it->second > opt_.heartbeat_timeout ? hinted_.erase(it) : std::next(it);
   next_tick_ = now + opt_.heartbeat_interval;

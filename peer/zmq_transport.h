@@ -12,8 +12,9 @@
 // Threads: the transport runs one internal I/O thread that owns every socket (libzmq sockets are
 // single-threaded). send(), receive(), view_for() and the other public methods are thread-safe: they
 // hand work to the I/O thread through a queue (woken by an eventfd) and read results under a mutex.
-// Outgoing messages wait in a per-peer queue until their due time (the hook for WAN emulation) and
-// then leave in FIFO order. An error on the I/O thread is stored and rethrown as TransportError by the
+// Outgoing messages wait in a per-peer FIFO queue until the time the WAN emulation
+// (peer/link_emulator.h) says the link delivers them (at once without emulation); the I/O loop polls
+// no longer than until the earliest one is due. An error on the I/O thread is stored and rethrown as TransportError by the
 // next send() or receive().
 #pragma once
 
@@ -33,6 +34,7 @@
 
 #include "peer/buffer_pool.h"
 #include "peer/curve_keys.h"
+#include "peer/wan_model.h"
 #include "peer/membership_messages.h"
 #include "peer/message_validator.h"
 #include "peer/rejection.h"
@@ -47,6 +49,13 @@ struct ZmqTransportOptions {
   std::string listen = "tcp://127.0.0.1:*";    // ROUTER bind address; '*' or port 0 picks a free port
   std::string advertise;                       // address peers connect to; empty: the bound endpoint
   std::string region;                          // WAN region announced in hello and member info
+  // WAN emulation on this site's send path (peer/wan_model.h, e.g. parse_wan_spec("world4")): every
+  // message to a peer leaves when the emulated link delivers it. With a multi-region model, `region`
+  // must be one of its regions and peers' links follow the regions they announce. Loss applies to
+  // mixer messages only: membership traffic is delayed like the rest but never dropped, as a TCP
+  // stream would deliver it.
+  WanModel wan;
+  std::uint64_t wan_seed = 0;                  // jitter and loss draws (mixed with the site name)
   // Sites to contact first: "tcp://host:port" or "NAME@tcp://host:port". In secure mode a bare
   // address must match a roster entry's address (the peer's key is needed to connect).
   std::vector<std::string> bootstrap;
@@ -75,6 +84,7 @@ struct TransportStats {
   std::uint64_t messages_received = 0;  // whole messages accepted (all kinds)
   std::uint64_t bytes_received = 0;
   std::uint64_t dropped_unreachable = 0;  // sends to unknown, dead or departed peers
+  std::uint64_t emulated_lost = 0;        // messages the WAN emulation dropped
   std::uint64_t zap_admitted = 0;
   std::uint64_t zap_denied = 0;
 };

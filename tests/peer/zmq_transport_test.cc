@@ -315,6 +315,10 @@ TEST_CASE("transport options are checked with errors that name the problem", "[p
   o.heartbeat_timeout = o.heartbeat_interval;
   CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("heartbeat timeout"));
   o = fed.options("a");
+  o.wan = parse_wan_spec("world4");
+  o.region = "mars";
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("region 'mars'") && Catch::Contains("oregon"));
+  o = fed.options("a");
   o.listen = "tcp://256.1.1.1:1";
   CHECK_THROWS_AS(ZmqTransport(o), TransportError);
 }
