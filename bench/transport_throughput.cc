@@ -13,7 +13,7 @@
 // payload back with recycle(); chunking, validation (including the finite-value scan) and reassembly
 // are all on the measured path.
 //
-// Usage: transport_throughput [--repeats R] [--markdown FILE]
+// Usage: transport_throughput [--repeats R] [--chunk-kib K] [--markdown FILE]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,6 +184,8 @@ double run_raw(bool secure, const fs::path& keydir, std::size_t bytes, int count
   return static_cast<double>(bytes) * count / secs;
 }
 
+std::size_t g_chunk_bytes = WireLimits{}.chunk_bytes;
+
 double run_meridian(bool secure, const fs::path& keydir, std::size_t bytes, int count) {
   const int total = kWarmup + count;
   Child c = spawn_receiver({"--impl", "meridian", "--secure", secure ? "1" : "0", "--keys", keydir.string(),
@@ -191,6 +193,7 @@ double run_meridian(bool secure, const fs::path& keydir, std::size_t bytes, int 
   const std::string endpoint = read_line(c.out);
   auto o = transport_options("tx", secure, keydir);
   o.bootstrap = {"rx@" + endpoint};
+  o.limits.chunk_bytes = g_chunk_bytes;
   ZmqTransport t(std::move(o));
   while (t.alive_members().size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   const std::size_t n = bytes / sizeof(float);
@@ -242,6 +245,7 @@ int main(int argc, char** argv) {
   }
 
   const int repeats = std::stoi(arg("--repeats", "5"));
+  g_chunk_bytes = std::stoul(arg("--chunk-kib", std::to_string(g_chunk_bytes / 1024))) * 1024;
   const std::string markdown = arg("--markdown", "");
   const fs::path keydir = fs::temp_directory_path() / ("meridian-bench-keys-" + std::to_string(::getpid()));
   Roster roster;

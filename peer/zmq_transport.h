@@ -122,8 +122,8 @@ class ZmqTransport final : public Transport {
 
   // Payload buffers: take_buffer() reuses buffers that sent messages or recycle() gave back; giving
   // received payloads back with recycle() lets the transport receive into already-touched memory.
-  std::vector<float> take_buffer(std::size_t elements) { return pool_.take(elements); }
-  void recycle(std::vector<float>&& payload) { pool_.give(std::move(payload)); }
+  std::vector<float> take_buffer(std::size_t elements) override { return pool_.take(elements); }
+  void recycle(std::vector<float>&& payload) override { pool_.give(std::move(payload)); }
 
   std::vector<MemberStatus> members() const;
   std::vector<std::string> alive_members() const;  // sorted, including this site
