@@ -401,7 +401,12 @@ void ZmqTransport::IoLoop::deliver(Message&& msg) {
 }
 
 bool ZmqTransport::IoLoop::receive_one() {
-  if (!router_.recv(rid_, zmq::recv_flags::dontwait)) return false;
+  try {
+    if (!router_.recv(rid_, zmq::recv_flags::dontwait)) return false;
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return false;  // interrupted by a signal: the loop polls again
+    throw;
+  }
   const auto now = Clock::now();
   const char* user_id = nullptr;
   std::string label;
@@ -683,7 +688,11 @@ void ZmqTransport::IoLoop::run() {
     now = Clock::now();
     auto wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
     if (wait.count() < 0) wait = std::chrono::milliseconds(0);
-    zmq::poll(items.data(), items.size(), wait);
+    // A signal (the daemon handles SIGINT/SIGTERM) interrupts the poll: just go round again.
+    if (zmq_poll(items.data(), static_cast<int>(items.size()), static_cast<long>(wait.count())) < 0) {
+      if (zmq_errno() == EINTR) continue;
+      throw zmq::error_t();
+    }
 
     if (items[1].revents & ZMQ_POLLIN) drain_commands();
     if (stop_) break;

@@ -1,7 +1,10 @@
 // ZmqTransport over real TCP sockets on loopback (ephemeral ports), several sites in one process.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cmath>
+#include <pthread.h>
+#include <unistd.h>
 #include <functional>
 #include <numeric>
 #include <thread>
@@ -321,4 +324,35 @@ TEST_CASE("transport options are checked with errors that name the problem", "[p
   o = fed.options("a");
   o.listen = "tcp://256.1.1.1:1";
   CHECK_THROWS_AS(ZmqTransport(o), TransportError);
+}
+
+namespace {
+void ignore_signal(int) {}
+}  // namespace
+
+TEST_CASE("signals interrupting the transport's I/O thread do not stop it", "[peer][zmq]") {
+  // The daemon handles SIGINT/SIGTERM; a handler without SA_RESTART makes poll() fail with EINTR in
+  // whichever thread receives the signal. libzmq's own threads block signals, so once this thread
+  // blocks SIGUSR2 too, the transport's I/O thread is the one that receives it.
+  struct sigaction sa {};
+  sa.sa_handler = ignore_signal;
+  struct sigaction old {};
+  REQUIRE(::sigaction(SIGUSR2, &sa, &old) == 0);
+  Federation fed({"a", "b"});
+  ZmqTransport a(fed.options("a"));
+  ZmqTransport b(fed.options("b", {"a@" + a.endpoint()}));
+  sigset_t block, previous;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR2);
+  REQUIRE(::pthread_sigmask(SIG_BLOCK, &block, &previous) == 0);
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+  for (int i = 0; i < 50; ++i) {
+    ::kill(::getpid(), SIGUSR2);
+    std::this_thread::sleep_for(1ms);
+  }
+  b.send("a", push_sum(1, 3));
+  auto got = a.receive(30s);
+  CHECK(got.has_value());
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::sigaction(SIGUSR2, &old, nullptr);
 }
