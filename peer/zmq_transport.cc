@@ -50,7 +50,6 @@ struct Outgoing {
 
 struct Link {
   std::string address;
-  std::string region;
   zmq::socket_t dealer;
   std::deque<Outgoing> queue;
   bool blocked = false;  // libzmq's queue for this peer is full; poll for POLLOUT
@@ -117,7 +116,7 @@ class ZmqTransport::IoLoop {
   zmq::context_t ctx_;
   std::optional<ZapHandler> zap_;
   zmq::socket_t router_;
-  Membership membership_;
+  std::optional<Membership> membership_;  // set once the listening address is known
   MessageValidator validator_;
   Reassembler reassembler_;
   std::map<std::string, Link> links_;
@@ -144,15 +143,6 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
       opt_(t.options_),
       ctx_(1),
       router_(ctx_, zmq::socket_type::router),
-      membership_(
-          MembershipConfig{t.options_.name, "", t.options_.region,
-                           t.options_.incarnation ? t.options_.incarnation : wall_clock_ms(),
-                           t.options_.heartbeat_timeout, t.options_.view_lead_rounds,
-                           t.options_.insecure
-                               ? std::function<bool(const std::string&)>(is_valid_site_name)
-                               : std::function<bool(const std::string&)>(
-                                     [&r = *t.options_.roster](const std::string& n) { return r.by_name(n) != nullptr; })},
-          Clock::now()),
       validator_(t.options_.validation),
       reassembler_(t.pool_),
       emulator_(t.options_.wan_seed ^ std::hash<std::string>{}(t.options_.name)) {
@@ -178,15 +168,13 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     throw TransportError("cannot listen on '" + opt_.listen + "': " + e.what());
   }
   t_.endpoint_ = opt_.advertise.empty() ? router_.get(zmq::sockopt::last_endpoint) : opt_.advertise;
-  // The membership learned our address only now; rebuild it with the bound endpoint.
-  membership_ = Membership(MembershipConfig{opt_.name, t_.endpoint_, opt_.region, membership_.incarnation(),
-                                            opt_.heartbeat_timeout, opt_.view_lead_rounds,
-                                            opt_.insecure ? std::function<bool(const std::string&)>(is_valid_site_name)
-                                                          : std::function<bool(const std::string&)>(
-                                                                [&r = *opt_.roster](const std::string& n) {
-                                                                  return r.by_name(n) != nullptr;
-                                                                })},
-                           Clock::now());
+  // The membership starts once the bound endpoint (our advertised address) is known.
+  std::function<bool(const std::string&)> admissible = is_valid_site_name;
+  if (secure()) admissible = [&r = *opt_.roster](const std::string& n) { return r.by_name(n) != nullptr; };
+  membership_.emplace(MembershipConfig{opt_.name, t_.endpoint_, opt_.region,
+                                       opt_.incarnation ? opt_.incarnation : wall_clock_ms(), opt_.heartbeat_timeout,
+                                       opt_.view_lead_rounds, std::move(admissible)},
+                      Clock::now());
 
   for (const auto& spec : opt_.bootstrap) {
     std::string name, address = spec;
@@ -205,11 +193,11 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     if (secure() && !opt_.roster->by_name(name))
       throw std::invalid_argument("bootstrap '" + spec + "': site '" + name + "' is not in the roster");
     if (name == opt_.name || address == t_.endpoint_) continue;
-    bootstraps_.push_back(Bootstrap{name, Link{address, "", open_dealer(address, name), {}, false}});
+    bootstraps_.push_back(Bootstrap{name, Link{address, open_dealer(address, name), {}, false}});
   }
   next_tick_ = Clock::now();
   last_gossip_all_ = Clock::now() - opt_.heartbeat_interval;
-  t_.views_ = membership_.views();
+  t_.views_ = membership_->views();
 }
 
 ZmqTransport::IoLoop::~IoLoop() {
@@ -236,13 +224,13 @@ zmq::socket_t ZmqTransport::IoLoop::open_dealer(const std::string& address, cons
 
 Link* ZmqTransport::IoLoop::ensure_link(const std::string& name) {
   if (auto it = links_.find(name); it != links_.end()) return &it->second;
-  const auto* record = membership_.find(name);
+  const auto* record = membership_->find(name);
   if (!record || record->address.empty() || name == opt_.name) return nullptr;
   if (secure() && !opt_.roster->by_name(name)) return nullptr;
-  auto [it, inserted] = links_.emplace(name, Link{record->address, record->region, open_dealer(record->address, name), {}, false});
+  auto [it, inserted] = links_.emplace(name, Link{record->address, open_dealer(record->address, name), {}, false});
   dirty_ = true;
   // Every connection starts with a hello, so the other side can name it (insecure mode) and learns us.
-  enqueue_membership(it->second, name, MessageKind::kHello, encode_hello(membership_.hello()), Clock::now());
+  enqueue_membership(it->second, name, MessageKind::kHello, encode_hello(membership_->hello()), Clock::now());
   return &it->second;
 }
 
@@ -261,7 +249,7 @@ std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::strin
   if (opt_.wan.regions() == 1) {
     spec = &opt_.wan.link(0, 0);
   } else {
-    const auto* record = membership_.find(to);
+    const auto* record = membership_->find(to);
     if (!record) return now;  // not introduced yet: only its hello travels unemulated
     const auto theirs = opt_.wan.region_index(record->region);
     if (!theirs) {
@@ -295,7 +283,7 @@ void ZmqTransport::IoLoop::enqueue(Link& link, const std::string& to, Message&& 
     return;
   }
   std::unique_ptr<SentPayload> holder;
-  if (with_payload > 0) holder.reset(new SentPayload{std::move(msg.payload), &t_.pool_, with_payload});
+  if (with_payload > 0) holder = std::make_unique<SentPayload>(std::move(msg.payload), &t_.pool_, with_payload);
   else t_.pool_.give(std::move(msg.payload));
   const Clock::time_point due = *delivered;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
@@ -328,7 +316,7 @@ void ZmqTransport::IoLoop::advance_round(std::uint64_t round) {
   if (round <= round_) return;
   round_ = round;
   validator_.advance_round(round);
-  membership_.note_round(round);
+  membership_->note_round(round);
 }
 
 void ZmqTransport::IoLoop::drain_commands() {
@@ -356,7 +344,7 @@ void ZmqTransport::IoLoop::handle_send(std::string to, Message msg) {
     deliver(std::move(msg));
     return;
   }
-  Link* link = membership_.is_alive(to) ? ensure_link(to) : nullptr;
+  Link* link = membership_->is_alive(to) ? ensure_link(to) : nullptr;
   if (!link) {
     ++stats_.dropped_unreachable;
     dirty_ = true;
@@ -368,9 +356,9 @@ void ZmqTransport::IoLoop::handle_send(std::string to, Message msg) {
 
 void ZmqTransport::IoLoop::handle_leave(std::chrono::milliseconds linger) {
   const auto now = Clock::now();
-  membership_.leave();
-  const std::string body = encode_leave(LeaveInfo{membership_.incarnation()});
-  for (const auto& r : membership_.alive_others())
+  membership_->leave();
+  const std::string body = encode_leave(LeaveInfo{membership_->incarnation()});
+  for (const auto& r : membership_->alive_others())
     if (Link* link = ensure_link(r.name)) enqueue_membership(*link, r.name, MessageKind::kLeave, body, now);
   // Give the leave (and whatever was queued before it) a bounded chance to go out.
   const auto deadline = now + linger;
@@ -471,12 +459,12 @@ bool ZmqTransport::IoLoop::receive_one() {
   MembershipChange change;
   switch (h.kind) {
     case MessageKind::kHello:
-      change = membership_.on_hello(*hello, now);
+      change = membership_->on_hello(*hello, now);
       process(change, now);
       resolve_bootstraps();
-      if (membership_.is_alive(name)) {
+      if (membership_->is_alive(name)) {
         if (Link* link = ensure_link(name))
-          enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
+          enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_->snapshot()), now);
       } else {
         maybe_refute_hint(name, now);
       }
@@ -485,40 +473,40 @@ bool ZmqTransport::IoLoop::receive_one() {
     case MessageKind::kMembers: {
       auto list = decode_members(h.body);
       if (!list) return reject(RejectCause::kMalformed, name, "member list body is not a well-formed MemberList"), true;
-      change = membership_.on_members(*list, now);
-      membership_.heard_from(name, now);
+      change = membership_->on_members(*list, now);
+      membership_->heard_from(name, now);
       break;
     }
     case MessageKind::kHeartbeat: {
       auto hb = decode_heartbeat(h.body);
       if (!hb) return reject(RejectCause::kMalformed, name, "heartbeat body is not a well-formed Heartbeat"), true;
-      change = membership_.on_heartbeat(name, *hb, now);
+      change = membership_->on_heartbeat(name, *hb, now);
       break;
     }
     case MessageKind::kLeave: {
       auto lv = decode_leave(h.body);
       if (!lv) return reject(RejectCause::kMalformed, name, "leave body is not a well-formed Leave"), true;
-      change = membership_.on_leave(name, *lv);
+      change = membership_->on_leave(name, *lv);
       break;
     }
     case MessageKind::kControl:
-      if (!membership_.is_alive(name)) return reject(RejectCause::kUnknownSender, name, "not a live member"), true;
+      if (!membership_->is_alive(name)) return reject(RejectCause::kUnknownSender, name, "not a live member"), true;
       {
         Message m = h.to_message();
         m.from = name;
         deliver(std::move(m));
       }
-      membership_.heard_from(name, now);
+      membership_->heard_from(name, now);
       ++stats_.messages_received;
       return true;
     case MessageKind::kPushSum:
     case MessageKind::kReduceChunk:
     case MessageKind::kGroupChunk: {
-      if (!membership_.is_alive(name)) {
+      if (!membership_->is_alive(name)) {
         maybe_refute_hint(name, now);
         return reject(RejectCause::kUnknownSender, name, "mixer message from a site that is not a live member"), true;
       }
-      membership_.heard_from(name, now);
+      membership_->heard_from(name, now);
       auto result = reassembler_.add(
           name, h, {static_cast<const std::byte*>(pay_.data()), payload_bytes ? *payload_bytes : std::size_t{0}});
       for (const auto& r : result.rejections) reject(r.cause, name, r.detail);
@@ -531,8 +519,8 @@ bool ZmqTransport::IoLoop::receive_one() {
     }
   }
   ++stats_.messages_received;
-  if (!membership_.is_alive(name) && membership_.find(name) &&
-      membership_.find(name)->state == MemberState::kDead)
+  if (!membership_->is_alive(name) && membership_->find(name) &&
+      membership_->find(name)->state == MemberState::kDead)
     maybe_refute_hint(name, now);
   process(change, now);
   return true;
@@ -541,20 +529,20 @@ bool ZmqTransport::IoLoop::receive_one() {
 void ZmqTransport::IoLoop::maybe_refute_hint(const std::string& name, Clock::time_point now) {
   // A site we consider dead is talking to us: tell it (our table says so) so that it refutes with a
   // higher incarnation. At most once per heartbeat interval per site.
-  const auto* r = membership_.find(name);
+  const auto* r = membership_->find(name);
   if (!r || r->state != MemberState::kDead) return;
   auto& last = hinted_[name];
   if (now - last < opt_.heartbeat_interval) return;
   last = now;
   if (Link* link = ensure_link(name))
-    enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
+    enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_->snapshot()), now);
 }
 
 void ZmqTransport::IoLoop::process(const MembershipChange& change, Clock::time_point now) {
   for (const auto& name : change.joined) {
     spdlog::info("'{}': member '{}' is alive", opt_.name, name);
     if (Link* link = ensure_link(name))
-      enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
+      enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_->snapshot()), now);
   }
   auto gone = [&](const std::string& name, const char* how) {
     spdlog::info("'{}': member '{}' {}", opt_.name, name, how);
@@ -575,7 +563,7 @@ void ZmqTransport::IoLoop::process(const MembershipChange& change, Clock::time_p
 void ZmqTransport::IoLoop::resolve_bootstraps() {
   for (auto it = bootstraps_.begin(); it != bootstraps_.end();) {
     std::string found;
-    for (const auto& r : membership_.alive_others())
+    for (const auto& r : membership_->alive_others())
       if ((!it->name.empty() && r.name == it->name) || (it->name.empty() && r.address == it->link.address)) found = r.name;
     if (found.empty()) {
       ++it;
@@ -589,17 +577,17 @@ void ZmqTransport::IoLoop::resolve_bootstraps() {
 }
 
 void ZmqTransport::IoLoop::gossip_all(Clock::time_point now) {
-  const std::string body = encode_members(membership_.snapshot());
-  for (const auto& r : membership_.alive_others())
+  const std::string body = encode_members(membership_->snapshot());
+  for (const auto& r : membership_->alive_others())
     if (Link* link = ensure_link(r.name)) enqueue_membership(*link, r.name, MessageKind::kMembers, body, now);
   gossip_due_ = false;
   last_gossip_all_ = now;
 }
 
 void ZmqTransport::IoLoop::tick(Clock::time_point now) {
-  process(membership_.tick(now), now);
-  const std::string hb = encode_heartbeat(HeartbeatInfo{membership_.incarnation(), membership_.newest_round()});
-  auto others = membership_.alive_others();
+  process(membership_->tick(now), now);
+  const std::string hb = encode_heartbeat(HeartbeatInfo{membership_->incarnation(), membership_->newest_round()});
+  auto others = membership_->alive_others();
   for (const auto& r : others)
     if (Link* link = ensure_link(r.name)) enqueue_membership(*link, r.name, MessageKind::kHeartbeat, hb, now);
   if (gossip_due_) {
@@ -608,9 +596,9 @@ void ZmqTransport::IoLoop::tick(Clock::time_point now) {
     // Anti-entropy: one random member hears our whole table every tick.
     const auto& r = others[std::uniform_int_distribution<std::size_t>(0, others.size() - 1)(rng_)];
     if (Link* link = ensure_link(r.name))
-      enqueue_membership(*link, r.name, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
+      enqueue_membership(*link, r.name, MessageKind::kMembers, encode_members(membership_->snapshot()), now);
   }
-  const std::string hello = encode_hello(membership_.hello());
+  const std::string hello = encode_hello(membership_->hello());
   for (auto& b : bootstraps_) enqueue_membership(b.link, b.name, MessageKind::kHello, hello, now);
   for (auto it = hinted_.begin(); it != hinted_.end();)
     it = now - it->second > opt_.heartbeat_timeout ? hinted_.erase(it) : std::next(it);
@@ -648,9 +636,9 @@ void ZmqTransport::IoLoop::publish() {
   if (!dirty_) return;
   dirty_ = false;
   std::vector<MemberStatus> status;
-  for (const auto& r : membership_.records()) status.push_back({r, links_.contains(r.name)});
+  for (const auto& r : membership_->records()) status.push_back({r, links_.contains(r.name)});
   std::lock_guard lock(t_.mu_);
-  t_.views_ = membership_.views();
+  t_.views_ = membership_->views();
   t_.member_status_ = std::move(status);
   t_.stats_ = stats_;
   if (zap_) {
