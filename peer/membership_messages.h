@@ -43,6 +43,11 @@ struct MemberListInfo {
 struct HeartbeatInfo {
   std::uint64_t incarnation = 0;
   std::uint64_t round = 0;
+  // Round-trip time: sender's steady clock (µs) at sending; the newest sent_us received from the
+  // destination and how long ago it arrived (0, 0 when none). RTT = now - echo_us - held_us.
+  std::uint64_t sent_us = 0;
+  std::uint64_t echo_us = 0;
+  std::uint64_t held_us = 0;
   friend bool operator==(const HeartbeatInfo&, const HeartbeatInfo&) = default;
 };
 

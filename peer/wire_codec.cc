@@ -228,13 +228,16 @@ std::string encode_heartbeat(const HeartbeatInfo& heartbeat) {
   wire::Heartbeat p;
   p.set_incarnation(heartbeat.incarnation);
   p.set_round(heartbeat.round);
+  p.set_sent_us(heartbeat.sent_us);
+  p.set_echo_us(heartbeat.echo_us);
+  p.set_held_us(heartbeat.held_us);
   return p.SerializeAsString();
 }
 
 std::optional<HeartbeatInfo> decode_heartbeat(std::string_view body) {
   auto p = parse<wire::Heartbeat>(body);
   if (!p) return std::nullopt;
-  return HeartbeatInfo{p->incarnation(), p->round()};
+  return HeartbeatInfo{p->incarnation(), p->round(), p->sent_us(), p->echo_us(), p->held_us()};
 }
 
 std::string encode_leave(const LeaveInfo& leave) {

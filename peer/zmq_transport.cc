@@ -71,6 +71,10 @@ std::string hex_id(const zmq::message_t& m) {
   return out;
 }
 
+std::uint64_t micros(Clock::time_point t) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
+}
+
 std::uint64_t wall_clock_ms() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
@@ -135,6 +139,13 @@ class ZmqTransport::IoLoop {
   LinkEmulator emulator_;
   std::optional<std::size_t> region_;          // this site's region in the WAN model
   std::set<std::string> unknown_region_logged_;
+  struct PeerTraffic {
+    std::uint64_t bytes_in = 0, bytes_out = 0;
+    std::uint64_t echo_us = 0;              // newest sent_us from this peer
+    Clock::time_point echo_received{};      // when it arrived
+    std::optional<double> rtt_us;           // smoothed round-trip time
+  };
+  std::map<std::string, PeerTraffic> traffic_;
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames
 };
 
@@ -455,6 +466,7 @@ bool ZmqTransport::IoLoop::receive_one() {
   if (auto r = validator_.check(name, h)) return reject(r->cause, name, r->detail), true;
 
   stats_.bytes_received += hdr_.size() + (payload_bytes ? *payload_bytes : 0);
+  traffic_[name].bytes_in += hdr_.size() + (payload_bytes ? *payload_bytes : 0);
   dirty_ = true;
   MembershipChange change;
   switch (h.kind) {
@@ -481,6 +493,17 @@ bool ZmqTransport::IoLoop::receive_one() {
       auto hb = decode_heartbeat(h.body);
       if (!hb) return reject(RejectCause::kMalformed, name, "heartbeat body is not a well-formed Heartbeat"), true;
       change = membership_->on_heartbeat(name, *hb, now);
+      {
+        auto& tr = traffic_[name];
+        tr.echo_us = hb->sent_us;
+        tr.echo_received = now;
+        // Only echoes of our own clock readings are meaningful; ignore anything from the future.
+        const std::uint64_t now_us = micros(now);
+        if (hb->echo_us != 0 && hb->echo_us + hb->held_us <= now_us) {
+          const double sample = static_cast<double>(now_us - hb->echo_us - hb->held_us);
+          tr.rtt_us = tr.rtt_us ? 0.8 * *tr.rtt_us + 0.2 * sample : sample;
+        }
+      }
       break;
     }
     case MessageKind::kLeave: {
@@ -586,10 +609,16 @@ void ZmqTransport::IoLoop::gossip_all(Clock::time_point now) {
 
 void ZmqTransport::IoLoop::tick(Clock::time_point now) {
   process(membership_->tick(now), now);
-  const std::string hb = encode_heartbeat(HeartbeatInfo{membership_->incarnation(), membership_->newest_round()});
   auto others = membership_->alive_others();
-  for (const auto& r : others)
-    if (Link* link = ensure_link(r.name)) enqueue_membership(*link, r.name, MessageKind::kHeartbeat, hb, now);
+  for (const auto& r : others) {
+    HeartbeatInfo hb{membership_->incarnation(), membership_->newest_round(), micros(now), 0, 0};
+    if (auto it = traffic_.find(r.name); it != traffic_.end() && it->second.echo_us != 0) {
+      hb.echo_us = it->second.echo_us;
+      hb.held_us = micros(now) - micros(it->second.echo_received);
+    }
+    if (Link* link = ensure_link(r.name))
+      enqueue_membership(*link, r.name, MessageKind::kHeartbeat, encode_heartbeat(hb), now);
+  }
   if (gossip_due_) {
     gossip_all(now);
   } else if (!others.empty()) {
@@ -606,7 +635,7 @@ void ZmqTransport::IoLoop::tick(Clock::time_point now) {
 }
 
 bool ZmqTransport::IoLoop::flush(Clock::time_point now) {
-  auto drain = [&](Link& link) {
+  auto drain = [&](Link& link, std::uint64_t* bytes_out) {
     link.blocked = false;
     while (!link.queue.empty() && link.queue.front().due <= now) {
       Outgoing& o = link.queue.front();
@@ -618,6 +647,7 @@ bool ZmqTransport::IoLoop::flush(Clock::time_point now) {
       // Once the first frame is accepted libzmq accepts the rest of the multipart message.
       if (o.has_payload) (void)link.dealer.send(o.payload, zmq::send_flags::dontwait);
       stats_.bytes_sent += o.bytes;
+      if (bytes_out) *bytes_out += o.bytes;
       if (o.last_chunk) ++stats_.messages_sent;
       dirty_ = true;
       link.queue.pop_front();
@@ -625,10 +655,10 @@ bool ZmqTransport::IoLoop::flush(Clock::time_point now) {
   };
   bool any_blocked = false;
   for (auto& [name, link] : links_) {
-    drain(link);
+    drain(link, &traffic_[name].bytes_out);
     any_blocked = any_blocked || link.blocked;
   }
-  for (auto& b : bootstraps_) drain(b.link);
+  for (auto& b : bootstraps_) drain(b.link, nullptr);
   return any_blocked;
 }
 
@@ -636,7 +666,15 @@ void ZmqTransport::IoLoop::publish() {
   if (!dirty_) return;
   dirty_ = false;
   std::vector<MemberStatus> status;
-  for (const auto& r : membership_->records()) status.push_back({r, links_.contains(r.name)});
+  for (const auto& r : membership_->records()) {
+    MemberStatus m{r, links_.contains(r.name), std::nullopt, 0, 0};
+    if (auto it = traffic_.find(r.name); it != traffic_.end()) {
+      m.bytes_in = it->second.bytes_in;
+      m.bytes_out = it->second.bytes_out;
+      if (it->second.rtt_us) m.rtt = std::chrono::microseconds(static_cast<std::int64_t>(*it->second.rtt_us));
+    }
+    status.push_back(std::move(m));
+  }
   std::lock_guard lock(t_.mu_);
   t_.views_ = membership_->views();
   t_.member_status_ = std::move(status);

@@ -76,6 +76,11 @@ struct ZmqTransportOptions {
 struct MemberStatus {
   MemberRecord record;
   bool connected = false;  // this site has an outgoing connection to it
+  // Round-trip time from heartbeats (smoothed, including any emulated WAN delay); nullopt until
+  // measured. Bytes this site sent to it and received from it (headers and payloads).
+  std::optional<std::chrono::microseconds> rtt;
+  std::uint64_t bytes_out = 0;
+  std::uint64_t bytes_in = 0;
 };
 
 struct TransportStats {

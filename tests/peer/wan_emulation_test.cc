@@ -81,6 +81,20 @@ TEST_CASE("emulated one-way delay between world4 regions matches the matrix with
   CHECK(m >= 90.0);
   CHECK(m <= 110.0);
   CHECK(*std::min_element(delay_ms.begin(), delay_ms.end()) >= 95.0 - 1.0);  // never below latency - jitter
+
+  // Heartbeats measure the round trip (100 ms each way here) without synchronized clocks.
+  auto rtt_of = [](const ZmqTransport& t, const std::string& peer) -> std::optional<double> {
+    for (const auto& m : t.members())
+      if (m.record.name == peer && m.rtt) return std::chrono::duration<double, std::milli>(*m.rtt).count();
+    return std::nullopt;
+  };
+  const auto deadline = Clock::now() + 30s;  // hang guard
+  while (!rtt_of(oregon, "tk") && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  const auto rtt = rtt_of(oregon, "tk");
+  REQUIRE(rtt);
+  INFO("heartbeat round trip " << *rtt << " ms, emulated 200 ms");
+  CHECK(*rtt >= 180.0);
+  CHECK(*rtt <= 220.0);
 }
 
 TEST_CASE("emulated bandwidth limits delivered throughput within 10%", "[peer][wan]") {

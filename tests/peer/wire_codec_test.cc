@@ -215,7 +215,7 @@ TEST_CASE("membership bodies round-trip and reject malformed input", "[peer][wir
   list.members = {{"a", "tcp://x:1", "ohio", 3, MemberState::kAlive}, {"b", "", "", 4, MemberState::kLeft}};
   list.views = {View::of({"b", "a"}, 2, 30)};
   CHECK(decode_members(encode_members(list)) == list);
-  CHECK(decode_heartbeat(encode_heartbeat({7, 8})) == HeartbeatInfo{7, 8});
+  CHECK(decode_heartbeat(encode_heartbeat({7, 8, 9, 10, 11})) == HeartbeatInfo{7, 8, 9, 10, 11});
   CHECK(decode_leave(encode_leave({9})) == LeaveInfo{9});
 
   CHECK_FALSE(decode_hello(encode_hello(HelloInfo{})));  // no name

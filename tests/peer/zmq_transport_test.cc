@@ -93,6 +93,13 @@ TEST_CASE("two secure sites meet from a bootstrap address and exchange tensors i
   CHECK(second->round == 4);  // FIFO per pair
   CHECK(second->payload.front() == 100.0f);
   CHECK(a.rejections().total() == 0);
+  // Per-peer traffic counters (published by the I/O thread shortly after the message went through).
+  auto traffic = [](const ZmqTransport& t, const std::string& peer, bool in) {
+    for (const auto& m : t.members())
+      if (m.record.name == peer) return in ? m.bytes_in : m.bytes_out;
+    return std::uint64_t{0};
+  };
+  CHECK(eventually([&] { return traffic(a, "b", true) > (4u << 20) && traffic(b, "a", false) > (4u << 20); }));
 
   // A message to a site nobody knows is dropped and counted, never an exception.
   a.send("nobody", push_sum(5, 1));
