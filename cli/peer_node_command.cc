@@ -32,7 +32,7 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 struct PeerNodeArgs {
-  std::string name, listen = "tcp://127.0.0.1:*", keys, roster, region, wan;
+  std::string name, listen = "tcp://127.0.0.1:*", advertise, keys, roster, region, wan;
   std::vector<std::string> bootstrap;
   bool insecure = false;
   int heartbeat_interval_ms = 500, heartbeat_timeout_ms = 3000;
@@ -45,6 +45,7 @@ int run_peer_node(const PeerNodeArgs& a) {
   peer::ZmqTransportOptions o;
   o.name = a.name;
   o.listen = a.listen;
+  o.advertise = a.advertise;
   o.region = a.region;
   o.wan = peer::parse_wan_spec(a.wan);
   o.bootstrap = a.bootstrap;
@@ -117,6 +118,7 @@ void add_peer_node_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<PeerNodeArgs>();
   cmd->add_option("--name", a->name, "Site name")->required();
   cmd->add_option("--listen", a->listen, "Bind address (default tcp://127.0.0.1:*)");
+  cmd->add_option("--advertise", a->advertise, "Address peers connect to (default: the bound address)");
   cmd->add_option("--bootstrap", a->bootstrap, "Address (or NAME@ADDRESS) of a site to contact first");
   cmd->add_option("--keys", a->keys, "Key directory written by 'meridian keygen'");
   cmd->add_option("--roster", a->roster, "Roster file");

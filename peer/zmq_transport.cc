@@ -179,6 +179,10 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     throw TransportError("cannot listen on '" + opt_.listen + "': " + e.what());
   }
   t_.endpoint_ = opt_.advertise.empty() ? router_.get(zmq::sockopt::last_endpoint) : opt_.advertise;
+  if (t_.endpoint_.find("://0.0.0.0:") != std::string::npos || t_.endpoint_.find("://[::]:") != std::string::npos)
+    throw std::invalid_argument("listening on all interfaces (" + t_.endpoint_ +
+                                "): also set the advertised address peers should connect to, e.g. "
+                                "tcp://10.0.0.1:7000");
   // The membership starts once the bound endpoint (our advertised address) is known.
   std::function<bool(const std::string&)> admissible = is_valid_site_name;
   if (secure()) admissible = [&r = *opt_.roster](const std::string& n) { return r.by_name(n) != nullptr; };

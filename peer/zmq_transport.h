@@ -48,6 +48,7 @@ struct ZmqTransportOptions {
   std::string name;                            // this site's name (in secure mode: its roster entry)
   std::string listen = "tcp://127.0.0.1:*";    // ROUTER bind address; '*' or port 0 picks a free port
   std::string advertise;                       // address peers connect to; empty: the bound endpoint
+                                               // (required when listening on 0.0.0.0 or [::])
   std::string region;                          // WAN region announced in hello and member info
   // WAN emulation on this site's send path (peer/wan_model.h, e.g. parse_wan_spec("world4")): every
   // message to a peer leaves when the emulated link delivers it. With a multi-region model, `region`

@@ -329,6 +329,11 @@ TEST_CASE("transport options are checked with errors that name the problem", "[p
   o.region = "mars";
   CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("region 'mars'") && Catch::Contains("oregon"));
   o = fed.options("a");
+  o.listen = "tcp://0.0.0.0:*";
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("advertised address"));
+  o.advertise = "tcp://127.0.0.1:1";
+  CHECK(ZmqTransport(o).endpoint() == "tcp://127.0.0.1:1");
+  o = fed.options("a");
   o.listen = "tcp://256.1.1.1:1";
   CHECK_THROWS_AS(ZmqTransport(o), TransportError);
 }
