@@ -411,6 +411,11 @@ bool ZmqTransport::IoLoop::receive_one() {
     throw;
   }
   const auto now = Clock::now();
+  // Every rejection drops the message and reports that one was consumed.
+  auto drop = [this](RejectCause cause, const std::string& peer, const std::string& detail) {
+    reject(cause, peer, detail);
+    return true;
+  };
   const char* user_id = nullptr;
   std::string label;
   if (!rid_.more()) {
@@ -437,10 +442,10 @@ bool ZmqTransport::IoLoop::receive_one() {
     auto it = connection_names_.find(rid_.to_string());
     label = it != connection_names_.end() ? it->second : hex_id(rid_);
   }
-  if (extra) return reject(RejectCause::kMalformed, label, "more than two frames after the routing id"), true;
+  if (extra) return drop(RejectCause::kMalformed, label, "more than two frames after the routing id");
 
   auto decoded = decode_header({static_cast<const std::byte*>(hdr_.data()), hdr_.size()}, payload_bytes, opt_.limits);
-  if (auto* r = std::get_if<Rejection>(&decoded)) return reject(r->cause, label, r->detail), true;
+  if (auto* r = std::get_if<Rejection>(&decoded)) return drop(r->cause, label, r->detail);
   const WireHeader& h = std::get<WireHeader>(decoded);
 
   // Who sent it: the roster entry of the key (secure) or the hello of this connection (insecure).
@@ -449,25 +454,25 @@ bool ZmqTransport::IoLoop::receive_one() {
   if (h.kind == MessageKind::kHello) {
     hello = decode_hello(h.body);
     if (!hello || !is_valid_site_name(hello->name))
-      return reject(RejectCause::kMalformed, label, "hello body is not a well-formed Hello"), true;
+      return drop(RejectCause::kMalformed, label, "hello body is not a well-formed Hello");
   }
   if (secure()) {
-    if (!user_id) return reject(RejectCause::kUnknownSender, label, "connection has no authenticated key"), true;
+    if (!user_id) return drop(RejectCause::kUnknownSender, label, "connection has no authenticated key");
     name = user_id;
     if (hello && hello->name != name)
-      return reject(RejectCause::kUnknownSender, label, "hello claims the name '" + hello->name + "'"), true;
+      return drop(RejectCause::kUnknownSender, label, "hello claims the name '" + hello->name + "'");
   } else if (hello) {
     name = hello->name;
     connection_names_[rid_.to_string()] = name;
   } else {
     auto it = connection_names_.find(rid_.to_string());
     if (it == connection_names_.end())
-      return reject(RejectCause::kUnknownSender, label, "message before any hello on this connection"), true;
+      return drop(RejectCause::kUnknownSender, label, "message before any hello on this connection");
     name = it->second;
   }
-  if (name == opt_.name) return reject(RejectCause::kUnknownSender, label, "a peer uses this site's own name"), true;
+  if (name == opt_.name) return drop(RejectCause::kUnknownSender, label, "a peer uses this site's own name");
 
-  if (auto r = validator_.check(name, h)) return reject(r->cause, name, r->detail), true;
+  if (auto r = validator_.check(name, h)) return drop(r->cause, name, r->detail);
 
   stats_.bytes_received += hdr_.size() + (payload_bytes ? *payload_bytes : 0);
   traffic_[name].bytes_in += hdr_.size() + (payload_bytes ? *payload_bytes : 0);
@@ -488,14 +493,14 @@ bool ZmqTransport::IoLoop::receive_one() {
       return true;
     case MessageKind::kMembers: {
       auto list = decode_members(h.body);
-      if (!list) return reject(RejectCause::kMalformed, name, "member list body is not a well-formed MemberList"), true;
+      if (!list) return drop(RejectCause::kMalformed, name, "member list body is not a well-formed MemberList");
       change = membership_->on_members(*list, now);
       membership_->heard_from(name, now);
       break;
     }
     case MessageKind::kHeartbeat: {
       auto hb = decode_heartbeat(h.body);
-      if (!hb) return reject(RejectCause::kMalformed, name, "heartbeat body is not a well-formed Heartbeat"), true;
+      if (!hb) return drop(RejectCause::kMalformed, name, "heartbeat body is not a well-formed Heartbeat");
       change = membership_->on_heartbeat(name, *hb, now);
       {
         auto& tr = traffic_[name];
@@ -512,12 +517,12 @@ bool ZmqTransport::IoLoop::receive_one() {
     }
     case MessageKind::kLeave: {
       auto lv = decode_leave(h.body);
-      if (!lv) return reject(RejectCause::kMalformed, name, "leave body is not a well-formed Leave"), true;
+      if (!lv) return drop(RejectCause::kMalformed, name, "leave body is not a well-formed Leave");
       change = membership_->on_leave(name, *lv);
       break;
     }
     case MessageKind::kControl:
-      if (!membership_->is_alive(name)) return reject(RejectCause::kUnknownSender, name, "not a live member"), true;
+      if (!membership_->is_alive(name)) return drop(RejectCause::kUnknownSender, name, "not a live member");
       {
         Message m = h.to_message();
         m.from = name;
@@ -531,7 +536,7 @@ bool ZmqTransport::IoLoop::receive_one() {
     case MessageKind::kGroupChunk: {
       if (!membership_->is_alive(name)) {
         maybe_refute_hint(name, now);
-        return reject(RejectCause::kUnknownSender, name, "mixer message from a site that is not a live member"), true;
+        return drop(RejectCause::kUnknownSender, name, "mixer message from a site that is not a live member");
       }
       membership_->heard_from(name, now);
       auto result = reassembler_.add(
