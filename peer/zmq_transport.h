@@ -111,7 +111,10 @@ class ZmqTransport final : public Transport {
   // The address peers connect to (the advertised address, or the endpoint actually bound).
   const std::string& endpoint() const { return endpoint_; }
 
+  // Never blocks on the network. Throws TransportError after leave() or when the I/O thread failed.
   void send(const std::string& to, Message msg) override;
+  // Received mixer messages wait in an unbounded inbox until taken here: the caller is expected to
+  // keep up (mixers bound what is in flight). Throws TransportError once stopped and drained.
   [[nodiscard]] std::optional<Message> receive(std::chrono::milliseconds timeout) override;
   View view_for(std::uint64_t round) const override;
 
