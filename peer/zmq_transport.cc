@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 // holder's lifetime is managed by this reference count because libzmq's C callback is the only
 // owner that knows when the bytes are gone.
 struct SentPayload {
+  SentPayload(std::vector<float> d, BufferPool* p, std::size_t r) : data(std::move(d)), pool(p), refs(r) {}
   std::vector<float> data;
   BufferPool* pool;
   std::atomic<std::size_t> refs;
