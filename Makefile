@@ -51,7 +51,7 @@ sanitize:
 # The seed corpus is copied so that the fuzzer's discoveries do not grow the repository.
 FUZZ_SECONDS ?= 60
 fuzz:
-	@scripts/install-deps build
+	@scripts/install-deps fuzz
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DMERIDIAN_CUDA=0 -DCMAKE_C_COMPILER=clang \
 	    -DCMAKE_CXX_COMPILER=clang++ -DMERIDIAN_SANITIZE=ON -DMERIDIAN_FUZZ=ON > /dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target wire_decoder_fuzzer -- --no-print-directory
