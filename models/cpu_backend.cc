@@ -1,0 +1,221 @@
+#include "models/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "models/elementwise_math.h"
+
+namespace meridian::models {
+
+CpuBackend::CpuBackend(int threads) { set_threads(threads); }
+
+void CpuBackend::set_threads(int threads) {
+  if (threads < 1) throw std::invalid_argument("CpuBackend: threads must be >= 1, got " + std::to_string(threads));
+  threads_ = threads;
+  openblas_set_num_threads(threads);
+}
+
+void CpuBackend::gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                      const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+                      std::size_t ldc) {
+  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+// One row of the column matrix per (channel, ky, kx); inside a row, images follow each other and each
+// image's output pixels are row-major, so the inner loop writes contiguously along ox and the
+// out-of-image (padding) part of each output row is a zero-filled prefix/suffix rather than a branch
+// per element.
+void CpuBackend::im2col(const ConvGeometry& g, std::size_t batch, const float* images, float* columns) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
+  const std::size_t image_size = g.in_channels * g.in_height * g.in_width;
+  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding);
+  const std::ptrdiff_t ih = static_cast<std::ptrdiff_t>(g.in_height), iw = static_cast<std::ptrdiff_t>(g.in_width);
+  float* out = columns;
+  for (std::size_t c = 0; c < g.in_channels; ++c) {
+    for (std::size_t ky = 0; ky < k; ++ky) {
+      for (std::size_t kx = 0; kx < k; ++kx) {
+        for (std::size_t b = 0; b < batch; ++b) {
+          const float* channel = images + b * image_size + c * g.in_height * g.in_width;
+          for (std::size_t oy = 0; oy < oh; ++oy, out += ow) {
+            const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
+            if (iy < 0 || iy >= ih) {
+              std::fill(out, out + ow, 0.0f);
+              continue;
+            }
+            const float* in_row = channel + iy * iw;
+            for (std::size_t ox = 0; ox < ow; ++ox) {
+              const std::ptrdiff_t ix = static_cast<std::ptrdiff_t>(ox * s + kx) - pad;
+              out[ox] = (ix >= 0 && ix < iw) ? in_row[ix] : 0.0f;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void CpuBackend::col2im(const ConvGeometry& g, std::size_t batch, const float* columns, float* images) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
+  const std::size_t image_size = g.in_channels * g.in_height * g.in_width;
+  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding);
+  const std::ptrdiff_t ih = static_cast<std::ptrdiff_t>(g.in_height), iw = static_cast<std::ptrdiff_t>(g.in_width);
+  std::fill(images, images + batch * image_size, 0.0f);
+  const float* in = columns;
+  for (std::size_t c = 0; c < g.in_channels; ++c) {
+    for (std::size_t ky = 0; ky < k; ++ky) {
+      for (std::size_t kx = 0; kx < k; ++kx) {
+        for (std::size_t b = 0; b < batch; ++b) {
+          float* channel = images + b * image_size + c * g.in_height * g.in_width;
+          for (std::size_t oy = 0; oy < oh; ++oy, in += ow) {
+            const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
+            if (iy < 0 || iy >= ih) continue;
+            float* out_row = channel + iy * iw;
+            for (std::size_t ox = 0; ox < ow; ++ox) {
+              const std::ptrdiff_t ix = static_cast<std::ptrdiff_t>(ox * s + kx) - pad;
+              if (ix >= 0 && ix < iw) out_row[ix] += in[ox];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void CpuBackend::channels_to_images_add_bias(std::size_t batch, std::size_t channels, std::size_t pixels,
+                                             const float* product, const float* bias, float* out) {
+  for (std::size_t c = 0; c < channels; ++c) {
+    const float bc = bias[c];
+    for (std::size_t b = 0; b < batch; ++b) {
+      const float* src = product + (c * batch + b) * pixels;
+      float* dst = out + (b * channels + c) * pixels;
+      for (std::size_t p = 0; p < pixels; ++p) dst[p] = src[p] + bc;
+    }
+  }
+}
+
+void CpuBackend::images_to_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                                    float* product) {
+  for (std::size_t c = 0; c < channels; ++c)
+    for (std::size_t b = 0; b < batch; ++b)
+      std::memcpy(product + (c * batch + b) * pixels, images + (b * channels + c) * pixels, pixels * sizeof(float));
+}
+
+void CpuBackend::max_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out,
+                                  std::int32_t* argmax) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), plane = g.in_height * g.in_width;
+  for (std::size_t p = 0; p < batch * g.channels; ++p) {
+    const float* src = in + p * plane;
+    for (std::size_t oy = 0; oy < oh; ++oy) {
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        std::size_t best = (oy * g.stride) * g.in_width + ox * g.stride;
+        for (std::size_t wy = 0; wy < g.window; ++wy) {
+          for (std::size_t wx = 0; wx < g.window; ++wx) {
+            const std::size_t at = (oy * g.stride + wy) * g.in_width + ox * g.stride + wx;
+            if (src[at] > src[best]) best = at;
+          }
+        }
+        *out++ = src[best];
+        *argmax++ = static_cast<std::int32_t>(best);
+      }
+    }
+  }
+}
+
+void CpuBackend::max_pool_backward(const PoolGeometry& g, std::size_t batch, const float* dout,
+                                   const std::int32_t* argmax, float* din) {
+  const std::size_t outs = g.out_height() * g.out_width(), plane = g.in_height * g.in_width;
+  std::fill(din, din + batch * g.channels * plane, 0.0f);
+  for (std::size_t p = 0; p < batch * g.channels; ++p) {
+    float* dst = din + p * plane;
+    for (std::size_t o = 0; o < outs; ++o) dst[argmax[p * outs + o]] += dout[p * outs + o];
+  }
+}
+
+void CpuBackend::broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) {
+  for (std::size_t r = 0; r < rows; ++r) std::memcpy(out + r * cols, bias, cols * sizeof(float));
+}
+
+void CpuBackend::sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) {
+  if (over_columns) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      float s = 0.0f;
+      for (std::size_t c = 0; c < cols; ++c) s += m[r * cols + c];
+      sums[r] = s;
+    }
+    return;
+  }
+  std::fill(sums, sums + cols, 0.0f);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) sums[c] += m[r * cols + c];
+}
+
+void CpuBackend::relu_forward(std::size_t n, const float* in, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = math::relu(in[i]);
+}
+
+void CpuBackend::relu_backward(std::size_t n, const float* out, const float* dout, float* din) {
+  for (std::size_t i = 0; i < n; ++i) din[i] = math::relu_backward(out[i], dout[i]);
+}
+
+float CpuBackend::softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
+                                        const std::int32_t* labels, float* dlogits) {
+  const float scale = 1.0f / static_cast<float>(batch);
+  double total = 0.0;
+  for (std::size_t b = 0; b < batch; ++b) {
+    if (labels[b] < 0 || static_cast<std::size_t>(labels[b]) >= classes)
+      throw std::out_of_range("softmax_cross_entropy: label " + std::to_string(labels[b]) + " of sample " +
+                              std::to_string(b) + " is outside [0, " + std::to_string(classes) + ")");
+    total += math::softmax_cross_entropy_row(logits + b * classes, static_cast<int>(classes), labels[b], scale,
+                                             dlogits + b * classes);
+  }
+  return static_cast<float>(total / static_cast<double>(batch));
+}
+
+void CpuBackend::argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) {
+  for (std::size_t b = 0; b < batch; ++b) {
+    const float* row = logits + b * classes;
+    predictions[b] = static_cast<std::int32_t>(std::max_element(row, row + classes) - row);
+  }
+}
+
+void CpuBackend::sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) {
+  for (std::size_t i = 0; i < n; ++i) math::sgd_update(w[i], g[i], lr, weight_decay);
+}
+
+void CpuBackend::momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
+                                 float weight_decay, bool nesterov) {
+  // Two loops so the compiler vectorizes each without a per-element branch on `nesterov`.
+  if (nesterov) {
+    for (std::size_t i = 0; i < n; ++i) math::momentum_update(w[i], u[i], g[i], lr, momentum, weight_decay, true);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) math::momentum_update(w[i], u[i], g[i], lr, momentum, weight_decay, false);
+  }
+}
+
+void CpuBackend::adam_update(std::size_t n, float* w, float* m, float* v, const float* g, float lr, float beta1,
+                             float beta2, float eps, float weight_decay, float bias_correction1,
+                             float bias_correction2) {
+  for (std::size_t i = 0; i < n; ++i)
+    math::adam_update(w[i], m[i], v[i], g[i], lr, beta1, beta2, eps, weight_decay, bias_correction1,
+                      bias_correction2);
+}
+
+void CpuBackend::push_sum_scale(std::size_t n, float* x, float share) {
+  for (std::size_t i = 0; i < n; ++i) math::push_sum_scale(x[i], share);
+}
+
+void CpuBackend::push_sum_add(std::size_t n, float* x, const float* received) {
+  for (std::size_t i = 0; i < n; ++i) math::push_sum_add(x[i], received[i]);
+}
+
+void CpuBackend::delayed_compensation(std::size_t n, float* x, const float* mixed, const float* snapshot) {
+  for (std::size_t i = 0; i < n; ++i) math::delayed_compensation(x[i], mixed[i], snapshot[i]);
+}
+
+}  // namespace meridian::models
