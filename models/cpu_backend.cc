@@ -27,32 +27,55 @@ void CpuBackend::gemm(bool transpose_a, bool transpose_b, std::size_t m, std::si
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
+namespace {
+
+// The output columns [lo, hi) of one output row whose input column ox·stride + kx − pad falls
+// inside the image; outside it the kernel sees zero padding.
+struct ValidRange {
+  std::size_t lo, hi;
+};
+
+ValidRange valid_columns(const ConvGeometry& g, std::size_t kx) {
+  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), k = static_cast<std::ptrdiff_t>(kx);
+  const std::ptrdiff_t s = static_cast<std::ptrdiff_t>(g.stride), iw = static_cast<std::ptrdiff_t>(g.in_width);
+  const std::ptrdiff_t ow = static_cast<std::ptrdiff_t>(g.out_width());
+  // smallest ox with ox·s + k − pad >= 0, and one past the largest with ox·s + k − pad < iw
+  const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(0, (pad - k + s - 1) / s);
+  const std::ptrdiff_t hi = std::clamp<std::ptrdiff_t>((iw + pad - k + s - 1) / s, lo, ow);
+  return {static_cast<std::size_t>(std::min(lo, ow)), static_cast<std::size_t>(hi)};
+}
+
+}  // namespace
+
 // One row of the column matrix per (channel, ky, kx); inside a row, images follow each other and each
-// image's output pixels are row-major, so the inner loop writes contiguously along ox and the
-// out-of-image (padding) part of each output row is a zero-filled prefix/suffix rather than a branch
-// per element.
+// image's output pixels are row-major. Per output row the padding is a zero prefix and suffix and the
+// inside is a straight copy (stride 1) or a strided gather, so there is no bounds test per element.
 void CpuBackend::im2col(const ConvGeometry& g, std::size_t batch, const float* images, float* columns) {
   const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
-  const std::size_t image_size = g.in_channels * g.in_height * g.in_width;
-  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding);
-  const std::ptrdiff_t ih = static_cast<std::ptrdiff_t>(g.in_height), iw = static_cast<std::ptrdiff_t>(g.in_width);
+  const std::size_t plane = g.in_height * g.in_width, image_size = g.in_channels * plane;
+  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), ih = static_cast<std::ptrdiff_t>(g.in_height);
   float* out = columns;
   for (std::size_t c = 0; c < g.in_channels; ++c) {
     for (std::size_t ky = 0; ky < k; ++ky) {
       for (std::size_t kx = 0; kx < k; ++kx) {
+        const ValidRange valid = valid_columns(g, kx);
+        const std::ptrdiff_t first_ix = static_cast<std::ptrdiff_t>(valid.lo * s + kx) - pad;
         for (std::size_t b = 0; b < batch; ++b) {
-          const float* channel = images + b * image_size + c * g.in_height * g.in_width;
+          const float* channel = images + b * image_size + c * plane;
           for (std::size_t oy = 0; oy < oh; ++oy, out += ow) {
             const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
             if (iy < 0 || iy >= ih) {
               std::fill(out, out + ow, 0.0f);
               continue;
             }
-            const float* in_row = channel + iy * iw;
-            for (std::size_t ox = 0; ox < ow; ++ox) {
-              const std::ptrdiff_t ix = static_cast<std::ptrdiff_t>(ox * s + kx) - pad;
-              out[ox] = (ix >= 0 && ix < iw) ? in_row[ix] : 0.0f;
+            const float* in = channel + iy * static_cast<std::ptrdiff_t>(g.in_width) + first_ix;
+            std::fill(out, out + valid.lo, 0.0f);
+            if (s == 1) {
+              std::copy(in, in + (valid.hi - valid.lo), out + valid.lo);
+            } else {
+              for (std::size_t ox = valid.lo; ox < valid.hi; ++ox) out[ox] = in[(ox - valid.lo) * s];
             }
+            std::fill(out + valid.hi, out + ow, 0.0f);
           }
         }
       }
@@ -62,23 +85,27 @@ void CpuBackend::im2col(const ConvGeometry& g, std::size_t batch, const float* i
 
 void CpuBackend::col2im(const ConvGeometry& g, std::size_t batch, const float* columns, float* images) {
   const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
-  const std::size_t image_size = g.in_channels * g.in_height * g.in_width;
-  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding);
-  const std::ptrdiff_t ih = static_cast<std::ptrdiff_t>(g.in_height), iw = static_cast<std::ptrdiff_t>(g.in_width);
+  const std::size_t plane = g.in_height * g.in_width, image_size = g.in_channels * plane;
+  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), ih = static_cast<std::ptrdiff_t>(g.in_height);
   std::fill(images, images + batch * image_size, 0.0f);
   const float* in = columns;
   for (std::size_t c = 0; c < g.in_channels; ++c) {
     for (std::size_t ky = 0; ky < k; ++ky) {
       for (std::size_t kx = 0; kx < k; ++kx) {
+        const ValidRange valid = valid_columns(g, kx);
+        const std::ptrdiff_t first_ix = static_cast<std::ptrdiff_t>(valid.lo * s + kx) - pad;
         for (std::size_t b = 0; b < batch; ++b) {
-          float* channel = images + b * image_size + c * g.in_height * g.in_width;
+          float* channel = images + b * image_size + c * plane;
           for (std::size_t oy = 0; oy < oh; ++oy, in += ow) {
             const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
             if (iy < 0 || iy >= ih) continue;
-            float* out_row = channel + iy * iw;
-            for (std::size_t ox = 0; ox < ow; ++ox) {
-              const std::ptrdiff_t ix = static_cast<std::ptrdiff_t>(ox * s + kx) - pad;
-              if (ix >= 0 && ix < iw) out_row[ix] += in[ox];
+            float* out = channel + iy * static_cast<std::ptrdiff_t>(g.in_width) + first_ix;
+            const float* src = in + valid.lo;
+            const std::size_t n = valid.hi - valid.lo;
+            if (s == 1) {
+              for (std::size_t i = 0; i < n; ++i) out[i] += src[i];
+            } else {
+              for (std::size_t i = 0; i < n; ++i) out[i * s] += src[i];
             }
           }
         }
@@ -109,9 +136,23 @@ void CpuBackend::images_to_channels(std::size_t batch, std::size_t channels, std
 void CpuBackend::max_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out,
                                   std::int32_t* argmax) {
   const std::size_t oh = g.out_height(), ow = g.out_width(), plane = g.in_height * g.in_width;
+  const bool two_by_two = g.window == 2 && g.stride == 2;
   for (std::size_t p = 0; p < batch * g.channels; ++p) {
     const float* src = in + p * plane;
     for (std::size_t oy = 0; oy < oh; ++oy) {
+      if (two_by_two) {
+        // The LeNet case, unrolled: the same first-maximum tie rule as the general loop below.
+        const std::size_t top = 2 * oy * g.in_width, bottom = top + g.in_width;
+        for (std::size_t ox = 0; ox < ow; ++ox) {
+          std::size_t best = top + 2 * ox;
+          if (src[top + 2 * ox + 1] > src[best]) best = top + 2 * ox + 1;
+          if (src[bottom + 2 * ox] > src[best]) best = bottom + 2 * ox;
+          if (src[bottom + 2 * ox + 1] > src[best]) best = bottom + 2 * ox + 1;
+          *out++ = src[best];
+          *argmax++ = static_cast<std::int32_t>(best);
+        }
+        continue;
+      }
       for (std::size_t ox = 0; ox < ow; ++ox) {
         std::size_t best = (oy * g.stride) * g.in_width + ox * g.stride;
         for (std::size_t wy = 0; wy < g.window; ++wy) {
@@ -143,9 +184,16 @@ void CpuBackend::broadcast_rows(std::size_t rows, std::size_t cols, const float*
 
 void CpuBackend::sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) {
   if (over_columns) {
+    // Eight partial sums let the compiler vectorize the reduction without -ffast-math.
     for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = m + r * cols;
+      float partial[8] = {};
+      std::size_t c = 0;
+      for (; c + 8 <= cols; c += 8)
+        for (std::size_t j = 0; j < 8; ++j) partial[j] += row[c + j];
       float s = 0.0f;
-      for (std::size_t c = 0; c < cols; ++c) s += m[r * cols + c];
+      for (; c < cols; ++c) s += row[c];
+      for (float p : partial) s += p;
       sums[r] = s;
     }
     return;
