@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""PyTorch side of the training-throughput benchmark (bench/run-all runs it next to
-build/meridian_bench_train). Trains the same MLP (784-256-128-10) or LeNet-style CNN as Meridian on
-Fashion-MNIST with batch B, SGD with heavy-ball momentum 0.9, and prints one JSON line per repeat:
+"""PyTorch side of the training-throughput benchmark (bench/training-throughput runs it next to
+build/meridian_bench_train_throughput). Trains the same MLP (784-256-128-10) or LeNet-style CNN as
+Meridian with batch B and SGD with heavy-ball momentum 0.9 on the same kind of synthetic
+Fashion-MNIST-shaped data (60000 random 28x28 images, random labels), one step being: gather a
+shuffled batch, forward, backward, optimizer step. Prints one JSON line per repeat:
 {"side": "pytorch", "model": ..., "threads": ..., "samples_per_second": ..., "blas": ...}.
 
 The BLAS torch uses is whatever libblas.so.3 the dynamic loader finds; run-all points
@@ -9,32 +11,12 @@ LD_LIBRARY_PATH at OpenBLAS's OpenMP build and this script reports the library a
 (read from /proc/self/maps), so the table states what ran rather than what was asked for.
 """
 import argparse
-import gzip
 import json
-import struct
 import sys
 import time
 
-import numpy as np
 import torch
 from torch import nn
-
-
-def read_idx_images(path):
-    with gzip.open(path, "rb") as f:
-        magic, n, rows, cols = struct.unpack(">IIII", f.read(16))
-        if magic != 2051:
-            sys.exit(f"{path}: not an IDX image file (magic {magic})")
-        data = np.frombuffer(f.read(n * rows * cols), dtype=np.uint8)
-    return data.reshape(n, 1, rows, cols).astype(np.float32) / 255.0
-
-
-def read_idx_labels(path):
-    with gzip.open(path, "rb") as f:
-        magic, n = struct.unpack(">II", f.read(8))
-        if magic != 2049:
-            sys.exit(f"{path}: not an IDX label file (magic {magic})")
-        return np.frombuffer(f.read(n), dtype=np.uint8).astype(np.int64)
 
 
 def make_model(name):
@@ -60,7 +42,6 @@ def blas_libraries():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--model", choices=["mlp", "cnn"], required=True)
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--batch", type=int, default=64)
@@ -71,8 +52,8 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    x_all = torch.from_numpy(read_idx_images(f"{args.data}/train-images-idx3-ubyte.gz"))
-    y_all = torch.from_numpy(read_idx_labels(f"{args.data}/train-labels-idx1-ubyte.gz"))
+    x_all = torch.rand(60000, 1, 28, 28)
+    y_all = torch.randint(0, 10, (60000,))
     model = make_model(args.model)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()

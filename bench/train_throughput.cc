@@ -13,6 +13,10 @@
 #include <memory>
 #include <string>
 
+#include <cblas.h>
+
+#include <fstream>
+
 #include "models/cpu_backend.h"
 #include "models/minibatcher.h"
 #include "models/model_factory.h"
@@ -20,6 +24,25 @@
 #include "models/split_mix64.h"
 
 using namespace meridian::models;
+
+namespace {
+
+// The OpenBLAS library actually mapped into this process (which alternative the loader chose) and
+// its build configuration, so the table states what ran.
+std::string blas_in_use() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line, path;
+  while (std::getline(maps, line)) {
+    const auto at = line.find('/');
+    if (at != std::string::npos && line.find("openblas", at) != std::string::npos) {
+      path = line.substr(at);
+      break;
+    }
+  }
+  return path + " (" + openblas_get_config() + ")";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string model_name = "mlp";
@@ -55,10 +78,12 @@ int main(int argc, char** argv) {
   for (float& v : train.features) v = 0.5f + 0.5f * random.uniform(1.0f);
   for (auto& l : train.labels) l = static_cast<std::int32_t>(random.below(10));
 
-  auto backend = std::make_shared<CpuBackend>(threads);
+  // As `meridian train`: threads split the batch, OpenBLAS single-threaded inside each.
+  auto backend = std::make_shared<CpuBackend>(1);
   std::unique_ptr<Model> model;
   try {
     model = make_model(model_name, {1, 28, 28}, 10, {}, backend, 1);
+    model->set_threads(static_cast<std::size_t>(threads));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;
@@ -78,13 +103,14 @@ int main(int argc, char** argv) {
     optimizer.step(model->parameters(), model->gradients());
   };
   for (std::size_t i = 0; i < warmup; ++i) step();
+  const std::string blas = blas_in_use();
   for (std::size_t r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < steps; ++i) step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("{\"side\": \"meridian\", \"model\": \"%s\", \"threads\": %d, \"batch\": %zu, \"steps\": %zu, "
-                "\"samples_per_second\": %.1f, \"blas\": \"OpenBLAS (pthread build, as linked)\"}\n",
-                model_name.c_str(), threads, batch, steps, static_cast<double>(steps * batch) / seconds);
+                "\"samples_per_second\": %.1f, \"blas\": \"%s\"}\n",
+                model_name.c_str(), threads, batch, steps, static_cast<double>(steps * batch) / seconds, blas.c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -13,6 +13,7 @@ class Flatten final : public Layer {
   explicit Flatten(Shape input) : input_(input) {}
 
   std::string describe() const override { return "flatten"; }
+  std::unique_ptr<Layer> clone() const override { return std::make_unique<Flatten>(input_); }
   Shape input_shape() const override { return input_; }
   Shape output_shape() const override { return {input_.size(), 1, 1}; }
   void forward(Backend&, const float* in, float* out, std::size_t batch) override {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -21,6 +22,9 @@ class Layer {
 
   // Architecture and sizes, e.g. "conv2d(1->6,k5,s1,p2)"; part of the model fingerprint.
   virtual std::string describe() const = 0;
+  // A new layer of the same architecture, unbound and without workspace (for batch-splitting threads,
+  // which share the parameters and keep their own activations and gradients).
+  virtual std::unique_ptr<Layer> clone() const = 0;
   virtual Shape input_shape() const = 0;
   virtual Shape output_shape() const = 0;
 

@@ -11,6 +11,7 @@ class Linear final : public Layer {
   Linear(std::size_t in_features, std::size_t out_features, InitScheme init);
 
   std::string describe() const override;
+  std::unique_ptr<Layer> clone() const override { return std::make_unique<Linear>(in_, out_, init_); }
   Shape input_shape() const override { return {in_, 1, 1}; }
   Shape output_shape() const override { return {out_, 1, 1}; }
   std::size_t parameter_count() const override { return out_ * in_ + out_; }

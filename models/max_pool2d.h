@@ -15,6 +15,9 @@ class MaxPool2d final : public Layer {
   MaxPool2d(Shape input, std::size_t window, std::size_t stride);
 
   std::string describe() const override;
+  std::unique_ptr<Layer> clone() const override {
+    return std::make_unique<MaxPool2d>(input_, geometry_.window, geometry_.stride);
+  }
   Shape input_shape() const override { return input_; }
   Shape output_shape() const override;
   void reserve(std::size_t batch) override;

@@ -4,6 +4,11 @@
 // for the largest batch seen and reused by every later step; a step at or below that size allocates
 // nothing.
 //
+// Threads: set_threads(T) splits each training batch into T row ranges computed at once by T copies
+// of the layer chain that share the parameters (data parallelism inside one step); their gradients
+// are combined into gradients() weighted by rows, so the result is the same mean-loss gradient up to
+// float summation order. Use it with a single-threaded backend so the threads do not oversubscribe.
+//
 // Ownership: the model owns its layers and buffers and shares the backend. Not thread-safe: one
 // trainer thread drives it; another thread may read parameters() only while the trainer is waiting.
 #pragma once
@@ -17,6 +22,7 @@
 #include "models/backend.h"
 #include "models/data/dataset.h"
 #include "models/layer.h"
+#include "models/worker_pool.h"
 
 namespace meridian::models {
 
@@ -43,6 +49,10 @@ class Model {
   std::span<float> gradients() { return gradients_; }
   std::span<const float> gradients() const { return gradients_; }
 
+  // Threads used by forward_backward (>= 1; batches smaller than 2 rows per thread use one).
+  void set_threads(std::size_t threads);
+  std::size_t threads() const { return replicas_.size(); }
+
   // Re-draws all parameters from `seed` (He for hidden layers, Xavier for the output layer, zero biases).
   void initialize(std::uint64_t seed);
 
@@ -62,29 +72,41 @@ class Model {
   // Peers compare it before mixing parameters.
   std::string fingerprint() const;
   const std::string& kind() const { return kind_; }
-  Shape input_shape() const { return layers_.front()->input_shape(); }
+  Shape input_shape() const { return layer(0).input_shape(); }
   std::size_t input_size() const { return input_shape().size(); }
   std::size_t classes() const { return classes_; }
-  std::size_t layer_count() const { return layers_.size(); }
-  const Layer& layer(std::size_t i) const { return *layers_.at(i); }
+  std::size_t layer_count() const { return replicas_[0].layers.size(); }
+  const Layer& layer(std::size_t i) const { return *replicas_[0].layers.at(i); }
   // The slice of parameters()/gradients() that belongs to layer i (empty for parameter-free layers).
   std::span<float> layer_parameters(std::size_t i);
   std::span<float> layer_gradients(std::size_t i);
   Backend& backend() { return *backend_; }
 
  private:
-  void reserve(std::size_t batch);
+  // One copy of the layer chain with its own activations and gradient buffer; replica 0 holds the
+  // model's own layers and writes gradients_ directly.
+  struct Replica {
+    std::vector<std::unique_ptr<Layer>> layers;
+    std::vector<float> own_gradients;  // empty for replica 0
+    std::span<float> gradients;
+    std::size_t reserved_batch = 0;
+    std::vector<std::vector<float>> activations;  // activations[i] = output of layer i, (batch, out_i)
+    std::vector<float> grad_a, grad_b;            // ping-pong activation gradients, (batch, widest layer)
+    float loss = 0.0f;
+  };
+
+  void reserve(Replica& replica, std::size_t batch);
+  const float* forward(Replica& replica, const float* x, std::size_t batch);
+  float forward_backward(Replica& replica, const float* x, const std::int32_t* labels, std::size_t batch);
 
   std::string kind_;
-  std::vector<std::unique_ptr<Layer>> layers_;
   std::size_t classes_;
   std::shared_ptr<Backend> backend_;
   std::vector<std::size_t> offsets_;  // layer i's parameters start at offsets_[i]
   std::vector<float> parameters_;
   std::vector<float> gradients_;
-  std::size_t reserved_batch_ = 0;
-  std::vector<std::vector<float>> activations_;  // activations_[i] = output of layer i, (batch, out_i)
-  std::vector<float> grad_a_, grad_b_;           // ping-pong activation gradients, (batch, max layer size)
+  std::vector<Replica> replicas_;
+  std::unique_ptr<WorkerPool> pool_;  // null with one thread
   std::vector<std::int32_t> predictions_;
 };
 

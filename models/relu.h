@@ -10,6 +10,7 @@ class Relu final : public Layer {
   explicit Relu(Shape shape) : shape_(shape) {}
 
   std::string describe() const override { return "relu"; }
+  std::unique_ptr<Layer> clone() const override { return std::make_unique<Relu>(shape_); }
   Shape input_shape() const override { return shape_; }
   Shape output_shape() const override { return shape_; }
   void forward(Backend& backend, const float* in, float* out, std::size_t batch) override {

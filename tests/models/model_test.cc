@@ -12,6 +12,7 @@
 #include "models/model_factory.h"
 #include "models/optimizer.h"
 #include "models/split_mix64.h"
+#include "models/worker_pool.h"
 
 using namespace meridian::models;
 using meridian::models::data::Dataset;
@@ -164,4 +165,42 @@ TEST_CASE("the minibatcher visits every row once per epoch, reproducibly", "[mod
     CHECK(order == all);
   }
   CHECK(a.epoch() == 2);
+}
+
+TEST_CASE("splitting a batch across threads gives the single-thread loss and gradients", "[models][model][threads]") {
+  const std::size_t threads = GENERATE(2, 3);
+  const std::size_t batch = GENERATE(37, 64, 3);
+  auto single = make_cnn({1, 28, 28}, 10, cpu(), 21);
+  auto split = make_cnn({1, 28, 28}, 10, cpu(), 21);
+  split->set_threads(threads);
+  CHECK(split->threads() == threads);
+  SplitMix64 random(8);
+  std::vector<float> x(batch * 784);
+  for (float& v : x) v = 0.5f + 0.5f * random.uniform(1.0f);
+  std::vector<std::int32_t> y(batch);
+  for (auto& label : y) label = static_cast<std::int32_t>(random.below(10));
+  for (int step = 0; step < 2; ++step) {  // the second step runs in the buffers of the first
+    const float expected = single->forward_backward(x.data(), y.data(), batch);
+    const float got = split->forward_backward(x.data(), y.data(), batch);
+    INFO("threads " << threads << " batch " << batch << " step " << step);
+    CHECK(got == Approx(expected).epsilon(1e-5));
+    const auto a = single->gradients(), b = split->gradients();
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (std::abs(a[i] - b[i]) > 1e-5f + 1e-3f * std::abs(a[i])) ++mismatches;
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("the worker pool runs every index once and rethrows a task's exception", "[models][threads]") {
+  WorkerPool pool(3);
+  std::vector<int> hits(3, 0);
+  for (int round = 0; round < 50; ++round) pool.run([&](std::size_t i) { ++hits[i]; });
+  CHECK(hits == std::vector<int>{50, 50, 50});
+  CHECK_THROWS_AS(pool.run([](std::size_t i) {
+                    if (i == 2) throw std::runtime_error("task 2 failed");
+                  }),
+                  std::runtime_error);
+  pool.run([&](std::size_t i) { ++hits[i]; });  // still usable afterwards
+  CHECK(hits == std::vector<int>{51, 51, 51});
 }

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Turns the JSON lines of bench/training-throughput into a table: median samples/s of each side per
+(model, threads), the ratio Meridian/PyTorch, and which BLAS each side ran on. Prints the table and
+replaces the "## Training throughput" section of docs/benchmarks.md (other sections stay as they are).
+
+Usage: training_throughput_report.py RESULTS.jsonl DOCS/benchmarks.md "COMMAND"
+"""
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    debian = ""
+    try:
+        with open("/etc/debian_version") as f:
+            debian = "Debian " + f.read().strip()
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, {debian or platform.platform()}"
+
+
+def short_blas(entry):
+    blas = entry["blas"]
+    text = " ".join(blas) if isinstance(blas, list) else blas
+    lib = "OpenBLAS " + ("OpenMP" if "openblas-openmp" in text else "pthread" if "openblas-pthread" in text else "?")
+    if "libblas.so.3" in text and "openblas" not in text:
+        lib = "reference BLAS"
+    if entry["side"] == "pytorch" and entry.get("mkldnn"):
+        lib += " (+ oneDNN for convolutions)"
+    return lib
+
+
+def main():
+    results_path, docs_path, command = sys.argv[1:4]
+    with open(results_path) as f:
+        entries = [json.loads(line) for line in f if line.strip()]
+    groups = {}
+    for e in entries:
+        groups.setdefault((e["model"], e["threads"], e["side"]), []).append(e)
+    rows = []
+    for model in ("mlp", "cnn"):
+        for threads in (1, 2):
+            m = groups.get((model, threads, "meridian"), [])
+            t = groups.get((model, threads, "pytorch"), [])
+            if not m or not t:
+                continue
+            m_med = statistics.median(e["samples_per_second"] for e in m)
+            t_med = statistics.median(e["samples_per_second"] for e in t)
+            rows.append((model, threads, m_med, len(m), t_med, len(t), m_med / t_med, short_blas(m[0]),
+                         short_blas(t[0]), t[0].get("torch", "?")))
+    names = {"mlp": "MLP 784-256-128-10", "cnn": "CNN (LeNet-style)"}
+    table = ["| model | threads | Meridian samples/s | PyTorch samples/s | Meridian/PyTorch | Meridian BLAS | PyTorch BLAS |",
+             "|---|---|---|---|---|---|---|"]
+    for (model, threads, m_med, m_n, t_med, t_n, ratio, m_blas, t_blas, _) in rows:
+        table.append(f"| {names[model]} | {threads} | {m_med:,.0f} (median of {m_n}) | {t_med:,.0f} (median of {t_n}) "
+                     f"| {ratio:.2f} | {m_blas} | {t_blas} |")
+    torch_version = rows[0][9] if rows else "?"
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    section = "\n".join([
+        "## Training throughput",
+        "",
+        f"Command: `make bench` (this table: `{command}`). Date: {date}. Machine: {machine()}.",
+        f"Batch 64, SGD with heavy-ball momentum 0.9, synthetic 28x28 inputs; PyTorch {torch_version} (Debian's "
+        "python3-torch, CPU) with `torch.set_num_threads` set to the thread count. A step is gather a shuffled "
+        "batch, forward, backward, optimizer update. The sides alternate in one run; figures are medians over "
+        "the repeats. The machine is shared, so single figures are noisy; compare the two sides of one row.",
+        "",
+        *table,
+        "",
+    ])
+    print(section)
+    text = open(docs_path).read() if os.path.exists(docs_path) else "# Benchmarks\n\n"
+    pattern = re.compile(r"^## Training throughput\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section + "\n", text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    os.makedirs(os.path.dirname(docs_path), exist_ok=True)
+    with open(docs_path, "w") as f:
+        f.write(text.rstrip("\n") + "\n")
+    print(f"wrote {docs_path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

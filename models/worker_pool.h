@@ -1,0 +1,44 @@
+// A fixed set of threads that run one indexed task set at a time: run(task) calls task(i) for every
+// i in [0, size()), task(0) on the calling thread and the others on the pool's workers, and returns
+// when all have finished. The model uses it to split a batch across threads.
+//
+// Thread-safety: run() is called by one thread at a time (the owner). The destructor stops and joins
+// the workers. If tasks throw, run() rethrows the first exception after all tasks have finished.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace meridian::models {
+
+class WorkerPool {
+ public:
+  // threads >= 1; starts threads − 1 workers.
+  explicit WorkerPool(std::size_t threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  std::size_t size() const { return workers_.size() + 1; }
+  void run(const std::function<void(std::size_t)>& task);
+
+ private:
+  void work(std::size_t index);
+
+  std::mutex mutex_;
+  std::condition_variable start_, done_;
+  const std::function<void(std::size_t)>* task_ = nullptr;
+  std::uint64_t generation_ = 0;
+  std::size_t pending_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace meridian::models
