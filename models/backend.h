@@ -50,12 +50,9 @@ class Backend {
   virtual void im2col(const ConvGeometry& g, std::size_t batch, const float* images, float* columns) = 0;
   // Adds the columns back onto the images (the transpose of im2col); overwrites `images`.
   virtual void col2im(const ConvGeometry& g, std::size_t batch, const float* columns, float* images) = 0;
-  // out (batch, channels, pixels) = product (channels, batch · pixels) rearranged, plus bias[channel].
-  virtual void channels_to_images_add_bias(std::size_t batch, std::size_t channels, std::size_t pixels,
-                                           const float* product, const float* bias, float* out) = 0;
-  // The inverse rearrangement, for the backward pass: images (batch, channels, pixels) → (channels, batch · pixels).
-  virtual void images_to_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
-                                  float* product) = 0;
+  // sums (channels) = Σ over images and pixels of images (batch, channels, pixels): a conv bias gradient.
+  virtual void sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                            float* sums) = 0;
 
   // out (batch, channels, out_h, out_w) = window maxima of in; argmax records the input offset chosen.
   virtual void max_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out,
@@ -66,6 +63,8 @@ class Backend {
 
   // out (rows, cols) = bias (cols) broadcast over rows.
   virtual void broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) = 0;
+  // out (rows, cols) = values[row] in every column of each row (a conv bias over an image's channels).
+  virtual void fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) = 0;
   // sums (cols) = Σ_rows m (rows, cols), or with `over_columns` sums (rows) = Σ_cols m.
   virtual void sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) = 0;
 

@@ -36,37 +36,41 @@ void Conv2d::initialize(SplitMix64& random) {
 }
 
 void Conv2d::reserve(std::size_t batch) {
-  const std::size_t pixels = batch * geometry_.out_height() * geometry_.out_width();
-  // The column matrix is reused as dcolumns in backward, so one buffer serves both.
-  if (columns_.size() < geometry_.patch_size() * pixels) columns_.resize(geometry_.patch_size() * pixels);
-  if (product_.size() < out_channels_ * pixels) product_.resize(out_channels_ * pixels);
+  const std::size_t size = geometry_.patch_size() * geometry_.out_height() * geometry_.out_width();
+  if (columns_.size() < size) columns_.resize(size);
 }
 
 void Conv2d::forward(Backend& backend, const float* in, float* out, std::size_t batch) {
   reserve(batch);
-  const std::size_t out_pixels = geometry_.out_height() * geometry_.out_width();
-  const std::size_t n = batch * out_pixels, patch = geometry_.patch_size();
-  backend.im2col(geometry_, batch, in, columns_.data());
-  // product (out_c, batch · pixels) = W (out_c, patch) · columns (patch, batch · pixels)
-  backend.gemm(false, false, out_channels_, n, patch, 1.0f, weight_.data(), patch, columns_.data(), n, 0.0f,
-               product_.data(), n);
-  backend.channels_to_images_add_bias(batch, out_channels_, out_pixels, product_.data(), bias_.data(), out);
+  const std::size_t pixels = geometry_.out_height() * geometry_.out_width(), patch = geometry_.patch_size();
+  const std::size_t in_size = input_.size(), out_size = out_channels_ * pixels;
+  for (std::size_t b = 0; b < batch; ++b) {
+    float* image_out = out + b * out_size;  // (out_c, pixels)
+    backend.im2col(geometry_, 1, in + b * in_size, columns_.data());
+    backend.fill_rows(out_channels_, pixels, bias_.data(), image_out);
+    // image_out (out_c, pixels) += W (out_c, patch) · columns (patch, pixels)
+    backend.gemm(false, false, out_channels_, pixels, patch, 1.0f, weight_.data(), patch, columns_.data(), pixels,
+                 1.0f, image_out, pixels);
+  }
 }
 
 void Conv2d::backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                       std::size_t batch) {
-  const std::size_t out_pixels = geometry_.out_height() * geometry_.out_width();
-  const std::size_t n = batch * out_pixels, patch = geometry_.patch_size();
-  backend.images_to_channels(batch, out_channels_, out_pixels, dout, product_.data());  // dproduct
-  // dW (out_c, patch) = dproduct (out_c, n) · columnsᵀ (n, patch); db = row sums of dproduct.
-  backend.gemm(false, true, out_channels_, patch, n, 1.0f, product_.data(), n, columns_.data(), n, 0.0f,
-               weight_grad_.data(), patch);
-  backend.sum(out_channels_, n, product_.data(), true, bias_grad_.data());
-  if (din == nullptr) return;
-  // dcolumns (patch, n) = Wᵀ (patch, out_c) · dproduct (out_c, n), written over the columns (no longer needed).
-  backend.gemm(true, false, patch, n, out_channels_, 1.0f, weight_.data(), patch, product_.data(), n, 0.0f,
-               columns_.data(), n);
-  backend.col2im(geometry_, batch, columns_.data(), din);
+  const std::size_t pixels = geometry_.out_height() * geometry_.out_width(), patch = geometry_.patch_size();
+  const std::size_t in_size = input_.size(), out_size = out_channels_ * pixels;
+  backend.sum_channels(batch, out_channels_, pixels, dout, bias_grad_.data());
+  for (std::size_t b = 0; b < batch; ++b) {
+    const float* image_dout = dout + b * out_size;  // (out_c, pixels)
+    backend.im2col(geometry_, 1, in + b * in_size, columns_.data());
+    // dW (out_c, patch) (+)= dout (out_c, pixels) · columnsᵀ (pixels, patch)
+    backend.gemm(false, true, out_channels_, patch, pixels, 1.0f, image_dout, pixels, columns_.data(), pixels,
+                 b == 0 ? 0.0f : 1.0f, weight_grad_.data(), patch);
+    if (din == nullptr) continue;
+    // dcolumns (patch, pixels) = Wᵀ (patch, out_c) · dout (out_c, pixels), over the spent columns.
+    backend.gemm(true, false, patch, pixels, out_channels_, 1.0f, weight_.data(), patch, image_dout, pixels, 0.0f,
+                 columns_.data(), pixels);
+    backend.col2im(geometry_, 1, columns_.data(), din + b * in_size);
+  }
 }
 
 }  // namespace meridian::models

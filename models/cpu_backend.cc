@@ -35,7 +35,7 @@ struct ValidRange {
   std::size_t lo, hi;
 };
 
-ValidRange valid_columns(const ConvGeometry& g, std::size_t kx) {
+inline ValidRange valid_columns(const ConvGeometry& g, std::size_t kx) {
   const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), k = static_cast<std::ptrdiff_t>(kx);
   const std::ptrdiff_t s = static_cast<std::ptrdiff_t>(g.stride), iw = static_cast<std::ptrdiff_t>(g.in_width);
   const std::ptrdiff_t ow = static_cast<std::ptrdiff_t>(g.out_width());
@@ -43,6 +43,38 @@ ValidRange valid_columns(const ConvGeometry& g, std::size_t kx) {
   const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(0, (pad - k + s - 1) / s);
   const std::ptrdiff_t hi = std::clamp<std::ptrdiff_t>((iw + pad - k + s - 1) / s, lo, ow);
   return {static_cast<std::size_t>(std::min(lo, ow)), static_cast<std::size_t>(hi)};
+}
+
+// A short copy as a plain loop: rows here are 10-30 floats, where a memmove call costs more than
+// the copy.
+inline void copy_short(const float* from, std::size_t n, float* to) {
+  for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+}
+
+// Valid column ranges for every kernel column, computed once per call rather than per row.
+class ValidRanges {
+ public:
+  explicit ValidRanges(const ConvGeometry& g) : g_(g) {
+    for (std::size_t kx = 0; kx < g.kernel && kx < kCached; ++kx) cached_[kx] = valid_columns(g, kx);
+  }
+  ValidRange operator[](std::size_t kx) const { return kx < kCached ? cached_[kx] : valid_columns(g_, kx); }
+
+ private:
+  static constexpr std::size_t kCached = 16;
+  const ConvGeometry& g_;
+  ValidRange cached_[kCached] = {};
+};
+
+// Σ row[0..n). Eight partial sums let the compiler vectorize the reduction without -ffast-math.
+float row_sum(const float* row, std::size_t n) {
+  float partial[8] = {};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t j = 0; j < 8; ++j) partial[j] += row[i + j];
+  float s = 0.0f;
+  for (; i < n; ++i) s += row[i];
+  for (float p : partial) s += p;
+  return s;
 }
 
 }  // namespace
@@ -54,11 +86,12 @@ void CpuBackend::im2col(const ConvGeometry& g, std::size_t batch, const float* i
   const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
   const std::size_t plane = g.in_height * g.in_width, image_size = g.in_channels * plane;
   const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), ih = static_cast<std::ptrdiff_t>(g.in_height);
+  const ValidRanges ranges(g);
   float* out = columns;
   for (std::size_t c = 0; c < g.in_channels; ++c) {
     for (std::size_t ky = 0; ky < k; ++ky) {
       for (std::size_t kx = 0; kx < k; ++kx) {
-        const ValidRange valid = valid_columns(g, kx);
+        const ValidRange valid = ranges[kx];
         const std::ptrdiff_t first_ix = static_cast<std::ptrdiff_t>(valid.lo * s + kx) - pad;
         for (std::size_t b = 0; b < batch; ++b) {
           const float* channel = images + b * image_size + c * plane;
@@ -69,13 +102,13 @@ void CpuBackend::im2col(const ConvGeometry& g, std::size_t batch, const float* i
               continue;
             }
             const float* in = channel + iy * static_cast<std::ptrdiff_t>(g.in_width) + first_ix;
-            std::fill(out, out + valid.lo, 0.0f);
+            for (std::size_t ox = 0; ox < valid.lo; ++ox) out[ox] = 0.0f;
             if (s == 1) {
-              std::copy(in, in + (valid.hi - valid.lo), out + valid.lo);
+              copy_short(in, valid.hi - valid.lo, out + valid.lo);
             } else {
               for (std::size_t ox = valid.lo; ox < valid.hi; ++ox) out[ox] = in[(ox - valid.lo) * s];
             }
-            std::fill(out + valid.hi, out + ow, 0.0f);
+            for (std::size_t ox = valid.hi; ox < ow; ++ox) out[ox] = 0.0f;
           }
         }
       }
@@ -88,11 +121,12 @@ void CpuBackend::col2im(const ConvGeometry& g, std::size_t batch, const float* c
   const std::size_t plane = g.in_height * g.in_width, image_size = g.in_channels * plane;
   const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), ih = static_cast<std::ptrdiff_t>(g.in_height);
   std::fill(images, images + batch * image_size, 0.0f);
+  const ValidRanges ranges(g);
   const float* in = columns;
   for (std::size_t c = 0; c < g.in_channels; ++c) {
     for (std::size_t ky = 0; ky < k; ++ky) {
       for (std::size_t kx = 0; kx < k; ++kx) {
-        const ValidRange valid = valid_columns(g, kx);
+        const ValidRange valid = ranges[kx];
         const std::ptrdiff_t first_ix = static_cast<std::ptrdiff_t>(valid.lo * s + kx) - pad;
         for (std::size_t b = 0; b < batch; ++b) {
           float* channel = images + b * image_size + c * plane;
@@ -114,23 +148,11 @@ void CpuBackend::col2im(const ConvGeometry& g, std::size_t batch, const float* c
   }
 }
 
-void CpuBackend::channels_to_images_add_bias(std::size_t batch, std::size_t channels, std::size_t pixels,
-                                             const float* product, const float* bias, float* out) {
-  for (std::size_t c = 0; c < channels; ++c) {
-    const float bc = bias[c];
-    for (std::size_t b = 0; b < batch; ++b) {
-      const float* src = product + (c * batch + b) * pixels;
-      float* dst = out + (b * channels + c) * pixels;
-      for (std::size_t p = 0; p < pixels; ++p) dst[p] = src[p] + bc;
-    }
-  }
-}
-
-void CpuBackend::images_to_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
-                                    float* product) {
-  for (std::size_t c = 0; c < channels; ++c)
-    for (std::size_t b = 0; b < batch; ++b)
-      std::memcpy(product + (c * batch + b) * pixels, images + (b * channels + c) * pixels, pixels * sizeof(float));
+void CpuBackend::sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                              float* sums) {
+  std::fill(sums, sums + channels, 0.0f);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t c = 0; c < channels; ++c) sums[c] += row_sum(images + (b * channels + c) * pixels, pixels);
 }
 
 void CpuBackend::max_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out,
@@ -143,11 +165,12 @@ void CpuBackend::max_pool_forward(const PoolGeometry& g, std::size_t batch, cons
       if (two_by_two) {
         // The LeNet case, unrolled: the same first-maximum tie rule as the general loop below.
         const std::size_t top = 2 * oy * g.in_width, bottom = top + g.in_width;
+        // Written as selects rather than branches: the comparisons are data-dependent coin flips.
         for (std::size_t ox = 0; ox < ow; ++ox) {
-          std::size_t best = top + 2 * ox;
-          if (src[top + 2 * ox + 1] > src[best]) best = top + 2 * ox + 1;
-          if (src[bottom + 2 * ox] > src[best]) best = bottom + 2 * ox;
-          if (src[bottom + 2 * ox + 1] > src[best]) best = bottom + 2 * ox + 1;
+          const std::size_t a = top + 2 * ox, b = a + 1, c = bottom + 2 * ox, d = c + 1;
+          const std::size_t ab = src[b] > src[a] ? b : a;
+          const std::size_t abc = src[c] > src[ab] ? c : ab;
+          const std::size_t best = src[d] > src[abc] ? d : abc;
           *out++ = src[best];
           *argmax++ = static_cast<std::int32_t>(best);
         }
@@ -182,20 +205,13 @@ void CpuBackend::broadcast_rows(std::size_t rows, std::size_t cols, const float*
   for (std::size_t r = 0; r < rows; ++r) std::memcpy(out + r * cols, bias, cols * sizeof(float));
 }
 
+void CpuBackend::fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) {
+  for (std::size_t r = 0; r < rows; ++r) std::fill(out + r * cols, out + (r + 1) * cols, values[r]);
+}
+
 void CpuBackend::sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) {
   if (over_columns) {
-    // Eight partial sums let the compiler vectorize the reduction without -ffast-math.
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = m + r * cols;
-      float partial[8] = {};
-      std::size_t c = 0;
-      for (; c + 8 <= cols; c += 8)
-        for (std::size_t j = 0; j < 8; ++j) partial[j] += row[c + j];
-      float s = 0.0f;
-      for (; c < cols; ++c) s += row[c];
-      for (float p : partial) s += p;
-      sums[r] = s;
-    }
+    for (std::size_t r = 0; r < rows; ++r) sums[r] = row_sum(m + r * cols, cols);
     return;
   }
   std::fill(sums, sums + cols, 0.0f);
