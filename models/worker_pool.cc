@@ -3,6 +3,13 @@
 #include <stdexcept>
 
 namespace meridian::models {
+namespace {
+
+// About 20-50 µs of polling: long enough to catch the next hand-off of a running training loop,
+// short enough not to matter when the pool sits idle.
+constexpr int kSpins = 20000;
+
+}  // namespace
 
 WorkerPool::WorkerPool(std::size_t threads) {
   if (threads == 0) throw std::invalid_argument("worker pool: threads must be >= 1");
@@ -22,9 +29,9 @@ void WorkerPool::run(const std::function<void(std::size_t)>& task) {
   {
     std::lock_guard lock(mutex_);
     task_ = &task;
-    pending_ = workers_.size();
     error_ = nullptr;
-    ++generation_;
+    pending_.store(workers_.size(), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_.notify_all();
   std::exception_ptr own_error;
@@ -33,8 +40,10 @@ void WorkerPool::run(const std::function<void(std::size_t)>& task) {
   } catch (...) {
     own_error = std::current_exception();
   }
+  for (int i = 0; i < kSpins && pending_.load(std::memory_order_acquire) != 0; ++i) {
+  }
   std::unique_lock lock(mutex_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
   task_ = nullptr;
   if (own_error) std::rethrow_exception(own_error);
   if (error_) std::rethrow_exception(error_);
@@ -42,22 +51,31 @@ void WorkerPool::run(const std::function<void(std::size_t)>& task) {
 
 void WorkerPool::work(std::size_t index) {
   std::uint64_t seen = 0;
-  std::unique_lock lock(mutex_);
   while (true) {
-    start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-    if (stopping_) return;
-    seen = generation_;
-    const auto* task = task_;
-    lock.unlock();
+    for (int i = 0; i < kSpins && generation_.load(std::memory_order_acquire) == seen; ++i) {
+    }
+    const std::function<void(std::size_t)>* task = nullptr;
+    {
+      std::unique_lock lock(mutex_);
+      start_.wait(lock, [&] { return stopping_ || generation_.load(std::memory_order_acquire) != seen; });
+      if (stopping_) return;
+      seen = generation_.load(std::memory_order_acquire);
+      task = task_;
+    }
     std::exception_ptr error;
     try {
       (*task)(index);
     } catch (...) {
       error = std::current_exception();
     }
-    lock.lock();
-    if (error && !error_) error_ = error;
-    if (--pending_ == 0) done_.notify_one();
+    if (error) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = error;
+    }
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard lock(mutex_);  // pairs with the predicate check in run()
+      done_.notify_one();
+    }
   }
 }
 

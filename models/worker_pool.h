@@ -6,6 +6,7 @@
 // the workers. If tasks throw, run() rethrows the first exception after all tasks have finished.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -31,12 +32,14 @@ class WorkerPool {
  private:
   void work(std::size_t index);
 
+  // Hand-offs happen once or twice per training step, a few hundred microseconds apart, so both sides
+  // spin briefly on the atomics before sleeping on the condition variables.
   std::mutex mutex_;
   std::condition_variable start_, done_;
   const std::function<void(std::size_t)>* task_ = nullptr;
-  std::uint64_t generation_ = 0;
-  std::size_t pending_ = 0;
-  bool stopping_ = false;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<std::size_t> pending_{0};
+  bool stopping_ = false;  // guarded by mutex_
   std::exception_ptr error_;
   std::vector<std::thread> workers_;
 };
