@@ -26,7 +26,7 @@ struct TrainOptions {
   std::size_t epochs = 5;
   std::size_t batch = 64;
   double lr = 0.0;  // 0: the optimizer's default
-  std::string optimizer = "momentum";
+  std::string optimizer = "nesterov";
   double momentum = 0.9;
   double weight_decay = 0.0;
   std::string schedule = "cosine";
