@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
 
   auto step = [&] {
     std::size_t n = batches.next();
-    if (n < batch) n = batches.next();  // skip the short tail batch and the epoch boundary
+    while (n != batch) n = batches.next();  // skip the short tail batch and the epoch boundary
     model->forward_backward(batches.features(), batches.labels(), n);
     optimizer.step(model->parameters(), model->gradients());
   };

@@ -3,7 +3,7 @@
 (model, threads), the ratio Meridian/PyTorch, and which BLAS each side ran on. Prints the table and
 replaces the "## Training throughput" section of docs/benchmarks.md (other sections stay as they are).
 
-Usage: training_throughput_report.py RESULTS.jsonl DOCS/benchmarks.md "COMMAND"
+Usage: training_throughput_report.py RESULTS.jsonl DOCS/benchmarks.md "COMMAND" ["LOAD BEFORE" "LOAD AFTER"]
 """
 import datetime
 import json
@@ -46,6 +46,7 @@ def short_blas(entry):
 
 def main():
     results_path, docs_path, command = sys.argv[1:4]
+    load = sys.argv[4:6] if len(sys.argv) >= 6 else None
     with open(results_path) as f:
         entries = [json.loads(line) for line in f if line.strip()]
     groups = {}
@@ -78,6 +79,8 @@ def main():
         "python3-torch, CPU) with `torch.set_num_threads` set to the thread count. A step is gather a shuffled "
         "batch, forward, backward, optimizer update. The sides alternate in one run; figures are medians over "
         "the repeats. The machine is shared, so single figures are noisy; compare the two sides of one row.",
+        *([f"Load average (1, 5, 15 min) before the run: {load[0]}; after: {load[1]} (other work on this "
+           "2-core machine; above 2, threads wait for a core, which hurts the 2-thread rows most)."] if load else []),
         "",
         *table,
         "",
