@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     std::size_t n = batches.next();
     while (n != batch) n = batches.next();  // skip the short tail batch and the epoch boundary
     model->forward_backward(batches.features(), batches.labels(), n);
-    optimizer.step(model->parameters(), model->gradients());
+    optimizer.step(model->parameters(), model->gradients(), model->pool());
   };
   for (std::size_t i = 0; i < warmup; ++i) step();
   const std::string blas = blas_in_use();

@@ -96,7 +96,7 @@ int run_train(const TrainOptions& o) {
       if (!std::isfinite(loss))
         throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss " +
                                  std::to_string(loss) + "); try a smaller --lr");
-      optimizer.step(model->parameters(), model->gradients());
+      optimizer.step(model->parameters(), model->gradients(), model->pool());
       loss_sum += loss * static_cast<double>(n);
       epoch_samples += n;
       ++epoch_steps;

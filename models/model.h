@@ -81,6 +81,8 @@ class Model {
   std::span<float> layer_parameters(std::size_t i);
   std::span<float> layer_gradients(std::size_t i);
   Backend& backend() { return *backend_; }
+  // The threads of set_threads() (null with one thread), for the optimizer to update in slices.
+  WorkerPool* pool() { return pool_.get(); }
 
  private:
   // One copy of the layer chain with its own activations and gradient buffer; replica 0 holds the

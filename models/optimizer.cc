@@ -31,33 +31,48 @@ std::span<float> Optimizer::momentum_buffer() {
   return config_.kind == OptimizerKind::sgd ? std::span<float>() : std::span<float>(state_).subspan(0, size_);
 }
 
-void Optimizer::step(std::span<float> parameters, std::span<const float> gradients) {
+void Optimizer::step(std::span<float> parameters, std::span<const float> gradients, WorkerPool* pool) {
   if (parameters.size() != size_ || gradients.size() != size_)
     throw std::invalid_argument("optimizer: built for " + std::to_string(size_) + " parameters, got " +
                                 std::to_string(parameters.size()) + " parameters and " +
                                 std::to_string(gradients.size()) + " gradients");
   const float lr = learning_rate();
+  float correction1 = 1.0f, correction2 = 1.0f;
+  if (config_.kind == OptimizerKind::adam) {
+    const double t = static_cast<double>(steps_ + 1);
+    correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), t));
+    correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t));
+  }
   float* w = parameters.data();
   const float* g = gradients.data();
+  if (pool == nullptr || pool->size() == 1) {
+    update(0, size_, w, g, lr, correction1, correction2);
+  } else {
+    const std::size_t slices = pool->size();
+    pool->run([&](std::size_t i) { update(size_ * i / slices, size_ * (i + 1) / slices, w, g, lr, correction1, correction2); });
+  }
+  ++steps_;
+}
+
+void Optimizer::update(std::size_t begin, std::size_t end, float* w, const float* g, float lr, float correction1,
+                       float correction2) {
+  const std::size_t n = end - begin;
+  w += begin;
+  g += begin;
   switch (config_.kind) {
     case OptimizerKind::sgd:
-      backend_->sgd_update(size_, w, g, lr, config_.weight_decay);
+      backend_->sgd_update(n, w, g, lr, config_.weight_decay);
       break;
     case OptimizerKind::momentum:
     case OptimizerKind::nesterov:
-      backend_->momentum_update(size_, w, state_.data(), g, lr, config_.momentum, config_.weight_decay,
+      backend_->momentum_update(n, w, state_.data() + begin, g, lr, config_.momentum, config_.weight_decay,
                                 config_.kind == OptimizerKind::nesterov);
       break;
-    case OptimizerKind::adam: {
-      const double t = static_cast<double>(steps_ + 1);
-      const float correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), t));
-      const float correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t));
-      backend_->adam_update(size_, w, state_.data(), state_.data() + size_, g, lr, config_.beta1, config_.beta2,
-                            config_.eps, config_.weight_decay, correction1, correction2);
+    case OptimizerKind::adam:
+      backend_->adam_update(n, w, state_.data() + begin, state_.data() + size_ + begin, g, lr, config_.beta1,
+                            config_.beta2, config_.eps, config_.weight_decay, correction1, correction2);
       break;
-    }
   }
-  ++steps_;
 }
 
 OptimizerKind parse_optimizer_kind(const std::string& name) {

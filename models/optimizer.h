@@ -17,6 +17,7 @@
 
 #include "models/backend.h"
 #include "models/lr_schedule.h"
+#include "models/worker_pool.h"
 
 namespace meridian::models {
 
@@ -36,9 +37,10 @@ class Optimizer {
   Optimizer(const OptimizerConfig& config, const ScheduleConfig& schedule, std::size_t parameters,
             std::shared_ptr<Backend> backend);
 
-  // One update w ← update(w, g) with γ = learning_rate(); then advances the step counter.
-  // Throws std::invalid_argument when the spans' sizes differ from the optimizer's.
-  void step(std::span<float> parameters, std::span<const float> gradients);
+  // One update w ← update(w, g) with γ = learning_rate(); then advances the step counter. With a
+  // pool, each of its threads updates one slice of the buffer (the rules are element-wise, so the
+  // result is identical). Throws std::invalid_argument when the spans' sizes differ from the optimizer's.
+  void step(std::span<float> parameters, std::span<const float> gradients, WorkerPool* pool = nullptr);
 
   // γ of the next step() (the schedule at step_count()).
   float learning_rate() const { return schedule_.at(steps_); }
@@ -61,6 +63,10 @@ class Optimizer {
   LearningRateSchedule schedule_;
   std::size_t size_;
   std::shared_ptr<Backend> backend_;
+  // Applies the update to elements [begin, end) with rate lr (Adam corrections for this step).
+  void update(std::size_t begin, std::size_t end, float* w, const float* g, float lr, float correction1,
+              float correction2);
+
   std::vector<float> state_;
   std::uint64_t steps_ = 0;
 };

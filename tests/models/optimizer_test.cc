@@ -9,6 +9,7 @@
 
 #include "models/cpu_backend.h"
 #include "models/optimizer.h"
+#include "models/worker_pool.h"
 
 using namespace meridian::models;
 
@@ -130,4 +131,22 @@ TEST_CASE("push-sum and delayed-compensation primitives", "[models][mixing]") {
   const std::vector<float> mixed{3.0f, 0.0f}, snapshot{1.0f, 1.0f};
   backend.delayed_compensation(x.size(), x.data(), mixed.data(), snapshot.data());
   CHECK(x == std::vector<float>{3.25f, -2.0f});
+}
+
+TEST_CASE("an update split across a worker pool equals the single-thread update", "[models][optimizer][threads]") {
+  const auto kind = GENERATE(OptimizerKind::sgd, OptimizerKind::momentum, OptimizerKind::nesterov, OptimizerKind::adam);
+  const std::size_t n = 1001;
+  auto one = make(kind, 0.05f, n, 0.01f), split = make(kind, 0.05f, n, 0.01f);
+  std::vector<float> w1(n), w2(n), g(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    w1[i] = w2[i] = std::sin(static_cast<float>(i));
+    g[i] = std::cos(static_cast<float>(3 * i));
+  }
+  WorkerPool pool(3);
+  for (int step = 0; step < 3; ++step) {
+    one.step(w1, g);
+    split.step(w2, g, &pool);
+  }
+  CHECK(w1 == w2);
+  CHECK(std::equal(one.state().begin(), one.state().end(), split.state().begin()));
 }
