@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "models/elementwise_math.h"
 
@@ -45,10 +46,18 @@ inline ValidRange valid_columns(const ConvGeometry& g, std::size_t kx) {
   return {static_cast<std::size_t>(std::min(lo, ow)), static_cast<std::size_t>(hi)};
 }
 
-// A short copy as a plain loop: rows here are 10-30 floats, where a memmove call costs more than
-// the copy.
-inline void copy_short(const float* from, std::size_t n, float* to) {
-  for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+// Calls body(width) with the width as a compile-time constant for the row widths of the LeNet-style
+// CNN (26-28 for the padded 5x5 convolution over 28 columns, 10 for the second one) and as a run-time
+// value otherwise. Rows that short are all loop overhead unless the compiler knows their length.
+template <typename Body>
+void with_width(std::size_t n, Body&& body) {
+  switch (n) {
+    case 10: return body(std::integral_constant<std::size_t, 10>{});
+    case 26: return body(std::integral_constant<std::size_t, 26>{});
+    case 27: return body(std::integral_constant<std::size_t, 27>{});
+    case 28: return body(std::integral_constant<std::size_t, 28>{});
+    default: return body(n);
+  }
 }
 
 // Valid column ranges for every kernel column, computed once per call rather than per row.
@@ -86,6 +95,7 @@ void CpuBackend::im2col(const ConvGeometry& g, std::size_t batch, const float* i
   const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
   const std::size_t plane = g.in_height * g.in_width, image_size = g.in_channels * plane;
   const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), ih = static_cast<std::ptrdiff_t>(g.in_height);
+  const std::ptrdiff_t iw = static_cast<std::ptrdiff_t>(g.in_width);
   const ValidRanges ranges(g);
   float* out = columns;
   for (std::size_t c = 0; c < g.in_channels; ++c) {
@@ -93,24 +103,29 @@ void CpuBackend::im2col(const ConvGeometry& g, std::size_t batch, const float* i
       for (std::size_t kx = 0; kx < k; ++kx) {
         const ValidRange valid = ranges[kx];
         const std::ptrdiff_t first_ix = static_cast<std::ptrdiff_t>(valid.lo * s + kx) - pad;
-        for (std::size_t b = 0; b < batch; ++b) {
-          const float* channel = images + b * image_size + c * plane;
-          for (std::size_t oy = 0; oy < oh; ++oy, out += ow) {
-            const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
-            if (iy < 0 || iy >= ih) {
-              std::fill(out, out + ow, 0.0f);
-              continue;
+        // The copy length is fixed for the whole (c, ky, kx) row; with_width makes it a constant
+        // for the common widths so each copy compiles to a few vector moves.
+        with_width(valid.hi - valid.lo, [&](auto width) {
+          const std::size_t n = width;
+          for (std::size_t b = 0; b < batch; ++b) {
+            const float* channel = images + b * image_size + c * plane;
+            for (std::size_t oy = 0; oy < oh; ++oy, out += ow) {
+              const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
+              if (iy < 0 || iy >= ih) {
+                for (std::size_t ox = 0; ox < ow; ++ox) out[ox] = 0.0f;
+                continue;
+              }
+              const float* in = channel + iy * iw + first_ix;
+              for (std::size_t ox = 0; ox < valid.lo; ++ox) out[ox] = 0.0f;
+              if (s == 1) {
+                for (std::size_t i = 0; i < n; ++i) out[valid.lo + i] = in[i];
+              } else {
+                for (std::size_t i = 0; i < n; ++i) out[valid.lo + i] = in[i * s];
+              }
+              for (std::size_t ox = valid.lo + n; ox < ow; ++ox) out[ox] = 0.0f;
             }
-            const float* in = channel + iy * static_cast<std::ptrdiff_t>(g.in_width) + first_ix;
-            for (std::size_t ox = 0; ox < valid.lo; ++ox) out[ox] = 0.0f;
-            if (s == 1) {
-              copy_short(in, valid.hi - valid.lo, out + valid.lo);
-            } else {
-              for (std::size_t ox = valid.lo; ox < valid.hi; ++ox) out[ox] = in[(ox - valid.lo) * s];
-            }
-            for (std::size_t ox = valid.hi; ox < ow; ++ox) out[ox] = 0.0f;
           }
-        }
+        });
       }
     }
   }
@@ -120,6 +135,7 @@ void CpuBackend::col2im(const ConvGeometry& g, std::size_t batch, const float* c
   const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
   const std::size_t plane = g.in_height * g.in_width, image_size = g.in_channels * plane;
   const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), ih = static_cast<std::ptrdiff_t>(g.in_height);
+  const std::ptrdiff_t iw = static_cast<std::ptrdiff_t>(g.in_width);
   std::fill(images, images + batch * image_size, 0.0f);
   const ValidRanges ranges(g);
   const float* in = columns;
@@ -128,21 +144,23 @@ void CpuBackend::col2im(const ConvGeometry& g, std::size_t batch, const float* c
       for (std::size_t kx = 0; kx < k; ++kx) {
         const ValidRange valid = ranges[kx];
         const std::ptrdiff_t first_ix = static_cast<std::ptrdiff_t>(valid.lo * s + kx) - pad;
-        for (std::size_t b = 0; b < batch; ++b) {
-          float* channel = images + b * image_size + c * plane;
-          for (std::size_t oy = 0; oy < oh; ++oy, in += ow) {
-            const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
-            if (iy < 0 || iy >= ih) continue;
-            float* out = channel + iy * static_cast<std::ptrdiff_t>(g.in_width) + first_ix;
-            const float* src = in + valid.lo;
-            const std::size_t n = valid.hi - valid.lo;
-            if (s == 1) {
-              for (std::size_t i = 0; i < n; ++i) out[i] += src[i];
-            } else {
-              for (std::size_t i = 0; i < n; ++i) out[i * s] += src[i];
+        with_width(valid.hi - valid.lo, [&](auto width) {
+          const std::size_t n = width;
+          for (std::size_t b = 0; b < batch; ++b) {
+            float* channel = images + b * image_size + c * plane;
+            for (std::size_t oy = 0; oy < oh; ++oy, in += ow) {
+              const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
+              if (iy < 0 || iy >= ih) continue;
+              float* out = channel + iy * iw + first_ix;
+              const float* src = in + valid.lo;
+              if (s == 1) {
+                for (std::size_t i = 0; i < n; ++i) out[i] += src[i];
+              } else {
+                for (std::size_t i = 0; i < n; ++i) out[i * s] += src[i];
+              }
             }
           }
-        }
+        });
       }
     }
   }
