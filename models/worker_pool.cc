@@ -13,7 +13,7 @@ constexpr int kSpins = 20000;
 
 WorkerPool::WorkerPool(std::size_t threads) {
   if (threads == 0) throw std::invalid_argument("worker pool: threads must be >= 1");
-  for (std::size_t i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+  for (std::size_t i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
 
 WorkerPool::~WorkerPool() {
@@ -25,57 +25,64 @@ WorkerPool::~WorkerPool() {
   for (auto& worker : workers_) worker.join();
 }
 
+void WorkerPool::run_tasks(std::uint32_t generation, const std::function<void(std::size_t)>& task) {
+  const std::uint64_t tag = static_cast<std::uint64_t>(generation) << 32;
+  std::uint64_t claim = claim_.load(std::memory_order_acquire);
+  while (true) {
+    // A worker that woke up late must not take tasks of a later generation with this task's pointer.
+    if ((claim & ~0xffffffffULL) != tag || (claim & 0xffffffffULL) >= size()) return;
+    if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel)) continue;
+    const std::size_t index = static_cast<std::size_t>(claim & 0xffffffffULL);
+    try {
+      task(index);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == size()) {
+      std::lock_guard lock(mutex_);  // pairs with the predicate check in run()
+      done_.notify_one();
+    }
+    claim = claim_.load(std::memory_order_acquire);
+  }
+}
+
 void WorkerPool::run(const std::function<void(std::size_t)>& task) {
+  std::uint32_t generation;
   {
     std::lock_guard lock(mutex_);
     task_ = &task;
     error_ = nullptr;
-    pending_.store(workers_.size(), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation = ++generation_;
+    finished_.store(0, std::memory_order_relaxed);
+    claim_.store(static_cast<std::uint64_t>(generation) << 32, std::memory_order_release);
   }
   start_.notify_all();
-  std::exception_ptr own_error;
-  try {
-    task(0);
-  } catch (...) {
-    own_error = std::current_exception();
-  }
-  for (int i = 0; i < kSpins && pending_.load(std::memory_order_acquire) != 0; ++i) {
+  run_tasks(generation, task);
+  for (int i = 0; i < kSpins && finished_.load(std::memory_order_acquire) != size(); ++i) {
   }
   std::unique_lock lock(mutex_);
-  done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+  done_.wait(lock, [this] { return finished_.load(std::memory_order_acquire) == size(); });
   task_ = nullptr;
-  if (own_error) std::rethrow_exception(own_error);
   if (error_) std::rethrow_exception(error_);
 }
 
-void WorkerPool::work(std::size_t index) {
+void WorkerPool::work() {
   std::uint64_t seen = 0;
   while (true) {
-    for (int i = 0; i < kSpins && generation_.load(std::memory_order_acquire) == seen; ++i) {
+    for (int i = 0; i < kSpins && (claim_.load(std::memory_order_acquire) >> 32) == seen; ++i) {
     }
     const std::function<void(std::size_t)>* task = nullptr;
+    std::uint32_t generation;
     {
       std::unique_lock lock(mutex_);
-      start_.wait(lock, [&] { return stopping_ || generation_.load(std::memory_order_acquire) != seen; });
+      start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
       if (stopping_) return;
-      seen = generation_.load(std::memory_order_acquire);
+      generation = generation_;
+      seen = generation;
       task = task_;
     }
-    std::exception_ptr error;
-    try {
-      (*task)(index);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    if (error) {
-      std::lock_guard lock(mutex_);
-      if (!error_) error_ = error;
-    }
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard lock(mutex_);  // pairs with the predicate check in run()
-      done_.notify_one();
-    }
+    if (task != nullptr) run_tasks(generation, *task);
   }
 }
 

@@ -1,6 +1,8 @@
-// A fixed set of threads that run one indexed task set at a time: run(task) calls task(i) for every
-// i in [0, size()), task(0) on the calling thread and the others on the pool's workers, and returns
-// when all have finished. The model uses it to split a batch across threads.
+// A fixed set of threads that run one indexed task set at a time: run(task) calls task(i) once for
+// every i in [0, size()) and returns when all have finished. The calling thread and the workers claim
+// indices as they come, so when the machine is busy and a worker is not scheduled, the caller runs
+// the remaining tasks itself instead of waiting for it; tasks must therefore not depend on which
+// thread runs them. The model uses it to split a batch across threads.
 //
 // Thread-safety: run() is called by one thread at a time (the owner). The destructor stops and joins
 // the workers. If tasks throw, run() rethrows the first exception after all tasks have finished.
@@ -30,15 +32,18 @@ class WorkerPool {
   void run(const std::function<void(std::size_t)>& task);
 
  private:
-  void work(std::size_t index);
+  void work();
+  // Claims and runs tasks of generation `generation` until none is left.
+  void run_tasks(std::uint32_t generation, const std::function<void(std::size_t)>& task);
 
   // Hand-offs happen once or twice per training step, a few hundred microseconds apart, so both sides
   // spin briefly on the atomics before sleeping on the condition variables.
   std::mutex mutex_;
   std::condition_variable start_, done_;
   const std::function<void(std::size_t)>* task_ = nullptr;
-  std::atomic<std::uint64_t> generation_{0};
-  std::atomic<std::size_t> pending_{0};
+  std::uint32_t generation_ = 0;               // guarded by mutex_
+  std::atomic<std::uint64_t> claim_{0};       // (generation << 32) | next unclaimed task index
+  std::atomic<std::size_t> finished_{0};      // tasks of the current generation that have finished
   bool stopping_ = false;  // guarded by mutex_
   std::exception_ptr error_;
   std::vector<std::thread> workers_;
