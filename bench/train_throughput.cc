@@ -21,6 +21,7 @@
 #include "models/minibatcher.h"
 #include "models/model_factory.h"
 #include "models/optimizer.h"
+#include "models/thread_policy.h"
 #include "models/split_mix64.h"
 
 using namespace meridian::models;
@@ -78,12 +79,12 @@ int main(int argc, char** argv) {
   for (float& v : train.features) v = 0.5f + 0.5f * random.uniform(1.0f);
   for (auto& l : train.labels) l = static_cast<std::int32_t>(random.below(10));
 
-  // As `meridian train`: threads split the batch, OpenBLAS single-threaded inside each.
+  // Threads as `meridian train` uses them (models/thread_policy.h).
   auto backend = std::make_shared<CpuBackend>(1);
   std::unique_ptr<Model> model;
   try {
     model = make_model(model_name, {1, 28, 28}, 10, {}, backend, 1);
-    model->set_threads(static_cast<std::size_t>(threads));
+    use_threads(*model, *backend, static_cast<std::size_t>(threads));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

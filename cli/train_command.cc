@@ -14,6 +14,7 @@
 #include "models/minibatcher.h"
 #include "models/model_factory.h"
 #include "models/optimizer.h"
+#include "models/thread_policy.h"
 
 namespace meridian::cli {
 namespace {
@@ -54,12 +55,10 @@ int run_train(const TrainOptions& o) {
   const models::data::Dataset train = load_fashion_mnist(o.data_dir, true);
   const models::data::Dataset test = load_fashion_mnist(o.data_dir, false);
 
-  // Threads split each batch across copies of the layer chain (models/model.h); OpenBLAS stays
-  // single-threaded inside each so the two levels do not oversubscribe the cores.
   auto backend = std::make_shared<models::CpuBackend>(1);
   const models::Shape input{train.channels, train.height, train.width};
   auto model = models::make_model(o.model, input, train.classes, o.hidden, backend, o.seed);
-  model->set_threads(static_cast<std::size_t>(o.threads));
+  models::use_threads(*model, *backend, static_cast<std::size_t>(o.threads));
 
   models::Minibatcher batches(train, o.batch, o.seed + 1);
   const std::size_t steps_per_epoch = batches.batches_per_epoch();

@@ -12,6 +12,7 @@
 #include "models/model_factory.h"
 #include "models/optimizer.h"
 #include "models/split_mix64.h"
+#include "models/thread_policy.h"
 #include "models/worker_pool.h"
 
 using namespace meridian::models;
@@ -203,4 +204,17 @@ TEST_CASE("the worker pool runs every index once and rethrows a task's exception
                   std::runtime_error);
   pool.run([&](std::size_t i) { ++hits[i]; });  // still usable afterwards
   CHECK(hits == std::vector<int>{51, 51, 51});
+}
+
+TEST_CASE("the thread policy splits batches for CNNs and threads the GEMMs of GEMM-only models", "[models][threads]") {
+  auto backend = std::make_shared<CpuBackend>(1);
+  auto cnn = make_cnn({1, 28, 28}, 10, backend, 1);
+  use_threads(*cnn, *backend, 2);
+  CHECK(cnn->threads() == 2);
+  CHECK(backend->threads() == 1);
+  auto mlp = make_mlp({1, 28, 28}, {32}, 10, backend, 1);
+  use_threads(*mlp, *backend, 2);
+  CHECK(mlp->threads() == 1);
+  CHECK(backend->threads() == 2);
+  backend->set_threads(1);
 }
