@@ -25,7 +25,7 @@ WorkerPool::~WorkerPool() {
   for (auto& worker : workers_) worker.join();
 }
 
-void WorkerPool::run_tasks(std::uint32_t generation, const std::function<void(std::size_t)>& task) {
+void WorkerPool::run_tasks(std::uint32_t generation, Call call) {
   const std::uint64_t tag = static_cast<std::uint64_t>(generation) << 32;
   std::uint64_t claim = claim_.load(std::memory_order_acquire);
   while (true) {
@@ -34,7 +34,7 @@ void WorkerPool::run_tasks(std::uint32_t generation, const std::function<void(st
     if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel)) continue;
     const std::size_t index = static_cast<std::size_t>(claim & 0xffffffffULL);
     try {
-      task(index);
+      call.invoke(call.context, index);
     } catch (...) {
       std::lock_guard lock(mutex_);
       if (!error_) error_ = std::current_exception();
@@ -47,23 +47,23 @@ void WorkerPool::run_tasks(std::uint32_t generation, const std::function<void(st
   }
 }
 
-void WorkerPool::run(const std::function<void(std::size_t)>& task) {
+void WorkerPool::run(Call call) {
   std::uint32_t generation;
   {
     std::lock_guard lock(mutex_);
-    task_ = &task;
+    task_ = call;
     error_ = nullptr;
     generation = ++generation_;
     finished_.store(0, std::memory_order_relaxed);
     claim_.store(static_cast<std::uint64_t>(generation) << 32, std::memory_order_release);
   }
   start_.notify_all();
-  run_tasks(generation, task);
+  run_tasks(generation, call);
   for (int i = 0; i < kSpins && finished_.load(std::memory_order_acquire) != size(); ++i) {
   }
   std::unique_lock lock(mutex_);
   done_.wait(lock, [this] { return finished_.load(std::memory_order_acquire) == size(); });
-  task_ = nullptr;
+  task_ = Call{};
   if (error_) std::rethrow_exception(error_);
 }
 
@@ -72,7 +72,7 @@ void WorkerPool::work() {
   while (true) {
     for (int i = 0; i < kSpins && (claim_.load(std::memory_order_acquire) >> 32) == seen; ++i) {
     }
-    const std::function<void(std::size_t)>* task = nullptr;
+    Call call;
     std::uint32_t generation;
     {
       std::unique_lock lock(mutex_);
@@ -80,9 +80,9 @@ void WorkerPool::work() {
       if (stopping_) return;
       generation = generation_;
       seen = generation;
-      task = task_;
+      call = task_;
     }
-    if (task != nullptr) run_tasks(generation, *task);
+    if (call.invoke != nullptr) run_tasks(generation, call);
   }
 }
 

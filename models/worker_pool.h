@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
+#include <type_traits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -29,18 +29,30 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   std::size_t size() const { return workers_.size() + 1; }
-  void run(const std::function<void(std::size_t)>& task);
+  // `task` is any callable taking the index; it is called by reference, never copied, so a step
+  // allocates nothing (std::function would for lambdas capturing more than two references).
+  template <typename Task>
+  void run(Task&& task) {
+    using T = std::remove_reference_t<Task>;
+    run(Call{const_cast<void*>(static_cast<const void*>(&task)),
+             [](void* t, std::size_t i) { (*static_cast<T*>(t))(i); }});
+  }
 
  private:
+  struct Call {
+    void* context = nullptr;
+    void (*invoke)(void*, std::size_t) = nullptr;
+  };
+  void run(Call call);
   void work();
   // Claims and runs tasks of generation `generation` until none is left.
-  void run_tasks(std::uint32_t generation, const std::function<void(std::size_t)>& task);
+  void run_tasks(std::uint32_t generation, Call call);
 
   // Hand-offs happen once or twice per training step, a few hundred microseconds apart, so both sides
   // spin briefly on the atomics before sleeping on the condition variables.
   std::mutex mutex_;
   std::condition_variable start_, done_;
-  const std::function<void(std::size_t)>* task_ = nullptr;
+  Call task_;  // guarded by mutex_
   std::uint32_t generation_ = 0;               // guarded by mutex_
   std::atomic<std::uint64_t> claim_{0};       // (generation << 32) | next unclaimed task index
   std::atomic<std::size_t> finished_{0};      // tasks of the current generation that have finished
