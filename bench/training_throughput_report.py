@@ -33,13 +33,13 @@ def machine():
     return f"{os.cpu_count()} cores, {cpu}, {debian or platform.platform()}"
 
 
-def short_blas(entry):
+def short_blas(entry, model):
     blas = entry["blas"]
     text = " ".join(blas) if isinstance(blas, list) else blas
     lib = "OpenBLAS " + ("OpenMP" if "openblas-openmp" in text else "pthread" if "openblas-pthread" in text else "?")
     if "libblas.so.3" in text and "openblas" not in text:
         lib = "reference BLAS"
-    if entry["side"] == "pytorch" and entry.get("mkldnn"):
+    if entry["side"] == "pytorch" and entry.get("mkldnn") and model == "cnn":
         lib += " (+ oneDNN for convolutions)"
     return lib
 
@@ -61,8 +61,8 @@ def main():
                 continue
             m_med = statistics.median(e["samples_per_second"] for e in m)
             t_med = statistics.median(e["samples_per_second"] for e in t)
-            rows.append((model, threads, m_med, len(m), t_med, len(t), m_med / t_med, short_blas(m[0]),
-                         short_blas(t[0]), t[0].get("torch", "?")))
+            rows.append((model, threads, m_med, len(m), t_med, len(t), m_med / t_med, short_blas(m[0], model),
+                         short_blas(t[0], model), t[0].get("torch", "?")))
     names = {"mlp": "MLP 784-256-128-10", "cnn": "CNN (LeNet-style)"}
     table = ["| model | threads | Meridian samples/s | PyTorch samples/s | Meridian/PyTorch | Meridian BLAS | PyTorch BLAS |",
              "|---|---|---|---|---|---|---|"]
@@ -70,7 +70,9 @@ def main():
         table.append(f"| {names[model]} | {threads} | {m_med:,.0f} (median of {m_n}) | {t_med:,.0f} (median of {t_n}) "
                      f"| {ratio:.2f} | {m_blas} | {t_blas} |")
     torch_version = rows[0][9] if rows else "?"
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    # When the measurements finished (the results file's last write), not when this report ran.
+    finished = datetime.datetime.fromtimestamp(os.path.getmtime(results_path), datetime.timezone.utc)
+    date = finished.strftime("%Y-%m-%d %H:%M UTC")
     section = "\n".join([
         "## Training throughput",
         "",
@@ -78,7 +80,9 @@ def main():
         f"Batch 64, SGD with heavy-ball momentum 0.9, synthetic 28x28 inputs; PyTorch {torch_version} (Debian's "
         "python3-torch, CPU) with `torch.set_num_threads` set to the thread count. A step is gather a shuffled "
         "batch, forward, backward, optimizer update. The sides alternate in one run; figures are medians over "
-        "the repeats. The machine is shared, so single figures are noisy; compare the two sides of one row.",
+        "the repeats. The machine is shared, so single figures are noisy; compare the two sides of one row. "
+        "Meridian's threads (models/thread_policy.h): the CNN splits each batch across them with OpenBLAS "
+        "single-threaded inside; the MLP runs OpenBLAS with that many threads.",
         *([f"Load average (1, 5, 15 min) before the run: {load[0]}; after: {load[1]} (other work on this "
            "2-core machine; above 2, threads wait for a core, which hurts the 2-thread rows most)."] if load else []),
         "",
