@@ -3,8 +3,6 @@
 // and the /metrics exposition of a live daemon checked by promtool.
 #include <catch2/catch.hpp>
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -21,6 +19,7 @@
 #include "daemon/control_client.h"
 #include "models/data/idx_reader.h"
 #include "peer/curve_keys.h"
+#include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 
@@ -197,14 +196,13 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
   std::smatch m;
   const auto log = a.log();
   REQUIRE(std::regex_search(log, m, std::regex("metrics on http://127\\.0\\.0\\.1:([0-9]+)/metrics")));
-  httplib::Client http("127.0.0.1", std::stoi(m[1]));
-  auto reply = http.Get("/metrics");
-  REQUIRE(reply);
-  REQUIRE(reply->status == 200);
-  CHECK(reply->body.find("meridian_step ") != std::string::npos);
-  CHECK(reply->body.find("meridian_peer_sent_bytes_total{peer=\"b\"}") != std::string::npos);
-  CHECK(reply->body.find("meridian_rejected_messages_total{cause=\"fingerprint\"}") != std::string::npos);
-  std::ofstream(dir.path() / "metrics.txt") << reply->body;
+  const auto response = meridian::testing::http_get(std::stoi(m[1]), "/metrics");
+  REQUIRE(response.rfind("HTTP/1.1 200", 0) == 0);
+  const auto body = meridian::testing::http_body(response);
+  CHECK(body.find("meridian_step ") != std::string::npos);
+  CHECK(body.find("meridian_peer_sent_bytes_total{peer=\"b\"}") != std::string::npos);
+  CHECK(body.find("meridian_rejected_messages_total{cause=\"fingerprint\"}") != std::string::npos);
+  std::ofstream(dir.path() / "metrics.txt") << body;
   if (std::system("command -v promtool > /dev/null") == 0) {
     const auto cmd = "promtool check metrics < " + (dir.path() / "metrics.txt").string() + " > " +
                      (dir.path() / "promtool.txt").string() + " 2>&1";
