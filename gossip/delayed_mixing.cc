@@ -13,6 +13,8 @@ DelayedMixing::DelayedMixing(DelayedMixingConfig config, MixChannel& channel, st
   if (weight_ && config_.reaverage_every != 0)
     throw std::invalid_argument("delayed mixing: re-averaging does not apply to push-sum numerators");
   if (weight_) config_.reaverage_after_view_change = false;
+  if (!(config_.mix_step > 0.0 && config_.mix_step <= 1.0))
+    throw std::invalid_argument("delayed mixing: mix_step must be in (0, 1]");
 }
 
 void DelayedMixing::note(const MixReport& report) {
@@ -31,9 +33,16 @@ void DelayedMixing::apply(const Snapshot& s, MixResult& result) {
     std::copy(result.data.begin() + static_cast<std::ptrdiff_t>(np), result.data.end(), stats_.begin());
     if (weight_) *weight_ = result.weight;
   } else {
-    for (std::size_t i = 0; i < np; ++i) params_[i] += result.data[i] - s.x[i];
-    for (std::size_t i = 0; i < stats_.size(); ++i) stats_[i] += result.data[np + i] - s.x[np + i];
-    if (weight_) *weight_ += result.weight - s.weight;
+    // Push-sum mass stays conserved for any α: every site moves by α times a conserved delta.
+    const float a = static_cast<float>(config_.mix_step);
+    if (a == 1.0f) {
+      for (std::size_t i = 0; i < np; ++i) params_[i] += result.data[i] - s.x[i];
+      for (std::size_t i = 0; i < stats_.size(); ++i) stats_[i] += result.data[np + i] - s.x[np + i];
+    } else {
+      for (std::size_t i = 0; i < np; ++i) params_[i] += a * (result.data[i] - s.x[i]);
+      for (std::size_t i = 0; i < stats_.size(); ++i) stats_[i] += a * (result.data[np + i] - s.x[np + i]);
+    }
+    if (weight_) *weight_ += config_.mix_step * (result.weight - s.weight);
   }
   channel_.recycle(std::move(result.data));
 }

@@ -4,6 +4,12 @@
 // At step s + D the trainer applies x ← x + (m_s − x_s), keeping the local progress made since s.
 // D = 0 is the plain algorithm: x ← m_s right after the step.
 //
+// Stability: the rule as written (mix_step α = 1) converges for D <= 2 but not beyond: without
+// gradients a direction the mix removes entirely evolves as x_{k+1} = x_k − α·x_{k+1−D}, whose
+// characteristic polynomial z^D − z^(D−1) + α has roots outside the unit circle for α = 1, D >= 3
+// (dsync on a 2×3 grid oscillates at D = 3 and diverges at D = 5). Use α ≈ 1/D for larger delays:
+// x ← x + α·(m_s − x_s). docs/algorithms.md has the derivation.
+//
 // Overlap mode (sgp's OSGP): a result is applied as soon as it is there, and at the latest at s + D,
 // so the site never runs more than D = τ steps ahead of the oldest mix it still expects.
 //
@@ -27,6 +33,7 @@ namespace meridian::gossip {
 struct DelayedMixingConfig {
   std::uint32_t delay = 0;  // D (τ in overlap mode)
   bool overlap = false;
+  double mix_step = 1.0;  // α in (0, 1]: 1 is DESIGN.md's rule; ≈ 1/D keeps D >= 3 stable
   std::uint64_t reaverage_every = 0;
   bool reaverage_after_view_change = true;
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
@@ -35,7 +42,8 @@ struct DelayedMixingConfig {
 class DelayedMixing {
  public:
   // `weight` is the push-sum weight (sgp) or nullptr. Throws std::invalid_argument when re-averaging
-  // is asked for together with a push-sum weight (the exact mean of numerators is not a model).
+  // is asked for together with a push-sum weight (the exact mean of numerators is not a model), or
+  // for a mix_step outside (0, 1].
   DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params,
                 std::span<float> stats = {}, double* weight = nullptr);
 
