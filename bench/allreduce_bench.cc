@@ -2,7 +2,7 @@
 // all-reduce benchmark (bench/allreduce_compare.py starts several of these next to PyTorch's gloo).
 //
 // Usage: meridian_allreduce_bench --name site0 --procs 4 [--bootstrap tcp://127.0.0.1:PORT]
-//                                 [--sizes 1000000,10000000] [--repeats 10] [--warmup 2]
+//                                 [--sizes 1000000,10000000] [--repeats 10] [--warmup 2] [--piece N]
 // Prints "endpoint ADDR" once bound (the other processes bootstrap from the first one), then, on the
 // site that sorts first, one JSON line per size: {"impl": "meridian", "procs", "size", "seconds": [...]}
 // where seconds[i] is repeat i's time on its slowest process (every repeat starts after a barrier).
@@ -38,13 +38,14 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
 int main(int argc, char** argv) {
   CLI::App app{"Times Meridian's ring all-reduce among local processes over ZeroMQ on loopback."};
   std::string name, bootstrap, sizes_text = "1000000,10000000";
-  std::size_t procs = 4, repeats = 10, warmup = 2;
+  std::size_t procs = 4, repeats = 10, warmup = 2, piece = gossip::RingOptions{}.max_piece;
   app.add_option("--name", name, "this site's name")->required();
   app.add_option("--procs", procs, "number of processes taking part");
   app.add_option("--bootstrap", bootstrap, "endpoint of a process already running");
   app.add_option("--sizes", sizes_text, "comma-separated float counts");
   app.add_option("--repeats", repeats, "timed repeats per size");
   app.add_option("--warmup", warmup, "untimed repeats per size");
+  app.add_option("--piece", piece, "floats per ring message (the pipelining grain)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -71,7 +72,9 @@ int main(int argc, char** argv) {
     auto run = [&](std::span<float> data) {
       gossip::Round round{0, step++, 0};
       transport.set_round(round.step);
-      auto status = ring.run(group, round, data, gossip::Clock::now() + std::chrono::seconds(120));
+      gossip::RingOptions ring_options;
+      ring_options.max_piece = piece;
+      auto status = ring.run(group, round, data, gossip::Clock::now() + std::chrono::seconds(120), ring_options);
       if (status != gossip::RoundStatus::kCompleted) throw std::runtime_error("a ring round was abandoned");
     };
     std::vector<float> barrier(1);

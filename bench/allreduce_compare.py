@@ -4,7 +4,7 @@ all_reduce, same float counts, same number of local processes on 127.0.0.1, in t
 (alternating trials so that neither side gets a quieter machine).
 
 Usage: bench/allreduce_compare.py [--build build] [--procs 4] [--sizes 1000000,10000000]
-                                  [--repeats 10] [--warmup 2] [--trials 2] [--out docs/benchmarks.md]
+                                  [--repeats 10] [--warmup 2] [--trials 2] [--piece N] [--out docs/benchmarks.md]
 Prints the results table; with --out, replaces the "All-reduce" section of that file (between its
 markers) or appends it.
 """
@@ -32,12 +32,16 @@ def run_gloo(args):
 def run_meridian(args, binary):
     common = ["--procs", str(args.procs), "--sizes", args.sizes, "--repeats", str(args.repeats), "--warmup",
               str(args.warmup)]
+    if args.piece:
+        common += ["--piece", str(args.piece)]
     first = subprocess.Popen([binary, "--name", "site0"] + common, stdout=subprocess.PIPE, text=True)
     others = []
     try:
         line = first.stdout.readline()
-        if not line.startswith("endpoint "):
-            raise RuntimeError(f"meridian_allreduce_bench printed {line!r} instead of its endpoint")
+        while line and not line.startswith("endpoint "):  # log lines may come first
+            line = first.stdout.readline()
+        if not line:
+            raise RuntimeError("meridian_allreduce_bench exited before printing its endpoint")
         endpoint = line.split()[1]
         for r in range(1, args.procs):
             others.append(subprocess.Popen([binary, "--name", f"site{r}", "--bootstrap", endpoint] + common,
@@ -62,6 +66,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--piece", type=int, help="floats per Meridian ring message (default: the library's)")
     ap.add_argument("--out", help="markdown file whose All-reduce section to replace")
     args = ap.parse_args()
 

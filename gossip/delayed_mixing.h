@@ -4,7 +4,7 @@
 // At step s + D the trainer applies x ← x + (m_s − x_s), keeping the local progress made since s.
 // D = 0 is the plain algorithm: x ← m_s right after the step.
 //
-// Stability: the rule as written (mix_step α = 1) converges for D <= 2 but not beyond: without
+// Stability: the rule as written (mix_step α = 1) converges for D = 1, is marginal at D = 2, and fails beyond: without
 // gradients a direction the mix removes entirely evolves as x_{k+1} = x_k − α·x_{k+1−D}, whose
 // characteristic polynomial z^D − z^(D−1) + α has roots outside the unit circle for α = 1, D >= 3
 // (dsync on a 2×3 grid oscillates at D = 3 and diverges at D = 5). Use α ≈ 1/D for larger delays:

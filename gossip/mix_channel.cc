@@ -57,7 +57,7 @@ MixResult MixChannel::wait(std::uint64_t step, RoundTag tag, std::chrono::millis
       }
     }
     rethrow_locked();
-    if (closed_ && jobs_.empty()) throw MixError("mix channel closed before step " + std::to_string(step) + " was mixed");
+    if (closed_ && jobs_.empty() && running_ == 0) throw MixError("mix channel closed before step " + std::to_string(step) + " was mixed");
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && Clock::now() >= deadline)
       throw MixError("no mix result for step " + std::to_string(step) + " within the deadline");
   }
@@ -69,12 +69,14 @@ std::optional<MixJob> MixChannel::next(std::chrono::milliseconds timeout) {
   if (jobs_.empty()) return std::nullopt;
   MixJob job = std::move(jobs_.front());
   jobs_.pop_front();
+  ++running_;
   changed_.notify_all();
   return job;
 }
 
 void MixChannel::complete(MixResult result) {
   std::lock_guard lock(mu_);
+  if (running_ > 0) --running_;
   results_.push_back(std::move(result));
   changed_.notify_all();
 }
@@ -82,6 +84,7 @@ void MixChannel::complete(MixResult result) {
 void MixChannel::fail(std::exception_ptr error) {
   std::lock_guard lock(mu_);
   if (!error_) error_ = error;
+  if (running_ > 0) --running_;
   jobs_.clear();
   changed_.notify_all();
 }

@@ -83,6 +83,7 @@ class MixChannel {
   std::deque<MixResult> results_;
   std::vector<std::vector<float>> spare_;
   std::exception_ptr error_;
+  std::size_t running_ = 0;  // jobs taken by next() and not yet completed or failed
   bool closed_ = false;
 };
 

@@ -18,7 +18,7 @@ bool MixServer::serve_one(std::chrono::milliseconds wait) {
 }
 
 MixThread::MixThread(MixChannel& channel, MixServer& server)
-    : channel_(channel), thread_([&channel, &server](std::stop_token) {
+    : channel_(channel), thread_([&channel, &server] {
         // Drains the jobs already submitted after close(); next() returns at once when closed and empty.
         for (;;)
           if (!server.serve_one(std::chrono::milliseconds(20)) && channel.closed()) return;

@@ -4,6 +4,15 @@
 //
 // Jobs tagged RoundTag::kReaverage go to the exact averager (the whole view), everything else to the
 // algorithm's mixer (which may be the same averager, for allreduce and dts).
+//
+// How a daemon wires an algorithm (one Inbox over the site's transport, on the communication thread):
+//   allreduce: algorithm = averager = AverageMixer;  trainer: average_now() every step
+//   dts:       algorithm = averager = AverageMixer;  trainer: Dts::step() every step, finish() at the end
+//   sgp:       algorithm = PushSumMixer;             trainer: PushSum::step() (overlap: DelayedMixingConfig)
+//   dsync:     algorithm = GroupMixer;               trainer: DelayedMixing::after_step() after each step
+//   local:     no server, no channel.
+// The communication loop calls serve_one(short wait) between its other duties; a long mix blocks that
+// loop only while it waits for the network (heartbeats then run on the transport's own I/O thread).
 #pragma once
 
 #include <chrono>
