@@ -8,6 +8,8 @@
 // where seconds[i] is repeat i's time on its slowest process (every repeat starts after a barrier).
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -47,6 +49,11 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed repeats per size");
   app.add_option("--piece", piece, "floats per ring message (the pipelining grain)");
   CLI11_PARSE(app, argc, argv);
+
+  // Large message buffers (ZeroMQ's receive messages, payload vectors) would otherwise be fresh mmap()s
+  // that page-fault on first touch every round; keep them in the heap and keep the heap from shrinking.
+  mallopt(M_MMAP_THRESHOLD, 512 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
   try {
     peer::ZmqTransportOptions options;

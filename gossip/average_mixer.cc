@@ -5,20 +5,6 @@
 
 namespace meridian::gossip {
 
-peer::View wait_for_newer_view(Inbox& inbox, std::uint64_t step, std::uint64_t view_id,
-                               std::chrono::milliseconds wait) {
-  auto deadline = Clock::now() + wait;
-  for (;;) {
-    peer::View v = inbox.transport().view_for(step);
-    if (v.id > view_id) return v;
-    if (Clock::now() >= deadline)
-      throw MixError("no view newer than " + std::to_string(view_id) + " arrived for step " +
-                     std::to_string(step) + " to redo an abandoned round in");
-    // Keep mail flowing into the stash while waiting, so the transport's queue does not fill up.
-    inbox.pump(std::chrono::milliseconds(5));
-  }
-}
-
 MixReport AverageMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double&) {
   const auto tag_value = static_cast<std::uint32_t>(tag);
   // Rounds of one tag run in increasing step order on every site, so mail of an older step of this
@@ -28,7 +14,7 @@ MixReport AverageMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   });
   backup_.assign(data.begin(), data.end());
   MixReport report;
-  peer::View view = inbox_.transport().view_for(step);
+  peer::View view = redo_.for_step(inbox_.transport(), step);
   for (;;) {
     if (!view.rank_of(inbox_.transport().self()))
       throw MixError("site '" + inbox_.transport().self() + "' is not in view " + std::to_string(view.id) +
@@ -49,7 +35,7 @@ MixReport AverageMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     ++report.abandoned;
     ++abandoned_;
     std::copy(backup_.begin(), backup_.end(), data.begin());
-    view = wait_for_newer_view(inbox_, step, view.id, timeouts_.view_change);
+    view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
   }
 }
 

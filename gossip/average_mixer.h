@@ -2,9 +2,10 @@
 // average of allreduce and dts, and the periodic re-average of dts and dsync.
 //
 // Rounds and faults: a round runs in view_for(step). When it cannot finish by its deadline it is
-// abandoned (counted), the input is restored, and the mixer waits for a newer view to be in force for
-// that step (the membership layer announces the survivors' view effective at or before the stuck
-// step), then redoes the round among the survivors. The redo is consistent when the dead site dropped
+// abandoned (counted), the input is restored, and the mixer waits until the membership layer has
+// announced a newer view (any effective round: membership announces views ahead, but the stuck step
+// cannot wait for that), then redoes the round among that view's members. Later steps keep using that
+// view until view_for(step) is at least as new, so one death costs one deadline, not one per step. The redo is consistent when the dead site dropped
 // out before the round started; a site that dies halfway through the all-gather can leave some
 // survivors with a finished round and others without, which the re-average after every view change
 // repairs for dts and dsync.
@@ -16,6 +17,7 @@
 
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
+#include "gossip/redo_view.h"
 #include "gossip/ring_allreduce.h"
 
 namespace meridian::gossip {
@@ -38,12 +40,8 @@ class AverageMixer final : public Mixer {
   RoundTimeouts timeouts_;
   std::size_t max_piece_;
   std::vector<float> backup_;
+  RedoView redo_;
   std::atomic<std::uint64_t> abandoned_{0};
 };
-
-// Shared by the view-based mixers: waits (pumping the inbox) until the view in force for `step` is
-// newer than `view_id`; throws MixError after `wait`.
-peer::View wait_for_newer_view(Inbox& inbox, std::uint64_t step, std::uint64_t view_id,
-                               std::chrono::milliseconds wait);
 
 }  // namespace meridian::gossip

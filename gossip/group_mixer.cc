@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "gossip/average_mixer.h"
 
 namespace meridian::gossip {
 
@@ -13,7 +12,7 @@ MixReport GroupMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> dat
   inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.tag == tag_value && m.round < step; });
   backup_.assign(data.begin(), data.end());
   MixReport report;
-  peer::View view = inbox_.transport().view_for(step);
+  peer::View view = redo_.for_step(inbox_.transport(), step);
   for (;;) {
     auto rank = view.rank_of(inbox_.transport().self());
     if (!rank)
@@ -35,7 +34,7 @@ MixReport GroupMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> dat
     ++report.abandoned;
     ++abandoned_;
     std::copy(backup_.begin(), backup_.end(), data.begin());
-    view = wait_for_newer_view(inbox_, step, view.id, timeouts_.view_change);
+    view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "gossip/group_grid.h"
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
+#include "gossip/redo_view.h"
 #include "gossip/ring_allreduce.h"
 
 namespace meridian::gossip {
@@ -30,6 +31,7 @@ class GroupMixer final : public Mixer {
   RingAllReduce ring_;
   RoundTimeouts timeouts_;
   std::vector<float> backup_;
+  RedoView redo_;
   std::atomic<std::uint64_t> abandoned_{0};
 };
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gossip/exponential_graph.h"
+#include "gossip/redo_view.h"
 
 namespace meridian::gossip {
 
@@ -30,12 +31,20 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   const std::size_t n = view.size();
   auto outs = exponential_out_peers(n, *rank, step, out_peers_);
   auto ins = exponential_in_peers(n, *rank, step, out_peers_);
+  // The graph comes from the view in force, the same on every site. A peer that membership has
+  // already dropped from a newer view is dead: nothing is sent to it (its share is kept, so no mass is
+  // lost) and nothing is awaited from it.
+  const peer::View newest = newest_view(transport);
+  auto gone = [&](std::size_t r) { return newest.id > view.id && !newest.rank_of(view.at(r)); };
+  std::size_t skipped = 0;
+  for (std::size_t r : outs) skipped += gone(r) ? 1 : 0;
   // With K + 1 a power of two (K = 1, 3, 7) the shares are exact, so kept + sent = x bit for bit.
   const float share = 1.0f / static_cast<float>(outs.size() + 1);
   const double weight_share = weight / static_cast<double>(outs.size() + 1);
   for (float& v : data) v *= share;
   weight = weight_share;
   for (std::size_t peer_rank : outs) {
+    if (gone(peer_rank)) continue;
     peer::Message msg;
     msg.kind = kind;
     msg.view_id = view.id;
@@ -46,6 +55,11 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     msg.payload.assign(data.begin(), data.end());
     transport.send(view.at(peer_rank), std::move(msg));
   }
+  if (skipped > 0) {
+    // Kept share plus the unsent ones (exact when skipped + 1 is a power of two, like the shares).
+    for (float& v : data) v *= static_cast<float>(skipped + 1);
+    weight = weight_share * static_cast<double>(skipped + 1);
+  }
   MixReport report;
   report.view_id = view.id;
   // Shares of older steps that came after their round gave up on them: still mass, add it now.
@@ -53,6 +67,7 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     add(late, data, weight, n);
   auto deadline = Clock::now() + timeouts_.round;
   for (std::size_t from_rank : ins) {
+    if (gone(from_rank)) continue;
     const std::string& from = view.at(from_rank);
     for (;;) {
       auto msg = inbox_.take(
