@@ -143,3 +143,44 @@ TEST_CASE("dts refuses nonsense knobs", "[gossip][dts]") {
   config.momentum = 1.0;
   CHECK_THROWS_AS(Dts(config, channel, w, w), std::invalid_argument);
 }
+
+// When every quantity is exactly representable (integer gradients, γ = 1/8, m = 1/2, a short run so
+// the dyadic fractions fit a float's 24 bits), rounding disappears and "reaches allreduce's
+// parameters" can be checked with ==.
+TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gossip][dts]") {
+  const std::size_t sites = 4, dim = 3;
+  const std::uint64_t steps = 10;
+  auto g_of = [](std::uint64_t k, std::size_t j, std::size_t i) {
+    return static_cast<float>(static_cast<int>((k * 7 + j * 5 + i * 3) % 9) - 4);
+  };
+  for (double m : {0.0, 0.5}) {
+    std::vector<double> w_ref(dim, 1.0), u_ref(dim, 0.0);
+    for (std::uint64_t k = 0; k < steps; ++k)
+      for (std::size_t i = 0; i < dim; ++i) {
+        double g = 0;
+        for (std::size_t j = 0; j < sites; ++j) g += g_of(k, j, i);
+        u_ref[i] = m * u_ref[i] + g / sites;
+        w_ref[i] -= 0.125 * u_ref[i];
+      }
+    for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 1}, {2, 1}, {3, 2}, {2, 3}}) {
+      SiteCluster cluster(sites, MixerKind::kAverage);
+      std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
+      cluster.run([&](std::size_t r, MixChannel& channel) {
+        std::vector<float> u(dim, 0.0f), g(dim);
+        DtsConfig config;
+        config.delay = d;
+        config.period = p;
+        config.momentum = m;
+        Dts dts(config, channel, params[r], u);
+        for (std::uint64_t k = 0; k < steps; ++k) {
+          for (std::size_t i = 0; i < dim; ++i) g[i] = g_of(k, r, i);
+          dts.step(k, g, 0.125);
+        }
+        dts.finish();
+      });
+      INFO("m=" << m << " D=" << d << " P=" << p);
+      for (const auto& w : params)
+        for (std::size_t i = 0; i < dim; ++i) CHECK(double(w[i]) == w_ref[i]);
+    }
+  }
+}
