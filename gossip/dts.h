@@ -16,6 +16,10 @@
 // that starts a window first applies every outstanding correction, then replaces the weights by their
 // exact mean over the view, so floating-point drift between replicas cannot accumulate.
 //
+// Checkpoints: the weights and the momentum buffer are the whole state worth saving. Corrections in
+// flight are lost with a crash; the restarted site rejoins, which changes the view, and the re-average
+// after every view change brings it back in line.
+//
 // Thread-safety: one trainer thread. Does not own the parameter or momentum buffers.
 #pragma once
 

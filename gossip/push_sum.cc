@@ -1,5 +1,7 @@
 #include "gossip/push_sum.h"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +20,17 @@ void PushSum::step(std::uint64_t k, std::span<const float> update) {
                                 std::to_string(x_.size()));
   for (std::size_t i = 0; i < x_.size(); ++i) x_[i] -= update[i];
   mixing_.after_step(k);
+  refresh_model();
+}
+
+void PushSum::restore(std::span<const float> numerator, double weight) {
+  if (numerator.size() != x_.size())
+    throw std::invalid_argument("sgp: checkpoint numerator has " + std::to_string(numerator.size()) +
+                                " elements, model " + std::to_string(x_.size()));
+  if (!std::isfinite(weight) || weight <= 0.0)
+    throw std::invalid_argument("sgp: checkpoint push-sum weight " + std::to_string(weight) + " is not positive");
+  std::copy(numerator.begin(), numerator.end(), x_.begin());
+  w_ = weight;
   refresh_model();
 }
 

@@ -26,6 +26,11 @@ class PushSum {
   // Applies every outstanding mix and refreshes the model.
   void finish();
 
+  // Resumes from a checkpoint (numerator and weight as numerator() and weight() returned them) and
+  // refreshes the model. Call between steps with no mix in flight (D = 0, or after finish()).
+  // Throws std::invalid_argument for a mis-sized numerator or a weight that is not finite and positive.
+  void restore(std::span<const float> numerator, double weight);
+
   std::span<const float> numerator() const { return x_; }
   double weight() const { return w_; }
   const DelayedMixing& mixing() const { return mixing_; }

@@ -265,3 +265,16 @@ TEST_CASE("a dead push-sum peer does not stop the others, and they stop sending 
   // the view takes effect only at step 60: at most the shares already on their way were dropped.
   CHECK(cluster.network().dropped() - dropped_at_announce <= n);
 }
+
+TEST_CASE("push-sum resumes from a checkpoint and refuses a bad one", "[gossip][sgp]") {
+  MixChannel channel;
+  std::vector<float> model = {1.0f, 2.0f};
+  PushSum sgp({}, channel, model);
+  std::vector<float> saved = {3.0f, 6.0f};
+  sgp.restore(saved, 1.5);
+  CHECK(model == std::vector<float>{2.0f, 4.0f});
+  CHECK(sgp.weight() == 1.5);
+  CHECK_THROWS_AS(sgp.restore(std::vector<float>{1.0f}, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS(sgp.restore(saved, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(sgp.restore(saved, std::nan("")), std::invalid_argument);
+}
