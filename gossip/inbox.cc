@@ -20,23 +20,31 @@ std::optional<peer::Message> Inbox::take(const Match& match, Clock::time_point d
     auto msg = transport_.receive(left);
     if (!msg) return std::nullopt;
     if (match(*msg)) return msg;
-    stash_.push_back(std::move(*msg));
+    stash(std::move(*msg));
     if (Clock::now() >= deadline) {
       // Keep draining what is already queued without waiting, in case the wanted message is behind.
       while (auto more = transport_.receive(std::chrono::milliseconds(0))) {
         if (match(*more)) return more;
-        stash_.push_back(std::move(*more));
+        stash(std::move(*more));
       }
       return std::nullopt;
     }
   }
 }
 
+void Inbox::stash(peer::Message msg) {
+  if (stash_.size() >= kMaxStashed) {
+    stash_.pop_front();
+    ++overflowed_;
+  }
+  stash_.push_back(std::move(msg));
+}
+
 std::size_t Inbox::pump(std::chrono::milliseconds wait) {
   std::size_t n = 0;
   auto msg = transport_.receive(wait);
   while (msg) {
-    stash_.push_back(std::move(*msg));
+    stash(std::move(*msg));
     ++n;
     msg = transport_.receive(std::chrono::milliseconds(0));
   }

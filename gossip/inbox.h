@@ -38,10 +38,18 @@ class Inbox {
   std::deque<peer::Message> take_all(const Match& match);
 
   std::size_t stashed() const { return stash_.size(); }
+  // Stashed messages dropped, oldest first, because the stash held `kMaxStashed` (mail no round ever
+  // asked for, e.g. from a peer in a view this site never runs).
+  std::uint64_t overflowed() const { return overflowed_; }
+
+  static constexpr std::size_t kMaxStashed = 1 << 16;
 
  private:
+  void stash(peer::Message msg);
+
   peer::Transport& transport_;
   std::deque<peer::Message> stash_;
+  std::uint64_t overflowed_ = 0;
 };
 
 }  // namespace meridian::gossip

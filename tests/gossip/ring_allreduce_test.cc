@@ -141,3 +141,36 @@ TEST_CASE("ring all-reduce rejects a piece of the wrong size without touching th
   CHECK(ring.rejected() == 1);
   CHECK_THROWS_AS(ring.run({names[1]}, Round{}, data, Clock::now()), std::invalid_argument);
 }
+
+TEST_CASE("the inbox hands out matching mail in order and bounds what nobody asks for", "[gossip]") {
+  auto names = testing::site_names(2);
+  auto net = peer::InMemoryNetwork::create(names);
+  auto a = net->endpoint(names[0]);
+  auto b = net->endpoint(names[1]);
+  for (std::uint64_t r = 0; r < 4; ++r) {
+    peer::Message m;
+    m.kind = peer::MessageKind::kPushSum;
+    m.round = r;
+    b->send(names[0], std::move(m));
+  }
+  Inbox inbox(*a);
+  auto third = inbox.take([](const peer::Message& m) { return m.round == 2; }, Clock::now() + 1s);
+  REQUIRE(third);
+  CHECK(inbox.stashed() == 2);  // rounds 0 and 1 waited in the stash; round 3 is still in the transport
+  CHECK(inbox.pump(0ms) == 1);
+  CHECK(inbox.discard_if([](const peer::Message& m) { return m.round == 0; }) == 1);
+  auto rest = inbox.take_all([](const peer::Message&) { return true; });
+  REQUIRE(rest.size() == 2);
+  CHECK(rest[0].round == 1);
+  CHECK(rest[1].round == 3);
+  CHECK_FALSE(inbox.take([](const peer::Message&) { return true; }, Clock::now() + 10ms));
+  for (std::size_t i = 0; i < Inbox::kMaxStashed + 5; ++i) {
+    peer::Message m;
+    m.kind = peer::MessageKind::kPushSum;
+    m.round = 100 + i;
+    b->send(names[0], std::move(m));
+  }
+  inbox.pump(0ms);
+  CHECK(inbox.stashed() == Inbox::kMaxStashed);
+  CHECK(inbox.overflowed() == 5);
+}
