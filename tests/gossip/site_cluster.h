@@ -62,6 +62,7 @@ class SiteCluster {
   TestSite& site(std::size_t rank) { return *sites_.at(rank); }
 
   // Runs body(rank, channel) for every site on its own trainer thread; rethrows the first exception.
+  // Catch2's CHECK and REQUIRE are not thread-safe: bodies record values, the test checks after run().
   void run(const std::function<void(std::size_t, MixChannel&)>& body) {
     std::vector<std::exception_ptr> errors(size());
     std::vector<std::thread> threads;
