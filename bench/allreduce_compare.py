@@ -75,6 +75,7 @@ def main():
     if not have_meridian:
         print(f"allreduce_compare: {binary} not built (needs the ZeroMQ transport); timing gloo only",
               file=sys.stderr)
+    load = os.getloadavg()[0]  # the machine is shared: say how busy it was
     seconds = {}  # (impl, size) -> every repeat of every trial
     for trial in range(args.trials):
         print(f"allreduce_compare: trial {trial + 1} of {args.trials}", file=sys.stderr)
@@ -111,7 +112,8 @@ def main():
         "repeats each). Lower is better; the last column below 1 means Meridian is faster.",
         "",
         f"- Command: `make bench` (runs `{cmd}`)",
-        f"- Machine: {os.cpu_count()} cores, {platform.platform()}, Debian 12",
+        f"- Machine: {os.cpu_count()} cores, {platform.platform()}, Debian 12; load average {load:.1f} at the "
+        "start (the machine is shared with other builds, so absolute times are noisy; the ratio is the figure)",
         f"- Date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         "",
         "| floats | processes | Meridian median (ms) | gloo median (ms) | Meridian / gloo |",
