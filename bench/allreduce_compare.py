@@ -5,8 +5,7 @@ all_reduce, same float counts, same number of local processes on 127.0.0.1, in t
 
 Usage: bench/allreduce_compare.py [--build build] [--procs 4] [--sizes 1000000,10000000]
                                   [--repeats 10] [--warmup 2] [--trials 2] [--piece N] [--out docs/benchmarks.md]
-Prints the results table; with --out, replaces the "All-reduce" section of that file (between its
-markers) or appends it.
+Prints the results table; with --out, replaces the "All-reduce" section of that file (or appends it).
 """
 import argparse
 import datetime
@@ -18,8 +17,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BEGIN = "<!-- allreduce:begin -->"
-END = "<!-- allreduce:end -->"
+sys.path.insert(0, HERE)
+from doc_section import replace_section  # noqa: E402  (bench/doc_section.py: one section per benchmark)
+
+TITLE = "All-reduce"
 
 
 def run_gloo(args):
@@ -41,7 +42,7 @@ def run_meridian(args, binary):
         while line and not line.startswith("endpoint "):  # log lines may come first
             line = first.stdout.readline()
         if not line:
-            raise RuntimeError("meridian_allreduce_bench exited before printing its endpoint")
+            raise RuntimeError("meridian_bench_allreduce exited before printing its endpoint")
         endpoint = line.split()[1]
         for r in range(1, args.procs):
             others.append(subprocess.Popen([binary, "--name", f"site{r}", "--bootstrap", endpoint] + common,
@@ -54,7 +55,7 @@ def run_meridian(args, binary):
             if p.poll() is None:
                 p.kill()
     if first.returncode != 0 or any(p.returncode != 0 for p in others):
-        raise RuntimeError("a meridian_allreduce_bench process failed")
+        raise RuntimeError("a meridian_bench_allreduce process failed")
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
@@ -70,7 +71,7 @@ def main():
     ap.add_argument("--out", help="markdown file whose All-reduce section to replace")
     args = ap.parse_args()
 
-    binary = os.path.join(args.build, "bench", "meridian_allreduce_bench")
+    binary = os.path.join(args.build, "meridian_bench_allreduce")
     have_meridian = os.access(binary, os.X_OK)
     if not have_meridian:
         print(f"allreduce_compare: {binary} not built (needs the ZeroMQ transport); timing gloo only",
@@ -100,10 +101,7 @@ def main():
     count = args.trials * args.repeats
     cmd = (f"bench/allreduce_compare.py --procs {args.procs} --sizes {args.sizes} --repeats {args.repeats} "
            f"--warmup {args.warmup} --trials {args.trials}")
-    section = "\n".join([
-        BEGIN,
-        "## All-reduce",
-        "",
+    body = "\n".join([
         f"Sum of float32 vectors among {args.procs} local processes over 127.0.0.1: Meridian's chunked ring "
         "all-reduce (gossip/ring_allreduce.h) on its ZeroMQ transport, insecure mode, against PyTorch "
         "gloo's `all_reduce` (Debian python3-torch, one thread per process). Each repeat starts after a "
@@ -119,18 +117,10 @@ def main():
         "| floats | processes | Meridian median (ms) | gloo median (ms) | Meridian / gloo |",
         "|---:|---:|---:|---:|---:|",
         *rows,
-        END,
     ])
-    print(section)
+    print(f"## {TITLE}\n\n{body}")
     if args.out:
-        text = open(args.out).read() if os.path.exists(args.out) else "# Benchmarks\n"
-        if BEGIN in text and END in text:
-            head, rest = text.split(BEGIN, 1)
-            text = head + section + rest.split(END, 1)[1]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section + "\n"
-        with open(args.out, "w") as f:
-            f.write(text)
+        replace_section(args.out, TITLE, body)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 // Meridian's ring all-reduce over the ZeroMQ transport, one site per process: the Meridian side of the
 // all-reduce benchmark (bench/allreduce_compare.py starts several of these next to PyTorch's gloo).
 //
-// Usage: meridian_allreduce_bench --name site0 --procs 4 [--bootstrap tcp://127.0.0.1:PORT]
-//                                 [--sizes 1000000,10000000] [--repeats 10] [--warmup 2] [--piece N]
+// Usage: meridian_bench_allreduce --name site0 --procs 4 [--bootstrap tcp://127.0.0.1:PORT]
+//                               [--sizes 1000000,10000000] [--repeats 10] [--warmup 2] [--piece N]
 // Prints "endpoint ADDR" once bound (the other processes bootstrap from the first one), then, on the
 // site that sorts first, one JSON line per size: {"impl": "meridian", "procs", "size", "seconds": [...]}
 // where seconds[i] is repeat i's time on its slowest process (every repeat starts after a barrier).
