@@ -19,7 +19,6 @@
 #include "daemon/control_server.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/directory_lock.h"
-#include "daemon/human_format.h"
 #include "daemon/metrics_server.h"
 #include "daemon/progress_line.h"
 #include "daemon/run_trail.h"
