@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <filesystem>
@@ -64,6 +65,17 @@ std::vector<std::unique_ptr<SiteProcess>> start_sites(const fs::path& root, int 
   return sites;
 }
 
+// stdout of a shell command.
+std::string run_command(const std::string& command) {
+  std::string out;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    ::pclose(pipe);
+  }
+  return out;
+}
+
 nlohmann::json result_of(const SiteProcess& site) {
   return nlohmann::json::parse(meridian::testing::read_text(site.run_dir() / "result.json"));
 }
@@ -104,6 +116,16 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
     CHECK(last["bytes_sent"].get<std::uint64_t>() > 0);
 
     accuracy[algo] = meridian::daemon::evaluate_checkpoints(files, test_set()).evaluation.accuracy;
+    if (algo == "sgp") {
+      // `meridian eval` on one site's checkpoint: the model rebuilt from the fingerprint, z = x / w.
+      const auto single = meridian::daemon::evaluate_checkpoints({files[1]}, test_set());
+      const auto out = run_command(std::string(MERIDIAN_BINARY) + " eval --json --checkpoint " + files[1].string());
+      INFO(out);
+      const auto reply = nlohmann::json::parse(out);
+      CHECK(reply["test_accuracy"].get<double>() == Approx(single.evaluation.accuracy).margin(1e-6));
+      CHECK(reply["algorithm"] == "sgp");
+      CHECK(reply["test_samples"] == 10000);
+    }
     if (algo == "allreduce") {
       const auto reference = meridian::daemon::read_checkpoint_file(files[0]);
       for (std::size_t i = 1; i < files.size(); ++i) {
@@ -247,4 +269,20 @@ TEST_CASE("start refuses combinations the algorithm cannot run, with a clear err
   SiteProcess site(dir.path() / "x", args);
   CHECK(site.wait_exit() == 1);
   CHECK(site.log().find("dts is its own optimizer and supports sgd or momentum") != std::string::npos);
+}
+
+TEST_CASE("a site stopped while it waits for its peers exits 0 and leaves nothing half-done", "[daemon][signal]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  SiteProcess site(dir.path() / "lonely", site_args("lonely", 0, 2, "allreduce", "1"));
+  REQUIRE_FALSE(site.endpoint().empty());
+  REQUIRE(eventually([&] { return site.log().find("waiting for 2 sites") != std::string::npos || site.exited(); }));
+  site.signal(SIGINT);
+  INFO(site.log());
+  CHECK(site.wait_exit() == 0);
+  CHECK_FALSE(site.has_result());
+  CHECK(site.checkpoints().empty());  // it never trained
 }
