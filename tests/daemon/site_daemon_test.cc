@@ -146,8 +146,10 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
+  const std::string algo = GENERATE("allreduce", "sgp");
+  INFO(algo);
   TempDir dir;
-  auto sites = start_sites(dir.path(), 3, "allreduce", "1.5", {"--eval-every", "50"});
+  auto sites = start_sites(dir.path(), 3, algo, "1.5", {"--eval-every", "50"});
   auto& victim = sites[2];
   // Mid-run: it has written a checkpoint and the run has made progress since.
   REQUIRE(eventually([&] { return victim->checkpoints().size() >= 2 || victim->exited(); }));
@@ -156,7 +158,7 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   const auto checkpoint_before = victim->checkpoints().back();
   const auto step_before = meridian::daemon::read_checkpoint_file(checkpoint_before).step;
 
-  auto args = site_args("s2", 2, 3, "allreduce", "1.5");
+  auto args = site_args("s2", 2, 3, algo, "1.5");
   args.insert(args.end(), {"--eval-every", "50", "--join", sites[0]->endpoint()});
   const auto old_log = victim->log();
   sites[2] = std::make_unique<SiteProcess>(victim->run_dir(), args);
@@ -168,17 +170,23 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   const auto log = sites[2]->log().substr(old_log.size());
   CHECK(log.find("resuming from " + checkpoint_before.string()) != std::string::npos);
   CHECK(log.find("rejoining at round") != std::string::npos);
-  // The survivors abandoned the round the victim died in and went on without it.
-  CHECK(result_of(*sites[0])["rounds_abandoned"].get<int>() >= 1);
-  // Everybody ends at the same round, and allreduce's re-average after the view change made the
-  // returning site's model bit-identical to the others' again.
+  // Everybody ends at the run's last round, the returning site included.
   const auto files = final_checkpoints(sites);
   const auto reference = meridian::daemon::read_checkpoint_file(files[0]);
   CHECK(reference.step > step_before);
   for (std::size_t i = 1; i < files.size(); ++i) {
     const auto other = meridian::daemon::read_checkpoint_file(files[i]);
     CHECK(other.step == reference.step);
-    CHECK(other.parameters == reference.parameters);
+    // allreduce's re-average after the view change made the returning site's model bit-identical
+    // to the others' again.
+    if (algo == "allreduce") CHECK(other.parameters == reference.parameters);
+  }
+  if (algo == "allreduce") {
+    // The survivors abandoned the round the victim died in and went on without it.
+    CHECK(result_of(*sites[0])["rounds_abandoned"].get<int>() >= 1);
+  } else {
+    // Push-sum mass was lost with the victim, but the de-biased models still learned.
+    CHECK(meridian::daemon::evaluate_checkpoints(files, test_set()).evaluation.accuracy > 0.75);
   }
 }
 
