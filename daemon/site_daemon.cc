@@ -319,11 +319,13 @@ std::uint64_t SiteDaemon::Impl::rejoin_round(std::uint64_t fallback) {
   while (Clock::now() < deadline && !stop) {
     if (const auto r = observed_round.load(); r > 0) {
       observe_rounds = false;
+      spdlog::info("peers are mixing round {}", r - 1);
       return r - 1;
     }
     std::this_thread::sleep_for(milliseconds(10));
   }
   observe_rounds = false;
+  spdlog::info("no peer has sent a round yet: starting at round {}, the view's", fallback);
   return fallback;
 }
 
