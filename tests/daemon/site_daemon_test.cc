@@ -266,8 +266,12 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
       if (p.name == "a") return p.state == "left";
     return false;
   }, std::chrono::seconds(30)));
-  b.signal(SIGTERM);
+  // `meridian leave` over the control socket stops b the same graceful way.
+  const auto leave = b_control.leave();
+  CHECK(leave.accepted);
   CHECK(b.wait_exit() == 0);
+  CHECK_FALSE(b.checkpoints().empty());
+  CHECK(b.log().find("leave requested over the control socket") != std::string::npos);
 }
 
 TEST_CASE("start refuses combinations the algorithm cannot run, with a clear error", "[daemon][config]") {
