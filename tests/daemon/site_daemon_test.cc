@@ -54,7 +54,15 @@ std::vector<std::unique_ptr<SiteProcess>> start_sites(const fs::path& root, int 
   std::string first;
   for (int i = 0; i < count; ++i) {
     auto args = site_args("s" + std::to_string(i), i, count, algo, epochs);
-    args.insert(args.end(), extra.begin(), extra.end());
+    // `extra` is flag/value pairs; a flag already present gets the new value (CLI11 refuses repeats).
+    for (std::size_t e = 0; e + 1 < extra.size(); e += 2) {
+      const auto at = std::find(args.begin(), args.end(), extra[e]);
+      if (at != args.end()) {
+        *(at + 1) = extra[e + 1];
+      } else {
+        args.insert(args.end(), {extra[e], extra[e + 1]});
+      }
+    }
     if (i > 0) {
       args.push_back("--join");
       args.push_back(first);
@@ -297,4 +305,28 @@ TEST_CASE("a site stopped while it waits for its peers exits 0 and leaves nothin
   CHECK(site.wait_exit() == 0);
   CHECK_FALSE(site.has_result());
   CHECK(site.checkpoints().empty());  // it never trained
+}
+
+TEST_CASE("a second signal ends a site at once while its graceful stop waits for a stalled peer", "[daemon][signal]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  // A long round deadline: the graceful stop of a stays blocked in the round b never joins.
+  auto sites = start_sites(dir.path(), 2, "allreduce", "50", {"--eval-every", "20", "--round-timeout", "60"});
+  auto& a = sites[0];
+  auto& b = sites[1];
+  REQUIRE(eventually([&] { return fs::exists(a->run_dir() / "progress.jsonl") || a->exited(); }));
+  INFO(a->log());
+  REQUIRE_FALSE(a->exited());
+  b->signal(SIGSTOP);
+  // Two different signals, so the kernel cannot merge them into one pending signal. The graceful stop
+  // the first one starts cannot finish: a's round waits for b.
+  a->signal(SIGTERM);
+  a->signal(SIGINT);
+  CHECK(a->wait_exit() == 130);
+  CHECK(a->log().find("second signal, exiting at once") != std::string::npos);
+  b->signal(SIGCONT);
+  b->kill_hard();
 }
