@@ -3,8 +3,7 @@
 namespace meridian::cli {
 
 void register_commands(CLI::App& app, int& exit_code) {
-  (void)app;
-  (void)exit_code;
+  add_devices_command(app, exit_code);
 }
 
 }  // namespace meridian::cli

@@ -10,4 +10,6 @@ namespace meridian::cli {
 
 void register_commands(CLI::App& app, int& exit_code);
 
+void add_devices_command(CLI::App& app, int& exit_code);
+
 }  // namespace meridian::cli
