@@ -4,9 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "models/data/standardization.h"
 
 namespace meridian::models::data {
 
@@ -24,8 +27,18 @@ struct Dataset {
   std::vector<std::int32_t> labels;  // (rows)
   // Image geometry when the rows are images (channels, height, width); all 0 for tabular data.
   std::size_t channels = 0, height = 0, width = 0;
+  // Human-readable name of each class, indexed by label; empty when the source has none. For CSV data
+  // these are the label column's values, so a test file can be mapped with the training file's names.
+  std::vector<std::string> class_names;
+  // The per-feature scaling already applied to `features` (empty when none was), so a test set can be
+  // scaled with the training set's statistics.
+  Standardization standardization;
 
   const float* row(std::size_t i) const { return features.data() + i * dim; }
+
+  // A dataset of the given rows, in the given order, with the same dim, classes, geometry, class
+  // names and standardization. Throws DataError when an index is >= rows.
+  Dataset subset(std::span<const std::size_t> row_indices) const;
 };
 
 }  // namespace meridian::models::data

@@ -1,0 +1,43 @@
+// Reader for tabular data in CSV (clinical tables and the like): one row per sample, numeric feature
+// columns and one label column whose values name the classes. Features are standardized per column;
+// labels are mapped to 0..classes-1. Files may be gzip-compressed (detected by the gzip magic).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/data/dataset.h"
+#include "models/data/standardization.h"
+
+namespace meridian::models::data {
+
+struct CsvOptions {
+  // The label column: by header name when non-empty (needs header = true), else by 0-based index
+  // when set, else the last column.
+  std::string label_column;
+  std::optional<std::size_t> label_index;
+  // Whether the first non-empty line names the columns.
+  bool header = true;
+  char delimiter = ',';
+  // The training set's statistics (Dataset::standardization of the training file). When empty, the
+  // statistics are fitted on this file; when set, this file is scaled with them.
+  Standardization standardization;
+  // The training set's classes (Dataset::class_names of the training file). When empty, the classes
+  // are the distinct label values of this file, in numeric order when all are numbers and in text
+  // order otherwise; when set, a label must be one of them and maps to its position.
+  std::vector<std::string> class_names;
+};
+
+// Reads `path`. Fields may be quoted ("a, b" and "" for a quote); blank lines are skipped; surrounding
+// spaces are ignored; a UTF-8 byte order mark is skipped. The result has standardized features
+// (statistics stored in Dataset::standardization), labels in [0, classes) with Dataset::class_names,
+// and no image geometry.
+// Throws DataError naming the file, and the line and column where it applies: missing file, no data
+// rows, no feature column, unknown label column, a row whose field count differs from the first row,
+// a feature that is not a finite number, an unterminated quote, a label not among `class_names`, and
+// standardization statistics whose width differs from the file's.
+Dataset read_csv(const std::string& path, const CsvOptions& options = {});
+
+}  // namespace meridian::models::data

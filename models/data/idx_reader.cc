@@ -1,0 +1,160 @@
+#include "models/data/idx_reader.h"
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "models/data/compressed_file.h"
+
+namespace meridian::models::data {
+
+namespace {
+
+constexpr std::uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned byte, 3 dimensions
+constexpr std::uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned byte, 1 dimension
+
+std::uint32_t big_endian_u32(const unsigned char* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+std::string hex32(std::uint32_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex;
+  s.width(8);
+  s.fill('0');
+  s << v;
+  return s.str();
+}
+
+// Reads the magic and the `dims` sizes that follow it; checks the magic.
+std::vector<std::uint32_t> read_header(CompressedFile& file, std::uint32_t magic, std::size_t dims,
+                                       const char* kind) {
+  std::array<unsigned char, 16> buf{};
+  // The magic first, on its own: a file of the other IDX kind may be shorter than this header.
+  file.read_exact(buf.data(), 4, "the IDX magic number");
+  const std::uint32_t got = big_endian_u32(buf.data());
+  if (got != magic) {
+    throw DataError(file.path() + ": wrong magic number " + std::to_string(got) + " (" + hex32(got) +
+                    "), expected " + std::to_string(magic) + " (" + hex32(magic) + ") for IDX " + kind);
+  }
+  file.read_exact(buf.data() + 4, 4 * dims, "the IDX header");
+  std::vector<std::uint32_t> sizes(dims);
+  for (std::size_t i = 0; i < dims; ++i) sizes[i] = big_endian_u32(buf.data() + 4 * (i + 1));
+  return sizes;
+}
+
+// A payload the file cannot possibly hold is reported as truncation before anything is allocated,
+// so a corrupt header cannot make the reader ask for terabytes.
+void check_payload_fits(const CompressedFile& file, std::uintmax_t payload, std::size_t header_bytes,
+                        const std::string& what) {
+  const std::uintmax_t room = file.max_content_bytes();
+  if (payload > room || (!file.compressed() && payload > room - header_bytes)) {
+    throw DataError(file.path() + ": truncated: header announces " + what + " (" + std::to_string(payload) +
+                    " bytes) but the file is only " + std::to_string(file.size_on_disk()) + " bytes");
+  }
+}
+
+void check_no_trailing_bytes(CompressedFile& file) {
+  unsigned char extra = 0;
+  if (file.read(&extra, 1) != 0) {
+    throw DataError(file.path() + ": unexpected data after the last item announced by the IDX header");
+  }
+}
+
+}  // namespace
+
+Dataset read_idx(const std::string& images_path, const std::string& labels_path, std::size_t classes) {
+  if (classes == 0 || classes > 256) {
+    throw DataError(labels_path + ": cannot check labels against " + std::to_string(classes) +
+                    " classes (IDX byte labels allow 1..256)");
+  }
+  Dataset d;
+  d.classes = classes;
+  {
+    CompressedFile file(images_path);
+    const auto sizes = read_header(file, kImagesMagic, 3, "images (unsigned bytes, 3 dimensions)");
+    const std::size_t count = sizes[0], height = sizes[1], width = sizes[2];
+    if (height == 0 || width == 0) {
+      throw DataError(images_path + ": image size " + std::to_string(height) + "x" + std::to_string(width) +
+                      " is empty");
+    }
+    // height * width fits in 64 bits (both < 2^32); the product with count may not.
+    const std::uintmax_t pixels = std::uintmax_t{height} * width;
+    const std::uintmax_t payload = count != 0 && pixels > std::numeric_limits<std::uintmax_t>::max() / count
+                                       ? std::numeric_limits<std::uintmax_t>::max()
+                                       : pixels * count;
+    check_payload_fits(file, payload, 16,
+                       std::to_string(count) + " images of " + std::to_string(height) + "x" + std::to_string(width));
+    d.rows = count;
+    d.channels = 1;
+    d.height = height;
+    d.width = width;
+    d.dim = height * width;
+    d.features.resize(payload);
+    // Decode in blocks of images through one small byte buffer: the float array is the only large
+    // allocation.
+    constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+    const std::size_t images_per_block = std::max<std::size_t>(1, kBlockBytes / d.dim);
+    std::vector<unsigned char> bytes(images_per_block * d.dim);
+    for (std::size_t first = 0; first < count; first += images_per_block) {
+      const std::size_t n = std::min(images_per_block, count - first);
+      file.read_exact(bytes.data(), n * d.dim,
+                      "images " + std::to_string(first) + ".." + std::to_string(first + n - 1) + " of " +
+                          std::to_string(count));
+      float* out = d.features.data() + first * d.dim;
+      for (std::size_t i = 0; i < n * d.dim; ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
+    }
+    check_no_trailing_bytes(file);
+  }
+  {
+    CompressedFile file(labels_path);
+    const auto sizes = read_header(file, kLabelsMagic, 1, "labels (unsigned bytes, 1 dimension)");
+    const std::size_t count = sizes[0];
+    check_payload_fits(file, count, 8, std::to_string(count) + " labels");
+    if (count != d.rows) {
+      throw DataError(labels_path + ": holds " + std::to_string(count) + " labels but " + images_path + " holds " +
+                      std::to_string(d.rows) + " images");
+    }
+    std::vector<unsigned char> bytes(count);
+    file.read_exact(bytes.data(), count, std::to_string(count) + " labels");
+    check_no_trailing_bytes(file);
+    d.labels.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (bytes[i] >= classes) {
+        throw DataError(labels_path + ": label " + std::to_string(bytes[i]) + " of item " + std::to_string(i) +
+                        " is out of range (expected 0.." + std::to_string(classes - 1) + ")");
+      }
+      d.labels[i] = bytes[i];
+    }
+  }
+  return d;
+}
+
+Dataset load_fashion_mnist(const std::string& dir, bool train) {
+  const std::string prefix = train ? "train" : "t10k";
+  // Debian ships the gzip files exactly as the Zalando release names them; a user who unpacked them
+  // has the same names without .gz.
+  auto find = [&](const std::string& stem) {
+    const std::filesystem::path base = std::filesystem::path(dir) / (prefix + stem);
+    for (const std::string suffix : {".gz", ""}) {
+      std::filesystem::path p = base;
+      p += suffix;
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(p, ec)) return p.string();
+    }
+    throw DataError(dir + ": no Fashion-MNIST " + (train ? "training" : "test") + " file " + prefix + stem +
+                    ".gz (or unpacked " + prefix + stem +
+                    "); install Debian's dataset-fashion-mnist or pass the directory that holds it");
+  };
+  const std::string images = find("-images-idx3-ubyte");
+  const std::string labels = find("-labels-idx1-ubyte");
+  Dataset d = read_idx(images, labels, 10);
+  d.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                   "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  return d;
+}
+
+}  // namespace meridian::models::data

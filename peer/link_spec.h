@@ -1,0 +1,33 @@
+// The behaviour of one emulated network link (DESIGN.md §5): one-way latency with jitter, bandwidth
+// (serialization delay) and loss, and its text form for --wan, e.g.
+// "latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.001".
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace meridian::peer {
+
+struct LinkSpec {
+  std::chrono::microseconds latency{0}, jitter{0};  // one-way; each message gets latency ± jitter
+  double bandwidth_bits_per_s = 0;                  // 0 = unlimited
+  double loss = 0;                                  // probability in [0, 1) that a message is dropped
+
+  // Whether the link adds nothing (no delay, no limit, no loss).
+  bool is_none() const { return latency.count() == 0 && jitter.count() == 0 && bandwidth_bits_per_s == 0 && loss == 0; }
+  // The text parse_link_spec reads back to an equal spec ("" for a link without emulation).
+  std::string to_string() const;
+  bool operator==(const LinkSpec&) const = default;
+};
+
+// Parses comma-separated key=value fields, each at most once, in any order, spaces allowed around them:
+//   latency, jitter   a duration >= 0 with unit us, ms or s   (e.g. 120ms, 1.5s)
+//   bandwidth         a rate > 0 with unit bit, kbit, mbit or gbit per second, decimal (50mbit = 50e6 bit/s)
+//   loss              a probability in [0, 1), or a percentage below 100 with % (0.001 or 0.1%)
+// An empty (or all-space) string is a link without emulation.
+// Throws std::invalid_argument whose message quotes the spec, names the bad field and shows a valid
+// example of it.
+LinkSpec parse_link_spec(std::string_view text);
+
+}  // namespace meridian::peer

@@ -1,0 +1,166 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "models/data/csv_reader.h"
+#include "tests/models/data/gzip_bytes.h"
+#include "tests/models/data/scratch_dir.h"
+
+using namespace meridian::models::data;
+using meridian::testing::gzip_bytes;
+using meridian::testing::ScratchDir;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Column means and population standard deviations of a row-major table.
+void check_standardized(const Dataset& d) {
+  for (std::size_t c = 0; c < d.dim; ++c) {
+    double sum = 0, sq = 0;
+    for (std::size_t r = 0; r < d.rows; ++r) sum += d.row(r)[c];
+    const double mean = sum / d.rows;
+    for (std::size_t r = 0; r < d.rows; ++r) sq += (d.row(r)[c] - mean) * (d.row(r)[c] - mean);
+    CHECK(mean == Approx(0.0).margin(1e-6));
+    CHECK(std::sqrt(sq / d.rows) == Approx(1.0).epsilon(1e-5));
+  }
+}
+
+const char* const kTrain =
+    "age,diagnosis,glucose\n"
+    "50,benign,90\n"
+    "60,malignant,110\n"
+    "70,benign,100\n"
+    "80,cyst,140\n";
+
+}  // namespace
+
+TEST_CASE("CSV reader: label column by name, standardized features, classes from the labels", "[data][csv]") {
+  ScratchDir dir;
+  const bool gz = GENERATE(false, true);
+  const auto path = dir.write("train.csv", gz ? gzip_bytes(kTrain) : std::string(kTrain));
+  CsvOptions opt;
+  opt.label_column = "diagnosis";
+  const Dataset d = read_csv(path, opt);
+  CHECK(d.rows == 4);
+  CHECK(d.dim == 2);
+  CHECK(d.classes == 3);
+  CHECK(d.channels == 0);
+  CHECK(d.class_names == std::vector<std::string>{"benign", "cyst", "malignant"});
+  CHECK(d.labels == std::vector<std::int32_t>{0, 2, 0, 1});
+  // age: mean 65, population std sqrt(125); glucose: mean 110, std sqrt(350).
+  REQUIRE(d.standardization.mean.size() == 2);
+  CHECK(d.standardization.mean[0] == Approx(65.0));
+  CHECK(d.standardization.stddev[0] == Approx(std::sqrt(125.0)));
+  CHECK(d.standardization.mean[1] == Approx(110.0));
+  CHECK(d.standardization.stddev[1] == Approx(std::sqrt(350.0)));
+  CHECK(d.row(0)[0] == Approx((50 - 65) / std::sqrt(125.0)));
+  CHECK(d.row(3)[1] == Approx((140 - 110) / std::sqrt(350.0)));
+  check_standardized(d);
+}
+
+TEST_CASE("CSV reader: a test file is scaled and labelled with the training file's statistics", "[data][csv]") {
+  ScratchDir dir;
+  CsvOptions opt;
+  opt.label_column = "diagnosis";
+  const Dataset train = read_csv(dir.write("train.csv", kTrain), opt);
+  opt.standardization = train.standardization;
+  opt.class_names = train.class_names;
+  // The test file has only two of the classes, in another order; labels must keep the training codes.
+  const Dataset test = read_csv(dir.write("test.csv", "age,diagnosis,glucose\n65,malignant,110\n75,cyst,80\n"), opt);
+  CHECK(test.classes == 3);
+  CHECK(test.labels == std::vector<std::int32_t>{2, 1});
+  CHECK(test.row(0)[0] == Approx(0.0).margin(1e-6));
+  CHECK(test.row(0)[1] == Approx(0.0).margin(1e-6));
+  CHECK(test.row(1)[0] == Approx(10 / std::sqrt(125.0)));
+  CHECK(test.row(1)[1] == Approx(-30 / std::sqrt(350.0)));
+
+  SECTION("a label the training file never had is out of range") {
+    const auto path = dir.write("odd.csv", "age,diagnosis,glucose\n65,unknown,110\n");
+    CHECK_THROWS_WITH(read_csv(path, opt), Contains(path) && Contains("line 2") && Contains("'unknown'") &&
+                                               Contains("out of range") && Contains("benign, cyst, malignant"));
+  }
+  SECTION("statistics of another width are refused") {
+    const auto path = dir.write("wide.csv", "age,diagnosis,glucose,bmi\n65,cyst,110,22\n");
+    CHECK_THROWS_WITH(read_csv(path, opt), Contains(path) && Contains("3 feature columns"));
+  }
+}
+
+TEST_CASE("CSV reader: no header, label by index, numeric labels in numeric order", "[data][csv]") {
+  ScratchDir dir;
+  const auto path = dir.write("plain.csv", "10,1.5,7\n2,2.5,7\n10,3.5,7\n0,4.5,7\n");
+  CsvOptions opt;
+  opt.header = false;
+  opt.label_index = 0;
+  const Dataset d = read_csv(path, opt);
+  CHECK(d.rows == 4);
+  CHECK(d.dim == 2);
+  CHECK(d.class_names == std::vector<std::string>{"0", "2", "10"});
+  CHECK(d.labels == std::vector<std::int32_t>{2, 1, 2, 0});
+  // The constant third column becomes 0 rather than NaN.
+  for (std::size_t r = 0; r < d.rows; ++r) CHECK(d.row(r)[1] == 0.0f);
+  CHECK(d.standardization.stddev[1] == 1.0f);
+}
+
+TEST_CASE("CSV reader: last column by default, quotes, CRLF, blank lines, spaces, byte order mark", "[data][csv]") {
+  ScratchDir dir;
+  const auto path = dir.write("messy.csv",
+                              "\xEF\xBB\xBF"
+                              "x, \"y, in mm\" ,label\r\n"
+                              "\r\n"
+                              " 1 ,\"2\",\"a \"\"b\"\"\"\r\n"
+                              "+3,4e0,c\r\n"
+                              "\n");
+  const Dataset d = read_csv(path);
+  CHECK(d.rows == 2);
+  CHECK(d.dim == 2);
+  CHECK(d.class_names == std::vector<std::string>{"a \"b\"", "c"});
+  CHECK(d.standardization.mean == std::vector<float>{2.0f, 3.0f});
+}
+
+TEST_CASE("CSV reader names the file, the line and the problem for bad input", "[data][csv]") {
+  ScratchDir dir;
+  SECTION("missing file") {
+    const auto p = dir.file("absent.csv");
+    CHECK_THROWS_WITH(read_csv(p), Contains(p) && Contains("no such file"));
+  }
+  SECTION("non-numeric field") {
+    const auto p = dir.write("nan.csv", "age,glucose,y\n50,90,0\n60,high,1\n");
+    CHECK_THROWS_WITH(read_csv(p), Contains(p) && Contains("line 3") && Contains("column 2 (glucose)") &&
+                                       Contains("'high' is not a number"));
+  }
+  SECTION("empty and non-finite fields") {
+    const auto empty = dir.write("empty-field.csv", "a,y\n,0\n");
+    CHECK_THROWS_WITH(read_csv(empty), Contains("line 2") && Contains("'' is not a number"));
+    const auto inf = dir.write("inf.csv", "a,y\ninf,0\n");
+    CHECK_THROWS_WITH(read_csv(inf), Contains("line 2") && Contains("not a finite number"));
+  }
+  SECTION("inconsistent column count") {
+    const auto p = dir.write("ragged.csv", "a,b,y\n1,2,0\n\n1,2,3,0\n");
+    CHECK_THROWS_WITH(read_csv(p), Contains(p) && Contains("line 4 has 4 fields, expected 3"));
+  }
+  SECTION("unknown label column, index out of range, name without header") {
+    const auto p = dir.write("t.csv", "a,b,y\n1,2,0\n");
+    CsvOptions opt;
+    opt.label_column = "outcome";
+    CHECK_THROWS_WITH(read_csv(p, opt), Contains(p) && Contains("no label column 'outcome'") && Contains("a, b, y"));
+    opt = {};
+    opt.label_index = 3;
+    CHECK_THROWS_WITH(read_csv(p, opt), Contains(p) && Contains("index 3 is out of range"));
+    CsvOptions no_header;
+    no_header.header = false;
+    no_header.label_column = std::string("y");
+    CHECK_THROWS_WITH(read_csv(p, no_header), Contains("without a header"));
+  }
+  SECTION("no rows, no features, unterminated quote") {
+    const auto empty = dir.write("empty.csv", "\n\n");
+    CHECK_THROWS_WITH(read_csv(empty), Contains(empty) && Contains("no data rows"));
+    const auto header_only = dir.write("header.csv", "a,y\n");
+    CHECK_THROWS_WITH(read_csv(header_only), Contains("only a header"));
+    const auto one_column = dir.write("one.csv", "y\n1\n");
+    CHECK_THROWS_WITH(read_csv(one_column), Contains("no feature column"));
+    const auto quote = dir.write("quote.csv", "a,y\n\"1,0\n2,1\n");
+    CHECK_THROWS_WITH(read_csv(quote), Contains(quote) && Contains("line 2") && Contains("never closed"));
+  }
+}

@@ -1,0 +1,189 @@
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/data/idx_reader.h"
+#include "tests/models/data/gzip_bytes.h"
+#include "tests/models/data/scratch_dir.h"
+
+using namespace meridian::models::data;
+using meridian::testing::gzip_bytes;
+using meridian::testing::ScratchDir;
+using Catch::Matchers::Contains;
+
+namespace {
+
+void put_u32(std::string& out, std::uint32_t v) {
+  out += static_cast<char>(v >> 24);
+  out += static_cast<char>(v >> 16);
+  out += static_cast<char>(v >> 8);
+  out += static_cast<char>(v);
+}
+
+std::string idx_images(std::uint32_t count, std::uint32_t h, std::uint32_t w, const std::vector<std::uint8_t>& px,
+                       std::uint32_t magic = 2051) {
+  std::string out;
+  put_u32(out, magic);
+  put_u32(out, count);
+  put_u32(out, h);
+  put_u32(out, w);
+  out.append(px.begin(), px.end());
+  return out;
+}
+
+std::string idx_labels(const std::vector<std::uint8_t>& labels, std::uint32_t magic = 2049) {
+  std::string out;
+  put_u32(out, magic);
+  put_u32(out, static_cast<std::uint32_t>(labels.size()));
+  out.append(labels.begin(), labels.end());
+  return out;
+}
+
+// Three 2x3 images whose first pixel tells them apart; labels 0, 9, 4.
+const std::vector<std::uint8_t> kPixels = {0,  51, 102, 153, 204, 255,  //
+                                           10, 0,  0,   0,   0,   0,    //
+                                           20, 0,  0,   0,   0,   255};
+const std::vector<std::uint8_t> kLabels = {0, 9, 4};
+
+}  // namespace
+
+TEST_CASE("IDX reader reads raw and gzip files alike", "[data][idx]") {
+  ScratchDir dir;
+  const bool gz = GENERATE(false, true);
+  auto encode = [&](const std::string& raw) { return gz ? gzip_bytes(raw) : raw; };
+  // The names are deliberately misleading: the reader must look at the bytes, not the suffix.
+  const auto images = dir.write(gz ? "images.raw" : "images.gz", encode(idx_images(3, 2, 3, kPixels)));
+  const auto labels = dir.write("labels", encode(idx_labels(kLabels)));
+
+  const Dataset d = read_idx(images, labels);
+  CHECK(d.rows == 3);
+  CHECK(d.dim == 6);
+  CHECK(d.classes == 10);
+  CHECK(d.channels == 1);
+  CHECK(d.height == 2);
+  CHECK(d.width == 3);
+  REQUIRE(d.features.size() == 18);
+  CHECK(d.row(0)[0] == 0.0f);
+  CHECK(d.row(0)[1] == Approx(0.2f));
+  CHECK(d.row(0)[5] == 1.0f);
+  CHECK(d.row(1)[0] == Approx(10.0f / 255.0f));
+  CHECK(d.row(2)[5] == 1.0f);
+  CHECK(d.labels == std::vector<std::int32_t>{0, 9, 4});
+}
+
+TEST_CASE("IDX reader names the file and the problem for bad input", "[data][idx]") {
+  ScratchDir dir;
+  const bool gz = GENERATE(false, true);
+  INFO((gz ? "gzip" : "raw"));
+  auto encode = [&](const std::string& raw) { return gz ? gzip_bytes(raw) : raw; };
+  const auto good_images = dir.write("good-images", encode(idx_images(3, 2, 3, kPixels)));
+  const auto good_labels = dir.write("good-labels", encode(idx_labels(kLabels)));
+
+  SECTION("missing file") {
+    const auto missing = dir.file("nope-images");
+    CHECK_THROWS_WITH(read_idx(missing, good_labels), Contains(missing) && Contains("no such file"));
+    CHECK_THROWS_WITH(read_idx(good_images, dir.file("nope-labels")), Contains("nope-labels"));
+  }
+  SECTION("wrong magic number: a labels file where the images should be") {
+    CHECK_THROWS_WITH(read_idx(good_labels, good_labels),
+                      Contains(good_labels) && Contains("wrong magic number 2049") && Contains("expected 2051"));
+    CHECK_THROWS_WITH(read_idx(good_images, good_images),
+                      Contains(good_images) && Contains("wrong magic number 2051") && Contains("expected 2049"));
+  }
+  SECTION("truncated images") {
+    std::vector<std::uint8_t> short_px(kPixels.begin(), kPixels.end() - 4);
+    const auto images = dir.write("short-images", encode(idx_images(3, 2, 3, short_px)));
+    CHECK_THROWS_WITH(read_idx(images, good_labels), Contains(images) && Contains("truncated"));
+  }
+  SECTION("truncated header") {
+    const auto images = dir.write("header-only", encode(idx_images(3, 2, 3, kPixels).substr(0, 10)));
+    CHECK_THROWS_WITH(read_idx(images, good_labels), Contains(images) && Contains("truncated"));
+  }
+  SECTION("truncated labels") {
+    const auto labels = dir.write("short-labels", encode(idx_labels(kLabels).substr(0, 10)));
+    CHECK_THROWS_WITH(read_idx(good_images, labels), Contains(labels) && Contains("truncated"));
+  }
+  SECTION("a header announcing far more images than the file can hold fails before allocating") {
+    const auto images = dir.write("huge", encode(idx_images(0xFFFFFFFFu, 0xFFFFu, 0xFFFFu, kPixels)));
+    CHECK_THROWS_WITH(read_idx(images, good_labels), Contains(images) && Contains("truncated"));
+  }
+  SECTION("label out of range") {
+    const auto labels = dir.write("bad-labels", encode(idx_labels({0, 10, 4})));
+    CHECK_THROWS_WITH(read_idx(good_images, labels),
+                      Contains(labels) && Contains("label 10") && Contains("out of range") && Contains("0..9"));
+    // The same file is fine when the caller says there are 11 classes.
+    CHECK(read_idx(good_images, labels, 11).labels[1] == 10);
+  }
+  SECTION("image and label counts differ") {
+    const auto labels = dir.write("two-labels", encode(idx_labels({0, 1})));
+    CHECK_THROWS_WITH(read_idx(good_images, labels),
+                      Contains(labels) && Contains("2 labels") && Contains(good_images) && Contains("3 images"));
+  }
+  SECTION("bytes after the announced data") {
+    const auto labels = dir.write("long-labels", encode(idx_labels(kLabels) + "x"));
+    CHECK_THROWS_WITH(read_idx(good_images, labels), Contains(labels) && Contains("after the last item"));
+  }
+}
+
+TEST_CASE("IDX reader rejects a gzip file cut short or corrupted", "[data][idx]") {
+  ScratchDir dir;
+  const auto labels = dir.write("labels", idx_labels(kLabels));
+  // Enough pixels that the compressed stream is long enough to cut in the middle of the deflate data.
+  std::vector<std::uint8_t> px(200 * 28 * 28);
+  for (std::size_t i = 0; i < px.size(); ++i) px[i] = static_cast<std::uint8_t>((i * 7919) % 251);
+  std::vector<std::uint8_t> labels200(200, 3);
+  const auto full_labels = dir.write("labels200", idx_labels(labels200));
+  const std::string gz = gzip_bytes(idx_images(200, 28, 28, px));
+  REQUIRE(read_idx(dir.write("whole.gz", gz), full_labels).rows == 200);
+
+  const auto cut = dir.write("cut.gz", gz.substr(0, gz.size() / 2));
+  CHECK_THROWS_WITH(read_idx(cut, full_labels), Contains(cut) && Contains("truncated"));
+  // Without its 8-byte trailer (CRC and length) the data is complete but the stream is not.
+  const auto no_trailer = dir.write("no-trailer.gz", gz.substr(0, gz.size() - 8));
+  CHECK_THROWS_WITH(read_idx(no_trailer, full_labels), Contains(no_trailer) && Contains("truncated"));
+  std::string flipped = gz;
+  flipped[gz.size() - 6] = static_cast<char>(flipped[gz.size() - 6] ^ 0x55);  // inside the CRC
+  const auto corrupt = dir.write("corrupt.gz", flipped);
+  CHECK_THROWS_WITH(read_idx(corrupt, full_labels), Contains(corrupt));
+}
+
+TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist", "[data][idx][fashion]") {
+  if (!std::filesystem::exists(kDebianFashionMnistDir)) {
+    WARN("SKIPPED: " << kDebianFashionMnistDir << " is absent (install dataset-fashion-mnist)");
+    return;
+  }
+  const Dataset train = load_fashion_mnist(kDebianFashionMnistDir, true);
+  const Dataset test = load_fashion_mnist(kDebianFashionMnistDir, false);
+  CHECK(train.rows == 60000);
+  CHECK(test.rows == 10000);
+  for (const Dataset* d : {&train, &test}) {
+    CHECK(d->dim == 784);
+    CHECK(d->height == 28);
+    CHECK(d->width == 28);
+    CHECK(d->classes == 10);
+    CHECK(d->class_names.size() == 10);
+    CHECK(d->features.size() == d->rows * 784);
+    CHECK(d->labels.size() == d->rows);
+    // Fashion-MNIST is balanced: 6000 (train) and 1000 (test) images per class.
+    std::vector<std::size_t> per_class(10, 0);
+    for (auto l : d->labels) ++per_class.at(static_cast<std::size_t>(l));
+    for (auto n : per_class) CHECK(n == d->rows / 10);
+    const auto [lo, hi] = std::minmax_element(d->features.begin(), d->features.end());
+    CHECK(*lo == 0.0f);
+    CHECK(*hi == 1.0f);
+  }
+  CHECK(train.class_names[9] == "Ankle boot");
+}
+
+TEST_CASE("Fashion-MNIST loader names the directory and the files it wants", "[data][idx]") {
+  ScratchDir dir;
+  CHECK_THROWS_WITH(load_fashion_mnist(dir.path().string(), true),
+                    Contains(dir.path().string()) && Contains("train-images-idx3-ubyte.gz"));
+  // Unpacked files (no .gz) are found too.
+  dir.write("t10k-images-idx3-ubyte", idx_images(3, 2, 3, kPixels));
+  dir.write("t10k-labels-idx1-ubyte", idx_labels(kLabels));
+  CHECK(load_fashion_mnist(dir.path().string(), false).rows == 3);
+}
