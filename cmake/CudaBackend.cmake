@@ -49,6 +49,12 @@ else()
     endif()
     set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}" CACHE FILEPATH "host compiler for nvcc")
     enable_language(CUDA)
+    # .cu files are C++20 like the rest. CMake 3.25 predates nvcc's C++20 support and would refuse the
+    # dialect at generation time (CUDA inherits CXX_STANDARD), so teach it the flag nvcc 12+ accepts.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(CMAKE_CUDA_EXTENSIONS OFF)
