@@ -10,6 +10,10 @@ namespace meridian::cli {
 
 void register_commands(CLI::App& app, int& exit_code);
 
+void add_init_command(CLI::App& app, int& exit_code);
+void add_status_command(CLI::App& app, int& exit_code);
+void add_peers_command(CLI::App& app, int& exit_code);
+void add_leave_command(CLI::App& app, int& exit_code);
 void add_devices_command(CLI::App& app, int& exit_code);
 
 }  // namespace meridian::cli

@@ -1,0 +1,75 @@
+// `meridian init`: writes a commented site configuration that `meridian start --config FILE` reads.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "daemon/site_config.h"
+
+namespace meridian::cli {
+namespace {
+
+// The host name, made into a valid site name, so that a config written on a machine names it.
+std::string default_site_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "site";
+  std::string name(host);
+  name = name.substr(0, name.find('.'));
+  std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-'; }, '-');
+  return name.empty() ? "site" : name.substr(0, 64);
+}
+
+struct InitOptions {
+  daemon::SiteConfig config;
+  std::string out;
+  bool force = false;
+};
+
+}  // namespace
+
+void add_init_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("init", "Write a commented configuration file for this site");
+  cmd->footer(
+      "Every option of 'meridian start' may be given here and is written into the file.\n"
+      "Example:\n"
+      "  meridian init --name oregon --algo sgp --join tcp://ohio.example.org:7400 --out oregon.toml\n"
+      "  meridian start --config oregon.toml\n");
+  auto options = std::make_shared<InitOptions>();
+  daemon::bind_site_options(*cmd, options->config);
+  cmd->add_option("--out", options->out, "Write the file here (default: print it on standard output)")
+      ->type_name("FILE");
+  cmd->add_flag("--force", options->force, "Overwrite --out if it exists");
+  cmd->callback([cmd, options, &exit_code] {
+    daemon::apply_site_config_file(*cmd, options->config);
+    auto& config = options->config;
+    if (config.name.empty()) config.name = default_site_name();
+    daemon::validate_site_config(config);
+    const std::string text = daemon::render_site_config(config);
+    if (options->out.empty()) {
+      std::cout << text;
+      exit_code = 0;
+      return;
+    }
+    if (std::filesystem::exists(options->out) && !options->force) {
+      throw std::runtime_error(options->out + " already exists (pass --force to overwrite it)");
+    }
+    std::ofstream file(options->out, std::ios::trunc);
+    file << text;
+    file.close();
+    if (!file) throw std::runtime_error("cannot write " + options->out + ": " + std::strerror(errno));
+    std::cout << "wrote " << options->out << " for site '" << config.name << "'\n"
+              << "next: create keys with 'meridian keygen', list the sites in " << config.roster
+              << ", then run 'meridian start --config " << options->out << "'\n";
+    exit_code = 0;
+  });
+}
+
+}  // namespace meridian::cli

@@ -1,0 +1,335 @@
+#include "daemon/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <utility>
+
+namespace meridian::daemon {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "the checkpoint format stores floats in host order, which must be little-endian");
+
+constexpr std::array<char, 8> kMagic = {'M', 'R', 'D', 'N', 'C', 'K', 'P', 'T'};
+constexpr std::array<char, 4> kEndMark = {'E', 'N', 'D', 'C'};
+constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8;
+constexpr std::size_t kSectionHeaderBytes = 4 + 4 + 8;
+constexpr std::size_t kTrailerBytes = 4 + 4;
+
+enum class Section : std::uint32_t {
+  kParameters = 1,
+  kOptimizerState = 2,  // one per named state
+  kPushSumWeight = 3,   // f64
+  kProgress = 4,        // u64 step, u64 epoch, u64 data position
+  kRngState = 5,
+  kModelFingerprint = 6,
+  kAlgorithm = 7,
+};
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void put_u64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+std::uint32_t get_u32(const std::uint8_t* p) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+std::uint64_t get_u64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+// A section before it is written: small metadata is held here, large payloads are borrowed.
+struct PendingSection {
+  Section kind;
+  std::string name;
+  std::string inline_payload;                // used when `borrowed` is empty
+  std::span<const std::uint8_t> borrowed;    // parameters, optimizer state, RNG state
+  std::size_t payload_size() const { return borrowed.empty() ? inline_payload.size() : borrowed.size(); }
+};
+
+std::span<const std::uint8_t> bytes_of(std::span<const float> values) {
+  return {reinterpret_cast<const std::uint8_t*>(values.data()), values.size_bytes()};
+}
+
+std::vector<PendingSection> layout(const CheckpointView& data) {
+  std::vector<PendingSection> sections;
+  sections.push_back({Section::kParameters, "parameters", {}, bytes_of(data.parameters)});
+  for (const auto& state : data.optimizer_state) {
+    sections.push_back({Section::kOptimizerState, state.name, {}, bytes_of(state.values)});
+  }
+  std::string weight(sizeof(double), '\0');
+  std::memcpy(weight.data(), &data.push_sum_weight, sizeof(double));
+  sections.push_back({Section::kPushSumWeight, "push_sum_weight", weight, {}});
+  std::string progress;
+  put_u64(progress, data.step);
+  put_u64(progress, data.epoch);
+  put_u64(progress, data.data_position);
+  sections.push_back({Section::kProgress, "progress", progress, {}});
+  sections.push_back({Section::kRngState, "rng_state", {}, data.rng_state});
+  sections.push_back({Section::kModelFingerprint, "model_fingerprint", data.model_fingerprint, {}});
+  sections.push_back({Section::kAlgorithm, "algorithm", data.algorithm, {}});
+  return sections;
+}
+
+// Owns a POSIX file descriptor; fsync and rename need one (std::ofstream exposes neither).
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now so that a failing close (which can report a delayed write error) is seen.
+  int close() {
+    const int fd = std::exchange(fd_, -1);
+    return fd >= 0 ? ::close(fd) : 0;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string errno_text(int err) { return std::string(std::strerror(err)); }
+
+// Writes all of [data, data+size), retrying on EINTR and short writes; returns 0 or the errno.
+int write_all(int fd, const std::uint8_t* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// Writes and checksums the whole file to `fd`; returns 0 or the errno.
+int write_contents(int fd, const std::vector<PendingSection>& sections) {
+  std::uint64_t total = kHeaderBytes + kTrailerBytes;
+  for (const auto& s : sections) total += kSectionHeaderBytes + s.name.size() + s.payload_size();
+
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  auto emit = [&](const std::uint8_t* p, std::size_t n) {
+    crc = crc32_z(crc, p, n);
+    return write_all(fd, p, n);
+  };
+  auto emit_string = [&](const std::string& s) {
+    return emit(reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
+  };
+
+  std::string header(kMagic.begin(), kMagic.end());
+  put_u32(header, kCheckpointVersion);
+  put_u32(header, static_cast<std::uint32_t>(sections.size()));
+  put_u64(header, total);
+  if (int err = emit_string(header)) return err;
+  for (const auto& s : sections) {
+    std::string head;
+    put_u32(head, static_cast<std::uint32_t>(s.kind));
+    put_u32(head, static_cast<std::uint32_t>(s.name.size()));
+    put_u64(head, s.payload_size());
+    head += s.name;
+    if (int err = emit_string(head)) return err;
+    const int err = s.borrowed.empty() ? emit_string(s.inline_payload)
+                                       : emit(s.borrowed.data(), s.borrowed.size());
+    if (err) return err;
+  }
+  std::string trailer;
+  put_u32(trailer, static_cast<std::uint32_t>(crc));
+  trailer.append(kEndMark.begin(), kEndMark.end());
+  return write_all(fd, reinterpret_cast<const std::uint8_t*>(trailer.data()), trailer.size());
+}
+
+}  // namespace
+
+const std::vector<float>* Checkpoint::find_optimizer_state(const std::string& name) const {
+  for (const auto& state : optimizer_state) {
+    if (state.name == name) return &state.values;
+  }
+  return nullptr;
+}
+
+CheckpointView Checkpoint::view() const {
+  CheckpointView v;
+  v.parameters = parameters;
+  for (const auto& state : optimizer_state) v.optimizer_state.push_back({state.name, state.values});
+  v.push_sum_weight = push_sum_weight;
+  v.step = step;
+  v.epoch = epoch;
+  v.data_position = data_position;
+  v.rng_state = rng_state;
+  v.model_fingerprint = model_fingerprint;
+  v.algorithm = algorithm;
+  return v;
+}
+
+std::optional<std::string> write_checkpoint_file(const std::filesystem::path& path,
+                                                 const CheckpointView& data) {
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  // Unique within the process (several stores may write at once in tests) and across processes.
+  static std::atomic<std::uint64_t> counter{0};
+  std::string tmp_name = ".";
+  tmp_name += path.filename().string();
+  tmp_name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  const auto tmp = dir / tmp_name;
+  const auto fail = [&](const std::string& what, int err) {
+    ::unlink(tmp.c_str());
+    return std::optional<std::string>("cannot write checkpoint " + path.string() + ": " + what + ": " +
+                                      errno_text(err));
+  };
+
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (fd.get() < 0) {
+    // Nothing was created, so there is nothing to remove; report the directory, the usual culprit.
+    return "cannot write checkpoint " + path.string() + ": cannot create a file in " + dir.string() +
+           ": " + errno_text(errno);
+  }
+  if (int err = write_contents(fd.get(), layout(data))) return fail("write", err);
+  // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
+  if (::fsync(fd.get()) != 0) return fail("fsync", errno);
+  if (fd.close() != 0) return fail("close", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename", errno);
+  // fsync the directory so that the rename itself survives a crash.
+  Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() < 0 || ::fsync(dir_fd.get()) != 0) {
+    // The new file is complete and valid; only its durability across a power loss is in doubt.
+    return "checkpoint " + path.string() + " written but its directory could not be synced: " +
+           errno_text(errno);
+  }
+  return std::nullopt;
+}
+
+Checkpoint read_checkpoint_file(const std::filesystem::path& path,
+                                const std::optional<std::string>& expected_fingerprint) {
+  const auto bad = [&](const std::string& why) {
+    return CheckpointError("checkpoint " + path.string() + ": " + why);
+  };
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad("cannot open: " + errno_text(errno));
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw bad("cannot read its size: " + ec.message());
+  if (size < kHeaderBytes + kTrailerBytes) {
+    throw bad("truncated: " + std::to_string(size) + " bytes is shorter than an empty checkpoint");
+  }
+  std::vector<std::uint8_t> bytes(size);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
+    throw bad("read failed after " + std::to_string(in.gcount()) + " of " + std::to_string(size) +
+              " bytes");
+  }
+
+  if (std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) {
+    throw bad("not a Meridian checkpoint (wrong magic bytes)");
+  }
+  const std::uint32_t version = get_u32(bytes.data() + 8);
+  if (version != kCheckpointVersion) {
+    throw bad("format version " + std::to_string(version) + " is not supported (this build reads version " +
+              std::to_string(kCheckpointVersion) + ")");
+  }
+  const std::uint32_t count = get_u32(bytes.data() + 12);
+  const std::uint64_t length = get_u64(bytes.data() + 16);
+  if (length != size) {
+    throw bad(size < length ? "truncated: " + std::to_string(size) + " bytes, the header says " +
+                                  std::to_string(length)
+                            : "length mismatch: " + std::to_string(size) + " bytes, the header says " +
+                                  std::to_string(length));
+  }
+  const std::uint8_t* trailer = bytes.data() + size - kTrailerBytes;
+  if (std::memcmp(trailer + 4, kEndMark.data(), kEndMark.size()) != 0) {
+    throw bad("end marker missing: the file is corrupt");
+  }
+  const std::uint32_t stored = get_u32(trailer);
+  const auto computed = static_cast<std::uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), bytes.data(),
+                                                           size - kTrailerBytes));
+  if (stored != computed) throw bad("checksum mismatch: the file is corrupt");
+
+  // The checksum matched, so what follows only guards against a writer bug, not against bad disks.
+  Checkpoint cp;
+  bool have_params = false, have_weight = false, have_progress = false, have_fingerprint = false,
+       have_algorithm = false;
+  std::size_t pos = kHeaderBytes;
+  const std::size_t end = size - kTrailerBytes;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (end - pos < kSectionHeaderBytes) throw bad("section " + std::to_string(i) + " runs past the end");
+    const auto kind = static_cast<Section>(get_u32(bytes.data() + pos));
+    const std::uint64_t name_len = get_u32(bytes.data() + pos + 4);
+    const std::uint64_t payload_len = get_u64(bytes.data() + pos + 8);
+    pos += kSectionHeaderBytes;
+    if (name_len > end - pos || payload_len > end - pos - name_len) {
+      throw bad("section " + std::to_string(i) + " runs past the end");
+    }
+    std::string name(reinterpret_cast<const char*>(bytes.data() + pos), name_len);
+    pos += name_len;
+    const std::uint8_t* payload = bytes.data() + pos;
+    pos += payload_len;
+    auto floats = [&] {
+      if (payload_len % sizeof(float) != 0) throw bad("section '" + name + "' is not a whole number of floats");
+      std::vector<float> v(payload_len / sizeof(float));
+      if (payload_len > 0) std::memcpy(v.data(), payload, payload_len);  // an empty vector's data() may be null
+      return v;
+    };
+    switch (kind) {
+      case Section::kParameters:
+        cp.parameters = floats();
+        have_params = true;
+        break;
+      case Section::kOptimizerState:
+        cp.optimizer_state.push_back({name, floats()});
+        break;
+      case Section::kPushSumWeight:
+        if (payload_len != sizeof(double)) throw bad("push-sum weight section has the wrong size");
+        std::memcpy(&cp.push_sum_weight, payload, sizeof(double));
+        have_weight = true;
+        break;
+      case Section::kProgress:
+        if (payload_len != 24) throw bad("progress section has the wrong size");
+        cp.step = get_u64(payload);
+        cp.epoch = get_u64(payload + 8);
+        cp.data_position = get_u64(payload + 16);
+        have_progress = true;
+        break;
+      case Section::kRngState:
+        cp.rng_state.assign(payload, payload + payload_len);
+        break;
+      case Section::kModelFingerprint:
+        cp.model_fingerprint.assign(reinterpret_cast<const char*>(payload), payload_len);
+        have_fingerprint = true;
+        break;
+      case Section::kAlgorithm:
+        cp.algorithm.assign(reinterpret_cast<const char*>(payload), payload_len);
+        have_algorithm = true;
+        break;
+      default:
+        break;  // a section a newer writer added that this reader does not need
+    }
+  }
+  if (pos != end) throw bad("unexpected bytes after the last section");
+  if (!have_params || !have_weight || !have_progress || !have_fingerprint || !have_algorithm) {
+    throw bad("a required section is missing");
+  }
+  if (expected_fingerprint && cp.model_fingerprint != *expected_fingerprint) {
+    throw bad("model fingerprint '" + cp.model_fingerprint + "' does not match this model's '" +
+              *expected_fingerprint + "' (written for a different model)");
+  }
+  return cp;
+}
+
+}  // namespace meridian::daemon

@@ -1,0 +1,87 @@
+// One checkpoint file: everything a restarted daemon needs to resume where it stopped (DESIGN.md §6).
+//
+// File format (all integers little-endian), version 1:
+//   header   "MRDNCKPT" (8 bytes), u32 version, u32 section count, u64 file length in bytes
+//   sections u32 kind, u32 name length, u64 payload length, name bytes, payload bytes
+//   trailer  u32 CRC-32 (zlib) of every byte before it, "ENDC" (4 bytes)
+// Sections are found by kind (and by name for optimizer state), so a reader skips kinds it does not
+// know; a change that older readers cannot skip bumps the version. Float payloads are IEEE-754 binary32
+// in little-endian order, which is the host order on every platform Meridian builds for.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace meridian::daemon {
+
+inline constexpr std::uint32_t kCheckpointVersion = 1;
+
+// A named piece of optimizer state (momentum buffer, Adam moments, ...): borrowed, not owned.
+struct OptimizerSpan {
+  std::string name;
+  std::span<const float> values;
+};
+
+// What a writer hands over: borrows the trainer's buffers, so writing does not copy the model.
+// The spans must stay valid and unchanged for the duration of the write.
+struct CheckpointView {
+  std::span<const float> parameters;           // the contiguous parameter buffer (sgp: the numerator x)
+  std::vector<OptimizerSpan> optimizer_state;  // any number, names unique
+  double push_sum_weight = 1.0;                // sgp's w; 1 for the other algorithms
+  std::uint64_t step = 0;                      // steps completed
+  std::uint64_t epoch = 0;                     // epochs completed
+  std::uint64_t data_position = 0;             // next sample index within the epoch's order
+  std::span<const std::uint8_t> rng_state;     // serialized generator state, opaque here
+  std::string model_fingerprint;               // architecture + sizes; checked when loading
+  std::string algorithm;                       // allreduce | dts | sgp | dsync | local
+};
+
+// What a reader returns: owns its data.
+struct Checkpoint {
+  struct NamedState {
+    std::string name;
+    std::vector<float> values;
+    bool operator==(const NamedState&) const = default;
+  };
+  std::vector<float> parameters;
+  std::vector<NamedState> optimizer_state;
+  double push_sum_weight = 1.0;
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t data_position = 0;
+  std::vector<std::uint8_t> rng_state;
+  std::string model_fingerprint;
+  std::string algorithm;
+
+  // The optimizer state named `name`, or nullptr.
+  const std::vector<float>* find_optimizer_state(const std::string& name) const;
+  // A view borrowing this checkpoint's buffers (to write it again, e.g. in tests).
+  CheckpointView view() const;
+  bool operator==(const Checkpoint&) const = default;
+};
+
+// A file that is not a valid checkpoint; what() names the file and says what is wrong with it.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Writes `data` to `path` atomically: a temporary file in the same directory is written, fsynced and
+// renamed over `path`, then the directory is fsynced. On failure nothing is left at `path` that was
+// not there before (an existing file stays intact) and the temporary file is removed.
+// Returns an error message naming the path and the cause (e.g. "No space left on device"), or
+// nullopt on success. Does not throw for I/O failures (only std::bad_alloc can escape).
+[[nodiscard]] std::optional<std::string> write_checkpoint_file(const std::filesystem::path& path,
+                                                               const CheckpointView& data);
+
+// Reads and verifies the checkpoint at `path`: length, magic, version, checksum, section layout, and,
+// when `expected_fingerprint` is given, the model fingerprint. Throws CheckpointError on any problem.
+Checkpoint read_checkpoint_file(const std::filesystem::path& path,
+                                const std::optional<std::string>& expected_fingerprint = std::nullopt);
+
+}  // namespace meridian::daemon

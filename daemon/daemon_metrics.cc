@@ -1,0 +1,56 @@
+#include "daemon/daemon_metrics.h"
+
+namespace meridian::daemon {
+
+DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorithm)
+    : last_durable_(Clock::now().time_since_epoch().count()),
+      step(registry_.gauge("meridian_step", "Training steps completed by this site.")),
+      epoch(registry_.gauge("meridian_epoch", "Epochs of the local data completed.")),
+      train_loss(registry_.gauge("meridian_train_loss", "Training loss, averaged over recent local batches.")),
+      test_accuracy(registry_.gauge("meridian_test_accuracy",
+                                    "Test accuracy (fraction in [0, 1]) of the last evaluation.")),
+      samples_per_second(registry_.gauge("meridian_samples_per_second", "Local training samples per second.")),
+      push_sum_weight(registry_.gauge("meridian_push_sum_weight", "Push-sum weight w of this site (sgp).")),
+      staleness_steps(registry_.gauge("meridian_staleness_steps",
+                                      "Steps this site is ahead of the oldest mixer message it still expects.")),
+      peers_alive(registry_.gauge("meridian_peers_alive",
+                                  "Sites of the current view that answer heartbeats, this one included.")),
+      rounds_abandoned(registry_.counter("meridian_rounds_abandoned_total",
+                                         "Communication rounds abandoned at their deadline and redone.")),
+      checkpoints_written(registry_.counter("meridian_checkpoints_written_total", "Checkpoints written.")),
+      checkpoint_failures(registry_.counter("meridian_checkpoint_failures_total",
+                                            "Checkpoint writes that failed (see the log for the cause).")),
+      peer_rtt_seconds(registry_.gauge_family("meridian_peer_rtt_seconds",
+                                              "Round-trip time to the peer, from heartbeats.", {"peer"})),
+      peer_sent_bytes(registry_.counter_family("meridian_peer_sent_bytes_total", "Bytes sent to the peer.",
+                                               {"peer"})),
+      peer_received_bytes(registry_.counter_family("meridian_peer_received_bytes_total",
+                                                   "Bytes received from the peer.", {"peer"})),
+      rejected_messages(registry_.counter_family("meridian_rejected_messages_total",
+                                                 "Incoming messages rejected by validation, by cause.",
+                                                 {"cause"})) {
+  registry_.gauge_callback("meridian_checkpoint_age_seconds",
+                           "Seconds since the last checkpoint was written (since start before the first).",
+                           [this] {
+                             const Clock::duration since(Clock::now().time_since_epoch().count() -
+                                                         last_durable_.load(std::memory_order_relaxed));
+                             return std::chrono::duration<double>(since).count();
+                           });
+  registry_.gauge_family("meridian_site_info", "Constant 1, labelled with the site and its algorithm.",
+                         {"site", "algorithm"})
+      .with({site, algorithm})
+      .set(1.0);
+}
+
+void DaemonMetrics::forget_peer(const std::string& peer) {
+  peer_rtt_seconds.remove({peer});
+  peer_sent_bytes.remove({peer});
+  peer_received_bytes.remove({peer});
+}
+
+void DaemonMetrics::checkpoint_written(Clock::time_point when) {
+  last_durable_.store(when.time_since_epoch().count(), std::memory_order_relaxed);
+  checkpoints_written.inc();
+}
+
+}  // namespace meridian::daemon

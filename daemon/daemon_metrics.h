@@ -1,0 +1,59 @@
+// The metrics one daemon exports on /metrics (issue 5), as typed members so that the trainer and the
+// communication thread set them without spelling metric names. Owns its registry; hand registry() to
+// the MetricsServer.
+//
+// Names (all prefixed meridian_): step, epoch, train_loss, test_accuracy, samples_per_second,
+// push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, peer_rtt_seconds{peer},
+// peer_sent_bytes_total{peer}, peer_received_bytes_total{peer}, rejected_messages_total{cause},
+// checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds, site_info{site,algorithm}.
+//
+// Thread-safety: every member may be updated from any thread (see metrics_registry.h).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "daemon/metrics_registry.h"
+
+namespace meridian::daemon {
+
+class DaemonMetrics {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `site` and `algorithm` go into meridian_site_info so that dashboards can label every series.
+  DaemonMetrics(const std::string& site, const std::string& algorithm);
+  DaemonMetrics(const DaemonMetrics&) = delete;
+  DaemonMetrics& operator=(const DaemonMetrics&) = delete;
+
+  const MetricsRegistry& registry() const { return registry_; }
+
+  // Per-peer series of a peer that left the view, so that churn does not grow the exposition forever.
+  void forget_peer(const std::string& peer);
+  // Records a successful checkpoint write at `when`; checkpoint_age_seconds counts from here.
+  void checkpoint_written(Clock::time_point when = Clock::now());
+
+ private:
+  MetricsRegistry registry_;  // declared first: the members below are references into it
+  std::atomic<Clock::rep> last_durable_;  // last checkpoint, or the daemon's start before the first
+
+ public:
+  Gauge& step;
+  Gauge& epoch;
+  Gauge& train_loss;
+  Gauge& test_accuracy;  // fraction in [0, 1] of the last evaluation
+  Gauge& samples_per_second;
+  Gauge& push_sum_weight;
+  Gauge& staleness_steps;  // steps ahead of the oldest mixer message still expected
+  Gauge& peers_alive;      // members of the current view that answer heartbeats, this site included
+  Counter& rounds_abandoned;
+  Counter& checkpoints_written;
+  Counter& checkpoint_failures;
+  Family<Gauge>& peer_rtt_seconds;          // labels: peer
+  Family<Counter>& peer_sent_bytes;         // labels: peer
+  Family<Counter>& peer_received_bytes;     // labels: peer
+  Family<Counter>& rejected_messages;       // labels: cause (as named by the message validator)
+};
+
+}  // namespace meridian::daemon

@@ -1,0 +1,62 @@
+#include "daemon/directory_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace meridian::daemon {
+
+std::optional<DirectoryLock> DirectoryLock::acquire(const std::filesystem::path& dir, std::string& error) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    error = "cannot use directory " + dir.string() + ": " + ec.message();
+    return std::nullopt;
+  }
+  const auto file = dir / ".meridian.lock";
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    error = "cannot create lock file " + file.string() + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    // The holder wrote its pid into the file; it is only for the message.
+    char pid[32] = {};
+    const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      error = "directory " + dir.string() + " is in use by another daemon" +
+              (n > 0 ? std::string(" (pid ") + pid + ")" : std::string()) +
+              "; give each site its own --run-dir / --checkpoint-dir";
+    } else {
+      error = "cannot lock " + file.string() + ": " + std::strerror(err);
+    }
+    return std::nullopt;
+  }
+  const std::string me = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
+  return DirectoryLock(dir, fd);
+}
+
+DirectoryLock::DirectoryLock(DirectoryLock&& other) noexcept
+    : dir_(std::move(other.dir_)), fd_(std::exchange(other.fd_, -1)) {}
+
+DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    dir_ = std::move(other.dir_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+}  // namespace meridian::daemon

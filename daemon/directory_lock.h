@@ -1,0 +1,35 @@
+// Exclusive ownership of a directory by one daemon (its run or checkpoint directory), so that two
+// daemons configured with the same directory cannot rotate away each other's checkpoints. A lock file
+// DIR/.meridian.lock is held with flock(2): the kernel releases it when the process dies, so a daemon
+// killed with SIGKILL never leaves a stale lock behind.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace meridian::daemon {
+
+class DirectoryLock {
+ public:
+  // Creates `dir` if missing and takes its lock without waiting. Returns nullopt and sets `error`
+  // (naming the directory, and the holder's pid when known) when another process — or another
+  // DirectoryLock in this one — holds it, or the directory cannot be used.
+  static std::optional<DirectoryLock> acquire(const std::filesystem::path& dir, std::string& error);
+
+  DirectoryLock(DirectoryLock&& other) noexcept;
+  DirectoryLock& operator=(DirectoryLock&& other) noexcept;
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  // Releases the lock (the lock file stays; it is harmless and reused).
+  ~DirectoryLock();
+
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  DirectoryLock(std::filesystem::path dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
+  std::filesystem::path dir_;
+  int fd_ = -1;
+};
+
+}  // namespace meridian::daemon

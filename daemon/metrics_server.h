@@ -1,0 +1,41 @@
+// Serves a MetricsRegistry on GET /metrics over HTTP (cpp-httplib) for Prometheus to scrape.
+// RAII: the constructor binds and starts serving, the destructor stops and joins.
+//
+// Threads: cpp-httplib's listener and a small worker pool; they only read the registry (which is
+// thread-safe) and never touch ZeroMQ sockets or training state.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "daemon/metrics_registry.h"
+
+namespace meridian::daemon {
+
+class MetricsServerError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class MetricsServer {
+ public:
+  // `address` is "HOST:PORT" ("[::1]:9400" for IPv6); port 0 picks a free port (see port()).
+  // `registry` must outlive the server. Throws MetricsServerError naming the address when it is
+  // malformed or cannot be bound (in use, not a local address).
+  MetricsServer(const MetricsRegistry& registry, const std::string& address);
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+  ~MetricsServer();
+
+  const std::string& host() const;
+  int port() const;
+  // "http://HOST:PORT/metrics", for logs and tests.
+  std::string url() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace meridian::daemon

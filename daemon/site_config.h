@@ -1,0 +1,128 @@
+// Everything one site needs to run, from flags and a config file (TOML, read with CLI11's config
+// parser): identity and network, data and partition, model, optimizer and schedule, algorithm and its
+// knobs, WAN emulation, checkpoints, metrics, control socket, device.
+//
+// Every field is a flag of `meridian start` and a key of the config file with the same name
+// (--checkpoint-dir / checkpoint-dir = "..."); a flag given on the command line wins over the file.
+// `meridian init` writes a commented file (render_site_config) that reads back to the same values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace meridian::daemon {
+
+struct SiteConfig {
+  // Identity and network
+  std::string name;                      // unique in the federation; [A-Za-z0-9._-], at most 64 characters
+  std::string key_dir = "keys";          // this site's CurveZMQ key pair (meridian keygen)
+  std::string roster = "roster.toml";    // the sites allowed in the federation
+  std::string listen = "tcp://0.0.0.0:7400";
+  std::vector<std::string> join;         // bootstrap peers, tcp://HOST:PORT
+  bool insecure = false;                 // no CurveZMQ: local experiments only
+  std::string run_dir = "meridian-run";  // default home of checkpoints and the control socket
+
+  // Data
+  std::string dataset = "fashion-mnist";  // fashion-mnist | idx | csv
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";  // idx and fashion-mnist: the IDX files
+  std::string train_csv;                  // csv only
+  std::string test_csv;                   // csv only, optional
+  std::string label_column = "label";     // csv only: column name or 0-based index
+  std::string partition = "iid";          // iid | dirichlet:ALPHA (simulations split one dataset)
+  int site_index = 0;                     // this site's part when the dataset is split
+  int site_count = 1;                     // number of parts
+
+  // Model and optimizer
+  std::string model = "mlp";              // logreg | mlp | cnn
+  std::vector<int> widths = {256, 128};   // hidden layer widths (mlp) or channel widths (cnn)
+  std::string optimizer = "momentum";     // sgd | momentum | nesterov | adam
+  double lr = 0.05;
+  std::string schedule = "constant";      // constant | step:EPOCHS:FACTOR | cosine
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  int batch = 64;
+  int epochs = 5;
+
+  // Algorithm
+  std::string algo = "sgp";               // allreduce | dts | sgp | dsync | local
+  int delay = 0;                          // D: steps a mixed result may arrive late (dts, dsync, sgp)
+  int period = 1;                         // P: dts averages every P steps
+  int out_peers = 1;                      // K: sgp out-peers per step
+  int tau = 1;                            // τ: sgp may run τ steps ahead of the oldest expected message
+  std::string grid = "auto";              // dsync: auto | AxB
+  int reaverage_every = 100;              // steps between exact parameter re-averages; 0 = only on view change
+
+  // WAN emulation
+  std::string wan;                        // "" (none) | world4 | latency=..,jitter=..,bandwidth=..,loss=..
+  std::string region;                     // with world4: oregon | ohio | london | tokyo
+
+  // Operations
+  std::string checkpoint_dir;             // "" = RUN_DIR/checkpoints
+  double checkpoint_interval = 60.0;      // seconds between checkpoints
+  int checkpoint_keep = 3;
+  std::string metrics_address = "127.0.0.1:9400";  // HOST:PORT, or "off"
+  std::string control_socket;             // "" = RUN_DIR/control.sock
+  std::string device = "auto";            // auto | cpu | cuda | cuda:N
+  std::uint64_t seed = 1;
+  int threads = 0;                        // 0 = one per core
+
+  // The paths with their defaults applied.
+  std::string checkpoint_dir_or_default() const;
+  std::string control_socket_or_default() const;
+
+  bool operator==(const SiteConfig&) const = default;
+};
+
+// Invalid configuration; what() lists every problem, one per line, each naming the option and giving a
+// hint.
+class SiteConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Adds every SiteConfig field to `app` as a flag bound to `config`, plus --config FILE. Call
+// apply_site_config_file() then validate_site_config() in the command's callback.
+// `config` must outlive `app`'s parsing.
+void bind_site_options(CLI::App& app, SiteConfig& config);
+
+// If --config FILE was given, reads FILE with CLI11's TOML reader and sets every option the command
+// line did not set. Throws SiteConfigError naming the file and the key for an unknown key, a section,
+// or a value that does not convert.
+// `config` is the struct bound to `app`.
+void apply_site_config_file(CLI::App& app, SiteConfig& config);
+
+// The site configuration in `path` on top of the defaults, not validated (for commands that only need
+// a few paths from it, such as the control socket). Throws SiteConfigError naming the file.
+SiteConfig read_site_config_file(const std::string& path);
+
+// Every problem with `config`, each "--option: problem (hint)"; empty when valid.
+std::vector<std::string> site_config_problems(const SiteConfig& config);
+// Throws SiteConfigError listing site_config_problems() when there are any.
+void validate_site_config(const SiteConfig& config);
+
+// A commented TOML file that bind_site_options + apply_site_config_file read back to `config`.
+std::string render_site_config(const SiteConfig& config);
+
+// Parsed forms of the small option grammars this file owns, for the daemon and for validation.
+// (--partition is models/data/partition.h's parse_partition_spec, --wan peer/wan_model.h's
+// parse_wan_spec.)
+struct ScheduleSpec {
+  enum class Kind { kConstant, kStep, kCosine } kind = Kind::kConstant;
+  int step_epochs = 0;     // step: multiply the rate by step_factor every step_epochs epochs
+  double step_factor = 1;
+};
+std::optional<ScheduleSpec> parse_schedule(const std::string& text);
+
+struct GridSpec {
+  int rows = 0, cols = 0;  // both 0 for "auto"
+};
+std::optional<GridSpec> parse_grid(const std::string& text);
+
+}  // namespace meridian::daemon

@@ -1,0 +1,303 @@
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <future>
+#include <thread>
+#include <zmq.hpp>
+
+#include "daemon/control_client.h"
+#include "daemon/control_server.h"
+#include "daemon/unix_socket_probe.h"
+#include "tests/daemon/temp_dir.h"
+
+using namespace meridian::daemon;
+using Catch::Matchers::Contains;
+using meridian::testing::TempDir;
+
+namespace {
+
+StatusReport sample_status() {
+  StatusReport s;
+  s.site = "oregon";
+  s.algorithm = "sgp";
+  s.state = "training";
+  s.listen = "tcp://0.0.0.0:7400";
+  s.step = 1200;
+  s.epoch = 3;
+  s.train_loss = 0.4123;
+  s.test_accuracy = 0.862;
+  s.peers_alive = 3;
+  s.peers_known = 4;
+  s.view_id = 7;
+  s.staleness = 1;
+  s.push_sum_weight = 0.97;
+  s.samples_per_second = 5400;
+  s.bytes_per_second = 2.4e6;
+  s.uptime_seconds = 3725;
+  s.last_checkpoint = "run/checkpoints/checkpoint-00000000000000001200.mrdn";
+  s.checkpoint_age_seconds = 42;
+  return s;
+}
+
+std::vector<PeerReport> sample_peers() {
+  return {{"ohio", "tcp://10.0.0.2:7400", "alive", 1, 0.05, 0.2, 1000000, 2000},
+          {"tokyo", "tcp://10.0.0.4:7400", "suspect", std::nullopt, std::nullopt, 12.5, 0, 0}};
+}
+
+class FakeDaemon : public ControlHandler {
+ public:
+  StatusReport status() override {
+    if (fail_status) throw std::runtime_error("trainer state unavailable");
+    return sample_status();
+  }
+  std::vector<PeerReport> peers() override { return sample_peers(); }
+  LeaveReport leave() override {
+    const bool first = !leaving.exchange(true);
+    return {first, first ? "oregon is leaving the federation" : "oregon is already leaving",
+            first ? std::optional<std::uint64_t>(1210) : std::nullopt};
+  }
+  std::atomic<bool> leaving{false};
+  std::atomic<bool> fail_status{false};
+};
+
+// The communication thread's part: owns the server socket and polls it, as the daemon will.
+class PollingThread {
+ public:
+  PollingThread(zmq::context_t& context, const std::string& path, ControlHandler& handler) {
+    std::promise<void> ready;
+    auto started = ready.get_future();
+    thread_ = std::thread([&, path, ready = std::move(ready)]() mutable {
+      std::optional<ControlServer> server;
+      try {
+        server.emplace(context, path, handler);
+      } catch (...) {
+        ready.set_exception(std::current_exception());
+        return;
+      }
+      ready.set_value();
+      while (!stop_) {
+        zmq::pollitem_t items[] = {{server->socket().handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, std::chrono::milliseconds(20));
+        if (items[0].revents & ZMQ_POLLIN) server->serve_pending();
+      }
+    });
+    try {
+      started.get();
+    } catch (...) {
+      thread_.join();
+      throw;
+    }
+  }
+  ~PollingThread() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+struct Command {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+// Runs the real `meridian` binary in a child process.
+Command run_meridian(const std::string& args, const TempDir& tmp) {
+  const auto out = tmp.path() / "out.txt";
+  const auto err = tmp.path() / "err.txt";
+  const std::string cmd = std::string(MERIDIAN_BINARY) + " " + args + " > " + out.string() + " 2> " + err.string();
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  return {WEXITSTATUS(status), slurp(out), slurp(err)};
+}
+
+}  // namespace
+
+TEST_CASE("control replies round-trip through JSON", "[daemon][control]") {
+  CHECK(decode_status_reply(encode_status_reply(sample_status())) == sample_status());
+  CHECK(decode_peers_reply(encode_peers_reply(sample_peers())) == sample_peers());
+  const LeaveReport leave{true, "bye", 99};
+  CHECK(decode_leave_reply(encode_leave_reply(leave)) == leave);
+  CHECK(decode_peers_reply(encode_peers_reply({})).empty());
+
+  // A diverged loss is NaN, which JSON cannot hold: it travels as null and comes back NaN.
+  auto diverged = sample_status();
+  diverged.train_loss = std::nan("");
+  CHECK(std::isnan(decode_status_reply(encode_status_reply(diverged)).train_loss));
+
+  CHECK(decode_request(encode_request(ControlCommand::kLeave)) == ControlCommand::kLeave);
+  CHECK_THROWS_WITH(decode_request("not json"), Contains("not a JSON object"));
+  CHECK_THROWS_WITH(decode_request(R"({"version":1,"command":"reboot"})"), Contains("unknown command 'reboot'"));
+  CHECK_THROWS_WITH(decode_request(R"({"version":9,"command":"status"})"), Contains("unsupported protocol version"));
+  CHECK_THROWS_WITH(decode_status_reply(encode_error_reply("busy")), Contains("the daemon says: busy"));
+  CHECK_THROWS_WITH(decode_status_reply(R"({"ok":true,"status":{"site":1}})"), Contains("malformed \"status\""));
+  CHECK_THROWS_WITH(decode_peers_reply("[]"), Contains("not a JSON object"));
+}
+
+TEST_CASE("a client talks to a server polled by another thread", "[daemon][control]") {
+  TempDir tmp;
+  const std::string path = (tmp.path() / "run" / "control.sock").string();
+  zmq::context_t context;
+  FakeDaemon daemon;
+  {
+    PollingThread comm(context, path, daemon);
+    // Only the daemon's user may talk to it.
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+
+    ControlClient client(path);
+    CHECK(client.status() == sample_status());
+    CHECK(client.peers() == sample_peers());
+    const auto first = client.leave();
+    CHECK(first.accepted);
+    CHECK(first.effective_round == std::optional<std::uint64_t>(1210));
+    CHECK_FALSE(client.leave().accepted);
+
+    // A handler that throws becomes an error reply; the server keeps serving.
+    daemon.fail_status = true;
+    CHECK_THROWS_WITH(client.status(), Contains("the daemon says: the daemon could not answer: trainer state unavailable"));
+    daemon.fail_status = false;
+    CHECK(client.status().step == 1200);
+
+    // Garbage gets an error reply too.
+    CHECK_THAT(client.exchange("{\"version\":1}"), Contains("\"ok\":false") && Contains("no \\\"command\\\""));
+
+    // A second daemon on the same socket is refused instead of stealing it.
+    zmq::context_t other;
+    FakeDaemon second;
+    CHECK_THROWS_WITH(ControlServer(other, path, second), Contains("in use by a running daemon"));
+  }
+  // The socket file goes away with the server.
+  CHECK(probe_unix_socket(path) == UnixSocketState::kAbsent);
+  CHECK_THROWS_AS(ControlClient(path).status(), NoDaemonError);
+}
+
+TEST_CASE("the client says clearly when no daemon is there", "[daemon][control]") {
+  TempDir tmp;
+  const std::string path = (tmp.path() / "control.sock").string();
+  CHECK_THROWS_WITH(ControlClient(path).status(), Contains("no daemon is running at " + path) &&
+                                                      Contains("no control socket there") &&
+                                                      Contains("meridian start --config FILE"));
+
+  // A daemon killed without cleaning up leaves its socket file behind.
+  {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      zmq::context_t context;
+      FakeDaemon daemon;
+      ControlServer server(context, path, daemon);
+      ::raise(SIGKILL);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    REQUIRE(WIFSIGNALED(status));
+  }
+  REQUIRE(std::filesystem::exists(path));
+  CHECK(probe_unix_socket(path) == UnixSocketState::kStale);
+  CHECK_THROWS_WITH(ControlClient(path).peers(), Contains("left from a daemon that stopped"));
+
+  // The next daemon binds over the stale file.
+  zmq::context_t context;
+  FakeDaemon daemon;
+  PollingThread comm(context, path, daemon);
+  CHECK(ControlClient(path).status().site == "oregon");
+
+  // A regular file is not a socket.
+  const auto plain = (tmp.path() / "plain").string();
+  std::ofstream(plain) << "x";
+  CHECK_THROWS_WITH(ControlClient(plain).status(), Contains("is not a control socket"));
+  CHECK_THROWS_WITH(ControlServer(context, plain, daemon), Contains("is not a socket"));
+  CHECK_THROWS_WITH(ControlServer(context, "/tmp/" + std::string(120, 'x'), daemon), Contains("longer than a Unix socket allows"));
+}
+
+TEST_CASE("the reply to leave arrives even when the daemon closes the socket right after", "[daemon][control]") {
+  TempDir tmp;
+  const std::string path = (tmp.path() / "control.sock").string();
+  FakeDaemon daemon;
+  std::promise<void> bound;
+  auto ready = bound.get_future();
+  std::thread comm([&] {
+    zmq::context_t context;
+    {
+      ControlServer server(context, path, daemon);
+      bound.set_value();
+      while (server.serve_pending() == 0) {
+        zmq::pollitem_t items[] = {{server.socket().handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, std::chrono::milliseconds(20));
+      }
+    }  // the daemon exits: socket closed and context terminated at once
+  });
+  ready.get();
+  const auto leave = ControlClient(path).leave();
+  comm.join();
+  CHECK(leave.accepted);
+  CHECK(probe_unix_socket(path) == UnixSocketState::kAbsent);
+}
+
+TEST_CASE("a daemon that does not answer in time gives a clear error", "[daemon][control]") {
+  TempDir tmp;
+  const std::string path = (tmp.path() / "control.sock").string();
+  zmq::context_t context;
+  FakeDaemon daemon;
+  ControlServer server(context, path, daemon);  // bound, but nobody polls it
+  CHECK_THROWS_WITH(ControlClient(path, std::chrono::milliseconds(200)).status(),
+                    Contains("did not answer within 200 ms"));
+}
+
+TEST_CASE("meridian status, peers and leave talk to a running daemon", "[daemon][control]") {
+  TempDir tmp;
+  const std::string path = (tmp.path() / "control.sock").string();
+  zmq::context_t context;
+  FakeDaemon daemon;
+  PollingThread comm(context, path, daemon);
+
+  auto status = run_meridian("status --socket " + path, tmp);
+  CHECK(status.exit_code == 0);
+  CHECK_THAT(status.out, Contains("oregon (sgp), training") && Contains("step        1200  (epoch 3)") &&
+                             Contains("accuracy    86.2%") && Contains("3 alive of 4 known (view 7)") &&
+                             Contains("5400 samples/s, 2.4 MB/s") && Contains("(42 s ago)") &&
+                             Contains("uptime      1 h 02 min"));
+
+  auto json = run_meridian("status --json --socket " + path, tmp);
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Contains("\"step\": 1200") && Contains("\"test_accuracy\": 0.862"));
+
+  // The socket can also be found through the site's config file.
+  const auto config = tmp.path() / "site.toml";
+  std::ofstream(config) << "name = \"oregon\"\ncontrol-socket = \"" << path << "\"\n";
+  auto peers = run_meridian("peers --config " + config.string(), tmp);
+  CHECK(peers.exit_code == 0);
+  CHECK_THAT(peers.out, Contains("NAME") && Contains("ohio") && Contains("alive") && Contains("50 ms") &&
+                            Contains("1.0 MB") && Contains("tokyo") && Contains("suspect"));
+  CHECK_THAT(run_meridian("peers --json --socket " + path, tmp).out, Contains("\"rank\": null"));
+
+  auto leave = run_meridian("leave --socket " + path, tmp);
+  CHECK(leave.exit_code == 0);
+  CHECK_THAT(leave.out, Contains("oregon is leaving the federation (the view changes at round 1210)"));
+  auto again = run_meridian("leave --json --socket " + path, tmp);
+  CHECK(again.exit_code == 1);
+  CHECK_THAT(again.out, Contains("\"accepted\": false"));
+}
+
+TEST_CASE("meridian status without a daemon exits 1 with a hint", "[daemon][control]") {
+  TempDir tmp;
+  const auto result = run_meridian("status --socket " + (tmp.path() / "none.sock").string(), tmp);
+  CHECK(result.exit_code == 1);
+  CHECK_THAT(result.err, Contains("no daemon is running at") && Contains("meridian start --config FILE"));
+  const auto help = run_meridian("leave --help", tmp);
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Contains("Examples:") && Contains("meridian leave --config oregon.toml"));
+}

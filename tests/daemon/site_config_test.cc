@@ -1,0 +1,225 @@
+#include <catch2/catch.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "daemon/site_config.h"
+#include "tests/daemon/temp_dir.h"
+
+using namespace meridian::daemon;
+using Catch::Matchers::Contains;
+using meridian::testing::TempDir;
+
+namespace {
+
+// Parses `args` the way a command does: flags, then the --config file for what flags left unset.
+SiteConfig parse(std::vector<std::string> args) {
+  CLI::App app{"test"};
+  SiteConfig config;
+  bind_site_options(app, config);
+  std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
+  app.parse(args);
+  apply_site_config_file(app, config);
+  return config;
+}
+
+std::string problems_of(const SiteConfig& config) {
+  std::string all;
+  for (const auto& p : site_config_problems(config)) all += p + "\n";
+  return all;
+}
+
+int run(const std::string& command) { return WEXITSTATUS(std::system(command.c_str())); }
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("meridian init writes a config that --config reads back to the same values", "[daemon][config]") {
+  TempDir tmp;
+  const auto file = tmp.path() / "oregon.toml";
+  const std::string init = std::string(MERIDIAN_BINARY) + " init --name oregon --out " + file.string();
+  REQUIRE(run(init + " > /dev/null") == 0);
+
+  SiteConfig expected;
+  expected.name = "oregon";
+  const auto read_back = parse({"--config", file.string()});
+  CHECK(read_back == expected);
+  validate_site_config(read_back);
+
+  // It refuses to overwrite without --force.
+  CHECK(run(init + " 2> /dev/null") == 1);
+}
+
+TEST_CASE("every kind of value survives init and --config", "[daemon][config]") {
+  TempDir tmp;
+  const auto file = tmp.path() / "tokyo.toml";
+  REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --out " + file.string() +
+              " --name tokyo --insecure --join tcp://10.0.0.1:7400,tcp://10.0.0.2:7401 --widths 512,64,32"
+              " --lr 0.125 --weight-decay 5e-4 --algo dts --delay 3 --period 2 --wan world4 --region tokyo"
+              " --seed 18446744073709551615 --metrics-address off --checkpoint-dir '/var/lib/it is \"here\"'"
+              " --partition dirichlet:0.5 --site-index 2 --site-count 4 > /dev/null") == 0);
+  const auto config = parse({"--config", file.string()});
+  CHECK(config.name == "tokyo");
+  CHECK(config.insecure);
+  CHECK(config.join == std::vector<std::string>{"tcp://10.0.0.1:7400", "tcp://10.0.0.2:7401"});
+  CHECK(config.widths == std::vector<int>{512, 64, 32});
+  CHECK(config.lr == 0.125);
+  CHECK(config.weight_decay == 5e-4);
+  CHECK(config.algo == "dts");
+  CHECK(config.delay == 3);
+  CHECK(config.period == 2);
+  CHECK(config.wan == "world4");
+  CHECK(config.region == "tokyo");
+  CHECK(config.seed == 18446744073709551615ull);
+  CHECK(config.metrics_address == "off");
+  CHECK(config.checkpoint_dir == "/var/lib/it is \"here\"");
+  CHECK(config.site_index == 2);
+  CHECK(problems_of(config).empty());
+
+  // A flag on the command line wins over the file; the rest still comes from the file.
+  const auto overridden = parse({"--config", file.string(), "--lr", "0.5", "--join", "tcp://h:1"});
+  CHECK(overridden.lr == 0.5);
+  CHECK(overridden.join == std::vector<std::string>{"tcp://h:1"});
+  CHECK(overridden.delay == 3);
+}
+
+TEST_CASE("a bad config file names the file and the key", "[daemon][config]") {
+  TempDir tmp;
+  const auto file = tmp.path() / "bad.toml";
+  auto error_for = [&](const std::string& text) {
+    std::ofstream(file) << text;
+    try {
+      parse({"--config", file.string()});
+    } catch (const SiteConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error_for("name = \"x\"\nlearning-rate = 0.1\n"),
+             Contains(file.string()) && Contains("unknown key 'learning-rate'"));
+  CHECK_THAT(error_for("lr = \"fast\"\n"), Contains(file.string()) && Contains("key 'lr'"));
+  CHECK_THAT(error_for("[start]\nlr = 0.1\n"), Contains("section [start] is not used"));
+  // Underscores are accepted for dashes, as people write TOML keys both ways.
+  std::ofstream(file) << "checkpoint_keep = 7\n";
+  CHECK(parse({"--config", file.string()}).checkpoint_keep == 7);
+  // An empty list in the file empties the option (validation then says what is missing).
+  std::ofstream(file) << "widths = []\n";
+  const auto no_widths = parse({"--config", file.string()});
+  CHECK(no_widths.widths.empty());
+  CHECK_THAT(problems_of(no_widths), Contains("--widths: missing"));
+  CHECK_THROWS_AS(parse({"--config", (tmp.path() / "absent.toml").string()}), CLI::ValidationError);
+}
+
+TEST_CASE("each bad value gives an error naming the option with a hint", "[daemon][config]") {
+  SiteConfig good;
+  good.name = "oregon";
+  REQUIRE(problems_of(good).empty());
+
+  struct Case {
+    std::function<void(SiteConfig&)> change;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](SiteConfig& c) { c.name = ""; }, "--name: missing (give the site a name"},
+      {[](SiteConfig& c) { c.name = "bad name!"; }, "--name: 'bad name!' must be"},
+      {[](SiteConfig& c) { c.roster = ""; }, "--roster: missing"},
+      {[](SiteConfig& c) { c.key_dir = ""; }, "--key-dir: missing (create keys with 'meridian keygen'"},
+      {[](SiteConfig& c) { c.listen = "0.0.0.0:7400"; }, "--listen: '0.0.0.0:7400' is not tcp://HOST:PORT"},
+      {[](SiteConfig& c) { c.join = {"tcp://host"}; }, "--join: 'tcp://host' is not tcp://HOST:PORT"},
+      {[](SiteConfig& c) { c.join = {"tcp://host:0"}; }, "--join: 'tcp://host:0'"},
+      {[](SiteConfig& c) { c.dataset = "cifar"; }, "--dataset: 'cifar' is not one of fashion-mnist, idx, csv"},
+      {[](SiteConfig& c) { c.dataset = "csv"; }, "--train-csv: missing"},
+      {[](SiteConfig& c) { c.partition = "dirichlet:0"; }, "--partition: partition \"dirichlet:0\": alpha"},
+      {[](SiteConfig& c) { c.partition = "dirichlet:x"; }, "--partition: partition \"dirichlet:x\""},
+      {[](SiteConfig& c) { c.site_index = 4; c.site_count = 4; }, "--site-index: 4 is outside 0..3"},
+      {[](SiteConfig& c) { c.model = "resnet"; }, "--model: 'resnet' is not one of logreg, mlp, cnn"},
+      {[](SiteConfig& c) { c.widths = {}; }, "--widths: missing: mlp needs layer widths"},
+      {[](SiteConfig& c) { c.widths = {64, 0}; }, "--widths: 0 is not a positive width"},
+      {[](SiteConfig& c) { c.optimizer = "lbfgs"; }, "--optimizer: 'lbfgs' is not one of"},
+      {[](SiteConfig& c) { c.lr = 0; }, "--lr: must be a positive number"},
+      {[](SiteConfig& c) { c.lr = std::nan(""); }, "--lr: must be a positive number"},
+      {[](SiteConfig& c) { c.schedule = "step:2"; }, "--schedule: 'step:2' is not constant, cosine or step:EPOCHS:FACTOR"},
+      {[](SiteConfig& c) { c.momentum = 1; }, "--momentum: must be in [0, 1)"},
+      {[](SiteConfig& c) { c.weight_decay = -1; }, "--weight-decay: must be 0 or positive"},
+      {[](SiteConfig& c) { c.batch = 0; }, "--batch: 0 is below the minimum 1"},
+      {[](SiteConfig& c) { c.epochs = -2; }, "--epochs: -2 is below the minimum 1"},
+      {[](SiteConfig& c) { c.algo = "fedavg"; }, "--algo: 'fedavg' is not one of allreduce, dts, sgp, dsync, local"},
+      {[](SiteConfig& c) { c.delay = -1; }, "--delay: -1 is below the minimum 0"},
+      {[](SiteConfig& c) { c.period = 0; }, "--period: 0 is below the minimum 1"},
+      {[](SiteConfig& c) { c.out_peers = 0; }, "--out-peers: 0"},
+      {[](SiteConfig& c) { c.tau = 0; }, "--tau: 0"},
+      {[](SiteConfig& c) { c.grid = "2by4"; }, "--grid: '2by4' is not auto or ROWSxCOLS"},
+      {[](SiteConfig& c) { c.grid = "0x4"; }, "--grid: '0x4'"},
+      {[](SiteConfig& c) { c.wan = "latency=120"; }, "--wan: link spec \"latency=120\": latency \"120\" needs a unit"},
+      {[](SiteConfig& c) { c.wan = "latency=1ms,bw=5mbit"; }, "--wan: link spec \"latency=1ms,bw=5mbit\": unknown field \"bw\""},
+      {[](SiteConfig& c) { c.wan = "bandwidth=fast"; }, "--wan: link spec \"bandwidth=fast\": bandwidth"},
+      {[](SiteConfig& c) { c.wan = "loss=1"; }, "--wan: link spec \"loss=1\": loss \"1\" is outside [0, 1)"},
+      {[](SiteConfig& c) { c.wan = "latency=1ms,latency=2ms"; }, "latency is given twice"},
+      {[](SiteConfig& c) { c.wan = "bandwidth=0mbit"; }, "bandwidth must be > 0"},
+      {[](SiteConfig& c) { c.wan = "latency=1ms,world4"; }, "--wan: link spec \"latency=1ms,world4\": field \"world4\""},
+      {[](SiteConfig& c) { c.wan = "world4,jitter=5ms"; }, "--region: missing: name this site's region in --wan world4,jitter=5ms (regions: oregon, ohio, london, tokyo)"},
+      {[](SiteConfig& c) { c.wan = "world4"; }, "--region: missing: name this site's region in --wan world4 (regions: oregon, ohio, london, tokyo)"},
+      {[](SiteConfig& c) { c.region = "tokyo"; }, "--region: only applies with a --wan that has regions"},
+      {[](SiteConfig& c) { c.region = "tokyo"; c.wan = "latency=5ms"; }, "--region: only applies with a --wan that has regions"},
+      {[](SiteConfig& c) { c.checkpoint_interval = 0; }, "--checkpoint-interval: must be a positive number"},
+      {[](SiteConfig& c) { c.checkpoint_keep = 0; }, "--checkpoint-keep: 0 is below the minimum 1"},
+      {[](SiteConfig& c) { c.metrics_address = "9400"; }, "--metrics-address: '9400' is not HOST:PORT or off"},
+      {[](SiteConfig& c) { c.control_socket = std::string(120, 'x'); }, "--control-socket: path"},
+      {[](SiteConfig& c) { c.device = "gpu"; }, "--device: 'gpu' is not auto, cpu, cuda or cuda:N"},
+      {[](SiteConfig& c) { c.device = "cuda:x"; }, "--device: 'cuda:x'"},
+      {[](SiteConfig& c) { c.threads = -1; }, "--threads: -1 is below the minimum 0"},
+  };
+  for (const auto& c : cases) {
+    SiteConfig config = good;
+    c.change(config);
+    const auto problems = problems_of(config);
+    INFO("expected: " << c.expected);
+    CHECK_THAT(problems, Contains(c.expected));
+    CHECK_THROWS_AS(validate_site_config(config), SiteConfigError);
+  }
+
+  // Insecure sites need no keys or roster; good values of the small grammars pass.
+  SiteConfig local = good;
+  local.insecure = true;
+  local.roster = "";
+  local.key_dir = "";
+  local.wan = "latency=120ms,jitter=10ms,bandwidth=50mbit,loss=1%";
+  local.schedule = "step:2:0.5";
+  local.grid = "2x4";
+  local.device = "cuda:1";
+  CHECK(problems_of(local).empty());
+  local.wan = " world4 , bandwidth=0.5mbit, loss=0.1% ";
+  local.region = "london";
+  CHECK(problems_of(local).empty());
+}
+
+TEST_CASE("the small option grammars parse to their values", "[daemon][config]") {
+  const auto step = parse_schedule("step:3:0.1");
+  REQUIRE(step);
+  CHECK(step->kind == ScheduleSpec::Kind::kStep);
+  CHECK(step->step_epochs == 3);
+  CHECK(step->step_factor == 0.1);
+  CHECK(parse_schedule("cosine")->kind == ScheduleSpec::Kind::kCosine);
+  CHECK_FALSE(parse_schedule("step:0:0.1"));
+  CHECK(parse_grid("auto")->rows == 0);
+  CHECK(parse_grid("3x5")->cols == 5);
+  CHECK_FALSE(parse_grid("3x"));
+
+  SiteConfig config;
+  config.run_dir = "/srv/m";
+  CHECK(config.checkpoint_dir_or_default() == "/srv/m/checkpoints");
+  CHECK(config.control_socket_or_default() == "/srv/m/control.sock");
+}
+
+TEST_CASE("meridian init rejects a bad value with the option named", "[daemon][config]") {
+  TempDir tmp;
+  const auto err = tmp.path() / "err.txt";
+  CHECK(run(std::string(MERIDIAN_BINARY) + " init --name x --algo gossip 2> " + err.string()) == 1);
+  CHECK_THAT(slurp(err), Contains("--algo: 'gossip' is not one of"));
+}
