@@ -7,7 +7,7 @@ CUDA  ?= auto
 TYPE  ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test demo bench bench-wan sanitize clean help
+.PHONY: all build deps test demo bench bench-wan sanitize fuzz clean help
 
 all: build
 
@@ -17,6 +17,7 @@ help:
 	@echo "make demo       train across several local sites with an emulated WAN and print the result"
 	@echo "make bench      run the benchmarks side by side with their peers (writes docs/benchmarks.md)"
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
+	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang) for FUZZ_SECONDS (default 60)"
 	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
 
 deps:
@@ -47,5 +48,15 @@ sanitize:
 	    CMAKE_FLAGS="-DMERIDIAN_SANITIZE=ON"
 	@scripts/run-tests build-sanitize
 
+# The seed corpus is copied so that the fuzzer's discoveries do not grow the repository.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps fuzz
+	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DMERIDIAN_CUDA=0 -DCMAKE_C_COMPILER=clang \
+	    -DCMAKE_CXX_COMPILER=clang++ -DMERIDIAN_SANITIZE=ON -DMERIDIAN_FUZZ=ON > /dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target wire_decoder_fuzzer -- --no-print-directory
+	@rm -rf build-fuzz/corpus && cp -r tests/peer/wire_corpus build-fuzz/corpus
+	@build-fuzz/wire_decoder_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus
+
 clean:
-	rm -rf $(BUILD) build-sanitize
+	rm -rf $(BUILD) build-sanitize build-fuzz

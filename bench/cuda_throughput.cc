@@ -3,7 +3,7 @@
 // much of the snapshot copy hides behind compute. Each figure is the median of --repeats timed runs (CUDA
 // events). Without a usable device it prints "no CUDA device: <reason>" and exits 0.
 //
-// Usage: meridian_bench_cuda_throughput [--repeats N]   (bench/cuda-throughput runs it)
+// Usage: build/bench/cuda_throughput [--repeats N]   (bench/cuda-throughput runs it)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     snapshot_figures(repeats);
     overlap_figures(repeats);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meridian_bench_cuda_throughput: %s\n", e.what());
+    std::fprintf(stderr, "cuda_throughput: %s\n", e.what());
     return 1;
   }
   return 0;

@@ -3,6 +3,8 @@
 namespace meridian::cli {
 
 void register_commands(CLI::App& app, int& exit_code) {
+  add_keygen_command(app, exit_code);
+  add_peer_node_command(app, exit_code);
   add_init_command(app, exit_code);
   add_status_command(app, exit_code);
   add_peers_command(app, exit_code);

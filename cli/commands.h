@@ -10,6 +10,8 @@ namespace meridian::cli {
 
 void register_commands(CLI::App& app, int& exit_code);
 
+void add_keygen_command(CLI::App& app, int& exit_code);
+void add_peer_node_command(CLI::App& app, int& exit_code);
 void add_init_command(CLI::App& app, int& exit_code);
 void add_status_command(CLI::App& app, int& exit_code);
 void add_peers_command(CLI::App& app, int& exit_code);

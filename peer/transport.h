@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "peer/message.h"
 #include "peer/view.h"
@@ -42,6 +43,13 @@ class Transport {
 
   // The view in force at `round`: the newest announced view whose effective_round <= round.
   virtual View view_for(std::uint64_t round) const = 0;
+
+  // Optional buffer reuse; large fresh buffers cost a page fault per 4 KiB on first touch.
+  // take_buffer: a payload buffer of `elements` floats, reusing memory this transport is done with
+  // when it can (contents then unspecified); by default a fresh zero-filled vector.
+  virtual std::vector<float> take_buffer(std::size_t elements) { return std::vector<float>(elements); }
+  // recycle: gives a received payload (or any buffer) back for reuse; by default it is just freed.
+  virtual void recycle(std::vector<float>&& payload) { std::vector<float> gone(std::move(payload)); }
 };
 
 }  // namespace meridian::peer

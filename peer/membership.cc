@@ -1,0 +1,229 @@
+#include "peer/membership.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <spdlog/spdlog.h>
+
+namespace meridian::peer {
+
+namespace {
+
+// Views kept for view_for(); older rounds are answered with the oldest kept view.
+constexpr std::size_t kKeptViews = 16;
+// Views gossiped in each member list: enough for a site that missed a few changes to catch up.
+constexpr std::size_t kGossipedViews = 8;
+
+int state_rank(MemberState s) { return static_cast<int>(s); }  // alive 0 < dead 1 < left 2
+
+bool newer(const MemberRecord& a, const MemberRecord& b) {
+  return std::tuple(a.incarnation, state_rank(a.state)) > std::tuple(b.incarnation, state_rank(b.state));
+}
+
+}  // namespace
+
+void MembershipChange::merge(const MembershipChange& o) {
+  joined.insert(joined.end(), o.joined.begin(), o.joined.end());
+  died.insert(died.end(), o.died.begin(), o.died.end());
+  left.insert(left.end(), o.left.begin(), o.left.end());
+  records = records || o.records;
+  views = views || o.views;
+}
+
+Membership::Membership(MembershipConfig config, Clock::time_point now) : config_(std::move(config)) {
+  members_[config_.self] =
+      Entry{{config_.self, config_.address, config_.region, config_.incarnation, MemberState::kAlive}, now};
+  views_.push_back(View::of({config_.self}, 0, 0));
+}
+
+void Membership::heard_from(const std::string& name, Clock::time_point now) {
+  auto it = members_.find(name);
+  if (it != members_.end() && it->second.record.state == MemberState::kAlive) it->second.last_heard = now;
+}
+
+MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_point now) {
+  MembershipChange change;
+  if (r.name == config_.self) {
+    // Someone believes we are dead (or gone) at our current incarnation: refute by outliving it.
+    Entry& me = members_.at(config_.self);
+    if (!leaving_ && r.state != MemberState::kAlive && r.incarnation >= me.record.incarnation) {
+      me.record.incarnation = r.incarnation + 1;
+      spdlog::info("membership: peers consider '{}' {}; refuting with incarnation {}", config_.self,
+                   r.state == MemberState::kDead ? "dead" : "gone", me.record.incarnation);
+      change.records = true;
+    }
+    return change;
+  }
+  if (config_.admissible && !config_.admissible(r.name)) return change;
+  auto it = members_.find(r.name);
+  if (it != members_.end() && !newer(r, it->second.record)) return change;
+
+  const bool was_alive = it != members_.end() && it->second.record.state == MemberState::kAlive;
+  MemberRecord merged = r;
+  if (it != members_.end()) {
+    // Gossip about a member may omit what a direct hello told us.
+    if (merged.address.empty()) merged.address = it->second.record.address;
+    if (merged.region.empty()) merged.region = it->second.record.region;
+  }
+  const bool restarted = was_alive && r.state == MemberState::kAlive;  // higher incarnation, still alive
+  members_[r.name] = Entry{merged, now};
+  change.records = true;
+  if (r.state == MemberState::kAlive && (!was_alive || restarted)) change.joined.push_back(r.name);
+  if (r.state == MemberState::kDead && was_alive) change.died.push_back(r.name);
+  if (r.state == MemberState::kLeft && was_alive) change.left.push_back(r.name);
+  return change;
+}
+
+MembershipChange Membership::merge_view(const View& v) {
+  MembershipChange change;
+  if (v.id == 0) return change;  // the local initial view of some site
+  auto it = std::lower_bound(views_.begin(), views_.end(), v.id, [](const View& a, std::uint64_t id) { return a.id < id; });
+  if (it == views_.end() || it->id != v.id) {
+    if (it == views_.begin() && views_.size() >= kKeptViews) return change;  // older than anything we keep
+    views_.insert(it, v);
+    if (views_.size() > kKeptViews) views_.erase(views_.begin());
+    change.views = true;
+    return change;
+  }
+  if (*it == v) return change;
+  // Conflicting proposals with the same id: the greater one wins on every site, unless we already run
+  // in ours (then the next proposal repairs the membership).
+  if (it->effective_round <= newest_round_) return change;
+  if (std::tie(v.effective_round, v.members) > std::tie(it->effective_round, it->members)) {
+    *it = v;
+    change.views = true;
+  }
+  return change;
+}
+
+MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point now) {
+  note_round(hello.round);
+  MemberRecord r{hello.name, hello.listen_address, hello.region, hello.incarnation, MemberState::kAlive};
+  MembershipChange change;
+  auto it = members_.find(hello.name);
+  if (it != members_.end() && it->second.record.incarnation == hello.incarnation &&
+      it->second.record.state == MemberState::kAlive && it->second.record.address != hello.listen_address &&
+      !hello.listen_address.empty()) {
+    // Same incarnation, new address: only a direct hello may correct an address.
+    it->second.record.address = hello.listen_address;
+    change.records = true;
+  }
+  change.merge(merge_record(r, now));
+  heard_from(hello.name, now);
+  return change;
+}
+
+MembershipChange Membership::on_members(const MemberListInfo& list, Clock::time_point now) {
+  note_round(list.round);
+  MembershipChange change;
+  for (const auto& r : list.members) change.merge(merge_record(r, now));
+  for (const auto& v : list.views) change.merge(merge_view(v));
+  return change;
+}
+
+MembershipChange Membership::on_heartbeat(const std::string& name, const HeartbeatInfo& hb, Clock::time_point now) {
+  note_round(hb.round);
+  MembershipChange change;
+  auto it = members_.find(name);
+  if (it != members_.end() && hb.incarnation > it->second.record.incarnation) {
+    MemberRecord r = it->second.record;
+    r.incarnation = hb.incarnation;
+    r.state = MemberState::kAlive;
+    change.merge(merge_record(r, now));
+  }
+  heard_from(name, now);
+  return change;
+}
+
+MembershipChange Membership::on_leave(const std::string& name, const LeaveInfo& leave) {
+  auto it = members_.find(name);
+  if (it == members_.end() || name == config_.self) return {};
+  MemberRecord r = it->second.record;
+  if (leave.incarnation < r.incarnation) return {};
+  r.incarnation = leave.incarnation;
+  r.state = MemberState::kLeft;
+  return merge_record(r, it->second.last_heard);
+}
+
+MembershipChange Membership::tick(Clock::time_point now) {
+  MembershipChange change;
+  for (auto& [name, e] : members_) {
+    if (name == config_.self || e.record.state != MemberState::kAlive) continue;
+    if (now - e.last_heard > config_.heartbeat_timeout) {
+      e.record.state = MemberState::kDead;
+      change.died.push_back(name);
+      change.records = true;
+    }
+  }
+  if (leaving_) return change;
+  auto alive = alive_names();
+  if (alive != views_.back().members) {
+    View v = View::of(std::move(alive), views_.back().id + 1, newest_round_ + config_.view_lead_rounds);
+    spdlog::debug("membership: '{}' proposes view {} from round {} with {} members", config_.self, v.id,
+                  v.effective_round, v.members.size());
+    views_.push_back(std::move(v));
+    if (views_.size() > kKeptViews) views_.erase(views_.begin());
+    change.views = true;
+  }
+  return change;
+}
+
+void Membership::note_round(std::uint64_t round) { newest_round_ = std::max(newest_round_, round); }
+
+void Membership::leave() {
+  leaving_ = true;
+  members_.at(config_.self).record.state = MemberState::kLeft;
+}
+
+MemberListInfo Membership::snapshot() const {
+  MemberListInfo out;
+  out.round = newest_round_;
+  for (const auto& [name, e] : members_) out.members.push_back(e.record);
+  for (std::size_t i = views_.size() > kGossipedViews ? views_.size() - kGossipedViews : 0; i < views_.size(); ++i)
+    if (views_[i].id != 0) out.views.push_back(views_[i]);
+  return out;
+}
+
+HelloInfo Membership::hello() const {
+  const auto& me = self_record();
+  return HelloInfo{me.name, me.address, me.region, me.incarnation, newest_round_};
+}
+
+const MemberRecord* Membership::find(const std::string& name) const {
+  auto it = members_.find(name);
+  return it == members_.end() ? nullptr : &it->second.record;
+}
+
+bool Membership::is_alive(const std::string& name) const {
+  const auto* r = find(name);
+  return r && r->state == MemberState::kAlive;
+}
+
+std::vector<MemberRecord> Membership::alive_others() const {
+  std::vector<MemberRecord> out;
+  for (const auto& [name, e] : members_)
+    if (name != config_.self && e.record.state == MemberState::kAlive) out.push_back(e.record);
+  return out;
+}
+
+std::vector<std::string> Membership::alive_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, e] : members_)
+    if (e.record.state == MemberState::kAlive) out.push_back(name);
+  return out;  // std::map iterates in sorted order
+}
+
+std::vector<MemberRecord> Membership::records() const {
+  std::vector<MemberRecord> out;
+  for (const auto& [name, e] : members_) out.push_back(e.record);
+  return out;
+}
+
+View Membership::view_for(std::uint64_t round) const {
+  const View* best = &views_.front();
+  for (const auto& v : views_)
+    if (v.effective_round <= round) best = &v;
+  return *best;
+}
+
+}  // namespace meridian::peer

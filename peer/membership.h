@@ -1,0 +1,110 @@
+// Membership without a coordinator: every site keeps a table of member records, merges the tables its
+// peers gossip, declares a member dead when nothing was heard from it for the heartbeat timeout, and
+// proposes a new view whenever the set of live members differs from the newest view.
+//
+// Records merge by (incarnation, state) with left > dead > alive at equal incarnation, so stale gossip
+// never revives a dead member; a site that hears itself declared dead (falsely) refutes it by raising
+// its incarnation. Views are numbered; a proposed view takes effect `view_lead_rounds` after the
+// newest round any site reported, so that gossip reaches every site before the switch and all switch
+// at the same step. Two sites may propose different views with the same id; the one with the greater
+// (effective_round, members) wins everywhere, unless a site already runs in it (then the next view
+// corrects the membership). The initial one-member view (id 0) is local and never gossiped.
+//
+// This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
+// Thread-safety: none; the transport's I/O thread owns it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "peer/membership_messages.h"
+#include "peer/view.h"
+
+namespace meridian::peer {
+
+struct MembershipConfig {
+  std::string self;
+  std::string address;  // this site's advertised listen address
+  std::string region;
+  std::uint64_t incarnation = 0;
+  std::chrono::milliseconds heartbeat_timeout{3000};
+  std::uint64_t view_lead_rounds = 8;
+  // Names this site accepts as members (the roster); empty function: any name.
+  std::function<bool(const std::string&)> admissible;
+};
+
+// What changed because of one input; the transport connects, disconnects and gossips accordingly.
+struct MembershipChange {
+  std::vector<std::string> joined;  // became alive (new, revived or restarted with a higher incarnation)
+  std::vector<std::string> died;
+  std::vector<std::string> left;
+  bool records = false;  // any record changed (gossip the table)
+  bool views = false;    // a view was added or replaced
+  void merge(const MembershipChange& o);
+  bool any() const { return records || views; }
+};
+
+class Membership {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Membership(MembershipConfig config, Clock::time_point now);
+
+  // A direct message from `name` arrived (any kind): it is alive now.
+  void heard_from(const std::string& name, Clock::time_point now);
+
+  MembershipChange on_hello(const HelloInfo& hello, Clock::time_point now);
+  MembershipChange on_members(const MemberListInfo& list, Clock::time_point now);
+  MembershipChange on_heartbeat(const std::string& name, const HeartbeatInfo& hb, Clock::time_point now);
+  MembershipChange on_leave(const std::string& name, const LeaveInfo& leave);
+
+  // Declares members dead whose last contact is older than the timeout; then proposes a view when the
+  // live members differ from the newest view.
+  MembershipChange tick(Clock::time_point now);
+
+  // The site's own round (and the newest round seen from others) moves view effective rounds ahead.
+  void note_round(std::uint64_t round);
+  std::uint64_t newest_round() const { return newest_round_; }
+
+  // Marks this site as leaving: its own record becomes "left" and it stops proposing views.
+  void leave();
+
+  // The table and the newest views to gossip.
+  MemberListInfo snapshot() const;
+  HelloInfo hello() const;
+  std::uint64_t incarnation() const { return self_record().incarnation; }
+
+  const MemberRecord* find(const std::string& name) const;
+  bool is_alive(const std::string& name) const;
+  // Live members other than this site.
+  std::vector<MemberRecord> alive_others() const;
+  // Live members including this site, sorted.
+  std::vector<std::string> alive_names() const;
+  std::vector<MemberRecord> records() const;
+
+  View view_for(std::uint64_t round) const;
+  const View& latest_view() const { return views_.back(); }
+  const std::vector<View>& views() const { return views_; }
+
+ private:
+  struct Entry {
+    MemberRecord record;
+    Clock::time_point last_heard;
+  };
+  const MemberRecord& self_record() const { return members_.at(config_.self).record; }
+  MembershipChange merge_record(const MemberRecord& r, Clock::time_point now);
+  MembershipChange merge_view(const View& v);
+
+  MembershipConfig config_;
+  std::map<std::string, Entry> members_;  // includes this site
+  std::vector<View> views_;               // sorted by id, newest last, never empty
+  std::uint64_t newest_round_ = 0;
+  bool leaving_ = false;
+};
+
+}  // namespace meridian::peer

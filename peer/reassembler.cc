@@ -1,0 +1,106 @@
+#include "peer/reassembler.h"
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+namespace meridian::peer {
+
+namespace {
+
+// Copies `n` floats and reports whether all are finite. Testing the exponent bits instead of calling
+// std::isfinite keeps the loop branch-free so the compiler vectorizes it; the scan then costs about as
+// much as the copy, on data that is still in cache.
+bool copy_finite(const std::byte* src, float* dst, std::size_t n) {
+  if (n == 0) return true;  // empty payloads may have null pointers, which memcpy must not see
+  std::memcpy(dst, src, n * sizeof(float));
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(dst[i]);
+    bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+}  // namespace
+
+void Reassembler::release(Partial& p) {
+  pool_.give(std::move(p.msg.payload));
+  p.msg.payload = {};
+}
+
+void Reassembler::forget(const std::string& sender) {
+  auto it = partial_.find(sender);
+  if (it == partial_.end()) return;
+  release(it->second);
+  partial_.erase(it);
+}
+
+Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader& h,
+                                     std::span<const std::byte> payload) {
+  Result result;
+  auto it = partial_.find(sender);
+  if (it != partial_.end() && it->second.message_id != h.message_id) {
+    // The sender moved on: whatever it did not finish can never complete.
+    if (!it->second.poisoned)
+      result.rejections.push_back({RejectCause::kIncomplete, "message " + std::to_string(it->second.message_id) +
+                                                                 " ended after " +
+                                                                 std::to_string(it->second.next_index) + " of " +
+                                                                 std::to_string(it->second.chunk_count) + " chunks"});
+    release(it->second);
+    partial_.erase(it);
+    it = partial_.end();
+  }
+
+  if (it == partial_.end()) {
+    Partial p;
+    p.message_id = h.message_id;
+    p.chunk_count = h.chunk_count;
+    if (h.chunk_index != 0) {
+      p.poisoned = true;
+      result.rejections.push_back({RejectCause::kIncomplete, "message " + std::to_string(h.message_id) +
+                                                                 " starts at chunk " + std::to_string(h.chunk_index)});
+      if (h.chunk_index + 1 < h.chunk_count) partial_.emplace(sender, std::move(p));
+      return result;
+    }
+    p.msg = h.to_message();
+    p.msg.from = sender;
+    p.msg.payload = pool_.take(h.payload_elements);
+    it = partial_.emplace(sender, std::move(p)).first;
+  }
+
+  Partial& p = it->second;
+  const bool last = h.chunk_index + 1 == h.chunk_count;
+  if (p.poisoned) {
+    if (last) partial_.erase(it);
+    return result;
+  }
+  if (h.chunk_index != p.next_index || h.chunk_count != p.chunk_count ||
+      h.payload_elements != p.msg.payload.size() || h.chunk_offset != p.filled) {
+    result.rejections.push_back({RejectCause::kIncomplete, "message " + std::to_string(h.message_id) + " chunk " +
+                                                               std::to_string(h.chunk_index) +
+                                                               " does not follow chunk " +
+                                                               std::to_string(p.next_index)});
+    release(p);
+    p.poisoned = true;
+    if (last) partial_.erase(it);
+    return result;
+  }
+  if (!copy_finite(payload.data(), p.msg.payload.data() + p.filled, h.chunk_elements)) {
+    result.rejections.push_back({RejectCause::kNonFinite, "NaN or infinity in the payload of message " +
+                                                              std::to_string(h.message_id)});
+    release(p);
+    p.poisoned = true;
+    if (last) partial_.erase(it);
+    return result;
+  }
+  p.filled += h.chunk_elements;
+  ++p.next_index;
+  if (last) {
+    result.complete = std::move(p.msg);
+    partial_.erase(it);
+  }
+  return result;
+}
+
+}  // namespace meridian::peer

@@ -1,0 +1,56 @@
+// Why an incoming message was rejected, and the counters that record it. Every rejection is counted by
+// cause (the daemon exports these as metrics) and logged once per (cause, peer) so a hostile or broken
+// peer cannot flood the log.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace meridian::peer {
+
+enum class RejectCause : std::uint8_t {
+  kOversized,      // header or payload above the configured caps
+  kTruncated,      // frames missing, or a payload frame shorter than its header says
+  kMalformed,      // not a well-formed header, inconsistent chunk fields, extra frames
+  kVersion,        // protocol version differs from ours
+  kFingerprint,    // model fingerprint differs from ours
+  kUnknownSender,  // sender is not a current member (or not in the roster)
+  kUnknownKind,    // a kind this site does not handle
+  kTensorLength,   // tensor length differs from the model's, or a slice outside the tensor
+  kNonFinite,      // NaN or infinity in the payload or the weight
+  kWeightRange,    // push-sum weight outside the configured range
+  kRoundStale,     // round older than the accepted window
+  kRoundAhead,     // round further ahead than the accepted window
+  kReplayed,       // the same message (sender, kind, view, round, tag, phase, offset) seen before
+  kIncomplete,     // a chunked message whose chunks did not all arrive in order; dropped as a whole
+};
+inline constexpr std::size_t kRejectCauseCount = 14;
+
+// Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
+std::string_view to_string(RejectCause cause);
+
+// Thread-safe: record() may be called from the I/O thread while others read counts.
+class RejectionCounters {
+ public:
+  // Counts one rejection of a message from `peer`; logs a warning the first time this (cause, peer)
+  // pair is seen (up to a bounded number of distinct pairs), with `detail` naming the problem.
+  void record(RejectCause cause, const std::string& peer, std::string_view detail);
+
+  std::uint64_t count(RejectCause cause) const;
+  std::uint64_t total() const;
+  std::array<std::uint64_t, kRejectCauseCount> snapshot() const;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kRejectCauseCount> counts_{};
+  std::mutex mu_;
+  std::set<std::pair<RejectCause, std::string>> logged_;
+};
+
+}  // namespace meridian::peer

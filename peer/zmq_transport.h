@@ -1,0 +1,177 @@
+// The ZeroMQ transport: peer::Transport over TCP between sites, with CurveZMQ encryption and roster
+// authentication, the wire codec, validation of every incoming message, and membership (bootstrap,
+// member-list gossip, heartbeats, graceful leave, views).
+//
+// Sockets: each site binds one ROUTER (incoming traffic) and opens one DEALER per peer (outgoing), so
+// every pair of sites talks over two one-way connections and per-peer FIFO order holds. Every new
+// connection starts with a Hello. In secure mode (the default) the ROUTER is a CURVE server whose ZAP
+// handler admits only roster keys and names each connection after its roster entry; DEALERs are CURVE
+// clients that authenticate the peer's roster key. In insecure mode (plain TCP, local experiments only)
+// senders are known by the name in the Hello of their connection.
+//
+// Threads: the transport runs one internal I/O thread that owns every socket (libzmq sockets are
+// single-threaded). send(), receive(), view_for() and the other public methods are thread-safe: they
+// hand work to the I/O thread through a queue (woken by an eventfd) and read results under a mutex.
+// Outgoing messages wait in a per-peer FIFO queue until the time the WAN emulation
+// (peer/link_emulator.h) says the link delivers them (at once without emulation); the I/O loop polls
+// no longer than until the earliest one is due. An error on the I/O thread is stored and rethrown as TransportError by the
+// next send() or receive().
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "peer/buffer_pool.h"
+#include "peer/curve_keys.h"
+#include "peer/wan_model.h"
+#include "peer/membership_messages.h"
+#include "peer/message_validator.h"
+#include "peer/rejection.h"
+#include "peer/roster.h"
+#include "peer/transport.h"
+#include "peer/wire_codec.h"
+
+namespace meridian::peer {
+
+struct ZmqTransportOptions {
+  std::string name;                            // this site's name (in secure mode: its roster entry)
+  std::string listen = "tcp://127.0.0.1:*";    // ROUTER bind address; '*' or port 0 picks a free port
+  std::string advertise;                       // address peers connect to; empty: the bound endpoint
+                                               // (required when listening on 0.0.0.0 or [::])
+  std::string region;                          // WAN region announced in hello and member info
+  // WAN emulation on this site's send path (peer/wan_model.h, e.g. parse_wan_spec("world4")): every
+  // message to a peer leaves when the emulated link delivers it. With a multi-region model, `region`
+  // must be one of its regions and peers' links follow the regions they announce. Loss applies to
+  // mixer messages only: membership traffic is delayed like the rest but never dropped, as a TCP
+  // stream would deliver it.
+  WanModel wan;
+  std::uint64_t wan_seed = 0;                  // jitter and loss draws (mixed with the site name)
+  // Sites to contact first: "tcp://host:port" or "NAME@tcp://host:port". In secure mode a bare
+  // address must match a roster entry's address (the peer's key is needed to connect).
+  std::vector<std::string> bootstrap;
+  bool insecure = false;                       // plain TCP, no authentication (logs a warning)
+  std::optional<CurveKeyPair> keys;            // required unless insecure
+  std::optional<Roster> roster;                // required unless insecure
+  std::chrono::milliseconds heartbeat_interval{500};
+  std::chrono::milliseconds heartbeat_timeout{3000};
+  std::uint64_t view_lead_rounds = 8;
+  std::uint64_t incarnation = 0;               // 0: milliseconds since the epoch (restarts outlive old records)
+  ValidationPolicy validation;
+  WireLimits limits;
+  int send_high_water_mark = 8192;             // chunks queued in libzmq per peer before sends wait
+  std::size_t pooled_buffers = 8;              // idle payload buffers kept for reuse
+};
+
+// What a site knows about one member, for status displays and tests.
+struct MemberStatus {
+  MemberRecord record;
+  bool connected = false;  // this site has an outgoing connection to it
+  // Round-trip time from heartbeats (smoothed, including any emulated WAN delay); nullopt until
+  // measured. Bytes this site sent to it and received from it (headers and payloads).
+  std::optional<std::chrono::microseconds> rtt;
+  std::uint64_t bytes_out = 0;
+  std::uint64_t bytes_in = 0;
+};
+
+struct TransportStats {
+  std::uint64_t messages_sent = 0;      // whole messages handed to libzmq
+  std::uint64_t bytes_sent = 0;         // header + payload bytes
+  std::uint64_t messages_received = 0;  // whole messages accepted (all kinds)
+  std::uint64_t bytes_received = 0;
+  std::uint64_t dropped_unreachable = 0;  // sends to unknown, dead or departed peers
+  std::uint64_t emulated_lost = 0;        // messages the WAN emulation dropped
+  std::uint64_t zap_admitted = 0;
+  std::uint64_t zap_denied = 0;
+};
+
+class ZmqTransport final : public Transport {
+ public:
+  // Validates the options, binds, and starts the I/O thread (which contacts the bootstrap sites).
+  // Throws std::invalid_argument for bad options (naming the option) and TransportError when the
+  // address cannot be bound.
+  explicit ZmqTransport(ZmqTransportOptions options);
+  // Stops the I/O thread without announcing a leave (like a crash, but tidy); pending sends are dropped.
+  ~ZmqTransport() override;
+
+  ZmqTransport(const ZmqTransport&) = delete;
+  ZmqTransport& operator=(const ZmqTransport&) = delete;
+
+  const std::string& self() const override { return options_.name; }
+  // The address peers connect to (the advertised address, or the endpoint actually bound).
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Never blocks on the network. Throws TransportError after leave() or when the I/O thread failed.
+  void send(const std::string& to, Message msg) override;
+  // Received mixer messages wait in an unbounded inbox until taken here: the caller is expected to
+  // keep up (mixers bound what is in flight). Throws TransportError once stopped and drained.
+  [[nodiscard]] std::optional<Message> receive(std::chrono::milliseconds timeout) override;
+  View view_for(std::uint64_t round) const override;
+
+  // Received kControl messages (they do not go through receive()).
+  [[nodiscard]] std::optional<Message> receive_control(std::chrono::milliseconds timeout);
+
+  // The site's current round: moves the accepted round window and the effective round of views this
+  // site proposes. Rounds of sent mixer messages advance it too.
+  void set_round(std::uint64_t round);
+
+  // Announces a graceful leave to every live member, waits (at most `linger`) for it to go out, and
+  // stops. Afterwards send() and receive() throw TransportError.
+  void leave(std::chrono::milliseconds linger = std::chrono::milliseconds(1000));
+
+  // Payload buffers: take_buffer() reuses buffers that sent messages or recycle() gave back; giving
+  // received payloads back with recycle() lets the transport receive into already-touched memory.
+  std::vector<float> take_buffer(std::size_t elements) override { return pool_.take(elements); }
+  void recycle(std::vector<float>&& payload) override { pool_.give(std::move(payload)); }
+
+  std::vector<MemberStatus> members() const;
+  std::vector<std::string> alive_members() const;  // sorted, including this site
+  View latest_view() const;
+  const RejectionCounters& rejections() const { return rejections_; }
+  TransportStats stats() const;
+
+ private:
+  class IoLoop;  // the I/O thread's state: sockets, membership, queues (zmq_transport.cc)
+  struct Command {
+    enum class Type { kSend, kSetRound, kLeave, kStop } type;
+    std::string to;
+    Message msg;
+    std::uint64_t round = 0;
+  };
+
+  void post(Command cmd);
+  void rethrow_if_failed() const;
+
+  ZmqTransportOptions options_;
+  std::string endpoint_;
+  BufferPool pool_;  // declared before the loop: sent payloads return here until libzmq is closed
+  RejectionCounters rejections_;
+
+  // Shared between the owner threads and the I/O thread.
+  mutable std::mutex mu_;
+  std::condition_variable arrived_;
+  std::deque<Message> inbox_;
+  std::deque<Message> control_inbox_;
+  std::deque<Command> commands_;
+  std::vector<View> views_;                 // copy of the membership's views, for view_for()
+  std::vector<MemberStatus> member_status_;  // copy of the membership table, for members()
+  std::exception_ptr failure_;
+  bool stopped_ = false;
+  int wake_fd_ = -1;  // eventfd: post() writes, the I/O thread polls
+  TransportStats stats_;
+
+  std::unique_ptr<IoLoop> loop_;
+  std::thread thread_;
+};
+
+}  // namespace meridian::peer

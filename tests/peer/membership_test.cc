@@ -1,0 +1,151 @@
+#include <catch2/catch.hpp>
+
+#include "peer/membership.h"
+
+using namespace meridian::peer;
+using namespace std::chrono_literals;
+using Clock = Membership::Clock;
+
+namespace {
+
+MembershipConfig config(const std::string& self, std::uint64_t incarnation = 1) {
+  MembershipConfig c;
+  c.self = self;
+  c.address = "tcp://127.0.0.1:1/" + self;
+  c.incarnation = incarnation;
+  c.heartbeat_timeout = 1000ms;
+  c.view_lead_rounds = 5;
+  return c;
+}
+
+HelloInfo hello_of(const std::string& name, std::uint64_t inc = 1, std::uint64_t round = 0) {
+  return {name, "tcp://127.0.0.1:1/" + name, "", inc, round};
+}
+
+// Runs gossip among the given memberships until no table changes (all-to-all exchange per pass).
+void gossip_until_quiet(std::vector<Membership*> sites, Clock::time_point now) {
+  for (int pass = 0; pass < 20; ++pass) {
+    bool changed = false;
+    for (auto* from : sites)
+      for (auto* to : sites)
+        if (from != to) changed = to->on_members(from->snapshot(), now).any() || changed;
+    for (auto* s : sites) changed = s->tick(now).any() || changed;
+    if (!changed) return;
+  }
+  FAIL("gossip did not settle");
+}
+
+}  // namespace
+
+TEST_CASE("members spread by gossip until all know all, and all agree on one view", "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0), b(config("b"), t0), c(config("c"), t0), d(config("d"), t0);
+  // Each newcomer only says hello to "a" (the bootstrap site).
+  for (auto* s : {&b, &c, &d}) a.on_hello(s->hello(), t0);
+  gossip_until_quiet({&a, &b, &c, &d}, t0);
+  const std::vector<std::string> all{"a", "b", "c", "d"};
+  for (auto* s : {&a, &b, &c, &d}) {
+    CHECK(s->alive_names() == all);
+    CHECK(s->latest_view().members == all);
+    CHECK(s->latest_view() == a.latest_view());
+  }
+  // The view takes effect view_lead_rounds after the newest round anyone reported; before that the
+  // sites still run in their old views.
+  CHECK(a.latest_view().effective_round == 5);
+  CHECK(a.view_for(4).id < a.latest_view().id);
+  CHECK(a.view_for(5) == a.latest_view());
+}
+
+TEST_CASE("a silent member is declared dead after the timeout and before twice the timeout", "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0);
+  a.on_hello(hello_of("b"), t0);
+  a.on_hello(hello_of("c"), t0);
+  // Ticks every 100 ms (the heartbeat interval); c keeps talking, b falls silent at t0.
+  std::optional<Clock::time_point> declared;
+  for (auto t = t0; t < t0 + 2000ms; t += 100ms) {
+    a.heard_from("c", t);
+    auto change = a.tick(t);
+    if (std::find(change.died.begin(), change.died.end(), "b") != change.died.end()) declared = t;
+    CHECK(std::find(change.died.begin(), change.died.end(), "c") == change.died.end());
+  }
+  REQUIRE(declared);
+  CHECK(*declared - t0 > 1000ms);
+  CHECK(*declared - t0 < 2000ms);
+  CHECK_FALSE(a.is_alive("b"));
+  CHECK(a.alive_names() == std::vector<std::string>{"a", "c"});
+  CHECK(a.latest_view().members == std::vector<std::string>{"a", "c"});
+}
+
+TEST_CASE("stale gossip does not revive a dead member; a restart with a higher incarnation does", "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0);
+  a.on_hello(hello_of("b", 5), t0);
+  a.tick(t0 + 1500ms);
+  REQUIRE_FALSE(a.is_alive("b"));
+  MemberListInfo stale;
+  stale.members = {{"b", "tcp://x", "", 5, MemberState::kAlive}};
+  CHECK(a.on_members(stale, t0 + 1600ms).joined.empty());
+  CHECK_FALSE(a.is_alive("b"));
+  auto change = a.on_hello(hello_of("b", 6), t0 + 1700ms);
+  CHECK(change.joined == std::vector<std::string>{"b"});
+  CHECK(a.is_alive("b"));
+}
+
+TEST_CASE("a site declared dead falsely refutes with a higher incarnation", "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership b(config("b", 5), t0);
+  MemberListInfo rumour;
+  rumour.members = {{"b", "", "", 5, MemberState::kDead}};
+  CHECK(b.on_members(rumour, t0).records);
+  CHECK(b.incarnation() == 6);
+  Membership a(config("a"), t0);
+  a.on_hello(hello_of("b", 5), t0);
+  a.on_members(rumour, t0);
+  REQUIRE_FALSE(a.is_alive("b"));
+  CHECK(a.on_members(b.snapshot(), t0).joined == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("a graceful leave removes the member at once", "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0);
+  a.on_hello(hello_of("b", 3), t0);
+  a.tick(t0);
+  REQUIRE(a.latest_view().members == std::vector<std::string>{"a", "b"});
+  auto change = a.on_leave("b", LeaveInfo{3});
+  CHECK(change.left == std::vector<std::string>{"b"});
+  CHECK_FALSE(a.is_alive("b"));
+  CHECK(a.tick(t0).views);
+  CHECK(a.latest_view().members == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("conflicting proposals for one view id resolve the same way everywhere", "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0), b(config("b"), t0);
+  const View va = View::of({"a", "b"}, 7, 20), vb = View::of({"a", "b", "c"}, 7, 20);
+  MemberListInfo la, lb;
+  la.views = {va};
+  lb.views = {vb};
+  a.on_members(la, t0);
+  a.on_members(lb, t0);
+  b.on_members(lb, t0);
+  b.on_members(la, t0);
+  CHECK(a.latest_view() == b.latest_view());
+  CHECK(a.latest_view() == vb);
+  // A view a site already runs in is not rewritten.
+  Membership c(config("c"), t0);
+  c.on_members(la, t0);
+  c.note_round(25);
+  c.on_members(lb, t0);
+  CHECK(c.latest_view() == va);
+}
+
+TEST_CASE("names outside the roster are never admitted", "[peer][membership]") {
+  auto cfg = config("a");
+  cfg.admissible = [](const std::string& n) { return n != "mallory"; };
+  Membership a(cfg, Clock::now());
+  MemberListInfo list;
+  list.members = {{"mallory", "tcp://x", "", 1, MemberState::kAlive}, {"b", "tcp://y", "", 1, MemberState::kAlive}};
+  a.on_members(list, Clock::now());
+  CHECK(a.alive_names() == std::vector<std::string>{"a", "b"});
+}

@@ -1,0 +1,102 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "peer/message_validator.h"
+
+using namespace meridian::peer;
+
+namespace {
+
+WireHeader push_sum(std::uint64_t round, double weight = 0.5, std::uint64_t total = 100) {
+  WireHeader h;
+  h.protocol_version = kProtocolVersion;
+  h.model_fingerprint = 7;
+  h.kind = MessageKind::kPushSum;
+  h.round = round;
+  h.total = total;
+  h.payload_elements = total;
+  h.weight = weight;
+  return h;
+}
+
+std::optional<RejectCause> cause(const MessageValidator& v, const WireHeader& h) {
+  auto r = v.check("peer", h);
+  return r ? std::optional(r->cause) : std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("validator checks fingerprint, length, weight, round window and replay", "[peer][validate]") {
+  ValidationPolicy p;
+  p.model_fingerprint = 7;
+  p.model_elements = 100;
+  p.rounds_behind = 4;
+  p.rounds_ahead = 10;
+  MessageValidator v(p);
+  v.advance_round(20);
+
+  CHECK_FALSE(cause(v, push_sum(20)));
+
+  auto wrong_fp = push_sum(20);
+  wrong_fp.model_fingerprint = 8;
+  CHECK(cause(v, wrong_fp) == RejectCause::kFingerprint);
+
+  CHECK(cause(v, push_sum(20, 0.5, 99)) == RejectCause::kTensorLength);
+  auto outside = push_sum(20);
+  outside.offset = 50;  // 100 elements from offset 50 do not fit in 100
+  CHECK(cause(v, outside) == RejectCause::kTensorLength);
+
+  CHECK(cause(v, push_sum(20, std::nan(""))) == RejectCause::kNonFinite);
+  CHECK(cause(v, push_sum(20, -1.0)) == RejectCause::kWeightRange);
+  CHECK(cause(v, push_sum(20, 0.0)) == RejectCause::kWeightRange);
+  CHECK(cause(v, push_sum(20, 1e9)) == RejectCause::kWeightRange);
+
+  CHECK_FALSE(cause(v, push_sum(16)));
+  CHECK(cause(v, push_sum(15)) == RejectCause::kRoundStale);
+  CHECK_FALSE(cause(v, push_sum(30)));
+  CHECK(cause(v, push_sum(31)) == RejectCause::kRoundAhead);
+
+  // Replay: the same message (kind, view, round, tag, phase, offset) from the same sender.
+  Message seen = push_sum(20).to_message();
+  v.accept("peer", seen);
+  CHECK(cause(v, push_sum(20)) == RejectCause::kReplayed);
+  CHECK_FALSE(v.check("other", push_sum(20)));
+  auto next_phase = push_sum(20);
+  next_phase.phase = 1;
+  CHECK_FALSE(cause(v, next_phase));
+  v.forget("peer");
+  CHECK_FALSE(cause(v, push_sum(20)));
+}
+
+TEST_CASE("validator checks only the fingerprint on membership kinds and later chunks", "[peer][validate]") {
+  ValidationPolicy p;
+  p.model_fingerprint = 7;
+  p.model_elements = 100;
+  MessageValidator v(p);
+  WireHeader hb;
+  hb.kind = MessageKind::kHeartbeat;
+  hb.model_fingerprint = 7;
+  hb.round = 1u << 30;
+  CHECK_FALSE(v.check("x", hb));
+  hb.model_fingerprint = 1;
+  CHECK(v.check("x", hb)->cause == RejectCause::kFingerprint);
+
+  auto later = push_sum(0, -5.0, 3);
+  later.chunk_index = 1;
+  later.chunk_count = 2;
+  CHECK_FALSE(v.check("x", later));
+}
+
+TEST_CASE("validator forgets replay records that fell out of the window", "[peer][validate]") {
+  ValidationPolicy p;
+  p.model_fingerprint = 7;
+  p.rounds_behind = 2;
+  MessageValidator v(p);
+  v.accept("peer", push_sum(1).to_message());
+  CHECK(cause(v, push_sum(1)) == RejectCause::kReplayed);
+  v.advance_round(10);
+  CHECK(cause(v, push_sum(1)) == RejectCause::kRoundStale);
+  v.advance_round(5);  // never backwards
+  CHECK(v.round() == 10);
+}

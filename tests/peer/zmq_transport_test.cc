@@ -1,0 +1,370 @@
+// ZmqTransport over real TCP sockets on loopback (ephemeral ports), several sites in one process.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cmath>
+#include <pthread.h>
+#include <unistd.h>
+#include <functional>
+#include <numeric>
+#include <thread>
+#include <zmq.hpp>
+
+#include "peer/wire_codec.h"
+#include "peer/zmq_transport.h"
+#include "proto/meridian.pb.h"
+
+using namespace meridian::peer;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint64_t kFingerprint = 0x5eed;
+
+// Polls `cond` every few milliseconds; the bound is only a hang guard, never a performance claim.
+bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds guard = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + guard;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return cond();
+}
+
+struct Federation {
+  std::map<std::string, CurveKeyPair> keys;
+  Roster roster;
+  explicit Federation(const std::vector<std::string>& names) {
+    for (const auto& n : names) {
+      keys[n] = generate_curve_key_pair();
+      roster.add({n, keys[n].public_key, ""});
+    }
+  }
+  ZmqTransportOptions options(const std::string& name, std::vector<std::string> bootstrap = {}) const {
+    ZmqTransportOptions o;
+    o.name = name;
+    o.keys = keys.at(name);
+    o.roster = roster;
+    o.bootstrap = std::move(bootstrap);
+    o.heartbeat_interval = 50ms;
+    o.heartbeat_timeout = 400ms;
+    o.validation.model_fingerprint = kFingerprint;
+    return o;
+  }
+};
+
+Message push_sum(std::uint64_t round, std::size_t n, float start = 1.0f) {
+  Message m;
+  m.kind = MessageKind::kPushSum;
+  m.round = round;
+  m.total = n;
+  m.weight = 0.5;
+  m.payload.resize(n);
+  std::iota(m.payload.begin(), m.payload.end(), start);
+  return m;
+}
+
+bool knows_all(const ZmqTransport& t, const std::vector<std::string>& all) { return t.alive_members() == all; }
+
+}  // namespace
+
+TEST_CASE("two secure sites meet from a bootstrap address and exchange tensors intact", "[peer][zmq]") {
+  Federation fed({"a", "b"});
+  ZmqTransport a(fed.options("a"));
+  REQUIRE(a.endpoint().rfind("tcp://127.0.0.1:", 0) == 0);
+  ZmqTransport b(fed.options("b", {"a@" + a.endpoint()}));
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+
+  // 1M floats = 4 MB: several chunks, zero-copy on the way out, reassembled on the way in.
+  b.send("a", push_sum(3, 1 << 20));
+  b.send("a", push_sum(4, 10, 100.0f));
+  auto got = a.receive(30s);
+  REQUIRE(got);
+  CHECK(got->from == "b");
+  CHECK(got->round == 3);
+  CHECK(got->weight == 0.5);
+  REQUIRE(got->payload.size() == (1u << 20));
+  CHECK(got->payload.front() == 1.0f);
+  CHECK(got->payload.back() == static_cast<float>(1 << 20));
+  CHECK(got->payload == push_sum(3, 1 << 20).payload);
+  a.recycle(std::move(got->payload));
+  auto second = a.receive(30s);
+  REQUIRE(second);
+  CHECK(second->round == 4);  // FIFO per pair
+  CHECK(second->payload.front() == 100.0f);
+  CHECK(a.rejections().total() == 0);
+  // Per-peer traffic counters (published by the I/O thread shortly after the message went through).
+  auto traffic = [](const ZmqTransport& t, const std::string& peer, bool in) {
+    for (const auto& m : t.members())
+      if (m.record.name == peer) return in ? m.bytes_in : m.bytes_out;
+    return std::uint64_t{0};
+  };
+  CHECK(eventually([&] { return traffic(a, "b", true) > (4u << 20) && traffic(b, "a", false) > (4u << 20); }));
+
+  // A message to a site nobody knows is dropped and counted, never an exception.
+  a.send("nobody", push_sum(5, 1));
+  CHECK(eventually([&] { return a.stats().dropped_unreachable == 1; }));
+  // Sending to oneself delivers locally.
+  a.send("a", push_sum(6, 2));
+  auto self = a.receive(10s);
+  REQUIRE(self);
+  CHECK(self->from == "a");
+}
+
+TEST_CASE("three sites agree on members and views; a leave is seen and the view follows", "[peer][zmq]") {
+  Federation fed({"a", "b", "c"});
+  ZmqTransport a(fed.options("a"));
+  ZmqTransport b(fed.options("b", {"a@" + a.endpoint()}));
+  auto c = std::make_unique<ZmqTransport>(fed.options("c", {"a@" + a.endpoint()}));
+  const std::vector<std::string> all{"a", "b", "c"};
+  REQUIRE(eventually([&] {
+    return knows_all(a, all) && knows_all(b, all) && knows_all(*c, all) && a.latest_view().members == all &&
+           a.latest_view() == b.latest_view() && b.latest_view() == c->latest_view();
+  }));
+  const View v = a.latest_view();
+  CHECK(a.view_for(v.effective_round) == v);
+  CHECK(a.view_for(v.effective_round).rank_of("c") == 2u);
+
+  c->leave();
+  CHECK_THROWS_AS(c->send("a", push_sum(1, 1)), TransportError);
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+  for (auto* t : {&a, &b}) {
+    auto members = t->members();
+    auto it = std::find_if(members.begin(), members.end(), [](const MemberStatus& m) { return m.record.name == "c"; });
+    REQUIRE(it != members.end());
+    CHECK(it->record.state == MemberState::kLeft);
+  }
+  REQUIRE(eventually([&] { return a.latest_view().members == std::vector<std::string>{"a", "b"} && a.latest_view() == b.latest_view(); }));
+  CHECK(a.latest_view().id > v.id);
+}
+
+TEST_CASE("a site whose key is not in the roster cannot deliver a single message", "[peer][zmq][security]") {
+  Federation fed({"a"});
+  ZmqTransport a(fed.options("a"));
+
+  // The intruder knows a's public key and speaks the protocol perfectly, with its own key pair.
+  const auto intruder = generate_curve_key_pair();
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::curve_serverkey, fed.keys.at("a").public_key);
+  s.set(zmq::sockopt::curve_publickey, intruder.public_key);
+  s.set(zmq::sockopt::curve_secretkey, intruder.secret_key);
+  s.connect(a.endpoint());
+  Message hello;
+  hello.kind = MessageKind::kHello;
+  hello.body = encode_hello(HelloInfo{"a", "tcp://127.0.0.1:1", "", 1, 0});
+  for (int i = 0; i < 20; ++i) {
+    for (const Message* m : {&hello}) {
+      auto chunk = encode_message(*m, kFingerprint, static_cast<std::uint64_t>(i), WireLimits{})[0];
+      (void)s.send(zmq::buffer(chunk.header), zmq::send_flags::dontwait);
+    }
+    Message ps = push_sum(1, 4);
+    auto c = encode_message(ps, kFingerprint, 100 + i, WireLimits{})[0];
+    (void)s.send(zmq::buffer(c.header), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    (void)s.send(zmq::buffer(ps.payload.data(), 16), zmq::send_flags::dontwait);
+  }
+  REQUIRE(eventually([&] { return a.stats().zap_denied >= 1; }));
+  CHECK_FALSE(a.receive(200ms));
+  CHECK(a.stats().messages_received == 0);
+  CHECK(a.rejections().total() == 0);  // nothing even reached validation
+  CHECK(a.alive_members() == std::vector<std::string>{"a"});
+
+  // The same attempt from a full ZmqTransport with a roster that (wrongly) includes itself.
+  Roster fake = fed.roster;
+  fake.add({"x", intruder.public_key, ""});
+  ZmqTransportOptions xo;
+  xo.name = "x";
+  xo.keys = intruder;
+  xo.roster = fake;
+  xo.bootstrap = {"a@" + a.endpoint()};
+  xo.heartbeat_interval = 50ms;
+  xo.heartbeat_timeout = 400ms;
+  xo.validation.model_fingerprint = kFingerprint;
+  ZmqTransport x(std::move(xo));
+  REQUIRE(eventually([&] { return a.stats().zap_denied >= 2; }));
+  x.send("a", push_sum(1, 4));
+  CHECK_FALSE(a.receive(300ms));
+  CHECK(a.stats().messages_received == 0);
+  CHECK(a.alive_members() == std::vector<std::string>{"a"});
+  CHECK(x.alive_members() == std::vector<std::string>{"x"});
+}
+
+TEST_CASE("hostile frames are rejected and counted while the site keeps working", "[peer][zmq][security]") {
+  Federation fed({"a", "m"});
+  auto opts = fed.options("a");
+  opts.validation.model_elements = 8;
+  opts.validation.rounds_behind = 5;
+  opts.limits.max_header_bytes = 4096;
+  ZmqTransport a(std::move(opts));
+  a.set_round(100);
+
+  // "m" is a roster member whose software misbehaves: a raw socket with m's valid key.
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::curve_serverkey, fed.keys.at("a").public_key);
+  s.set(zmq::sockopt::curve_publickey, fed.keys.at("m").public_key);
+  s.set(zmq::sockopt::curve_secretkey, fed.keys.at("m").secret_key);
+  s.connect(a.endpoint());
+  std::uint64_t id = 1;
+  auto send_frames = [&](const std::vector<std::string>& frames) {
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      REQUIRE(s.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none));
+  };
+  auto encoded = [&](const Message& m, std::uint64_t fp = kFingerprint) {
+    auto c = encode_message(m, fp, id++, WireLimits{})[0];
+    std::vector<std::string> frames{c.header};
+    if (c.elements) frames.emplace_back(reinterpret_cast<const char*>(m.payload.data()), c.elements * 4);
+    return frames;
+  };
+  auto expect = [&](RejectCause cause, const std::vector<std::string>& frames) {
+    const auto before = a.rejections().count(cause);
+    send_frames(frames);
+    INFO("cause " << to_string(cause));
+    CHECK(eventually([&] { return a.rejections().count(cause) == before + 1; }));
+  };
+
+  Message hello;
+  hello.kind = MessageKind::kHello;
+  hello.body = encode_hello(HelloInfo{"m", "tcp://127.0.0.1:9", "", 1, 100});
+  send_frames(encoded(hello));
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "m"}); }));
+
+  const auto valid = encoded(push_sum(100, 8));
+  auto truncated = valid;
+  truncated[1].resize(10);
+  expect(RejectCause::kTruncated, truncated);
+  expect(RejectCause::kTruncated, {valid[0]});
+  expect(RejectCause::kOversized, {std::string(5000, 'x')});
+  expect(RejectCause::kMalformed, {std::string("\x0a\xff\xff\xff", 4)});
+  expect(RejectCause::kMalformed, {valid[0], valid[1], "extra"});
+  {
+    meridian::wire::Header h;
+    REQUIRE(h.ParseFromString(valid[0]));
+    h.set_protocol_version(kProtocolVersion + 7);
+    expect(RejectCause::kVersion, {h.SerializeAsString(), valid[1]});
+  }
+  expect(RejectCause::kFingerprint, encoded(push_sum(100, 8), kFingerprint + 1));
+  {
+    Message nan = push_sum(100, 8);
+    nan.payload[3] = std::nanf("");
+    nan.tag = 1;
+    expect(RejectCause::kNonFinite, encoded(nan));
+  }
+  expect(RejectCause::kTensorLength, encoded(push_sum(100, 7)));
+  {
+    Message heavy = push_sum(100, 8);
+    heavy.weight = -2;
+    heavy.tag = 2;
+    expect(RejectCause::kWeightRange, encoded(heavy));
+  }
+  expect(RejectCause::kRoundStale, encoded(push_sum(10, 8)));
+
+  // A valid message is accepted once; the identical message again is a replay.
+  send_frames(valid);
+  auto got = a.receive(30s);
+  REQUIRE(got);
+  CHECK(got->from == "m");
+  CHECK(got->payload == push_sum(100, 8).payload);
+  expect(RejectCause::kReplayed, valid);
+
+  // The site still works: the next round's message arrives.
+  send_frames(encoded(push_sum(101, 8, 7.0f)));
+  auto next = a.receive(30s);
+  REQUIRE(next);
+  CHECK(next->round == 101);
+  CHECK(next->payload.front() == 7.0f);
+  CHECK_FALSE(a.receive(50ms));
+}
+
+TEST_CASE("insecure mode works over plain TCP and names senders by their hello", "[peer][zmq]") {
+  ZmqTransportOptions oa, ob;
+  oa.name = "a";
+  oa.insecure = true;
+  oa.heartbeat_interval = 50ms;
+  oa.heartbeat_timeout = 400ms;
+  ob = oa;
+  ob.name = "b";
+  ZmqTransport a(std::move(oa));
+  ob.bootstrap = {a.endpoint()};
+  ZmqTransport b(std::move(ob));
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+  a.send("b", push_sum(1, 3));
+  auto got = b.receive(30s);
+  REQUIRE(got);
+  CHECK(got->from == "a");
+
+  // A connection that never said hello cannot deliver.
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.connect(b.endpoint());
+  Message m = push_sum(2, 3);
+  auto c = encode_message(m, 0, 1, WireLimits{})[0];
+  REQUIRE(s.send(zmq::buffer(c.header), zmq::send_flags::sndmore));
+  REQUIRE(s.send(zmq::buffer(m.payload.data(), 12), zmq::send_flags::none));
+  CHECK(eventually([&] { return b.rejections().count(RejectCause::kUnknownSender) == 1; }));
+  CHECK_FALSE(b.receive(50ms));
+}
+
+TEST_CASE("transport options are checked with errors that name the problem", "[peer][zmq]") {
+  Federation fed({"a", "b"});
+  auto o = fed.options("a");
+  o.name = "bad name";
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("site name"));
+  o = fed.options("a");
+  o.keys = fed.keys.at("b");
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("another public key"));
+  o = fed.options("a");
+  o.roster.reset();
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("roster"));
+  o = fed.options("a", {"tcp://127.0.0.1:1"});
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("NAME@"));
+  o = fed.options("a");
+  o.heartbeat_timeout = o.heartbeat_interval;
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("heartbeat timeout"));
+  o = fed.options("a");
+  o.wan = parse_wan_spec("world4");
+  o.region = "mars";
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("region 'mars'") && Catch::Contains("oregon"));
+  o = fed.options("a");
+  o.listen = "tcp://0.0.0.0:*";
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("advertised address"));
+  o.advertise = "tcp://127.0.0.1:1";
+  CHECK(ZmqTransport(o).endpoint() == "tcp://127.0.0.1:1");
+  o = fed.options("a");
+  o.listen = "tcp://256.1.1.1:1";
+  CHECK_THROWS_AS(ZmqTransport(o), TransportError);
+}
+
+namespace {
+void ignore_signal(int) {}
+}  // namespace
+
+TEST_CASE("signals interrupting the transport's I/O thread do not stop it", "[peer][zmq]") {
+  // The daemon handles SIGINT/SIGTERM; a handler without SA_RESTART makes poll() fail with EINTR in
+  // whichever thread receives the signal. libzmq's own threads block signals, so once this thread
+  // blocks SIGUSR2 too, the transport's I/O thread is the one that receives it.
+  struct sigaction sa {};
+  sa.sa_handler = ignore_signal;
+  struct sigaction old {};
+  REQUIRE(::sigaction(SIGUSR2, &sa, &old) == 0);
+  Federation fed({"a", "b"});
+  ZmqTransport a(fed.options("a"));
+  ZmqTransport b(fed.options("b", {"a@" + a.endpoint()}));
+  sigset_t block, previous;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR2);
+  REQUIRE(::pthread_sigmask(SIG_BLOCK, &block, &previous) == 0);
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+  for (int i = 0; i < 50; ++i) {
+    ::kill(::getpid(), SIGUSR2);
+    std::this_thread::sleep_for(1ms);
+  }
+  b.send("a", push_sum(1, 3));
+  auto got = a.receive(30s);
+  CHECK(got.has_value());
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::sigaction(SIGUSR2, &old, nullptr);
+}
