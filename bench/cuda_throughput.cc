@@ -1,9 +1,10 @@
-// CUDA throughput figures for `make bench`: cuBLAS GEMM at the MLP's shapes, the parameter snapshot's
-// device → host bandwidth (pinned, as ParameterSnapshot does it, against a plain pageable copy), and how
-// much of the snapshot copy hides behind compute. Each figure is the median of --repeats timed runs (CUDA
-// events). Without a usable device it prints "no CUDA device: <reason>" and exits 0.
+// CUDA throughput figures for `make bench`: cuBLAS GEMM at the MLP's shapes, a whole MLP training step
+// (784-256-128-10, batch 64, the Linear/ReLU layers on CudaBackend, Nesterov momentum), the parameter
+// snapshot's device → host bandwidth (pinned, as ParameterSnapshot does it, against a plain pageable
+// copy), and how much of the snapshot copy hides behind compute. Each figure is the median of --repeats
+// timed runs (CUDA events). Without a usable device it prints "no CUDA device: <reason>" and exits 0.
 //
-// Usage: build/bench/cuda_throughput [--repeats N]   (bench/cuda-throughput runs it)
+// Usage: build/meridian_bench_cuda_throughput [--repeats N]   (bench/cuda-throughput runs it)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "cuda/blas_handle.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/device_buffer.h"
 #include "cuda/device_properties.h"
 #include "cuda/error.h"
@@ -23,6 +25,8 @@
 #include "cuda/parameter_snapshot.h"
 #include "cuda/stream.h"
 #include "models/device.h"
+#include "models/linear.h"
+#include "models/relu.h"
 
 using namespace meridian::cuda;
 
@@ -78,6 +82,50 @@ void gemm_figures(int repeats) {
     const double per_call = ms / iterations;
     std::printf("%-28s %12.4f %12.1f\n", s.what, per_call, 2.0 * s.m * s.n * s.k / (per_call * 1e6));
   }
+}
+
+// One training step of the MLP 784-256-128-10 at batch 64 with every operation on the GPU: forward,
+// softmax cross-entropy (which returns the loss to the host, as a trainer needs it), backward and a
+// Nesterov momentum update of the whole parameter buffer.
+void mlp_step_figures(int repeats) {
+  using namespace meridian::models;
+  CudaBackend gpu;
+  const std::size_t batch = 64;
+  Linear fc1(784, 256, InitScheme::he), fc2(256, 128, InitScheme::he), fc3(128, 10, InitScheme::xavier);
+  Relu relu1({256, 1, 1}), relu2({128, 1, 1});
+  const std::size_t params = fc1.parameter_count() + fc2.parameter_count() + fc3.parameter_count();
+  DeviceBuffer<float> w(params), g(params), u(params), x(batch * 784), a1(batch * 256), r1(batch * 256),
+      a2(batch * 128), r2(batch * 128), logits(batch * 10), d3(batch * 10), dr2(batch * 128), da2(batch * 128),
+      dr1(batch * 256), da1(batch * 256);
+  DeviceBuffer<std::int32_t> labels(batch);
+  for (auto* buffer : {&w, &u, &x}) buffer->zero(gpu.stream());
+  labels.zero(gpu.stream());
+  std::size_t offset = 0;
+  for (Linear* layer : {&fc1, &fc2, &fc3}) {
+    const std::size_t n = layer->parameter_count();
+    layer->bind({w.data() + offset, n}, {g.data() + offset, n});
+    offset += n;
+  }
+  auto step = [&] {
+    fc1.forward(gpu, x.data(), a1.data(), batch);
+    relu1.forward(gpu, a1.data(), r1.data(), batch);
+    fc2.forward(gpu, r1.data(), a2.data(), batch);
+    relu2.forward(gpu, a2.data(), r2.data(), batch);
+    fc3.forward(gpu, r2.data(), logits.data(), batch);
+    gpu.softmax_cross_entropy(batch, 10, logits.data(), labels.data(), d3.data());
+    fc3.backward(gpu, r2.data(), logits.data(), d3.data(), dr2.data(), batch);
+    relu2.backward(gpu, a2.data(), r2.data(), dr2.data(), da2.data(), batch);
+    fc2.backward(gpu, r1.data(), a2.data(), da2.data(), dr1.data(), batch);
+    relu1.backward(gpu, a1.data(), r1.data(), dr1.data(), da1.data(), batch);
+    fc1.backward(gpu, x.data(), a1.data(), da1.data(), nullptr, batch);
+    gpu.momentum_update(params, w.data(), u.data(), g.data(), 0.01f, 0.9f, 0.0f, true);
+  };
+  const int steps = 200;
+  const double ms = time_ms(gpu.stream(), repeats, [&] {
+    for (int i = 0; i < steps; ++i) step();
+  });
+  std::printf("\nmlp 784-256-128-10 training step, batch 64: %.4f ms/step, %.0f samples/s\n", ms / steps,
+              batch * steps / (ms / 1e3));
 }
 
 void snapshot_figures(int repeats) {
@@ -160,10 +208,11 @@ int main(int argc, char** argv) {
     const auto devices = list_devices();
     if (!devices.empty()) std::printf("%s; median of %d repeats\n\n", describe(devices.front()).c_str(), repeats);
     gemm_figures(repeats);
+    mlp_step_figures(repeats);
     snapshot_figures(repeats);
     overlap_figures(repeats);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cuda_throughput: %s\n", e.what());
+    std::fprintf(stderr, "meridian_bench_cuda_throughput: %s\n", e.what());
     return 1;
   }
   return 0;

@@ -1,0 +1,189 @@
+// `meridian train`: trains one model on this site alone (no network) and reports test accuracy.
+// It is the single-site reference the distributed runs are compared with.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "models/data/idx_reader.h"
+#include "models/cpu_backend.h"
+#include "models/minibatcher.h"
+#include "models/model_factory.h"
+#include "models/optimizer.h"
+#include "models/thread_policy.h"
+
+namespace meridian::cli {
+namespace {
+
+struct TrainOptions {
+  std::string dataset = "fashion-mnist";
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string model = "mlp";
+  std::vector<std::size_t> hidden;
+  std::size_t epochs = 5;
+  std::size_t batch = 64;
+  double lr = 0.0;  // 0: the optimizer's default
+  std::string optimizer = "nesterov";
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  std::string schedule = "cosine";
+  double warmup_epochs = 0.0;
+  std::size_t decay_epochs = 2;
+  double decay_factor = 0.1;
+  int threads = 1;
+  std::uint64_t seed = 1;
+  bool json = false;
+};
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+int run_train(const TrainOptions& o) {
+  using clock = std::chrono::steady_clock;
+  if (o.dataset != "fashion-mnist")
+    throw std::invalid_argument("unknown dataset '" + o.dataset + "' (expected fashion-mnist)");
+  const models::data::Dataset train = models::data::load_fashion_mnist(o.data_dir, true);
+  const models::data::Dataset test = models::data::load_fashion_mnist(o.data_dir, false);
+
+  auto backend = std::make_shared<models::CpuBackend>(1);
+  const models::Shape input{train.channels, train.height, train.width};
+  auto model = models::make_model(o.model, input, train.classes, o.hidden, backend, o.seed);
+  models::use_threads(*model, *backend, static_cast<std::size_t>(o.threads));
+
+  models::Minibatcher batches(train, o.batch, o.seed + 1);
+  const std::size_t steps_per_epoch = batches.batches_per_epoch();
+  const std::size_t total_steps = steps_per_epoch * o.epochs;
+
+  models::OptimizerConfig opt;
+  opt.kind = models::parse_optimizer_kind(o.optimizer);
+  opt.momentum = static_cast<float>(o.momentum);
+  opt.weight_decay = static_cast<float>(o.weight_decay);
+  models::ScheduleConfig sched;
+  sched.kind = models::parse_schedule_kind(o.schedule);
+  sched.base_lr = static_cast<float>(o.lr > 0.0 ? o.lr : (opt.kind == models::OptimizerKind::adam ? 0.001 : 0.05));
+  sched.warmup_steps = static_cast<std::uint64_t>(std::llround(o.warmup_epochs * static_cast<double>(steps_per_epoch)));
+  sched.step_size = std::max<std::uint64_t>(1, o.decay_epochs * steps_per_epoch);
+  sched.gamma = static_cast<float>(o.decay_factor);
+  sched.total_steps = std::max<std::uint64_t>(1, total_steps);
+  models::Optimizer optimizer(opt, sched, model->parameters().size(), backend);
+
+  std::fprintf(stderr, "train: %s on %s (%zu train, %zu test), %zu parameters, batch %zu, %s, lr %g %s, %d thread(s)\n",
+               model->kind().c_str(), o.dataset.c_str(), train.rows, test.rows, model->parameters().size(), o.batch,
+               o.optimizer.c_str(), static_cast<double>(sched.base_lr), o.schedule.c_str(), o.threads);
+
+  double train_seconds = 0.0;
+  std::size_t samples = 0, step = 0;
+  double last_loss = 0.0;
+  models::Evaluation eval;
+  for (std::size_t epoch = 1; epoch <= o.epochs; ++epoch) {
+    const auto epoch_start = clock::now();
+    auto last_print = epoch_start;
+    double loss_sum = 0.0;
+    std::size_t epoch_samples = 0, epoch_steps = 0;
+    for (std::size_t n; (n = batches.next()) > 0;) {
+      const float loss = model->forward_backward(batches.features(), batches.labels(), n);
+      if (!std::isfinite(loss))
+        throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss " +
+                                 std::to_string(loss) + "); try a smaller --lr");
+      optimizer.step(model->parameters(), model->gradients(), model->pool());
+      loss_sum += loss * static_cast<double>(n);
+      epoch_samples += n;
+      ++epoch_steps;
+      ++step;
+      const auto now = clock::now();
+      if (now - last_print > std::chrono::seconds(2)) {
+        const double elapsed = std::chrono::duration<double>(now - epoch_start).count();
+        std::fprintf(stderr, "epoch %zu/%zu step %zu/%zu loss %.4f samples/s %.0f\n", epoch, o.epochs, epoch_steps,
+                     steps_per_epoch, loss_sum / static_cast<double>(epoch_samples),
+                     static_cast<double>(epoch_samples) / elapsed);
+        last_print = now;
+      }
+    }
+    const double epoch_seconds = std::chrono::duration<double>(clock::now() - epoch_start).count();
+    train_seconds += epoch_seconds;
+    samples += epoch_samples;
+    last_loss = loss_sum / static_cast<double>(epoch_samples);
+    eval = model->evaluate(test);
+    std::fprintf(stderr, "epoch %zu/%zu step %zu/%zu loss %.4f samples/s %.0f test accuracy %.4f\n", epoch, o.epochs,
+                 epoch_steps, steps_per_epoch, last_loss, static_cast<double>(epoch_samples) / epoch_seconds,
+                 eval.accuracy);
+  }
+  const double samples_per_second = train_seconds > 0.0 ? static_cast<double>(samples) / train_seconds : 0.0;
+  if (o.json) {
+    std::printf(
+        "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"parameters\": %zu, \"epochs\": %zu, \"batch\": %zu, "
+        "\"optimizer\": %s, \"lr\": %g, \"schedule\": %s, \"threads\": %d, \"seed\": %llu, \"steps\": %zu, "
+        "\"train_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.6f, \"train_seconds\": %.3f, "
+        "\"samples_per_second\": %.1f}\n",
+        json_string(o.dataset).c_str(), json_string(model->kind()).c_str(), json_string(model->fingerprint()).c_str(),
+        model->parameters().size(), o.epochs, o.batch, json_string(o.optimizer).c_str(),
+        static_cast<double>(sched.base_lr), json_string(o.schedule).c_str(), o.threads,
+        static_cast<unsigned long long>(o.seed), step, last_loss, eval.loss, eval.accuracy, train_seconds,
+        samples_per_second);
+  } else {
+    std::printf("test accuracy %.4f (%s, %zu epochs, %.0f samples/s)\n", eval.accuracy, model->kind().c_str(),
+                o.epochs, samples_per_second);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<TrainOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a model on this site alone (no network) and report test accuracy");
+  cmd->footer(
+      "Example:\n"
+      "  meridian train --dataset fashion-mnist --model cnn --epochs 5 --batch 64 --threads 2 --json\n"
+      "Progress (epoch, step, loss, samples/s) goes to stderr; the result (test accuracy, or one JSON object\n"
+      "with --json) to stdout.");
+  cmd->add_option("--dataset", options->dataset, "Dataset to train on")->capture_default_str();
+  cmd->add_option("--data-dir", options->data_dir, "Folder with the dataset's IDX files (gzip or raw)")
+      ->capture_default_str();
+  cmd->add_option("--model", options->model, "Architecture")
+      ->check(CLI::IsMember({"logreg", "mlp", "cnn"}))
+      ->capture_default_str();
+  cmd->add_option("--hidden", options->hidden, "MLP hidden widths (default 256 128)")->delimiter(',');
+  cmd->add_option("--epochs", options->epochs, "Passes over the training set")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
+      ->capture_default_str();
+  cmd->add_option("--batch", options->batch, "Mini-batch size")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--lr", options->lr, "Base learning rate (default 0.05, or 0.001 for adam)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--optimizer", options->optimizer, "Optimizer")
+      ->check(CLI::IsMember({"sgd", "momentum", "nesterov", "adam"}))
+      ->capture_default_str();
+  cmd->add_option("--momentum", options->momentum, "Momentum coefficient (momentum, nesterov)")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->capture_default_str();
+  cmd->add_option("--weight-decay", options->weight_decay, "L2 weight decay")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--schedule", options->schedule, "Learning-rate schedule")
+      ->check(CLI::IsMember({"constant", "step", "cosine"}))
+      ->capture_default_str();
+  cmd->add_option("--warmup-epochs", options->warmup_epochs, "Linear warm-up length in epochs (may be fractional)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--decay-epochs", options->decay_epochs, "Step schedule: decay every this many epochs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--decay-factor", options->decay_factor, "Step schedule: multiply the rate by this")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--threads", options->threads, "Compute threads")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--seed", options->seed, "Seed for initialization and batch order")->capture_default_str();
+  cmd->add_flag("--json", options->json, "Print one JSON object with the result on stdout");
+  cmd->callback([options, &exit_code] { exit_code = run_train(*options); });
+}
+
+}  // namespace meridian::cli

@@ -1,0 +1,96 @@
+// The compute backend behind every layer, loss and optimizer: GEMM, the per-layer heavy operations and
+// the element-wise loops. The CPU backend (cpu_backend.h, OpenBLAS) is the reference; the CUDA backend
+// of issue 7 implements the same interface with cuBLAS/cuDNN and kernels that call the same
+// elementwise_math.h functions.
+//
+// Pointers are to memory the backend can address (host memory for the CPU backend). Tensors are
+// row-major; shapes are given next to each argument. A backend object is used by one thread at a time
+// (the trainer thread); it may use worker threads internally (set_threads).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace meridian::models {
+
+// Geometry of a square-kernel 2-D convolution over NCHW images (stride 1 or more, zero padding).
+struct ConvGeometry {
+  std::size_t in_channels = 0, in_height = 0, in_width = 0;
+  std::size_t kernel = 0, stride = 1, padding = 0;
+  std::size_t out_height() const { return (in_height + 2 * padding - kernel) / stride + 1; }
+  std::size_t out_width() const { return (in_width + 2 * padding - kernel) / stride + 1; }
+  std::size_t patch_size() const { return in_channels * kernel * kernel; }  // rows of the column matrix
+};
+
+// Geometry of a max pooling window over NCHW images (no padding; windows fit inside the input).
+struct PoolGeometry {
+  std::size_t channels = 0, in_height = 0, in_width = 0;
+  std::size_t window = 2, stride = 2;
+  std::size_t out_height() const { return (in_height - window) / stride + 1; }
+  std::size_t out_width() const { return (in_width - window) / stride + 1; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  // Worker threads used by the backend's heavy operations (GEMM, im2col). threads >= 1.
+  virtual void set_threads(int threads) = 0;
+  virtual int threads() const = 0;
+
+  // C (m, n) = alpha · op(A) · op(B) + beta · C, row-major; op(A) is (m, k), op(B) is (k, n).
+  virtual void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                    const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+                    std::size_t ldc) = 0;
+
+  // Convolution as GEMM. The column matrix is (patch_size, batch · out_h · out_w): column
+  // (b, oy, ox) holds the input patch that produces output pixel (oy, ox) of image b.
+  virtual void im2col(const ConvGeometry& g, std::size_t batch, const float* images, float* columns) = 0;
+  // Adds the columns back onto the images (the transpose of im2col); overwrites `images`.
+  virtual void col2im(const ConvGeometry& g, std::size_t batch, const float* columns, float* images) = 0;
+  // sums (channels) = Σ over images and pixels of images (batch, channels, pixels): a conv bias gradient.
+  virtual void sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                            float* sums) = 0;
+
+  // out (batch, channels, out_h, out_w) = window maxima of in; argmax records the input offset chosen.
+  virtual void max_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out,
+                                std::int32_t* argmax) = 0;
+  // din (batch, channels, in_h, in_w) = dout routed back to the argmax positions (others zero).
+  virtual void max_pool_backward(const PoolGeometry& g, std::size_t batch, const float* dout,
+                                 const std::int32_t* argmax, float* din) = 0;
+
+  // out (rows, cols) = bias (cols) broadcast over rows.
+  virtual void broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) = 0;
+  // out (rows, cols) = values[row] in every column of each row (a conv bias over an image's channels).
+  virtual void fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) = 0;
+  // sums (cols) = Σ_rows m (rows, cols), or with `over_columns` sums (rows) = Σ_cols m.
+  virtual void sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) = 0;
+
+  virtual void relu_forward(std::size_t n, const float* in, float* out) = 0;
+  virtual void relu_backward(std::size_t n, const float* out, const float* dout, float* din) = 0;
+
+  // Mean softmax cross-entropy of logits (batch, classes) against labels (batch); writes dlogits, the
+  // gradient of the mean. Throws std::out_of_range for a label outside [0, classes).
+  virtual float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
+                                      const std::int32_t* labels, float* dlogits) = 0;
+  // predictions (batch) = argmax over each row of logits (batch, classes).
+  virtual void argmax_rows(std::size_t batch, std::size_t classes, const float* logits,
+                           std::int32_t* predictions) = 0;
+
+  // Optimizer updates over n parameters (see elementwise_math.h for the exact rules).
+  virtual void sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) = 0;
+  virtual void momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
+                               float weight_decay, bool nesterov) = 0;
+  virtual void adam_update(std::size_t n, float* w, float* m, float* v, const float* g, float lr, float beta1,
+                           float beta2, float eps, float weight_decay, float bias_correction1,
+                           float bias_correction2) = 0;
+
+  // Mixing primitives used by gossip/: x ← s·x, x ← x + y, x ← x + (mixed − snapshot).
+  virtual void push_sum_scale(std::size_t n, float* x, float share) = 0;
+  virtual void push_sum_add(std::size_t n, float* x, const float* received) = 0;
+  virtual void delayed_compensation(std::size_t n, float* x, const float* mixed, const float* snapshot) = 0;
+};
+
+}  // namespace meridian::models

@@ -1,0 +1,319 @@
+#include "models/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "models/elementwise_math.h"
+
+namespace meridian::models {
+
+CpuBackend::CpuBackend(int threads) { set_threads(threads); }
+
+void CpuBackend::set_threads(int threads) {
+  if (threads < 1) throw std::invalid_argument("CpuBackend: threads must be >= 1, got " + std::to_string(threads));
+  threads_ = threads;
+  openblas_set_num_threads(threads);
+}
+
+void CpuBackend::gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                      const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+                      std::size_t ldc) {
+  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+namespace {
+
+// The output columns [lo, hi) of one output row whose input column ox·stride + kx − pad falls
+// inside the image; outside it the kernel sees zero padding.
+struct ValidRange {
+  std::size_t lo, hi;
+};
+
+inline ValidRange valid_columns(const ConvGeometry& g, std::size_t kx) {
+  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), k = static_cast<std::ptrdiff_t>(kx);
+  const std::ptrdiff_t s = static_cast<std::ptrdiff_t>(g.stride), iw = static_cast<std::ptrdiff_t>(g.in_width);
+  const std::ptrdiff_t ow = static_cast<std::ptrdiff_t>(g.out_width());
+  // smallest ox with ox·s + k − pad >= 0, and one past the largest with ox·s + k − pad < iw
+  const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(0, (pad - k + s - 1) / s);
+  const std::ptrdiff_t hi = std::clamp<std::ptrdiff_t>((iw + pad - k + s - 1) / s, lo, ow);
+  return {static_cast<std::size_t>(std::min(lo, ow)), static_cast<std::size_t>(hi)};
+}
+
+// Calls body(width) with the width as a compile-time constant for the row widths of the LeNet-style
+// CNN (26-28 for the padded 5x5 convolution over 28 columns, 10 for the second one) and as a run-time
+// value otherwise. Rows that short are all loop overhead unless the compiler knows their length.
+template <typename Body>
+void with_width(std::size_t n, Body&& body) {
+  switch (n) {
+    case 10: return body(std::integral_constant<std::size_t, 10>{});
+    case 26: return body(std::integral_constant<std::size_t, 26>{});
+    case 27: return body(std::integral_constant<std::size_t, 27>{});
+    case 28: return body(std::integral_constant<std::size_t, 28>{});
+    default: return body(n);
+  }
+}
+
+// Valid column ranges for every kernel column, computed once per call rather than per row.
+class ValidRanges {
+ public:
+  explicit ValidRanges(const ConvGeometry& g) : g_(g) {
+    for (std::size_t kx = 0; kx < g.kernel && kx < kCached; ++kx) cached_[kx] = valid_columns(g, kx);
+  }
+  ValidRange operator[](std::size_t kx) const { return kx < kCached ? cached_[kx] : valid_columns(g_, kx); }
+
+ private:
+  static constexpr std::size_t kCached = 16;
+  const ConvGeometry& g_;
+  ValidRange cached_[kCached] = {};
+};
+
+// Σ row[0..n). Eight partial sums let the compiler vectorize the reduction without -ffast-math.
+float row_sum(const float* row, std::size_t n) {
+  float partial[8] = {};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t j = 0; j < 8; ++j) partial[j] += row[i + j];
+  float s = 0.0f;
+  for (; i < n; ++i) s += row[i];
+  for (float p : partial) s += p;
+  return s;
+}
+
+}  // namespace
+
+// One row of the column matrix per (channel, ky, kx); inside a row, images follow each other and each
+// image's output pixels are row-major. Per output row the padding is a zero prefix and suffix and the
+// inside is a straight copy (stride 1) or a strided gather, so there is no bounds test per element.
+void CpuBackend::im2col(const ConvGeometry& g, std::size_t batch, const float* images, float* columns) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
+  const std::size_t plane = g.in_height * g.in_width, image_size = g.in_channels * plane;
+  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), ih = static_cast<std::ptrdiff_t>(g.in_height);
+  const std::ptrdiff_t iw = static_cast<std::ptrdiff_t>(g.in_width);
+  const ValidRanges ranges(g);
+  float* out = columns;
+  for (std::size_t c = 0; c < g.in_channels; ++c) {
+    for (std::size_t ky = 0; ky < k; ++ky) {
+      for (std::size_t kx = 0; kx < k; ++kx) {
+        const ValidRange valid = ranges[kx];
+        const std::ptrdiff_t first_ix = static_cast<std::ptrdiff_t>(valid.lo * s + kx) - pad;
+        // The copy length is fixed for the whole (c, ky, kx) row; with_width makes it a constant
+        // for the common widths so each copy compiles to a few vector moves.
+        with_width(valid.hi - valid.lo, [&](auto width) {
+          const std::size_t n = width;
+          for (std::size_t b = 0; b < batch; ++b) {
+            const float* channel = images + b * image_size + c * plane;
+            for (std::size_t oy = 0; oy < oh; ++oy, out += ow) {
+              const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
+              if (iy < 0 || iy >= ih) {
+                for (std::size_t ox = 0; ox < ow; ++ox) out[ox] = 0.0f;
+                continue;
+              }
+              const float* in = channel + iy * iw + first_ix;
+              for (std::size_t ox = 0; ox < valid.lo; ++ox) out[ox] = 0.0f;
+              if (s == 1) {
+                for (std::size_t i = 0; i < n; ++i) out[valid.lo + i] = in[i];
+              } else {
+                for (std::size_t i = 0; i < n; ++i) out[valid.lo + i] = in[i * s];
+              }
+              for (std::size_t ox = valid.lo + n; ox < ow; ++ox) out[ox] = 0.0f;
+            }
+          }
+        });
+      }
+    }
+  }
+}
+
+void CpuBackend::col2im(const ConvGeometry& g, std::size_t batch, const float* columns, float* images) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), k = g.kernel, s = g.stride;
+  const std::size_t plane = g.in_height * g.in_width, image_size = g.in_channels * plane;
+  const std::ptrdiff_t pad = static_cast<std::ptrdiff_t>(g.padding), ih = static_cast<std::ptrdiff_t>(g.in_height);
+  const std::ptrdiff_t iw = static_cast<std::ptrdiff_t>(g.in_width);
+  std::fill(images, images + batch * image_size, 0.0f);
+  const ValidRanges ranges(g);
+  const float* in = columns;
+  for (std::size_t c = 0; c < g.in_channels; ++c) {
+    for (std::size_t ky = 0; ky < k; ++ky) {
+      for (std::size_t kx = 0; kx < k; ++kx) {
+        const ValidRange valid = ranges[kx];
+        const std::ptrdiff_t first_ix = static_cast<std::ptrdiff_t>(valid.lo * s + kx) - pad;
+        with_width(valid.hi - valid.lo, [&](auto width) {
+          const std::size_t n = width;
+          for (std::size_t b = 0; b < batch; ++b) {
+            float* channel = images + b * image_size + c * plane;
+            for (std::size_t oy = 0; oy < oh; ++oy, in += ow) {
+              const std::ptrdiff_t iy = static_cast<std::ptrdiff_t>(oy * s + ky) - pad;
+              if (iy < 0 || iy >= ih) continue;
+              float* out = channel + iy * iw + first_ix;
+              const float* src = in + valid.lo;
+              if (s == 1) {
+                for (std::size_t i = 0; i < n; ++i) out[i] += src[i];
+              } else {
+                for (std::size_t i = 0; i < n; ++i) out[i * s] += src[i];
+              }
+            }
+          }
+        });
+      }
+    }
+  }
+}
+
+void CpuBackend::sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                              float* sums) {
+  std::fill(sums, sums + channels, 0.0f);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t c = 0; c < channels; ++c) sums[c] += row_sum(images + (b * channels + c) * pixels, pixels);
+}
+
+void CpuBackend::max_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out,
+                                  std::int32_t* argmax) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), plane = g.in_height * g.in_width;
+  const bool two_by_two = g.window == 2 && g.stride == 2;
+  for (std::size_t p = 0; p < batch * g.channels; ++p) {
+    const float* src = in + p * plane;
+    for (std::size_t oy = 0; oy < oh; ++oy) {
+      if (two_by_two) {
+        // The LeNet case, unrolled: the same first-maximum tie rule as the general loop below.
+        const std::size_t top = 2 * oy * g.in_width, bottom = top + g.in_width;
+        // Written as selects rather than branches: the comparisons are data-dependent coin flips.
+        for (std::size_t ox = 0; ox < ow; ++ox) {
+          const std::size_t a = top + 2 * ox, b = a + 1, c = bottom + 2 * ox, d = c + 1;
+          const std::size_t ab = src[b] > src[a] ? b : a;
+          const std::size_t abc = src[c] > src[ab] ? c : ab;
+          const std::size_t best = src[d] > src[abc] ? d : abc;
+          *out++ = src[best];
+          *argmax++ = static_cast<std::int32_t>(best);
+        }
+        continue;
+      }
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        std::size_t best = (oy * g.stride) * g.in_width + ox * g.stride;
+        for (std::size_t wy = 0; wy < g.window; ++wy) {
+          for (std::size_t wx = 0; wx < g.window; ++wx) {
+            const std::size_t at = (oy * g.stride + wy) * g.in_width + ox * g.stride + wx;
+            if (src[at] > src[best]) best = at;
+          }
+        }
+        *out++ = src[best];
+        *argmax++ = static_cast<std::int32_t>(best);
+      }
+    }
+  }
+}
+
+void CpuBackend::max_pool_backward(const PoolGeometry& g, std::size_t batch, const float* dout,
+                                   const std::int32_t* argmax, float* din) {
+  const std::size_t outs = g.out_height() * g.out_width(), plane = g.in_height * g.in_width;
+  std::fill(din, din + batch * g.channels * plane, 0.0f);
+  for (std::size_t p = 0; p < batch * g.channels; ++p) {
+    float* dst = din + p * plane;
+    for (std::size_t o = 0; o < outs; ++o) dst[argmax[p * outs + o]] += dout[p * outs + o];
+  }
+}
+
+void CpuBackend::broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) {
+  for (std::size_t r = 0; r < rows; ++r) std::memcpy(out + r * cols, bias, cols * sizeof(float));
+}
+
+void CpuBackend::fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) {
+  for (std::size_t r = 0; r < rows; ++r) std::fill(out + r * cols, out + (r + 1) * cols, values[r]);
+}
+
+void CpuBackend::sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) {
+  if (over_columns) {
+    for (std::size_t r = 0; r < rows; ++r) sums[r] = row_sum(m + r * cols, cols);
+    return;
+  }
+  std::fill(sums, sums + cols, 0.0f);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) sums[c] += m[r * cols + c];
+}
+
+// The element-wise loops below copy their pointers into __restrict locals: the buffers never overlap,
+// and saying so lets the compiler vectorize instead of checking for aliasing.
+void CpuBackend::relu_forward(std::size_t n, const float* in, float* out) {
+  const float* __restrict x = in;
+  float* __restrict y = out;
+  for (std::size_t i = 0; i < n; ++i) y[i] = math::relu(x[i]);
+}
+
+void CpuBackend::relu_backward(std::size_t n, const float* out, const float* dout, float* din) {
+  const float* __restrict y = out;
+  const float* __restrict dy = dout;
+  float* __restrict dx = din;
+  for (std::size_t i = 0; i < n; ++i) dx[i] = math::relu_backward(y[i], dy[i]);
+}
+
+float CpuBackend::softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
+                                        const std::int32_t* labels, float* dlogits) {
+  const float scale = 1.0f / static_cast<float>(batch);
+  double total = 0.0;
+  for (std::size_t b = 0; b < batch; ++b) {
+    if (labels[b] < 0 || static_cast<std::size_t>(labels[b]) >= classes)
+      throw std::out_of_range("softmax_cross_entropy: label " + std::to_string(labels[b]) + " of sample " +
+                              std::to_string(b) + " is outside [0, " + std::to_string(classes) + ")");
+    total += math::softmax_cross_entropy_row(logits + b * classes, static_cast<int>(classes), labels[b], scale,
+                                             dlogits + b * classes);
+  }
+  return static_cast<float>(total / static_cast<double>(batch));
+}
+
+void CpuBackend::argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) {
+  for (std::size_t b = 0; b < batch; ++b) {
+    const float* row = logits + b * classes;
+    predictions[b] = static_cast<std::int32_t>(std::max_element(row, row + classes) - row);
+  }
+}
+
+void CpuBackend::sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) {
+  float* __restrict wr = w;
+  const float* __restrict gr = g;
+  for (std::size_t i = 0; i < n; ++i) math::sgd_update(wr[i], gr[i], lr, weight_decay);
+}
+
+void CpuBackend::momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
+                                 float weight_decay, bool nesterov) {
+  float* __restrict wr = w;
+  float* __restrict ur = u;
+  const float* __restrict gr = g;
+  // Two loops so the compiler vectorizes each without a per-element branch on `nesterov`.
+  if (nesterov) {
+    for (std::size_t i = 0; i < n; ++i) math::momentum_update(wr[i], ur[i], gr[i], lr, momentum, weight_decay, true);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) math::momentum_update(wr[i], ur[i], gr[i], lr, momentum, weight_decay, false);
+  }
+}
+
+void CpuBackend::adam_update(std::size_t n, float* w, float* m, float* v, const float* g, float lr, float beta1,
+                             float beta2, float eps, float weight_decay, float bias_correction1,
+                             float bias_correction2) {
+  float* __restrict wr = w;
+  float* __restrict mr = m;
+  float* __restrict vr = v;
+  const float* __restrict gr = g;
+  for (std::size_t i = 0; i < n; ++i)
+    math::adam_update(wr[i], mr[i], vr[i], gr[i], lr, beta1, beta2, eps, weight_decay, bias_correction1,
+                      bias_correction2);
+}
+
+void CpuBackend::push_sum_scale(std::size_t n, float* x, float share) {
+  for (std::size_t i = 0; i < n; ++i) math::push_sum_scale(x[i], share);
+}
+
+void CpuBackend::push_sum_add(std::size_t n, float* x, const float* received) {
+  for (std::size_t i = 0; i < n; ++i) math::push_sum_add(x[i], received[i]);
+}
+
+void CpuBackend::delayed_compensation(std::size_t n, float* x, const float* mixed, const float* snapshot) {
+  for (std::size_t i = 0; i < n; ++i) math::delayed_compensation(x[i], mixed[i], snapshot[i]);
+}
+
+}  // namespace meridian::models

@@ -1,0 +1,51 @@
+// The CPU backend: OpenBLAS sgemm for GEMM and plain loops (calling elementwise_math.h) for the rest.
+// It is the reference the CUDA backend is checked against. Not thread-safe: one trainer thread uses it;
+// set_threads sets OpenBLAS's worker count, which is process-wide in OpenBLAS.
+#pragma once
+
+#include "models/backend.h"
+
+namespace meridian::models {
+
+class CpuBackend final : public Backend {
+ public:
+  // threads >= 1: OpenBLAS worker threads (process-wide setting).
+  explicit CpuBackend(int threads = 1);
+
+  std::string name() const override { return "cpu"; }
+  void set_threads(int threads) override;
+  int threads() const override { return threads_; }
+
+  void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+            const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+            std::size_t ldc) override;
+  void im2col(const ConvGeometry& g, std::size_t batch, const float* images, float* columns) override;
+  void col2im(const ConvGeometry& g, std::size_t batch, const float* columns, float* images) override;
+  void sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                    float* sums) override;
+  void max_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out,
+                        std::int32_t* argmax) override;
+  void max_pool_backward(const PoolGeometry& g, std::size_t batch, const float* dout, const std::int32_t* argmax,
+                         float* din) override;
+  void broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) override;
+  void fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) override;
+  void sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) override;
+  void relu_forward(std::size_t n, const float* in, float* out) override;
+  void relu_backward(std::size_t n, const float* out, const float* dout, float* din) override;
+  float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
+                              const std::int32_t* labels, float* dlogits) override;
+  void argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) override;
+  void sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) override;
+  void momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
+                       float weight_decay, bool nesterov) override;
+  void adam_update(std::size_t n, float* w, float* m, float* v, const float* g, float lr, float beta1, float beta2,
+                   float eps, float weight_decay, float bias_correction1, float bias_correction2) override;
+  void push_sum_scale(std::size_t n, float* x, float share) override;
+  void push_sum_add(std::size_t n, float* x, const float* received) override;
+  void delayed_compensation(std::size_t n, float* x, const float* mixed, const float* snapshot) override;
+
+ private:
+  int threads_ = 1;
+};
+
+}  // namespace meridian::models

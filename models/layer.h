@@ -1,0 +1,47 @@
+// A layer of a sequential model. Its parameters and their gradients are views into the model's one
+// contiguous buffer (bind), its activations are buffers the model owns, and its own workspace (im2col
+// columns, pooling argmax) is sized once by reserve() and reused by every step.
+//
+// Not thread-safe; the model drives it from the trainer thread.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "models/backend.h"
+#include "models/initializer.h"
+#include "models/shape.h"
+
+namespace meridian::models {
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // Architecture and sizes, e.g. "conv2d(1->6,k5,s1,p2)"; part of the model fingerprint.
+  virtual std::string describe() const = 0;
+  // A new layer of the same architecture, unbound and without workspace (for batch-splitting threads,
+  // which share the parameters and keep their own activations and gradients).
+  virtual std::unique_ptr<Layer> clone() const = 0;
+  virtual Shape input_shape() const = 0;
+  virtual Shape output_shape() const = 0;
+
+  virtual std::size_t parameter_count() const { return 0; }
+  // Points the layer at its slice of the model's parameter and gradient buffers (each of
+  // parameter_count() floats). The spans must outlive the layer's use.
+  virtual void bind(std::span<float> parameters, std::span<float> gradients) {}
+  virtual void initialize(SplitMix64& random) {}
+  // Sizes the layer's workspace for batches of up to `batch` samples. Allocates only when growing.
+  virtual void reserve(std::size_t batch) {}
+
+  // out (batch, output) from in (batch, input).
+  virtual void forward(Backend& backend, const float* in, float* out, std::size_t batch) = 0;
+  // Writes (overwrites) the parameter gradients and, unless din is null, the input gradient
+  // din (batch, input) from dout (batch, output). in/out are the values of the last forward().
+  virtual void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
+                        std::size_t batch) = 0;
+};
+
+}  // namespace meridian::models

@@ -1,0 +1,35 @@
+#include "models/max_pool2d.h"
+
+#include <stdexcept>
+
+namespace meridian::models {
+
+MaxPool2d::MaxPool2d(Shape input, std::size_t window, std::size_t stride) : input_(input) {
+  if (window == 0 || stride == 0 || input.height < window || input.width < window)
+    throw std::invalid_argument("max_pool2d: window " + std::to_string(window) + " does not fit input " +
+                                input.to_string());
+  geometry_ = PoolGeometry{input.channels, input.height, input.width, window, stride};
+}
+
+std::string MaxPool2d::describe() const {
+  return "max_pool2d(k" + std::to_string(geometry_.window) + ",s" + std::to_string(geometry_.stride) + ")";
+}
+
+Shape MaxPool2d::output_shape() const { return {input_.channels, geometry_.out_height(), geometry_.out_width()}; }
+
+void MaxPool2d::reserve(std::size_t batch) {
+  const std::size_t n = batch * output_shape().size();
+  if (argmax_.size() < n) argmax_.resize(n);
+}
+
+void MaxPool2d::forward(Backend& backend, const float* in, float* out, std::size_t batch) {
+  reserve(batch);
+  backend.max_pool_forward(geometry_, batch, in, out, argmax_.data());
+}
+
+void MaxPool2d::backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
+                         std::size_t batch) {
+  if (din != nullptr) backend.max_pool_backward(geometry_, batch, dout, argmax_.data(), din);
+}
+
+}  // namespace meridian::models

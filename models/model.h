@@ -1,0 +1,115 @@
+// A sequential classifier whose parameters and gradients each live in one contiguous float buffer
+// (llm.c style): every layer's weights are a view into parameters(), in layer order, so mixing,
+// averaging, compensation and checkpoints work on one span. Activations and workspaces are allocated
+// for the largest batch seen and reused by every later step; a step at or below that size allocates
+// nothing.
+//
+// Threads: set_threads(T) splits each training batch into T row ranges computed at once by T copies
+// of the layer chain that share the parameters (data parallelism inside one step); their gradients
+// are combined into gradients() weighted by rows, so the result is the same mean-loss gradient up to
+// float summation order. Use it with a single-threaded backend so the threads do not oversubscribe.
+//
+// Ownership: the model owns its layers and buffers and shares the backend. Not thread-safe: one
+// trainer thread drives it; another thread may read parameters() only while the trainer is waiting.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/backend.h"
+#include "models/data/dataset.h"
+#include "models/layer.h"
+#include "models/worker_pool.h"
+
+namespace meridian::models {
+
+struct Evaluation {
+  double accuracy = 0.0;  // fraction of samples whose arg-max prediction equals the label
+  double loss = 0.0;      // mean softmax cross-entropy
+  std::size_t samples = 0;
+};
+
+class Model {
+ public:
+  // `kind` names the architecture ("mlp", "cnn", ...). Layers must chain (each input shape equals the
+  // previous output shape) and the last must output `classes` features; throws std::invalid_argument
+  // otherwise. Parameters are initialized from `seed` (same seed, same model on every site).
+  Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::size_t classes,
+        std::shared_ptr<Backend> backend, std::uint64_t seed);
+
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  std::span<float> parameters() { return parameters_; }
+  std::span<const float> parameters() const { return parameters_; }
+  // Gradients of the last forward_backward(), same layout as parameters().
+  std::span<float> gradients() { return gradients_; }
+  std::span<const float> gradients() const { return gradients_; }
+
+  // Threads used by forward_backward (>= 1; batches smaller than 2 rows per thread use one).
+  void set_threads(std::size_t threads);
+  std::size_t threads() const { return replicas_.size(); }
+
+  // Re-draws all parameters from `seed` (He for hidden layers, Xavier for the output layer, zero biases).
+  void initialize(std::uint64_t seed);
+
+  // One training step's computation on a batch: x (batch, input_size), labels (batch) in [0, classes).
+  // Overwrites gradients() with the gradient of the mean loss and returns that mean loss.
+  // Throws std::invalid_argument for batch == 0, std::out_of_range for a bad label.
+  float forward_backward(const float* x, const std::int32_t* labels, std::size_t batch);
+  // Logits (batch, classes) for x (batch, input_size); the pointer is valid until the next call.
+  const float* forward(const float* x, std::size_t batch);
+  // Arg-max class of each row of x (batch, input_size).
+  void predict(const float* x, std::size_t batch, std::int32_t* predictions);
+  // Accuracy and mean loss over a whole dataset, in chunks of `chunk` rows.
+  // Throws std::invalid_argument when the dataset's row size or classes do not fit the model.
+  Evaluation evaluate(const data::Dataset& dataset, std::size_t chunk = 256);
+
+  // Architecture and sizes, e.g. "mlp|in=784x1x1|linear(784->256)|relu|...|classes=10|params=235146".
+  // Peers compare it before mixing parameters.
+  std::string fingerprint() const;
+  const std::string& kind() const { return kind_; }
+  Shape input_shape() const { return layer(0).input_shape(); }
+  std::size_t input_size() const { return input_shape().size(); }
+  std::size_t classes() const { return classes_; }
+  std::size_t layer_count() const { return replicas_[0].layers.size(); }
+  const Layer& layer(std::size_t i) const { return *replicas_[0].layers.at(i); }
+  // The slice of parameters()/gradients() that belongs to layer i (empty for parameter-free layers).
+  std::span<float> layer_parameters(std::size_t i);
+  std::span<float> layer_gradients(std::size_t i);
+  Backend& backend() { return *backend_; }
+  // The threads of set_threads() (null with one thread), for the optimizer to update in slices.
+  WorkerPool* pool() { return pool_.get(); }
+
+ private:
+  // One copy of the layer chain with its own activations and gradient buffer; replica 0 holds the
+  // model's own layers and writes gradients_ directly.
+  struct Replica {
+    std::vector<std::unique_ptr<Layer>> layers;
+    std::vector<float> own_gradients;  // empty for replica 0
+    std::span<float> gradients;
+    std::size_t reserved_batch = 0;
+    std::vector<std::vector<float>> activations;  // activations[i] = output of layer i, (batch, out_i)
+    std::vector<float> grad_a, grad_b;            // ping-pong activation gradients, (batch, widest layer)
+    float loss = 0.0f;
+  };
+
+  void reserve(Replica& replica, std::size_t batch);
+  const float* forward(Replica& replica, const float* x, std::size_t batch);
+  float forward_backward(Replica& replica, const float* x, const std::int32_t* labels, std::size_t batch);
+
+  std::string kind_;
+  std::size_t classes_;
+  std::shared_ptr<Backend> backend_;
+  std::vector<std::size_t> offsets_;  // layer i's parameters start at offsets_[i]
+  std::vector<float> parameters_;
+  std::vector<float> gradients_;
+  std::vector<Replica> replicas_;
+  std::unique_ptr<WorkerPool> pool_;  // null with one thread
+  std::vector<std::int32_t> predictions_;
+};
+
+}  // namespace meridian::models

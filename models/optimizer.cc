@@ -1,0 +1,86 @@
+#include "models/optimizer.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+namespace meridian::models {
+
+Optimizer::Optimizer(const OptimizerConfig& config, const ScheduleConfig& schedule, std::size_t parameters,
+                     std::shared_ptr<Backend> backend)
+    : config_(config), schedule_(schedule), size_(parameters), backend_(std::move(backend)) {
+  if (!backend_) throw std::invalid_argument("optimizer: no backend");
+  if (config.momentum < 0.0f || config.momentum >= 1.0f)
+    throw std::invalid_argument("optimizer: momentum must be in [0, 1), got " + std::to_string(config.momentum));
+  if (config.beta1 < 0.0f || config.beta1 >= 1.0f || config.beta2 < 0.0f || config.beta2 >= 1.0f)
+    throw std::invalid_argument("optimizer: Adam betas must be in [0, 1)");
+  if (config.weight_decay < 0.0f) throw std::invalid_argument("optimizer: weight decay must be >= 0");
+  switch (config.kind) {
+    case OptimizerKind::sgd: break;
+    case OptimizerKind::momentum:
+    case OptimizerKind::nesterov: state_.assign(size_, 0.0f); break;
+    case OptimizerKind::adam: state_.assign(2 * size_, 0.0f); break;
+  }
+}
+
+float Optimizer::momentum() const {
+  return config_.kind == OptimizerKind::momentum || config_.kind == OptimizerKind::nesterov ? config_.momentum : 0.0f;
+}
+
+std::span<float> Optimizer::momentum_buffer() {
+  return config_.kind == OptimizerKind::sgd ? std::span<float>() : std::span<float>(state_).subspan(0, size_);
+}
+
+void Optimizer::step(std::span<float> parameters, std::span<const float> gradients, WorkerPool* pool) {
+  if (parameters.size() != size_ || gradients.size() != size_)
+    throw std::invalid_argument("optimizer: built for " + std::to_string(size_) + " parameters, got " +
+                                std::to_string(parameters.size()) + " parameters and " +
+                                std::to_string(gradients.size()) + " gradients");
+  const float lr = learning_rate();
+  float correction1 = 1.0f, correction2 = 1.0f;
+  if (config_.kind == OptimizerKind::adam) {
+    const double t = static_cast<double>(steps_ + 1);
+    correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), t));
+    correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t));
+  }
+  float* w = parameters.data();
+  const float* g = gradients.data();
+  if (pool == nullptr || pool->size() == 1) {
+    update(0, size_, w, g, lr, correction1, correction2);
+  } else {
+    const std::size_t slices = pool->size();
+    pool->run([&](std::size_t i) { update(size_ * i / slices, size_ * (i + 1) / slices, w, g, lr, correction1, correction2); });
+  }
+  ++steps_;
+}
+
+void Optimizer::update(std::size_t begin, std::size_t end, float* w, const float* g, float lr, float correction1,
+                       float correction2) {
+  const std::size_t n = end - begin;
+  w += begin;
+  g += begin;
+  switch (config_.kind) {
+    case OptimizerKind::sgd:
+      backend_->sgd_update(n, w, g, lr, config_.weight_decay);
+      break;
+    case OptimizerKind::momentum:
+    case OptimizerKind::nesterov:
+      backend_->momentum_update(n, w, state_.data() + begin, g, lr, config_.momentum, config_.weight_decay,
+                                config_.kind == OptimizerKind::nesterov);
+      break;
+    case OptimizerKind::adam:
+      backend_->adam_update(n, w, state_.data() + begin, state_.data() + size_ + begin, g, lr, config_.beta1,
+                            config_.beta2, config_.eps, config_.weight_decay, correction1, correction2);
+      break;
+  }
+}
+
+OptimizerKind parse_optimizer_kind(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::sgd;
+  if (name == "momentum") return OptimizerKind::momentum;
+  if (name == "nesterov") return OptimizerKind::nesterov;
+  if (name == "adam") return OptimizerKind::adam;
+  throw std::invalid_argument("unknown optimizer '" + name + "' (expected sgd, momentum, nesterov or adam)");
+}
+
+}  // namespace meridian::models

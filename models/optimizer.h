@@ -1,0 +1,77 @@
+// Optimizers over a model's contiguous parameter buffer: SGD, heavy-ball momentum, Nesterov momentum
+// (each with L2 weight decay) and Adam, following torch.optim's update rules (elementwise_math.h).
+// The learning rate of each step comes from the schedule at the optimizer's step counter.
+//
+// State lives in one contiguous buffer exposed as a span: for momentum/Nesterov it is the buffer u of
+// DESIGN.md §1 (u ← m·u + g, w ← w − γ·u), which DTS compensation reads and corrects; for Adam it is
+// the first moments followed by the second moments. Checkpoints save state() and step_count().
+//
+// Not thread-safe: the trainer thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/backend.h"
+#include "models/lr_schedule.h"
+#include "models/worker_pool.h"
+
+namespace meridian::models {
+
+enum class OptimizerKind { sgd, momentum, nesterov, adam };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::sgd;
+  float momentum = 0.9f;      // momentum/nesterov: m
+  float weight_decay = 0.0f;  // L2 coefficient added to the gradient
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam
+};
+
+class Optimizer {
+ public:
+  // `parameters` is the number of floats updated. Throws std::invalid_argument for a momentum outside
+  // [0, 1) or Adam betas outside [0, 1).
+  Optimizer(const OptimizerConfig& config, const ScheduleConfig& schedule, std::size_t parameters,
+            std::shared_ptr<Backend> backend);
+
+  // One update w ← update(w, g) with γ = learning_rate(); then advances the step counter. With a
+  // pool, each of its threads updates one slice of the buffer (the rules are element-wise, so the
+  // result is identical). Throws std::invalid_argument when the spans' sizes differ from the optimizer's.
+  void step(std::span<float> parameters, std::span<const float> gradients, WorkerPool* pool = nullptr);
+
+  // γ of the next step() (the schedule at step_count()).
+  float learning_rate() const { return schedule_.at(steps_); }
+  const LearningRateSchedule& schedule() const { return schedule_; }
+  // The momentum coefficient m (0 for SGD and Adam).
+  float momentum() const;
+  const OptimizerConfig& config() const { return config_; }
+
+  // The heavy-ball/Nesterov buffer u (empty for SGD; the first moments for Adam).
+  std::span<float> momentum_buffer();
+  // All optimizer state, contiguous (u; or Adam's m then v; empty for SGD).
+  std::span<float> state() { return state_; }
+  std::span<const float> state() const { return state_; }
+  std::uint64_t step_count() const { return steps_; }
+  // Restores the step counter (checkpoint resume).
+  void set_step_count(std::uint64_t steps) { steps_ = steps; }
+
+ private:
+  OptimizerConfig config_;
+  LearningRateSchedule schedule_;
+  std::size_t size_;
+  std::shared_ptr<Backend> backend_;
+  // Applies the update to elements [begin, end) with rate lr (Adam corrections for this step).
+  void update(std::size_t begin, std::size_t end, float* w, const float* g, float lr, float correction1,
+              float correction2);
+
+  std::vector<float> state_;
+  std::uint64_t steps_ = 0;
+};
+
+// "sgd", "momentum", "nesterov" or "adam"; throws std::invalid_argument otherwise.
+OptimizerKind parse_optimizer_kind(const std::string& name);
+
+}  // namespace meridian::models

@@ -1,0 +1,47 @@
+// models/elementwise_math.h is shared with the CUDA kernels of issue 7: this compiles a kernel that
+// calls every function with nvcc, when nvcc is installed, so the header cannot drift into something
+// only the host compiler accepts.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+TEST_CASE("elementwise_math.h compiles as CUDA device code", "[models][cuda]") {
+  std::string nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!std::filesystem::exists(nvcc)) {
+    WARN("SKIPPED: nvcc not found at " << nvcc);
+    return;
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("meridian-nvcc-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream cu(dir / "kernel.cu");
+    cu << R"(#include "models/elementwise_math.h"
+namespace m = meridian::models::math;
+__global__ void every_function(float* w, float* u, float* v, const float* g, float* d, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  w[i] = m::relu(w[i]) + m::relu_backward(w[i], g[i]);
+  if (i == 0) w[0] += m::softmax_cross_entropy_row(g, n, 0, 1.0f, d);
+  m::sgd_update(w[i], g[i], 0.1f, 0.0f);
+  m::momentum_update(w[i], u[i], g[i], 0.1f, 0.9f, 0.0f, true);
+  m::adam_update(w[i], u[i], v[i], g[i], 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 0.1f, 0.001f);
+  m::push_sum_scale(w[i], 0.5f);
+  m::push_sum_add(w[i], g[i]);
+  m::delayed_compensation(w[i], g[i], u[i]);
+}
+)";
+  }
+  const std::string command = nvcc + " -std=c++20 -I" + MERIDIAN_SOURCE_DIR + " -c " + (dir / "kernel.cu").string() +
+                              " -o " + (dir / "kernel.o").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  const bool built = std::filesystem::exists(dir / "kernel.o");
+  std::filesystem::remove_all(dir);
+  INFO(command);
+  CHECK(status == 0);
+  CHECK(built);
+}

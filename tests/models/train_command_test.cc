@@ -1,0 +1,64 @@
+// `meridian train` as a user runs it: a real process on the real Fashion-MNIST files.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string command = std::string(MERIDIAN_BINARY) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  REQUIRE(pipe);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) output += buffer.data();
+  const int status = pclose(pipe.release());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
+
+}  // namespace
+
+TEST_CASE("meridian train --json trains logreg on Fashion-MNIST and reports accuracy", "[cli][train]") {
+  if (!std::filesystem::exists(std::string(kFashionMnist) + "/train-images-idx3-ubyte.gz")) {
+    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
+    return;
+  }
+  const Result r = run("train --dataset fashion-mnist --model logreg --epochs 1 --batch 128 --lr 0.1 --json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("epoch 1/1 step 469/469 loss") != std::string::npos);  // progress line on stderr
+  std::smatch m;
+  REQUIRE(std::regex_search(r.output, m, std::regex("\"test_accuracy\": ([0-9.]+)")));
+  // Softmax regression reaches about 82% after one epoch; a broken trainer stays near 10%.
+  CHECK(std::stod(m[1]) > 0.75);
+  CHECK(std::regex_search(r.output, std::regex("\"epochs\": 1,")));
+  CHECK(std::regex_search(r.output, std::regex("\"samples_per_second\": [1-9]")));
+}
+
+TEST_CASE("meridian train fails clearly on bad input", "[cli][train]") {
+  const Result missing = run("train --data-dir /nonexistent/fashion --epochs 1");
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.output.find("/nonexistent/fashion") != std::string::npos);
+  CHECK(missing.output.find("train-images-idx3-ubyte") != std::string::npos);
+  CHECK(missing.output.find("install Debian's dataset-fashion-mnist") != std::string::npos);
+  const Result bad_model = run("train --model resnet");
+  CHECK(bad_model.exit_code != 0);
+  CHECK(bad_model.output.find("resnet") != std::string::npos);
+  const Result help = run("train --help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.output.find("Example:") != std::string::npos);
+}
