@@ -53,14 +53,9 @@ void CudaBackend::col2im(const models::ConvGeometry& g, std::size_t batch, const
   kernels::col2im(stream(), g, batch, columns, images);
 }
 
-void CudaBackend::channels_to_images_add_bias(std::size_t batch, std::size_t channels, std::size_t pixels,
-                                              const float* product, const float* bias, float* out) {
-  kernels::channels_to_images_add_bias(stream(), batch, channels, pixels, product, bias, out);
-}
-
-void CudaBackend::images_to_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
-                                     float* product) {
-  kernels::images_to_channels(stream(), batch, channels, pixels, images, product);
+void CudaBackend::sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                               float* sums) {
+  kernels::sum_channels(stream(), batch, channels, pixels, images, sums);
 }
 
 void CudaBackend::max_pool_forward(const models::PoolGeometry& g, std::size_t batch, const float* in, float* out,
@@ -75,6 +70,10 @@ void CudaBackend::max_pool_backward(const models::PoolGeometry& g, std::size_t b
 
 void CudaBackend::broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) {
   kernels::broadcast_rows(stream(), rows, cols, bias, out);
+}
+
+void CudaBackend::fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) {
+  kernels::fill_rows(stream(), rows, cols, values, out);
 }
 
 void CudaBackend::sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) {

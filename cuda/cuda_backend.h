@@ -37,15 +37,14 @@ class CudaBackend final : public models::Backend {
             std::size_t ldc) override;
   void im2col(const models::ConvGeometry& g, std::size_t batch, const float* images, float* columns) override;
   void col2im(const models::ConvGeometry& g, std::size_t batch, const float* columns, float* images) override;
-  void channels_to_images_add_bias(std::size_t batch, std::size_t channels, std::size_t pixels, const float* product,
-                                   const float* bias, float* out) override;
-  void images_to_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
-                          float* product) override;
+  void sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                    float* sums) override;
   void max_pool_forward(const models::PoolGeometry& g, std::size_t batch, const float* in, float* out,
                         std::int32_t* argmax) override;
   void max_pool_backward(const models::PoolGeometry& g, std::size_t batch, const float* dout,
                          const std::int32_t* argmax, float* din) override;
   void broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) override;
+  void fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) override;
   void sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) override;
   void relu_forward(std::size_t n, const float* in, float* out) override;
   void relu_backward(std::size_t n, const float* out, const float* dout, float* din) override;

@@ -85,19 +85,25 @@ __global__ void col2im_kernel(ConvDims g, std::size_t batch, const float* column
   }
 }
 
-__global__ void channels_to_images_add_bias_kernel(std::size_t batch, std::size_t channels, std::size_t pixels,
-                                                   const float* product, const float* bias, float* out) {
-  MERIDIAN_GRID_STRIDE(i, batch * channels * pixels) {
-    const std::size_t p = i % pixels, c = (i / pixels) % channels, b = i / (pixels * channels);
-    out[i] = product[(c * batch + b) * pixels + p] + bias[c];
-  }
-}
-
-__global__ void images_to_channels_kernel(std::size_t batch, std::size_t channels, std::size_t pixels,
-                                          const float* images, float* product) {
-  MERIDIAN_GRID_STRIDE(i, batch * channels * pixels) {
-    const std::size_t p = i % pixels, b = (i / pixels) % batch, c = i / (pixels * batch);
-    product[i] = images[(b * channels + c) * pixels + p];
+// Conv bias gradient: one block per channel sums its pixels over all images, strided partial sums then a
+// tree in shared memory (fixed order: the same result on every run).
+__global__ void sum_channels_kernel(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                                    float* sums) {
+  __shared__ float partial[kThreads];
+  for (std::size_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    float acc = 0.0f;
+    for (std::size_t i = threadIdx.x; i < batch * pixels; i += blockDim.x) {
+      const std::size_t b = i / pixels, p = i % pixels;
+      acc += images[(b * channels + c) * pixels + p];
+    }
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) sums[c] = partial[0];
+    __syncthreads();
   }
 }
 
@@ -143,6 +149,10 @@ __global__ void max_pool_backward_kernel(PoolDims g, std::size_t batch, const fl
 
 __global__ void broadcast_rows_kernel(std::size_t rows, std::size_t cols, const float* bias, float* out) {
   MERIDIAN_GRID_STRIDE(i, rows * cols) out[i] = bias[i % cols];
+}
+
+__global__ void fill_rows_kernel(std::size_t rows, std::size_t cols, const float* values, float* out) {
+  MERIDIAN_GRID_STRIDE(i, rows * cols) out[i] = values[i / cols];
 }
 
 // Row sums: one block per row, each thread a strided partial sum, then a tree in shared memory. Fixed
@@ -261,16 +271,16 @@ void col2im(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batc
   MERIDIAN_LAUNCH(col2im_kernel, batch * g.in_channels * g.in_height * g.in_width, stream, dims(g), batch, columns, images);
 }
 
-void channels_to_images_add_bias(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels,
-                                 const float* product, const float* bias, float* out) {
-  MERIDIAN_LAUNCH(channels_to_images_add_bias_kernel, batch * channels * pixels, stream, batch, channels, pixels,
-                  product, bias, out);
-}
-
-void images_to_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels,
-                        const float* images, float* product) {
-  MERIDIAN_LAUNCH(images_to_channels_kernel, batch * channels * pixels, stream, batch, channels, pixels, images,
-                  product);
+void sum_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels,
+                  const float* images, float* sums) {
+  if (channels == 0) return;
+  if (batch * pixels == 0) {
+    MERIDIAN_CUDA_CHECK(cudaMemsetAsync(sums, 0, channels * sizeof(float), stream));
+    return;
+  }
+  sum_channels_kernel<<<static_cast<unsigned>(std::min<std::size_t>(channels, 65535)), kThreads, 0, stream>>>(
+      batch, channels, pixels, images, sums);
+  MERIDIAN_CUDA_CHECK_LAUNCH();
 }
 
 void max_pool_forward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* in,
@@ -287,6 +297,10 @@ void max_pool_backward(cudaStream_t stream, const models::PoolGeometry& g, std::
 
 void broadcast_rows(cudaStream_t stream, std::size_t rows, std::size_t cols, const float* bias, float* out) {
   MERIDIAN_LAUNCH(broadcast_rows_kernel, rows * cols, stream, rows, cols, bias, out);
+}
+
+void fill_rows(cudaStream_t stream, std::size_t rows, std::size_t cols, const float* values, float* out) {
+  MERIDIAN_LAUNCH(fill_rows_kernel, rows * cols, stream, rows, cols, values, out);
 }
 
 void sum(cudaStream_t stream, std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) {

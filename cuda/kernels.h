@@ -21,15 +21,14 @@ void im2col(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batc
             float* columns);
 void col2im(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batch, const float* columns,
             float* images);
-void channels_to_images_add_bias(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels,
-                                 const float* product, const float* bias, float* out);
-void images_to_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels,
-                        const float* images, float* product);
+void sum_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels,
+                  const float* images, float* sums);
 void max_pool_forward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* in,
                       float* out, std::int32_t* argmax);
 void max_pool_backward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* dout,
                        const std::int32_t* argmax, float* din);
 void broadcast_rows(cudaStream_t stream, std::size_t rows, std::size_t cols, const float* bias, float* out);
+void fill_rows(cudaStream_t stream, std::size_t rows, std::size_t cols, const float* values, float* out);
 void sum(cudaStream_t stream, std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums);
 void relu_forward(cudaStream_t stream, std::size_t n, const float* in, float* out);
 void relu_backward(cudaStream_t stream, std::size_t n, const float* out, const float* dout, float* din);
