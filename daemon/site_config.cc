@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "models/data/partition.h"
+#include "models/device.h"
 #include "peer/wan_model.h"
 
 namespace meridian::daemon {
@@ -394,8 +395,12 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
     problem("control-socket", "path '" + c.control_socket_or_default() +
                                   "' is longer than a Unix socket allows (107 bytes); choose a shorter one");
   }
-  const bool cuda_n = c.device.starts_with("cuda:") && parse_number<int>(std::string_view(c.device).substr(5)).value_or(-1) >= 0;
-  if (!is_one_of(c.device, {"auto", "cpu", "cuda"}) && !cuda_n) problem("device", "'" + c.device + "' is not auto, cpu, cuda or cuda:N");
+  // The grammar lives in models/device.h (the trainer resolves the same text); only the wording is ours.
+  try {
+    models::parse_device(c.device);
+  } catch (const models::DeviceError&) {
+    problem("device", "'" + c.device + "' is not auto, cpu, cuda or cuda:N");
+  }
   at_least("threads", c.threads, 0);
   return problems;
 }
