@@ -117,6 +117,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::exception_ptr trainer_error;       // written by the trainer before trainer_done
   std::atomic<bool> observe_rounds{false};  // the trainer wants to know which round peers mix
   std::atomic<std::uint64_t> observed_round{0};  // round + 1 of the first mixer message seen; 0: none
+  std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
   std::mutex live_mu;
   LiveStatus live;
 
@@ -184,7 +185,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   // --- trainer thread ---
   void train();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
-  std::uint64_t rejoin_round(std::uint64_t fallback);
+  std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
   void write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order, std::uint64_t round,
                         std::uint64_t start_round, std::uint64_t end_round, bool final);
   std::optional<double> evaluate(double& test_loss);
@@ -274,6 +275,15 @@ void SiteDaemon::Impl::make_transport() {
   // allreduce re-averages parameters and optimizer state as one tensor (trainer_algorithm.h), so only
   // the other algorithms can pin every tensor to the model's length.
   if (config.algo != "allreduce") o.validation.model_elements = model->parameters().size();
+  if (resume) {
+    // Membership treats a restarted site whose new incarnation arrives before its death was noticed
+    // as having never left: no new view, so the round its peers were mixing with the old incarnation is
+    // abandoned with no view to redo it in. Staying silent past the heartbeat timeout lets the peers
+    // declare the old incarnation dead and go on without it; this site then joins as a new member.
+    const auto quiet = o.heartbeat_timeout + milliseconds(1000);
+    spdlog::info("resuming: staying silent {} ms so that the peers notice the previous run ended", quiet.count());
+    std::this_thread::sleep_for(quiet);
+  }
   transport = std::make_unique<peer::ZmqTransport>(std::move(o));
   if (resume) transport->set_round(resume->step);
   trail->write_endpoint(transport->endpoint());
@@ -321,9 +331,11 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   }
 }
 
-std::uint64_t SiteDaemon::Impl::rejoin_round(std::uint64_t fallback) {
-  // The peers mix in round r and wait for this site there: their first message to it names r. When
-  // nobody sends (the whole federation restarted), the view's round is the common start.
+std::uint64_t SiteDaemon::Impl::rejoin_round(const peer::View& view, std::uint64_t fallback) {
+  // The peers mix in round r and wait for this site there: their first message to it in the view that
+  // includes it names r (older mail, sent to the previous incarnation and flushed to this one, does
+  // not count). When nobody sends (the whole federation restarted), the view's round is the common start.
+  observe_min_view = view.id;
   observe_rounds = true;
   const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(2);
   while (Clock::now() < deadline && !stop) {
@@ -394,7 +406,7 @@ void SiteDaemon::Impl::train() {
     if (resumed) {
       start_round = resume->start_round;
       end_round = resume->end_round;
-      k = rejoin_round(std::max<std::uint64_t>(view.effective_round, resume->step));
+      k = rejoin_round(view, std::max<std::uint64_t>(view.effective_round, resume->step));
       spdlog::info("rejoining at round {} (checkpoint at round {})", k, resume->step);
     } else {
       start_round = view.effective_round;
@@ -625,7 +637,7 @@ void SiteDaemon::Impl::communicate() {
       std::uint64_t seen = 0;
       (void)inbox.take(
           [&](const peer::Message& m) {
-            seen = std::max(seen, m.round + 1);
+            if (m.view_id >= observe_min_view) seen = std::max(seen, m.round + 1);
             return false;
           },
           Clock::now() + milliseconds(10));

@@ -107,8 +107,9 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
   for (const std::string algo : {"allreduce", "dts", "sgp", "dsync"}) {
     auto sites = start_sites(dir.path() / algo, 4, algo, "1");
     for (auto& s : sites) {
+      const int rc = s->wait_exit();
       INFO(algo << " " << s->run_dir() << ":\n" << s->log());
-      REQUIRE(s->wait_exit() == 0);
+      REQUIRE(rc == 0);
       REQUIRE(s->has_result());
     }
     const auto files = final_checkpoints(sites);
@@ -157,7 +158,7 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   const std::string algo = GENERATE("allreduce", "sgp");
   INFO(algo);
   TempDir dir;
-  auto sites = start_sites(dir.path(), 3, algo, "1.5", {"--eval-every", "50"});
+  auto sites = start_sites(dir.path(), 3, algo, "4", {"--eval-every", "100"});
   auto& victim = sites[2];
   // Mid-run: it has written a checkpoint and the run has made progress since.
   REQUIRE(eventually([&] { return victim->checkpoints().size() >= 2 || victim->exited(); }));
@@ -166,13 +167,14 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   const auto checkpoint_before = victim->checkpoints().back();
   const auto step_before = meridian::daemon::read_checkpoint_file(checkpoint_before).step;
 
-  auto args = site_args("s2", 2, 3, algo, "1.5");
-  args.insert(args.end(), {"--eval-every", "50", "--join", sites[0]->endpoint()});
+  auto args = site_args("s2", 2, 3, algo, "4");
+  args.insert(args.end(), {"--eval-every", "100", "--join", sites[0]->endpoint()});
   const auto old_log = victim->log();
   sites[2] = std::make_unique<SiteProcess>(victim->run_dir(), args);
   for (auto& s : sites) {
+    const int rc = s->wait_exit();
     INFO(s->run_dir() << ":\n" << s->log());
-    REQUIRE(s->wait_exit() == 0);
+    REQUIRE(rc == 0);
     REQUIRE(s->has_result());
   }
   const auto log = sites[2]->log().substr(old_log.size());
