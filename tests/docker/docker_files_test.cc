@@ -199,3 +199,28 @@ TEST_CASE("the entrypoint names a missing key pair or roster and passes other co
   CHECK(r.exit_code == 78);
   CHECK(r.output.find("no roster at " + (dir.path() / "roster.txt").string()) != std::string::npos);
 }
+
+TEST_CASE("the Dockerfiles' HEALTHCHECK is a status command meridian accepts", "[docker]") {
+  meridian::testing::TempDir dir;
+  const auto bin_dir = fs::path(MERIDIAN_BINARY).parent_path().string();
+  for (const char* name : {"Dockerfile", "Dockerfile.cuda"}) {
+    INFO(name);
+    const auto lines = lines_of(read_text(kSource / "docker" / name));
+    const auto at = std::find_if(lines.begin(), lines.end(),
+                                 [](const std::string& l) { return l.rfind("HEALTHCHECK ", 0) == 0; });
+    REQUIRE(at != lines.end());
+    REQUIRE(at + 1 != lines.end());
+    // The instruction continues on the next line: "  CMD <shell command>".
+    const auto cmd_at = (at + 1)->find("CMD ");
+    REQUIRE(cmd_at != std::string::npos);
+    const auto command = (at + 1)->substr(cmd_at + 4);
+    CHECK(command.find("meridian status") != std::string::npos);
+    // No daemon runs at the run directory: a well-formed command exits 1 naming the socket, where a
+    // flag the CLI does not know would be a usage error with another exit code.
+    const auto r = run_command({"env", "PATH=" + bin_dir + ":/usr/bin:/bin", "MERIDIAN_RUN_DIR=" + dir.path().string(),
+                                "sh", "-c", command});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find((dir.path() / "control.sock").string()) != std::string::npos);
+  }
+}

@@ -105,7 +105,9 @@ class NamespaceNetwork {
   std::string add_site(const std::string& name, const std::string& address_cidr) {
     const std::string ns = prefix_ + name;
     // Interface names are at most 15 characters; the hub's end is named after the site's index.
-    const std::string hub_end = "v" + std::to_string(namespaces_.size());
+    // (Appended, not "v" + to_string(...): GCC 12 reports a false -Wrestrict on that expression.)
+    std::string hub_end = "v";
+    hub_end += std::to_string(namespaces_.size());
     add_namespace(ns);
     ip({"-n", hub_, "link", "add", hub_end, "type", "veth", "peer", "name", "eth0", "netns", ns});
     ip({"-n", hub_, "link", "set", hub_end, "master", "br0"});
