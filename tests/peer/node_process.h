@@ -110,6 +110,13 @@ class NodeProcess {
     return wait_line([&](const std::string& l) { return l.rfind(prefix, 0) == 0; }, guard);
   }
 
+  // True once the process has closed its standard output (it exited, normally or not); reads what is
+  // available without waiting.
+  bool output_closed() {
+    latest("");
+    return eof_;
+  }
+
   void write_line(const std::string& line) {
     const std::string s = line + "\n";
     [[maybe_unused]] auto n = ::write(stdin_, s.data(), s.size());
