@@ -54,4 +54,5 @@ mkdir -p "$run_dir" 2>/dev/null || true
 if [ -e "$config" ]; then
   set -- --config "$config" "$@"
 fi
+# exec: the daemon replaces this shell as PID 1, so `docker stop`'s SIGTERM reaches it (graceful leave).
 exec meridian start --key-dir "$key_dir" --roster "$roster" --run-dir "$run_dir" "$@"
