@@ -159,6 +159,32 @@ TEST_CASE("the compose sites agree on their members across network namespaces wi
   if (!fed.agree({0, 1, 2, 3}, names)) FAIL("the four sites did not agree on their members\n" << fed.logs());
   for (auto& node : fed.nodes) CHECK(node->latest("rejected ").empty());
 
+  // A machine on the same network with a key pair that is not in the federation's roster: it knows
+  // the sites' keys and addresses (its roster lists them and itself), but their CURVE handshake refuses
+  // it, so it never becomes a member anywhere.
+  const auto intruder_host = fed.sites[0].host.substr(0, fed.sites[0].host.rfind('.')) + ".99";
+  const auto intruder_ns = fed.net.add_site("intruder", intruder_host + "/24");
+  const auto intruder_keys = fed.dir.path() / "intruder-keys";
+  const auto keygen = run_command({MERIDIAN_BINARY, "keygen", "--out", intruder_keys.string()});
+  REQUIRE(keygen.exit_code == 0);
+  const auto intruder_roster = fed.dir.path() / "intruder-roster.txt";
+  {
+    std::ifstream federation_roster(fed.federation() / "roster.txt");
+    std::ofstream out(intruder_roster);
+    out << federation_roster.rdbuf() << "intruder " << keygen.output.substr(0, keygen.output.find('\n')) << "\n";
+  }
+  auto intruder_argv = NamespaceNetwork::exec_in(intruder_ns);
+  intruder_argv.insert(intruder_argv.end(),
+                       {MERIDIAN_BINARY, "peer-node", "--name", "intruder", "--keys", intruder_keys.string(), "--roster",
+                        intruder_roster.string(), "--listen", "tcp://" + intruder_host + ":7400", "--bootstrap",
+                        fed.sites[0].config.listen});
+  NodeProcess intruder(intruder_argv, (fed.dir.path() / "intruder.log").string());
+  if (fed.nodes[0]->wait_prefix("zap-denied ").empty())
+    FAIL("oregon never refused the intruder's handshake\n" << fed.logs());
+  CHECK(intruder.wait_prefix("members ") == "members intruder");
+  CHECK(intruder.latest("members ") == "members intruder");
+  for (auto& node : fed.nodes) CHECK(node->latest("members ") == "members " + joined(names));
+
   // Tokyo leaves gracefully; the others see it at once and agree on the three that remain.
   fed.nodes[3]->write_line("leave");
   CHECK(fed.nodes[3]->wait_exit() == 0);
