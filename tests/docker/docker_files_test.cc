@@ -132,6 +132,12 @@ TEST_CASE("every file the Dockerfiles copy from the repository exists", "[docker
     }
     CHECK(copies >= 3);  // install-deps, the source tree, the entrypoint
   }
+  // `COPY . .` copies the repository: the demo's key pairs and any secret key must stay out of images.
+  const auto ignored = lines_of(read_text(kSource / ".dockerignore"));
+  for (const char* pattern : {"docker/federation/", "**/secret.key", "build/"}) {
+    INFO(".dockerignore: " << pattern);
+    CHECK(std::find(ignored.begin(), ignored.end(), pattern) != ignored.end());
+  }
   // The build stages run these from the copied tree.
   for (const char* script : {"scripts/install-deps", "docker/runtime-packages", "docker/entrypoint.sh"}) {
     INFO(script);
