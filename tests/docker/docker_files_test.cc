@@ -173,7 +173,8 @@ TEST_CASE("the docker scripts pass shellcheck", "[docker]") {
   }
   const auto r = run_command({"shellcheck", (kSource / "docker" / "entrypoint.sh").string(),
                               (kSource / "docker" / "make-federation").string(),
-                              (kSource / "docker" / "runtime-packages").string()});
+                              (kSource / "docker" / "runtime-packages").string(),
+                              (kSource / "docker" / "check-runtime-stage").string()});
   INFO(r.output);
   CHECK(r.exit_code == 0);
 }
