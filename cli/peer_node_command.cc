@@ -5,6 +5,7 @@
 //   view ID ROUND NAME,...      the newest view whenever it changes
 //   dead NAME / left NAME       a member was declared dead (heartbeat timeout) or announced its leave
 //   rejected N                  total rejected incoming messages whenever it changes
+//   zap-denied N                total connections refused by the CURVE handshake (key not in the roster)
 // and reads commands on stdin: "leave" (announce a graceful leave and exit 0); end of input exits
 // without a leave.
 #include <poll.h>
@@ -64,7 +65,7 @@ int run_peer_node(const PeerNodeArgs& a) {
 
   std::vector<std::string> last_members;
   peer::View last_view;
-  std::uint64_t last_rejected = 0;
+  std::uint64_t last_rejected = 0, last_denied = 0;
   std::map<std::string, peer::MemberState> states;
   bool stdin_open = true;
   while (true) {
@@ -88,6 +89,10 @@ int run_peer_node(const PeerNodeArgs& a) {
     if (auto r = t.rejections().total(); r != last_rejected) {
       std::printf("rejected %llu\n", static_cast<unsigned long long>(r));
       last_rejected = r;
+    }
+    if (auto d = t.stats().zap_denied; d != last_denied) {
+      std::printf("zap-denied %llu\n", static_cast<unsigned long long>(d));
+      last_denied = d;
     }
     std::fflush(stdout);
     if (!stdin_open) return 0;

@@ -1,10 +1,12 @@
-// Test helper: runs `meridian peer-node` as a real child process with pipes on stdin and stdout, and
-// follows the lines it prints (see cli/peer_node_command.cc). Waits are bounded only as hang guards.
+// Test helper: runs `meridian peer-node` (or any program, e.g. through `ip netns exec`) as a real child
+// process with pipes on stdin and stdout, and follows the lines it prints (see cli/peer_node_command.cc).
+// Waits are bounded only as hang guards.
 #pragma once
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +22,12 @@ namespace meridian::testing {
 
 class NodeProcess {
  public:
-  explicit NodeProcess(std::vector<std::string> args) {
+  // `meridian ARGS...`, its standard error discarded.
+  explicit NodeProcess(std::vector<std::string> args) : NodeProcess(with_binary(std::move(args)), "/dev/null") {}
+
+  // Any program: argv[0] is looked up in PATH; standard error is appended to `stderr_path`. The child
+  // is killed when the test process dies (PR_SET_PDEATHSIG), so a crashed test leaves no site running.
+  NodeProcess(std::vector<std::string> argv, const std::string& stderr_path) {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     pid_ = ::fork();
@@ -28,18 +35,17 @@ class NodeProcess {
     if (pid_ == 0) {
       ::dup2(in[0], STDIN_FILENO);
       ::dup2(out[1], STDOUT_FILENO);
-      const int devnull = ::open("/dev/null", O_WRONLY);
-      if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+      const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (err >= 0) ::dup2(err, STDERR_FILENO);
       ::close(in[0]);
       ::close(in[1]);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<char*> argv;
-      std::string bin = MERIDIAN_BINARY;
-      argv.push_back(bin.data());
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
       ::_exit(127);
     }
     ::close(in[0]);
@@ -104,6 +110,13 @@ class NodeProcess {
     return wait_line([&](const std::string& l) { return l.rfind(prefix, 0) == 0; }, guard);
   }
 
+  // True once the process has closed its standard output (it exited, normally or not); reads what is
+  // available without waiting.
+  bool output_closed() {
+    latest("");
+    return eof_;
+  }
+
   void write_line(const std::string& line) {
     const std::string s = line + "\n";
     [[maybe_unused]] auto n = ::write(stdin_, s.data(), s.size());
@@ -130,7 +143,14 @@ class NodeProcess {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
+  pid_t pid() const { return pid_; }
+
  private:
+  static std::vector<std::string> with_binary(std::vector<std::string> args) {
+    args.insert(args.begin(), MERIDIAN_BINARY);
+    return args;
+  }
+
   pid_t pid_ = -1;
   bool reaped_ = false;
   int stdin_ = -1, stdout_ = -1;
