@@ -4,7 +4,8 @@ all_reduce, same float counts, same number of local processes on 127.0.0.1, in t
 (alternating trials so that neither side gets a quieter machine).
 
 Usage: bench/allreduce_compare.py [--build build] [--procs 4] [--sizes 1000000,10000000]
-                                  [--repeats 10] [--warmup 2] [--trials 2] [--piece N] [--out docs/benchmarks.md]
+                                  [--repeats 10] [--warmup 2] [--trials 2] [--piece N] [--chunk-kib K]
+                                  [--out docs/benchmarks.md]
 Prints the results table; with --out, replaces the "All-reduce" section of that file (or appends it).
 """
 import argparse
@@ -35,6 +36,8 @@ def run_meridian(args, binary):
               str(args.warmup)]
     if args.piece:
         common += ["--piece", str(args.piece)]
+    if args.chunk_kib:
+        common += ["--chunk-kib", str(args.chunk_kib)]
     first = subprocess.Popen([binary, "--name", "site0"] + common, stdout=subprocess.PIPE, text=True)
     others = []
     try:
@@ -68,6 +71,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--piece", type=int, help="floats per Meridian ring message (default: the library's)")
+    ap.add_argument("--chunk-kib", type=int, help="payload KiB per Meridian wire chunk (default: the library's)")
     ap.add_argument("--out", help="markdown file whose All-reduce section to replace")
     args = ap.parse_args()
 

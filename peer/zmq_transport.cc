@@ -535,7 +535,12 @@ bool ZmqTransport::IoLoop::receive_one() {
     case MessageKind::kPushSum:
     case MessageKind::kReduceChunk:
     case MessageKind::kGroupChunk: {
-      if (!membership_->is_alive(name)) {
+      // A site that left gracefully sent its last mixer messages before its Leave, on this same
+      // connection; the news of the leave can overtake them through a third site's gossip, so they are
+      // still taken (validated as always) until the connection itself delivers the Leave.
+      const auto* record = membership_->find(name);
+      const bool departed = record && record->state == MemberState::kLeft;
+      if (!membership_->is_alive(name) && !departed) {
         maybe_refute_hint(name, now);
         return drop(RejectCause::kUnknownSender, name, "mixer message from a site that is not a live member");
       }
@@ -574,17 +579,23 @@ void ZmqTransport::IoLoop::maybe_refute_hint(const std::string& name, Clock::tim
 void ZmqTransport::IoLoop::process(const MembershipChange& change, Clock::time_point now) {
   for (const auto& name : change.joined) {
     spdlog::info("'{}': member '{}' is alive", opt_.name, name);
+    // A site that left and came back starts afresh (its partial message and replay records were kept
+    // across its leave for the messages still on their way, see receive_one).
+    reassembler_.forget(name);
+    validator_.forget(name);
     if (Link* link = ensure_link(name))
       enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_->snapshot()), now);
   }
   auto gone = [&](const std::string& name, const char* how) {
     spdlog::info("'{}': member '{}' {}", opt_.name, name, how);
     close_link(name);
-    reassembler_.forget(name);
-    validator_.forget(name);
     emulator_.forget(name);
   };
-  for (const auto& name : change.died) gone(name, "is dead (no heartbeat within the timeout)");
+  for (const auto& name : change.died) {
+    gone(name, "is dead (no heartbeat within the timeout)");
+    reassembler_.forget(name);
+    validator_.forget(name);
+  }
   for (const auto& name : change.left) gone(name, "left");
   if (change.any()) {
     gossip_due_ = true;

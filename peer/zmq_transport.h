@@ -114,7 +114,9 @@ class ZmqTransport final : public Transport {
   // Never blocks on the network. Throws TransportError after leave() or when the I/O thread failed.
   void send(const std::string& to, Message msg) override;
   // Received mixer messages wait in an unbounded inbox until taken here: the caller is expected to
-  // keep up (mixers bound what is in flight). Throws TransportError once stopped and drained.
+  // keep up (mixers bound what is in flight). Mixer messages a site sent before its graceful leave are
+  // delivered even when the news of the leave arrives first through another site. Throws
+  // TransportError once stopped and drained.
   [[nodiscard]] std::optional<Message> receive(std::chrono::milliseconds timeout) override;
   View view_for(std::uint64_t round) const override;
 
