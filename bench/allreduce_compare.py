@@ -132,22 +132,20 @@ def main():
         "",
         f"Target: Meridian no slower than gloo. {verdict}",
         "",
-        "Where Meridian's time goes (`valgrind --tool=callgrind` on one of the four processes, 1M floats, "
-        "2026-11-22): the user-space work is copying payloads, namely libzmq's "
-        "receive buffer into the pooled message buffer (the reassembler's copy, fused with the "
-        "finite-value scan) and each gathered piece into the tensor; the ring's additions are about 6%. "
-        "The kernel's socket copies come on top, on ZeroMQ's I/O thread. Two costs were removed: "
-        "the buffer pool zero-filled 1 MiB buffers that small messages had shrunk (12% of the "
-        "instructions; the pool now keeps sizes and serves small messages fresh), and the ring's final "
-        "add, scale and copy are one pass. What is left against gloo is structural. A gloo pair reads each "
-        "chunk from its socket straight into the destination and sends from the tensor itself; Meridian "
-        "copies once more (libzmq 4.3 allocates its own buffer per received message, and payloads are "
-        "handed over as owned vectors), and every piece crosses four thread hand-offs (caller, "
-        "transport I/O thread, ZeroMQ I/O thread at each end), each of which waits for a core when other "
-        "work oversubscribes the 2 cores. Whole-segment ring pieces with 4 MiB wire chunks "
+        "What changed to get here (2026-11-22). Before, every ring piece crossed four thread hand-offs "
+        "(caller, transport I/O thread, ZeroMQ I/O thread, at each end), and on this oversubscribed "
+        "machine each wake-up waits for a core; now a thread that sends and receives runs the transport's "
+        "loop itself while it keeps calling (peer/zmq_transport.h, \"Threads\"), which leaves two. "
+        "`valgrind --tool=callgrind` on one of the four processes (1M floats) showed the user-space work "
+        "to be payload copies, plus 12% of the instructions zero-filling pooled 1 MiB buffers that small "
+        "messages had shrunk; the buffer pool now keeps sizes and serves small messages fresh, and the "
+        "ring's final add, scale and copy are one pass. The ring's additions are about 6%. What remains "
+        "against gloo: one more copy per received byte (libzmq 4.3 allocates its own buffer per "
+        "message, which the reassembler copies into the pooled buffer while it checks that every value "
+        "is finite) and ZeroMQ's own I/O thread. Whole-segment ring pieces with 4 MiB wire chunks "
         "(`--piece`, `--chunk-kib`) were slower in side-by-side runs: they lose the pipelining and save "
-        "little. Closing the gap needs the transport to do I/O on the caller's thread and to receive into "
-        "the destination, a change to peer/ beyond this benchmark.",
+        "little. Repeat times are bimodal under load (quiet repeats of 10M floats take about 80-90 ms), "
+        "so the ratio moves with the load average noted above.",
     ])
     print(f"## {TITLE}\n\n{body}")
     if args.out:

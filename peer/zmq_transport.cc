@@ -937,13 +937,14 @@ std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::ch
     std::optional<Message> got;
     bool stopping = false;
     try {
-      for (;;) {
+      // At least one turn, even past the deadline, so that mail already in libzmq is not reported missing.
+      for (bool first = true;; first = false) {
         {
           std::lock_guard lock(mu_);
           if ((got = pop())) break;
         }
         stopping = loop_->stopping();
-        if (stopping || Clock::now() >= deadline) break;
+        if (stopping || (!first && Clock::now() >= deadline)) break;
         loop_->step(std::min(deadline, Clock::now() + kCallerSlice));
       }
     } catch (const std::exception&) {
