@@ -89,9 +89,11 @@ class ZmqTransport::IoLoop {
   explicit IoLoop(ZmqTransport& t);
   ~IoLoop();
   // One turn of the loop: timers, sends that are due, then waits (at most until `wake_by`, the next
-  // timer or the next due send) for something to read or write and handles it. Only the thread that
+  // timer or the next due send) for something to read or write and handles it. With
+  // `until_delivery`, stops reading at the first message delivered to an inbox, so that a caller
+  // gets (and can forward) each ring piece while the next one is still arriving. Only the thread that
   // holds the transport's loop_mu_ may call it.
-  void step(Clock::time_point wake_by);
+  void step(Clock::time_point wake_by, bool until_delivery = false);
   // Handles queued commands and sends what is due, without waiting (a caller's send()).
   void pump();
   bool stopping() const { return stop_; }
@@ -153,6 +155,7 @@ class ZmqTransport::IoLoop {
     std::optional<double> rtt_us;           // smoothed round-trip time
   };
   std::map<std::string, PeerTraffic> traffic_;
+  bool delivered_ = false;                  // deliver() ran since step() began
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames
   std::vector<zmq::pollitem_t> items_;
 };
@@ -404,6 +407,7 @@ void ZmqTransport::IoLoop::reject(RejectCause cause, const std::string& peer, co
 }
 
 void ZmqTransport::IoLoop::deliver(Message&& msg) {
+  delivered_ = true;
   {
     std::lock_guard lock(t_.mu_);
     (msg.kind == MessageKind::kControl ? t_.control_inbox_ : t_.inbox_).push_back(std::move(msg));
@@ -720,7 +724,8 @@ void ZmqTransport::IoLoop::pump() {
   publish();
 }
 
-void ZmqTransport::IoLoop::step(Clock::time_point wake_by) {
+void ZmqTransport::IoLoop::step(Clock::time_point wake_by, bool until_delivery) {
+  delivered_ = false;
   auto now = Clock::now();
   if (now >= next_tick_) tick(now);
   if (gossip_due_ && now - last_gossip_all_ >= opt_.heartbeat_interval / 4) gossip_all(now);
@@ -755,7 +760,7 @@ void ZmqTransport::IoLoop::step(Clock::time_point wake_by) {
   }
   if (items_[0].revents & ZMQ_POLLIN) {
     // Bounded so that commands, heartbeats and the ZAP handler are not starved by a flood.
-    for (int i = 0; i < 256 && receive_one(); ++i) {
+    for (int i = 0; i < 256 && !(until_delivery && delivered_) && receive_one(); ++i) {
     }
   }
 }
@@ -945,7 +950,7 @@ std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::ch
         }
         stopping = loop_->stopping();
         if (stopping || (!first && Clock::now() >= deadline)) break;
-        loop_->step(std::min(deadline, Clock::now() + kCallerSlice));
+        loop_->step(std::min(deadline, Clock::now() + kCallerSlice), true);
       }
     } catch (const std::exception&) {
       loop_failed();
