@@ -3,6 +3,7 @@
 //
 // Usage: meridian_bench_allreduce --name site0 --procs 4 [--bootstrap tcp://127.0.0.1:PORT]
 //                               [--sizes 1000000,10000000] [--repeats 10] [--warmup 2] [--piece N]
+//                               [--chunk-kib K]
 // Prints "endpoint ADDR" once bound (the other processes bootstrap from the first one), then, on the
 // site that sorts first, one JSON line per size: {"impl": "meridian", "procs", "size", "seconds": [...]}
 // where seconds[i] is repeat i's time on its slowest process (every repeat starts after a barrier).
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Times Meridian's ring all-reduce among local processes over ZeroMQ on loopback."};
   std::string name, bootstrap, sizes_text = "1000000,10000000";
   std::size_t procs = 4, repeats = 10, warmup = 2, piece = gossip::RingOptions{}.max_piece;
+  std::size_t chunk_kib = peer::WireLimits{}.chunk_bytes / 1024;
   app.add_option("--name", name, "this site's name")->required();
   app.add_option("--procs", procs, "number of processes taking part");
   app.add_option("--bootstrap", bootstrap, "endpoint of a process already running");
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "timed repeats per size");
   app.add_option("--warmup", warmup, "untimed repeats per size");
   app.add_option("--piece", piece, "floats per ring message (the pipelining grain)");
+  app.add_option("--chunk-kib", chunk_kib, "payload KiB per wire chunk (ZeroMQ message)");
   CLI11_PARSE(app, argc, argv);
 
   // Large message buffers (ZeroMQ's receive messages, payload vectors) would otherwise be fresh mmap()s
@@ -58,7 +61,8 @@ int main(int argc, char** argv) {
   try {
     peer::ZmqTransportOptions options;
     options.name = name;
-    options.insecure = true;  // loopback benchmark; encryption is measured elsewhere
+    options.insecure = true;
+    options.limits.chunk_bytes = chunk_kib * 1024;  // loopback benchmark; encryption is measured elsewhere
     if (!bootstrap.empty()) options.bootstrap.push_back(bootstrap);
     peer::ZmqTransport transport(options);
     std::cout << "endpoint " << transport.endpoint() << std::endl;

@@ -81,14 +81,18 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
       auto acc = receive(t, s.begin + off, len);
       if (!acc) return RoundStatus::kAbandoned;
       float* own = data.data() + s.begin + off;
-      for (std::size_t i = 0; i < len; ++i) (*acc)[i] += own[i];
+      float* sum = acc->data();
       if (t < last) {
+        for (std::size_t i = 0; i < len; ++i) sum[i] += own[i];
         send(t + 1, s.begin + off, std::move(*acc));
       } else {
         // This member finishes segment r + 1: scale once here so every copy carries the same bits.
-        if (options.average)
-          for (std::size_t i = 0; i < len; ++i) (*acc)[i] *= scale;
-        std::copy(acc->begin(), acc->end(), own);
+        // One pass adds, scales and stores the result in both places (the data and the message).
+        if (options.average) {
+          for (std::size_t i = 0; i < len; ++i) own[i] = sum[i] = (sum[i] + own[i]) * scale;
+        } else {
+          for (std::size_t i = 0; i < len; ++i) own[i] = sum[i] = sum[i] + own[i];
+        }
         send(last + 1, s.begin + off, std::move(*acc));
       }
     }

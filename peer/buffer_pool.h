@@ -15,13 +15,19 @@ class BufferPool {
   // Keeps at most `max_buffers` idle buffers; extra ones given back are freed.
   explicit BufferPool(std::size_t max_buffers = 8) : max_buffers_(max_buffers) {}
 
-  // A buffer of exactly `n` elements. Reuses an idle buffer whose capacity is at least `n` when one
-  // exists (the smallest such); its contents are unspecified (old data), not zeroed. Otherwise a new,
-  // zero-filled buffer.
+  // A buffer of exactly `n` elements. For `n` of at least kSmallElements, reuses an idle buffer when
+  // one has the capacity: preferably the smallest one already holding `n` elements (nothing to write),
+  // else the fullest one (growing zero-fills only the new tail). A reused buffer's contents are
+  // unspecified (old data). Otherwise, and always for small `n`, a new zero-filled buffer.
   std::vector<float> take(std::size_t n);
 
-  // Hands a buffer back for reuse. Empty buffers (capacity 0) are ignored.
+  // Hands a buffer back for reuse, as it is (its size is kept, so giving back costs no writes). Empty
+  // buffers (capacity 0) are ignored.
   void give(std::vector<float>&& buf);
+
+  // Below this many elements a fresh allocation is cheap (small heap blocks, no page faults) and taking
+  // one of the large idle buffers would only shrink it for the next large message.
+  static constexpr std::size_t kSmallElements = 4096;
 
   std::size_t idle() const;
 

@@ -88,7 +88,16 @@ class ZmqTransport::IoLoop {
  public:
   explicit IoLoop(ZmqTransport& t);
   ~IoLoop();
-  void run();
+  // One turn of the loop: timers, sends that are due, then waits (at most until `wake_by`, the next
+  // timer or the next due send) for something to read or write and handles it. With
+  // `until_delivery`, stops reading at the first message delivered to an inbox, so that a caller
+  // gets (and can forward) each ring piece while the next one is still arriving. Only the thread that
+  // holds the transport's loop_mu_ may call it.
+  void step(Clock::time_point wake_by, bool until_delivery = false);
+  // Handles queued commands and sends what is due, without waiting (a caller's send()).
+  void pump();
+  bool stopping() const { return stop_; }
+  void publish();
 
  private:
   bool secure() const { return !t_.options_.insecure; }
@@ -114,7 +123,6 @@ class ZmqTransport::IoLoop {
   void maybe_refute_hint(const std::string& name, Clock::time_point now);
   bool flush(Clock::time_point now);
   void advance_round(std::uint64_t round);
-  void publish();
 
   ZmqTransport& t_;
   const ZmqTransportOptions& opt_;
@@ -147,7 +155,9 @@ class ZmqTransport::IoLoop {
     std::optional<double> rtt_us;           // smoothed round-trip time
   };
   std::map<std::string, PeerTraffic> traffic_;
+  bool delivered_ = false;                  // deliver() ran since step() began
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames
+  std::vector<zmq::pollitem_t> items_;
 };
 
 ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
@@ -397,6 +407,7 @@ void ZmqTransport::IoLoop::reject(RejectCause cause, const std::string& peer, co
 }
 
 void ZmqTransport::IoLoop::deliver(Message&& msg) {
+  delivered_ = true;
   {
     std::lock_guard lock(t_.mu_);
     (msg.kind == MessageKind::kControl ? t_.control_inbox_ : t_.inbox_).push_back(std::move(msg));
@@ -535,7 +546,12 @@ bool ZmqTransport::IoLoop::receive_one() {
     case MessageKind::kPushSum:
     case MessageKind::kReduceChunk:
     case MessageKind::kGroupChunk: {
-      if (!membership_->is_alive(name)) {
+      // A site that left gracefully sent its last mixer messages before its Leave, on this same
+      // connection; the news of the leave can overtake them through a third site's gossip, so they are
+      // still taken (validated as always) until the connection itself delivers the Leave.
+      const auto* record = membership_->find(name);
+      const bool departed = record && record->state == MemberState::kLeft;
+      if (!membership_->is_alive(name) && !departed) {
         maybe_refute_hint(name, now);
         return drop(RejectCause::kUnknownSender, name, "mixer message from a site that is not a live member");
       }
@@ -574,17 +590,23 @@ void ZmqTransport::IoLoop::maybe_refute_hint(const std::string& name, Clock::tim
 void ZmqTransport::IoLoop::process(const MembershipChange& change, Clock::time_point now) {
   for (const auto& name : change.joined) {
     spdlog::info("'{}': member '{}' is alive", opt_.name, name);
+    // A site that left and came back starts afresh (its partial message and replay records were kept
+    // across its leave for the messages still on their way, see receive_one).
+    reassembler_.forget(name);
+    validator_.forget(name);
     if (Link* link = ensure_link(name))
       enqueue_membership(*link, name, MessageKind::kMembers, encode_members(membership_->snapshot()), now);
   }
   auto gone = [&](const std::string& name, const char* how) {
     spdlog::info("'{}': member '{}' {}", opt_.name, name, how);
     close_link(name);
-    reassembler_.forget(name);
-    validator_.forget(name);
     emulator_.forget(name);
   };
-  for (const auto& name : change.died) gone(name, "is dead (no heartbeat within the timeout)");
+  for (const auto& name : change.died) {
+    gone(name, "is dead (no heartbeat within the timeout)");
+    reassembler_.forget(name);
+    validator_.forget(name);
+  }
   for (const auto& name : change.left) gone(name, "left");
   if (change.any()) {
     gossip_due_ = true;
@@ -695,54 +717,52 @@ void ZmqTransport::IoLoop::publish() {
   }
 }
 
-void ZmqTransport::IoLoop::run() {
-  std::vector<zmq::pollitem_t> items;
-  std::vector<Link*> waiting;
-  while (!stop_) {
-    auto now = Clock::now();
-    if (now >= next_tick_) tick(now);
-    if (gossip_due_ && now - last_gossip_all_ >= opt_.heartbeat_interval / 4) gossip_all(now);
-    flush(now);
-    publish();
+void ZmqTransport::IoLoop::pump() {
+  drain_commands();
+  if (stop_) return;
+  flush(Clock::now());
+  publish();
+}
 
-    // Sleep until the next tick, the next due message, or something to read or write.
-    Clock::time_point deadline = next_tick_;
-    if (gossip_due_) deadline = std::min(deadline, last_gossip_all_ + opt_.heartbeat_interval / 4);
-    items.clear();
-    waiting.clear();
-    items.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
-    items.push_back({nullptr, t_.wake_fd_, ZMQ_POLLIN, 0});
-    if (zap_) items.push_back({zap_->socket().handle(), 0, ZMQ_POLLIN, 0});
-    for (auto& [name, link] : links_) {
-      if (link.blocked) {
-        items.push_back({link.dealer.handle(), 0, ZMQ_POLLOUT, 0});
-        waiting.push_back(&link);
-      } else if (!link.queue.empty()) {
-        deadline = std::min(deadline, link.queue.front().due);
-      }
-    }
-    now = Clock::now();
-    auto wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
-    if (wait.count() < 0) wait = std::chrono::milliseconds(0);
-    // A signal (the daemon handles SIGINT/SIGTERM) interrupts the poll: just go round again.
-    if (zmq_poll(items.data(), static_cast<int>(items.size()), static_cast<long>(wait.count())) < 0) {
-      if (zmq_errno() == EINTR) continue;
-      throw zmq::error_t();
-    }
+void ZmqTransport::IoLoop::step(Clock::time_point wake_by, bool until_delivery) {
+  delivered_ = false;
+  auto now = Clock::now();
+  if (now >= next_tick_) tick(now);
+  if (gossip_due_ && now - last_gossip_all_ >= opt_.heartbeat_interval / 4) gossip_all(now);
+  flush(now);
+  publish();
 
-    if (items[1].revents & ZMQ_POLLIN) drain_commands();
-    if (stop_) break;
-    if (zap_ && (items[2].revents & ZMQ_POLLIN)) {
-      zap_->handle();
-      dirty_ = true;
-    }
-    if (items[0].revents & ZMQ_POLLIN) {
-      // Bounded so that commands, heartbeats and the ZAP handler are not starved by a flood.
-      for (int i = 0; i < 256 && receive_one(); ++i) {
-      }
+  // Sleep until the next tick, the next due message, `wake_by`, or something to read or write.
+  Clock::time_point deadline = std::min(next_tick_, wake_by);
+  if (gossip_due_) deadline = std::min(deadline, last_gossip_all_ + opt_.heartbeat_interval / 4);
+  items_.clear();
+  items_.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
+  items_.push_back({nullptr, t_.wake_fd_, ZMQ_POLLIN, 0});
+  if (zap_) items_.push_back({zap_->socket().handle(), 0, ZMQ_POLLIN, 0});
+  for (auto& [name, link] : links_) {
+    if (link.blocked) items_.push_back({link.dealer.handle(), 0, ZMQ_POLLOUT, 0});
+    else if (!link.queue.empty()) deadline = std::min(deadline, link.queue.front().due);
+  }
+  now = Clock::now();
+  auto wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+  if (wait.count() < 0) wait = std::chrono::milliseconds(0);
+  // A signal (the daemon handles SIGINT/SIGTERM) interrupts the poll: just go round again.
+  if (zmq_poll(items_.data(), static_cast<int>(items_.size()), static_cast<long>(wait.count())) < 0) {
+    if (zmq_errno() == EINTR) return;
+    throw zmq::error_t();
+  }
+
+  if (items_[1].revents & ZMQ_POLLIN) drain_commands();
+  if (stop_) return;
+  if (zap_ && (items_[2].revents & ZMQ_POLLIN)) {
+    zap_->handle();
+    dirty_ = true;
+  }
+  if (items_[0].revents & ZMQ_POLLIN) {
+    // Bounded so that commands, heartbeats and the ZAP handler are not starved by a flood.
+    for (int i = 0; i < 256 && !(until_delivery && delivered_) && receive_one(); ++i) {
     }
   }
-  publish();
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -775,9 +795,21 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options) : options_(std::move(opt
     ::close(wake_fd_);
     throw;
   }
+  caller_driven_ = !options_.wan.emulates();
   thread_ = std::thread([this] {
     try {
-      loop_->run();
+      std::unique_lock loop_lock(loop_mu_);
+      while (!loop_->stopping() && !broken_) {
+        // A caller that sends and receives runs the loop itself: stay out of its way while one waits for
+        // the loop or its lease lasts (this thread holds loop_mu_ except while parked here).
+        const auto until = lease_until();
+        if (callers_waiting_ > 0 || Clock::now() < until) {
+          loop_cv_.wait_until(loop_lock, std::max(until, Clock::now() + kCallerLease));
+          continue;
+        }
+        loop_->step(Clock::time_point::max());
+      }
+      if (!broken_) loop_->publish();
     } catch (const std::exception& e) {
       spdlog::error("transport I/O thread of '{}' failed: {}", options_.name, e.what());
       std::lock_guard lock(mu_);
@@ -797,8 +829,7 @@ ZmqTransport::~ZmqTransport() {
       std::lock_guard lock(mu_);
       commands_.push_back(Command{Command::Type::kStop, {}, {}, 0});
     }
-    std::uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+    wake_io_thread();
     thread_.join();
   }
   loop_.reset();
@@ -816,12 +847,76 @@ void ZmqTransport::rethrow_if_failed() const {
   if (stopped_) throw TransportError("transport of '" + options_.name + "' is closed");
 }
 
+std::chrono::steady_clock::time_point ZmqTransport::lease_until() const {
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(lease_until_.load()));
+}
+
+void ZmqTransport::extend_lease() {
+  lease_until_.store((std::chrono::steady_clock::now() + kCallerLease).time_since_epoch().count());
+}
+
+void ZmqTransport::wake_io_thread() {
+  // Ends the lease and interrupts whoever polls, so that stop and leave commands are handled at once.
+  lease_until_.store(0);
+  loop_cv_.notify_all();
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void ZmqTransport::loop_failed() {
+  {
+    std::lock_guard lock(mu_);
+    failure_ = std::current_exception();
+  }
+  broken_ = true;
+  lease_until_.store(0);
+  loop_cv_.notify_all();
+  arrived_.notify_all();
+}
+
+bool ZmqTransport::take_loop(std::unique_lock<std::mutex>& loop_lock) {
+  if (!caller_driven_ || broken_) return false;
+  extend_lease();
+  if (!loop_lock.try_lock()) {
+    // Another caller runs the loop and delivers for us; or the I/O thread polls: interrupt it, it then
+    // parks for the lease and hands over the sockets with the mutex (a full memory barrier, which is
+    // what libzmq asks for when a socket moves between threads).
+    if (caller_in_loop_) return false;
+    ++callers_waiting_;
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+    loop_lock.lock();
+    --callers_waiting_;
+  }
+  if (loop_->stopping() || broken_) {
+    loop_lock.unlock();
+    return false;
+  }
+  caller_in_loop_ = true;
+  return true;
+}
+
 void ZmqTransport::post(Command cmd) {
   {
     std::lock_guard lock(mu_);
     rethrow_if_failed();
     commands_.push_back(std::move(cmd));
   }
+  // Nobody polls (the I/O thread is parked for a caller's lease): hand the command to libzmq here,
+  // which saves waking a thread per message. Otherwise wake the poller.
+  std::unique_lock loop_lock(loop_mu_, std::try_to_lock);
+  if (caller_driven_ && loop_lock.owns_lock() && !loop_->stopping() && !broken_) {
+    extend_lease();
+    try {
+      loop_->pump();
+    } catch (const std::exception&) {
+      loop_failed();
+      std::lock_guard lock(mu_);
+      rethrow_if_failed();
+    }
+    return;
+  }
+  if (loop_lock.owns_lock()) loop_lock.unlock();
   std::uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
 }
@@ -830,28 +925,53 @@ void ZmqTransport::send(const std::string& to, Message msg) {
   post(Command{Command::Type::kSend, to, std::move(msg), 0});
 }
 
-std::optional<Message> ZmqTransport::receive(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  arrived_.wait_for(lock, timeout, [&] { return !inbox_.empty() || stopped_; });
-  if (!inbox_.empty()) {
-    Message m = std::move(inbox_.front());
-    inbox_.pop_front();
+std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  auto pop = [&]() -> std::optional<Message> {
+    if (box.empty()) return std::nullopt;
+    Message m = std::move(box.front());
+    box.pop_front();
     return m;
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (auto m = pop()) return m;
   }
+  std::unique_lock loop_lock(loop_mu_, std::defer_lock);
+  if (take_loop(loop_lock)) {
+    std::optional<Message> got;
+    bool stopping = false;
+    try {
+      // At least one turn, even past the deadline, so that mail already in libzmq is not reported missing.
+      for (bool first = true;; first = false) {
+        {
+          std::lock_guard lock(mu_);
+          if ((got = pop())) break;
+        }
+        stopping = loop_->stopping();
+        if (stopping || (!first && Clock::now() >= deadline)) break;
+        loop_->step(std::min(deadline, Clock::now() + kCallerSlice), true);
+      }
+    } catch (const std::exception&) {
+      loop_failed();
+    }
+    caller_in_loop_ = false;
+    extend_lease();
+    loop_lock.unlock();
+    if (stopping) wake_io_thread();  // a stop or leave ran here: let the I/O thread finish
+    if (got) return got;
+  }
+  std::unique_lock lock(mu_);
+  arrived_.wait_until(lock, deadline, [&] { return !box.empty() || stopped_ || failure_; });
+  if (auto m = pop()) return m;
   rethrow_if_failed();
   return std::nullopt;
 }
 
+std::optional<Message> ZmqTransport::receive(std::chrono::milliseconds timeout) { return take_from(inbox_, timeout); }
+
 std::optional<Message> ZmqTransport::receive_control(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  arrived_.wait_for(lock, timeout, [&] { return !control_inbox_.empty() || stopped_; });
-  if (!control_inbox_.empty()) {
-    Message m = std::move(control_inbox_.front());
-    control_inbox_.pop_front();
-    return m;
-  }
-  rethrow_if_failed();
-  return std::nullopt;
+  return take_from(control_inbox_, timeout);
 }
 
 View ZmqTransport::view_for(std::uint64_t round) const {
@@ -872,6 +992,7 @@ void ZmqTransport::set_round(std::uint64_t round) { post(Command{Command::Type::
 void ZmqTransport::leave(std::chrono::milliseconds linger) {
   if (!thread_.joinable()) return;
   post(Command{Command::Type::kLeave, {}, {}, static_cast<std::uint64_t>(linger.count())});
+  wake_io_thread();
   thread_.join();
   loop_.reset();  // closes the sockets; their linger lets the leave reach the peers
 }

@@ -9,9 +9,14 @@
 // clients that authenticate the peer's roster key. In insecure mode (plain TCP, local experiments only)
 // senders are known by the name in the Hello of their connection.
 //
-// Threads: the transport runs one internal I/O thread that owns every socket (libzmq sockets are
-// single-threaded). send(), receive(), view_for() and the other public methods are thread-safe: they
-// hand work to the I/O thread through a queue (woken by an eventfd) and read results under a mutex.
+// Threads: one loop owns every socket (libzmq sockets are single-threaded) and whichever thread holds
+// its mutex runs it. Normally that is the transport's internal I/O thread; but a thread that calls
+// send() or receive() runs the loop itself for as long as it keeps calling (a short lease), so that a
+// collective's messages go between the caller and libzmq without waking a third thread each time (on
+// a busy machine every wake-up waits for a core). With WAN emulation on, the I/O thread alone runs the
+// loop, to keep the emulated delivery times exact. send(), receive(), view_for() and the other public
+// methods are thread-safe: they hand work over through a queue (woken by an eventfd) when another
+// thread runs the loop, and read results under a mutex.
 // Outgoing messages wait in a per-peer FIFO queue until the time the WAN emulation
 // (peer/link_emulator.h) says the link delivers them (at once without emulation); the I/O loop polls
 // no longer than until the earliest one is due. An error on the I/O thread is stored and rethrown as TransportError by the
@@ -114,7 +119,9 @@ class ZmqTransport final : public Transport {
   // Never blocks on the network. Throws TransportError after leave() or when the I/O thread failed.
   void send(const std::string& to, Message msg) override;
   // Received mixer messages wait in an unbounded inbox until taken here: the caller is expected to
-  // keep up (mixers bound what is in flight). Throws TransportError once stopped and drained.
+  // keep up (mixers bound what is in flight). Mixer messages a site sent before its graceful leave are
+  // delivered even when the news of the leave arrives first through another site. Throws
+  // TransportError once stopped and drained.
   [[nodiscard]] std::optional<Message> receive(std::chrono::milliseconds timeout) override;
   View view_for(std::uint64_t round) const override;
 
@@ -151,6 +158,17 @@ class ZmqTransport final : public Transport {
 
   void post(Command cmd);
   void rethrow_if_failed() const;
+  std::optional<Message> take_from(std::deque<Message>& box, std::chrono::milliseconds timeout);
+  bool take_loop(std::unique_lock<std::mutex>& loop_lock);
+  std::chrono::steady_clock::time_point lease_until() const;
+  void extend_lease();
+  void wake_io_thread();
+  void loop_failed();
+
+  // How long the I/O thread stays parked after a caller last ran the loop, and the longest a caller
+  // polls in one turn (so that another thread's sends and the caller's deadline are seen in time).
+  static constexpr std::chrono::milliseconds kCallerLease{20};
+  static constexpr std::chrono::milliseconds kCallerSlice{50};
 
   ZmqTransportOptions options_;
   std::string endpoint_;
@@ -170,6 +188,14 @@ class ZmqTransport final : public Transport {
   int wake_fd_ = -1;  // eventfd: post() writes, the I/O thread polls
   TransportStats stats_;
 
+  // The loop and who runs it (see Threads above). Lock order: loop_mu_ before mu_.
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;                // the I/O thread parks here during a caller's lease
+  std::atomic<std::int64_t> lease_until_{0};       // steady_clock ticks
+  std::atomic<bool> caller_in_loop_{false};
+  std::atomic<int> callers_waiting_{0};            // callers blocked on loop_mu_: the I/O thread parks
+  std::atomic<bool> broken_{false};                // the loop threw on a caller's thread
+  bool caller_driven_ = false;                     // callers may run the loop (no WAN emulation)
   std::unique_ptr<IoLoop> loop_;
   std::thread thread_;
 };

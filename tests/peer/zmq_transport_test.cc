@@ -5,7 +5,10 @@
 #include <cmath>
 #include <pthread.h>
 #include <unistd.h>
+#include <algorithm>
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <numeric>
 #include <thread>
 #include <zmq.hpp>
@@ -367,4 +370,58 @@ TEST_CASE("signals interrupting the transport's I/O thread do not stop it", "[pe
   CHECK(got.has_value());
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   ::sigaction(SIGUSR2, &old, nullptr);
+}
+
+TEST_CASE("threads that send and receive on one transport at once lose and duplicate nothing", "[peer][zmq]") {
+  // Whichever thread calls receive() or send() may run the transport's loop (the I/O thread parks
+  // meanwhile); several callers at once must hand it over without losing or repeating a message.
+  Federation fed({"a", "b", "c"});
+  ZmqTransport a(fed.options("a"));
+  ZmqTransport b(fed.options("b", {"a@" + a.endpoint()}));
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+  constexpr std::uint64_t kEach = 100;  // rounds stay inside the validator's window (256 behind)
+
+  std::mutex mu;
+  std::vector<int> seen_by_a(2 * kEach + 1, 0);
+  std::atomic<std::uint64_t> received{0};
+  bool intact = true;
+  auto receiver = [&] {
+    while (received < 2 * kEach) {
+      auto m = a.receive(200ms);
+      if (!m) continue;
+      std::lock_guard lock(mu);
+      if (m->round >= 1 && m->round <= 2 * kEach) ++seen_by_a[m->round];
+      intact = intact && m->payload == push_sum(m->round, 64, static_cast<float>(m->round)).payload;
+      ++received;
+    }
+  };
+  auto sender = [&](ZmqTransport& t, const std::string& to, std::uint64_t first) {
+    for (std::uint64_t r = first; r < first + kEach; ++r) t.send(to, push_sum(r, 64, static_cast<float>(r)));
+  };
+  std::thread r1(receiver), r2(receiver);
+  std::thread s1([&] { sender(b, "a", 1); }), s2([&] { sender(b, "a", kEach + 1); });
+  std::thread s3([&] { sender(a, "b", 1); });  // a sends while its own receivers run its loop
+  std::vector<int> seen_by_b(kEach + 1, 0);
+  for (std::uint64_t n = 0; n < kEach;) {
+    auto m = b.receive(30s);
+    REQUIRE(m);
+    REQUIRE(m->round >= 1);
+    REQUIRE(m->round <= kEach);
+    ++seen_by_b[m->round];
+    ++n;
+  }
+  for (auto* t : {&s1, &s2, &s3}) t->join();
+  // The receivers stop once they have everything; the bound only guards against a hang.
+  REQUIRE(eventually([&] { return received == 2 * kEach; }));
+  r1.join();
+  r2.join();
+  CHECK(intact);
+  CHECK(std::count(seen_by_a.begin() + 1, seen_by_a.end(), 1) == static_cast<long>(2 * kEach));
+  CHECK(std::count(seen_by_b.begin() + 1, seen_by_b.end(), 1) == static_cast<long>(kEach));
+  CHECK(a.rejections().total() == 0);
+  CHECK(b.rejections().total() == 0);
+  // With nobody calling any more, the I/O threads take their loops back: membership keeps running.
+  ZmqTransport c(fed.options("c", {"a@" + a.endpoint()}));
+  const std::vector<std::string> all{"a", "b", "c"};
+  CHECK(eventually([&] { return knows_all(a, all) && knows_all(b, all) && knows_all(c, all); }));
 }
