@@ -10,6 +10,7 @@ void register_commands(CLI::App& app, int& exit_code) {
   add_peers_command(app, exit_code);
   add_leave_command(app, exit_code);
   add_train_command(app, exit_code);
+  add_simulate_command(app, exit_code);
 }
 
 }  // namespace meridian::cli
