@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""All-reduce benchmark: Meridian's ring all-reduce over its ZeroMQ transport against PyTorch's gloo
+all_reduce, same float counts, same number of local processes on 127.0.0.1, in the same run
+(alternating trials so that neither side gets a quieter machine).
+
+Usage: bench/allreduce_compare.py [--build build] [--procs 4] [--sizes 1000000,10000000]
+                                  [--repeats 10] [--warmup 2] [--trials 2] [--piece N] [--out docs/benchmarks.md]
+Prints the results table; with --out, replaces the "All-reduce" section of that file (or appends it).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from doc_section import replace_section  # noqa: E402  (bench/doc_section.py: one section per benchmark)
+
+TITLE = "All-reduce"
+
+
+def run_gloo(args):
+    cmd = [sys.executable, os.path.join(HERE, "allreduce_gloo.py"), "--procs", str(args.procs), "--sizes", args.sizes,
+           "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def run_meridian(args, binary):
+    common = ["--procs", str(args.procs), "--sizes", args.sizes, "--repeats", str(args.repeats), "--warmup",
+              str(args.warmup)]
+    if args.piece:
+        common += ["--piece", str(args.piece)]
+    first = subprocess.Popen([binary, "--name", "site0"] + common, stdout=subprocess.PIPE, text=True)
+    others = []
+    try:
+        line = first.stdout.readline()
+        while line and not line.startswith("endpoint "):  # log lines may come first
+            line = first.stdout.readline()
+        if not line:
+            raise RuntimeError("meridian_bench_allreduce exited before printing its endpoint")
+        endpoint = line.split()[1]
+        for r in range(1, args.procs):
+            others.append(subprocess.Popen([binary, "--name", f"site{r}", "--bootstrap", endpoint] + common,
+                                           stdout=subprocess.DEVNULL))
+        out, _ = first.communicate(timeout=900)
+        for p in others:
+            p.wait(timeout=60)
+    finally:
+        for p in [first] + others:
+            if p.poll() is None:
+                p.kill()
+    if first.returncode != 0 or any(p.returncode != 0 for p in others):
+        raise RuntimeError("a meridian_bench_allreduce process failed")
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--procs", type=int, default=4)
+    ap.add_argument("--sizes", default="1000000,10000000")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--piece", type=int, help="floats per Meridian ring message (default: the library's)")
+    ap.add_argument("--out", help="markdown file whose All-reduce section to replace")
+    args = ap.parse_args()
+
+    binary = os.path.join(args.build, "meridian_bench_allreduce")
+    have_meridian = os.access(binary, os.X_OK)
+    if not have_meridian:
+        print(f"allreduce_compare: {binary} not built (needs the ZeroMQ transport); timing gloo only",
+              file=sys.stderr)
+    load = os.getloadavg()[0]  # the machine is shared: say how busy it was
+    seconds = {}  # (impl, size) -> every repeat of every trial
+    for trial in range(args.trials):
+        print(f"allreduce_compare: trial {trial + 1} of {args.trials}", file=sys.stderr)
+        batches = []
+        if have_meridian:
+            batches.append(run_meridian(args, binary))
+        batches.append(run_gloo(args))
+        for batch in batches:
+            for r in batch:
+                seconds.setdefault((r["impl"], r["size"]), []).extend(r["seconds"])
+
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    rows = []
+    for size in sizes:
+        g = statistics.median(seconds[("gloo", size)]) * 1e3
+        m = seconds.get(("meridian", size))
+        if m:
+            m = statistics.median(m) * 1e3
+            rows.append(f"| {size:,} | {args.procs} | {m:.1f} | {g:.1f} | {m / g:.2f} |")
+        else:
+            rows.append(f"| {size:,} | {args.procs} | not measured (ZeroMQ transport not built) | {g:.1f} | — |")
+    count = args.trials * args.repeats
+    cmd = (f"bench/allreduce_compare.py --procs {args.procs} --sizes {args.sizes} --repeats {args.repeats} "
+           f"--warmup {args.warmup} --trials {args.trials}")
+    body = "\n".join([
+        f"Sum of float32 vectors among {args.procs} local processes over 127.0.0.1: Meridian's chunked ring "
+        "all-reduce (gossip/ring_allreduce.h) on its ZeroMQ transport, insecure mode, against PyTorch "
+        "gloo's `all_reduce` (Debian python3-torch, one thread per process). Each repeat starts after a "
+        "barrier and lasts as long as its slowest process; the table gives the median over "
+        f"{count} repeats ({args.trials} alternating trials of {args.repeats}, after {args.warmup} warm-up "
+        "repeats each). Lower is better; the last column below 1 means Meridian is faster.",
+        "",
+        f"- Command: `make bench` (runs `{cmd}`)",
+        f"- Machine: {os.cpu_count()} cores, {platform.platform()}, Debian 12; load average {load:.1f} at the "
+        "start (the machine is shared with other builds, so absolute times are noisy; the ratio is the figure)",
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        "",
+        "| floats | processes | Meridian median (ms) | gloo median (ms) | Meridian / gloo |",
+        "|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+        "Target: Meridian no slower than gloo. Not met on this shared machine. Where Meridian's time goes "
+        "(`perf record` on one of the four processes, 10M floats, 2026-11-22): kernel socket copies on "
+        "ZeroMQ's I/O thread and memmove (reassembling 1 MiB wire chunks into pooled buffers, plus the "
+        "ring's own copy-in and copy-out) dominate; the ring's additions are about 6% of the samples. Every "
+        "ring phase crosses the transport's I/O thread and ZeroMQ's I/O thread at both ends, so each "
+        "process keeps three threads busy, which costs most when other work oversubscribes the 2 cores: "
+        "repeat times are bimodal (about 0.11 s for 10M floats when undisturbed, 0.35-0.44 s otherwise, "
+        "in that profiling run at load average 7.5). The ring itself is not the bottleneck; fewer "
+        "thread hand-offs and a receive path without the reassembly copy in peer/ would be.",
+    ])
+    print(f"## {TITLE}\n\n{body}")
+    if args.out:
+        replace_section(args.out, TITLE, body)
+
+
+if __name__ == "__main__":
+    main()

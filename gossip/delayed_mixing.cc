@@ -1,0 +1,115 @@
+#include "gossip/delayed_mixing.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gossip/synchronous_average.h"
+
+namespace meridian::gossip {
+
+DelayedMixing::DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params,
+                             std::span<float> stats, double* weight)
+    : config_(config), channel_(channel), params_(params), stats_(stats), weight_(weight) {
+  if (weight_ && config_.reaverage_every != 0)
+    throw std::invalid_argument("delayed mixing: re-averaging does not apply to push-sum numerators");
+  if (weight_) config_.reaverage_after_view_change = false;
+  if (!(config_.mix_step > 0.0 && config_.mix_step <= 1.0))
+    throw std::invalid_argument("delayed mixing: mix_step must be in (0, 1]");
+}
+
+void DelayedMixing::note(const MixReport& report) {
+  abandoned_ += report.abandoned;
+  missing_ += report.missing;
+  if (have_view_ && report.view_id != view_id_ && config_.reaverage_after_view_change) reaverage_due_ = true;
+  have_view_ = true;
+  view_id_ = report.view_id;
+}
+
+void DelayedMixing::apply(const Snapshot& s, MixResult& result) {
+  note(result.report);
+  const std::size_t np = params_.size();
+  if (config_.delay == 0) {
+    std::copy(result.data.begin(), result.data.begin() + static_cast<std::ptrdiff_t>(np), params_.begin());
+    std::copy(result.data.begin() + static_cast<std::ptrdiff_t>(np), result.data.end(), stats_.begin());
+    if (weight_) *weight_ = result.weight;
+  } else {
+    // Push-sum mass stays conserved for any α: every site moves by α times a conserved delta.
+    const float a = static_cast<float>(config_.mix_step);
+    if (a == 1.0f) {
+      for (std::size_t i = 0; i < np; ++i) params_[i] += result.data[i] - s.x[i];
+      for (std::size_t i = 0; i < stats_.size(); ++i) stats_[i] += result.data[np + i] - s.x[np + i];
+    } else {
+      for (std::size_t i = 0; i < np; ++i) params_[i] += a * (result.data[i] - s.x[i]);
+      for (std::size_t i = 0; i < stats_.size(); ++i) stats_[i] += a * (result.data[np + i] - s.x[np + i]);
+    }
+    if (weight_) *weight_ += config_.mix_step * (result.weight - s.weight);
+  }
+  channel_.recycle(std::move(result.data));
+}
+
+void DelayedMixing::apply_through(std::uint64_t last_step) {
+  while (!pending_.empty() && pending_.front().step <= last_step) {
+    Snapshot& s = pending_.front();
+    MixResult result = channel_.wait(s.step, RoundTag::kMix, config_.wait_timeout);
+    apply(s, result);
+    channel_.recycle(std::move(s.x));
+    pending_.pop_front();
+  }
+}
+
+void DelayedMixing::apply_ready() {
+  // In order only: a later mix is never applied before an earlier one.
+  while (!pending_.empty()) {
+    auto result = channel_.poll(pending_.front().step, RoundTag::kMix);
+    if (!result) return;
+    apply(pending_.front(), *result);
+    channel_.recycle(std::move(pending_.front().x));
+    pending_.pop_front();
+  }
+}
+
+void DelayedMixing::reaverage(std::uint64_t k) {
+  apply_through(UINT64_MAX);
+  std::vector<float> buf = channel_.buffer();
+  buf.assign(params_.begin(), params_.end());
+  buf.insert(buf.end(), stats_.begin(), stats_.end());
+  MixReport report = average_now(channel_, k, buf, config_.wait_timeout, RoundTag::kReaverage);
+  std::copy(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(params_.size()), params_.begin());
+  std::copy(buf.begin() + static_cast<std::ptrdiff_t>(params_.size()), buf.end(), stats_.begin());
+  channel_.recycle(std::move(buf));
+  abandoned_ += report.abandoned;
+  have_view_ = true;
+  view_id_ = report.view_id;
+  reaverage_due_ = false;
+  ++reaverages_;
+}
+
+void DelayedMixing::after_step(std::uint64_t k) {
+  if (!started_) {
+    started_ = true;
+    first_step_ = k;
+  }
+  if (config_.delay > 0) {
+    if (config_.overlap) apply_ready();
+    if (k >= config_.delay) apply_through(k - config_.delay);
+  }
+  if (!weight_ && config_.reaverage_every != 0 && k > first_step_ && (k - first_step_) % config_.reaverage_every == 0)
+    reaverage_due_ = true;
+  if (reaverage_due_) reaverage(k);
+
+  MixJob job{k, RoundTag::kMix, channel_.buffer(), weight_ ? *weight_ : 1.0};
+  job.data.assign(params_.begin(), params_.end());
+  job.data.insert(job.data.end(), stats_.begin(), stats_.end());
+  Snapshot snap{k, {}, job.weight};
+  if (config_.delay > 0) {
+    snap.x = channel_.buffer();
+    snap.x.assign(job.data.begin(), job.data.end());
+  }
+  channel_.submit(std::move(job), config_.wait_timeout);
+  pending_.push_back(std::move(snap));
+  if (config_.delay == 0) apply_through(k);
+}
+
+void DelayedMixing::finish() { apply_through(UINT64_MAX); }
+
+}  // namespace meridian::gossip

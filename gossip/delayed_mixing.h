@@ -1,0 +1,91 @@
+// Delayed compensation for parameter mixing (DESIGN.md §1), the trainer side of sgp and dsync: after
+// the local optimizer step s the trainer snapshots x_s (parameters, then normalization statistics, and
+// the push-sum weight if any) and hands it to the communication thread, which returns the mixed m_s.
+// At step s + D the trainer applies x ← x + (m_s − x_s), keeping the local progress made since s.
+// D = 0 is the plain algorithm: x ← m_s right after the step.
+//
+// Stability: the rule as written (mix_step α = 1) converges for D = 1, is marginal at D = 2, and fails beyond: without
+// gradients a direction the mix removes entirely evolves as x_{k+1} = x_k − α·x_{k+1−D}, whose
+// characteristic polynomial z^D − z^(D−1) + α has roots outside the unit circle for α = 1, D >= 3
+// (dsync on a 2×3 grid oscillates at D = 3 and diverges at D = 5). Use α ≈ 1/D for larger delays:
+// x ← x + α·(m_s − x_s). docs/algorithms.md has the derivation.
+//
+// Overlap mode (sgp's OSGP): a result is applied as soon as it is there, and at the latest at s + D,
+// so the site never runs more than D = τ steps ahead of the oldest mix it still expects.
+//
+// Re-averaging (dsync; not with a push-sum weight): every `reaverage_every` steps (0: never) and after
+// every view change, all outstanding mixes are applied and x is replaced by its exact mean over the
+// view. Optimizer state (momentum) is never mixed: it is not in the snapshot.
+//
+// Thread-safety: one trainer thread. Does not own the buffers or the weight.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "gossip/mix_channel.h"
+
+namespace meridian::gossip {
+
+struct DelayedMixingConfig {
+  std::uint32_t delay = 0;  // D (τ in overlap mode)
+  bool overlap = false;
+  double mix_step = 1.0;  // α in (0, 1]: 1 is DESIGN.md's rule; ≈ 1/D keeps D >= 3 stable
+  std::uint64_t reaverage_every = 0;
+  bool reaverage_after_view_change = true;
+  std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
+};
+
+class DelayedMixing {
+ public:
+  // `weight` is the push-sum weight (sgp) or nullptr. Throws std::invalid_argument when re-averaging
+  // is asked for together with a push-sum weight (the exact mean of numerators is not a model), or
+  // for a mix_step outside (0, 1].
+  DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params,
+                std::span<float> stats = {}, double* weight = nullptr);
+
+  // Call after the local optimizer step k (consecutive k, same first k on every site). Throws what
+  // MixChannel throws.
+  void after_step(std::uint64_t k);
+
+  // Applies every outstanding mix (waiting for them).
+  void finish();
+
+  std::size_t in_flight() const { return pending_.size(); }
+  std::uint64_t reaverages() const { return reaverages_; }
+  std::uint64_t abandoned_rounds() const { return abandoned_; }
+  std::uint64_t missing_shares() const { return missing_; }
+
+ private:
+  struct Snapshot {
+    std::uint64_t step = 0;
+    std::vector<float> x;  // x_s (params then stats); empty when D = 0
+    double weight = 1.0;
+  };
+
+  void apply(const Snapshot& s, MixResult& result);
+  void apply_through(std::uint64_t last_step);
+  void apply_ready();
+  void note(const MixReport& report);
+  void reaverage(std::uint64_t k);
+
+  DelayedMixingConfig config_;
+  MixChannel& channel_;
+  std::span<float> params_;
+  std::span<float> stats_;
+  double* weight_;
+  std::deque<Snapshot> pending_;
+  bool started_ = false;
+  std::uint64_t first_step_ = 0;
+  bool have_view_ = false;
+  std::uint64_t view_id_ = 0;
+  bool reaverage_due_ = false;
+  std::uint64_t reaverages_ = 0;
+  std::uint64_t abandoned_ = 0;
+  std::uint64_t missing_ = 0;
+};
+
+}  // namespace meridian::gossip

@@ -1,0 +1,165 @@
+#include "gossip/dts.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gossip/synchronous_average.h"
+
+namespace meridian::gossip {
+
+namespace {
+enum class Payload { kWindowW, kGradient, kWindowWU };
+Payload payload_of(const DtsConfig& c) {
+  if (c.momentum == 0.0) return Payload::kWindowW;
+  return c.period == 1 ? Payload::kGradient : Payload::kWindowWU;
+}
+}  // namespace
+
+Dts::Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer)
+    : config_(config), channel_(channel), params_(params), u_(momentum_buffer) {
+  if (config_.period == 0) throw std::invalid_argument("dts: period P must be at least 1");
+  if (!(config_.momentum >= 0.0 && config_.momentum < 1.0))
+    throw std::invalid_argument("dts: momentum must be in [0, 1)");
+  if (config_.momentum != 0.0 && u_.size() != params_.size())
+    throw std::invalid_argument("dts: momentum buffer has " + std::to_string(u_.size()) + " elements, parameters " +
+                                std::to_string(params_.size()));
+  window_w_.assign(params_.size(), 0.0f);
+  if (payload_of(config_) == Payload::kWindowWU) window_u_.assign(params_.size(), 0.0f);
+}
+
+void Dts::note_view(const MixReport& report) {
+  abandoned_ += report.abandoned;
+  if (have_view_ && report.view_id != view_id_) reaverage_due_ = true;
+  have_view_ = true;
+  view_id_ = report.view_id;
+}
+
+void Dts::correct(const Window& window, const std::vector<float>& mean) {
+  const std::size_t n = params_.size();
+  const double m = config_.momentum;
+  const bool exact = config_.compensation == DtsCompensation::kExact;
+  switch (payload_of(config_)) {
+    case Payload::kWindowW:
+      for (std::size_t i = 0; i < n; ++i)
+        params_[i] -= static_cast<float>(double(mean[i]) - double(window.local[i]));
+      break;
+    case Payload::kGradient:
+      for (std::size_t i = 0; i < n; ++i) {
+        double du = double(mean[i]) - double(window.local[i]);
+        params_[i] -= static_cast<float>((window.lr + (exact ? window.beta : 0.0)) * du);
+        if (exact && m != 0.0) u_[i] += static_cast<float>(window.mpow * du);
+      }
+      break;
+    case Payload::kWindowWU:
+      for (std::size_t i = 0; i < n; ++i) {
+        double dw = double(mean[i]) - double(window.local[i]);
+        double du = double(mean[n + i]) - double(window.local[n + i]);
+        params_[i] -= static_cast<float>(dw + (exact ? window.beta * du : 0.0));
+        if (exact) u_[i] += static_cast<float>(window.mpow * du);
+      }
+      break;
+  }
+}
+
+void Dts::apply_through(std::uint64_t last_step) {
+  while (!pending_.empty() && pending_.front().step <= last_step) {
+    Window& w = pending_.front();
+    MixResult result = channel_.wait(w.step, RoundTag::kMix, config_.wait_timeout);
+    note_view(result.report);
+    correct(w, result.data);
+    channel_.recycle(std::move(result.data));
+    channel_.recycle(std::move(w.local));
+    pending_.pop_front();
+  }
+}
+
+void Dts::reaverage(std::uint64_t k) {
+  apply_through(UINT64_MAX);
+  MixReport report = average_now(channel_, k, params_, config_.wait_timeout, RoundTag::kReaverage);
+  abandoned_ += report.abandoned;
+  have_view_ = true;
+  view_id_ = report.view_id;
+  reaverage_due_ = false;
+  ++reaverages_;
+}
+
+void Dts::close_window(std::uint64_t k, std::span<const float> grad, double lr) {
+  const std::size_t n = params_.size();
+  Window w{k, channel_.buffer(), lr, 1.0, 0.0};
+  switch (payload_of(config_)) {
+    case Payload::kWindowW: w.local.assign(window_w_.begin(), window_w_.end()); break;
+    case Payload::kGradient: w.local.assign(grad.begin(), grad.end()); break;
+    case Payload::kWindowWU:
+      w.local.resize(2 * n);
+      std::copy(window_w_.begin(), window_w_.end(), w.local.begin());
+      std::copy(window_u_.begin(), window_u_.end(), w.local.begin() + static_cast<std::ptrdiff_t>(n));
+      std::fill(window_u_.begin(), window_u_.end(), 0.0f);
+      break;
+  }
+  std::fill(window_w_.begin(), window_w_.end(), 0.0f);
+  window_len_ = 0;
+  MixJob job{k, RoundTag::kMix, channel_.buffer(), 1.0};
+  job.data.assign(w.local.begin(), w.local.end());
+  channel_.submit(std::move(job), config_.wait_timeout);
+  pending_.push_back(std::move(w));
+  max_in_flight_ = std::max(max_in_flight_, pending_.size());
+}
+
+void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
+  if (grad.size() != params_.size())
+    throw std::invalid_argument("dts: gradient has " + std::to_string(grad.size()) + " elements, parameters " +
+                                std::to_string(params_.size()));
+  if (!started_) {
+    started_ = true;
+    first_step_ = k;
+  }
+  last_step_ = k;
+  const bool averaging = config_.compensation != DtsCompensation::kNone;
+  if (averaging && config_.delay >= 1 && k >= config_.delay) apply_through(k - config_.delay);
+  if (averaging && config_.reaverage_every != 0 && k > first_step_ && (k - first_step_) % config_.reaverage_every == 0)
+    reaverage_due_ = true;
+  // Only at a window start with nothing outstanding are the replicas equal in exact arithmetic; a
+  // re-average elsewhere would mix in the local errors that pending corrections are about to undo.
+  if (averaging && reaverage_due_ && window_len_ == 0) reaverage(k);
+
+  const double m = config_.momentum;
+  const std::size_t n = params_.size();
+  for (Window& w : pending_) {
+    w.mpow *= m;
+    w.beta += lr * w.mpow;
+  }
+  if (m != 0.0) {
+    for (std::size_t i = 0; i < n; ++i) {
+      u_[i] = static_cast<float>(m * u_[i] + grad[i]);
+      params_[i] -= static_cast<float>(lr * u_[i]);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) params_[i] -= static_cast<float>(lr * grad[i]);
+  }
+  if (!averaging) return;
+  switch (payload_of(config_)) {
+    case Payload::kWindowW:
+      for (std::size_t i = 0; i < n; ++i) window_w_[i] += static_cast<float>(lr * grad[i]);
+      break;
+    case Payload::kGradient: break;
+    case Payload::kWindowWU:
+      for (std::size_t i = 0; i < n; ++i) {
+        window_u_[i] = static_cast<float>(m * window_u_[i] + grad[i]);
+        window_w_[i] += static_cast<float>(lr * window_u_[i]);
+      }
+      break;
+  }
+  if (++window_len_ == config_.period) close_window(k, grad, lr);
+  if (config_.delay == 0) apply_through(k);
+}
+
+void Dts::finish() {
+  if (config_.compensation == DtsCompensation::kNone) return;
+  if (window_len_ > 0) {
+    // The partial window's gradients count like any other: P = 1 momentum never has one.
+    close_window(last_step_, {}, 0.0);
+  }
+  apply_through(UINT64_MAX);
+}
+
+}  // namespace meridian::gossip

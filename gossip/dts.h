@@ -1,0 +1,105 @@
+// dts — Delayed and Temporally Sparse update (DESIGN.md §1; derivation in docs/algorithms.md), the
+// trainer side: it is also the SGD / heavy-ball optimizer, because the compensation must know how a
+// gradient moved the weights and the momentum buffer.
+//
+// Every step applies the local gradient at once. Every P-th step closes a window and hands the
+// window's own displacement to the communication thread for averaging: W = Σ_t γ_t·U_t and
+// U = the window's momentum (U_t = m·U_{t−1} + g_t, from zero at the window start). For plain SGD
+// only W travels; for momentum with P = 1 only the gradient (W = γ_s·g, U = g). Before step s + D the
+// window's average comes back and the error made since s is corrected exactly:
+//   w ← w − (ΔW + β·ΔU),   u ← u + m^(L−s)·ΔU,   ΔX = mean(X) − X,
+// with L the last step applied and β = Σ_{t=s+1..L} γ_t·m^(t−s) (the learning rate may follow any
+// schedule). For D = 0 the correction follows the step at once, which is allreduce up to rounding.
+// Up to ⌈D/P⌉+1 windows are in flight, tagged by their last step and applied in order.
+//
+// Re-averaging: every `reaverage_every` steps (0: never) and after every view change, the next step
+// that starts a window first applies every outstanding correction, then replaces the weights by their
+// exact mean over the view, so floating-point drift between replicas cannot accumulate.
+//
+// Checkpoints: the weights and the momentum buffer are the whole state worth saving. Corrections in
+// flight are lost with a crash; the restarted site rejoins, which changes the view, and the re-average
+// after every view change brings it back in line.
+//
+// Thread-safety: one trainer thread. Does not own the parameter or momentum buffers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "gossip/mix_channel.h"
+
+namespace meridian::gossip {
+
+enum class DtsCompensation {
+  kExact,        // the rule above: weights and momentum buffer
+  kVanillaRule,  // w ← w − ΔW only: exact for plain SGD, drifts with momentum
+  kNone,         // no averaging at all: every site trains on its own (local SGD)
+};
+
+struct DtsConfig {
+  std::uint32_t delay = 1;   // D >= 0
+  std::uint32_t period = 1;  // P >= 1
+  double momentum = 0.0;     // m in [0, 1); 0 is plain SGD
+  DtsCompensation compensation = DtsCompensation::kExact;
+  std::uint64_t reaverage_every = 0;
+  std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
+};
+
+class Dts {
+ public:
+  // `momentum_buffer` must have params.size() elements when config.momentum != 0 (else it is unused).
+  // Throws std::invalid_argument for P = 0, m outside [0, 1) or a mis-sized momentum buffer.
+  Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer);
+
+  // Step k (consecutive k on every site, same first k) with the local gradient and learning rate:
+  // corrections due, a pending re-average, the local update, and the window's average started when it
+  // closes. Throws what MixChannel throws (MixError on a deadline, the communication side's errors).
+  void step(std::uint64_t k, std::span<const float> grad, double lr);
+
+  // Closes a partial window and applies every outstanding correction (waiting for them). After it the
+  // weights equal allreduce's when gradients do not depend on the weights.
+  void finish();
+
+  std::size_t in_flight() const { return pending_.size(); }
+  std::size_t max_in_flight() const { return max_in_flight_; }
+  std::uint64_t reaverages() const { return reaverages_; }
+  std::uint64_t abandoned_rounds() const { return abandoned_; }
+
+ private:
+  struct Window {
+    std::uint64_t step = 0;     // the window's last step: its tag
+    std::vector<float> local;   // what this site sent
+    double lr = 0.0;            // γ of the last step (for the P = 1 momentum payload)
+    double mpow = 1.0;          // m^(L−s)
+    double beta = 0.0;          // Σ_{t=s+1..L} γ_t m^(t−s)
+  };
+
+  void close_window(std::uint64_t k, std::span<const float> grad, double lr);
+  void apply_through(std::uint64_t last_step);
+  void correct(const Window& window, const std::vector<float>& mean);
+  void reaverage(std::uint64_t k);
+  void note_view(const MixReport& report);
+
+  DtsConfig config_;
+  MixChannel& channel_;
+  std::span<float> params_;
+  std::span<float> u_;
+  std::vector<float> window_w_;  // (n) Σ γ_t U_t over the open window
+  std::vector<float> window_u_;  // (n) the open window's own momentum
+  std::uint32_t window_len_ = 0;
+  std::deque<Window> pending_;
+  bool started_ = false;
+  std::uint64_t first_step_ = 0;
+  std::uint64_t last_step_ = 0;
+  bool reaverage_due_ = false;
+  bool have_view_ = false;
+  std::uint64_t view_id_ = 0;
+  std::size_t max_in_flight_ = 0;
+  std::uint64_t reaverages_ = 0;
+  std::uint64_t abandoned_ = 0;
+};
+
+}  // namespace meridian::gossip

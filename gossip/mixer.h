@@ -1,0 +1,37 @@
+// The communication-thread side of an algorithm: turns a snapshot (a flat float buffer and, for
+// push-sum, a weight) into its mixed value for one step. Implementations: AverageMixer (exact mean
+// over the view: allreduce, dts, re-averaging), PushSumMixer (sgp), GroupMixer (dsync).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+
+#include "gossip/round.h"
+
+namespace meridian::gossip {
+
+struct MixReport {
+  std::uint64_t view_id = 0;    // the view the mix finally completed in
+  std::uint32_t abandoned = 0;  // rounds of this mix abandoned at their deadline and redone
+  std::uint32_t missing = 0;    // push-sum shares that did not arrive in time (their mass comes later or is lost)
+};
+
+// Timing knobs shared by the mixers.
+struct RoundTimeouts {
+  std::chrono::milliseconds round{30000};      // a round not finished by then is abandoned
+  std::chrono::milliseconds view_change{60000};  // how long to wait for the view to redo it in
+};
+
+// Thread-safety: none; every call comes from the one communication thread that owns the transport.
+class Mixer {
+ public:
+  virtual ~Mixer() = default;
+
+  // Mixes `data` (and `weight`) in place for training step `step`; `tag` tells apart several mixes of
+  // the same step. Returns what happened. Throws MixError when the mix cannot complete (this site is
+  // not in the view, or no newer view arrived to redo an abandoned round in).
+  virtual MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) = 0;
+};
+
+}  // namespace meridian::gossip

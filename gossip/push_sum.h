@@ -1,0 +1,47 @@
+// sgp — Stochastic Gradient Push (DESIGN.md §1), the trainer side. The site keeps the push-sum
+// numerator x and weight w (initially the shared start and 1); the model the trainer runs forward and
+// backward on is the de-biased z = x / w. A gradient step goes to the numerator, x ← x − update (the
+// caller passes γ·step(g(z)) from its optimizer, whose momentum stays local). Mixing runs through
+// DelayedMixing: D = 0 is synchronous SGP, overlap with D = τ is OSGP.
+//
+// Thread-safety: one trainer thread. Owns x; writes z into the caller's model buffer.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "gossip/delayed_mixing.h"
+
+namespace meridian::gossip {
+
+class PushSum {
+ public:
+  // Starts from x = model, w = 1. config.reaverage_every must be 0.
+  PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model);
+
+  // x ← x − update, mixes (per the config), then writes z = x / w into the model buffer.
+  // Throws std::invalid_argument for a mis-sized update, and what MixChannel throws.
+  void step(std::uint64_t k, std::span<const float> update);
+
+  // Applies every outstanding mix and refreshes the model.
+  void finish();
+
+  // Resumes from a checkpoint (numerator and weight as numerator() and weight() returned them) and
+  // refreshes the model. Call between steps with no mix in flight (D = 0, or after finish()).
+  // Throws std::invalid_argument for a mis-sized numerator or a weight that is not finite and positive.
+  void restore(std::span<const float> numerator, double weight);
+
+  std::span<const float> numerator() const { return x_; }
+  double weight() const { return w_; }
+  const DelayedMixing& mixing() const { return mixing_; }
+
+ private:
+  void refresh_model();
+
+  std::span<float> model_;
+  std::vector<float> x_;
+  double w_ = 1.0;
+  DelayedMixing mixing_;
+};
+
+}  // namespace meridian::gossip

@@ -1,0 +1,86 @@
+#include "gossip/push_sum_mixer.h"
+
+#include <cmath>
+#include <string>
+
+#include "gossip/exponential_graph.h"
+#include "gossip/redo_view.h"
+
+namespace meridian::gossip {
+
+bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites) {
+  if (m.payload.size() != data.size() || !std::isfinite(m.weight) || m.weight <= 0.0 ||
+      m.weight > static_cast<double>(sites)) {
+    ++rejected_;
+    return false;
+  }
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] += m.payload[i];
+  weight += m.weight;
+  return true;
+}
+
+MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
+  const auto tag_value = static_cast<std::uint32_t>(tag);
+  const auto kind = peer::MessageKind::kPushSum;
+  peer::Transport& transport = inbox_.transport();
+  peer::View view = transport.view_for(step);
+  auto rank = view.rank_of(transport.self());
+  if (!rank)
+    throw MixError("site '" + transport.self() + "' is not in view " + std::to_string(view.id) + " for step " +
+                   std::to_string(step));
+  const std::size_t n = view.size();
+  auto outs = exponential_out_peers(n, *rank, step, out_peers_);
+  auto ins = exponential_in_peers(n, *rank, step, out_peers_);
+  // The graph comes from the view in force, the same on every site. A peer that membership has
+  // already dropped from a newer view is dead: nothing is sent to it (its share is kept, so no mass is
+  // lost) and nothing is awaited from it.
+  const peer::View newest = newest_view(transport);
+  auto gone = [&](std::size_t r) { return newest.id > view.id && !newest.rank_of(view.at(r)); };
+  std::size_t skipped = 0;
+  for (std::size_t r : outs) skipped += gone(r) ? 1 : 0;
+  // With K + 1 a power of two (K = 1, 3, 7) the shares are exact, so kept + sent = x bit for bit.
+  const float share = 1.0f / static_cast<float>(outs.size() + 1);
+  const double weight_share = weight / static_cast<double>(outs.size() + 1);
+  for (float& v : data) v *= share;
+  weight = weight_share;
+  for (std::size_t peer_rank : outs) {
+    if (gone(peer_rank)) continue;
+    peer::Message msg;
+    msg.kind = kind;
+    msg.view_id = view.id;
+    msg.round = step;
+    msg.tag = tag_value;
+    msg.total = data.size();
+    msg.weight = weight_share;
+    msg.payload.assign(data.begin(), data.end());
+    transport.send(view.at(peer_rank), std::move(msg));
+  }
+  if (skipped > 0) {
+    // Kept share plus the unsent ones (exact when skipped + 1 is a power of two, like the shares).
+    for (float& v : data) v *= static_cast<float>(skipped + 1);
+    weight = weight_share * static_cast<double>(skipped + 1);
+  }
+  MixReport report;
+  report.view_id = view.id;
+  // Shares of older steps that came after their round gave up on them: still mass, add it now.
+  for (auto& late : inbox_.take_all([&](const peer::Message& m) { return m.kind == kind && m.round < step; }))
+    add(late, data, weight, n);
+  auto deadline = Clock::now() + timeouts_.round;
+  for (std::size_t from_rank : ins) {
+    if (gone(from_rank)) continue;
+    const std::string& from = view.at(from_rank);
+    for (;;) {
+      auto msg = inbox_.take(
+          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.from == from; }, deadline);
+      if (!msg) {
+        ++report.missing;
+        ++missing_;
+        break;
+      }
+      if (add(*msg, data, weight, n)) break;
+    }
+  }
+  return report;
+}
+
+}  // namespace meridian::gossip

@@ -1,0 +1,47 @@
+// sgp's mix (push-sum over the time-varying directed exponential graph of the view in force for the
+// step): send (x/(K+1), w/(K+1)) to each of the step's K out-peers, keep the same share, add every
+// share received. A share is added whenever it arrives: the shares of this step's in-peers are
+// awaited until the round deadline; shares that arrive late, for an older step, are added to the next
+// mix. A peer that a newer announced view leaves out (membership found it dead) is neither sent to nor
+// waited for, even before that view is in force: its share stays home, so no mass is lost; a dead
+// peer costs deadlines only until membership notices.
+//
+// Incoming shares are validated before they touch the model: the payload length must match and the
+// weight must be finite and in (0, n]; anything else is dropped and counted in rejected().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "gossip/inbox.h"
+#include "gossip/mixer.h"
+
+namespace meridian::gossip {
+
+// Thread-safety: none (communication thread only).
+class PushSumMixer final : public Mixer {
+ public:
+  // `out_peers` is K, the number of out-peers per step (clamped to the graph's period).
+  PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {})
+      : inbox_(inbox), out_peers_(out_peers), timeouts_(timeouts) {}
+
+  // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
+  // reported in MixReport::missing. Throws MixError if this site is not in the view.
+  MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
+
+  // Counters; may be read from any thread.
+  std::uint64_t rejected() const { return rejected_.load(); }
+  std::uint64_t missing() const { return missing_.load(); }
+
+ private:
+  bool add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites);
+
+  Inbox& inbox_;
+  std::size_t out_peers_;
+  RoundTimeouts timeouts_;
+  std::atomic<std::uint64_t> rejected_{0};
+  std::atomic<std::uint64_t> missing_{0};
+};
+
+}  // namespace meridian::gossip

@@ -1,0 +1,187 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "gossip/dts.h"
+#include "gossip/synchronous_average.h"
+#include "site_cluster.h"
+
+using namespace meridian::gossip;
+using meridian::gossip::testing::MixerKind;
+using meridian::gossip::testing::SiteCluster;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::size_t kDim = 6;
+constexpr std::uint64_t kSteps = 40;
+
+// A fixed gradient stream that does not depend on the parameters: different on every site and step.
+float gradient(std::uint64_t k, std::size_t site, std::size_t i) {
+  return static_cast<float>(std::sin(0.7 * k + 1.3 * site + 0.37 * i) + 0.1 * site);
+}
+double learning_rate(std::uint64_t k) { return 0.1 / (1.0 + 0.05 * k); }  // a schedule, not a constant
+
+// allreduce's parameters computed in double: u ← m·u + ḡ, w ← w − γ·u.
+std::vector<double> allreduce_reference(std::size_t sites, double m) {
+  std::vector<double> w(kDim, 1.0), u(kDim, 0.0);
+  for (std::uint64_t k = 0; k < kSteps; ++k)
+    for (std::size_t i = 0; i < kDim; ++i) {
+      double g = 0;
+      for (std::size_t j = 0; j < sites; ++j) g += gradient(k, j, i);
+      u[i] = m * u[i] + g / sites;
+      w[i] -= learning_rate(k) * u[i];
+    }
+  return w;
+}
+
+struct Run {
+  std::vector<std::vector<float>> params;
+  std::size_t max_in_flight = 0;
+};
+
+Run run_dts(std::size_t sites, DtsConfig config) {
+  SiteCluster cluster(sites, MixerKind::kAverage);
+  Run run;
+  run.params.assign(sites, std::vector<float>(kDim, 1.0f));
+  std::vector<std::size_t> in_flight(sites), left(sites);
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    std::vector<float> u(kDim, 0.0f), g(kDim);
+    Dts dts(config, channel, run.params[r], u);
+    for (std::uint64_t k = 0; k < kSteps; ++k) {
+      for (std::size_t i = 0; i < kDim; ++i) g[i] = gradient(k, r, i);
+      dts.step(k, g, learning_rate(k));
+    }
+    dts.finish();
+    in_flight[r] = dts.max_in_flight();
+    left[r] = dts.in_flight();
+  });
+  for (auto l : left) CHECK(l == 0);
+  for (auto f : in_flight) run.max_in_flight = std::max(run.max_in_flight, f);
+  return run;
+}
+
+double max_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i])));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("allreduce SGD matches the single-process reference and keeps replicas bit-identical", "[gossip][allreduce]") {
+  const std::size_t sites = 4;
+  const double m = 0.9;
+  SiteCluster cluster(sites, MixerKind::kAverage);
+  std::vector<std::vector<float>> params(sites, std::vector<float>(kDim, 1.0f));
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    std::vector<float> u(kDim, 0.0f), g(kDim);
+    for (std::uint64_t k = 0; k < kSteps; ++k) {
+      for (std::size_t i = 0; i < kDim; ++i) g[i] = gradient(k, r, i);
+      average_now(channel, k, g, 10s);
+      for (std::size_t i = 0; i < kDim; ++i) {
+        u[i] = static_cast<float>(m * u[i] + g[i]);
+        params[r][i] -= static_cast<float>(learning_rate(k) * u[i]);
+      }
+    }
+  });
+  CHECK(max_error(params[0], allreduce_reference(sites, m)) < 1e-5);
+  for (std::size_t j = 1; j < sites; ++j) CHECK(std::memcmp(params[j].data(), params[0].data(), kDim * sizeof(float)) == 0);
+}
+
+TEST_CASE("dts reaches allreduce's parameters for any delay and period", "[gossip][dts]") {
+  const std::size_t sites = 4;
+  for (double m : {0.0, 0.9}) {
+    auto reference = allreduce_reference(sites, m);
+    for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{
+             {0, 1}, {1, 1}, {2, 1}, {5, 1}, {0, 3}, {1, 2}, {3, 2}, {2, 3}, {4, 4}, {7, 3}}) {
+      DtsConfig config;
+      config.delay = d;
+      config.period = p;
+      config.momentum = m;
+      auto run = run_dts(sites, config);
+      INFO("m=" << m << " D=" << d << " P=" << p);
+      for (const auto& w : run.params) CHECK(max_error(w, reference) < 2e-5);
+      // Several averages in flight, never more than ⌈D/P⌉ + 1.
+      CHECK(run.max_in_flight <= (d + p - 1) / p + 1);
+      if (d >= 2 * p) CHECK(run.max_in_flight >= 2);
+    }
+  }
+}
+
+TEST_CASE("dts without (or with the wrong) compensation does not reach allreduce", "[gossip][dts]") {
+  const std::size_t sites = 4;
+  SECTION("plain SGD with no correction is local SGD") {
+    DtsConfig config;
+    config.delay = 2;
+    config.compensation = DtsCompensation::kNone;
+    auto run = run_dts(sites, config);
+    CHECK(max_error(run.params[0], allreduce_reference(sites, 0.0)) > 1e-2);
+  }
+  SECTION("momentum SGD corrected by the vanilla rule drifts") {
+    for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{2, 1}, {3, 2}}) {
+      DtsConfig config;
+      config.delay = d;
+      config.period = p;
+      config.momentum = 0.9;
+      config.compensation = DtsCompensation::kVanillaRule;
+      auto run = run_dts(sites, config);
+      CHECK(max_error(run.params[0], allreduce_reference(sites, 0.9)) > 1e-2);
+    }
+  }
+}
+
+TEST_CASE("dts refuses nonsense knobs", "[gossip][dts]") {
+  MixChannel channel;
+  std::vector<float> w(3), u(2);
+  DtsConfig config;
+  config.period = 0;
+  CHECK_THROWS_AS(Dts(config, channel, w, u), std::invalid_argument);
+  config.period = 1;
+  config.momentum = 0.9;
+  CHECK_THROWS_AS(Dts(config, channel, w, u), std::invalid_argument);
+  config.momentum = 1.0;
+  CHECK_THROWS_AS(Dts(config, channel, w, w), std::invalid_argument);
+}
+
+// When every quantity is exactly representable (integer gradients, γ = 1/8, m = 1/2, a short run so
+// the dyadic fractions fit a float's 24 bits), rounding disappears and "reaches allreduce's
+// parameters" can be checked with ==.
+TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gossip][dts]") {
+  const std::size_t sites = 4, dim = 3;
+  const std::uint64_t steps = 10;
+  auto g_of = [](std::uint64_t k, std::size_t j, std::size_t i) {
+    return static_cast<float>(static_cast<int>((k * 7 + j * 5 + i * 3) % 9) - 4);
+  };
+  for (double m : {0.0, 0.5}) {
+    std::vector<double> w_ref(dim, 1.0), u_ref(dim, 0.0);
+    for (std::uint64_t k = 0; k < steps; ++k)
+      for (std::size_t i = 0; i < dim; ++i) {
+        double g = 0;
+        for (std::size_t j = 0; j < sites; ++j) g += g_of(k, j, i);
+        u_ref[i] = m * u_ref[i] + g / sites;
+        w_ref[i] -= 0.125 * u_ref[i];
+      }
+    for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 1}, {2, 1}, {3, 2}, {2, 3}}) {
+      SiteCluster cluster(sites, MixerKind::kAverage);
+      std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
+      cluster.run([&](std::size_t r, MixChannel& channel) {
+        std::vector<float> u(dim, 0.0f), g(dim);
+        DtsConfig config;
+        config.delay = d;
+        config.period = p;
+        config.momentum = m;
+        Dts dts(config, channel, params[r], u);
+        for (std::uint64_t k = 0; k < steps; ++k) {
+          for (std::size_t i = 0; i < dim; ++i) g[i] = g_of(k, r, i);
+          dts.step(k, g, 0.125);
+        }
+        dts.finish();
+      });
+      INFO("m=" << m << " D=" << d << " P=" << p);
+      for (const auto& w : params)
+        for (std::size_t i = 0; i < dim; ++i) CHECK(double(w[i]) == w_ref[i]);
+    }
+  }
+}

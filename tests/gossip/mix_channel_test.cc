@@ -1,0 +1,67 @@
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+#include "gossip/mix_channel.h"
+#include "gossip/mix_server.h"
+#include "peer/transport.h"
+
+using namespace meridian::gossip;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Doubles the data, or throws for step 13: stands in for a mixer on the communication thread.
+class Doubler final : public Mixer {
+ public:
+  MixReport mix(std::uint64_t step, RoundTag, std::span<float> data, double& weight) override {
+    if (step == 13) throw meridian::peer::TransportError("socket closed under us");
+    for (float& v : data) v *= 2.0f;
+    weight *= 2.0;
+    return MixReport{7, 0, 0};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("mix channel: results by (step, tag) while the trainer goes on, errors reach the trainer",
+          "[gossip][channel]") {
+  MixChannel channel;
+  Doubler doubler;
+  MixServer server(channel, doubler, doubler);
+  {
+    MixThread comm(channel, server);
+    channel.submit(MixJob{1, RoundTag::kMix, {1.0f, 2.0f}, 0.5});
+    channel.submit(MixJob{1, RoundTag::kReaverage, {5.0f}, 1.0});
+    channel.submit(MixJob{2, RoundTag::kMix, {3.0f}, 1.0});
+    // Picked up out of submission order, by key.
+    MixResult second = channel.wait(2, RoundTag::kMix, 10s);
+    CHECK(second.data == std::vector<float>{6.0f});
+    MixResult first = channel.wait(1, RoundTag::kMix, 10s);
+    CHECK(first.data == std::vector<float>{2.0f, 4.0f});
+    CHECK(first.weight == 1.0);
+    CHECK(first.report.view_id == 7);
+    CHECK(channel.wait(1, RoundTag::kReaverage, 10s).data == std::vector<float>{10.0f});
+    CHECK_FALSE(channel.poll(3, RoundTag::kMix));
+    CHECK_THROWS_AS(channel.wait(3, RoundTag::kMix, 20ms), MixError);  // nothing submitted: a deadline, no hang
+
+    channel.submit(MixJob{13, RoundTag::kMix, {1.0f}, 1.0});
+    CHECK_THROWS_AS(channel.wait(13, RoundTag::kMix, 10s), meridian::peer::TransportError);
+    CHECK_THROWS_AS(channel.submit(MixJob{14, RoundTag::kMix, {1.0f}, 1.0}), meridian::peer::TransportError);
+  }
+  MixChannel closed;
+  closed.close();
+  CHECK_THROWS_AS(closed.submit(MixJob{}), MixError);
+  CHECK_THROWS_AS(closed.wait(0, RoundTag::kMix, 10s), MixError);
+}
+
+TEST_CASE("mix channel recycles buffers instead of allocating new ones", "[gossip][channel]") {
+  MixChannel channel;
+  CHECK(channel.buffer().capacity() == 0);
+  std::vector<float> big(1000);
+  const float* storage = big.data();
+  channel.recycle(std::move(big));
+  std::vector<float> again = channel.buffer();
+  CHECK(again.data() == storage);
+  CHECK(again.capacity() >= 1000);
+}

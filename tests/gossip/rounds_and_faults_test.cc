@@ -1,0 +1,159 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "gossip/delayed_mixing.h"
+#include "gossip/dts.h"
+#include "gossip/synchronous_average.h"
+#include "site_cluster.h"
+
+using namespace meridian::gossip;
+using meridian::gossip::testing::MixerKind;
+using meridian::gossip::testing::SiteCluster;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Plays the membership layer: once every survivor has abandoned a round, announces the survivors'
+// view effective from `round`. Gives up (and the test fails on the missing view) after a minute.
+std::thread announce_after_abandon(SiteCluster& cluster, std::vector<std::size_t> survivors, std::uint64_t round) {
+  return std::thread([&cluster, survivors, round] {
+    for (int i = 0; i < 60000; ++i) {
+      bool all = true;
+      for (auto r : survivors) all = all && cluster.site(r).averager->abandoned() >= 1;
+      if (all) break;
+      std::this_thread::sleep_for(1ms);
+    }
+    std::vector<std::string> names;
+    for (auto r : survivors) names.push_back(cluster.names()[r]);
+    cluster.network().announce(meridian::peer::View::of(names, 1, round));
+  });
+}
+
+double relative_spread(const std::vector<std::vector<float>>& replicas, const std::vector<std::size_t>& which) {
+  double worst = 0;
+  for (std::size_t i = 0; i < replicas[which[0]].size(); ++i)
+    for (auto r : which) {
+      double a = replicas[r][i], b = replicas[which[0]][i];
+      worst = std::max(worst, std::abs(a - b) / std::max(1.0, std::abs(b)));
+    }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("an average whose round cannot finish is abandoned and redone by the survivors in the next view",
+          "[gossip][faults]") {
+  RoundTimeouts timeouts;
+  timeouts.round = 100ms;
+  SiteCluster cluster(4, MixerKind::kAverage, timeouts);
+  cluster.network().kill(cluster.names()[2]);
+  auto announcer = announce_after_abandon(cluster, {0, 1, 3}, 0);
+  std::vector<std::vector<float>> data(4);
+  std::vector<MixReport> reports(4);
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    if (r == 2) return;
+    data[r] = {static_cast<float>(r), 1.0f};
+    reports[r] = average_now(channel, 0, data[r], 60s);
+  });
+  announcer.join();
+  for (std::size_t r : {0u, 1u, 3u}) {
+    CHECK(reports[r].abandoned == 1);
+    CHECK(reports[r].view_id == 1);
+    CHECK(data[r] == std::vector<float>{4.0f / 3.0f, 1.0f});
+  }
+}
+
+TEST_CASE("a site dropped from the view gets an error, not a hang", "[gossip][faults]") {
+  SiteCluster cluster(3, MixerKind::kAverage);
+  cluster.network().announce(meridian::peer::View::of({cluster.names()[0], cluster.names()[1]}, 1, 5));
+  std::vector<float> g = {1.0f};
+  CHECK_THROWS_AS(average_now(*cluster.site(2).channel, 5, g, 10s), MixError);
+}
+
+TEST_CASE("dts survives a death: the round is redone in the next view, then parameters are re-averaged",
+          "[gossip][faults][dts]") {
+  RoundTimeouts timeouts;
+  timeouts.round = 100ms;
+  const std::size_t n = 4, dead = 3;
+  SiteCluster cluster(n, MixerKind::kAverage, timeouts);
+  // Announced ahead (effective at step 18), as membership does: the stuck step 10 is redone in it anyway.
+  auto announcer = announce_after_abandon(cluster, {0, 1, 2}, 18);
+  std::vector<std::vector<float>> params(n, std::vector<float>(5, 0.0f));
+  std::vector<std::uint64_t> reaverages(n), abandoned(n);
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    std::vector<float> u(5, 0.0f), g(5);
+    DtsConfig config;
+    config.delay = 2;
+    config.momentum = 0.5;
+    Dts dts(config, channel, params[r], u);
+    for (std::uint64_t k = 0; k < 40; ++k) {
+      if (r == dead && k == 10) {
+        dts.finish();  // its last rounds complete; it dies between rounds
+        cluster.network().kill(cluster.names()[r]);
+        return;
+      }
+      for (std::size_t i = 0; i < 5; ++i) g[i] = static_cast<float>(std::cos(k + 2.0 * r + i));
+      dts.step(k, g, 0.05);
+    }
+    dts.finish();
+    reaverages[r] = dts.reaverages();
+    abandoned[r] = dts.abandoned_rounds();
+  });
+  announcer.join();
+  for (std::size_t r = 0; r < dead; ++r) {
+    CHECK(abandoned[r] == 1);
+    CHECK(reaverages[r] == 1);  // the view change triggered one exact re-average
+  }
+  CHECK(relative_spread(params, {0, 1, 2}) < 1e-5);
+}
+
+TEST_CASE("re-averaging keeps replicas within 1e-5 of each other over 10,000 steps", "[gossip][faults]") {
+  const std::uint64_t steps = 10'000;
+  SECTION("dts, momentum, D = 2") {
+    const std::size_t n = 4;
+    SiteCluster cluster(n, MixerKind::kAverage);
+    std::vector<std::vector<float>> params(n, std::vector<float>(8, 1.0f));
+    std::vector<std::uint64_t> reaverages(n);
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      std::vector<float> u(8, 0.0f), g(8);
+      DtsConfig config;
+      config.delay = 2;
+      config.momentum = 0.9;
+      config.reaverage_every = 100;
+      Dts dts(config, channel, params[r], u);
+      for (std::uint64_t k = 0; k < steps; ++k) {
+        for (std::size_t i = 0; i < 8; ++i) g[i] = static_cast<float>(std::sin(0.01 * k * (i + 1) + r) + 0.3 * r);
+        dts.step(k, g, 1e-3);
+      }
+      dts.finish();
+      reaverages[r] = dts.reaverages();
+    });
+    for (auto count : reaverages) CHECK(count == steps / 100 - 1);
+    CHECK(relative_spread(params, {0, 1, 2, 3}) < 1e-5);
+  }
+  SECTION("dsync on a ragged grid (5 sites), gradients that depend on the parameters") {
+    const std::size_t n = 5;
+    SiteCluster cluster(n, MixerKind::kGroup);
+    std::vector<std::vector<float>> params(n, std::vector<float>(8, 1.0f));
+    std::vector<std::uint64_t> reaverages(n);
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      DelayedMixingConfig config;
+      config.reaverage_every = 100;
+      DelayedMixing dsync(config, channel, params[r]);
+      for (std::uint64_t k = 0; k < steps; ++k) {
+        // Pulled towards a moving target: the same function on every site, so replicas differ only by
+        // rounding (groups of 2 and 3 round differently).
+        for (std::size_t i = 0; i < 8; ++i)
+          params[r][i] -= 0.1f * (params[r][i] - static_cast<float>(std::sin(0.001 * k + i) * 1e3));
+        dsync.after_step(k);
+      }
+      dsync.finish();
+      reaverages[r] = dsync.reaverages();
+    });
+    for (auto count : reaverages) CHECK(count == steps / 100 - 1);
+    CHECK(relative_spread(params, {0, 1, 2, 3, 4}) < 1e-5);
+  }
+}

@@ -1,0 +1,88 @@
+// Test fixture: n sites in one process on the in-memory transport, each with its own communication
+// thread (a MixThread serving the site's mixers) and a trainer body run on its own thread, the shape
+// the daemon has.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gossip/average_mixer.h"
+#include "gossip/group_mixer.h"
+#include "gossip/inbox.h"
+#include "gossip/mix_channel.h"
+#include "gossip/mix_server.h"
+#include "gossip/push_sum_mixer.h"
+#include "peer/in_memory_transport.h"
+
+namespace meridian::gossip::testing {
+
+enum class MixerKind { kAverage, kPushSum, kGroup };
+
+inline std::vector<std::string> site_names(std::size_t n) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < n; ++i) names.push_back("site" + std::string(i < 10 ? "0" : "") + std::to_string(i));
+  return names;  // already sorted, so rank i is names[i]
+}
+
+struct TestSite {
+  std::unique_ptr<peer::Transport> transport;
+  std::unique_ptr<Inbox> inbox;
+  std::unique_ptr<AverageMixer> averager;
+  std::unique_ptr<Mixer> algorithm;
+  std::unique_ptr<MixChannel> channel;
+  std::unique_ptr<MixServer> server;
+  std::unique_ptr<MixThread> thread;
+};
+
+class SiteCluster {
+ public:
+  SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1)
+      : names_(site_names(n)), net_(peer::InMemoryNetwork::create(names_)) {
+    for (const auto& name : names_) {
+      auto s = std::make_unique<TestSite>();
+      s->transport = net_->endpoint(name);
+      s->inbox = std::make_unique<Inbox>(*s->transport);
+      s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts);
+      if (kind == MixerKind::kPushSum) s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts);
+      if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts);
+      s->channel = std::make_unique<MixChannel>();
+      s->server = std::make_unique<MixServer>(*s->channel, s->algorithm ? *s->algorithm : *s->averager, *s->averager);
+      s->thread = std::make_unique<MixThread>(*s->channel, *s->server);
+      sites_.push_back(std::move(s));
+    }
+  }
+
+  std::size_t size() const { return names_.size(); }
+  const std::vector<std::string>& names() const { return names_; }
+  peer::InMemoryNetwork& network() { return *net_; }
+  TestSite& site(std::size_t rank) { return *sites_.at(rank); }
+
+  // Runs body(rank, channel) for every site on its own trainer thread; rethrows the first exception.
+  // Catch2's CHECK and REQUIRE are not thread-safe: bodies record values, the test checks after run().
+  void run(const std::function<void(std::size_t, MixChannel&)>& body) {
+    std::vector<std::exception_ptr> errors(size());
+    std::vector<std::thread> threads;
+    for (std::size_t r = 0; r < size(); ++r)
+      threads.emplace_back([&, r] {
+        try {
+          body(r, *sites_[r]->channel);
+        } catch (...) {
+          errors[r] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::shared_ptr<peer::InMemoryNetwork> net_;
+  std::vector<std::unique_ptr<TestSite>> sites_;
+};
+
+}  // namespace meridian::gossip::testing
