@@ -10,6 +10,8 @@ void register_commands(CLI::App& app, int& exit_code) {
   add_peers_command(app, exit_code);
   add_leave_command(app, exit_code);
   add_train_command(app, exit_code);
+  add_start_command(app, exit_code);
+  add_eval_command(app, exit_code);
   add_simulate_command(app, exit_code);
 }
 

@@ -17,6 +17,8 @@ void add_status_command(CLI::App& app, int& exit_code);
 void add_peers_command(CLI::App& app, int& exit_code);
 void add_leave_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
+void add_start_command(CLI::App& app, int& exit_code);
+void add_eval_command(CLI::App& app, int& exit_code);
 void add_simulate_command(CLI::App& app, int& exit_code);
 
 }  // namespace meridian::cli

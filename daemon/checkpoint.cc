@@ -34,6 +34,7 @@ enum class Section : std::uint32_t {
   kRngState = 5,
   kModelFingerprint = 6,
   kAlgorithm = 7,
+  kRunRounds = 8,  // u64 start round, u64 end round (optional)
 };
 
 void put_u32(std::string& out, std::uint32_t v) {
@@ -83,6 +84,10 @@ std::vector<PendingSection> layout(const CheckpointView& data) {
   sections.push_back({Section::kRngState, "rng_state", {}, data.rng_state});
   sections.push_back({Section::kModelFingerprint, "model_fingerprint", data.model_fingerprint, {}});
   sections.push_back({Section::kAlgorithm, "algorithm", data.algorithm, {}});
+  std::string rounds;
+  put_u64(rounds, data.start_round);
+  put_u64(rounds, data.end_round);
+  sections.push_back({Section::kRunRounds, "run_rounds", rounds, {}});
   return sections;
 }
 
@@ -178,6 +183,8 @@ CheckpointView Checkpoint::view() const {
   v.rng_state = rng_state;
   v.model_fingerprint = model_fingerprint;
   v.algorithm = algorithm;
+  v.start_round = start_round;
+  v.end_round = end_round;
   return v;
 }
 
@@ -316,6 +323,11 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
       case Section::kAlgorithm:
         cp.algorithm.assign(reinterpret_cast<const char*>(payload), payload_len);
         have_algorithm = true;
+        break;
+      case Section::kRunRounds:
+        if (payload_len != 16) throw bad("run rounds section has the wrong size");
+        cp.start_round = get_u64(payload);
+        cp.end_round = get_u64(payload + 8);
         break;
       default:
         break;  // a section a newer writer added that this reader does not need

@@ -39,6 +39,10 @@ struct CheckpointView {
   std::span<const std::uint8_t> rng_state;     // serialized generator state, opaque here
   std::string model_fingerprint;               // architecture + sizes; checked when loading
   std::string algorithm;                       // allreduce | dts | sgp | dsync | local
+  // The run's training rounds [start_round, end_round): steps are rounds of the federation, so a
+  // restarted site knows where the run ends. Optional section (0, 0 when absent).
+  std::uint64_t start_round = 0;
+  std::uint64_t end_round = 0;
 };
 
 // What a reader returns: owns its data.
@@ -57,6 +61,8 @@ struct Checkpoint {
   std::vector<std::uint8_t> rng_state;
   std::string model_fingerprint;
   std::string algorithm;
+  std::uint64_t start_round = 0;
+  std::uint64_t end_round = 0;
 
   // The optimizer state named `name`, or nullptr.
   const std::vector<float>* find_optimizer_state(const std::string& name) const;

@@ -83,6 +83,9 @@ const std::vector<OptionSpec>& option_specs() {
               &C::key_dir),
         field(id, "roster", "Roster file: the sites allowed in the federation, with their public keys", &C::roster),
         field(id, "listen", "Address other sites connect to, tcp://HOST:PORT", &C::listen),
+        field(id, "advertise",
+              "Address peers connect to, tcp://HOST:PORT (\"\" = the listen address; required with 0.0.0.0)",
+              &C::advertise),
         field(id, "join", "Bootstrap peers to join through, tcp://HOST:PORT (repeat the flag or separate with ',')",
               &C::join),
         field(id, "insecure", "No encryption or authentication: local experiments only, never across sites",
@@ -107,7 +110,8 @@ const std::vector<OptionSpec>& option_specs() {
         field(model, "momentum", "Momentum coefficient m for momentum and nesterov, in [0, 1)", &C::momentum),
         field(model, "weight-decay", "L2 weight decay", &C::weight_decay),
         field(model, "batch", "Local batch size", &C::batch),
-        field(model, "epochs", "Epochs over the local data", &C::epochs),
+        field(model, "epochs", "Epochs over the site's part of the data (fractions allowed, e.g. 0.5)", &C::epochs),
+        field(model, "eval-every", "Steps between test-set evaluations (0 = once per epoch)", &C::eval_every),
         field(algo, "algo", "allreduce | dts | sgp | dsync | local", &C::algo),
         field(algo, "delay", "D: steps a mixed result may arrive late (dts; delayed compensation for sgp, dsync)",
               &C::delay),
@@ -115,6 +119,11 @@ const std::vector<OptionSpec>& option_specs() {
         field(algo, "out-peers", "K: sgp out-peers per step", &C::out_peers),
         field(algo, "tau", "tau: sgp may run this many steps ahead of the oldest message it expects", &C::tau),
         field(algo, "grid", "dsync: auto | AxB (rows x columns of sites)", &C::grid),
+        field(algo, "min-sites", "Sites that must be in the view before training starts (0 = --site-count)",
+              &C::min_sites),
+        field(algo, "join-timeout", "Seconds to wait for --min-sites sites before giving up", &C::join_timeout),
+        field(algo, "round-timeout", "Seconds after which a mixing round is abandoned and redone without the late sites",
+              &C::round_timeout),
         field(algo, "reaverage-every", "Steps between exact parameter re-averages (0 = only on a view change)",
               &C::reaverage_every),
         field(wan, "wan",
@@ -295,8 +304,14 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
     if (c.roster.empty()) problem("roster", "missing (list the federation's sites and keys, or use --insecure locally)");
   }
   if (!is_tcp_address(c.listen, 0)) problem("listen", "'" + c.listen + "' is not tcp://HOST:PORT (e.g. tcp://0.0.0.0:7400)");
+  if (!c.advertise.empty() && !is_tcp_address(c.advertise, 1)) {
+    problem("advertise", "'" + c.advertise + "' is not tcp://HOST:PORT (e.g. tcp://site.example.org:7400)");
+  }
   for (const auto& peer : c.join) {
-    if (!is_tcp_address(peer, 1)) problem("join", "'" + peer + "' is not tcp://HOST:PORT (e.g. tcp://10.0.0.2:7400)");
+    // NAME@tcp://HOST:PORT names the site behind the address (needed with a roster that lists no address).
+    const auto at = peer.find('@');
+    const bool named = at != std::string::npos && at > 0 && is_site_name(peer.substr(0, at));
+    if (!is_tcp_address(named ? peer.substr(at + 1) : peer, 1)) problem("join", "'" + peer + "' is not [NAME@]tcp://HOST:PORT (e.g. tcp://10.0.0.2:7400)");
   }
   if (c.run_dir.empty()) problem("run-dir", "must not be empty (e.g. --run-dir /var/lib/meridian)");
 
@@ -330,7 +345,8 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   if (!(c.momentum >= 0 && c.momentum < 1)) problem("momentum", "must be in [0, 1) (e.g. 0.9)");
   if (!(std::isfinite(c.weight_decay) && c.weight_decay >= 0)) problem("weight-decay", "must be 0 or positive");
   at_least("batch", c.batch, 1);
-  at_least("epochs", c.epochs, 1);
+  if (!(std::isfinite(c.epochs) && c.epochs > 0)) problem("epochs", "must be a positive number (e.g. 3 or 0.5)");
+  at_least("eval-every", c.eval_every, 0);
 
   one_of("algo", c.algo, {"allreduce", "dts", "sgp", "dsync", "local"});
   at_least("delay", c.delay, 0);
@@ -339,6 +355,9 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   at_least("tau", c.tau, 1);
   if (!parse_grid(c.grid)) problem("grid", "'" + c.grid + "' is not auto or ROWSxCOLS (e.g. 2x4)");
   at_least("reaverage-every", c.reaverage_every, 0);
+  at_least("min-sites", c.min_sites, 0);
+  if (!(std::isfinite(c.join_timeout) && c.join_timeout > 0)) problem("join-timeout", "must be a positive number of seconds");
+  if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0)) problem("round-timeout", "must be a positive number of seconds");
 
   // peer/ owns the --wan grammar; a model with regions needs to know which one this site is in.
   try {

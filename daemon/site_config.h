@@ -25,6 +25,8 @@ struct SiteConfig {
   std::string key_dir = "keys";          // this site's CurveZMQ key pair (meridian keygen)
   std::string roster = "roster.toml";    // the sites allowed in the federation
   std::string listen = "tcp://0.0.0.0:7400";
+  std::string advertise;                 // address peers connect to; "" = the bound address (needed
+                                         // when listening on 0.0.0.0)
   std::vector<std::string> join;         // bootstrap peers, tcp://HOST:PORT
   bool insecure = false;                 // no CurveZMQ: local experiments only
   std::string run_dir = "meridian-run";  // default home of checkpoints and the control socket
@@ -48,7 +50,8 @@ struct SiteConfig {
   double momentum = 0.9;
   double weight_decay = 0.0;
   int batch = 64;
-  int epochs = 5;
+  double epochs = 5;                      // over the site's part; fractions allowed (0.5 = half an epoch)
+  int eval_every = 0;                     // steps between test evaluations; 0 = once per epoch
 
   // Algorithm
   std::string algo = "sgp";               // allreduce | dts | sgp | dsync | local
@@ -57,6 +60,9 @@ struct SiteConfig {
   int out_peers = 1;                      // K: sgp out-peers per step
   int tau = 1;                            // τ: sgp may run τ steps ahead of the oldest expected message
   std::string grid = "auto";              // dsync: auto | AxB
+  int min_sites = 0;                      // sites in the view before training starts; 0 = site-count
+  double join_timeout = 300.0;            // seconds to wait for min-sites before giving up
+  double round_timeout = 30.0;            // seconds before a mixing round is abandoned and redone
   int reaverage_every = 100;              // steps between exact parameter re-averages; 0 = only on view change
 
   // WAN emulation

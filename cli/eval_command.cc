@@ -1,0 +1,83 @@
+// `meridian eval`: test accuracy and loss of a checkpoint, or of the average of several (the consensus
+// model of a federation, push-sum weights de-biased).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "daemon/checkpoint_model.h"
+#include "daemon/site_config.h"
+#include "daemon/site_data.h"
+
+namespace meridian::cli {
+namespace {
+
+struct EvalOptions {
+  std::vector<std::string> checkpoints;
+  std::string dataset = "fashion-mnist";
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string train_csv, test_csv, label_column = "label";
+  bool json = false;
+};
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+int run_eval(const EvalOptions& o) {
+  daemon::SiteConfig config;
+  config.dataset = o.dataset;
+  config.data_dir = o.data_dir;
+  config.train_csv = o.train_csv;
+  config.test_csv = o.test_csv;
+  config.label_column = o.label_column;
+  const auto test = daemon::load_test_data(config);
+  std::vector<std::filesystem::path> files(o.checkpoints.begin(), o.checkpoints.end());
+  const auto r = daemon::evaluate_checkpoints(files, test);
+  if (o.json) {
+    std::printf("{\"checkpoints\": %zu, \"algorithm\": %s, \"step\": %llu, \"fingerprint\": %s, \"test_samples\": %zu, "
+                "\"test_accuracy\": %.6f, \"test_loss\": %.6f}\n",
+                r.checkpoints, json_string(r.algorithm).c_str(), static_cast<unsigned long long>(r.step),
+                json_string(r.fingerprint).c_str(), r.evaluation.samples, r.evaluation.accuracy, r.evaluation.loss);
+  } else {
+    std::printf("test accuracy %.4f  loss %.4f  (%zu samples; %s%s, round %llu)\n", r.evaluation.accuracy,
+                r.evaluation.loss, r.evaluation.samples,
+                r.checkpoints > 1 ? ("average of " + std::to_string(r.checkpoints) + " checkpoints, ").c_str() : "",
+                r.algorithm.c_str(), static_cast<unsigned long long>(r.step));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<EvalOptions>();
+  auto* cmd = app.add_subcommand("eval", "Test accuracy and loss of a checkpoint (or of several averaged)");
+  cmd->footer(
+      "Examples:\n"
+      "  meridian eval --checkpoint meridian-run/checkpoints/checkpoint-00000000000000000936.mrdn\n"
+      "  meridian eval --checkpoint runs/a/checkpoints/X.mrdn --checkpoint runs/b/checkpoints/Y.mrdn --json\n"
+      "The model is rebuilt from the checkpoint's fingerprint; several checkpoints are averaged (sgp's\n"
+      "push-sum numerators divided by their weights first) and the average is evaluated.");
+  cmd->add_option("--checkpoint", o->checkpoints, "Checkpoint file (repeat to average several)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--dataset", o->dataset, "fashion-mnist | idx | csv")
+      ->check(CLI::IsMember({"fashion-mnist", "idx", "csv"}))
+      ->capture_default_str();
+  cmd->add_option("--data-dir", o->data_dir, "IDX files for fashion-mnist and idx")->capture_default_str();
+  cmd->add_option("--train-csv", o->train_csv, "csv: the training file (its scaling and classes apply to the test file)");
+  cmd->add_option("--test-csv", o->test_csv, "csv: the test file");
+  cmd->add_option("--label-column", o->label_column, "csv: name or 0-based index of the label column")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print one JSON object");
+  cmd->callback([o, &exit_code] { exit_code = run_eval(*o); });
+}
+
+}  // namespace meridian::cli

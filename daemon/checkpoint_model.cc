@@ -1,0 +1,107 @@
+#include "daemon/checkpoint_model.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "models/cpu_backend.h"
+#include "models/model_factory.h"
+
+namespace meridian::daemon {
+namespace {
+
+// The fingerprint is "KIND|in=CxHxW|layer|layer|...|classes=N|params=P" (models/model.cc). Hidden
+// widths of an MLP are the outputs of every linear layer but the last, "linear(IN->OUT)".
+std::vector<std::size_t> mlp_hidden_widths(const std::string& fingerprint) {
+  std::vector<std::size_t> outs;
+  for (std::size_t pos = fingerprint.find("|linear("); pos != std::string::npos;
+       pos = fingerprint.find("|linear(", pos + 1)) {
+    const auto arrow = fingerprint.find("->", pos);
+    const auto close = fingerprint.find(')', pos);
+    if (arrow == std::string::npos || close == std::string::npos || arrow > close) break;
+    std::size_t out = 0;
+    std::from_chars(fingerprint.data() + arrow + 2, fingerprint.data() + close, out);
+    outs.push_back(out);
+  }
+  if (!outs.empty()) outs.pop_back();
+  return outs;
+}
+
+void debias(std::span<float> params, double weight) {
+  if (weight == 1.0) return;
+  for (float& v : params) v = static_cast<float>(static_cast<double>(v) / weight);
+}
+
+}  // namespace
+
+std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoint, const models::data::Dataset& data,
+                                                     const std::string& source) {
+  const std::string& fp = checkpoint.model_fingerprint;
+  const std::string kind = fp.substr(0, fp.find('|'));
+  if (kind != "logreg" && kind != "mlp" && kind != "cnn") {
+    throw CheckpointModelError(source + ": the model fingerprint '" + fp + "' names no known architecture");
+  }
+  if (!(checkpoint.push_sum_weight > 0) || !std::isfinite(checkpoint.push_sum_weight)) {
+    throw CheckpointModelError(source + ": push-sum weight " + std::to_string(checkpoint.push_sum_weight) +
+                               " is not positive");
+  }
+  const models::Shape input = data.channels > 0 ? models::Shape{data.channels, data.height, data.width}
+                                                : models::Shape{data.dim, 1, 1};
+  auto backend = std::make_shared<models::CpuBackend>(1);
+  std::unique_ptr<models::Model> model;
+  try {
+    model = models::make_model(kind, input, data.classes, kind == "mlp" ? mlp_hidden_widths(fp) : std::vector<std::size_t>{},
+                               backend, 1);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointModelError(source + ": cannot rebuild the model for this dataset: " + e.what());
+  }
+  if (model->fingerprint() != fp) {
+    throw CheckpointModelError(source + ": the checkpoint's model '" + fp + "' does not fit this dataset (it gives '" +
+                               model->fingerprint() + "')");
+  }
+  if (checkpoint.parameters.size() != model->parameters().size()) {
+    throw CheckpointModelError(source + ": holds " + std::to_string(checkpoint.parameters.size()) +
+                               " parameters, the model has " + std::to_string(model->parameters().size()));
+  }
+  std::copy(checkpoint.parameters.begin(), checkpoint.parameters.end(), model->parameters().begin());
+  debias(model->parameters(), checkpoint.push_sum_weight);
+  return model;
+}
+
+std::vector<float> average_parameters(std::span<const Checkpoint> checkpoints) {
+  if (checkpoints.empty()) throw CheckpointModelError("no checkpoint to average");
+  const auto& first = checkpoints.front();
+  // Sum in double: with many sites the float sum would depend on the order more than needed.
+  std::vector<double> sum(first.parameters.size(), 0.0);
+  for (const auto& cp : checkpoints) {
+    if (cp.model_fingerprint != first.model_fingerprint || cp.parameters.size() != sum.size()) {
+      throw CheckpointModelError("cannot average checkpoints of different models ('" + first.model_fingerprint +
+                                 "' and '" + cp.model_fingerprint + "')");
+    }
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += static_cast<double>(cp.parameters[i]) / cp.push_sum_weight;
+  }
+  std::vector<float> mean(sum.size());
+  const double n = static_cast<double>(checkpoints.size());
+  for (std::size_t i = 0; i < sum.size(); ++i) mean[i] = static_cast<float>(sum[i] / n);
+  return mean;
+}
+
+CheckpointEvaluation evaluate_checkpoints(const std::vector<std::filesystem::path>& files,
+                                          const models::data::Dataset& test) {
+  if (files.empty()) throw CheckpointModelError("no checkpoint given");
+  std::vector<Checkpoint> checkpoints;
+  for (const auto& f : files) checkpoints.push_back(read_checkpoint_file(f));
+  CheckpointEvaluation out;
+  // The first checkpoint rebuilds (and checks) the model; the others must match its fingerprint.
+  auto model = model_from_checkpoint(checkpoints.front(), test, files.front().string());
+  const auto mean = average_parameters(checkpoints);
+  std::copy(mean.begin(), mean.end(), model->parameters().begin());
+  out.evaluation = model->evaluate(test);
+  out.checkpoints = checkpoints.size();
+  out.fingerprint = checkpoints.front().model_fingerprint;
+  out.algorithm = checkpoints.front().algorithm;
+  for (const auto& cp : checkpoints) out.step = std::max<std::uint64_t>(out.step, cp.step);
+  return out;
+}
+
+}  // namespace meridian::daemon

@@ -1,0 +1,67 @@
+#include "daemon/run_trail.h"
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <system_error>
+
+namespace meridian::daemon {
+namespace {
+
+// Readers may poll these files while the daemon runs, so replace them whole rather than rewrite in place.
+void write_atomically(const std::filesystem::path& path, const std::string& text) {
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error("cannot rename " + tmp + " to " + path.string() + ": " + ec.message());
+}
+
+nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+}  // namespace
+
+double unix_seconds_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void RunTrail::append_progress(const ProgressRecord& r) const {
+  const nlohmann::json line = {{"time", r.time},
+                               {"site", r.site},
+                               {"step", r.step},
+                               {"epoch", r.epoch},
+                               {"train_loss", r.train_loss},
+                               {"test_accuracy", optional_number(r.test_accuracy)},
+                               {"bytes_sent", r.bytes_sent},
+                               {"bytes_received", r.bytes_received}};
+  std::ofstream out(progress_file(), std::ios::app);
+  // A diverged loss is NaN, which JSON cannot hold; dump() writes null for it.
+  out << line.dump() << '\n';
+  out.flush();
+  if (!out) throw std::runtime_error("cannot append to " + progress_file().string());
+}
+
+void RunTrail::write_result(const RunResult& r) const {
+  const nlohmann::json doc = {{"site", r.site},
+                              {"algo", r.algo},
+                              {"steps", r.steps},
+                              {"epochs", r.epochs},
+                              {"train_seconds", r.train_seconds},
+                              {"seconds_per_step", r.seconds_per_step},
+                              {"test_accuracy", optional_number(r.test_accuracy)},
+                              {"bytes_sent", r.bytes_sent},
+                              {"bytes_received", r.bytes_received},
+                              {"rounds_abandoned", r.rounds_abandoned},
+                              {"final_checkpoint", r.final_checkpoint}};
+  write_atomically(result_file(), doc.dump(2) + "\n");
+}
+
+void RunTrail::write_endpoint(const std::string& endpoint) const { write_atomically(endpoint_file(), endpoint + "\n"); }
+
+}  // namespace meridian::daemon

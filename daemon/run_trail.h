@@ -1,0 +1,70 @@
+// The machine-readable trail a daemon leaves in its run directory, for `meridian simulate` and other
+// tools (a contract: keep the field names and types):
+//   RUN_DIR/progress.jsonl  one JSON object per line, appended at each evaluation and at the end:
+//     {"time": unix seconds (float), "site": name, "step": int, "epoch": float, "train_loss": float,
+//      "test_accuracy": float or null, "bytes_sent": int, "bytes_received": int}
+//   RUN_DIR/result.json     written (atomically) at a normal end, before the daemon exits 0:
+//     {"site", "algo", "steps", "epochs", "train_seconds", "seconds_per_step", "test_accuracy",
+//      "bytes_sent", "bytes_received", "rounds_abandoned", "final_checkpoint": path}
+//   RUN_DIR/endpoint        the address peers join through (one line), written once listening.
+// "step" counts this run's steps from 0 (rounds since the run's first round); "epoch" is step divided
+// by the steps of one epoch (site_data.h).
+//
+// Thread-safety: none; the trainer thread writes the trail.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace meridian::daemon {
+
+struct ProgressRecord {
+  double time = 0;  // unix seconds
+  std::string site;
+  std::uint64_t step = 0;
+  double epoch = 0;
+  double train_loss = 0;
+  std::optional<double> test_accuracy;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+};
+
+struct RunResult {
+  std::string site;
+  std::string algo;
+  std::uint64_t steps = 0;
+  double epochs = 0;
+  double train_seconds = 0;
+  double seconds_per_step = 0;
+  std::optional<double> test_accuracy;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t rounds_abandoned = 0;
+  std::string final_checkpoint;
+};
+
+class RunTrail {
+ public:
+  explicit RunTrail(std::filesystem::path run_dir) : dir_(std::move(run_dir)) {}
+
+  // Appends one line to progress.jsonl (flushed). Throws std::runtime_error naming the file on failure.
+  void append_progress(const ProgressRecord& record) const;
+  // Writes result.json atomically (temporary file, then rename). Throws std::runtime_error naming the file.
+  void write_result(const RunResult& result) const;
+  // Writes the endpoint file atomically. Throws std::runtime_error naming the file.
+  void write_endpoint(const std::string& endpoint) const;
+
+  std::filesystem::path progress_file() const { return dir_ / "progress.jsonl"; }
+  std::filesystem::path result_file() const { return dir_ / "result.json"; }
+  std::filesystem::path endpoint_file() const { return dir_ / "endpoint"; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// Seconds since the Unix epoch, with sub-second precision.
+double unix_seconds_now();
+
+}  // namespace meridian::daemon

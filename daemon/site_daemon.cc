@@ -1,0 +1,685 @@
+#include "daemon/site_daemon.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <zmq.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/checkpoint_store.h"
+#include "daemon/control_server.h"
+#include "daemon/daemon_metrics.h"
+#include "daemon/directory_lock.h"
+#include "daemon/human_format.h"
+#include "daemon/metrics_server.h"
+#include "daemon/progress_line.h"
+#include "daemon/run_trail.h"
+#include "daemon/shutdown_signals.h"
+#include "daemon/site_data.h"
+#include "daemon/trainer_algorithm.h"
+#include "gossip/average_mixer.h"
+#include "gossip/group_mixer.h"
+#include "gossip/inbox.h"
+#include "gossip/mix_server.h"
+#include "gossip/push_sum_mixer.h"
+#include "models/cpu_backend.h"
+#include "models/data/batch_order.h"
+#include "models/data/seeded_random.h"
+#include "models/model_factory.h"
+#include "models/thread_policy.h"
+#include "peer/zmq_transport.h"
+
+namespace meridian::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+milliseconds seconds_ms(double s) { return milliseconds(static_cast<long long>(std::llround(s * 1000.0))); }
+
+// The transport compares a 64-bit model fingerprint in every message header; FNV-1a of the model's
+// text fingerprint gives every site the same number for the same architecture.
+std::uint64_t fingerprint_hash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+enum class SiteState { kJoining, kTraining, kLeaving, kStopped };
+const char* to_string(SiteState s) {
+  switch (s) {
+    case SiteState::kJoining: return "joining";
+    case SiteState::kTraining: return "training";
+    case SiteState::kLeaving: return "leaving";
+    case SiteState::kStopped: return "stopped";
+  }
+  return "?";
+}
+
+// What the trainer publishes for the control socket; guarded by Impl::live_mu.
+struct LiveStatus {
+  std::uint64_t step = 0;  // steps of this run done
+  std::uint64_t epoch = 0;
+  double train_loss = 0;
+  std::optional<double> test_accuracy;
+  std::uint64_t staleness = 0;
+  double push_sum_weight = 1;
+  double samples_per_second = 0;
+  double bytes_per_second = 0;
+  std::string last_checkpoint;
+  std::optional<Clock::time_point> checkpoint_time;
+};
+
+}  // namespace
+
+struct SiteDaemon::Impl final : ControlHandler {
+  explicit Impl(SiteConfig c) : config(std::move(c)) {}
+
+  SiteConfig config;
+  Clock::time_point started = Clock::now();
+
+  // Built by run() before the threads start.
+  std::optional<DirectoryLock> run_lock, checkpoint_lock;
+  SiteData data;
+  std::shared_ptr<models::CpuBackend> backend;
+  std::unique_ptr<models::Model> model;
+  std::unique_ptr<CheckpointStore> store;
+  std::optional<Checkpoint> resume;
+  std::unique_ptr<peer::ZmqTransport> transport;
+  std::unique_ptr<DaemonMetrics> metrics;
+  std::unique_ptr<MetricsServer> metrics_server;
+  std::unique_ptr<RunTrail> trail;
+  gossip::MixChannel channel;
+  bool local = false;
+
+  // Shared between the threads.
+  std::atomic<SiteState> state{SiteState::kJoining};
+  std::atomic<bool> stop{false};          // graceful stop asked (signal or `meridian leave`)
+  std::atomic<bool> trainer_done{false};
+  std::exception_ptr trainer_error;       // written by the trainer before trainer_done
+  std::atomic<bool> observe_rounds{false};  // the trainer wants to know which round peers mix
+  std::atomic<std::uint64_t> observed_round{0};  // round + 1 of the first mixer message seen; 0: none
+  std::mutex live_mu;
+  LiveStatus live;
+
+  // --- ControlHandler (called on the communication thread) ---
+  StatusReport status() override {
+    StatusReport r;
+    r.site = config.name;
+    r.algorithm = config.algo;
+    r.state = to_string(state.load());
+    r.listen = transport->endpoint();
+    const auto alive = transport->alive_members();
+    const auto members = transport->members();
+    r.peers_alive = static_cast<int>(alive.size());
+    r.peers_known = static_cast<int>(std::max<std::size_t>(members.size(), 1));
+    r.view_id = transport->latest_view().id;
+    r.uptime_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    std::lock_guard lock(live_mu);
+    r.step = live.step;
+    r.epoch = live.epoch;
+    r.train_loss = live.train_loss;
+    r.test_accuracy = live.test_accuracy;
+    r.staleness = live.staleness;
+    r.push_sum_weight = live.push_sum_weight;
+    r.samples_per_second = live.samples_per_second;
+    r.bytes_per_second = live.bytes_per_second;
+    r.last_checkpoint = live.last_checkpoint;
+    if (live.checkpoint_time) {
+      r.checkpoint_age_seconds = std::chrono::duration<double>(Clock::now() - *live.checkpoint_time).count();
+    }
+    return r;
+  }
+
+  std::vector<PeerReport> peers() override {
+    std::vector<PeerReport> out;
+    const auto view = transport->latest_view();
+    for (const auto& m : transport->members()) {
+      PeerReport p;
+      p.name = m.record.name;
+      p.address = m.record.address;
+      p.state = m.record.state == peer::MemberState::kAlive  ? "alive"
+                : m.record.state == peer::MemberState::kDead ? "dead"
+                                                              : "left";
+      if (const auto rank = view.rank_of(m.record.name)) p.rank = static_cast<int>(*rank);
+      if (m.rtt) p.rtt_seconds = std::chrono::duration<double>(*m.rtt).count();
+      p.bytes_sent = m.bytes_out;
+      p.bytes_received = m.bytes_in;
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  LeaveReport leave() override {
+    LeaveReport r;
+    r.accepted = !stop.exchange(true);
+    r.message = r.accepted ? "leaving: finishing the step in flight, writing a checkpoint, then announcing the leave"
+                           : "already leaving";
+    if (r.accepted) spdlog::info("leave requested over the control socket");
+    return r;
+  }
+
+  // --- set-up ---
+  void prepare();
+  void make_transport();
+
+  // --- trainer thread ---
+  void train();
+  bool wait_for_view(bool resumed);  // false when stopped while waiting
+  std::uint64_t rejoin_round(std::uint64_t fallback);
+  void write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order, std::uint64_t round,
+                        std::uint64_t start_round, std::uint64_t end_round, bool final);
+  std::optional<double> evaluate(double& test_loss);
+
+  // --- communication thread ---
+  void communicate();
+  void refresh_network_metrics(std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& last_bytes,
+                               std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected);
+
+  std::uint64_t data_seed() const {
+    return models::data::SeededRandom::derive(config.seed, 0x6d657269ull + static_cast<std::uint64_t>(config.site_index));
+  }
+};
+
+void SiteDaemon::Impl::prepare() {
+  std::string error;
+  run_lock = DirectoryLock::acquire(config.run_dir, error);
+  if (!run_lock) throw std::runtime_error(error);
+  const std::filesystem::path checkpoint_dir = config.checkpoint_dir_or_default();
+  if (!config.checkpoint_dir.empty()) {
+    checkpoint_lock = DirectoryLock::acquire(checkpoint_dir, error);
+    if (!checkpoint_lock) throw std::runtime_error(error);
+  }
+  trail = std::make_unique<RunTrail>(config.run_dir);
+
+  data = load_site_data(config);
+  spdlog::info("data: {} rows of {} in this site's part ({} of {}, {}), test {} rows; {} steps per epoch, {} steps",
+               data.train.rows, config.dataset, config.site_index, config.site_count, config.partition, data.test.rows,
+               data.steps_per_epoch, data.total_steps);
+
+  const int threads = config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  backend = std::make_shared<models::CpuBackend>(1);
+  const models::Shape input = data.train.channels > 0
+                                  ? models::Shape{data.train.channels, data.train.height, data.train.width}
+                                  : models::Shape{data.train.dim, 1, 1};
+  std::vector<std::size_t> widths(config.widths.begin(), config.widths.end());
+  model = models::make_model(config.model, input, data.train.classes, widths, backend, config.seed);
+  models::use_threads(*model, *backend, static_cast<std::size_t>(threads));
+
+  store = std::make_unique<CheckpointStore>(checkpoint_dir, static_cast<std::size_t>(config.checkpoint_keep),
+                                            std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(config.checkpoint_interval)));
+  auto loaded = store->load_newest(model->fingerprint());
+  for (const auto& skipped : loaded.skipped) spdlog::warn("checkpoint passed over: {}", skipped);
+  if (loaded.checkpoint) {
+    if (loaded.checkpoint->algorithm != config.algo) {
+      throw std::runtime_error("checkpoint " + loaded.file.string() + " was written by --algo " +
+                               loaded.checkpoint->algorithm + ", this site runs " + config.algo +
+                               " (use another --checkpoint-dir to start afresh)");
+    }
+    spdlog::info("resuming from {} (round {}, run rounds {}..{})", loaded.file.string(), loaded.checkpoint->step,
+                 loaded.checkpoint->start_round, loaded.checkpoint->end_round);
+    resume = std::move(loaded.checkpoint);
+  }
+
+  metrics = std::make_unique<DaemonMetrics>(config.name, config.algo);
+  if (config.metrics_address != "off") {
+    metrics_server = std::make_unique<MetricsServer>(metrics->registry(), config.metrics_address);
+    spdlog::info("metrics on {}", metrics_server->url());
+  }
+}
+
+void SiteDaemon::Impl::make_transport() {
+  peer::ZmqTransportOptions o;
+  o.name = config.name;
+  o.listen = config.listen;
+  o.advertise = config.advertise;
+  o.region = config.region;
+  o.wan = peer::parse_wan_spec(config.wan);
+  o.wan_seed = config.seed;
+  o.bootstrap = config.join;
+  o.insecure = config.insecure;
+  if (!config.insecure) {
+    o.keys = peer::read_key_pair(config.key_dir);
+    o.roster = peer::Roster::load(config.roster);
+  }
+  o.validation.model_fingerprint = fingerprint_hash(model->fingerprint());
+  // allreduce re-averages parameters and optimizer state as one tensor (trainer_algorithm.h), so only
+  // the other algorithms can pin every tensor to the model's length.
+  if (config.algo != "allreduce") o.validation.model_elements = model->parameters().size();
+  transport = std::make_unique<peer::ZmqTransport>(std::move(o));
+  if (resume) transport->set_round(resume->step);
+  trail->write_endpoint(transport->endpoint());
+  spdlog::info("site {} listening on {} ({})", config.name, transport->endpoint(),
+               config.insecure ? "INSECURE: no encryption, no authentication" : "CurveZMQ, roster " + config.roster);
+}
+
+bool SiteDaemon::Impl::wait_for_view(bool resumed) {
+  const auto need = static_cast<std::size_t>(config.min_sites > 0 ? config.min_sites : config.site_count);
+  const auto deadline = Clock::now() + seconds_ms(config.join_timeout);
+  auto next_note = Clock::now();
+  std::optional<peer::View> candidate;
+  auto candidate_since = Clock::now();
+  // Views settle within a few heartbeats; starting on one that is about to be replaced would put
+  // this site in other rounds than its peers.
+  const auto settle = milliseconds(1000);
+  while (true) {
+    if (stop) return false;
+    const auto view = transport->latest_view();
+    const bool enough = view.rank_of(config.name) && view.size() >= need;
+    if (enough) {
+      if (!candidate || *candidate != view) {
+        candidate = view;
+        candidate_since = Clock::now();
+      } else if (Clock::now() - candidate_since >= settle) {
+        spdlog::info("view {} from round {}: {} ({} sites){}", view.id, view.effective_round, join_names(view.members),
+                     view.size(), resumed ? ", rejoining" : "");
+        return true;
+      }
+    } else {
+      candidate.reset();
+    }
+    if (Clock::now() > deadline) {
+      throw std::runtime_error("gave up after --join-timeout " + std::to_string(config.join_timeout) + " s: " +
+                               std::to_string(transport->alive_members().size()) + " of " + std::to_string(need) +
+                               " sites reachable (" + join_names(transport->alive_members()) +
+                               "); check --join addresses, the roster and that the other sites are running");
+    }
+    if (Clock::now() >= next_note) {
+      spdlog::info("waiting for {} sites in the view (have {}: {}); --join {}", need, view.size(),
+                   join_names(view.members), config.join.empty() ? "(none: others must join this site)" : join_names(config.join));
+      next_note = Clock::now() + std::chrono::seconds(5);
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+std::uint64_t SiteDaemon::Impl::rejoin_round(std::uint64_t fallback) {
+  // The peers mix in round r and wait for this site there: their first message to it names r. When
+  // nobody sends (the whole federation restarted), the view's round is the common start.
+  observe_rounds = true;
+  const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(2);
+  while (Clock::now() < deadline && !stop) {
+    if (const auto r = observed_round.load(); r > 0) {
+      observe_rounds = false;
+      return r - 1;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  observe_rounds = false;
+  return fallback;
+}
+
+std::optional<double> SiteDaemon::Impl::evaluate(double& test_loss) {
+  if (data.test.rows == 0) return std::nullopt;
+  const auto e = model->evaluate(data.test);
+  test_loss = e.loss;
+  return e.accuracy;
+}
+
+void SiteDaemon::Impl::write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
+                                        std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round,
+                                        bool final) {
+  const std::uint64_t seed = data_seed();
+  std::array<std::uint8_t, 8> rng{};
+  for (int i = 0; i < 8; ++i) rng[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(seed >> (8 * i));
+  CheckpointView v;
+  v.parameters = algorithm.checkpoint_parameters();
+  v.optimizer_state = algorithm.checkpoint_state();
+  v.push_sum_weight = algorithm.push_sum_weight();
+  v.step = round;
+  v.epoch = order.position().epoch;
+  v.data_position = order.position().offset;
+  v.rng_state = rng;
+  v.model_fingerprint = model->fingerprint();
+  v.algorithm = config.algo;
+  v.start_round = start_round;
+  v.end_round = end_round;
+  const auto status = store->write(v);
+  for (const auto& w : status.warnings) spdlog::warn("{}", w);
+  if (!status.ok) {
+    metrics->checkpoint_failures.inc();
+    spdlog::error("checkpoint failed: {}", status.error);
+    if (final) throw std::runtime_error("the final checkpoint could not be written: " + status.error);
+    return;
+  }
+  metrics->checkpoints_written.inc();
+  metrics->checkpoint_written();
+  std::lock_guard lock(live_mu);
+  live.last_checkpoint = status.file.string();
+  live.checkpoint_time = Clock::now();
+}
+
+void SiteDaemon::Impl::train() {
+  const bool resumed = resume.has_value();
+  std::uint64_t start_round = 0, end_round = data.total_steps, k = 0;
+  if (local) {
+    if (resumed) {
+      start_round = resume->start_round;
+      end_round = resume->end_round;
+      k = resume->step;
+    }
+  } else {
+    if (!wait_for_view(resumed)) return;
+    const auto view = transport->latest_view();
+    if (resumed) {
+      start_round = resume->start_round;
+      end_round = resume->end_round;
+      k = rejoin_round(std::max<std::uint64_t>(view.effective_round, resume->step));
+      spdlog::info("rejoining at round {} (checkpoint at round {})", k, resume->step);
+    } else {
+      start_round = view.effective_round;
+      end_round = start_round + data.total_steps;
+      k = start_round;
+    }
+  }
+  if (stop) return;
+  state = SiteState::kTraining;
+
+  models::data::BatchPosition position;
+  if (resumed) position = {resume->epoch, static_cast<std::size_t>(std::min<std::uint64_t>(resume->data_position, data.train.rows))};
+  models::data::BatchOrder order(data.train.rows, data_seed(), position);
+  auto algorithm = make_trainer_algorithm(config, *model, backend, channel,
+                                          schedule_of(config, data.steps_per_epoch, end_round - start_round));
+  if (resumed) algorithm->restore(*resume);
+  resume.reset();
+
+  const std::size_t batch = static_cast<std::size_t>(config.batch);
+  const std::size_t dim = data.train.dim;
+  std::vector<float> x(batch * dim);          // (batch, dim), reused every step
+  std::vector<std::int32_t> labels(batch);    // (batch)
+  const std::uint64_t eval_every = config.eval_every > 0 ? static_cast<std::uint64_t>(config.eval_every) : data.steps_per_epoch;
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  const auto progress_period = tty ? milliseconds(500) : milliseconds(10000);
+
+  const auto train_start = Clock::now();
+  auto last_progress = train_start;
+  std::uint64_t samples_since = 0;
+  std::uint64_t bytes_at_last = 0;
+  double loss_avg = 0;  // exponential moving average of the batch loss
+  bool have_loss = false;
+  std::optional<double> accuracy;
+  std::uint64_t abandoned_reported = 0;
+  const std::uint64_t steps_total = end_round - start_round;
+
+  auto network_bytes = [&] {
+    const auto s = transport ? transport->stats() : peer::TransportStats{};
+    return std::pair<std::uint64_t, std::uint64_t>{s.bytes_sent, s.bytes_received};
+  };
+  auto record_progress = [&](std::uint64_t steps_done) {
+    const auto [sent, received] = network_bytes();
+    trail->append_progress(ProgressRecord{unix_seconds_now(), config.name, steps_done,
+                                          static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch),
+                                          loss_avg, accuracy, sent, received});
+  };
+
+  for (; k < end_round && !stop; ++k) {
+    if (transport) transport->set_round(k);
+    const auto rows = order.next(batch);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const float* src = data.train.row(rows[i]);
+      std::copy(src, src + dim, x.data() + i * dim);
+      labels[i] = data.train.labels[rows[i]];
+    }
+    const float loss = model->forward_backward(x.data(), labels.data(), rows.size());
+    if (!std::isfinite(loss)) {
+      throw std::runtime_error("training diverged at round " + std::to_string(k) + " (loss " + std::to_string(loss) +
+                               "); try a smaller --lr");
+    }
+    const std::uint64_t local_step = k - start_round;
+    algorithm->step(k, local_step);
+    loss_avg = have_loss ? 0.95 * loss_avg + 0.05 * loss : loss;
+    have_loss = true;
+    samples_since += rows.size();
+    const std::uint64_t steps_done = local_step + 1;
+
+    if (steps_done % eval_every == 0 && steps_done < steps_total) {
+      double test_loss = 0;
+      accuracy = evaluate(test_loss);
+      if (accuracy) metrics->test_accuracy.set(*accuracy);
+      record_progress(steps_done);
+    }
+    if (store->due()) write_checkpoint(*algorithm, order, k + 1, start_round, end_round, false);
+
+    const double epoch = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
+    metrics->step.set(static_cast<double>(steps_done));
+    metrics->epoch.set(epoch);
+    metrics->train_loss.set(loss_avg);
+    metrics->push_sum_weight.set(algorithm->push_sum_weight());
+    metrics->staleness_steps.set(static_cast<double>(algorithm->staleness()));
+    if (const auto a = algorithm->rounds_abandoned(); a > abandoned_reported) {
+      metrics->rounds_abandoned.inc(static_cast<double>(a - abandoned_reported));
+      abandoned_reported = a;
+    }
+    const auto now = Clock::now();
+    if (now - last_progress >= progress_period || steps_done == steps_total) {
+      const double dt = std::chrono::duration<double>(now - last_progress).count();
+      const auto [sent, received] = network_bytes();
+      const double sps = dt > 0 ? static_cast<double>(samples_since) / dt : 0;
+      const double bps = dt > 0 ? static_cast<double>(sent + received - bytes_at_last) / dt : 0;
+      metrics->samples_per_second.set(sps);
+      Progress p;
+      p.step = steps_done;
+      p.total_steps = steps_total;
+      p.epoch = static_cast<std::uint64_t>(epoch);
+      p.total_epochs = static_cast<std::uint64_t>(std::ceil(config.epochs));
+      p.loss = loss_avg;
+      p.accuracy = accuracy;
+      p.peers_alive = transport ? static_cast<int>(transport->alive_members().size()) : 1;
+      p.peers_known = transport ? static_cast<int>(std::max<std::size_t>(1, transport->members().size())) : 1;
+      p.staleness = algorithm->staleness();
+      p.bytes_per_second = bps;
+      const auto line = format_progress_line(p);
+      if (tty) {
+        std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
+      } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+      std::fflush(stderr);
+      {
+        std::lock_guard lock(live_mu);
+        live.step = steps_done;
+        live.epoch = static_cast<std::uint64_t>(epoch);
+        live.train_loss = loss_avg;
+        live.test_accuracy = accuracy;
+        live.staleness = algorithm->staleness();
+        live.push_sum_weight = algorithm->push_sum_weight();
+        live.samples_per_second = sps;
+        live.bytes_per_second = bps;
+      }
+      last_progress = now;
+      samples_since = 0;
+      bytes_at_last = sent + received;
+    }
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  const bool completed = k >= end_round;
+  state = SiteState::kLeaving;
+  try {
+    algorithm->finish();
+  } catch (const std::exception& e) {
+    if (completed) throw;
+    // Stopping: the round in flight may never complete (peers gone); its correction is abandoned.
+    spdlog::warn("stopping: abandoned the mix in flight: {}", e.what());
+  }
+  const double train_seconds = std::chrono::duration<double>(Clock::now() - train_start).count();
+  double test_loss = 0;
+  accuracy = evaluate(test_loss);
+  if (accuracy) metrics->test_accuracy.set(*accuracy);
+  write_checkpoint(*algorithm, order, k, start_round, end_round, true);
+  const std::uint64_t steps_done = k - start_round;
+  record_progress(steps_done);
+  std::string final_checkpoint;
+  {
+    std::lock_guard lock(live_mu);
+    final_checkpoint = live.last_checkpoint;
+  }
+  if (!completed) {
+    spdlog::info("stopped at round {} ({} of {} steps); checkpoint {}", k, steps_done, steps_total, final_checkpoint);
+    return;
+  }
+  const auto [sent, received] = network_bytes();
+  RunResult r;
+  r.site = config.name;
+  r.algo = config.algo;
+  r.steps = steps_done;
+  r.epochs = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
+  r.train_seconds = train_seconds;
+  r.seconds_per_step = steps_done > 0 ? train_seconds / static_cast<double>(steps_done) : 0;
+  r.test_accuracy = accuracy;
+  r.bytes_sent = sent;
+  r.bytes_received = received;
+  r.rounds_abandoned = algorithm->rounds_abandoned();
+  r.final_checkpoint = final_checkpoint;
+  trail->write_result(r);
+  spdlog::info("finished {} steps in {:.1f} s; test accuracy {}; result {}", steps_done, train_seconds,
+               accuracy ? std::to_string(*accuracy) : std::string("n/a"), trail->result_file().string());
+  std::printf("test accuracy %s (%s, %llu steps, %.1f s)\n", accuracy ? std::to_string(*accuracy).c_str() : "n/a",
+              config.algo.c_str(), static_cast<unsigned long long>(steps_done), train_seconds);
+  std::fflush(stdout);
+}
+
+void SiteDaemon::Impl::refresh_network_metrics(
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& last_bytes,
+    std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected) {
+  const auto members = transport->members();
+  metrics->peers_alive.set(static_cast<double>(transport->alive_members().size()));
+  for (const auto& m : members) {
+    const auto& name = m.record.name;
+    if (name == config.name) continue;
+    if (m.record.state == peer::MemberState::kLeft) {
+      if (last_bytes.erase(name) > 0) metrics->forget_peer(name);
+      continue;
+    }
+    if (m.rtt) metrics->peer_rtt_seconds.with({name}).set(std::chrono::duration<double>(*m.rtt).count());
+    auto& [out, in] = last_bytes[name];
+    // A restarted peer's counters may start again from zero; count only growth.
+    if (m.bytes_out > out) metrics->peer_sent_bytes.with({name}).inc(static_cast<double>(m.bytes_out - out));
+    if (m.bytes_in > in) metrics->peer_received_bytes.with({name}).inc(static_cast<double>(m.bytes_in - in));
+    metrics->peer_sent_bytes.with({name});
+    metrics->peer_received_bytes.with({name});
+    out = m.bytes_out;
+    in = m.bytes_in;
+  }
+  const auto rejected = transport->rejections().snapshot();
+  for (std::size_t c = 0; c < rejected.size(); ++c) {
+    auto& counter = metrics->rejected_messages.with({std::string(peer::to_string(static_cast<peer::RejectCause>(c)))});
+    if (rejected[c] > last_rejected[c]) counter.inc(static_cast<double>(rejected[c] - last_rejected[c]));
+    last_rejected[c] = rejected[c];
+  }
+}
+
+void SiteDaemon::Impl::communicate() {
+  gossip::Inbox inbox(*transport);
+  gossip::RoundTimeouts timeouts;
+  timeouts.round = seconds_ms(config.round_timeout);
+  timeouts.view_change = std::max(milliseconds(60000), seconds_ms(config.round_timeout) * 2);
+  gossip::AverageMixer averager(inbox, timeouts);
+  gossip::PushSumMixer push_sum(inbox, static_cast<std::size_t>(config.out_peers), timeouts);
+  gossip::GroupMixer groups(inbox, timeouts);
+  gossip::Mixer& algorithm = config.algo == "sgp" ? static_cast<gossip::Mixer&>(push_sum)
+                             : config.algo == "dsync" ? static_cast<gossip::Mixer&>(groups)
+                                                      : static_cast<gossip::Mixer&>(averager);
+  gossip::MixServer server(channel, algorithm, averager);
+
+  zmq::context_t context(1);
+  ControlServer control(context, config.control_socket_or_default(), *this);
+  spdlog::info("control socket {}", control.path());
+
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last_bytes;
+  std::array<std::uint64_t, peer::kRejectCauseCount> last_rejected{};
+  auto next_refresh = Clock::now();
+  while (!trainer_done) {
+    if (!local) server.serve_one(milliseconds(20));
+    if (observe_rounds && observed_round == 0) {
+      // Looks at mixer mail without taking it: everything stays stashed for the rounds that ask.
+      std::uint64_t seen = 0;
+      (void)inbox.take(
+          [&](const peer::Message& m) {
+            seen = std::max(seen, m.round + 1);
+            return false;
+          },
+          Clock::now() + milliseconds(10));
+      if (seen > 0) observed_round = seen;
+    }
+    zmq::pollitem_t item{control.socket().handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, local ? milliseconds(20) : milliseconds(0));
+    if (item.revents & ZMQ_POLLIN) control.serve_pending();
+    if (ShutdownSignals::requested() && !stop.exchange(true)) {
+      spdlog::info("stop requested: finishing the step in flight, then checkpoint and leave (again to exit at once)");
+    }
+    if (Clock::now() >= next_refresh) {
+      refresh_network_metrics(last_bytes, last_rejected);
+      next_refresh = Clock::now() + milliseconds(500);
+    }
+  }
+}
+
+SiteDaemon::SiteDaemon(SiteConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {
+  validate_site_config(impl_->config);
+  if (const auto problems = algorithm_config_problems(impl_->config); !problems.empty()) {
+    std::string text = "invalid site configuration:";
+    for (const auto& p : problems) text += "\n  " + p;
+    throw AlgorithmConfigError(text);
+  }
+  impl_->local = impl_->config.algo == "local";
+}
+
+SiteDaemon::~SiteDaemon() = default;
+
+int SiteDaemon::run() {
+  Impl& d = *impl_;
+  ShutdownSignals::install();
+  d.prepare();
+  d.make_transport();
+
+  std::thread trainer([&d] {
+    try {
+      d.train();
+    } catch (...) {
+      d.trainer_error = std::current_exception();
+      d.channel.close();
+    }
+    d.trainer_done = true;
+  });
+  std::exception_ptr comm_error;
+  try {
+    d.communicate();
+  } catch (...) {
+    comm_error = std::current_exception();
+    // The trainer learns of it at its next wait, then finishes.
+    d.channel.fail(comm_error);
+    d.stop = true;
+  }
+  trainer.join();
+  d.state = SiteState::kStopped;
+  if (d.trainer_error) {
+    d.transport->leave(milliseconds(1000));
+    std::rethrow_exception(d.trainer_error);
+  }
+  if (comm_error) std::rethrow_exception(comm_error);
+  spdlog::info("announcing leave");
+  // Per-peer FIFO: once the leave is out, so is every chunk of the last round.
+  d.transport->leave(milliseconds(3000));
+  return 0;
+}
+
+}  // namespace meridian::daemon

@@ -1,0 +1,52 @@
+// One site of a federation (DESIGN.md §3): `meridian start` builds a SiteDaemon and runs it in the
+// foreground until the run ends, a signal or `meridian leave` stops it, or an error does.
+//
+// Threads:
+//   - the trainer thread: batches, forward/backward, the algorithm's trainer side
+//     (daemon/trainer_algorithm.h), evaluations, checkpoints, the progress line and the run trail;
+//   - the communication thread (the thread that calls run()): owns the mixers (gossip::MixServer over
+//     one gossip::Inbox), polls the control socket and refreshes the network metrics. The ZeroMQ
+//     transport's own I/O thread (peer/zmq_transport.h) owns the network sockets; the mixers reach it
+//     through its thread-safe interface;
+//   - the metrics server's HTTP threads, which only read the metrics registry.
+// Trainer and communication thread meet only in the gossip::MixChannel (snapshots by move, errors as
+// exceptions at the next wait, every wait with a deadline) and in a few atomics and one mutex-guarded
+// status snapshot.
+//
+// Starting: training begins when the view holds --min-sites sites (default --site-count) and has been
+// stable for a moment; every site then starts at the view's effective round, so all run the same
+// rounds [start, start + total steps). A site that resumes from a checkpoint waits to be back in the
+// view and starts at the round its peers are mixing (seen from their first message to it), keeping
+// its checkpointed model, optimizer state and data position.
+//
+// Stopping: on the first SIGINT/SIGTERM or `meridian leave` the trainer finishes the step in flight,
+// applies or abandons outstanding mixes, writes a checkpoint, the site announces its leave, and run()
+// returns 0. A normal end also writes result.json (daemon/run_trail.h).
+#pragma once
+
+#include <memory>
+
+#include "daemon/site_config.h"
+
+namespace meridian::daemon {
+
+class SiteDaemon {
+ public:
+  // Validates `config` (throws SiteConfigError listing every problem, AlgorithmConfigError for an
+  // algorithm/optimizer combination that cannot run).
+  explicit SiteDaemon(SiteConfig config);
+  ~SiteDaemon();
+  SiteDaemon(const SiteDaemon&) = delete;
+  SiteDaemon& operator=(const SiteDaemon&) = delete;
+
+  // Runs the site; returns the process exit code (0 after a normal end or a graceful stop). Throws
+  // std::exception with a message naming the cause for a failure (data, checkpoint directory, port in
+  // use, a peer-side error that reached the trainer, training that diverged).
+  int run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace meridian::daemon

@@ -1,0 +1,76 @@
+// The trainer side of each algorithm (DESIGN.md §1) behind one interface: after forward/backward left
+// the local gradient in the model, step(k) applies round k's update with the algorithm's rule, handing
+// snapshots to the communication thread through the MixChannel and applying what comes back.
+//
+//   allreduce  gradient averaged (gossip::average_now), then the configured optimizer; after every view
+//              change the parameters and optimizer state are re-averaged, so a site that rejoins from an
+//              older checkpoint comes back bit-identical to the others
+//   dts        gossip::Dts, which is also the optimizer: --optimizer sgd or momentum only
+//   sgp        gossip::PushSum with overlap τ (--tau); the optimizer's displacement goes to the numerator
+//   dsync      optimizer step, then gossip::DelayedMixing over the group mixer (delay D = --delay)
+//   local      optimizer step only
+//
+// Thread-safety: one trainer thread. Borrows the model and the channel, which must outlive it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "daemon/checkpoint.h"
+#include "daemon/site_config.h"
+#include "gossip/algorithm.h"
+#include "gossip/mix_channel.h"
+#include "models/lr_schedule.h"
+#include "models/model.h"
+
+namespace meridian::daemon {
+
+// A configuration the algorithm cannot run (e.g. dts with adam); what() says which options and why.
+class AlgorithmConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class TrainerAlgorithm {
+ public:
+  virtual ~TrainerAlgorithm() = default;
+
+  // Round k's update from model.gradients() (which it may overwrite). `local_step` counts the run's
+  // steps from 0 and picks the learning rate. Throws what gossip throws (MixError on a deadline, the
+  // communication side's errors).
+  virtual void step(std::uint64_t k, std::uint64_t local_step) = 0;
+  // Applies every outstanding mix (waiting for them; throws like step()).
+  virtual void finish() {}
+
+  // Steps run ahead of the oldest mix still expected.
+  virtual std::uint64_t staleness() const { return 0; }
+  // Rounds abandoned at their deadline and redone.
+  virtual std::uint64_t rounds_abandoned() const { return 0; }
+
+  // What a checkpoint stores: parameters (sgp: the numerator x), optimizer state, push-sum weight.
+  virtual std::span<const float> checkpoint_parameters() const = 0;
+  virtual std::vector<OptimizerSpan> checkpoint_state() const = 0;
+  virtual double push_sum_weight() const { return 1.0; }
+  // Restores what checkpoint_*() saved; call before the first step. Throws CheckpointError when a
+  // size does not match.
+  virtual void restore(const Checkpoint& checkpoint) = 0;
+};
+
+// The learning-rate schedule of `config` over a run of `total_steps` with `steps_per_epoch`.
+models::ScheduleConfig schedule_of(const SiteConfig& config, std::uint64_t steps_per_epoch, std::uint64_t total_steps);
+
+// Builds `config.algo`'s trainer side over `model` (whose backend `backend` is). `channel` is unused for local. Throws
+// AlgorithmConfigError for an unsupported combination.
+std::unique_ptr<TrainerAlgorithm> make_trainer_algorithm(const SiteConfig& config, models::Model& model,
+                                                         std::shared_ptr<models::Backend> backend,
+                                                         gossip::MixChannel& channel,
+                                                         const models::ScheduleConfig& schedule);
+
+// Every problem that keeps `config` from running its algorithm (empty when none), for early errors.
+std::vector<std::string> algorithm_config_problems(const SiteConfig& config);
+
+}  // namespace meridian::daemon

@@ -1,0 +1,252 @@
+// `meridian start` as real processes on 127.0.0.1: the issue-5 acceptance in small (four sites per
+// algorithm), a SIGKILLed site that resumes and rejoins, a graceful SIGTERM in a CurveZMQ federation,
+// and the /metrics exposition of a live daemon checked by promtool.
+#include <catch2/catch.hpp>
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "daemon/checkpoint.h"
+#include "daemon/checkpoint_model.h"
+#include "daemon/control_client.h"
+#include "models/data/idx_reader.h"
+#include "peer/curve_keys.h"
+#include "tests/daemon/site_process.h"
+#include "tests/daemon/temp_dir.h"
+
+namespace fs = std::filesystem;
+using meridian::testing::eventually;
+using meridian::testing::SiteProcess;
+using meridian::testing::TempDir;
+
+namespace {
+
+bool have_fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"); }
+
+const meridian::models::data::Dataset& test_set() {
+  static const auto data = meridian::models::data::load_fashion_mnist("/usr/share/datasets/fashion-mnist", false);
+  return data;
+}
+
+std::vector<std::string> site_args(const std::string& name, int index, int count, const std::string& algo,
+                                   const std::string& epochs) {
+  return {"--name", name, "--insecure", "--listen", "tcp://127.0.0.1:0", "--metrics-address", "off",
+          "--threads", "1", "--site-index", std::to_string(index), "--site-count", std::to_string(count),
+          "--algo", algo, "--epochs", epochs, "--seed", "7", "--lr", "0.05", "--optimizer", "momentum",
+          "--round-timeout", "3", "--checkpoint-interval", "0.5"};
+}
+
+// Starts `count` sites; site 0 first, the others join it.
+std::vector<std::unique_ptr<SiteProcess>> start_sites(const fs::path& root, int count, const std::string& algo,
+                                                      const std::string& epochs,
+                                                      const std::vector<std::string>& extra = {}) {
+  std::vector<std::unique_ptr<SiteProcess>> sites;
+  std::string first;
+  for (int i = 0; i < count; ++i) {
+    auto args = site_args("s" + std::to_string(i), i, count, algo, epochs);
+    args.insert(args.end(), extra.begin(), extra.end());
+    if (i > 0) {
+      args.push_back("--join");
+      args.push_back(first);
+    }
+    sites.push_back(std::make_unique<SiteProcess>(root / ("s" + std::to_string(i)), args));
+    if (i == 0) first = sites[0]->endpoint();
+  }
+  return sites;
+}
+
+nlohmann::json result_of(const SiteProcess& site) {
+  return nlohmann::json::parse(meridian::testing::read_text(site.run_dir() / "result.json"));
+}
+
+std::vector<fs::path> final_checkpoints(const std::vector<std::unique_ptr<SiteProcess>>& sites) {
+  std::vector<fs::path> out;
+  for (const auto& s : sites) out.push_back(result_of(*s)["final_checkpoint"].get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allreduce replicas are bit-identical",
+          "[daemon][multiprocess][acceptance]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  std::map<std::string, double> accuracy;
+  for (const std::string algo : {"allreduce", "dts", "sgp", "dsync"}) {
+    auto sites = start_sites(dir.path() / algo, 4, algo, "1");
+    for (auto& s : sites) {
+      INFO(algo << " " << s->run_dir() << ":\n" << s->log());
+      REQUIRE(s->wait_exit() == 0);
+      REQUIRE(s->has_result());
+    }
+    const auto files = final_checkpoints(sites);
+    const auto result = result_of(*sites[0]);
+    CHECK(result["algo"] == algo);
+    CHECK(result["steps"].get<int>() == 234);  // floor(60000 / 4 / 64) steps for one epoch, on every site
+    for (const auto& s : sites) CHECK(result_of(*s)["steps"] == result["steps"]);
+    // Every site's trail ends with the run's last step.
+    const auto trail = meridian::testing::read_text(sites[3]->run_dir() / "progress.jsonl");
+    const auto last = nlohmann::json::parse(trail.substr(trail.rfind('\n', trail.size() - 2) + 1));
+    CHECK(last["step"] == 234);
+    CHECK(last["site"] == "s3");
+    CHECK(last["bytes_sent"].get<std::uint64_t>() > 0);
+
+    accuracy[algo] = meridian::daemon::evaluate_checkpoints(files, test_set()).evaluation.accuracy;
+    if (algo == "allreduce") {
+      const auto reference = meridian::daemon::read_checkpoint_file(files[0]);
+      for (std::size_t i = 1; i < files.size(); ++i) {
+        const auto other = meridian::daemon::read_checkpoint_file(files[i]);
+        CHECK(other.step == reference.step);
+        CHECK(other.parameters == reference.parameters);  // bit for bit
+      }
+    }
+  }
+  INFO("allreduce " << accuracy["allreduce"] << " dts " << accuracy["dts"] << " sgp " << accuracy["sgp"] << " dsync "
+                    << accuracy["dsync"]);
+  CHECK(accuracy["allreduce"] > 0.80);
+  for (const std::string algo : {"dts", "sgp", "dsync"}) CHECK(std::abs(accuracy[algo] - accuracy["allreduce"]) < 0.015);
+}
+
+TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[daemon][multiprocess][fault]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  auto sites = start_sites(dir.path(), 3, "allreduce", "1.5", {"--eval-every", "50"});
+  auto& victim = sites[2];
+  // Mid-run: it has written a checkpoint and the run has made progress since.
+  REQUIRE(eventually([&] { return victim->checkpoints().size() >= 2 || victim->exited(); }));
+  REQUIRE_FALSE(victim->exited());
+  victim->kill_hard();
+  const auto checkpoint_before = victim->checkpoints().back();
+  const auto step_before = meridian::daemon::read_checkpoint_file(checkpoint_before).step;
+
+  auto args = site_args("s2", 2, 3, "allreduce", "1.5");
+  args.insert(args.end(), {"--eval-every", "50", "--join", sites[0]->endpoint()});
+  const auto old_log = victim->log();
+  sites[2] = std::make_unique<SiteProcess>(victim->run_dir(), args);
+  for (auto& s : sites) {
+    INFO(s->run_dir() << ":\n" << s->log());
+    REQUIRE(s->wait_exit() == 0);
+    REQUIRE(s->has_result());
+  }
+  const auto log = sites[2]->log().substr(old_log.size());
+  CHECK(log.find("resuming from " + checkpoint_before.string()) != std::string::npos);
+  CHECK(log.find("rejoining at round") != std::string::npos);
+  // The survivors abandoned the round the victim died in and went on without it.
+  CHECK(result_of(*sites[0])["rounds_abandoned"].get<int>() >= 1);
+  // Everybody ends at the same round, and allreduce's re-average after the view change made the
+  // returning site's model bit-identical to the others' again.
+  const auto files = final_checkpoints(sites);
+  const auto reference = meridian::daemon::read_checkpoint_file(files[0]);
+  CHECK(reference.step > step_before);
+  for (std::size_t i = 1; i < files.size(); ++i) {
+    const auto other = meridian::daemon::read_checkpoint_file(files[i]);
+    CHECK(other.step == reference.step);
+    CHECK(other.parameters == reference.parameters);
+  }
+}
+
+TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0; /metrics passes promtool",
+          "[daemon][multiprocess][signal][metrics]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  // Two sites with keys and a roster that lists them (no addresses: they join by NAME@ADDRESS).
+  std::string roster;
+  for (const std::string name : {"a", "b"}) {
+    const auto keys = meridian::peer::generate_curve_key_pair();
+    meridian::peer::write_key_pair(keys, dir.path() / ("keys-" + name));
+    roster += name + " " + keys.public_key + "\n";
+  }
+  std::ofstream(dir.path() / "roster.txt") << roster;
+  auto args = [&](const std::string& name, int index) {
+    return std::vector<std::string>{"--name", name, "--key-dir", (dir.path() / ("keys-" + name)).string(),
+                                    "--roster", (dir.path() / "roster.txt").string(), "--listen", "tcp://127.0.0.1:0",
+                                    "--metrics-address", index == 0 ? "127.0.0.1:0" : "off", "--threads", "1",
+                                    "--site-index", std::to_string(index), "--site-count", "2", "--algo", "sgp",
+                                    "--epochs", "50", "--eval-every", "20", "--round-timeout", "3"};
+  };
+  SiteProcess a(dir.path() / "a", args("a", 0));
+  auto b_args = args("b", 1);
+  b_args.insert(b_args.end(), {"--join", "a@" + a.endpoint()});
+  SiteProcess b(dir.path() / "b", b_args);
+
+  // Training is under way once a's trail has an evaluation.
+  REQUIRE(eventually([&] { return fs::exists(a.run_dir() / "progress.jsonl") || a.exited(); }));
+  INFO("a:\n" << a.log() << "\nb:\n" << b.log());
+  REQUIRE_FALSE(a.exited());
+
+  // The exposition of the live daemon, scraped over HTTP and checked by promtool.
+  std::smatch m;
+  const auto log = a.log();
+  REQUIRE(std::regex_search(log, m, std::regex("metrics on http://127\\.0\\.0\\.1:([0-9]+)/metrics")));
+  httplib::Client http("127.0.0.1", std::stoi(m[1]));
+  auto reply = http.Get("/metrics");
+  REQUIRE(reply);
+  REQUIRE(reply->status == 200);
+  CHECK(reply->body.find("meridian_step ") != std::string::npos);
+  CHECK(reply->body.find("meridian_peer_sent_bytes_total{peer=\"b\"}") != std::string::npos);
+  CHECK(reply->body.find("meridian_rejected_messages_total{cause=\"fingerprint\"}") != std::string::npos);
+  std::ofstream(dir.path() / "metrics.txt") << reply->body;
+  if (std::system("command -v promtool > /dev/null") == 0) {
+    const auto cmd = "promtool check metrics < " + (dir.path() / "metrics.txt").string() + " > " +
+                     (dir.path() / "promtool.txt").string() + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    INFO(meridian::testing::read_text(dir.path() / "promtool.txt"));
+    CHECK(rc == 0);
+  } else {
+    WARN("promtool not installed: exposition not validated");
+  }
+
+  // The control socket answers from live state.
+  meridian::daemon::ControlClient control((a.run_dir() / "control.sock").string());
+  const auto status = control.status();
+  CHECK(status.site == "a");
+  CHECK(status.state == "training");
+  CHECK(status.peers_alive == 2);
+
+  a.signal(SIGTERM);
+  CHECK(a.wait_exit() == 0);
+  CHECK_FALSE(a.has_result());  // stopped, not finished
+  REQUIRE_FALSE(a.checkpoints().empty());
+  const auto last = meridian::daemon::read_checkpoint_file(a.checkpoints().back());
+  CHECK(last.algorithm == "sgp");
+  CHECK(last.step > 0);
+  CHECK(a.log().find("announcing leave") != std::string::npos);
+
+  // b hears the leave (not a timeout) and keeps training alone.
+  meridian::daemon::ControlClient b_control((b.run_dir() / "control.sock").string());
+  CHECK(eventually([&] {
+    for (const auto& p : b_control.peers())
+      if (p.name == "a") return p.state == "left";
+    return false;
+  }, std::chrono::seconds(30)));
+  b.signal(SIGTERM);
+  CHECK(b.wait_exit() == 0);
+}
+
+TEST_CASE("start refuses combinations the algorithm cannot run, with a clear error", "[daemon][config]") {
+  TempDir dir;
+  auto args = site_args("x", 0, 1, "dts", "1");
+  *(std::find(args.begin(), args.end(), "--optimizer") + 1) = "adam";
+  SiteProcess site(dir.path() / "x", args);
+  CHECK(site.wait_exit() == 1);
+  CHECK(site.log().find("dts is its own optimizer and supports sgd or momentum") != std::string::npos);
+}
