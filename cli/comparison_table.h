@@ -16,7 +16,7 @@ struct ComparisonContext {
   std::string wan;        // "" = no emulation
   std::string partition;  // iid | dirichlet:ALPHA
   std::string model;
-  int epochs = 0;
+  double epochs = 0;
   double target_accuracy = 0;
   std::filesystem::path results_csv, curves_csv, plot_svg;  // empty when not written
 };

@@ -42,7 +42,7 @@ ProgressRecord parse_progress_record(std::string_view line, const std::string& s
   if (!site.is_string()) throw ProgressLogError(source + ": \"site\" is not a string: " + site.dump());
   r.site = site.get<std::string>();
   r.step = count(object, "step", source);
-  r.epoch = count(object, "epoch", source);
+  r.epoch = number(object, "epoch", source);
   // A diverged run reports NaN loss, which JSON can only carry as null.
   const json& loss = field(object, "train_loss", source);
   r.train_loss = loss.is_null() ? std::numeric_limits<double>::quiet_NaN() : number(object, "train_loss", source);

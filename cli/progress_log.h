@@ -1,6 +1,6 @@
 // RUN_DIR/progress.jsonl, the file every `meridian start` appends to at each evaluation and at the end:
 // one JSON object per line,
-//   {"time": 1763771234.5, "site": "site-0", "step": 200, "epoch": 0, "train_loss": 0.61,
+//   {"time": 1763771234.5, "site": "site-0", "step": 200, "epoch": 0.85, "train_loss": 0.61,
 //    "test_accuracy": 0.78, "bytes_sent": 1234, "bytes_received": 5678}
 // ("time" is Unix seconds; "test_accuracy" is a fraction in [0, 1], or null when not evaluated).
 // `meridian simulate` follows these files while the sites train.
@@ -20,7 +20,7 @@ struct ProgressRecord {
   double time = 0;  // Unix seconds
   std::string site;
   std::uint64_t step = 0;
-  std::uint64_t epoch = 0;
+  double epoch = 0;  // steps / steps per epoch: fractional between epochs
   double train_loss = 0;  // NaN when the file says null
   std::optional<double> test_accuracy;
   std::uint64_t bytes_sent = 0;

@@ -18,6 +18,8 @@
 #include "cli/simulation_layout.h"
 #include "cli/simulation_options.h"
 #include "cli/status_line.h"
+#include "daemon/checkpoint_model.h"
+#include "daemon/site_data.h"
 
 namespace meridian::cli {
 namespace {
@@ -31,9 +33,13 @@ void write_text_file(const fs::path& file, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + file.string());
 }
 
-// The averaged final model's accuracy. The core daemon pieces that read checkpoints back into a model
-// are plugged in here; without them the column stays empty.
-AveragedModelEvaluator averaged_model_evaluator() { return {}; }
+// The averaged final model's accuracy: the daemon's checkpoint reader de-biases (sgp) and averages the
+// sites' final models and evaluates the result on the test set the sites used.
+AveragedModelEvaluator averaged_model_evaluator() {
+  return [](const std::vector<fs::path>& checkpoints, const daemon::SiteConfig& config) {
+    return daemon::evaluate_checkpoints(checkpoints, daemon::load_test_data(config)).evaluation.accuracy;
+  };
+}
 
 std::string describe(const SimulationOptions& o) {
   std::string algos;
@@ -90,7 +96,7 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   context.wan = options.site.wan;
   context.partition = options.site.partition;
   context.model = options.site.model;
-  context.epochs = static_cast<int>(options.site.epochs);
+  context.epochs = options.site.epochs;
   context.target_accuracy = options.target_accuracy;
   context.results_csv = out_dir / "results.csv";
   context.curves_csv = out_dir / "curves.csv";
@@ -168,7 +174,7 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--model", s.model, "logreg | mlp | cnn")->capture_default_str()->group(shared);
   cmd->add_option("--widths", s.widths, "Hidden widths (mlp) or channels (cnn), e.g. 256,128")
       ->delimiter(',')->group(shared);
-  cmd->add_option("--epochs", s.epochs, "Epochs over each site's part")->capture_default_str()->group(shared);
+  cmd->add_option("--epochs", s.epochs, "Epochs over each site's part (fractions allowed: 0.5)")->capture_default_str()->group(shared);
   cmd->add_option("--batch", s.batch, "Local batch size")->capture_default_str()->group(shared);
   cmd->add_option("--lr", s.lr, "Learning rate")->capture_default_str()->group(shared);
   cmd->add_option("--optimizer", s.optimizer, "sgd | momentum | nesterov | adam")->capture_default_str()->group(shared);
@@ -181,6 +187,8 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
   cmd->add_option("--grid", s.grid, "dsync: auto | AxB")->capture_default_str()->group(shared);
   cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")->capture_default_str()->group(shared);
+  cmd->add_option("--round-timeout", s.round_timeout, "Seconds before a mixing round is abandoned and redone")
+      ->capture_default_str()->group(shared);
   cmd->add_option("--seed", s.seed, "Random seed (initial model, partition, data order)")->capture_default_str()->group(shared);
   cmd->add_option("--device", s.device, "auto | cpu | cuda | cuda:N")->capture_default_str()->group(shared);
 

@@ -68,8 +68,8 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     // A Unix socket path must fit in 108 bytes; deep output directories get a short path in /tmp.
     if ((s.run_dir / "control.sock").string().size() > 100)
       c.control_socket = "/tmp/meridian-sim-" + std::to_string(::getpid()) + "-" + algo + "-" + std::to_string(i) + ".sock";
-    s.arguments = {"start", "--config", (s.run_dir / "site.toml").string(), "--eval-every",
-                   std::to_string(options.eval_every)};
+    c.eval_every = options.eval_every;
+    s.arguments = {"start", "--config", (s.run_dir / "site.toml").string()};
     sites.push_back(std::move(s));
   }
   return sites;

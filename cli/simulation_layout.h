@@ -28,7 +28,7 @@ struct SiteLaunch {
   std::filesystem::path run_dir;
   std::filesystem::path log_file;
   daemon::SiteConfig config;
-  std::vector<std::string> arguments;  // for the meridian binary: start --config ... --eval-every N
+  std::vector<std::string> arguments;  // for the meridian binary: start --config OUT/<algo>/<site>/site.toml
 };
 
 // The configuration of every site for `algo`: `ports[i]` is site i's listening port on 127.0.0.1, and

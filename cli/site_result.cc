@@ -49,7 +49,7 @@ SiteResult read_site_result(const std::filesystem::path& file) {
   r.site = text(object, "site", source);
   r.algo = text(object, "algo", source);
   r.steps = count(object, "steps", source);
-  r.epochs = count(object, "epochs", source);
+  r.epochs = number(object, "epochs", source);
   r.train_seconds = number(object, "train_seconds", source);
   r.seconds_per_step = number(object, "seconds_per_step", source);
   if (!field(object, "test_accuracy", source).is_null()) r.test_accuracy = number(object, "test_accuracy", source);

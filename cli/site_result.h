@@ -16,7 +16,7 @@ struct SiteResult {
   std::string site;
   std::string algo;
   std::uint64_t steps = 0;
-  std::uint64_t epochs = 0;
+  double epochs = 0;
   double train_seconds = 0;
   double seconds_per_step = 0;
   std::optional<double> test_accuracy;  // this site's own model, fraction in [0, 1]

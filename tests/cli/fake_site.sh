@@ -6,7 +6,7 @@
 #          (its own model 0.8i, 100 ms per step, 3000 bytes sent), exits 0
 #   fail   site-1 prints a reason and exits 3; the others wait to be stopped
 #   hang   every site waits to be stopped (SIGTERM ends it with 0)
-# Arguments: start --config FILE --eval-every N
+# Arguments: start --config FILE
 set -eu
 [ "$1" = start ] && [ "$2" = --config ] || { echo "fake site: unexpected arguments: $*" >&2; exit 2; }
 config=$3
