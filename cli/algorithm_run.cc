@@ -74,6 +74,8 @@ AlgorithmOutcome run_algorithm(const std::string& algo, const std::vector<SiteLa
 
   std::vector<ChildProcess> children;
   children.reserve(sites.size());
+  status.print(algo + ": starting " + std::to_string(sites.size()) + " sites (logs in " +
+               sites.front().run_dir.parent_path().string() + "/<site>/log.txt)");
   outcome.launch_time = unix_now();
   const auto launched = Clock::now();
   try {

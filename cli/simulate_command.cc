@@ -138,6 +138,7 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       "Examples:\n"
       "  meridian simulate --sites 4 --algo allreduce,sgp --wan world4 --epochs 1\n"
       "  meridian simulate --sites 8 --algo dts,sgp --wan latency=100ms,bandwidth=50mbit --delay 4 --period 2\n"
+      "  meridian simulate --sites 4 --algo allreduce,dts:delay=4:period=4,dts:delay=8,sgp:tau=4 --wan world4\n"
       "  meridian simulate --sites 4 --algo sgp,dsync --partition dirichlet:0.5 --json > result.json");
   auto options = std::make_shared<SimulationOptions>();
   options->site.epochs = 1;
@@ -145,7 +146,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   daemon::SiteConfig& s = options->site;
 
   cmd->add_option("--sites", options->sites, "Number of sites (processes)")->capture_default_str();
-  cmd->add_option("--algo", *algo_list, "Algorithms to compare, comma-separated: allreduce, dts, sgp, dsync, local")
+  cmd->add_option("--algo", *algo_list,
+                  "Algorithms to compare, comma-separated: allreduce, dts, sgp, dsync, local; each may carry its own "
+                  "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every)")
       ->capture_default_str();
   cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
   cmd->add_option("--target-accuracy", options->target_accuracy, "Test accuracy for the 'time to' column, in (0, 1)")

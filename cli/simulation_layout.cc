@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "cli/algorithm_variant.h"
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
 
@@ -46,7 +47,10 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     daemon::SiteConfig& c = s.config;
     c = options.site;
     c.name = s.name;
-    c.algo = algo;
+    const AlgorithmVariantParse parsed = parse_algorithm_variant(algo);
+    std::string error = parsed.error;
+    if (error.empty()) apply_algorithm_variant(parsed.variant, c, error);
+    if (!error.empty()) throw std::invalid_argument(error);
     c.listen = address(i);
     c.join.clear();
     // Every other site as a bootstrap: no site is special, and a slow starter delays nobody.

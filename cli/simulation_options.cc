@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "cli/algorithm_variant.h"
 #include "peer/wan_model.h"
 
 namespace meridian::cli {
@@ -72,7 +73,13 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
   for (const auto& a : seen) {
     daemon::SiteConfig config = o.site;
     config.name = simulated_site_name(0);
-    config.algo = a;
+    const AlgorithmVariantParse parsed = parse_algorithm_variant(a);
+    std::string error = parsed.error;
+    if (error.empty()) apply_algorithm_variant(parsed.variant, config, error);
+    if (!error.empty()) {
+      problems.push_back(error);
+      continue;
+    }
     config.site_count = std::max(o.sites, 1);
     config.site_index = 0;
     config.listen = "tcp://127.0.0.1:7400";

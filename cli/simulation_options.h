@@ -12,7 +12,7 @@ namespace meridian::cli {
 
 struct SimulationOptions {
   int sites = 4;
-  std::vector<std::string> algos;  // run one after the other, in this order
+  std::vector<std::string> algos;  // run one after the other, in this order; ALGO[:KNOB=VALUE]... (algorithm_variant.h)
   // Shared by every site; simulate fills in what differs per site (name, listen, join, keys, roster,
   // run-dir, site-index, site-count, region, threads, metrics address) and, per run, the algorithm.
   daemon::SiteConfig site;

@@ -30,6 +30,8 @@ void StatusLine::update(const std::string& text) {
 void StatusLine::print(const std::string& text) {
   if (terminal_ && line_open_) std::fputs("\r\033[K", stream_);
   line_open_ = false;
+  // Off a terminal, the next progress line waits a full interval after a permanent line.
+  last_plain_ = std::chrono::steady_clock::now();
   std::fprintf(stream_, "%s\n", text.c_str());
   std::fflush(stream_);
 }

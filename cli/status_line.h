@@ -20,7 +20,8 @@ class StatusLine {
 
   // Shows `text` (a terminal: at once, replacing the line; otherwise when the interval has passed).
   void update(const std::string& text);
-  // Prints `text` as a permanent line (replacing the live one on a terminal).
+  // Prints `text` as a permanent line (replacing the live one on a terminal); off a terminal the next
+  // update() is shown one interval later.
   void print(const std::string& text);
 
  private:

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/accuracy_plot.h"
+#include "cli/algorithm_variant.h"
 #include "cli/algorithm_comparison.h"
 #include "cli/comparison_table.h"
 #include "cli/progress_log.h"
@@ -292,4 +293,38 @@ TEST_CASE("simulation options are checked before anything starts", "[cli][simula
   CHECK(simulated_site_region("world4", 5) == "ohio");
   CHECK(simulated_site_region("latency=10ms", 5).empty());
   CHECK(simulated_site_region("", 0).empty());
+}
+
+TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
+  const auto parsed = parse_algorithm_variant("dts:delay=4:period=2");
+  REQUIRE(parsed.error.empty());
+  CHECK(parsed.variant.algo == "dts");
+  CHECK(parsed.variant.label == "dts:delay=4:period=2");
+  meridian::daemon::SiteConfig config;
+  config.delay = 1;
+  config.tau = 3;
+  std::string error;
+  apply_algorithm_variant(parsed.variant, config, error);
+  CHECK(error.empty());
+  CHECK(config.algo == "dts");
+  CHECK(config.delay == 4);
+  CHECK(config.period == 2);
+  CHECK(config.tau == 3);  // not named: the shared value stays
+
+  CHECK(parse_algorithm_variant("sgp").variant.knobs.empty());
+  CHECK_THAT(parse_algorithm_variant("dts:speed=4").error, Catch::Contains("unknown knob 'speed'"));
+  CHECK_THAT(parse_algorithm_variant("dts:delay").error, Catch::Contains("not KNOB=VALUE"));
+  CHECK_THAT(parse_algorithm_variant("dts:delay=").error, Catch::Contains("has no value"));
+  apply_algorithm_variant(parse_algorithm_variant("sgp:tau=two").variant, config, error);
+  CHECK_THAT(error, Catch::Contains("tau 'two' is not a whole number"));
+
+  SimulationOptions o;
+  o.algos = {"dts:delay=4", "dts:delay=-1", "sgp:tau=x"};
+  const auto problems = simulation_problems(o);
+  const auto has = [&](const std::string& text) {
+    return std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.find(text) != std::string::npos; });
+  };
+  CHECK(has("--delay"));  // site_config_problems on the entry's own value
+  CHECK(has("'sgp:tau=x'"));
+  CHECK_FALSE(has("'dts:delay=4'"));
 }
