@@ -9,6 +9,7 @@ void register_commands(CLI::App& app, int& exit_code) {
   add_status_command(app, exit_code);
   add_peers_command(app, exit_code);
   add_leave_command(app, exit_code);
+  add_devices_command(app, exit_code);
   add_train_command(app, exit_code);
   add_start_command(app, exit_code);
   add_eval_command(app, exit_code);

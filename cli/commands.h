@@ -16,6 +16,7 @@ void add_init_command(CLI::App& app, int& exit_code);
 void add_status_command(CLI::App& app, int& exit_code);
 void add_peers_command(CLI::App& app, int& exit_code);
 void add_leave_command(CLI::App& app, int& exit_code);
+void add_devices_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_start_command(CLI::App& app, int& exit_code);
 void add_eval_command(CLI::App& app, int& exit_code);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "models/data/partition.h"
+#include "models/device.h"
 #include "peer/wan_model.h"
 
 namespace meridian::daemon {
@@ -82,11 +83,11 @@ const std::vector<OptionSpec>& option_specs() {
         field(id, "key-dir", "Directory with this site's CurveZMQ key pair (create it with 'meridian keygen')",
               &C::key_dir),
         field(id, "roster", "Roster file: the sites allowed in the federation, with their public keys", &C::roster),
-        field(id, "listen", "Address other sites connect to, tcp://HOST:PORT", &C::listen),
+        field(id, "listen", "Address to listen on, tcp://HOST:PORT (port 0: any free port, written to RUN_DIR/endpoint)", &C::listen),
         field(id, "advertise",
               "Address peers connect to, tcp://HOST:PORT (\"\" = the listen address; required with 0.0.0.0)",
               &C::advertise),
-        field(id, "join", "Bootstrap peers to join through, tcp://HOST:PORT (repeat the flag or separate with ',')",
+        field(id, "join", "Bootstrap peers to join through, [NAME@]tcp://HOST:PORT (repeat the flag or separate with ',')",
               &C::join),
         field(id, "insecure", "No encryption or authentication: local experiments only, never across sites",
               &C::insecure),
@@ -394,8 +395,12 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
     problem("control-socket", "path '" + c.control_socket_or_default() +
                                   "' is longer than a Unix socket allows (107 bytes); choose a shorter one");
   }
-  const bool cuda_n = c.device.starts_with("cuda:") && parse_number<int>(std::string_view(c.device).substr(5)).value_or(-1) >= 0;
-  if (!is_one_of(c.device, {"auto", "cpu", "cuda"}) && !cuda_n) problem("device", "'" + c.device + "' is not auto, cpu, cuda or cuda:N");
+  // The grammar lives in models/device.h (the trainer resolves the same text); only the wording is ours.
+  try {
+    models::parse_device(c.device);
+  } catch (const models::DeviceError&) {
+    problem("device", "'" + c.device + "' is not auto, cpu, cuda or cuda:N");
+  }
   at_least("threads", c.threads, 0);
   return problems;
 }

@@ -19,7 +19,6 @@
 #include "daemon/control_server.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/directory_lock.h"
-#include "daemon/human_format.h"
 #include "daemon/metrics_server.h"
 #include "daemon/progress_line.h"
 #include "daemon/run_trail.h"
@@ -34,6 +33,7 @@
 #include "models/cpu_backend.h"
 #include "models/data/batch_order.h"
 #include "models/data/seeded_random.h"
+#include "models/device.h"
 #include "models/model_factory.h"
 #include "models/thread_policy.h"
 #include "peer/zmq_transport.h"
@@ -215,6 +215,15 @@ void SiteDaemon::Impl::prepare() {
                data.train.rows, config.dataset, config.site_index, config.site_count, config.partition, data.test.rows,
                data.steps_per_epoch, data.total_steps);
 
+  // The daemon's trainer runs on the CPU backend; the CUDA backend (cuda/) is not wired into it yet, so an
+  // explicit GPU request is refused rather than silently ignored.
+  const auto device = models::resolve_device(models::parse_device(config.device), models::probe_cuda());
+  if (device.device.is_cuda()) {
+    if (config.device != "auto") {
+      throw std::runtime_error("--device " + config.device + ": the daemon trains on the CPU only for now; use --device cpu");
+    }
+    spdlog::info("device: a CUDA device is present, but the daemon trains on the CPU for now");
+  }
   const int threads = config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   backend = std::make_shared<models::CpuBackend>(1);
   const models::Shape input = data.train.channels > 0
@@ -320,11 +329,13 @@ std::uint64_t SiteDaemon::Impl::rejoin_round(std::uint64_t fallback) {
   while (Clock::now() < deadline && !stop) {
     if (const auto r = observed_round.load(); r > 0) {
       observe_rounds = false;
+      spdlog::info("peers are mixing round {}", r - 1);
       return r - 1;
     }
     std::this_thread::sleep_for(milliseconds(10));
   }
   observe_rounds = false;
+  spdlog::info("no peer has sent a round yet: starting at round {}, the view's", fallback);
   return fallback;
 }
 

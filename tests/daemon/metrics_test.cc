@@ -1,10 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,36 +9,14 @@
 #include "daemon/daemon_metrics.h"
 #include "daemon/metrics_registry.h"
 #include "daemon/metrics_server.h"
+#include "tests/daemon/http_get.h"
 #include "tests/daemon/temp_dir.h"
 
 using namespace meridian::daemon;
+using meridian::testing::http_get;
 using Catch::Matchers::Contains;
 
 namespace {
-
-// A plain HTTP/1.0 GET over a TCP socket: the test checks what a scraper really receives.
-// Returns the whole response (status line, headers, body).
-std::string http_get(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  REQUIRE(::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) response.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  return response;
-}
-
-std::string body_of(const std::string& response) {
-  const auto at = response.find("\r\n\r\n");
-  return at == std::string::npos ? "" : response.substr(at + 4);
-}
 
 bool have_promtool() { return std::system("command -v promtool >/dev/null 2>&1") == 0; }
 
@@ -136,7 +109,7 @@ TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics]
   CHECK(server.url() == std::string("http://127.0.0.1:") + std::to_string(server.port()) + "/metrics");
   const auto response = http_get(server.port(), "/metrics");
   REQUIRE_THAT(response, Contains("200 OK") && Contains("text/plain; version=0.0.4"));
-  const auto body = body_of(response);
+  const auto body = meridian::testing::http_body(response);
   for (const char* name :
        {"meridian_step 1200", "meridian_epoch 3", "meridian_train_loss 0.4123", "meridian_test_accuracy 0.862",
         "meridian_samples_per_second 5400.5", "meridian_push_sum_weight 0.97", "meridian_staleness_steps 1", "meridian_peers_alive 4",

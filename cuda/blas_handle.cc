@@ -1,0 +1,39 @@
+#include "cuda/blas_handle.h"
+
+#include <utility>
+
+#include "cuda/error.h"
+
+namespace meridian::cuda {
+
+BlasHandle::BlasHandle(cudaStream_t stream) {
+  MERIDIAN_CUBLAS_CHECK(cublasCreate(&handle_));
+  try {
+    MERIDIAN_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    // Said explicitly because parity with the CPU reference depends on it: full fp32 GEMMs, no TF32
+    // tensor-core rounding (that is an opt-in mode, CUBLAS_TF32_TENSOR_OP_MATH).
+    MERIDIAN_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+  } catch (...) {
+    reset();
+    throw;
+  }
+}
+
+BlasHandle::~BlasHandle() { reset(); }
+
+BlasHandle::BlasHandle(BlasHandle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+
+BlasHandle& BlasHandle::operator=(BlasHandle&& other) noexcept {
+  if (this != &other) {
+    reset();
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+void BlasHandle::reset() noexcept {
+  if (handle_ != nullptr) (void)cublasDestroy(handle_);
+  handle_ = nullptr;
+}
+
+}  // namespace meridian::cuda

@@ -1,0 +1,150 @@
+#include "cuda/cuda_backend.h"
+
+#include <climits>
+#include <stdexcept>
+
+#include "cuda/device_properties.h"
+#include "cuda/error.h"
+#include "cuda/gemm.h"
+#include "cuda/kernels.h"
+
+namespace meridian::cuda {
+
+namespace {
+
+// cuBLAS takes int sizes; a model whose matrices exceed them is not something to truncate silently.
+int to_int(std::size_t value, const char* what) {
+  if (value > static_cast<std::size_t>(INT_MAX)) {
+    throw std::overflow_error(std::string("CudaBackend::gemm: ") + what + " = " + std::to_string(value) +
+                              " exceeds cuBLAS's int range");
+  }
+  return static_cast<int>(value);
+}
+
+// Makes the device current before the members (stream, handle, buffers) are created on it.
+int enter_device(int index) {
+  use_device(index);
+  return index;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device_index)
+    : device_(enter_device(device_index)), blas_(stream_.get()), first_bad_row_(1), host_first_bad_row_(1) {}
+
+void CudaBackend::set_threads(int threads) {
+  if (threads < 1) throw std::invalid_argument("CudaBackend: threads must be >= 1, got " + std::to_string(threads));
+  threads_ = threads;
+}
+
+void CudaBackend::gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                       const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+                       std::size_t ldc) {
+  cuda::gemm(blas_.get(), transpose_a ? Transpose::kYes : Transpose::kNo, transpose_b ? Transpose::kYes : Transpose::kNo,
+             to_int(m, "m"), to_int(n, "n"), to_int(k, "k"), alpha, a, to_int(lda, "lda"), b, to_int(ldb, "ldb"), beta,
+             c, to_int(ldc, "ldc"));
+}
+
+void CudaBackend::im2col(const models::ConvGeometry& g, std::size_t batch, const float* images, float* columns) {
+  kernels::im2col(stream(), g, batch, images, columns);
+}
+
+void CudaBackend::col2im(const models::ConvGeometry& g, std::size_t batch, const float* columns, float* images) {
+  kernels::col2im(stream(), g, batch, columns, images);
+}
+
+void CudaBackend::sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                               float* sums) {
+  kernels::sum_channels(stream(), batch, channels, pixels, images, sums);
+}
+
+void CudaBackend::max_pool_forward(const models::PoolGeometry& g, std::size_t batch, const float* in, float* out,
+                                   std::int32_t* argmax) {
+  kernels::max_pool_forward(stream(), g, batch, in, out, argmax);
+}
+
+void CudaBackend::max_pool_backward(const models::PoolGeometry& g, std::size_t batch, const float* dout,
+                                    const std::int32_t* argmax, float* din) {
+  kernels::max_pool_backward(stream(), g, batch, dout, argmax, din);
+}
+
+void CudaBackend::broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) {
+  kernels::broadcast_rows(stream(), rows, cols, bias, out);
+}
+
+void CudaBackend::fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) {
+  kernels::fill_rows(stream(), rows, cols, values, out);
+}
+
+void CudaBackend::sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) {
+  kernels::sum(stream(), rows, cols, m, over_columns, sums);
+}
+
+void CudaBackend::relu_forward(std::size_t n, const float* in, float* out) { kernels::relu_forward(stream(), n, in, out); }
+
+void CudaBackend::relu_backward(std::size_t n, const float* out, const float* dout, float* din) {
+  kernels::relu_backward(stream(), n, out, dout, din);
+}
+
+float CudaBackend::softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
+                                         const std::int32_t* labels, float* dlogits) {
+  if (batch == 0) return 0.0f;
+  if (row_losses_.size() < batch) {
+    // Grows to the largest batch once; every later step reuses the buffers.
+    row_losses_ = DeviceBuffer<float>(batch);
+    host_row_losses_ = PinnedBuffer<float>(batch);
+  }
+  host_first_bad_row_.data()[0] = batch;
+  MERIDIAN_CUDA_CHECK(cudaMemcpyAsync(first_bad_row_.data(), host_first_bad_row_.data(), sizeof(unsigned long long),
+                                      cudaMemcpyHostToDevice, stream()));
+  kernels::softmax_cross_entropy(stream(), batch, classes, logits, labels, dlogits, row_losses_.data(),
+                                 first_bad_row_.data());
+  MERIDIAN_CUDA_CHECK(cudaMemcpyAsync(host_row_losses_.data(), row_losses_.data(), batch * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream()));
+  MERIDIAN_CUDA_CHECK(cudaMemcpyAsync(host_first_bad_row_.data(), first_bad_row_.data(), sizeof(unsigned long long),
+                                      cudaMemcpyDeviceToHost, stream()));
+  synchronize();
+  const unsigned long long bad = host_first_bad_row_.data()[0];
+  if (bad < batch) {
+    std::int32_t label = 0;
+    MERIDIAN_CUDA_CHECK(cudaMemcpy(&label, labels + bad, sizeof label, cudaMemcpyDeviceToHost));
+    throw std::out_of_range("softmax_cross_entropy: label " + std::to_string(label) + " of sample " +
+                            std::to_string(bad) + " is outside [0, " + std::to_string(classes) + ")");
+  }
+  // The mean in double over the rows in order, exactly as the CPU backend forms it.
+  double total = 0.0;
+  for (std::size_t b = 0; b < batch; ++b) total += host_row_losses_.data()[b];
+  return static_cast<float>(total / static_cast<double>(batch));
+}
+
+void CudaBackend::argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) {
+  kernels::argmax_rows(stream(), batch, classes, logits, predictions);
+}
+
+void CudaBackend::sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) {
+  kernels::sgd_update(stream(), n, w, g, lr, weight_decay);
+}
+
+void CudaBackend::momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
+                                  float weight_decay, bool nesterov) {
+  kernels::momentum_update(stream(), n, w, u, g, lr, momentum, weight_decay, nesterov);
+}
+
+void CudaBackend::adam_update(std::size_t n, float* w, float* m, float* v, const float* g, float lr, float beta1,
+                              float beta2, float eps, float weight_decay, float bias_correction1,
+                              float bias_correction2) {
+  kernels::adam_update(stream(), n, w, m, v, g, lr, beta1, beta2, eps, weight_decay, bias_correction1,
+                       bias_correction2);
+}
+
+void CudaBackend::push_sum_scale(std::size_t n, float* x, float share) { kernels::push_sum_scale(stream(), n, x, share); }
+
+void CudaBackend::push_sum_add(std::size_t n, float* x, const float* received) {
+  kernels::push_sum_add(stream(), n, x, received);
+}
+
+void CudaBackend::delayed_compensation(std::size_t n, float* x, const float* mixed, const float* snapshot) {
+  kernels::delayed_compensation(stream(), n, x, mixed, snapshot);
+}
+
+}  // namespace meridian::cuda

@@ -1,0 +1,81 @@
+// The CUDA implementation of models::Backend: GEMM on cuBLAS (full fp32, no TF32), everything else as
+// kernels (cuda/kernels.cu) that call the per-element math of models/elementwise_math.h, the same
+// functions the CPU backend runs. All work is enqueued on the backend's one stream in call order, so the
+// operations of a step need no synchronization between them; only softmax_cross_entropy, which returns
+// the loss to the host, waits for the stream.
+//
+// Memory: every pointer passed in is device memory on this backend's device (allocate with DeviceBuffer).
+//
+// Ownership: owns its stream, cuBLAS handle and the small loss workspace (grown to the largest batch,
+// then reused). Thread safety: one thread at a time (the trainer), like every Backend; the constructor
+// makes the device current for the calling thread. Throws meridian::cuda::Error when CUDA fails
+// (construction fails that way on a machine without a usable device).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/blas_handle.h"
+#include "cuda/device_buffer.h"
+#include "cuda/pinned_buffer.h"
+#include "cuda/stream.h"
+#include "models/backend.h"
+
+namespace meridian::cuda {
+
+class CudaBackend final : public models::Backend {
+ public:
+  explicit CudaBackend(int device_index = 0);
+
+  std::string name() const override { return "cuda:" + std::to_string(device_); }
+  // The GPU does not use host worker threads; the value is kept (>= 1) so callers see what they set.
+  void set_threads(int threads) override;
+  int threads() const override { return threads_; }
+
+  void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+            const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+            std::size_t ldc) override;
+  void im2col(const models::ConvGeometry& g, std::size_t batch, const float* images, float* columns) override;
+  void col2im(const models::ConvGeometry& g, std::size_t batch, const float* columns, float* images) override;
+  void sum_channels(std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                    float* sums) override;
+  void max_pool_forward(const models::PoolGeometry& g, std::size_t batch, const float* in, float* out,
+                        std::int32_t* argmax) override;
+  void max_pool_backward(const models::PoolGeometry& g, std::size_t batch, const float* dout,
+                         const std::int32_t* argmax, float* din) override;
+  void broadcast_rows(std::size_t rows, std::size_t cols, const float* bias, float* out) override;
+  void fill_rows(std::size_t rows, std::size_t cols, const float* values, float* out) override;
+  void sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) override;
+  void relu_forward(std::size_t n, const float* in, float* out) override;
+  void relu_backward(std::size_t n, const float* out, const float* dout, float* din) override;
+  // Waits for the stream. Throws std::out_of_range, as the CPU backend, for a label outside [0, classes).
+  float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
+                              const std::int32_t* labels, float* dlogits) override;
+  void argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) override;
+  void sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) override;
+  void momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
+                       float weight_decay, bool nesterov) override;
+  void adam_update(std::size_t n, float* w, float* m, float* v, const float* g, float lr, float beta1, float beta2,
+                   float eps, float weight_decay, float bias_correction1, float bias_correction2) override;
+  void push_sum_scale(std::size_t n, float* x, float share) override;
+  void push_sum_add(std::size_t n, float* x, const float* received) override;
+  void delayed_compensation(std::size_t n, float* x, const float* mixed, const float* snapshot) override;
+
+  int device() const noexcept { return device_; }
+  // The stream every operation is enqueued on (for copies and ParameterSnapshot).
+  cudaStream_t stream() const noexcept { return stream_.get(); }
+  // Blocks until every enqueued operation has finished; throws Error on an asynchronous failure.
+  void synchronize() const { stream_.synchronize(); }
+
+ private:
+  int device_;
+  int threads_ = 1;
+  Stream stream_;
+  BlasHandle blas_;
+  DeviceBuffer<float> row_losses_;                 // (batch)
+  DeviceBuffer<unsigned long long> first_bad_row_;  // (1)
+  PinnedBuffer<float> host_row_losses_;            // (batch)
+  PinnedBuffer<unsigned long long> host_first_bad_row_;
+};
+
+}  // namespace meridian::cuda

@@ -1,0 +1,120 @@
+// --device parsing and resolution (pure, every build), the real probe of this machine, and the
+// `meridian devices` command run as a real process. These run in the CPU build too.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "models/device.h"
+
+using namespace meridian::models;
+
+namespace {
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+ProcessResult run_meridian(const std::string& args) {
+  const std::string command = std::string(MERIDIAN_BINARY) + " " + args + " 2>&1";
+  ProcessResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> chunk{};
+  size_t n = 0;
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) result.output.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  REQUIRE(WIFEXITED(status));
+  result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+const CudaAvailability kNoGpu{0, "CUDA driver version is insufficient (test)"};
+const CudaAvailability kTwoGpus{2, ""};
+
+}  // namespace
+
+TEST_CASE("parse_device accepts auto, cpu, cuda and cuda:N", "[models][device]") {
+  CHECK(parse_device("auto") == DeviceRequest{DeviceRequest::Kind::kAuto, -1});
+  CHECK(parse_device("cpu") == DeviceRequest{DeviceRequest::Kind::kCpu, -1});
+  CHECK(parse_device("cuda") == DeviceRequest{DeviceRequest::Kind::kCuda, -1});
+  CHECK(parse_device("cuda:0") == DeviceRequest{DeviceRequest::Kind::kCuda, 0});
+  CHECK(parse_device("cuda:12") == DeviceRequest{DeviceRequest::Kind::kCuda, 12});
+}
+
+TEST_CASE("parse_device rejects anything else, naming the value and the accepted spellings", "[models][device]") {
+  for (const char* bad : {"", "gpu", "CUDA", " cpu", "cuda:", "cuda:-1", "cuda:1x", "cuda:+1", "cuda:99999", "cuda0"}) {
+    INFO("value: '" << bad << "'");
+    try {
+      parse_device(bad);
+      FAIL("accepted");
+    } catch (const DeviceError& e) {
+      const std::string what = e.what();
+      CHECK(what.find(std::string("'") + bad + "'") != std::string::npos);
+      CHECK(what.find("expected auto, cpu, cuda or cuda:N") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("auto picks cuda:0 when a device exists and the CPU with the reason otherwise", "[models][device]") {
+  const DeviceSelection with_gpu = resolve_device(parse_device("auto"), kTwoGpus);
+  CHECK(with_gpu.device == Device{DeviceKind::kCuda, 0});
+  CHECK(with_gpu.device.name() == "cuda:0");
+
+  const DeviceSelection without = resolve_device(parse_device("auto"), kNoGpu);
+  CHECK(without.device == Device{DeviceKind::kCpu, 0});
+  CHECK(without.device.name() == "cpu");
+  CHECK(without.explanation.find("no CUDA device: " + kNoGpu.reason) != std::string::npos);
+
+  CHECK(resolve_device(parse_device("cpu"), kTwoGpus).device == Device{DeviceKind::kCpu, 0});
+}
+
+TEST_CASE("cuda[:N] selects that device or fails with the reason", "[models][device]") {
+  CHECK(resolve_device(parse_device("cuda"), kTwoGpus).device == Device{DeviceKind::kCuda, 0});
+  CHECK(resolve_device(parse_device("cuda:1"), kTwoGpus).device == Device{DeviceKind::kCuda, 1});
+  CHECK_THROWS_WITH(resolve_device(parse_device("cuda"), kNoGpu),
+                    "--device cuda: no CUDA device: " + kNoGpu.reason);
+  CHECK_THROWS_WITH(resolve_device(parse_device("cuda:0"), kNoGpu),
+                    "--device cuda:0: no CUDA device: " + kNoGpu.reason);
+  CHECK_THROWS_WITH(resolve_device(parse_device("cuda:2"), kTwoGpus),
+                    "--device cuda:2: this machine has only 2 CUDA device(s) (cuda:0 to cuda:1)");
+}
+
+TEST_CASE("probing this machine never throws and explains an absent device", "[models][device]") {
+  const CudaAvailability cuda = probe_cuda();
+  CHECK(cuda.device_count >= 0);
+  if (cuda.device_count == 0) {
+    CHECK_FALSE(cuda.reason.empty());
+  }
+  const DeviceSelection selection = select_device("auto");
+  CHECK(selection.device.is_cuda() == (cuda.device_count > 0));
+}
+
+TEST_CASE("meridian devices --device cuda fails cleanly with the reason where there is no GPU",
+          "[models][device][process]") {
+  const CudaAvailability cuda = probe_cuda();
+  const ProcessResult result = run_meridian("devices --device cuda");
+  if (cuda.device_count == 0) {
+    CHECK(result.exit_code == 1);
+    CHECK(result.output.find("meridian: error: --device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
+  } else {
+    CHECK(result.exit_code == 0);
+    CHECK(result.output.find("--device cuda selects cuda:0") != std::string::npos);
+  }
+}
+
+TEST_CASE("meridian devices reports what auto selects and rejects a misspelt device", "[models][device][process]") {
+  const CudaAvailability cuda = probe_cuda();
+  const ProcessResult automatic = run_meridian("devices");
+  CHECK(automatic.exit_code == 0);
+  CHECK(automatic.output.find(cuda.device_count > 0 ? "--device auto selects cuda:0" : "--device auto selects cpu") !=
+        std::string::npos);
+
+  const ProcessResult typo = run_meridian("devices --device gpu");
+  CHECK(typo.exit_code == 1);
+  CHECK(typo.output.find("invalid --device 'gpu'") != std::string::npos);
+}
