@@ -13,6 +13,7 @@ void register_commands(CLI::App& app, int& exit_code) {
   add_train_command(app, exit_code);
   add_start_command(app, exit_code);
   add_eval_command(app, exit_code);
+  add_simulate_command(app, exit_code);
 }
 
 }  // namespace meridian::cli

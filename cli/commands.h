@@ -20,5 +20,6 @@ void add_devices_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_start_command(CLI::App& app, int& exit_code);
 void add_eval_command(CLI::App& app, int& exit_code);
+void add_simulate_command(CLI::App& app, int& exit_code);
 
 }  // namespace meridian::cli

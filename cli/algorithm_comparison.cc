@@ -1,0 +1,56 @@
+#include "cli/algorithm_comparison.h"
+
+#include <algorithm>
+#include <map>
+
+namespace meridian::cli {
+
+std::vector<CurvePoint> accuracy_curve(const AlgorithmOutcome& outcome) {
+  std::vector<CurvePoint> curve;
+  for (const auto& r : outcome.progress) {
+    if (!r.test_accuracy) continue;
+    curve.push_back({r.time - outcome.launch_time, outcome.algo, r.site, r.step, *r.test_accuracy});
+  }
+  std::stable_sort(curve.begin(), curve.end(),
+                   [](const CurvePoint& a, const CurvePoint& b) { return a.seconds < b.seconds; });
+  return curve;
+}
+
+std::optional<double> seconds_to_accuracy(const std::vector<CurvePoint>& curve, int sites, double target) {
+  std::map<std::string, double> first_reached;
+  for (const auto& p : curve) {
+    if (p.accuracy >= target && !first_reached.contains(p.site)) first_reached[p.site] = p.seconds;
+  }
+  if (sites <= 0 || static_cast<int>(first_reached.size()) < sites) return std::nullopt;
+  double latest = 0;
+  for (const auto& [site, seconds] : first_reached) latest = std::max(latest, seconds);
+  return latest;
+}
+
+ComparisonRow summarize(const AlgorithmOutcome& outcome, double target_accuracy) {
+  ComparisonRow row;
+  row.algo = outcome.algo;
+  row.sites = outcome.sites;
+  row.averaged_accuracy = outcome.averaged_accuracy;
+  row.wall_seconds = outcome.wall_seconds;
+  row.seconds_to_target = seconds_to_accuracy(accuracy_curve(outcome), outcome.sites, target_accuracy);
+  if (outcome.results.empty()) return row;
+  const double n = static_cast<double>(outcome.results.size());
+  double accuracy_sum = 0;
+  int with_accuracy = 0;
+  for (const auto& r : outcome.results) {
+    row.seconds_per_step += r.seconds_per_step / n;
+    row.bytes_sent_per_site += static_cast<double>(r.bytes_sent) / n;
+    row.bytes_received_per_site += static_cast<double>(r.bytes_received) / n;
+    row.steps_per_site += static_cast<double>(r.steps) / n;
+    row.rounds_abandoned += r.rounds_abandoned;
+    if (r.test_accuracy) {
+      accuracy_sum += *r.test_accuracy;
+      ++with_accuracy;
+    }
+  }
+  if (with_accuracy > 0) row.mean_site_accuracy = accuracy_sum / with_accuracy;
+  return row;
+}
+
+}  // namespace meridian::cli

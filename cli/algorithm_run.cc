@@ -1,0 +1,170 @@
+#include "cli/algorithm_run.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "cli/child_process.h"
+#include "cli/progress_log.h"
+#include "cli/site_result.h"
+#include "daemon/human_format.h"
+
+namespace meridian::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Stops every site still running: SIGTERM (a daemon's graceful shutdown), then SIGKILL for those that
+// have not ended after the grace period or as soon as another signal arrives.
+void stop_all(std::vector<ChildProcess>& children, double grace_seconds, const InterruptFlag& interrupt) {
+  const int signals_before = interrupt.count();
+  for (auto& c : children) c.signal(SIGTERM);
+  const auto start = Clock::now();
+  while (seconds_since(start) < grace_seconds && interrupt.count() == signals_before) {
+    if (std::none_of(children.begin(), children.end(), [](ChildProcess& c) { return c.running(); })) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& c : children) {
+    c.signal(SIGKILL);
+  }
+  for (auto& c : children) {
+    while (c.running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string with_log_tail(const std::string& message, const SiteLaunch& site, std::size_t lines) {
+  const std::string tail = tail_of_file(site.log_file, lines);
+  if (tail.empty()) return message + "\n(" + site.log_file.string() + " is empty)";
+  return message + "\nlast lines of " + site.log_file.string() + ":\n" + tail;
+}
+
+std::string live_text(const std::string& algo, int running, int total, std::uint64_t step,
+                      std::optional<double> best, double elapsed) {
+  char accuracy[32] = "-";
+  if (best) std::snprintf(accuracy, sizeof accuracy, "%.1f%%", *best * 100);
+  char text[200];
+  std::snprintf(text, sizeof text, "%-9s  sites running %d/%d  step %llu  best accuracy %s  %s", algo.c_str(),
+                running, total, static_cast<unsigned long long>(step), accuracy,
+                daemon::format_duration(elapsed).c_str());
+  return text;
+}
+
+}  // namespace
+
+AlgorithmOutcome run_algorithm(const std::string& algo, const std::vector<SiteLaunch>& sites,
+                               const AlgorithmRunSettings& settings, const AveragedModelEvaluator& evaluate,
+                               const InterruptFlag& interrupt, StatusLine& status) {
+  prepare_site_directories(sites);
+  AlgorithmOutcome outcome;
+  outcome.algo = algo;
+  outcome.sites = static_cast<int>(sites.size());
+
+  std::vector<ProgressLogFollower> followers;
+  for (const auto& s : sites) followers.emplace_back(s.run_dir / "progress.jsonl");
+
+  std::vector<ChildProcess> children;
+  children.reserve(sites.size());
+  status.print(algo + ": starting " + std::to_string(sites.size()) + " sites (logs in " +
+               sites.front().run_dir.parent_path().string() + "/<site>/log.txt)");
+  outcome.launch_time = unix_now();
+  const auto launched = Clock::now();
+  try {
+    for (const auto& s : sites) children.emplace_back(settings.program, s.arguments, s.log_file);
+  } catch (...) {
+    stop_all(children, settings.grace_seconds, interrupt);
+    throw;
+  }
+
+  std::uint64_t step = 0;
+  std::optional<double> best;
+  const auto read_progress = [&] {
+    for (auto& f : followers) {
+      for (auto& r : f.read_new()) {
+        step = std::max(step, r.step);
+        if (r.test_accuracy) best = std::max(best.value_or(0.0), *r.test_accuracy);
+        outcome.progress.push_back(std::move(r));
+      }
+    }
+  };
+
+  // The loop: one pass every 200 ms is quick enough for a person watching and costs nothing.
+  while (true) {
+    std::optional<std::size_t> failed;
+    int running = 0;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      const auto status_code = children[i].poll();
+      if (!status_code) ++running;
+      else if (*status_code != 0 && !failed) failed = i;
+    }
+    try {
+      read_progress();
+    } catch (const ProgressLogError& e) {
+      stop_all(children, settings.grace_seconds, interrupt);
+      throw SimulationFailed(algo + ": " + e.what());
+    }
+    if (failed) {
+      const SiteLaunch& site = sites[*failed];
+      const int code = *children[*failed].exit_status();
+      stop_all(children, settings.grace_seconds, interrupt);
+      const std::string how =
+          code > 128 ? "was killed by signal " + std::to_string(code - 128) : "exited with status " + std::to_string(code);
+      throw SimulationFailed(with_log_tail(algo + ": " + site.name + " " + how, site, settings.log_tail_lines));
+    }
+    if (running == 0) break;
+    if (interrupt.count() > 0) {
+      status.print(algo + ": interrupted, stopping " + std::to_string(running) + " site(s) (Ctrl-C again to kill them at once)");
+      stop_all(children, settings.grace_seconds, interrupt);
+      throw SimulationInterrupted("interrupted: every site of " + algo + " was stopped; logs are in " +
+                                  sites.front().run_dir.parent_path().string());
+    }
+    const double elapsed = seconds_since(launched);
+    if (elapsed > settings.timeout_seconds) {
+      stop_all(children, settings.grace_seconds, interrupt);
+      throw SimulationFailed(algo + ": " + std::to_string(running) + " site(s) still running after --timeout " +
+                             daemon::format_duration(settings.timeout_seconds) + "; logs are in " +
+                             sites.front().run_dir.parent_path().string());
+    }
+    status.update(live_text(algo, running, outcome.sites, step, best, elapsed));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  outcome.wall_seconds = seconds_since(launched);
+  // The end records were appended before each site exited.
+  try {
+    read_progress();
+  } catch (const ProgressLogError& e) {
+    throw SimulationFailed(algo + ": " + e.what());
+  }
+
+  std::vector<std::filesystem::path> checkpoints;
+  for (const auto& s : sites) {
+    try {
+      outcome.results.push_back(read_site_result(s.run_dir / "result.json"));
+    } catch (const SiteResultError& e) {
+      throw SimulationFailed(with_log_tail(algo + ": " + s.name + " exited 0 but " + e.what(), s, settings.log_tail_lines));
+    }
+    checkpoints.push_back(outcome.results.back().final_checkpoint);
+  }
+  status.print(algo + ": " + std::to_string(outcome.sites) + " sites finished in " +
+               daemon::format_duration(outcome.wall_seconds));
+
+  if (evaluate) {
+    try {
+      outcome.averaged_accuracy = evaluate(checkpoints, sites.front().config);
+    } catch (const std::exception& e) {
+      status.print(algo + ": the averaged model could not be evaluated: " + e.what());
+    }
+  }
+  return outcome;
+}
+
+}  // namespace meridian::cli

@@ -1,0 +1,74 @@
+#include "cli/algorithm_variant.h"
+
+#include <charconv>
+
+namespace meridian::cli {
+namespace {
+
+const char* const kKnobs = "delay, period, out-peers, tau, grid, reaverage-every";
+
+bool is_knob(const std::string& key) {
+  for (const char* k : {"delay", "period", "out-peers", "tau", "grid", "reaverage-every"})
+    if (key == k) return true;
+  return false;
+}
+
+bool parse_int(const std::string& text, int& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
+  AlgorithmVariantParse result;
+  AlgorithmVariant& v = result.variant;
+  v.label = text;
+  std::size_t start = 0;
+  auto colon = text.find(':');
+  v.algo = text.substr(0, colon);
+  while (colon != std::string::npos) {
+    start = colon + 1;
+    colon = text.find(':', start);
+    const std::string part = text.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    const auto equals = part.find('=');
+    const std::string where = "--algo: '" + text + "': ";
+    if (equals == std::string::npos) {
+      result.error = where + "'" + part + "' is not KNOB=VALUE (e.g. dts:delay=4:period=2)";
+      return result;
+    }
+    std::string key = part.substr(0, equals), value = part.substr(equals + 1);
+    if (!is_knob(key)) {
+      result.error = where + "unknown knob '" + key + "' (knobs: " + kKnobs + ")";
+      return result;
+    }
+    if (value.empty()) {
+      result.error = where + "'" + key + "' has no value (e.g. " + key + "=4)";
+      return result;
+    }
+    v.knobs.emplace_back(std::move(key), std::move(value));
+  }
+  return result;
+}
+
+void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, std::string& error) {
+  config.algo = variant.algo;
+  for (const auto& [key, value] : variant.knobs) {
+    if (key == "grid") {
+      config.grid = value;
+      continue;
+    }
+    int n = 0;
+    if (!parse_int(value, n)) {
+      error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a whole number";
+      return;
+    }
+    if (key == "delay") config.delay = n;
+    else if (key == "period") config.period = n;
+    else if (key == "out-peers") config.out_peers = n;
+    else if (key == "tau") config.tau = n;
+    else if (key == "reaverage-every") config.reaverage_every = n;
+  }
+}
+
+}  // namespace meridian::cli

@@ -1,0 +1,34 @@
+// One entry of simulate's --algo list: an algorithm, optionally with its own knobs, so that one run can
+// compare settings ("sgp,dts:delay=4:period=4,dts:delay=16"). Knobs given here win over the shared
+// --delay/--period/... flags for this entry only. The whole text is the entry's label in the table,
+// the CSV files, the plot and the directory OUT/<label>/.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/site_config.h"
+
+namespace meridian::cli {
+
+struct AlgorithmVariant {
+  std::string label;  // the text as given, e.g. "dts:delay=4:period=4"
+  std::string algo;   // the part before the first ':', e.g. "dts"
+  std::vector<std::pair<std::string, std::string>> knobs;  // in order, e.g. {"delay","4"}, {"period","4"}
+};
+
+// Splits "ALGO[:KNOB=VALUE]..." (no validation of the algorithm name: site_config_problems does that).
+// Returns an error message naming the entry and the problem ("knob without '='", unknown knob, empty
+// value), or the variant; knobs: delay, period, out-peers, tau, grid, reaverage-every.
+struct AlgorithmVariantParse {
+  AlgorithmVariant variant;
+  std::string error;  // "" when the text is well formed
+};
+AlgorithmVariantParse parse_algorithm_variant(const std::string& text);
+
+// `base` with the variant's algorithm and knobs applied. A value that is not a number where one is
+// needed becomes an error message (returned in `error`, `base` then partially changed).
+void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, std::string& error);
+
+}  // namespace meridian::cli

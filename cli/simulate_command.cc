@@ -1,0 +1,211 @@
+// `meridian simulate`: N real sites on this machine with an emulated WAN, one algorithm after the other,
+// and a comparison of what each reached: the way to choose an algorithm for a network before going live.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/accuracy_plot.h"
+#include "cli/algorithm_run.h"
+#include "cli/commands.h"
+#include "cli/comparison_table.h"
+#include "cli/interrupt_flag.h"
+#include "cli/loopback_ports.h"
+#include "cli/simulation_csv.h"
+#include "cli/simulation_layout.h"
+#include "cli/simulation_options.h"
+#include "cli/status_line.h"
+#include "daemon/checkpoint_model.h"
+#include "daemon/site_data.h"
+
+namespace meridian::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_text_file(const fs::path& file, const std::string& text) {
+  std::ofstream out(file, std::ios::trunc | std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + file.string());
+}
+
+// The averaged final model's accuracy: the daemon's checkpoint reader de-biases (sgp) and averages the
+// sites' final models and evaluates the result on the test set the sites used.
+AveragedModelEvaluator averaged_model_evaluator() {
+  return [](const std::vector<fs::path>& checkpoints, const daemon::SiteConfig& config) {
+    return daemon::evaluate_checkpoints(checkpoints, daemon::load_test_data(config)).evaluation.accuracy;
+  };
+}
+
+std::string describe(const SimulationOptions& o) {
+  std::string algos;
+  for (const auto& a : o.algos) algos += (algos.empty() ? "" : ", ") + a;
+  char epochs[32];
+  std::snprintf(epochs, sizeof epochs, "%g", static_cast<double>(o.site.epochs));
+  return std::to_string(o.sites) + " sites on 127.0.0.1, WAN " + (o.site.wan.empty() ? "none" : o.site.wan) + ", " +
+         o.site.model + " on " + o.site.dataset + " (" + o.site.partition + "), " + epochs + " epoch(s), " +
+         std::to_string(o.threads_per_site) + " thread(s) per site; algorithms: " + algos;
+}
+
+int run_simulation(SimulationOptions options, const std::string& algo_list) {
+  options.algos = split_algorithm_list(algo_list);
+  const auto problems = simulation_problems(options);
+  if (!problems.empty()) {
+    std::string text = "invalid simulation:";
+    for (const auto& p : problems) text += "\n  " + p;
+    throw std::invalid_argument(text);
+  }
+  const fs::path out_dir = fs::absolute(options.out_dir).lexically_normal();
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw std::runtime_error("cannot create --out " + out_dir.string() + ": " + ec.message());
+
+  // Progress and notes go to stderr so that --json leaves stdout to the JSON object alone.
+  StatusLine status(stderr);
+  status.print("simulate: " + describe(options));
+  if (options.site.insecure) {
+    status.print("simulate: --insecure: sites talk plain TCP without authentication (local experiments only)");
+  } else {
+    const fs::path roster = create_simulation_identities(out_dir, options.sites);
+    status.print("simulate: CurveZMQ keys in " + (out_dir / "keys").string() + ", roster " + roster.string());
+  }
+
+  InterruptFlag interrupt;
+  AlgorithmRunSettings settings;
+  settings.program = options.program;
+  settings.timeout_seconds = options.timeout_seconds;
+  const AveragedModelEvaluator evaluate = averaged_model_evaluator();
+
+  std::vector<ComparisonRow> rows;
+  std::vector<CurvePoint> curves;
+  for (const auto& algo : options.algos) {
+    const auto ports = free_loopback_ports(options.sites);
+    const auto sites = plan_algorithm_sites(options, algo, out_dir, ports);
+    const AlgorithmOutcome outcome = run_algorithm(algo, sites, settings, evaluate, interrupt, status);
+    rows.push_back(summarize(outcome, options.target_accuracy));
+    const auto curve = accuracy_curve(outcome);
+    curves.insert(curves.end(), curve.begin(), curve.end());
+  }
+
+  ComparisonContext context;
+  context.sites = options.sites;
+  context.wan = options.site.wan;
+  context.partition = options.site.partition;
+  context.model = options.site.model;
+  context.epochs = options.site.epochs;
+  context.target_accuracy = options.target_accuracy;
+  context.results_csv = out_dir / "results.csv";
+  context.curves_csv = out_dir / "curves.csv";
+  context.plot_svg = out_dir / "accuracy.svg";
+  write_text_file(context.results_csv, results_csv(rows, options.target_accuracy));
+  write_text_file(context.curves_csv, curves_csv(curves));
+  AccuracyPlotLabels labels;
+  labels.subtitle = std::to_string(options.sites) + " sites, WAN " + (options.site.wan.empty() ? "none" : options.site.wan) +
+                    ", " + options.site.model + " on " + options.site.dataset + " (" + options.site.partition + ")";
+  labels.target_accuracy = options.target_accuracy;
+  write_text_file(context.plot_svg, render_accuracy_svg(curves, rows, labels));
+
+  if (options.json) {
+    std::fputs(comparison_json(rows, context).c_str(), stdout);
+  } else {
+    std::printf("\n%s\n", format_comparison_table(rows, options.target_accuracy).c_str());
+    std::printf("accuracy: the average of the sites' final models on the test set; site acc.: mean of each site's own\n"
+                "model; per step: mean seconds per training step; to %.1f%%: until every site reached it; sent/site:\n"
+                "bytes each site sent, mean over sites; wall time: from start to the last site's end.\n\n",
+                options.target_accuracy * 100);
+    std::printf("results  %s\ncurves   %s\nplot     %s\nlogs     %s/<algo>/<site>/log.txt\n",
+                context.results_csv.c_str(), context.curves_csv.c_str(), context.plot_svg.c_str(), out_dir.c_str());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("simulate", "Train with N local sites and an emulated WAN; compare algorithms");
+  cmd->footer(
+      "Starts N real `meridian start` processes on 127.0.0.1 for each algorithm in turn (secure by default:\n"
+      "keys and a roster are created in the output directory), emulates the WAN on their links, shows one\n"
+      "live line, and prints a table: test accuracy of the averaged final model, seconds per step, time until\n"
+      "every site reached --target-accuracy, bytes sent per site. Writes OUT/results.csv, OUT/curves.csv,\n"
+      "OUT/accuracy.svg (accuracy against wall time) and every site's files in OUT/<algo>/<site>/.\n"
+      "Every other option is passed to the sites as the `meridian start` option of the same name.\n\n"
+      "Examples:\n"
+      "  meridian simulate --sites 4 --algo allreduce,sgp --wan world4 --epochs 1\n"
+      "  meridian simulate --sites 8 --algo dts,sgp --wan latency=100ms,bandwidth=50mbit --delay 4 --period 2\n"
+      "  meridian simulate --sites 4 --algo allreduce,dts:delay=4:period=4,dts:delay=8,sgp:tau=4 --wan world4\n"
+      "  meridian simulate --sites 4 --algo sgp,dsync --partition dirichlet:0.5 --json > result.json");
+  auto options = std::make_shared<SimulationOptions>();
+  options->site.epochs = 1;
+  auto algo_list = std::make_shared<std::string>("allreduce,sgp");
+  daemon::SiteConfig& s = options->site;
+
+  cmd->add_option("--sites", options->sites, "Number of sites (processes)")->capture_default_str();
+  cmd->add_option("--algo", *algo_list,
+                  "Algorithms to compare, comma-separated: allreduce, dts, sgp, dsync, local; each may carry its own "
+                  "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every)")
+      ->capture_default_str();
+  cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
+  cmd->add_option("--target-accuracy", options->target_accuracy, "Test accuracy for the 'time to' column, in (0, 1)")
+      ->capture_default_str();
+  cmd->add_option("--eval-every", options->eval_every, "Steps between each site's test evaluations (the curves)")
+      ->capture_default_str();
+  cmd->add_option("--threads-per-site", options->threads_per_site, "Compute threads of each site")->capture_default_str();
+  cmd->add_option("--timeout", options->timeout_seconds, "Seconds one algorithm may take before its sites are stopped")
+      ->capture_default_str();
+  cmd->add_flag("--json", options->json, "Print the comparison as one JSON object on stdout");
+  cmd->add_flag("--insecure", s.insecure, "No CurveZMQ keys: plain TCP between the sites");
+  // Hidden: the tests run simulate's process handling against a stand-in for `meridian start`.
+  cmd->add_option("--site-program", options->program, "The program each site runs (default: this meridian)")
+      ->group("");
+
+  const std::string shared = "Passed to every site";
+  cmd->add_option("--wan", s.wan, "Emulated links: world4 | latency=100ms,jitter=5ms,bandwidth=50mbit,loss=0.01")
+      ->group(shared);
+  cmd->add_option("--partition", s.partition, "iid | dirichlet:ALPHA (how the dataset is split)")
+      ->capture_default_str()->group(shared);
+  cmd->add_option("--dataset", s.dataset, "fashion-mnist | idx | csv")->capture_default_str()->group(shared);
+  cmd->add_option("--data-dir", s.data_dir, "Directory of the IDX files")->capture_default_str()->group(shared);
+  cmd->add_option("--train-csv", s.train_csv, "csv: training file")->group(shared);
+  cmd->add_option("--test-csv", s.test_csv, "csv: test file")->group(shared);
+  cmd->add_option("--label-column", s.label_column, "csv: label column")->group(shared);
+  cmd->add_option("--model", s.model, "logreg | mlp | cnn")->capture_default_str()->group(shared);
+  cmd->add_option("--widths", s.widths, "Hidden widths (mlp) or channels (cnn), e.g. 256,128")
+      ->delimiter(',')->group(shared);
+  cmd->add_option("--epochs", s.epochs, "Epochs over each site's part (fractions allowed: 0.5)")->capture_default_str()->group(shared);
+  cmd->add_option("--batch", s.batch, "Local batch size")->capture_default_str()->group(shared);
+  cmd->add_option("--lr", s.lr, "Learning rate")->capture_default_str()->group(shared);
+  cmd->add_option("--optimizer", s.optimizer, "sgd | momentum | nesterov | adam")->capture_default_str()->group(shared);
+  cmd->add_option("--schedule", s.schedule, "constant | step:EPOCHS:FACTOR | cosine")->capture_default_str()->group(shared);
+  cmd->add_option("--momentum", s.momentum, "Momentum coefficient")->capture_default_str()->group(shared);
+  cmd->add_option("--weight-decay", s.weight_decay, "L2 weight decay")->capture_default_str()->group(shared);
+  cmd->add_option("--delay", s.delay, "D (dts; delayed compensation for sgp and dsync)")->capture_default_str()->group(shared);
+  cmd->add_option("--period", s.period, "P (dts)")->capture_default_str()->group(shared);
+  cmd->add_option("--out-peers", s.out_peers, "K (sgp)")->capture_default_str()->group(shared);
+  cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
+  cmd->add_option("--grid", s.grid, "dsync: auto | AxB")->capture_default_str()->group(shared);
+  cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")->capture_default_str()->group(shared);
+  cmd->add_option("--round-timeout", s.round_timeout, "Seconds before a mixing round is abandoned and redone")
+      ->capture_default_str()->group(shared);
+  cmd->add_option("--seed", s.seed, "Random seed (initial model, partition, data order)")->capture_default_str()->group(shared);
+  cmd->add_option("--device", s.device, "auto | cpu | cuda | cuda:N")->capture_default_str()->group(shared);
+
+  cmd->callback([options, algo_list, &exit_code] {
+    try {
+      exit_code = run_simulation(*options, *algo_list);
+    } catch (const SimulationInterrupted& e) {
+      std::fprintf(stderr, "meridian simulate: %s\n", e.what());
+      exit_code = 130;
+    } catch (const SimulationFailed& e) {
+      std::fprintf(stderr, "meridian simulate: %s\n", e.what());
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace meridian::cli

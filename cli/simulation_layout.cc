@@ -1,0 +1,99 @@
+#include "cli/simulation_layout.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+
+#include "cli/algorithm_variant.h"
+#include "peer/curve_keys.h"
+#include "peer/roster.h"
+
+namespace meridian::cli {
+namespace fs = std::filesystem;
+
+fs::path create_simulation_identities(const fs::path& out_dir, int sites) {
+  peer::Roster roster;
+  for (int i = 0; i < sites; ++i) {
+    const std::string name = simulated_site_name(i);
+    const fs::path dir = out_dir / "keys" / name;
+    peer::CurveKeyPair keys;
+    if (fs::exists(dir / "secret.key")) {
+      keys = peer::read_key_pair(dir);
+    } else {
+      keys = peer::generate_curve_key_pair();
+      peer::write_key_pair(keys, dir);
+    }
+    roster.add({name, keys.public_key, ""});
+  }
+  const fs::path file = out_dir / "roster.txt";
+  std::ofstream out(file, std::ios::trunc);
+  out << "# The sites of this simulation (written by meridian simulate).\n" << roster.to_text();
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + file.string());
+  return file;
+}
+
+std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, const std::string& algo,
+                                             const fs::path& out_dir, const std::vector<std::uint16_t>& ports) {
+  std::vector<SiteLaunch> sites;
+  const auto address = [&](int i) { return "tcp://127.0.0.1:" + std::to_string(ports.at(static_cast<std::size_t>(i))); };
+  for (int i = 0; i < options.sites; ++i) {
+    SiteLaunch s;
+    s.name = simulated_site_name(i);
+    s.run_dir = out_dir / algo / s.name;
+    s.log_file = s.run_dir / "log.txt";
+    daemon::SiteConfig& c = s.config;
+    c = options.site;
+    c.name = s.name;
+    const AlgorithmVariantParse parsed = parse_algorithm_variant(algo);
+    std::string error = parsed.error;
+    if (error.empty()) apply_algorithm_variant(parsed.variant, c, error);
+    if (!error.empty()) throw std::invalid_argument(error);
+    c.listen = address(i);
+    c.join.clear();
+    // Every other site as a bootstrap: no site is special, and a slow starter delays nobody.
+    for (int j = 0; j < options.sites; ++j)
+      if (j != i) c.join.push_back(simulated_site_name(j) + "@" + address(j));
+    c.run_dir = s.run_dir.string();
+    if (!c.insecure) {
+      c.key_dir = (out_dir / "keys" / s.name).string();
+      c.roster = (out_dir / "roster.txt").string();
+    }
+    c.site_index = i;
+    c.site_count = options.sites;
+    c.region = simulated_site_region(c.wan, i);
+    c.threads = options.threads_per_site;
+    // Many sites on one host cannot share the default metrics port; the simulation reads progress.jsonl.
+    c.metrics_address = "off";
+    c.checkpoint_dir.clear();
+    c.control_socket.clear();
+    // A Unix socket path must fit in 108 bytes; deep output directories get a short path in /tmp.
+    if ((s.run_dir / "control.sock").string().size() > 100)
+      c.control_socket = "/tmp/meridian-sim-" + std::to_string(::getpid()) + "-" + algo + "-" + std::to_string(i) + ".sock";
+    c.eval_every = options.eval_every;
+    s.arguments = {"start", "--config", (s.run_dir / "site.toml").string()};
+    sites.push_back(std::move(s));
+  }
+  return sites;
+}
+
+void prepare_site_directories(const std::vector<SiteLaunch>& sites) {
+  if (sites.empty()) return;
+  std::error_code ec;
+  const fs::path algo_dir = sites.front().run_dir.parent_path();
+  fs::remove_all(algo_dir, ec);
+  if (ec) throw std::runtime_error("cannot clear " + algo_dir.string() + ": " + ec.message());
+  for (const auto& s : sites) {
+    fs::create_directories(s.run_dir, ec);
+    if (ec) throw std::runtime_error("cannot create " + s.run_dir.string() + ": " + ec.message());
+    const fs::path file = s.run_dir / "site.toml";
+    std::ofstream out(file, std::ios::trunc);
+    out << daemon::render_site_config(s.config);
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + file.string());
+  }
+}
+
+}  // namespace meridian::cli

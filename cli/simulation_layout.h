@@ -1,0 +1,46 @@
+// Where a simulation keeps its files, and the per-site settings it derives from the shared ones.
+//   OUT/roster.txt                     the federation's roster (secure runs)
+//   OUT/keys/<site>/                   each site's CurveZMQ key pair (secure runs)
+//   OUT/<algo>/<site>/site.toml        the site's full configuration (`meridian start --config` it)
+//   OUT/<algo>/<site>/log.txt          everything the site printed
+//   OUT/<algo>/<site>/progress.jsonl   its evaluations; result.json and checkpoints/ at the end
+// Sites are named site-0 .. site-(N-1); site i is in region i mod 4 under world4.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/simulation_options.h"
+#include "daemon/site_config.h"
+
+namespace meridian::cli {
+
+// Creates OUT/keys/<site>/ for every site (keeping key pairs that already exist there, so a rerun
+// into the same directory keeps its identities) and writes OUT/roster.txt listing them. Returns the
+// roster's path. Throws std::runtime_error naming the file on failure.
+std::filesystem::path create_simulation_identities(const std::filesystem::path& out_dir, int sites);
+
+// One site of one algorithm's run, ready to start.
+struct SiteLaunch {
+  std::string name;
+  std::filesystem::path run_dir;
+  std::filesystem::path log_file;
+  daemon::SiteConfig config;
+  std::vector<std::string> arguments;  // for the meridian binary: start --config OUT/<algo>/<site>/site.toml
+};
+
+// The configuration of every site for `algo` (an --algo entry, knobs included; throws
+// std::invalid_argument for one that simulation_problems would report): `ports[i]` is site i's listening port on 127.0.0.1, and
+// each site bootstraps from all the others. `out_dir` must be absolute (the sites may not share the
+// caller's working directory forever). Pure: creates nothing.
+std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, const std::string& algo,
+                                             const std::filesystem::path& out_dir,
+                                             const std::vector<std::uint16_t>& ports);
+
+// Replaces OUT/<algo>/ with fresh site directories holding each site's site.toml. Throws
+// std::runtime_error naming the path on failure.
+void prepare_site_directories(const std::vector<SiteLaunch>& sites);
+
+}  // namespace meridian::cli

@@ -1,0 +1,239 @@
+// `meridian simulate` as a user runs it: a real process that starts real site processes. The process
+// handling (start, follow progress, stop everything on a failure or Ctrl-C) runs against a stand-in
+// site (tests/cli/fake_site.sh) so it is tested without training; one small run uses the real
+// `meridian start`.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/daemon/temp_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string command = std::string(MERIDIAN_BINARY) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  REQUIRE(pipe);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) output += buffer.data();
+  const int status = pclose(pipe.release());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+const std::string kFakeSite = std::string(MERIDIAN_SOURCE_DIR) + "/tests/cli/fake_site.sh";
+
+}  // namespace
+
+TEST_CASE("simulate rejects bad arguments with messages that name the option", "[cli][simulate]") {
+  const Result r = run("simulate --sites 0 --algo sgp,fedavg --wan world5 --partition dirichlet:-1 --target-accuracy 80");
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("--sites: 0 is not in 1..64") != std::string::npos);
+  CHECK(r.output.find("'fedavg' is not one of") != std::string::npos);
+  CHECK(r.output.find("world5") != std::string::npos);
+  CHECK(r.output.find("--partition") != std::string::npos);
+  CHECK(r.output.find("--target-accuracy: 80 is not a fraction") != std::string::npos);
+  const Result help = run("simulate --help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.output.find("Example") != std::string::npos);
+  CHECK(help.output.find("--site-program") == std::string::npos);  // a test seam, not for users
+}
+
+TEST_CASE("simulate collects every site's progress and result into the table, CSV files and plot",
+          "[cli][simulate]") {
+  meridian::testing::TempDir dir;
+  const Result r = run("simulate --sites 3 --algo local,sgp --wan world4 --target-accuracy 0.75 --out " +
+                       dir.path().string() + " --site-program " + kFakeSite);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // Fake accuracies (fake_site.sh): site i reports 0.6i, 0.7i, 0.8i; its own final model 0.8i.
+  const auto table = r.output.substr(r.output.find("\nalgorithm ") + 1);
+  const auto rows = lines_of(table);
+  REQUIRE(rows.size() >= 3);
+  CHECK(rows[1].starts_with("local"));
+  CHECK(rows[2].starts_with("sgp"));
+  CHECK(rows[1].find("81.0%") != std::string::npos);  // mean of 0.80, 0.81, 0.82
+  CHECK(rows[1].find("100 ms") != std::string::npos);
+  CHECK(rows[1].find("3.0 kB") != std::string::npos);
+  CHECK(r.output.find("plot     " + (dir.path() / "accuracy.svg").string()) != std::string::npos);
+
+  const auto results = lines_of(read_file(dir.path() / "results.csv"));
+  REQUIRE(results.size() == 3);
+  CHECK(results[1].starts_with("local,3,,0.81,0.1,0.75,"));
+  CHECK(results[2].starts_with("sgp,3,,0.81,0.1,0.75,"));
+  const auto curves = lines_of(read_file(dir.path() / "curves.csv"));
+  CHECK(curves.size() == 1 + 2 * 3 * 3);  // header, 2 algorithms x 3 sites x 3 evaluations
+  const std::string svg = read_file(dir.path() / "accuracy.svg");
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(svg.find("<polyline") != std::string::npos);
+
+  // Each site got its own directory, configuration (world4 regions in site order) and log; keys and a
+  // roster were made because the run is secure by default.
+  for (const char* algo : {"local", "sgp"}) {
+    for (int i = 0; i < 3; ++i) {
+      const fs::path site = dir.path() / algo / ("site-" + std::to_string(i));
+      CHECK(fs::exists(site / "log.txt"));
+      const std::string config = read_file(site / "site.toml");
+      CHECK(config.find("algo = \"" + std::string(algo) + "\"") != std::string::npos);
+      CHECK(config.find("site-index = " + std::to_string(i)) != std::string::npos);
+      CHECK(config.find(std::string("region = \"") + (i == 0 ? "oregon" : i == 1 ? "ohio" : "london")) !=
+            std::string::npos);
+      CHECK(config.find("metrics-address = \"off\"") != std::string::npos);
+    }
+  }
+  CHECK(fs::exists(dir.path() / "keys" / "site-2" / "secret.key"));
+  CHECK(read_file(dir.path() / "roster.txt").find("site-2") != std::string::npos);
+
+  const Result json = run("simulate --sites 2 --algo dts --insecure --json --out " + dir.path().string() +
+                          " --site-program " + kFakeSite + " 2>/dev/null");
+  REQUIRE(json.exit_code == 0);
+  CHECK(json.output.find("\"algo\": \"dts\"") != std::string::npos);
+  CHECK(json.output.find("\"results_csv\": \"" + (dir.path() / "results.csv").string()) != std::string::npos);
+  CHECK(read_file(dir.path() / "dts" / "site-0" / "site.toml").find("insecure = true") != std::string::npos);
+}
+
+TEST_CASE("simulate stops every site when one fails and shows that site's log", "[cli][simulate]") {
+  meridian::testing::TempDir dir;
+  const Result failed = [&] {
+    setenv("FAKE_SITE_MODE", "fail", 1);
+    Result f = run("simulate --sites 3 --algo sgp --insecure --out " + dir.path().string() + " --site-program " +
+                   kFakeSite);
+    unsetenv("FAKE_SITE_MODE");
+    return f;
+  }();
+  INFO(failed.output);
+  CHECK(failed.exit_code == 1);
+  CHECK(failed.output.find("sgp: site-1 exited with status 3") != std::string::npos);
+  CHECK(failed.output.find("cannot read the dataset (on purpose)") != std::string::npos);
+  for (int i : {0, 2}) {
+    const fs::path site = dir.path() / "sgp" / ("site-" + std::to_string(i));
+    const pid_t pid = std::stoi(read_file(site / "pid"));
+    CHECK_FALSE(process_alive(pid));
+    CHECK(read_file(site / "log.txt").find("stopping") != std::string::npos);  // SIGTERM first
+  }
+}
+
+TEST_CASE("Ctrl-C stops simulate and every site it started", "[cli][simulate]") {
+  meridian::testing::TempDir dir;
+  const pid_t simulate = ::fork();
+  REQUIRE(simulate >= 0);
+  if (simulate == 0) {
+    ::setenv("FAKE_SITE_MODE", "hang", 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execl(MERIDIAN_BINARY, MERIDIAN_BINARY, "simulate", "--sites", "2", "--algo", "sgp", "--insecure", "--out",
+            dir.path().c_str(), "--site-program", kFakeSite.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until both sites are up (they write their pid), then interrupt as a terminal would.
+  std::vector<pid_t> sites;
+  for (int attempt = 0; attempt < 600 && sites.size() < 2; ++attempt) {
+    sites.clear();
+    for (int i = 0; i < 2; ++i) {
+      const std::string pid = read_file(dir.path() / "sgp" / ("site-" + std::to_string(i)) / "pid");
+      if (!pid.empty()) sites.push_back(std::stoi(pid));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(sites.size() == 2);
+  ::kill(simulate, SIGINT);
+  int status = 0;
+  REQUIRE(::waitpid(simulate, &status, 0) == simulate);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  for (pid_t pid : sites) CHECK_FALSE(process_alive(pid));
+}
+
+TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-MNIST", "[cli][simulate][slow]") {
+  const fs::path data = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(data / "train-images-idx3-ubyte.gz")) {
+    WARN("SKIPPED: Fashion-MNIST is not installed at " << data << " (scripts/install-deps test)");
+    return;
+  }
+  meridian::testing::TempDir dir;
+  // Logistic regression, a tenth of an epoch (46 steps of 64 per site): seconds, not minutes. Secure
+  // (the default), with a small emulated latency so the WAN path is on.
+  const Result r = run("simulate --sites 2 --algo local,allreduce --model logreg --epochs 0.1 --lr 0.1 "
+                       "--eval-every 15 --target-accuracy 0.5 --wan latency=2ms --timeout 120 --out " +
+                       dir.path().string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto table = r.output.substr(r.output.find("\nalgorithm ") + 1);
+  const auto rows = lines_of(table);
+  REQUIRE(rows.size() >= 3);
+  CHECK(rows[1].starts_with("local"));
+  CHECK(rows[2].starts_with("allreduce"));
+
+  const auto results = lines_of(read_file(dir.path() / "results.csv"));
+  REQUIRE(results.size() == 3);
+  const auto fields = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream s(line);
+    for (std::string f; std::getline(s, f, ',');) out.push_back(f);
+    return out;
+  };
+  for (int i : {1, 2}) {
+    const auto f = fields(results[i]);
+    REQUIRE(f.size() >= 12);
+    INFO(results[i]);
+    // After 46 steps logistic regression is far above chance (10%) on the averaged and the site models.
+    REQUIRE_FALSE(f[2].empty());
+    CHECK(std::stod(f[2]) > 0.5);
+    CHECK(std::stod(f[3]) > 0.5);
+    CHECK(std::stod(f[9]) > 0);  // steps per site
+  }
+  // allreduce keeps identical replicas: the average of the final models is each site's model.
+  const auto allreduce = fields(results[2]);
+  CHECK(allreduce[2] == allreduce[3]);
+  // local never talks to the other site over the mixer; allreduce does.
+  CHECK(std::stod(allreduce[7]) > std::stod(fields(results[1])[7]));
+
+  const auto curves = lines_of(read_file(dir.path() / "curves.csv"));
+  CHECK(std::count_if(curves.begin(), curves.end(), [](const std::string& l) { return l.find(",local,") != std::string::npos; }) >= 2);
+  CHECK(std::count_if(curves.begin(), curves.end(), [](const std::string& l) { return l.find(",allreduce,") != std::string::npos; }) >= 2);
+  const std::string svg = read_file(dir.path() / "accuracy.svg");
+  CHECK(svg.find("<polyline") != std::string::npos);
+  CHECK(svg.find("averaged model</title>") != std::string::npos);
+  for (const char* algo : {"local", "allreduce"}) {
+    CHECK(fs::exists(dir.path() / algo / "site-1" / "result.json"));
+    CHECK(fs::exists(dir.path() / algo / "site-1" / "log.txt"));
+  }
+}
