@@ -275,6 +275,10 @@ void SiteDaemon::Impl::make_transport() {
   // allreduce re-averages parameters and optimizer state as one tensor (trainer_algorithm.h), so only
   // the other algorithms can pin every tensor to the model's length.
   if (config.algo != "allreduce") o.validation.model_elements = model->parameters().size();
+  // dts with momentum and P > 1 averages the window displacement and the window momentum as one
+  // tensor of two model-sized vectors (gossip/dts.h).
+  if (config.algo == "dts" && config.optimizer == "momentum" && config.period > 1)
+    o.validation.max_model_multiple = 2;
   if (resume) {
     // Membership treats a restarted site whose new incarnation arrives before its death was noticed
     // as having never left: no new view, so the round its peers were mixing with the old incarnation is

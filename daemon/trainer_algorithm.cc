@@ -125,7 +125,9 @@ class Sgp final : public WithOptimizer {
       const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
         push_sum_(
-            gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.tau), true, 1.0, 0, false, wait_timeout(config)},
+            gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.tau), true,
+                                        gossip::stable_mix_step(static_cast<std::uint32_t>(config.tau)), 0, false,
+                                        wait_timeout(config)},
             channel, model.parameters()),
         before_(model.parameters().size()),
         update_(model.parameters().size()) {}
@@ -162,8 +164,7 @@ class Dsync final : public WithOptimizer {
         const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
         mixing_(gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.delay), false,
-                                            // α = 1/D keeps D >= 3 stable (gossip/delayed_mixing.h).
-                                            config.delay >= 3 ? 1.0 / config.delay : 1.0,
+                                            gossip::stable_mix_step(static_cast<std::uint32_t>(config.delay)),
                                             static_cast<std::uint64_t>(config.reaverage_every), true,
                                             wait_timeout(config)},
                 channel, model.parameters()) {}

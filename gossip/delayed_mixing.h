@@ -39,6 +39,10 @@ struct DelayedMixingConfig {
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
 };
 
+// The mix step the daemon uses for a delay D (τ in overlap mode): DESIGN.md's α = 1 where it is stable
+// (D <= 2) and α = 1/D beyond, where α = 1 oscillates or diverges.
+constexpr double stable_mix_step(std::uint32_t delay) { return delay >= 3 ? 1.0 / delay : 1.0; }
+
 class DelayedMixing {
  public:
   // `weight` is the push-sum weight (sgp) or nullptr. Throws std::invalid_argument when re-averaging

@@ -1,5 +1,7 @@
 #include "peer/message_validator.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 
@@ -19,7 +21,10 @@ std::optional<Rejection> MessageValidator::check(const std::string& sender, cons
                      "model fingerprint " + hex(h.model_fingerprint) + ", ours is " + hex(policy_.model_fingerprint)};
   if (!is_mixer_kind(h.kind) || h.chunk_index != 0) return std::nullopt;
 
-  if (policy_.model_elements != 0 && h.total != policy_.model_elements)
+  const bool whole_models = policy_.model_elements != 0 && h.total % policy_.model_elements == 0 &&
+                            h.total / policy_.model_elements >= 1 &&
+                            h.total / policy_.model_elements <= std::max<std::uint32_t>(1, policy_.max_model_multiple);
+  if (policy_.model_elements != 0 && !whole_models)
     return Rejection{RejectCause::kTensorLength, "tensor of " + std::to_string(h.total) +
                                                      " elements, the model has " +
                                                      std::to_string(policy_.model_elements)};

@@ -21,6 +21,10 @@ struct ValidationPolicy {
   // Elements of the tensors mixers exchange (the model's parameter count); 0 accepts any length up to
   // the wire cap.
   std::uint64_t model_elements = 0;
+  // A mixer tensor may pack up to this many model-sized vectors back to back (dts with momentum and
+  // P > 1 averages its window displacement and window momentum together); its length must then be
+  // model_elements × k for some k in [1, max_model_multiple].
+  std::uint32_t max_model_multiple = 1;
   // Push-sum weight shares must be finite and in [min_weight, max_weight].
   double min_weight = 1e-30;
   double max_weight = 1e6;

@@ -27,6 +27,18 @@ std::optional<RejectCause> cause(const MessageValidator& v, const WireHeader& h)
 
 }  // namespace
 
+TEST_CASE("validator accepts tensors packing up to max_model_multiple model-sized vectors", "[peer][validate]") {
+  ValidationPolicy p;
+  p.model_fingerprint = 7;
+  p.model_elements = 100;
+  p.max_model_multiple = 2;
+  MessageValidator v(p);
+  v.advance_round(20);
+  CHECK_FALSE(cause(v, push_sum(20, 0.5, 200)));
+  CHECK(cause(v, push_sum(21, 0.5, 300)) == RejectCause::kTensorLength);
+  CHECK(cause(v, push_sum(22, 0.5, 150)) == RejectCause::kTensorLength);
+}
+
 TEST_CASE("validator checks fingerprint, length, weight, round window and replay", "[peer][validate]") {
   ValidationPolicy p;
   p.model_fingerprint = 7;
@@ -43,6 +55,7 @@ TEST_CASE("validator checks fingerprint, length, weight, round window and replay
   CHECK(cause(v, wrong_fp) == RejectCause::kFingerprint);
 
   CHECK(cause(v, push_sum(20, 0.5, 99)) == RejectCause::kTensorLength);
+  CHECK(cause(v, push_sum(20, 0.5, 200)) == RejectCause::kTensorLength);
   auto outside = push_sum(20);
   outside.offset = 50;  // 100 elements from offset 50 do not fit in 100
   CHECK(cause(v, outside) == RejectCause::kTensorLength);
