@@ -14,18 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/run_trail.h"
+
 namespace meridian::cli {
 
-struct ProgressRecord {
-  double time = 0;  // Unix seconds
-  std::string site;
-  std::uint64_t step = 0;
-  double epoch = 0;  // steps / steps per epoch: fractional between epochs
-  double train_loss = 0;  // NaN when the file says null
-  std::optional<double> test_accuracy;
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t bytes_received = 0;
-};
+// The record the daemon writes (daemon/run_trail.h): one type for the writer and this reader.
+using ProgressRecord = daemon::ProgressRecord;
 
 // A line or file that does not follow the format; what() names the source and the problem.
 class ProgressLogError : public std::runtime_error {

@@ -10,21 +10,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "daemon/run_trail.h"
+
 namespace meridian::cli {
 
-struct SiteResult {
-  std::string site;
-  std::string algo;
-  std::uint64_t steps = 0;
-  double epochs = 0;
-  double train_seconds = 0;
-  double seconds_per_step = 0;
-  std::optional<double> test_accuracy;  // this site's own model, fraction in [0, 1]
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t bytes_received = 0;
-  std::uint64_t rounds_abandoned = 0;
-  std::filesystem::path final_checkpoint;  // as the site wrote it (relative to the site's working directory)
-};
+// The result the daemon writes (daemon/run_trail.h): one type for the writer and this reader.
+using SiteResult = daemon::RunResult;
 
 class SiteResultError : public std::runtime_error {
  public:
