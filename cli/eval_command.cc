@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "daemon/checkpoint_model.h"
 #include "daemon/site_config.h"
@@ -21,14 +23,8 @@ struct EvalOptions {
   bool json = false;
 };
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+// A JSON string literal with every character that needs it escaped (control characters too).
+std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
 int run_eval(const EvalOptions& o) {
   daemon::SiteConfig config;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "models/data/idx_reader.h"
 #include "models/cpu_backend.h"
@@ -39,14 +41,8 @@ struct TrainOptions {
   bool json = false;
 };
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+// A JSON string literal with every character that needs it escaped (control characters too).
+std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
 int run_train(const TrainOptions& o) {
   using clock = std::chrono::steady_clock;
