@@ -21,26 +21,15 @@
 #include <vector>
 
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/meridian_command.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;
-};
+using Result = meridian::tests::CommandOutput;
 
-Result run(const std::string& args) {
-  const std::string command = std::string(MERIDIAN_BINARY) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  REQUIRE(pipe);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) output += buffer.data();
-  const int status = pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+Result run(const std::string& args) { return meridian::tests::run_meridian(args); }
 
 std::string read_file(const fs::path& file) {
   std::ifstream in(file);

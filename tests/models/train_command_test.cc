@@ -1,32 +1,18 @@
 // `meridian train` as a user runs it: a real process on the real Fashion-MNIST files.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <regex>
 #include <string>
 
+#include "tests/support/meridian_command.h"
+
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;
-};
+using Result = meridian::tests::CommandOutput;
 
-Result run(const std::string& args) {
-  const std::string command = std::string(MERIDIAN_BINARY) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  REQUIRE(pipe);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) output += buffer.data();
-  const int status = pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+Result run(const std::string& args) { return meridian::tests::run_meridian(args); }
 
 const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
 
