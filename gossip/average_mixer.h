@@ -17,8 +17,7 @@
 
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
-#include "gossip/redo_view.h"
-#include "gossip/ring_allreduce.h"
+#include "gossip/ring_mean_round.h"
 
 namespace meridian::gossip {
 
@@ -26,22 +25,16 @@ namespace meridian::gossip {
 class AverageMixer final : public Mixer {
  public:
   AverageMixer(Inbox& inbox, RoundTimeouts timeouts = {}, std::size_t max_piece = RingOptions{}.max_piece)
-      : inbox_(inbox), ring_(inbox), timeouts_(timeouts), max_piece_(max_piece) {}
+      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kReduceChunk, true, max_piece}) {}
 
   // `weight` is left unchanged.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
 
   // Rounds abandoned so far; may be read from any thread.
-  std::uint64_t abandoned() const { return abandoned_.load(); }
+  std::uint64_t abandoned() const { return round_.abandoned(); }
 
  private:
-  Inbox& inbox_;
-  RingAllReduce ring_;
-  RoundTimeouts timeouts_;
-  std::size_t max_piece_;
-  std::vector<float> backup_;
-  RedoView redo_;
-  std::atomic<std::uint64_t> abandoned_{0};
+  RingMeanRound round_;
 };
 
 }  // namespace meridian::gossip

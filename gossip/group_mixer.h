@@ -10,29 +10,24 @@
 #include "gossip/group_grid.h"
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
-#include "gossip/redo_view.h"
-#include "gossip/ring_allreduce.h"
+#include "gossip/ring_mean_round.h"
 
 namespace meridian::gossip {
 
 // Thread-safety: none (communication thread only).
 class GroupMixer final : public Mixer {
  public:
-  GroupMixer(Inbox& inbox, RoundTimeouts timeouts = {}) : inbox_(inbox), ring_(inbox), timeouts_(timeouts) {}
+  GroupMixer(Inbox& inbox, RoundTimeouts timeouts = {})
+      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kGroupChunk, true, RingOptions{}.max_piece}) {}
 
   // `weight` is left unchanged.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
 
   // Rounds abandoned so far; may be read from any thread.
-  std::uint64_t abandoned() const { return abandoned_.load(); }
+  std::uint64_t abandoned() const { return round_.abandoned(); }
 
  private:
-  Inbox& inbox_;
-  RingAllReduce ring_;
-  RoundTimeouts timeouts_;
-  std::vector<float> backup_;
-  RedoView redo_;
-  std::atomic<std::uint64_t> abandoned_{0};
+  RingMeanRound round_;
 };
 
 }  // namespace meridian::gossip

@@ -1,0 +1,51 @@
+// The exact mean of a tensor over a group of the view in force for a step, by ring all-reduce, with
+// the abandon-and-redo rule of DESIGN.md §1: a round that misses its deadline is abandoned (counted),
+// its input restored, and redone in the newer view the membership layer announces for the survivors.
+// AverageMixer (the whole view) and GroupMixer (dsync's row or column) differ only in the group they
+// pick and the message kind their rings use; both run their rounds through this.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gossip/inbox.h"
+#include "gossip/mixer.h"
+#include "gossip/redo_view.h"
+#include "gossip/ring_allreduce.h"
+
+namespace meridian::gossip {
+
+// Thread-safety: none (communication thread only), except abandoned(). Keeps its buffers between
+// rounds. Does not own the inbox, which must outlive it.
+class RingMeanRound {
+ public:
+  // The members (ascending ring order, including `rank`'s own name) averaged with `rank` at `step`.
+  using GroupOf = std::function<std::vector<std::string>(const peer::View& view, std::size_t rank, std::uint64_t step)>;
+
+  RingMeanRound(Inbox& inbox, RoundTimeouts timeouts, RingOptions ring_options)
+      : inbox_(inbox), ring_(inbox), timeouts_(timeouts), options_(ring_options) {
+    options_.average = true;
+  }
+
+  // Replaces `data` by its mean over group_of(view, rank, step). Throws MixError when this site is not
+  // in the view, or when no newer view comes to redo an abandoned round in.
+  MixReport run(std::uint64_t step, RoundTag tag, std::span<float> data, const GroupOf& group_of);
+
+  // Rounds abandoned so far; may be read from any thread.
+  std::uint64_t abandoned() const { return abandoned_.load(); }
+
+ private:
+  Inbox& inbox_;
+  RingAllReduce ring_;
+  RoundTimeouts timeouts_;
+  RingOptions options_;
+  std::vector<float> backup_;
+  RedoView redo_;
+  std::atomic<std::uint64_t> abandoned_{0};
+};
+
+}  // namespace meridian::gossip
