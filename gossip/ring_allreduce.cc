@@ -11,17 +11,6 @@ Segment segment_of(std::size_t total, std::size_t parts, std::size_t index) {
   return Segment{index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
 }
 
-std::vector<float> RingAllReduce::buffer() {
-  if (pool_.empty()) return {};
-  std::vector<float> buf = std::move(pool_.back());
-  pool_.pop_back();
-  return buf;
-}
-
-void RingAllReduce::recycle(std::vector<float> buf) {
-  if (buf.capacity() > 0) pool_.push_back(std::move(buf));
-}
-
 RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Round& round,
                                std::span<float> data, Clock::time_point deadline,
                                const RingOptions& options) {
@@ -36,6 +25,7 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
   const std::size_t piece = std::max<std::size_t>(1, options.max_piece);
   const float scale = 1.0f / static_cast<float>(n);
 
+  peer::Transport& transport = inbox_.transport();
   auto send = [&](std::uint32_t phase, std::size_t offset, std::vector<float> payload) {
     peer::Message msg;
     msg.kind = options.kind;
@@ -46,20 +36,29 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     msg.offset = offset;
     msg.total = data.size();
     msg.payload = std::move(payload);
-    inbox_.transport().send(next, std::move(msg));
+    transport.send(next, std::move(msg));
   };
-  // Waits for piece [offset, offset + len) of ring phase `phase` from the previous member.
-  auto receive = [&](std::uint32_t phase, std::size_t offset, std::size_t len) -> std::optional<std::vector<float>> {
+  // Waits for piece [offset, offset + len) of ring phase `phase` from the previous member and has the
+  // transport combine its payload into `sink` (out, addend, scale, second output set by the caller)
+  // as it reads it, so every received byte is read once. False when the deadline passed first.
+  auto is_piece = [&](const peer::Message& m, std::uint32_t phase, std::size_t offset) {
+    return m.kind == options.kind && m.from == prev && m.view_id == round.view_id && m.round == round.step &&
+           m.tag == round.tag && m.phase == phase && m.offset == offset;
+  };
+  peer::PayloadSink sink;
+  auto receive = [&](std::uint32_t phase, std::size_t offset) -> bool {
+    auto wanted = [&, phase, offset](const peer::Message& m) { return is_piece(m, phase, offset); };
+    sink.match = [&, phase, offset](const peer::Message& m) {
+      return is_piece(m, phase, offset) && m.total == data.size();
+    };
     for (;;) {
-      auto msg = inbox_.take(
-          [&](const peer::Message& m) {
-            return m.kind == options.kind && m.from == prev && m.view_id == round.view_id &&
-                   m.round == round.step && m.tag == round.tag && m.phase == phase && m.offset == offset;
-          },
-          deadline);
-      if (!msg) return std::nullopt;
-      if (msg->payload.size() == len && msg->total == data.size()) return std::move(msg->payload);
-      ++rejected_;  // a malformed piece never touches the data; the round then runs into its deadline
+      auto got = inbox_.take_into(wanted, sink, deadline);
+      if (!got) return false;
+      if (got->sunk) return true;
+      // A piece of the wrong size (or with non-finite values) is refused before it is combined into
+      // anything; the round then runs into its deadline.
+      ++rejected_;
+      transport.recycle(std::move(got->msg.payload));
     }
   };
 
@@ -68,8 +67,8 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     Segment s = segment_of(data.size(), n, r);
     for (std::size_t off = 0; off < s.size; off += piece) {
       std::size_t len = std::min(piece, s.size - off);
-      std::vector<float> buf = buffer();
-      buf.assign(data.begin() + s.begin + off, data.begin() + s.begin + off + len);
+      std::vector<float> buf = transport.take_buffer(len);
+      std::copy(data.begin() + s.begin + off, data.begin() + s.begin + off + len, buf.begin());
       send(0, s.begin + off, std::move(buf));
     }
   }
@@ -78,23 +77,27 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     Segment s = segment_of(data.size(), n, (r + 2 * n - t - 1) % n);
     for (std::size_t off = 0; off < s.size; off += piece) {
       std::size_t len = std::min(piece, s.size - off);
-      auto acc = receive(t, s.begin + off, len);
-      if (!acc) return RoundStatus::kAbandoned;
-      float* own = data.data() + s.begin + off;
-      float* sum = acc->data();
+      std::span<float> own = data.subspan(s.begin + off, len);
+      std::vector<float> forward = transport.take_buffer(len);
       if (t < last) {
-        for (std::size_t i = 0; i < len; ++i) sum[i] += own[i];
-        send(t + 1, s.begin + off, std::move(*acc));
+        // The partial sum goes on to the next member: received + own, into the buffer it leaves in.
+        sink.out = forward;
+        sink.addend = own;
+        sink.scale = 1.0f;
+        sink.also_out = {};
       } else {
         // This member finishes segment r + 1: scale once here so every copy carries the same bits.
         // One pass adds, scales and stores the result in both places (the data and the message).
-        if (options.average) {
-          for (std::size_t i = 0; i < len; ++i) own[i] = sum[i] = (sum[i] + own[i]) * scale;
-        } else {
-          for (std::size_t i = 0; i < len; ++i) own[i] = sum[i] = sum[i] + own[i];
-        }
-        send(last + 1, s.begin + off, std::move(*acc));
+        sink.out = own;
+        sink.addend = own;
+        sink.scale = options.average ? scale : 1.0f;
+        sink.also_out = forward;
       }
+      if (!receive(t, s.begin + off)) {
+        transport.recycle(std::move(forward));
+        return RoundStatus::kAbandoned;
+      }
+      send(t + 1, s.begin + off, std::move(forward));
     }
   }
   // All-gather: phase n-1+t brings segment r - t, finished elsewhere; pass it on unless the next
@@ -103,13 +106,17 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     Segment s = segment_of(data.size(), n, (r + n - t) % n);
     for (std::size_t off = 0; off < s.size; off += piece) {
       std::size_t len = std::min(piece, s.size - off);
-      auto got = receive(last + 1 + t, s.begin + off, len);
-      if (!got) return RoundStatus::kAbandoned;
-      std::copy(got->begin(), got->end(), data.begin() + s.begin + off);
-      if (t < last)
-        send(last + 2 + t, s.begin + off, std::move(*got));
-      else
-        recycle(std::move(*got));
+      std::vector<float> forward;
+      if (t < last) forward = transport.take_buffer(len);
+      sink.out = data.subspan(s.begin + off, len);
+      sink.addend = {};
+      sink.scale = 1.0f;
+      sink.also_out = forward;
+      if (!receive(last + 1 + t, s.begin + off)) {
+        transport.recycle(std::move(forward));
+        return RoundStatus::kAbandoned;
+      }
+      if (t < last) send(last + 2 + t, s.begin + off, std::move(forward));
     }
   }
   return RoundStatus::kCompleted;

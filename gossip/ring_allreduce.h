@@ -25,8 +25,10 @@ struct RingOptions {
   std::size_t max_piece = 1u << 18;  // floats per message (1 MiB)
 };
 
-// Thread-safety: none; used by the communication thread that owns the inbox. Keeps message buffers
-// between runs so that large rounds do not allocate (and first-touch) fresh memory every time.
+// Thread-safety: none; used by the communication thread that owns the inbox. Message buffers come from
+// and go back to the transport (take_buffer/recycle), so that large rounds do not allocate (and
+// first-touch) fresh memory every time; received pieces go straight into the data or the buffer that
+// forwards them (Transport::receive_into), never through a buffer of their own.
 class RingAllReduce {
  public:
   explicit RingAllReduce(Inbox& inbox) : inbox_(inbox) {}
@@ -39,15 +41,12 @@ class RingAllReduce {
   RoundStatus run(const std::vector<std::string>& group, const Round& round, std::span<float> data,
                   Clock::time_point deadline, const RingOptions& options = {});
 
-  // Messages that claimed to belong to a round this site was running but had the wrong size.
+  // Messages that claimed to belong to a round this site was running but had the wrong size (or, where
+  // the transport does not drop them itself, non-finite values).
   std::uint64_t rejected() const { return rejected_; }
 
  private:
-  std::vector<float> buffer();
-  void recycle(std::vector<float> buf);
-
   Inbox& inbox_;
-  std::vector<std::vector<float>> pool_;
   std::uint64_t rejected_ = 0;
 };
 

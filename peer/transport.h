@@ -10,11 +10,13 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "peer/message.h"
+#include "peer/payload_sink.h"
 #include "peer/view.h"
 
 namespace meridian::peer {
@@ -22,6 +24,13 @@ namespace meridian::peer {
 class TransportError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// What receive_into() returns: the message, and whether its payload went into the sink (then
+// `msg.payload` is empty and the sink holds the combined values).
+struct Received {
+  Message msg;
+  bool sunk = false;
 };
 
 // Thread-safety: one owner thread (the communication thread) calls every method, unless an
@@ -41,6 +50,20 @@ class Transport {
   // The next mixer message (see is_mixer_kind), or nullopt when `timeout` passes first.
   [[nodiscard]] virtual std::optional<Message> receive(std::chrono::milliseconds timeout) = 0;
 
+  // Like receive(), but when the next mixer message is one `sink` accepts (PayloadSink::accepts) and
+  // its payload is all finite, the payload is combined into the sink (PayloadSink::apply) instead of
+  // travelling in the message, and the result says sunk. A message the sink accepts whose payload
+  // holds a NaN or an infinity comes back not sunk with its payload (or, where the transport validates
+  // values, is dropped and counted like any invalid message); the sink's `out` may then be partly
+  // combined but never holds a non-finite value from it. The default receives, applies and recycles
+  // the payload; a transport that can combine straight from its network buffers overrides it.
+  [[nodiscard]] virtual std::optional<Received> receive_into(const PayloadSink& sink,
+                                                             std::chrono::milliseconds timeout) {
+    auto msg = receive(timeout);
+    if (!msg) return std::nullopt;
+    return sink_payload(sink, std::move(*msg));
+  }
+
   // The view in force at `round`: the newest announced view whose effective_round <= round.
   virtual View view_for(std::uint64_t round) const = 0;
 
@@ -50,6 +73,17 @@ class Transport {
   virtual std::vector<float> take_buffer(std::size_t elements) { return std::vector<float>(elements); }
   // recycle: gives a received payload (or any buffer) back for reuse; by default it is just freed.
   virtual void recycle(std::vector<float>&& payload) { std::vector<float> gone(std::move(payload)); }
+
+ protected:
+  // receive_into() for a message that already carries its payload: applies it when the sink accepts
+  // it and recycles the emptied payload.
+  Received sink_payload(const PayloadSink& sink, Message msg) {
+    if (!sink.accepts(msg, msg.payload.size()) || !sink.apply(std::as_bytes(std::span<const float>(msg.payload))))
+      return Received{std::move(msg), false};
+    recycle(std::move(msg.payload));
+    msg.payload = {};
+    return Received{std::move(msg), true};
+  }
 };
 
 }  // namespace meridian::peer

@@ -98,6 +98,14 @@ class ZmqTransport::IoLoop {
   void pump();
   bool stopping() const { return stop_; }
   void publish();
+  // The sink of the caller running the loop (nullptr: none); only that caller sets and clears it.
+  void set_sink(const PayloadSink* sink) { sink_ = sink; }
+  // The message whose payload went into the sink, once.
+  std::optional<Message> take_sunk() {
+    std::optional<Message> out = std::move(sunk_);
+    sunk_.reset();
+    return out;
+  }
 
  private:
   bool secure() const { return !t_.options_.insecure; }
@@ -155,7 +163,9 @@ class ZmqTransport::IoLoop {
     std::optional<double> rtt_us;           // smoothed round-trip time
   };
   std::map<std::string, PeerTraffic> traffic_;
-  bool delivered_ = false;                  // deliver() ran since step() began
+  bool delivered_ = false;                  // deliver() ran (or a message was sunk) since step() began
+  const PayloadSink* sink_ = nullptr;
+  std::optional<Message> sunk_;
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames
   std::vector<zmq::pollitem_t> items_;
 };
@@ -556,13 +566,21 @@ bool ZmqTransport::IoLoop::receive_one() {
         return drop(RejectCause::kUnknownSender, name, "mixer message from a site that is not a live member");
       }
       membership_->heard_from(name, now);
+      // The caller's sink takes a message only while no earlier one waits for it to be taken.
+      const PayloadSink* sink = sunk_ ? nullptr : sink_;
       auto result = reassembler_.add(
-          name, h, {static_cast<const std::byte*>(pay_.data()), payload_bytes ? *payload_bytes : std::size_t{0}});
+          name, h, {static_cast<const std::byte*>(pay_.data()), payload_bytes ? *payload_bytes : std::size_t{0}},
+          sink);
       for (const auto& r : result.rejections) reject(r.cause, name, r.detail);
       if (result.complete) {
         validator_.accept(name, *result.complete);
         ++stats_.messages_received;
-        deliver(std::move(*result.complete));
+        if (result.sunk) {
+          sunk_ = std::move(*result.complete);
+          delivered_ = true;
+        } else {
+          deliver(std::move(*result.complete));
+        }
       }
       return true;
     }
@@ -925,7 +943,8 @@ void ZmqTransport::send(const std::string& to, Message msg) {
   post(Command{Command::Type::kSend, to, std::move(msg), 0});
 }
 
-std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::chrono::milliseconds timeout) {
+std::optional<Received> ZmqTransport::take_from(std::deque<Message>& box, std::chrono::milliseconds timeout,
+                                                const PayloadSink* sink) {
   const auto deadline = Clock::now() + timeout;
   auto pop = [&]() -> std::optional<Message> {
     if (box.empty()) return std::nullopt;
@@ -933,14 +952,22 @@ std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::ch
     box.pop_front();
     return m;
   };
+  // A message that came through the inbox carries its payload: apply it to the sink from there.
+  auto hand_out = [&](Message m) -> Received {
+    return sink ? sink_payload(*sink, std::move(m)) : Received{std::move(m), false};
+  };
   {
-    std::lock_guard lock(mu_);
-    if (auto m = pop()) return m;
+    std::unique_lock lock(mu_);
+    if (auto m = pop()) {
+      lock.unlock();
+      return hand_out(std::move(*m));
+    }
   }
   std::unique_lock loop_lock(loop_mu_, std::defer_lock);
   if (take_loop(loop_lock)) {
-    std::optional<Message> got;
+    std::optional<Message> got, sunk;
     bool stopping = false;
+    loop_->set_sink(sink);
     try {
       // At least one turn, even past the deadline, so that mail already in libzmq is not reported missing.
       for (bool first = true;; first = false) {
@@ -948,6 +975,7 @@ std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::ch
           std::lock_guard lock(mu_);
           if ((got = pop())) break;
         }
+        if ((sunk = loop_->take_sunk())) break;
         stopping = loop_->stopping();
         if (stopping || (!first && Clock::now() >= deadline)) break;
         loop_->step(std::min(deadline, Clock::now() + kCallerSlice), true);
@@ -955,23 +983,38 @@ std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::ch
     } catch (const std::exception&) {
       loop_failed();
     }
+    loop_->set_sink(nullptr);
     caller_in_loop_ = false;
     extend_lease();
     loop_lock.unlock();
     if (stopping) wake_io_thread();  // a stop or leave ran here: let the I/O thread finish
-    if (got) return got;
+    if (sunk) return Received{std::move(*sunk), true};
+    if (got) return hand_out(std::move(*got));
   }
   std::unique_lock lock(mu_);
   arrived_.wait_until(lock, deadline, [&] { return !box.empty() || stopped_ || failure_; });
-  if (auto m = pop()) return m;
+  if (auto m = pop()) {
+    lock.unlock();
+    return hand_out(std::move(*m));
+  }
   rethrow_if_failed();
   return std::nullopt;
 }
 
-std::optional<Message> ZmqTransport::receive(std::chrono::milliseconds timeout) { return take_from(inbox_, timeout); }
+std::optional<Message> ZmqTransport::receive(std::chrono::milliseconds timeout) {
+  auto got = take_from(inbox_, timeout, nullptr);
+  if (!got) return std::nullopt;
+  return std::move(got->msg);
+}
+
+std::optional<Received> ZmqTransport::receive_into(const PayloadSink& sink, std::chrono::milliseconds timeout) {
+  return take_from(inbox_, timeout, &sink);
+}
 
 std::optional<Message> ZmqTransport::receive_control(std::chrono::milliseconds timeout) {
-  return take_from(control_inbox_, timeout);
+  auto got = take_from(control_inbox_, timeout, nullptr);
+  if (!got) return std::nullopt;
+  return std::move(got->msg);
 }
 
 View ZmqTransport::view_for(std::uint64_t round) const {
