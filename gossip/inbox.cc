@@ -34,19 +34,11 @@ std::optional<peer::Message> Inbox::take(const Match& match, Clock::time_point d
 
 std::optional<peer::Received> Inbox::take_into(const Match& wanted, const peer::PayloadSink& sink,
                                               Clock::time_point deadline) {
-  // Stashed mail already has its payload in a buffer; apply it from there.
-  auto from_buffer = [&](peer::Message msg) -> peer::Received {
-    if (!sink.accepts(msg, msg.payload.size()) || !sink.apply(std::as_bytes(std::span<const float>(msg.payload))))
-      return peer::Received{std::move(msg), false};
-    transport_.recycle(std::move(msg.payload));
-    msg.payload = {};
-    return peer::Received{std::move(msg), true};
-  };
   for (auto it = stash_.begin(); it != stash_.end(); ++it) {
     if (wanted(*it)) {
       peer::Message msg = std::move(*it);
       stash_.erase(it);
-      return from_buffer(std::move(msg));
+      return transport_.sink_received(sink, std::move(msg));  // stashed mail has its payload in a buffer
     }
   }
   for (bool late = false;;) {

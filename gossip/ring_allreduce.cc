@@ -1,6 +1,7 @@
 #include "gossip/ring_allreduce.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace meridian::gossip {
@@ -39,18 +40,34 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     transport.send(next, std::move(msg));
   };
   // Waits for piece [offset, offset + len) of ring phase `phase` from the previous member and has the
-  // transport combine its payload into `sink` (out, addend, scale, second output set by the caller)
-  // as it reads it, so every received byte is read once. False when the deadline passed first.
+  // transport combine its payload into `sink` (out, addend, scale set by the caller) as it reads it,
+  // so every received byte is read once, and, unless `relay_phase` is empty, sends the result on to the
+  // next member as that phase's piece (straight from the receive buffer where the transport can).
+  // False when the deadline passed first.
   auto is_piece = [&](const peer::Message& m, std::uint32_t phase, std::size_t offset) {
     return m.kind == options.kind && m.from == prev && m.view_id == round.view_id && m.round == round.step &&
            m.tag == round.tag && m.phase == phase && m.offset == offset;
   };
   peer::PayloadSink sink;
-  auto receive = [&](std::uint32_t phase, std::size_t offset) -> bool {
-    auto wanted = [&, phase, offset](const peer::Message& m) { return is_piece(m, phase, offset); };
+  auto receive = [&](std::uint32_t phase, std::size_t offset, std::size_t len,
+                     std::optional<std::uint32_t> relay_phase) -> bool {
+    sink.elements = len;
     sink.match = [&, phase, offset](const peer::Message& m) {
       return is_piece(m, phase, offset) && m.total == data.size();
     };
+    sink.relay.reset();
+    if (relay_phase) {
+      peer::Message header;
+      header.kind = options.kind;
+      header.view_id = round.view_id;
+      header.round = round.step;
+      header.tag = round.tag;
+      header.phase = *relay_phase;
+      header.offset = offset;
+      header.total = data.size();
+      sink.relay = peer::PayloadSink::Relay{next, std::move(header)};
+    }
+    auto wanted = [&, phase, offset](const peer::Message& m) { return is_piece(m, phase, offset); };
     for (;;) {
       auto got = inbox_.take_into(wanted, sink, deadline);
       if (!got) return false;
@@ -78,45 +95,32 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     for (std::size_t off = 0; off < s.size; off += piece) {
       std::size_t len = std::min(piece, s.size - off);
       std::span<float> own = data.subspan(s.begin + off, len);
-      std::vector<float> forward = transport.take_buffer(len);
+      sink.addend = own;
       if (t < last) {
-        // The partial sum goes on to the next member: received + own, into the buffer it leaves in.
-        sink.out = forward;
-        sink.addend = own;
+        // The partial sum goes on to the next member: received + own, only in the relayed message.
+        sink.out = {};
         sink.scale = 1.0f;
-        sink.also_out = {};
       } else {
         // This member finishes segment r + 1: scale once here so every copy carries the same bits.
-        // One pass adds, scales and stores the result in both places (the data and the message).
+        // One pass adds, scales and stores the result in both places (the data and the relayed message).
         sink.out = own;
-        sink.addend = own;
         sink.scale = options.average ? scale : 1.0f;
-        sink.also_out = forward;
       }
-      if (!receive(t, s.begin + off)) {
-        transport.recycle(std::move(forward));
-        return RoundStatus::kAbandoned;
-      }
-      send(t + 1, s.begin + off, std::move(forward));
+      if (!receive(t, s.begin + off, len, t + 1)) return RoundStatus::kAbandoned;
     }
   }
   // All-gather: phase n-1+t brings segment r - t, finished elsewhere; pass it on unless the next
   // member is the one that finished it.
+  sink.addend = {};
+  sink.scale = 1.0f;
   for (std::uint32_t t = 0; t <= last; ++t) {
     Segment s = segment_of(data.size(), n, (r + n - t) % n);
     for (std::size_t off = 0; off < s.size; off += piece) {
       std::size_t len = std::min(piece, s.size - off);
-      std::vector<float> forward;
-      if (t < last) forward = transport.take_buffer(len);
       sink.out = data.subspan(s.begin + off, len);
-      sink.addend = {};
-      sink.scale = 1.0f;
-      sink.also_out = forward;
-      if (!receive(last + 1 + t, s.begin + off)) {
-        transport.recycle(std::move(forward));
-        return RoundStatus::kAbandoned;
-      }
-      if (t < last) send(last + 2 + t, s.begin + off, std::move(forward));
+      std::optional<std::uint32_t> relay_phase;
+      if (t < last) relay_phase = last + 2 + t;
+      if (!receive(last + 1 + t, s.begin + off, len, relay_phase)) return RoundStatus::kAbandoned;
     }
   }
   return RoundStatus::kCompleted;

@@ -25,10 +25,10 @@ struct RingOptions {
   std::size_t max_piece = 1u << 18;  // floats per message (1 MiB)
 };
 
-// Thread-safety: none; used by the communication thread that owns the inbox. Message buffers come from
-// and go back to the transport (take_buffer/recycle), so that large rounds do not allocate (and
-// first-touch) fresh memory every time; received pieces go straight into the data or the buffer that
-// forwards them (Transport::receive_into), never through a buffer of their own.
+// Thread-safety: none; used by the communication thread that owns the inbox. Received pieces go
+// straight into the data and on to the next member (Transport::receive_into with a relay), never
+// through a buffer of the ring's own; the first pieces it sends come from the transport's take_buffer,
+// so that large rounds do not allocate (and first-touch) fresh memory every time.
 class RingAllReduce {
  public:
   explicit RingAllReduce(Inbox& inbox) : inbox_(inbox) {}

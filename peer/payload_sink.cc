@@ -28,17 +28,16 @@ bool load_finite(const std::byte* src, float* dst, std::size_t n) {
 }
 
 // One instantiation per shape of the expression, so that each inner loop is branch-free and
-// vectorizes; kInPlace reads the addend through `out` (they are the same memory).
-template <bool kAdd, bool kInPlace, bool kScale, bool kAlso>
-bool combine(const std::byte* src, float* __restrict out, const float* __restrict addend, float scale,
-             float* __restrict also, std::size_t n) {
+// vectorizes; kInPlace reads the addend through `out` (they are the same memory). `out` and `copy`
+// may be null; `copy` may be the source itself: each block is read before it is written.
+template <bool kAdd, bool kInPlace, bool kScale>
+bool combine(const std::byte* src, float* out, const float* addend, float scale, float* copy, std::size_t n) {
   alignas(64) float block[kBlock];
   for (std::size_t begin = 0; begin < n; begin += kBlock) {
     const std::size_t len = std::min(kBlock, n - begin);
     if (!load_finite(src + begin * sizeof(float), block, len)) return false;
-    float* o = out + begin;
     if constexpr (kAdd) {
-      const float* a = kInPlace ? o : addend + begin;
+      const float* a = (kInPlace ? out : addend) + begin;
       for (std::size_t i = 0; i < len; ++i) {
         float v = block[i] + a[i];
         if constexpr (kScale) v *= scale;
@@ -47,39 +46,35 @@ bool combine(const std::byte* src, float* __restrict out, const float* __restric
     } else if constexpr (kScale) {
       for (std::size_t i = 0; i < len; ++i) block[i] *= scale;
     }
-    std::memcpy(o, block, len * sizeof(float));
-    if constexpr (kAlso) std::memcpy(also + begin, block, len * sizeof(float));
+    if (out) std::memcpy(out + begin, block, len * sizeof(float));
+    if (copy) std::memcpy(copy + begin, block, len * sizeof(float));
   }
   return true;
 }
 
 template <bool kAdd, bool kInPlace>
-bool dispatch_scale_also(const std::byte* src, float* out, const float* addend, float scale, float* also,
-                         std::size_t n) {
-  const bool scaled = scale != 1.0f;
-  if (also)
-    return scaled ? combine<kAdd, kInPlace, true, true>(src, out, addend, scale, also, n)
-                  : combine<kAdd, kInPlace, false, true>(src, out, addend, scale, also, n);
-  return scaled ? combine<kAdd, kInPlace, true, false>(src, out, addend, scale, nullptr, n)
-                : combine<kAdd, kInPlace, false, false>(src, out, addend, scale, nullptr, n);
+bool dispatch_scale(const std::byte* src, float* out, const float* addend, float scale, float* copy, std::size_t n) {
+  return scale != 1.0f ? combine<kAdd, kInPlace, true>(src, out, addend, scale, copy, n)
+                       : combine<kAdd, kInPlace, false>(src, out, addend, scale, copy, n);
 }
 
 }  // namespace
 
-bool PayloadSink::apply(std::span<const std::byte> payload) const {
-  const std::size_t n = out.size();
+bool PayloadSink::apply(std::span<const std::byte> payload, std::span<float> copy) const {
+  const std::size_t n = elements;
   if (payload.size() != n * sizeof(float))
     throw std::invalid_argument("payload sink: a payload of " + std::to_string(payload.size()) +
                                 " bytes for a sink of " + std::to_string(n) + " floats");
-  if ((!addend.empty() && addend.size() != n) || (!also_out.empty() && also_out.size() != n))
-    throw std::invalid_argument("payload sink: addend and second output must have " + std::to_string(n) +
-                                " elements like the output");
+  if ((!out.empty() && out.size() != n) || (!addend.empty() && addend.size() != n) ||
+      (!copy.empty() && copy.size() != n))
+    throw std::invalid_argument("payload sink: output, addend and copy must have " + std::to_string(n) +
+                                " elements or none");
   if (n == 0) return true;  // empty spans may hold null pointers, which memcpy must not see
-  float* also = also_out.empty() ? nullptr : also_out.data();
-  if (addend.empty()) return dispatch_scale_also<false, false>(payload.data(), out.data(), nullptr, scale, also, n);
-  if (addend.data() == out.data())
-    return dispatch_scale_also<true, true>(payload.data(), out.data(), nullptr, scale, also, n);
-  return dispatch_scale_also<true, false>(payload.data(), out.data(), addend.data(), scale, also, n);
+  float* o = out.empty() ? nullptr : out.data();
+  float* c = copy.empty() ? nullptr : copy.data();
+  if (addend.empty()) return dispatch_scale<false, false>(payload.data(), o, nullptr, scale, c, n);
+  if (addend.data() == o) return dispatch_scale<true, true>(payload.data(), o, nullptr, scale, c, n);
+  return dispatch_scale<true, false>(payload.data(), o, addend.data(), scale, c, n);
 }
 
 }  // namespace meridian::peer

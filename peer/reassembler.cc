@@ -37,7 +37,8 @@ void Reassembler::forget(const std::string& sender) {
 }
 
 Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader& h,
-                                     std::span<const std::byte> payload, const PayloadSink* sink) {
+                                     std::span<const std::byte> payload, const PayloadSink* sink,
+                                     std::span<float> copy) {
   Result result;
   auto it = partial_.find(sender);
   if (it != partial_.end() && it->second.message_id != h.message_id) {
@@ -68,7 +69,7 @@ Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader
       Message msg = h.to_message();
       msg.from = sender;
       if (sink->accepts(msg, h.payload_elements)) {
-        if (!sink->apply(payload)) {
+        if (!sink->apply(payload, copy)) {
           result.rejections.push_back({RejectCause::kNonFinite, "NaN or infinity in the payload of message " +
                                                                     std::to_string(h.message_id)});
           return result;

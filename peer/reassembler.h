@@ -32,10 +32,11 @@ class Reassembler {
 
   // Adds one chunk whose header passed decode_header, with its payload frame (chunk_elements floats).
   // With a `sink`, a message of one chunk that the sink accepts is combined into it straight from
-  // `payload` (PayloadSink::apply: read once, checked for finite values on the way) instead of being
-  // copied into a pooled buffer. Messages of several chunks always take the pooled buffer.
+  // `payload` (PayloadSink::apply: read once, checked for finite values on the way, the result also
+  // written to `copy` when given, which may be the payload's own memory) instead of being copied into
+  // a pooled buffer. Messages of several chunks always take the pooled buffer.
   Result add(const std::string& sender, const WireHeader& h, std::span<const std::byte> payload,
-             const PayloadSink* sink = nullptr);
+             const PayloadSink* sink = nullptr, std::span<float> copy = {});
 
   // Drops any partial message of `sender` (it died or left), returning its buffer to the pool.
   void forget(const std::string& sender);

@@ -52,16 +52,38 @@ class Transport {
 
   // Like receive(), but when the next mixer message is one `sink` accepts (PayloadSink::accepts) and
   // its payload is all finite, the payload is combined into the sink (PayloadSink::apply) instead of
-  // travelling in the message, and the result says sunk. A message the sink accepts whose payload
-  // holds a NaN or an infinity comes back not sunk with its payload (or, where the transport validates
-  // values, is dropped and counted like any invalid message); the sink's `out` may then be partly
-  // combined but never holds a non-finite value from it. The default receives, applies and recycles
-  // the payload; a transport that can combine straight from its network buffers overrides it.
+  // travelling in the message, the result is relayed if the sink says so, and the return says sunk.
+  // A message the sink accepts whose payload holds a NaN or an infinity comes back not sunk with its
+  // payload (or, where the transport validates values, is dropped and counted like any invalid
+  // message); the sink's `out` may then be partly combined but never holds a non-finite value from
+  // it, and nothing is relayed. The default receives and then does what sink_received() does; a
+  // transport that can combine straight from its network buffers overrides it.
   [[nodiscard]] virtual std::optional<Received> receive_into(const PayloadSink& sink,
                                                              std::chrono::milliseconds timeout) {
     auto msg = receive(timeout);
     if (!msg) return std::nullopt;
-    return sink_payload(sink, std::move(*msg));
+    return sink_received(sink, std::move(*msg));
+  }
+
+  // receive_into() for a message that already carries its payload (received earlier, or stashed):
+  // when the sink accepts it and its values are finite, applies it, recycles the emptied payload,
+  // relays the result (from a buffer of take_buffer()) and returns it sunk; otherwise returns it as it is.
+  Received sink_received(const PayloadSink& sink, Message msg) {
+    if (!sink.accepts(msg, msg.payload.size())) return Received{std::move(msg), false};
+    std::vector<float> relayed;
+    if (sink.relay) relayed = take_buffer(sink.elements);
+    if (!sink.apply(std::as_bytes(std::span<const float>(msg.payload)), relayed)) {
+      recycle(std::move(relayed));
+      return Received{std::move(msg), false};
+    }
+    recycle(std::move(msg.payload));
+    msg.payload = {};
+    if (sink.relay) {
+      Message next = sink.relay->header;
+      next.payload = std::move(relayed);
+      send(sink.relay->to, std::move(next));
+    }
+    return Received{std::move(msg), true};
   }
 
   // The view in force at `round`: the newest announced view whose effective_round <= round.
@@ -73,17 +95,6 @@ class Transport {
   virtual std::vector<float> take_buffer(std::size_t elements) { return std::vector<float>(elements); }
   // recycle: gives a received payload (or any buffer) back for reuse; by default it is just freed.
   virtual void recycle(std::vector<float>&& payload) { std::vector<float> gone(std::move(payload)); }
-
- protected:
-  // receive_into() for a message that already carries its payload: applies it when the sink accepts
-  // it and recycles the emptied payload.
-  Received sink_payload(const PayloadSink& sink, Message msg) {
-    if (!sink.accepts(msg, msg.payload.size()) || !sink.apply(std::as_bytes(std::span<const float>(msg.payload))))
-      return Received{std::move(msg), false};
-    recycle(std::move(msg.payload));
-    msg.payload = {};
-    return Received{std::move(msg), true};
-  }
 };
 
 }  // namespace meridian::peer

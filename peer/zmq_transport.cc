@@ -120,6 +120,7 @@ class ZmqTransport::IoLoop {
 
   void drain_commands();
   void handle_send(std::string to, Message msg);
+  void relay(const PayloadSink::Relay& r, zmq::message_t&& frame, std::size_t elements);
   void handle_leave(std::chrono::milliseconds linger);
   bool receive_one();
   void reject(RejectCause cause, const std::string& peer, const std::string& detail);
@@ -390,6 +391,45 @@ void ZmqTransport::IoLoop::handle_send(std::string to, Message msg) {
   enqueue(*link, to, std::move(msg), Clock::now());
 }
 
+void ZmqTransport::IoLoop::relay(const PayloadSink::Relay& r, zmq::message_t&& frame, std::size_t elements) {
+  // Like handle_send, for a payload that is already a libzmq frame (the received one, overwritten with
+  // the result): it leaves as it is, one chunk, without a copy.
+  if (is_mixer_kind(r.header.kind)) advance_round(r.header.round);
+  const auto now = Clock::now();
+  Link* link = r.to != opt_.name && membership_->is_alive(r.to) ? ensure_link(r.to) : nullptr;
+  if (!link) {
+    if (r.to == opt_.name) {
+      Message self = r.header;
+      self.from = opt_.name;
+      const auto* p = static_cast<const float*>(frame.data());
+      self.payload.assign(p, p + elements);
+      deliver(std::move(self));
+      return;
+    }
+    ++stats_.dropped_unreachable;
+    dirty_ = true;
+    return;
+  }
+  auto chunks = encode_message(r.header, opt_.validation.model_fingerprint, next_message_id_++, opt_.limits, elements);
+  const auto& c = chunks.front();  // the caller checked that the frame fits one chunk
+  const std::size_t bytes = c.header.size() + elements * sizeof(float);
+  const auto delivered = due_time(r.to, is_mixer_kind(r.header.kind), bytes, now);
+  if (!delivered) {
+    ++stats_.emulated_lost;
+    dirty_ = true;
+    return;
+  }
+  Outgoing o;
+  o.due = *delivered;
+  o.header = zmq::message_t(c.header.data(), c.header.size());
+  o.bytes = bytes;
+  if (elements > 0) {
+    o.payload = std::move(frame);
+    o.has_payload = true;
+  }
+  link->queue.push_back(std::move(o));
+}
+
 void ZmqTransport::IoLoop::handle_leave(std::chrono::milliseconds linger) {
   const auto now = Clock::now();
   membership_->leave();
@@ -566,16 +606,27 @@ bool ZmqTransport::IoLoop::receive_one() {
         return drop(RejectCause::kUnknownSender, name, "mixer message from a site that is not a live member");
       }
       membership_->heard_from(name, now);
-      // The caller's sink takes a message only while no earlier one waits for it to be taken.
+      // The caller's sink takes a message only while no earlier one waits for it to be taken. A relayed
+      // result is written over the received frame, which then goes out again as it is: that needs a
+      // frame aligned for floats that fits one chunk of ours (otherwise the message takes the inbox
+      // path and the sink is applied from a pooled buffer, see take_from).
       const PayloadSink* sink = sunk_ ? nullptr : sink_;
-      auto result = reassembler_.add(
-          name, h, {static_cast<const std::byte*>(pay_.data()), payload_bytes ? *payload_bytes : std::size_t{0}},
-          sink);
+      const std::size_t bytes_in = payload_bytes ? *payload_bytes : 0;
+      std::span<float> relay_frame;
+      if (sink && sink->relay) {
+        if (bytes_in > opt_.limits.chunk_bytes || reinterpret_cast<std::uintptr_t>(pay_.data()) % alignof(float) != 0)
+          sink = nullptr;
+        else if (bytes_in > 0 && (!sink->addend.empty() || sink->scale != 1.0f))
+          relay_frame = {static_cast<float*>(pay_.data()), bytes_in / sizeof(float)};  // else it is the result
+      }
+      auto result = reassembler_.add(name, h, {static_cast<const std::byte*>(pay_.data()), bytes_in}, sink,
+                                     relay_frame);
       for (const auto& r : result.rejections) reject(r.cause, name, r.detail);
       if (result.complete) {
         validator_.accept(name, *result.complete);
         ++stats_.messages_received;
         if (result.sunk) {
+          if (sink->relay) relay(*sink->relay, std::move(pay_), bytes_in / sizeof(float));
           sunk_ = std::move(*result.complete);
           delivered_ = true;
         } else {
@@ -954,7 +1005,7 @@ std::optional<Received> ZmqTransport::take_from(std::deque<Message>& box, std::c
   };
   // A message that came through the inbox carries its payload: apply it to the sink from there.
   auto hand_out = [&](Message m) -> Received {
-    return sink ? sink_payload(*sink, std::move(m)) : Received{std::move(m), false};
+    return sink ? sink_received(*sink, std::move(m)) : Received{std::move(m), false};
   };
   {
     std::unique_lock lock(mu_);

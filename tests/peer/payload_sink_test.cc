@@ -39,21 +39,27 @@ TEST_CASE("a payload sink computes exactly (payload + addend) * scale in every s
     const float scale = 0.25f;
 
     std::vector<float> out(n, -1.0f), also(n, -1.0f);
-    PayloadSink copy{nullptr, out, {}, 1.0f, also};
-    REQUIRE(copy.apply(bytes(payload)));
+    PayloadSink copy{nullptr, n, out, {}, 1.0f, {}};
+    REQUIRE(copy.apply(bytes(payload), also));
     CHECK(same_bits(out, payload));
     CHECK(same_bits(also, payload));
 
     std::vector<float> want(n);
     for (std::size_t i = 0; i < n; ++i) want[i] = payload[i] + own[i];
-    PayloadSink add{nullptr, out, own, 1.0f, {}};
+    PayloadSink add{nullptr, n, out, own, 1.0f, {}};
     REQUIRE(add.apply(bytes(payload)));
     CHECK(same_bits(out, want));
 
+    // The result written over the payload's own memory, no other output (a relayed partial sum).
+    std::vector<float> relayed = payload;
+    PayloadSink relay_only{nullptr, n, {}, own, 1.0f, {}};
+    REQUIRE(relay_only.apply(bytes(relayed), relayed));
+    CHECK(same_bits(relayed, want));
+
     for (std::size_t i = 0; i < n; ++i) want[i] = (payload[i] + own[i]) * scale;
     std::vector<float> in_place = own;
-    PayloadSink averaged{nullptr, in_place, in_place, scale, also};
-    REQUIRE(averaged.apply(bytes(payload)));
+    PayloadSink averaged{nullptr, n, in_place, in_place, scale, {}};
+    REQUIRE(averaged.apply(bytes(payload), also));
     CHECK(same_bits(in_place, want));
     CHECK(same_bits(also, want));
   }
@@ -68,8 +74,8 @@ TEST_CASE("a payload sink refuses a non-finite payload and never writes the bad 
       auto payload = random_floats(n, 3);
       payload[at] = bad;
       std::vector<float> data(n, 1.0f), also(n, 1.0f);
-      PayloadSink sink{nullptr, data, data, 0.5f, also};
-      CHECK_FALSE(sink.apply(bytes(payload)));
+      PayloadSink sink{nullptr, n, data, data, 0.5f, {}};
+      CHECK_FALSE(sink.apply(bytes(payload), also));
       for (std::size_t i = 0; i < n; ++i) {
         REQUIRE(std::isfinite(data[i]));
         REQUIRE(std::isfinite(also[i]));
@@ -78,7 +84,7 @@ TEST_CASE("a payload sink refuses a non-finite payload and never writes the bad 
     }
   }
   std::vector<float> out(3);
-  PayloadSink sink{nullptr, out, {}, 1.0f, {}};
+  PayloadSink sink{nullptr, 3, out, {}, 1.0f, {}};
   std::vector<float> wrong(4);
   CHECK_THROWS_AS((void)sink.apply(bytes(wrong)), std::invalid_argument);
 }
@@ -100,7 +106,7 @@ TEST_CASE("the default receive_into applies accepted payloads and hands back the
   b->send("a", message(0, {3.0f, 4.0f, 5.0f}));
   b->send("a", message(0, {3.0f, 4.0f}));
   std::vector<float> out{10.0f, 20.0f};
-  PayloadSink sink{[](const Message& m) { return m.phase == 0; }, out, out, 1.0f, {}};
+  PayloadSink sink{[](const Message& m) { return m.phase == 0; }, 2, out, out, 1.0f, {}};
 
   auto other = a->receive_into(sink, 1s);  // not for this sink: comes back with its payload
   REQUIRE(other);

@@ -450,9 +450,12 @@ TEST_CASE("receive_into combines payloads into the caller's memory and still ref
   for (std::size_t n : {10u, 1000u}) {  // one wire chunk, then many
     INFO(n << " floats");
     const auto base = static_cast<std::uint32_t>(n * 10);
-    std::vector<float> data(n, 0.5f), forward(n, 0.0f);
+    std::vector<float> data(n, 0.5f);
     std::uint32_t phase = base;
-    PayloadSink sink{[&](const Message& m) { return m.from == "b" && m.phase == phase; }, data, data, 2.0f, forward};
+    PayloadSink sink{[&](const Message& m) { return m.from == "b" && m.phase == phase; }, n, data, data, 2.0f, {}};
+    // The result also goes back to b, as a ring forwards what it summed.
+    sink.relay = PayloadSink::Relay{"b", chunk(base + 5, 0, 0.0f)};
+    sink.relay->header.total = n;
 
     Message nan = chunk(base, n, 1.0f);
     nan.payload[n / 2] = std::nanf("");
@@ -480,9 +483,12 @@ TEST_CASE("receive_into combines payloads into the caller's memory and still ref
     CHECK(got->msg.from == "b");
     CHECK(got->msg.phase == base + 1);
     CHECK(got->msg.payload.empty());
-    for (std::size_t i = 0; i < n; ++i) {
-      REQUIRE(data[i] == (static_cast<float>(i + 1) + 0.5f) * 2.0f);
-      REQUIRE(forward[i] == data[i]);
-    }
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(data[i] == (static_cast<float>(i + 1) + 0.5f) * 2.0f);
+    auto relayed = b.receive(30s);  // the only one: the refused message was not relayed
+    REQUIRE(relayed);
+    CHECK(relayed->from == "a");
+    CHECK(relayed->phase == base + 5);
+    CHECK(relayed->total == n);
+    CHECK(relayed->payload == data);
   }
 }
