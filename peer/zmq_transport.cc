@@ -428,6 +428,9 @@ void ZmqTransport::IoLoop::relay(const PayloadSink::Relay& r, zmq::message_t&& f
     o.has_payload = true;
   }
   link->queue.push_back(std::move(o));
+  // Out at once, as a send() would go: the caller may next take mail already in the inbox, which
+  // does not run the loop.
+  flush(now);
 }
 
 void ZmqTransport::IoLoop::handle_leave(std::chrono::milliseconds linger) {
