@@ -30,7 +30,8 @@ class Inbox {
   // Like take(), for a message whose payload should go straight into `sink` (peer::PayloadSink): the
   // first message, stashed or arriving, for which `wanted` is true. When the sink accepts it (and its
   // payload is finite) the payload is in the sink and the result says sunk; otherwise the message comes
-  // back with its payload, not sunk, for the caller to refuse. Returns nullopt when `deadline` passes.
+  // back with its payload, not sunk, for the caller to refuse. `sink.match` must accept only messages
+  // `wanted` accepts. Returns nullopt when `deadline` passes.
   [[nodiscard]] std::optional<peer::Received> take_into(const Match& wanted, const peer::PayloadSink& sink,
                                                         Clock::time_point deadline);
 
