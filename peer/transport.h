@@ -54,9 +54,9 @@ class Transport {
   // its payload is all finite, the payload is combined into the sink (PayloadSink::apply) instead of
   // travelling in the message, the result is relayed if the sink says so, and the return says sunk.
   // A message the sink accepts whose payload holds a NaN or an infinity comes back not sunk with its
-  // payload (or, where the transport validates values, is dropped and counted like any invalid
-  // message); the sink's `out` may then be partly combined but never holds a non-finite value from
-  // it, and nothing is relayed. The default receives and then does what sink_received() does; a
+  // payload, for the caller to refuse (or, where the transport validates values, is dropped and
+  // counted like any invalid message); the sink's `out` may then be partly combined but never holds a
+  // non-finite value from it, and nothing is relayed. The default receives and then does what sink_received() does; a
   // transport that can combine straight from its network buffers overrides it.
   [[nodiscard]] virtual std::optional<Received> receive_into(const PayloadSink& sink,
                                                              std::chrono::milliseconds timeout) {
@@ -66,23 +66,25 @@ class Transport {
   }
 
   // receive_into() for a message that already carries its payload (received earlier, or stashed):
-  // when the sink accepts it and its values are finite, applies it, recycles the emptied payload,
-  // relays the result (from a buffer of take_buffer()) and returns it sunk; otherwise returns it as it is.
+  // when the sink accepts it and its values are finite, applies it, relays the result in the message's
+  // own payload buffer (overwritten with it; no new buffer) or recycles that buffer, and returns the
+  // message sunk; otherwise returns it not sunk (with a relaying sink, its payload may then be partly
+  // overwritten).
   Received sink_received(const PayloadSink& sink, Message msg) {
     if (!sink.accepts(msg, msg.payload.size())) return Received{std::move(msg), false};
-    std::vector<float> relayed;
-    if (sink.relay) relayed = take_buffer(sink.elements);
-    if (!sink.apply(std::as_bytes(std::span<const float>(msg.payload)), relayed)) {
-      recycle(std::move(relayed));
+    // A plain copy relays the payload as it is; anything else writes the result over it.
+    const bool rewrite = sink.relay && (!sink.addend.empty() || sink.scale != 1.0f);
+    if (!sink.apply(std::as_bytes(std::span<const float>(msg.payload)),
+                    rewrite ? std::span<float>(msg.payload) : std::span<float>()))
       return Received{std::move(msg), false};
-    }
-    recycle(std::move(msg.payload));
-    msg.payload = {};
     if (sink.relay) {
       Message next = sink.relay->header;
-      next.payload = std::move(relayed);
+      next.payload = std::move(msg.payload);
       send(sink.relay->to, std::move(next));
+    } else {
+      recycle(std::move(msg.payload));
     }
+    msg.payload = {};
     return Received{std::move(msg), true};
   }
 

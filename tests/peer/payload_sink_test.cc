@@ -126,4 +126,17 @@ TEST_CASE("the default receive_into applies accepted payloads and hands back the
   CHECK(good->msg.payload.empty());
   CHECK(out == std::vector<float>{13.0f, 24.0f});
   CHECK_FALSE(a->receive_into(sink, 10ms));
+
+  // With a relay, the result also goes on (here back to b) as the payload of the relay's message.
+  b->send("a", message(0, {1.0f, 1.0f}));
+  sink.relay = PayloadSink::Relay{"b", message(9, {})};
+  auto relaying = a->receive_into(sink, 1s);
+  REQUIRE(relaying);
+  CHECK(relaying->sunk);
+  CHECK(out == std::vector<float>{14.0f, 25.0f});
+  auto back = b->receive(1s);
+  REQUIRE(back);
+  CHECK(back->from == "a");
+  CHECK(back->phase == 9);
+  CHECK(back->payload == out);
 }
