@@ -7,6 +7,7 @@
 #include "gossip/dts.h"
 #include "gossip/push_sum.h"
 #include "gossip/synchronous_average.h"
+#include "daemon/host_mirror.h"
 #include "models/optimizer.h"
 
 namespace meridian::daemon {
@@ -39,16 +40,25 @@ class WithOptimizer : public TrainerAlgorithm {
  public:
   WithOptimizer(const SiteConfig& config, models::Model& model, const models::ScheduleConfig& schedule,
                 std::shared_ptr<models::Backend> backend)
-      : model_(model), optimizer_(optimizer_of(config), schedule, model.parameters().size(), std::move(backend)) {}
+      : model_(model),
+        mirror_(model),
+        optimizer_(optimizer_of(config), schedule, model.parameters().size(), std::move(backend)) {}
 
-  std::span<const float> checkpoint_parameters() const override { return model_.parameters(); }
+  std::span<const float> checkpoint_parameters() const override {
+    mirror_.pull_parameters();
+    return mirror_.parameters();
+  }
   std::vector<OptimizerSpan> checkpoint_state() const override {
     if (optimizer_.state().empty()) return {};
-    return {OptimizerSpan{"optimizer", optimizer_.state()}};
+    if (!mirror_.mirrored()) return {OptimizerSpan{"optimizer", optimizer_.state()}};
+    state_copy_.resize(optimizer_.state().size());
+    optimizer_.read_state(state_copy_);
+    return {OptimizerSpan{"optimizer", state_copy_}};
   }
   void restore(const Checkpoint& cp) override {
     check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
-    std::copy(cp.parameters.begin(), cp.parameters.end(), model_.parameters().begin());
+    model_.write_parameters(cp.parameters);
+    mirror_.pull_parameters();
     restore_state(cp);
   }
 
@@ -58,7 +68,14 @@ class WithOptimizer : public TrainerAlgorithm {
     const auto* state = cp.find_optimizer_state("optimizer");
     if (state == nullptr) throw CheckpointError("checkpoint has no optimizer state for --optimizer");
     check_size(state->size(), optimizer_.state().size(), "optimizer state");
-    std::copy(state->begin(), state->end(), optimizer_.state().begin());
+    optimizer_.write_state(*state);
+  }
+  // The optimizer state as host memory: the state itself on the CPU, a fresh copy of it on a device.
+  std::span<float> host_state() {
+    if (!mirror_.mirrored()) return optimizer_.state();
+    state_copy_.resize(optimizer_.state().size());
+    optimizer_.read_state(state_copy_);
+    return state_copy_;
   }
   void optimizer_step(std::uint64_t local_step) {
     optimizer_.set_step_count(local_step);  // the same rate on every site, also after a rejoin
@@ -66,7 +83,9 @@ class WithOptimizer : public TrainerAlgorithm {
   }
 
   models::Model& model_;
+  mutable HostMirror mirror_;  // host views for gossip/ (the model's own buffers on the CPU)
   models::Optimizer optimizer_;
+  mutable std::vector<float> state_copy_;  // (state) host copy of a device optimizer state
 };
 
 class Local final : public WithOptimizer {
@@ -82,7 +101,9 @@ class AllReduce final : public WithOptimizer {
       : WithOptimizer(config, model, schedule, std::move(backend)), channel_(channel), timeout_(wait_timeout(config)) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
-    const auto report = gossip::average_now(channel_, k, model_.gradients(), timeout_);
+    mirror_.pull_gradients();
+    const auto report = gossip::average_now(channel_, k, mirror_.gradients(), timeout_);
+    mirror_.push_gradients();
     abandoned_ += report.abandoned;
     optimizer_step(local_step);
     // Every site sees the view change at the same round (views are announced ahead; an abandoned round
@@ -98,8 +119,9 @@ class AllReduce final : public WithOptimizer {
   // Parameters and optimizer state averaged as one tensor: the ring's all-gather hands every site the
   // same bits, so the replicas are identical again even after a site came back from a checkpoint.
   void reaverage(std::uint64_t k) {
-    auto params = model_.parameters();
-    auto state = optimizer_.state();
+    mirror_.pull_parameters();
+    auto params = mirror_.parameters();
+    auto state = host_state();
     gossip::MixJob job{k, gossip::RoundTag::kReaverage, channel_.buffer(), 1.0};
     job.data.resize(params.size() + state.size());
     std::copy(params.begin(), params.end(), job.data.begin());
@@ -110,6 +132,8 @@ class AllReduce final : public WithOptimizer {
     std::copy(result.data.begin(), result.data.begin() + static_cast<std::ptrdiff_t>(params.size()), params.begin());
     std::copy(result.data.begin() + static_cast<std::ptrdiff_t>(params.size()), result.data.end(), state.begin());
     channel_.recycle(std::move(result.data));
+    mirror_.push_parameters();
+    if (mirror_.mirrored()) optimizer_.write_state(state);
   }
 
   gossip::MixChannel& channel_;
@@ -128,20 +152,26 @@ class Sgp final : public WithOptimizer {
             gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.tau), true,
                                         gossip::stable_mix_step(static_cast<std::uint32_t>(config.tau)), 0, false,
                                         wait_timeout(config)},
-            channel, model.parameters()),
+            channel, mirror_.parameters()),
         before_(model.parameters().size()),
         update_(model.parameters().size()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // The optimizer runs on z (the model); its displacement z_before − z_after is the update that
     // push-sum applies to the numerator (momentum stays local, as in the paper).
-    auto z = model_.parameters();
+    // On a device the mirror holds z as pushed after the last step, so it is z before this step too.
+    auto z = mirror_.parameters();
     std::copy(z.begin(), z.end(), before_.begin());
     optimizer_step(local_step);
+    mirror_.pull_parameters();
     for (std::size_t i = 0; i < z.size(); ++i) update_[i] = before_[i] - z[i];
     push_sum_.step(k, update_);
+    mirror_.push_parameters();
   }
-  void finish() override { push_sum_.finish(); }
+  void finish() override {
+    push_sum_.finish();
+    mirror_.push_parameters();
+  }
   std::uint64_t staleness() const override { return push_sum_.mixing().in_flight(); }
   std::uint64_t rounds_abandoned() const override { return push_sum_.mixing().abandoned_rounds(); }
   std::span<const float> checkpoint_parameters() const override { return push_sum_.numerator(); }
@@ -149,6 +179,7 @@ class Sgp final : public WithOptimizer {
   void restore(const Checkpoint& cp) override {
     check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
     push_sum_.restore(cp.parameters, cp.push_sum_weight);
+    mirror_.push_parameters();
     restore_state(cp);
   }
 
@@ -167,13 +198,18 @@ class Dsync final : public WithOptimizer {
                                             gossip::stable_mix_step(static_cast<std::uint32_t>(config.delay)),
                                             static_cast<std::uint64_t>(config.reaverage_every), true,
                                             wait_timeout(config)},
-                channel, model.parameters()) {}
+                channel, mirror_.parameters()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     optimizer_step(local_step);
+    mirror_.pull_parameters();
     mixing_.after_step(k);
+    mirror_.push_parameters();
   }
-  void finish() override { mixing_.finish(); }
+  void finish() override {
+    mixing_.finish();
+    mirror_.push_parameters();
+  }
   std::uint64_t staleness() const override { return mixing_.in_flight(); }
   std::uint64_t rounds_abandoned() const override { return mixing_.abandoned_rounds(); }
 
@@ -186,6 +222,7 @@ class DtsAlgorithm final : public TrainerAlgorithm {
   DtsAlgorithm(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
                const models::ScheduleConfig& schedule)
       : model_(model),
+        mirror_(model),
         schedule_(schedule),
         weight_decay_(static_cast<float>(config.weight_decay)),
         momentum_buffer_(config.optimizer == "momentum" ? model.parameters().size() : 0),
@@ -193,28 +230,34 @@ class DtsAlgorithm final : public TrainerAlgorithm {
                                config.optimizer == "momentum" ? config.momentum : 0.0,
                                gossip::DtsCompensation::kExact, static_cast<std::uint64_t>(config.reaverage_every),
                                wait_timeout(config)},
-             channel, model.parameters(), momentum_buffer_) {}
+             channel, mirror_.parameters(), momentum_buffer_) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
-    auto g = model_.gradients();
+    mirror_.pull_gradients();
+    auto g = mirror_.gradients();
     if (weight_decay_ != 0.0f) {
       // L2 decay folded into the gradient, as torch.optim.SGD does before the momentum update.
-      const auto w = model_.parameters();
+      const auto w = mirror_.parameters();
       for (std::size_t i = 0; i < g.size(); ++i) g[i] += weight_decay_ * w[i];
     }
     dts_.step(k, g, schedule_.at(local_step));
+    mirror_.push_parameters();
   }
-  void finish() override { dts_.finish(); }
+  void finish() override {
+    dts_.finish();
+    mirror_.push_parameters();
+  }
   std::uint64_t staleness() const override { return dts_.in_flight(); }
   std::uint64_t rounds_abandoned() const override { return dts_.abandoned_rounds(); }
-  std::span<const float> checkpoint_parameters() const override { return model_.parameters(); }
+  std::span<const float> checkpoint_parameters() const override { return mirror_.parameters(); }
   std::vector<OptimizerSpan> checkpoint_state() const override {
     if (momentum_buffer_.empty()) return {};
     return {OptimizerSpan{"momentum", momentum_buffer_}};
   }
   void restore(const Checkpoint& cp) override {
     check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
-    std::copy(cp.parameters.begin(), cp.parameters.end(), model_.parameters().begin());
+    model_.write_parameters(cp.parameters);
+    mirror_.pull_parameters();
     if (momentum_buffer_.empty()) return;
     const auto* u = cp.find_optimizer_state("momentum");
     if (u == nullptr) throw CheckpointError("checkpoint has no momentum buffer for dts with --optimizer momentum");
@@ -224,6 +267,7 @@ class DtsAlgorithm final : public TrainerAlgorithm {
 
  private:
   models::Model& model_;
+  mutable HostMirror mirror_;  // host views for gossip/ (the model's own buffers on the CPU)
   models::LearningRateSchedule schedule_;
   float weight_decay_;
   std::vector<float> momentum_buffer_;  // (n) heavy-ball u; empty for plain SGD
