@@ -7,6 +7,7 @@
 #include "gossip/dts.h"
 #include "gossip/push_sum.h"
 #include "gossip/synchronous_average.h"
+#include "daemon/backend_parameters.h"
 #include "daemon/host_mirror.h"
 #include "models/optimizer.h"
 
@@ -194,26 +195,30 @@ class Dsync final : public WithOptimizer {
   Dsync(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
         const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
+        store_(parameter_store(model)),
         mixing_(gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.delay), false,
                                             gossip::stable_mix_step(static_cast<std::uint32_t>(config.delay)),
                                             static_cast<std::uint64_t>(config.reaverage_every), true,
                                             wait_timeout(config)},
-                channel, mirror_.parameters()) {}
+                channel, *store_) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     optimizer_step(local_step);
-    mirror_.pull_parameters();
     mixing_.after_step(k);
-    mirror_.push_parameters();
   }
-  void finish() override {
-    mixing_.finish();
-    mirror_.push_parameters();
-  }
+  void finish() override { mixing_.finish(); }
   std::uint64_t staleness() const override { return mixing_.in_flight(); }
   std::uint64_t rounds_abandoned() const override { return mixing_.abandoned_rounds(); }
 
  private:
+  // The model's own host buffer on the CPU; on a device the parameters stay there, the snapshot is read
+  // from it and the delayed compensation runs on it (daemon/backend_parameters.h).
+  static std::unique_ptr<gossip::ParameterStore> parameter_store(models::Model& model) {
+    if (model.backend().host_addressable()) return std::make_unique<gossip::HostParameters>(model.parameters());
+    return std::make_unique<BackendParameters>(model);
+  }
+
+  std::unique_ptr<gossip::ParameterStore> store_;
   gossip::DelayedMixing mixing_;
 };
 
