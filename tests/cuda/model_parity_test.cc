@@ -5,6 +5,7 @@
 // runtime's reason, where there is no CUDA device.
 //
 // Error bounds (fp32, u = 2⁻²⁴), and why:
+// - flatten: exact (a device-to-device copy).
 // - max pooling forward and backward: exact on tie-free inputs (a maximum is copied, not computed; the
 //   inputs are random floats, so windows have no equal maxima).
 // - convolution (output, input, weight and bias gradients): 1e-4·max(|value|, 1). cuDNN accumulates the
@@ -28,6 +29,7 @@
 #include "models/backend_buffer.h"
 #include "models/conv2d.h"
 #include "models/cpu_backend.h"
+#include "models/flatten.h"
 #include "models/max_pool2d.h"
 #include "models/model_factory.h"
 #include "models/optimizer.h"
@@ -38,6 +40,7 @@ using meridian::models::Backend;
 using meridian::models::BackendBuffer;
 using meridian::models::Conv2d;
 using meridian::models::CpuBackend;
+using meridian::models::Flatten;
 using meridian::models::InitScheme;
 using meridian::models::MaxPool2d;
 using meridian::models::Model;
@@ -162,6 +165,11 @@ TEST_CASE("cuDNN max pooling equals the CPU's exactly on tie-free inputs", "[cud
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   check_layer([] { return std::make_unique<MaxPool2d>(Shape{6, 28, 28}, 2, 2); }, 4, 0.0, "max_pool2d(k2,s2)");
   check_layer([] { return std::make_unique<MaxPool2d>(Shape{2, 7, 9}, 3, 2); }, 3, 0.0, "max_pool2d(k3,s2)");
+}
+
+TEST_CASE("the flatten layer copies in device memory, bit for bit", "[cuda][parity][layers]") {
+  MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
+  check_layer([] { return std::make_unique<Flatten>(Shape{16, 5, 5}); }, 3, 0.0, "flatten");
 }
 
 TEST_CASE("a whole training step on the GPU matches the CPU for every model and optimizer", "[cuda][parity][model]") {
