@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/checkpoint_store.h"
+#include "daemon/compute_backend.h"
 #include "daemon/control_server.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/directory_lock.h"
@@ -30,7 +31,6 @@
 #include "gossip/inbox.h"
 #include "gossip/mix_server.h"
 #include "gossip/push_sum_mixer.h"
-#include "daemon/compute_backend.h"
 #include "models/data/batch_order.h"
 #include "models/data/seeded_random.h"
 #include "models/device.h"

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "daemon/backend_parameters.h"
+#include "daemon/host_mirror.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/dts.h"
 #include "gossip/push_sum.h"
 #include "gossip/synchronous_average.h"
-#include "daemon/backend_parameters.h"
-#include "daemon/host_mirror.h"
 #include "models/optimizer.h"
 
 namespace meridian::daemon {
