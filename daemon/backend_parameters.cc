@@ -2,30 +2,27 @@
 
 namespace meridian::daemon {
 
-BackendParameters::BackendParameters(models::Model& model)
-    : model_(model),
-      mixed_(model.backend(), model.parameter_count()),
-      snapshot_(model.backend(), model.parameter_count()) {}
+BackendParameters::BackendParameters(models::Backend& backend, std::span<float> params)
+    : backend_(backend), params_(params), mixed_(backend, params.size()), snapshot_(backend, params.size()) {}
 
-void BackendParameters::read(float* out) { model_.read_parameters({out, size()}); }
+void BackendParameters::read(float* out) { backend_.copy_to_host(out, params_.data(), params_.size_bytes()); }
 
-void BackendParameters::assign(const float* in) { model_.write_parameters({in, size()}); }
+void BackendParameters::assign(const float* in) { backend_.copy_from_host(params_.data(), in, params_.size_bytes()); }
 
 void BackendParameters::compensate(const float* mixed, const float* snapshot, float step) {
-  models::Backend& backend = model_.backend();
   const std::size_t n = size();
-  backend.copy_from_host(mixed_.data(), mixed, n * sizeof(float));
-  backend.copy_from_host(snapshot_.data(), snapshot, n * sizeof(float));
-  float* x = model_.parameters().data();
+  backend_.copy_from_host(mixed_.data(), mixed, n * sizeof(float));
+  backend_.copy_from_host(snapshot_.data(), snapshot, n * sizeof(float));
+  float* x = params_.data();
   if (step == 1.0f) {
-    backend.delayed_compensation(n, x, mixed_.data(), snapshot_.data());
+    backend_.delayed_compensation(n, x, mixed_.data(), snapshot_.data());
     return;
   }
   // x ← x + α·(m − s) from the push-sum primitives: s ← −s, m ← m + s, m ← α·m, x ← x + m.
-  backend.push_sum_scale(n, snapshot_.data(), -1.0f);
-  backend.push_sum_add(n, mixed_.data(), snapshot_.data());
-  backend.push_sum_scale(n, mixed_.data(), step);
-  backend.push_sum_add(n, x, mixed_.data());
+  backend_.push_sum_scale(n, snapshot_.data(), -1.0f);
+  backend_.push_sum_add(n, mixed_.data(), snapshot_.data());
+  backend_.push_sum_scale(n, mixed_.data(), step);
+  backend_.push_sum_add(n, x, mixed_.data());
 }
 
 }  // namespace meridian::daemon

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "daemon/backend_parameters.h"
+#include "daemon/backend_push_sum.h"
 #include "daemon/host_mirror.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/dts.h"
@@ -144,16 +145,19 @@ class AllReduce final : public WithOptimizer {
   std::uint64_t abandoned_ = 0;
 };
 
+// sgp's mixing: overlap τ, no re-averaging (numerators have no meaningful exact mean).
+gossip::DelayedMixingConfig sgp_mixing(const SiteConfig& config) {
+  return gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.tau), true,
+                                     gossip::stable_mix_step(static_cast<std::uint32_t>(config.tau)), 0, false,
+                                     wait_timeout(config)};
+}
+
 class Sgp final : public WithOptimizer {
  public:
   Sgp(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
       const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
-        push_sum_(
-            gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.tau), true,
-                                        gossip::stable_mix_step(static_cast<std::uint32_t>(config.tau)), 0, false,
-                                        wait_timeout(config)},
-            channel, mirror_.parameters()),
+        push_sum_(sgp_mixing(config), channel, mirror_.parameters()),
         before_(model.parameters().size()),
         update_(model.parameters().size()) {}
 
@@ -190,6 +194,37 @@ class Sgp final : public WithOptimizer {
   std::vector<float> update_;  // (n)
 };
 
+// sgp on a device backend: the numerator, the optimizer's displacement and the push-sum arithmetic stay
+// in device memory (daemon/backend_push_sum.h); only the mixing snapshot and its result cross the bus.
+class SgpOnDevice final : public WithOptimizer {
+ public:
+  SgpOnDevice(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
+              const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
+      : WithOptimizer(config, model, schedule, std::move(backend)),
+        push_sum_(sgp_mixing(config), channel, model),
+        before_(model.backend(), model.parameter_count()) {}
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    model_.backend().copy(before_.data(), model_.parameters().data(), before_.size() * sizeof(float));
+    optimizer_step(local_step);
+    push_sum_.step(k, before_.data());
+  }
+  void finish() override { push_sum_.finish(); }
+  std::uint64_t staleness() const override { return push_sum_.mixing().in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return push_sum_.mixing().abandoned_rounds(); }
+  std::span<const float> checkpoint_parameters() const override { return push_sum_.numerator(); }
+  double push_sum_weight() const override { return push_sum_.weight(); }
+  void restore(const Checkpoint& cp) override {
+    check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
+    push_sum_.restore(cp.parameters, cp.push_sum_weight);
+    restore_state(cp);
+  }
+
+ private:
+  mutable BackendPushSum push_sum_;
+  models::BackendBuffer<float> before_;  // (n) z before the optimizer step, backend memory
+};
+
 class Dsync final : public WithOptimizer {
  public:
   Dsync(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
@@ -215,7 +250,7 @@ class Dsync final : public WithOptimizer {
   // from it and the delayed compensation runs on it (daemon/backend_parameters.h).
   static std::unique_ptr<gossip::ParameterStore> parameter_store(models::Model& model) {
     if (model.backend().host_addressable()) return std::make_unique<gossip::HostParameters>(model.parameters());
-    return std::make_unique<BackendParameters>(model);
+    return std::make_unique<BackendParameters>(model.backend(), model.parameters());
   }
 
   std::unique_ptr<gossip::ParameterStore> store_;
@@ -334,7 +369,10 @@ std::unique_ptr<TrainerAlgorithm> make_trainer_algorithm(const SiteConfig& confi
   switch (*algo) {
     case gossip::Algorithm::kAllReduce: return std::make_unique<AllReduce>(config, model, channel, schedule, backend);
     case gossip::Algorithm::kDts: return std::make_unique<DtsAlgorithm>(config, model, channel, schedule);
-    case gossip::Algorithm::kSgp: return std::make_unique<Sgp>(config, model, channel, schedule, backend);
+    case gossip::Algorithm::kSgp:
+      if (!model.backend().host_addressable())
+        return std::make_unique<SgpOnDevice>(config, model, channel, schedule, backend);
+      return std::make_unique<Sgp>(config, model, channel, schedule, backend);
     case gossip::Algorithm::kDsync: return std::make_unique<Dsync>(config, model, channel, schedule, backend);
     case gossip::Algorithm::kLocal: return std::make_unique<Local>(config, model, schedule, backend);
   }

@@ -20,7 +20,7 @@ TEST_CASE("backend parameters read, assign and compensate exactly as host parame
   const std::size_t n = model->parameter_count();
   std::vector<float> host(n);
   model->read_parameters(host);
-  BackendParameters on_backend(*model);
+  BackendParameters on_backend(model->backend(), model->parameters());
   HostParameters on_host(host);
   REQUIRE(on_backend.size() == n);
 
