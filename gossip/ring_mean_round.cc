@@ -13,6 +13,7 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
   backup_.assign(data.begin(), data.end());
   MixReport report;
   peer::View view = redo_.for_step(inbox_.transport(), step);
+  report.scheduled_view_id = inbox_.transport().view_for(step).id;
   for (;;) {
     const auto rank = view.rank_of(inbox_.transport().self());
     if (!rank)
