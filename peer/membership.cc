@@ -102,6 +102,10 @@ MembershipChange Membership::merge_view(const View& v) {
   // Conflicting proposals with the same id: the greater one wins on every site, unless we already run
   // in ours (then the next proposal repairs the membership).
   if (it->effective_round <= newest_round_) return change;
+  // A proposal that leaves this site out never replaces one that has it: its proposer thinks this
+  // site is gone (a partition, a false death), and this site may already run in its own view (a
+  // redo runs in a view before its effective round). The next view, with everybody, repairs it.
+  if (it->rank_of(config_.self) && !v.rank_of(config_.self)) return change;
   if (std::tie(v.effective_round, v.members) > std::tie(it->effective_round, it->members)) {
     *it = v;
     change.views = true;
@@ -184,10 +188,13 @@ MembershipChange Membership::tick(Clock::time_point now) {
     ++it;
   }
   if (alive != views_.back().members) {
-    // Strictly after the newest view's round: every announced view is in force for at least one round,
-    // so a mixer looking for the view after a failed one finds it (gossip/redo_view.h).
-    const std::uint64_t effective =
-        std::max(newest_round_ + config_.view_lead_rounds, views_.back().id == 0 ? 0 : views_.back().effective_round + 1);
+    // Also `view_lead_rounds` after the newest view's round: every announced view is in force for that
+    // many rounds, so a mixer looking for the view after a failed one finds it (gossip/redo_view.h),
+    // and the re-average a view change triggers a few rounds later (dts and dsync, after their delay)
+    // still runs in that view, not in the next one (which may hold a site that is not there yet).
+    const std::uint64_t effective = std::max(
+        newest_round_ + config_.view_lead_rounds,
+        views_.back().id == 0 ? 0 : views_.back().effective_round + config_.view_lead_rounds);
     View v = View::of(std::move(alive), views_.back().id + 1, effective);
     spdlog::debug("membership: '{}' proposes view {} from round {} with {} members", config_.self, v.id,
                   v.effective_round, v.members.size());

@@ -9,10 +9,10 @@
 // next view leaves it out and the one after takes the new incarnation back, both announced, so that
 // the rounds the old incarnation was in are redone without it and the new one joins at an announced
 // round. Views are numbered; a proposed view takes effect `view_lead_rounds` after the newest round
-// any site reported (and after the newest view's round), so that gossip reaches every site before the
-// switch and all switch at the same step. Two sites may propose different views with the same id; the
-// one with the greater (effective_round, members) wins everywhere, unless a site already runs in it
-// (then the next view corrects the membership). The initial one-member view (id 0) is local and never
+// any site reported and after the newest view's round, so that gossip reaches every site before the
+// switch, all switch at the same step, and every view is in force for at least that many rounds. Two sites may propose different views with the same id; the
+// one with the greater (effective_round, members) wins everywhere, unless a site already runs in it or
+// the other one leaves that site out (then the next view corrects the membership). The initial one-member view (id 0) is local and never
 // gossiped.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
@@ -38,7 +38,7 @@ struct MembershipConfig {
   std::string region;
   std::uint64_t incarnation = 0;
   std::chrono::milliseconds heartbeat_timeout{3000};
-  std::uint64_t view_lead_rounds = 8;
+  std::uint64_t view_lead_rounds = 8;  // keep it above the rounds a view change takes to act (D + P)
   // Names this site accepts as members (the roster); empty function: any name.
   std::function<bool(const std::string&)> admissible;
 };

@@ -109,6 +109,8 @@ class ZmqTransport::IoLoop {
                           Clock::time_point now);
   std::optional<Clock::time_point> due_time(const std::string& to, bool may_lose, std::size_t bytes,
                                             Clock::time_point now);
+  // Whether an emulated partition cuts this site from `to` now.
+  bool cut_off(const std::string& to, Clock::time_point now) const;
 
   void drain_commands();
   void handle_send(std::string to, Message msg);
@@ -255,6 +257,9 @@ Link* ZmqTransport::IoLoop::ensure_link(const std::string& name) {
   const auto* record = membership_->find(name);
   if (!record || record->address.empty() || name == opt_.name) return nullptr;
   if (secure() && !opt_.roster->by_name(name)) return nullptr;
+  // Across an emulated partition the new connection's hello would be lost, and everything sent on it
+  // later refused as coming from a connection that never said hello: connect once the cut heals.
+  if (cut_off(name, Clock::now())) return nullptr;
   auto [it, inserted] = links_.emplace(name, Link{record->address, open_dealer(record->address, name), {}, false});
   dirty_ = true;
   // Every connection starts with a hello, so the other side can name it (insecure mode) and learns us.
@@ -270,11 +275,14 @@ void ZmqTransport::IoLoop::close_link(const std::string& name) {
   dirty_ = true;
 }
 
+bool ZmqTransport::IoLoop::cut_off(const std::string& to, Clock::time_point now) const {
+  return !to.empty() && !opt_.partitions.empty() &&
+         opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - started_));
+}
+
 std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::string& to, bool may_lose,
                                                                 std::size_t bytes, Clock::time_point now) {
-  if (!to.empty() && !opt_.partitions.empty() &&
-      opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - started_)))
-    return std::nullopt;  // an emulated partition drops everything, membership traffic included
+  if (cut_off(to, now)) return std::nullopt;  // an emulated partition drops everything, membership included
   if (!opt_.wan.emulates() || to.empty()) return now;  // bootstrap links: name (and region) unknown yet
   const LinkSpec* spec = nullptr;
   if (opt_.wan.regions() == 1) {

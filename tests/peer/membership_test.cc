@@ -186,3 +186,30 @@ TEST_CASE("a restart noticed before the death is announced as two views: without
   // And a quiet federation proposes nothing more.
   CHECK_FALSE(a.tick(t0 + 600ms).views);
 }
+
+TEST_CASE("after a partition each side keeps its own view of the id both used, then all agree on the next",
+          "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0), b(config("b"), t0);
+  // Each side proposed view 5 without the other; a runs in its own from a redo, before its round.
+  const View mine = View::of({"a", "x"}, 5, 40), theirs = View::of({"b", "y"}, 5, 48);
+  MemberListInfo la, lb;
+  la.views = {mine};
+  lb.views = {theirs};
+  a.on_members(la, t0);
+  a.on_members(lb, t0);  // greater effective round, but it leaves a out
+  CHECK(a.latest_view() == mine);
+  b.on_members(lb, t0);
+  b.on_members(la, t0);
+  CHECK(b.latest_view() == theirs);
+  // The view with everybody that both then propose resolves the usual way.
+  const View all_a = View::of({"a", "b", "x", "y"}, 6, 60), all_b = View::of({"a", "b", "x", "y"}, 6, 64);
+  la.views = {all_a};
+  lb.views = {all_b};
+  for (auto* s : {&a, &b}) {
+    s->on_members(la, t0);
+    s->on_members(lb, t0);
+  }
+  CHECK(a.latest_view() == all_b);
+  CHECK(b.latest_view() == all_b);
+}
