@@ -272,6 +272,10 @@ void SiteDaemon::Impl::make_transport() {
   o.region = config.region;
   o.wan = peer::parse_wan_spec(config.wan);
   o.wan_seed = config.seed;
+  // A view change acts a few rounds after it takes effect (dts: after D steps at the next window
+  // start; dsync: D steps later); the next view must not come before that (peer/membership.h).
+  o.view_lead_rounds = std::max<std::uint64_t>(o.view_lead_rounds,
+                                               static_cast<std::uint64_t>(config.delay + config.period) + 2);
   o.partitions = peer::parse_partition_schedule(config.wan_partition);
   o.bootstrap = config.join;
   o.insecure = config.insecure;
@@ -308,10 +312,14 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   // leaves it out for a few heartbeat timeouts (the whole federation restarted) does any view do.
   const auto waiting_since = Clock::now();
   const auto alone_grace = 2 * peer::ZmqTransportOptions{}.heartbeat_timeout + settle;
+  // Both views come after the checkpoint's round: the previous incarnation was alive there, so a view
+  // that left it out before (when the federation formed, say) does not count.
+  const std::uint64_t checkpoint_round = resumed && resume ? resume->step : 0;
   auto back_in = [&](const peer::View& view) {
-    for (peer::View v = view; v.id > 0 && v.effective_round > 0;) {
+    if (view.effective_round <= checkpoint_round) return false;
+    for (peer::View v = view; v.id > 0 && v.effective_round > checkpoint_round + 1;) {
       peer::View older = transport->view_for(v.effective_round - 1);
-      if (older.id >= v.id || older.id == 0) return false;
+      if (older.id >= v.id || older.id == 0 || older.effective_round <= checkpoint_round) return false;
       if (!older.rank_of(config.name)) return true;
       v = std::move(older);
     }
@@ -322,6 +330,14 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
     const auto view = transport->latest_view();
     const bool enough = view.rank_of(config.name) && view.size() >= need &&
                         (!resumed || back_in(view) || Clock::now() - waiting_since >= alone_grace);
+    if (enough && resumed && back_in(view)) {
+      // The view that takes this site back was announced for it: its peers reach its first round
+      // soon and wait there for this site, so it does not wait for the view to settle.
+      spdlog::info("view {} from round {}: {} ({} sites), rejoining", view.id, view.effective_round,
+                   join_names(view.members), view.size());
+      taken_back = true;
+      return true;
+    }
     if (enough) {
       if (!candidate || *candidate != view) {
         candidate = view;
@@ -329,7 +345,6 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
       } else if (Clock::now() - candidate_since >= settle) {
         spdlog::info("view {} from round {}: {} ({} sites){}", view.id, view.effective_round, join_names(view.members),
                      view.size(), resumed ? ", rejoining" : "");
-        taken_back = resumed && back_in(view);
         return true;
       }
     } else {
