@@ -72,8 +72,11 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     if (gone(from_rank)) continue;
     const std::string& from = view.at(from_rank);
     for (;;) {
+      // Checked every 100 ms: a peer that a newer view leaves out (it left or died) sends nothing more.
+      const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
       auto msg = inbox_.take(
-          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.from == from; }, deadline);
+          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.from == from; }, until);
+      if (!msg && until < deadline && !left_out_after(transport, view, from)) continue;
       if (!msg) {
         ++report.missing;
         ++missing_;

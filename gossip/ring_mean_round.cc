@@ -19,8 +19,25 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     if (!rank)
       throw MixError("site '" + inbox_.transport().self() + "' is not in view " + std::to_string(view.id) +
                      " for step " + std::to_string(step));
-    const auto status = ring_.run(group_of(view, *rank, step), Round{view.id, step, tag_value}, data,
-                                  Clock::now() + timeouts_.round, options_);
+    const auto group = group_of(view, *rank, step);
+    RingOptions options = options_;
+    // Abandon now rather than at the deadline when the round cannot finish in this view: a member
+    // that a newer announced view leaves out (it left, or was found dead) will not come, and a site
+    // that sends this step's mail in a newer view redid the round there (its group-mates of this
+    // view, dsync's groups say, must follow it).
+    options.give_up = [&] {
+      bool moved_on = false;
+      (void)inbox_.take(
+          [&](const peer::Message& m) {
+            moved_on = moved_on || (m.kind == kind && m.round == step && m.tag == tag_value && m.view_id > view.id);
+            return false;
+          },
+          Clock::now());
+      return moved_on || std::any_of(group.begin(), group.end(), [&](const std::string& m) {
+               return left_out_after(inbox_.transport(), view, m);
+             });
+    };
+    const auto status = ring_.run(group, Round{view.id, step, tag_value}, data, Clock::now() + timeouts_.round, options);
     inbox_.discard_if([&](const peer::Message& m) {
       return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id <= view.id;
     });
