@@ -25,7 +25,7 @@ namespace meridian::gossip {
 class AverageMixer final : public Mixer {
  public:
   AverageMixer(Inbox& inbox, RoundTimeouts timeouts = {}, std::size_t max_piece = RingOptions{}.max_piece)
-      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kReduceChunk, true, max_piece}) {}
+      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kReduceChunk, true, max_piece, {}}) {}
 
   // `weight` is left unchanged.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;

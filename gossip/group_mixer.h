@@ -18,7 +18,7 @@ namespace meridian::gossip {
 class GroupMixer final : public Mixer {
  public:
   GroupMixer(Inbox& inbox, RoundTimeouts timeouts = {})
-      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kGroupChunk, true, RingOptions{}.max_piece}) {}
+      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kGroupChunk, true, RingOptions{}.max_piece, {}}) {}
 
   // `weight` is left unchanged.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
