@@ -44,7 +44,10 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     own_model_.resize(data.size());
     for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
     const auto scale = scale_.on_input(tag_value, own_model_);
-    if (scale && robust_.clip_factor > 0) bound_ = robust_.clip_factor * *scale;
+    // Before this site has its own scale (its first mix) nothing it could compare with is known, so
+    // others' models count as its own (bound 0): every site starts from the same model, so an honest
+    // peer's first share hardly differs, while a first share of garbage would otherwise go in whole.
+    if (robust_.clip_factor > 0) bound_ = scale ? robust_.clip_factor * *scale : 0.0;
   }
   auto outs = exponential_out_peers(n, *rank, step, out_peers_);
   auto ins = exponential_in_peers(n, *rank, step, out_peers_);

@@ -60,8 +60,10 @@ RoundStatus RobustGroupMean::run(const std::vector<std::string>& group, const Ro
     trimmed_mean(all, options_.trim, data);
   } else {
     // own + (1/g)·Σ clip(x_j − own): the mean when nobody is clipped.
-    const bool clip = options_.clip_factor > 0 && scale.has_value();
-    const double bound = clip ? options_.clip_factor * *scale : 0.0;
+    // Without an own scale yet (the first mix of this tag) others count as this site's own vector:
+    // see PushSumMixer for why that is safe and what it prevents.
+    const bool clip = options_.clip_factor > 0;
+    const double bound = clip && scale ? options_.clip_factor * *scale : 0.0;
     sum_.assign(data.size(), 0.0);
     for (auto& v : gathered_) {
       difference_.resize(data.size());

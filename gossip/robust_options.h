@@ -6,7 +6,8 @@
 //    trimmed mean (drop the `trim` largest and `trim` smallest values of each coordinate) when the group
 //    has at least 2·trim + 1 members; smaller groups fall back to norm clipping;
 //  - norm clipping: another site's vector x_j counts as own + clip(x_j − own), the difference cut to at
-//    most clip_factor × this site's own update scale (gossip/update_scale.h);
+//    most clip_factor × this site's own update scale (gossip/update_scale.h); at a site's first mix of
+//    a kind, before it has a scale, the bound is 0 (others count as its own vector);
 //  - push-sum receipts (PushSumMixer, sgp) are clipped the same way on their de-biased models.
 // Every site of a federation must use the same setting (the robust group average exchanges other
 // messages than the ring). See docs/reliability.md for what it costs and what it buys.
