@@ -11,6 +11,7 @@
 #include "gossip/delayed_mixing.h"
 #include "gossip/push_sum.h"
 #include "gossip/robust_combine.h"
+#include "gossip/update_scale.h"
 #include "gossip/synchronous_average.h"
 #include "logistic_problem.h"
 #include "site_cluster.h"
@@ -122,4 +123,16 @@ TEST_CASE("with robust aggregation, one garbage-sending site of 8 costs under 2 
     CHECK(defended.worst_gap < 0.05);
     CHECK((undefended.worst_accuracy < clean.worst_accuracy - 0.1 || undefended.worst_gap > 1.0));
   }
+}
+
+TEST_CASE("the own update scale starts unknown, then follows how far the own vector moved between mixes", "[gossip][robust]") {
+  UpdateScale scale;
+  const std::vector<float> first{0, 0}, moved{3, 4}, again{3, 4};
+  CHECK_FALSE(scale.on_input(0, first));  // no previous output yet
+  scale.on_output(0, first);
+  CHECK(*scale.on_input(0, moved) == Approx(5.0));  // the first measurement is the scale
+  scale.on_output(0, moved);
+  CHECK(*scale.on_input(0, again) == Approx(4.5));  // 0.9 · 5 + 0.1 · 0
+  CHECK_FALSE(scale.on_input(1, moved));            // tags are separate
+  CHECK_FALSE(scale.on_input(0, std::vector<float>{1, 2, 3}));  // a different size starts afresh
 }
