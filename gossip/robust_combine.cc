@@ -7,23 +7,42 @@
 
 namespace meridian::gossip {
 
-void trimmed_mean(const std::vector<std::span<const float>>& vectors, std::size_t trim, std::span<float> out) {
+void trimmed_mean(const std::vector<std::span<const float>>& vectors, std::size_t trim, std::span<float> out,
+                  double outlier_mads) {
   const std::size_t g = vectors.size();
   if (g <= 2 * trim)
     throw std::invalid_argument("trimmed mean of " + std::to_string(g) + " vectors cannot drop " +
                                 std::to_string(trim) + " at each end");
   for (const auto& v : vectors)
     if (v.size() != out.size()) throw std::invalid_argument("trimmed mean: vectors of different sizes");
-  std::vector<float> column(g);
-  const double kept = static_cast<double>(g - 2 * trim);
+  // Small g: insertion sort beats std::sort's set-up, and its order is total for finite values.
+  auto sort = [](std::vector<float>& v) {
+    for (std::size_t a = 1; a < v.size(); ++a)
+      for (std::size_t b = a; b > 0 && v[b] < v[b - 1]; --b) std::swap(v[b], v[b - 1]);
+  };
+  auto median = [](const std::vector<float>& sorted) {
+    const std::size_t n = sorted.size();
+    return n % 2 ? static_cast<double>(sorted[n / 2])
+                 : 0.5 * (static_cast<double>(sorted[n / 2 - 1]) + static_cast<double>(sorted[n / 2]));
+  };
+  std::vector<float> column(g), deviation(g);
   for (std::size_t i = 0; i < out.size(); ++i) {
     for (std::size_t j = 0; j < g; ++j) column[j] = vectors[j][i];
-    // Small g: insertion sort beats std::sort's set-up, and its order is total for finite values.
-    for (std::size_t a = 1; a < g; ++a)
-      for (std::size_t b = a; b > 0 && column[b] < column[b - 1]; --b) std::swap(column[b], column[b - 1]);
+    sort(column);
+    std::size_t low = trim, high = g - trim;  // keep column[low, high)
+    if (outlier_mads > 0 && trim > 0) {
+      const double m = median(column);
+      for (std::size_t j = 0; j < g; ++j) deviation[j] = static_cast<float>(std::abs(column[j] - m));
+      sort(deviation);
+      const double bound = outlier_mads * median(deviation);
+      low = 0;
+      while (low < trim && m - column[low] > bound) ++low;
+      high = g;
+      while (g - high < trim && column[high - 1] - m > bound) --high;
+    }
     double sum = 0;
-    for (std::size_t j = trim; j < g - trim; ++j) sum += column[j];
-    out[i] = static_cast<float>(sum / kept);
+    for (std::size_t j = low; j < high; ++j) sum += column[j];
+    out[i] = static_cast<float>(sum / static_cast<double>(high - low));
   }
 }
 

@@ -57,7 +57,7 @@ RoundStatus RobustGroupMean::run(const std::vector<std::string>& group, const Ro
     difference_.assign(data.begin(), data.end());  // own vector, read while `data` is overwritten
     all.emplace_back(difference_);
     for (const auto& v : gathered_) all.emplace_back(v);
-    trimmed_mean(all, options_.trim, data);
+    trimmed_mean(all, options_.trim, data, options_.outlier_mads);
   } else {
     // own + (1/g)·Σ clip(x_j − own): the mean when nobody is clipped.
     // Without an own scale yet (the first mix of this tag) others count as this site's own vector:

@@ -3,8 +3,9 @@
 //  - group averages (AverageMixer: allreduce, dts, re-averaging; GroupMixer: dsync) gather every
 //    member's vector instead of summing them along the ring (a ring only ever shows a site partial
 //    sums, so no site could tell one contribution from another), then take the coordinate-wise
-//    trimmed mean (drop the `trim` largest and `trim` smallest values of each coordinate) when the group
-//    has at least 2·trim + 1 members; smaller groups fall back to norm clipping;
+//    trimmed mean (drop up to `trim` of the largest and smallest values of each coordinate, those that
+//    are outliers) when the group has at least 2·trim + 1 members; smaller groups fall back to norm
+//    clipping;
 //  - norm clipping: another site's vector x_j counts as own + clip(x_j − own), the difference cut to at
 //    most clip_factor × this site's own update scale (gossip/update_scale.h); at a site's first mix of
 //    a kind, before it has a scale, the bound is 0 (others count as its own vector);
@@ -22,8 +23,12 @@ struct RobustOptions {
   // Another site's difference from this site's own vector may be at most clip_factor times this
   // site's own update scale. <= 0 turns clipping off (trimmed mean only).
   double clip_factor = 4.0;
-  // Values dropped at each end of every coordinate by the trimmed mean; 0 turns it off (clipping only).
+  // Values dropped at most at each end of every coordinate by the trimmed mean; 0 turns it off
+  // (clipping only).
   std::size_t trim = 1;
+  // An end value is dropped only when it lies more than this many median absolute deviations from the
+  // coordinate's median (gossip/robust_combine.h); 0 always drops `trim` at each end.
+  double outlier_mads = 4.5;
 };
 
 }  // namespace meridian::gossip

@@ -20,7 +20,8 @@ using namespace meridian::gossip;
 using namespace meridian::gossip::testing;
 using namespace std::chrono_literals;
 
-TEST_CASE("trimmed mean drops the extremes of every coordinate, in any order, to the same bits", "[gossip][robust]") {
+TEST_CASE("trimmed mean drops the extremes (or only the outliers) of every coordinate, in any order, to the same bits",
+          "[gossip][robust]") {
   const std::vector<float> a{1, 10, -3}, b{2, 20, -2}, c{3, -1000, -1}, d{1000, 30, 5}, e{4, 40, 0};
   std::vector<float> out(3), again(3);
   trimmed_mean({a, b, c, d, e}, 1, out);
@@ -29,6 +30,12 @@ TEST_CASE("trimmed mean drops the extremes of every coordinate, in any order, to
   CHECK(again == out);
   trimmed_mean({a, b, c, d, e}, 0, out);
   CHECK(out[0] == Approx(202.0));
+  // Dropping only outliers (beyond 4.5 median absolute deviations): column 0 loses just the 1000,
+  // column 1 just the -1000; column 2 (-3, -2, -1, 5, 0: median -1, MAD 1) loses the 5 only.
+  trimmed_mean({a, b, c, d, e}, 1, out, 4.5);
+  CHECK(out == std::vector<float>{2.5f, 25.0f, -1.5f});
+  trimmed_mean({e, c, a, d, b}, 1, again, 4.5);
+  CHECK(again == out);
   CHECK_THROWS_AS(trimmed_mean({a, b}, 1, out), std::invalid_argument);
   CHECK_THROWS_AS(trimmed_mean({a, b, std::vector<float>{1}}, 1, out), std::invalid_argument);
 }
