@@ -24,7 +24,7 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     // Abandon now rather than at the deadline when the round cannot finish in this view: a member
     // that a newer announced view leaves out (it left, or was found dead) will not come, and a site
     // that sends this step's mail in a newer view redid the round there (its group-mates of this
-    // view, dsync's groups say, must follow it).
+    // view, dsync's groups say, must follow it). (The robust mean waits for its deadline.)
     options.give_up = [&] {
       bool moved_on = false;
       (void)inbox_.take(
@@ -37,7 +37,10 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
                return left_out_after(inbox_.transport(), view, m);
              });
     };
-    const auto status = ring_.run(group, Round{view.id, step, tag_value}, data, Clock::now() + timeouts_.round, options);
+    const Round round{view.id, step, tag_value};
+    const auto deadline = Clock::now() + timeouts_.round;
+    const auto status = robust_ ? robust_->run(group, round, data, deadline, kind)
+                                : ring_.run(group, round, data, deadline, options);
     inbox_.discard_if([&](const peer::Message& m) {
       return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id <= view.id;
     });
