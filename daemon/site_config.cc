@@ -11,6 +11,7 @@
 
 #include "models/data/partition.h"
 #include "models/device.h"
+#include "peer/partition_schedule.h"
 #include "peer/wan_model.h"
 
 namespace meridian::daemon {
@@ -127,10 +128,33 @@ const std::vector<OptionSpec>& option_specs() {
               &C::round_timeout),
         field(algo, "reaverage-every", "Steps between exact parameter re-averages (0 = only on a view change)",
               &C::reaverage_every),
+        field(algo, "robust-aggregation",
+              "Byzantine-robust mixing: trimmed mean in group averages, norm clipping of others' contributions "
+              "(every site of a federation must agree)",
+              &C::robust_aggregation),
+        field(algo, "robust-clip",
+              "With --robust-aggregation: clip another site's difference at this many times this site's own update "
+              "scale (0 = no clipping)",
+              &C::robust_clip),
+        field(algo, "robust-trim",
+              "With --robust-aggregation: values dropped at each end of every coordinate when a group has at least "
+              "2*trim+1 sites (0 = clipping only)",
+              &C::robust_trim),
+        field(algo, "byzantine-scale",
+              "Fault injection for experiments: > 0 makes this site send random garbage this many times the RMS "
+              "of its honest vectors (0 = honest)",
+              &C::byzantine_scale),
         field(wan, "wan",
               "Emulated links: \"\" (none) | world4 | latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.01",
               &C::wan),
         field(wan, "region", "With --wan world4: oregon | ohio | london | tokyo", &C::region),
+        field(wan, "slowdown",
+              "Emulated straggler: every step takes this many times its compute time (1 = as fast as it can)",
+              &C::slowdown),
+        field(wan, "wan-partition",
+              "Emulated partitions, the same on every site: \"s0,s1|s2,s3@20s+10s\" cuts s0,s1 from s2,s3 "
+              "from 20 s after start for 10 s (\"\" = none)",
+              &C::wan_partition),
         field(ops, "checkpoint-dir", "Checkpoint directory (\"\" = RUN_DIR/checkpoints)", &C::checkpoint_dir),
         field(ops, "checkpoint-interval", "Seconds between checkpoints", &C::checkpoint_interval),
         field(ops, "checkpoint-keep", "Checkpoints kept (the newest)", &C::checkpoint_keep),
@@ -356,6 +380,10 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   at_least("tau", c.tau, 1);
   if (!parse_grid(c.grid)) problem("grid", "'" + c.grid + "' is not auto or ROWSxCOLS (e.g. 2x4)");
   at_least("reaverage-every", c.reaverage_every, 0);
+  at_least("robust-trim", c.robust_trim, 0);
+  if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");
+  if (!(std::isfinite(c.byzantine_scale) && c.byzantine_scale >= 0))
+    problem("byzantine-scale", "must be 0 (an honest site) or positive");
   at_least("min-sites", c.min_sites, 0);
   if (!(std::isfinite(c.join_timeout) && c.join_timeout > 0)) problem("join-timeout", "must be a positive number of seconds");
   if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0)) problem("round-timeout", "must be a positive number of seconds");
@@ -376,6 +404,13 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
     }
   } catch (const std::invalid_argument& e) {
     problem("wan", e.what());
+  }
+  if (!(std::isfinite(c.slowdown) && c.slowdown >= 1 && c.slowdown <= 1000))
+    problem("slowdown", "must be a factor from 1 (off) to 1000, e.g. 5 for a site five times slower");
+  try {
+    (void)peer::parse_partition_schedule(c.wan_partition);
+  } catch (const std::invalid_argument& e) {
+    problem("wan-partition", e.what());
   }
 
   if (!(std::isfinite(c.checkpoint_interval) && c.checkpoint_interval > 0)) {

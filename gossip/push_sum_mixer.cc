@@ -5,6 +5,7 @@
 
 #include "gossip/exponential_graph.h"
 #include "gossip/redo_view.h"
+#include "gossip/robust_combine.h"
 
 namespace meridian::gossip {
 
@@ -14,7 +15,16 @@ bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& we
     ++rejected_;
     return false;
   }
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] += m.payload[i];
+  if (robust_.enabled && bound_) {
+    difference_.resize(data.size());
+    for (std::size_t i = 0; i < data.size(); ++i)
+      difference_[i] = static_cast<float>(m.payload[i] / m.weight) - own_model_[i];
+    if (clip_norm(difference_, *bound_) < 1.0) ++clipped_;
+    for (std::size_t i = 0; i < data.size(); ++i)
+      data[i] += static_cast<float>(m.weight * (static_cast<double>(own_model_[i]) + difference_[i]));
+  } else {
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] += m.payload[i];
+  }
   weight += m.weight;
   return true;
 }
@@ -29,13 +39,24 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     throw MixError("site '" + transport.self() + "' is not in view " + std::to_string(view.id) + " for step " +
                    std::to_string(step));
   const std::size_t n = view.size();
+  bound_.reset();
+  if (robust_.enabled) {
+    own_model_.resize(data.size());
+    for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
+    const auto scale = scale_.on_input(tag_value, own_model_);
+    // Before this site has its own scale (its first mix) nothing it could compare with is known, so
+    // others' models count as its own (bound 0): every site starts from the same model, so an honest
+    // peer's first share hardly differs, while a first share of garbage would otherwise go in whole.
+    if (robust_.clip_factor > 0) bound_ = scale ? robust_.clip_factor * *scale : 0.0;
+  }
   auto outs = exponential_out_peers(n, *rank, step, out_peers_);
   auto ins = exponential_in_peers(n, *rank, step, out_peers_);
   // The graph comes from the view in force, the same on every site. A peer that membership has
   // already dropped from a newer view is dead: nothing is sent to it (its share is kept, so no mass is
   // lost) and nothing is awaited from it.
-  const peer::View newest = newest_view(transport);
-  auto gone = [&](std::size_t r) { return newest.id > view.id && !newest.rank_of(view.at(r)); };
+  std::vector<bool> out_of_view(n);
+  for (std::size_t r = 0; r < n; ++r) out_of_view[r] = left_out_after(transport, view, view.at(r));
+  auto gone = [&](std::size_t r) { return out_of_view[r]; };
   std::size_t skipped = 0;
   for (std::size_t r : outs) skipped += gone(r) ? 1 : 0;
   // With K + 1 a power of two (K = 1, 3, 7) the shares are exact, so kept + sent = x bit for bit.
@@ -62,6 +83,7 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   }
   MixReport report;
   report.view_id = view.id;
+  report.scheduled_view_id = view.id;
   // Shares of older steps that came after their round gave up on them: still mass, add it now.
   for (auto& late : inbox_.take_all([&](const peer::Message& m) { return m.kind == kind && m.round < step; }))
     add(late, data, weight, n);
@@ -70,8 +92,11 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     if (gone(from_rank)) continue;
     const std::string& from = view.at(from_rank);
     for (;;) {
+      // Checked every 100 ms: a peer that a newer view leaves out (it left or died) sends nothing more.
+      const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
       auto msg = inbox_.take(
-          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.from == from; }, deadline);
+          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.from == from; }, until);
+      if (!msg && until < deadline && !left_out_after(transport, view, from)) continue;
       if (!msg) {
         ++report.missing;
         ++missing_;
@@ -79,6 +104,10 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
       }
       if (add(*msg, data, weight, n)) break;
     }
+  }
+  if (robust_.enabled) {
+    for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
+    scale_.on_output(tag_value, own_model_);
   }
   return report;
 }

@@ -69,7 +69,9 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     }
     auto wanted = [&, phase, offset](const peer::Message& m) { return is_piece(m, phase, offset); };
     for (;;) {
-      auto got = inbox_.take_into(wanted, sink, deadline);
+      const auto until = options.give_up ? std::min(deadline, Clock::now() + std::chrono::milliseconds(100)) : deadline;
+      auto got = inbox_.take_into(wanted, sink, until);
+      if (!got && until < deadline && !options.give_up()) continue;
       if (!got) return false;
       if (got->sunk) return true;
       // A piece of the wrong size (or with non-finite values) is refused before it is combined into

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct RingOptions {
   // chunk_bytes, 1 MiB by default) is combined straight from the receive buffer; larger ones are
   // reassembled into a pooled buffer first.
   std::size_t max_piece = 1u << 18;
+  // Asked about every 100 ms while a piece is awaited; true abandons the round at once instead of at
+  // its deadline (a member is known to be gone). Empty: wait for the deadline.
+  std::function<bool()> give_up;
 };
 
 // Thread-safety: none; used by the communication thread that owns the inbox. Received pieces go
