@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gossip/average_mixer.h"
+#include "gossip/compressed_mean_mixer.h"
 #include "gossip/group_mixer.h"
 #include "gossip/inbox.h"
 #include "gossip/mix_channel.h"
@@ -20,7 +21,7 @@
 
 namespace meridian::gossip::testing {
 
-enum class MixerKind { kAverage, kPushSum, kGroup };
+enum class MixerKind { kAverage, kPushSum, kGroup, kCompressedMean };
 
 inline std::vector<std::string> site_names(std::size_t n) {
   std::vector<std::string> names;
@@ -40,14 +41,19 @@ struct TestSite {
 
 class SiteCluster {
  public:
-  SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1)
+  // `compression` applies to kPushSum (fp16) and kCompressedMean (which needs one).
+  SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1,
+              CompressionSpec compression = {})
       : names_(site_names(n)), net_(peer::InMemoryNetwork::create(names_)) {
     for (const auto& name : names_) {
       auto s = std::make_unique<TestSite>();
       s->transport = net_->endpoint(name);
       s->inbox = std::make_unique<Inbox>(*s->transport);
       s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts);
-      if (kind == MixerKind::kPushSum) s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts);
+      if (kind == MixerKind::kPushSum)
+        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, compression);
+      if (kind == MixerKind::kCompressedMean)
+        s->algorithm = std::make_unique<CompressedMeanMixer>(*s->inbox, *s->averager, compression, timeouts);
       if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts);
       s->channel = std::make_unique<MixChannel>();
       s->server = std::make_unique<MixServer>(*s->channel, s->algorithm ? *s->algorithm : *s->averager, *s->averager);
