@@ -44,14 +44,14 @@ PLANS = {
     },
     "full": {
         "repeats": 2,
-        "e1": {"sites": [4, 8], "latencies": {4: [0, 10, 25, 50, 100, 200], 8: [0, 25, 100, 200]},
-               "sync_steps": {4: 16, 8: 10}, "min_steps": {4: 48, 8: 40}, "repeat_latencies": [100, 200]},
-        "e2": {"sites": [4, 8, 16], "epochs": 0.25, "widths": [64]},
-        "e3": {"epochs": 1.0, "target": 0.82},
+        "e1": {"sites": [4, 8], "latencies": {4: [0, 25, 100, 200], 8: [0, 100, 200]},
+               "sync_steps": {4: 10, 8: 8}, "min_steps": {4: 32, 8: 24}, "repeat_latencies": [100]},
+        "e2": {"sites": [4, 8, 16], "epochs": 0.1, "widths": [64]},
+        "e3": {"epochs": 0.5, "target": 0.80},
         "e4": {"grid": [(0, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (16, 4), (8, 8), (16, 8)],
-               "ablate": [(4, 1), (16, 1), (8, 4), (16, 8)], "epochs": 0.5},
-        "e5": {"alphas": [0.1, 0.5], "epochs": 0.5},
-        "e6": {"epochs": 0.3},
+               "ablate": [(4, 1), (16, 1), (8, 4), (16, 8)], "epochs": 0.25},
+        "e5": {"alphas": [0.1, 0.5], "epochs": 0.25},
+        "e6": {"epochs": 0.1},
     },
 }
 
@@ -191,7 +191,7 @@ def run_e1(runner, plan):
                 # Synchronous algorithms: a few steps show their (steady) step time. The overlapping
                 # ones need several windows of D, P or tau steps to reach their steady state.
                 sync_steps = p["sync_steps"][sites]
-                over_steps = max(p["min_steps"][sites], 4 * max(d, per, tau))
+                over_steps = max(p["min_steps"][sites], 3 * max(d, per, tau))
                 for group, algos, steps in (("sync", ["allreduce", "sgp", "dsync"], sync_steps),
                                             ("overlap", [f"dts:delay={d}:period={per}", f"sgp:tau={tau}"], over_steps)):
                     rec = runner.simulate("e1", f"s{sites}-l{lat}-{group}-r{repeat}", sites, algos,
@@ -241,7 +241,8 @@ def run_e5(runner, plan):
 def run_e6(runner, plan):
     p = plan["e6"]
     algos = ["allreduce", "dts:delay=8:period=8", "dts:delay=8:period=8:compression=fp16",
-             "dts:delay=8:period=8:compression=topk:0.01", "sgp", "sgp:compression=fp16"]
+             "dts:delay=8:period=8:compression=topk:0.01", "dts:delay=8:period=8:compression=topk:0.1", "sgp",
+             "sgp:compression=fp16"]
     extra = ["--wan", "world4,bandwidth=20mbit", "--epochs", str(p["epochs"]), "--eval-every", "100000"]
     runner.simulate("e6", "world4-20mbit", 4, algos, extra)
 
@@ -489,7 +490,7 @@ NOTES = {
           "only: MLP 784-512-256-10 with batch 256 per site so that one step's compute is comparable to the "
           "latency, as in the DTS paper (`local` below is that compute), no evaluation during the runs. "
           "allreduce, sgp and dsync run a few steps (their step time is steady from the first steps); dts and "
-          "sgp overlap run at least 4 windows of D, P or τ steps. s/step here is the step loop without the "
+          "sgp overlap run at least 3 windows of D, P or τ steps. s/step here is the step loop without the "
           "final wait for mixes still in flight (`finish_seconds` of result.json; it is a one-off cost of a "
           "few hundred ms per run that a short run would otherwise spread over its few steps). dts uses "
           "D = P chosen per latency to cover 1.5× the ring's 2(n−1) link crossings with the measured `local` "
@@ -515,7 +516,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="1,2,3,4,5,6", help="experiments to run, e.g. 1,4")
+    ap.add_argument("--only", default="3,4,6,5,1,2", help="experiments to run, in this order, e.g. 1,4")
     ap.add_argument("--out", default=None, help="work directory (default BUILD/bench-wan[-quick])")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "results.md"))
     ap.add_argument("--report-only", action="store_true", help="rewrite the document from OUT/raw.json")
