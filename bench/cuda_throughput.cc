@@ -1,13 +1,15 @@
-// CUDA throughput figures for `make bench`: cuBLAS GEMM at the MLP's shapes, a whole MLP training step
-// (784-256-128-10, batch 64, the Linear/ReLU layers on CudaBackend, Nesterov momentum), the parameter
+// CUDA throughput figures for `make bench`: cuBLAS GEMM at the MLP's shapes, whole training steps of
+// logreg, MLP and CNN (models::Model on CudaBackend, batch 64, Nesterov; CPU alongside), the parameter
 // snapshot's device → host bandwidth (pinned, as ParameterSnapshot does it, against a plain pageable
 // copy), and how much of the snapshot copy hides behind compute. Each figure is the median of --repeats
-// timed runs (CUDA events). Without a usable device it prints "no CUDA device: <reason>" and exits 0.
+// timed runs (CUDA events; the model steps on the host clock). Without a usable device it prints "no CUDA device: <reason>" and exits 0.
 //
 // Usage: build/meridian_bench_cuda_throughput [--repeats N]   (bench/cuda-throughput runs it)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,8 +27,9 @@
 #include "cuda/parameter_snapshot.h"
 #include "cuda/stream.h"
 #include "models/device.h"
-#include "models/linear.h"
-#include "models/relu.h"
+#include "models/cpu_backend.h"
+#include "models/model_factory.h"
+#include "models/optimizer.h"
 
 using namespace meridian::cuda;
 
@@ -84,48 +87,51 @@ void gemm_figures(int repeats) {
   }
 }
 
-// One training step of the MLP 784-256-128-10 at batch 64 with every operation on the GPU: forward,
-// softmax cross-entropy (which returns the loss to the host, as a trainer needs it), backward and a
-// Nesterov momentum update of the whole parameter buffer.
-void mlp_step_figures(int repeats) {
+// Whole training steps of the three models at batch 64, as `meridian train --device cuda` runs them:
+// models::Model and models::Optimizer (Nesterov) on CudaBackend, so parameters, gradients, activations
+// and optimizer state stay in device memory; each step uploads the batch (features and labels, from
+// pageable host memory) and downloads the loss. Timed on the host clock (the loss download synchronizes
+// every step), median of `repeats` runs of `steps` steps, next to the CPU backend (1 thread) in the same
+// run for the ratio.
+double samples_per_second(const std::string& kind, std::shared_ptr<meridian::models::Backend> backend, int repeats,
+                          int steps) {
   using namespace meridian::models;
-  CudaBackend gpu;
   const std::size_t batch = 64;
-  Linear fc1(784, 256, InitScheme::he), fc2(256, 128, InitScheme::he), fc3(128, 10, InitScheme::xavier);
-  Relu relu1({256, 1, 1}), relu2({128, 1, 1});
-  const std::size_t params = fc1.parameter_count() + fc2.parameter_count() + fc3.parameter_count();
-  DeviceBuffer<float> w(params), g(params), u(params), x(batch * 784), a1(batch * 256), r1(batch * 256),
-      a2(batch * 128), r2(batch * 128), logits(batch * 10), d3(batch * 10), dr2(batch * 128), da2(batch * 128),
-      dr1(batch * 256), da1(batch * 256);
-  DeviceBuffer<std::int32_t> labels(batch);
-  for (auto* buffer : {&w, &u, &x}) buffer->zero(gpu.stream());
-  labels.zero(gpu.stream());
-  std::size_t offset = 0;
-  for (Linear* layer : {&fc1, &fc2, &fc3}) {
-    const std::size_t n = layer->parameter_count();
-    layer->bind({w.data() + offset, n}, {g.data() + offset, n});
-    offset += n;
-  }
+  auto model = make_model(kind, {1, 28, 28}, 10, {}, backend, 1);
+  OptimizerConfig config;
+  config.kind = OptimizerKind::nesterov;
+  ScheduleConfig schedule;
+  schedule.base_lr = 0.01f;
+  Optimizer optimizer(config, schedule, model->parameter_count(), backend);
+  std::vector<float> x(batch * 784);
+  std::vector<std::int32_t> labels(batch);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 251) / 251.0f;
+  for (std::size_t i = 0; i < batch; ++i) labels[i] = static_cast<std::int32_t>(i % 10);
   auto step = [&] {
-    fc1.forward(gpu, x.data(), a1.data(), batch);
-    relu1.forward(gpu, a1.data(), r1.data(), batch);
-    fc2.forward(gpu, r1.data(), a2.data(), batch);
-    relu2.forward(gpu, a2.data(), r2.data(), batch);
-    fc3.forward(gpu, r2.data(), logits.data(), batch);
-    gpu.softmax_cross_entropy(batch, 10, logits.data(), labels.data(), d3.data());
-    fc3.backward(gpu, r2.data(), logits.data(), d3.data(), dr2.data(), batch);
-    relu2.backward(gpu, a2.data(), r2.data(), dr2.data(), da2.data(), batch);
-    fc2.backward(gpu, r1.data(), a2.data(), da2.data(), dr1.data(), batch);
-    relu1.backward(gpu, a1.data(), r1.data(), dr1.data(), da1.data(), batch);
-    fc1.backward(gpu, x.data(), a1.data(), da1.data(), nullptr, batch);
-    gpu.momentum_update(params, w.data(), u.data(), g.data(), 0.01f, 0.9f, 0.0f, true);
+    model->forward_backward(x.data(), labels.data(), batch);
+    optimizer.step(model->parameters(), model->gradients());
   };
-  const int steps = 200;
-  const double ms = time_ms(gpu.stream(), repeats, [&] {
+  step();  // warm-up: allocations, cuDNN algorithm choice
+  std::vector<double> rates;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i) step();
-  });
-  std::printf("\nmlp 784-256-128-10 training step, batch 64: %.4f ms/step, %.0f samples/s\n", ms / steps,
-              batch * steps / (ms / 1e3));
+    backend->copy_to_host(x.data(), model->parameters().data(), sizeof(float));  // waits for the last update
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    rates.push_back(static_cast<double>(batch) * steps / seconds);
+  }
+  return median(rates);
+}
+
+void model_step_figures(int repeats) {
+  std::printf("\n%-40s %14s %14s %8s\n", "training step, batch 64, nesterov", "GPU samples/s", "CPU samples/s",
+              "GPU/CPU");
+  for (const std::string kind : {"logreg", "mlp", "cnn"}) {
+    const double gpu = samples_per_second(kind, std::make_shared<CudaBackend>(0), repeats, 200);
+    const double cpu =
+        samples_per_second(kind, std::make_shared<meridian::models::CpuBackend>(1), repeats, kind == "cnn" ? 20 : 100);
+    std::printf("%-40s %14.0f %14.0f %8.1f\n", kind.c_str(), gpu, cpu, gpu / cpu);
+  }
 }
 
 void snapshot_figures(int repeats) {
@@ -208,7 +214,7 @@ int main(int argc, char** argv) {
     const auto devices = list_devices();
     if (!devices.empty()) std::printf("%s; median of %d repeats\n\n", describe(devices.front()).c_str(), repeats);
     gemm_figures(repeats);
-    mlp_step_figures(repeats);
+    model_step_figures(repeats);
     snapshot_figures(repeats);
     overlap_figures(repeats);
   } catch (const std::exception& e) {

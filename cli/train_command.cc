@@ -12,7 +12,8 @@
 
 #include "cli/commands.h"
 #include "models/data/idx_reader.h"
-#include "models/cpu_backend.h"
+#include "daemon/compute_backend.h"
+#include "models/device.h"
 #include "models/minibatcher.h"
 #include "models/model_factory.h"
 #include "models/optimizer.h"
@@ -37,6 +38,7 @@ struct TrainOptions {
   std::size_t decay_epochs = 2;
   double decay_factor = 0.1;
   int threads = 1;
+  std::string device = "auto";
   std::uint64_t seed = 1;
   bool json = false;
 };
@@ -48,10 +50,12 @@ int run_train(const TrainOptions& o) {
   using clock = std::chrono::steady_clock;
   if (o.dataset != "fashion-mnist")
     throw std::invalid_argument("unknown dataset '" + o.dataset + "' (expected fashion-mnist)");
+  // The device first: a --device cuda that cannot be honoured fails before the data is read.
+  const models::DeviceSelection device = models::select_device(o.device);
   const models::data::Dataset train = models::data::load_fashion_mnist(o.data_dir, true);
   const models::data::Dataset test = models::data::load_fashion_mnist(o.data_dir, false);
 
-  auto backend = std::make_shared<models::CpuBackend>(1);
+  auto backend = daemon::make_backend(device.device);
   const models::Shape input{train.channels, train.height, train.width};
   auto model = models::make_model(o.model, input, train.classes, o.hidden, backend, o.seed);
   models::use_threads(*model, *backend, static_cast<std::size_t>(o.threads));
@@ -73,9 +77,12 @@ int run_train(const TrainOptions& o) {
   sched.total_steps = std::max<std::uint64_t>(1, total_steps);
   models::Optimizer optimizer(opt, sched, model->parameters().size(), backend);
 
-  std::fprintf(stderr, "train: %s on %s (%zu train, %zu test), %zu parameters, batch %zu, %s, lr %g %s, %d thread(s)\n",
+  std::fprintf(stderr,
+               "train: %s on %s (%zu train, %zu test), %zu parameters, batch %zu, %s, lr %g %s, %d thread(s), on %s "
+               "(%s)\n",
                model->kind().c_str(), o.dataset.c_str(), train.rows, test.rows, model->parameters().size(), o.batch,
-               o.optimizer.c_str(), static_cast<double>(sched.base_lr), o.schedule.c_str(), o.threads);
+               o.optimizer.c_str(), static_cast<double>(sched.base_lr), o.schedule.c_str(), o.threads,
+               backend->name().c_str(), device.explanation.c_str());
 
   double train_seconds = 0.0;
   std::size_t samples = 0, step = 0;
@@ -118,13 +125,13 @@ int run_train(const TrainOptions& o) {
   if (o.json) {
     std::printf(
         "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"parameters\": %zu, \"epochs\": %zu, \"batch\": %zu, "
-        "\"optimizer\": %s, \"lr\": %g, \"schedule\": %s, \"threads\": %d, \"seed\": %llu, \"steps\": %zu, "
+        "\"optimizer\": %s, \"lr\": %g, \"schedule\": %s, \"threads\": %d, \"device\": %s, \"seed\": %llu, \"steps\": %zu, "
         "\"train_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.6f, \"train_seconds\": %.3f, "
         "\"samples_per_second\": %.1f}\n",
         json_string(o.dataset).c_str(), json_string(model->kind()).c_str(), json_string(model->fingerprint()).c_str(),
         model->parameters().size(), o.epochs, o.batch, json_string(o.optimizer).c_str(),
         static_cast<double>(sched.base_lr), json_string(o.schedule).c_str(), o.threads,
-        static_cast<unsigned long long>(o.seed), step, last_loss, eval.loss, eval.accuracy, train_seconds,
+        json_string(backend->name()).c_str(), static_cast<unsigned long long>(o.seed), step, last_loss, eval.loss, eval.accuracy, train_seconds,
         samples_per_second);
   } else {
     std::printf("test accuracy %.4f (%s, %zu epochs, %.0f samples/s)\n", eval.accuracy, model->kind().c_str(),
@@ -141,6 +148,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Example:\n"
       "  meridian train --dataset fashion-mnist --model cnn --epochs 5 --batch 64 --threads 2 --json\n"
+      "  meridian train --model cnn --device cuda      # on GPU 0; fails with the reason where there is none\n"
       "Progress (epoch, step, loss, samples/s) goes to stderr; the result (test accuracy, or one JSON object\n"
       "with --json) to stdout.");
   cmd->add_option("--dataset", options->dataset, "Dataset to train on")->capture_default_str();
@@ -177,6 +185,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--threads", options->threads, "Compute threads")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--device", options->device, std::string(models::kDeviceOptionHelp))->capture_default_str();
   cmd->add_option("--seed", options->seed, "Seed for initialization and batch order")->capture_default_str();
   cmd->add_flag("--json", options->json, "Print one JSON object with the result on stdout");
   cmd->callback([options, &exit_code] { exit_code = run_train(*options); });

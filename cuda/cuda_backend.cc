@@ -3,6 +3,8 @@
 #include <climits>
 #include <stdexcept>
 
+#include "cuda/cudnn_convolution.h"
+#include "cuda/cudnn_max_pooling.h"
 #include "cuda/device_properties.h"
 #include "cuda/error.h"
 #include "cuda/gemm.h"
@@ -32,9 +34,59 @@ int enter_device(int index) {
 CudaBackend::CudaBackend(int device_index)
     : device_(enter_device(device_index)), blas_(stream_.get()), first_bad_row_(1), host_first_bad_row_(1) {}
 
+void CudaBackend::use_on_this_thread() { use_device(device_); }
+
 void CudaBackend::set_threads(int threads) {
   if (threads < 1) throw std::invalid_argument("CudaBackend: threads must be >= 1, got " + std::to_string(threads));
   threads_ = threads;
+}
+
+namespace {
+
+// Device memory zeroed on the backend's stream, so the zeros are in place before any later operation.
+class DeviceMemory final : public models::BackendMemory {
+ public:
+  DeviceMemory(std::size_t bytes, cudaStream_t stream) : buffer_(bytes) { buffer_.zero(stream); }
+  void* data() noexcept override { return buffer_.data(); }
+  std::size_t bytes() const noexcept override { return buffer_.size(); }
+
+ private:
+  DeviceBuffer<std::byte> buffer_;
+};
+
+}  // namespace
+
+std::unique_ptr<models::BackendMemory> CudaBackend::allocate(std::size_t bytes) {
+  return std::make_unique<DeviceMemory>(bytes, stream());
+}
+
+void CudaBackend::copy_from_host(void* dst, const void* host, std::size_t bytes) {
+  // From pageable memory the runtime stages `host` before returning, so the caller may reuse it at once.
+  if (bytes > 0) MERIDIAN_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream()));
+}
+
+void CudaBackend::copy_to_host(void* host, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  MERIDIAN_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream()));
+  synchronize();
+}
+
+void CudaBackend::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) MERIDIAN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()));
+}
+
+cudnnHandle_t CudaBackend::dnn() {
+  if (!dnn_) dnn_.emplace(stream());
+  return dnn_->get();
+}
+
+std::unique_ptr<models::Convolution> CudaBackend::make_convolution(const models::ConvGeometry& g,
+                                                                  std::size_t out_channels) {
+  return std::make_unique<CudnnConvolution>(dnn(), stream(), g, out_channels);
+}
+
+std::unique_ptr<models::MaxPooling> CudaBackend::make_max_pooling(const models::PoolGeometry& g) {
+  return std::make_unique<CudnnMaxPooling>(dnn(), g);
 }
 
 void CudaBackend::gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,

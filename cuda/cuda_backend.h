@@ -1,22 +1,27 @@
-// The CUDA implementation of models::Backend: GEMM on cuBLAS (full fp32, no TF32), everything else as
-// kernels (cuda/kernels.cu) that call the per-element math of models/elementwise_math.h, the same
-// functions the CPU backend runs. All work is enqueued on the backend's one stream in call order, so the
+// The CUDA implementation of models::Backend: GEMM on cuBLAS (full fp32, no TF32), convolution and max
+// pooling layers on cuDNN (cudnn_convolution.h, cudnn_max_pooling.h), everything else as kernels
+// (cuda/kernels.cu) that call the per-element math of models/elementwise_math.h, the same functions the
+// CPU backend runs. Its memory (allocate) is device memory, so a whole models::Model runs on the device. All work is enqueued on the backend's one stream in call order, so the
 // operations of a step need no synchronization between them; only softmax_cross_entropy, which returns
 // the loss to the host, waits for the stream.
 //
-// Memory: every pointer passed in is device memory on this backend's device (allocate with DeviceBuffer).
+// Memory: every pointer passed in is device memory on this backend's device (from allocate(), or a
+// DeviceBuffer). copy_to_host waits for the stream; copy_from_host and copy are enqueued on it.
 //
-// Ownership: owns its stream, cuBLAS handle and the small loss workspace (grown to the largest batch,
-// then reused). Thread safety: one thread at a time (the trainer), like every Backend; the constructor
+// Ownership: owns its stream, cuBLAS handle, cuDNN handle (made at the first convolution or pooling) and
+// the small loss workspace (grown to the largest batch, then reused). Memory, convolutions and poolings it
+// made must be destroyed before it. Thread safety: one thread at a time (the trainer), like every Backend; the constructor
 // makes the device current for the calling thread. Throws meridian::cuda::Error when CUDA fails
 // (construction fails that way on a machine without a usable device).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cuda/blas_handle.h"
 #include "cuda/device_buffer.h"
+#include "cuda/dnn_handle.h"
 #include "cuda/pinned_buffer.h"
 #include "cuda/stream.h"
 #include "models/backend.h"
@@ -31,6 +36,16 @@ class CudaBackend final : public models::Backend {
   // The GPU does not use host worker threads; the value is kept (>= 1) so callers see what they set.
   void set_threads(int threads) override;
   int threads() const override { return threads_; }
+  void use_on_this_thread() override;
+
+  bool host_addressable() const override { return false; }
+  std::unique_ptr<models::BackendMemory> allocate(std::size_t bytes) override;
+  void copy_from_host(void* dst, const void* host, std::size_t bytes) override;
+  void copy_to_host(void* host, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  std::unique_ptr<models::Convolution> make_convolution(const models::ConvGeometry& g,
+                                                        std::size_t out_channels) override;
+  std::unique_ptr<models::MaxPooling> make_max_pooling(const models::PoolGeometry& g) override;
 
   void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
             const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
@@ -66,12 +81,15 @@ class CudaBackend final : public models::Backend {
   cudaStream_t stream() const noexcept { return stream_.get(); }
   // Blocks until every enqueued operation has finished; throws Error on an asynchronous failure.
   void synchronize() const { stream_.synchronize(); }
+  // The cuDNN handle on stream(), made at the first call.
+  cudnnHandle_t dnn();
 
  private:
   int device_;
   int threads_ = 1;
   Stream stream_;
   BlasHandle blas_;
+  std::optional<DnnHandle> dnn_;
   DeviceBuffer<float> row_losses_;                 // (batch)
   DeviceBuffer<unsigned long long> first_bad_row_;  // (1)
   PinnedBuffer<float> host_row_losses_;            // (batch)

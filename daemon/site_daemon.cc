@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/checkpoint_store.h"
+#include "daemon/compute_backend.h"
 #include "daemon/control_server.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/directory_lock.h"
@@ -31,7 +32,6 @@
 #include "gossip/inbox.h"
 #include "gossip/mix_server.h"
 #include "gossip/push_sum_mixer.h"
-#include "models/cpu_backend.h"
 #include "models/data/batch_order.h"
 #include "models/data/seeded_random.h"
 #include "models/device.h"
@@ -100,7 +100,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   // Built by run() before the threads start.
   std::optional<DirectoryLock> run_lock, checkpoint_lock;
   SiteData data;
-  std::shared_ptr<models::CpuBackend> backend;
+  std::shared_ptr<models::Backend> backend;
   std::unique_ptr<models::Model> model;
   std::unique_ptr<CheckpointStore> store;
   std::optional<Checkpoint> resume;
@@ -202,6 +202,11 @@ struct SiteDaemon::Impl final : ControlHandler {
 };
 
 void SiteDaemon::Impl::prepare() {
+  // --device first, so that a CUDA request without a device fails at once with the reason and a hint.
+  // The model, its gradients and optimizer state live on the chosen backend; gossip/ sees host copies of
+  // them (daemon/host_mirror.h).
+  const auto device = models::resolve_device(models::parse_device(config.device), models::probe_cuda());
+  spdlog::info("device: {}", device.explanation);
   std::string error;
   run_lock = DirectoryLock::acquire(config.run_dir, error);
   if (!run_lock) throw std::runtime_error(error);
@@ -217,17 +222,8 @@ void SiteDaemon::Impl::prepare() {
                data.train.rows, config.dataset, config.site_index, config.site_count, config.partition, data.test.rows,
                data.steps_per_epoch, data.total_steps);
 
-  // The daemon's trainer runs on the CPU backend; the CUDA backend (cuda/) is not wired into it yet, so an
-  // explicit GPU request is refused rather than silently ignored.
-  const auto device = models::resolve_device(models::parse_device(config.device), models::probe_cuda());
-  if (device.device.is_cuda()) {
-    if (config.device != "auto") {
-      throw std::runtime_error("--device " + config.device + ": the daemon trains on the CPU only for now; use --device cpu");
-    }
-    spdlog::info("device: a CUDA device is present, but the daemon trains on the CPU for now");
-  }
   const int threads = config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  backend = std::make_shared<models::CpuBackend>(1);
+  backend = make_backend(device.device);
   const models::Shape input = data.train.channels > 0
                                   ? models::Shape{data.train.channels, data.train.height, data.train.width}
                                   : models::Shape{data.train.dim, 1, 1};
@@ -691,6 +687,7 @@ int SiteDaemon::run() {
 
   std::thread trainer([&d] {
     try {
+      d.backend->use_on_this_thread();
       d.train();
     } catch (...) {
       d.trainer_error = std::current_exception();

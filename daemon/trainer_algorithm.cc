@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "daemon/backend_parameters.h"
+#include "daemon/backend_push_sum.h"
+#include "daemon/host_mirror.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/dts.h"
 #include "gossip/push_sum.h"
@@ -39,16 +42,25 @@ class WithOptimizer : public TrainerAlgorithm {
  public:
   WithOptimizer(const SiteConfig& config, models::Model& model, const models::ScheduleConfig& schedule,
                 std::shared_ptr<models::Backend> backend)
-      : model_(model), optimizer_(optimizer_of(config), schedule, model.parameters().size(), std::move(backend)) {}
+      : model_(model),
+        mirror_(model),
+        optimizer_(optimizer_of(config), schedule, model.parameters().size(), std::move(backend)) {}
 
-  std::span<const float> checkpoint_parameters() const override { return model_.parameters(); }
+  std::span<const float> checkpoint_parameters() const override {
+    mirror_.pull_parameters();
+    return mirror_.parameters();
+  }
   std::vector<OptimizerSpan> checkpoint_state() const override {
     if (optimizer_.state().empty()) return {};
-    return {OptimizerSpan{"optimizer", optimizer_.state()}};
+    if (!mirror_.mirrored()) return {OptimizerSpan{"optimizer", optimizer_.state()}};
+    state_copy_.resize(optimizer_.state().size());
+    optimizer_.read_state(state_copy_);
+    return {OptimizerSpan{"optimizer", state_copy_}};
   }
   void restore(const Checkpoint& cp) override {
     check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
-    std::copy(cp.parameters.begin(), cp.parameters.end(), model_.parameters().begin());
+    model_.write_parameters(cp.parameters);
+    mirror_.pull_parameters();
     restore_state(cp);
   }
 
@@ -58,7 +70,14 @@ class WithOptimizer : public TrainerAlgorithm {
     const auto* state = cp.find_optimizer_state("optimizer");
     if (state == nullptr) throw CheckpointError("checkpoint has no optimizer state for --optimizer");
     check_size(state->size(), optimizer_.state().size(), "optimizer state");
-    std::copy(state->begin(), state->end(), optimizer_.state().begin());
+    optimizer_.write_state(*state);
+  }
+  // The optimizer state as host memory: the state itself on the CPU, a fresh copy of it on a device.
+  std::span<float> host_state() {
+    if (!mirror_.mirrored()) return optimizer_.state();
+    state_copy_.resize(optimizer_.state().size());
+    optimizer_.read_state(state_copy_);
+    return state_copy_;
   }
   void optimizer_step(std::uint64_t local_step) {
     optimizer_.set_step_count(local_step);  // the same rate on every site, also after a rejoin
@@ -66,7 +85,9 @@ class WithOptimizer : public TrainerAlgorithm {
   }
 
   models::Model& model_;
+  mutable HostMirror mirror_;  // host views for gossip/ (the model's own buffers on the CPU)
   models::Optimizer optimizer_;
+  mutable std::vector<float> state_copy_;  // (state) host copy of a device optimizer state
 };
 
 class Local final : public WithOptimizer {
@@ -82,7 +103,9 @@ class AllReduce final : public WithOptimizer {
       : WithOptimizer(config, model, schedule, std::move(backend)), channel_(channel), timeout_(wait_timeout(config)) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
-    const auto report = gossip::average_now(channel_, k, model_.gradients(), timeout_);
+    mirror_.pull_gradients();
+    const auto report = gossip::average_now(channel_, k, mirror_.gradients(), timeout_);
+    mirror_.push_gradients();
     abandoned_ += report.abandoned;
     optimizer_step(local_step);
     // Every site sees the view change at the same round (views are announced ahead; an abandoned round
@@ -98,8 +121,9 @@ class AllReduce final : public WithOptimizer {
   // Parameters and optimizer state averaged as one tensor: the ring's all-gather hands every site the
   // same bits, so the replicas are identical again even after a site came back from a checkpoint.
   void reaverage(std::uint64_t k) {
-    auto params = model_.parameters();
-    auto state = optimizer_.state();
+    mirror_.pull_parameters();
+    auto params = mirror_.parameters();
+    auto state = host_state();
     gossip::MixJob job{k, gossip::RoundTag::kReaverage, channel_.buffer(), 1.0};
     job.data.resize(params.size() + state.size());
     std::copy(params.begin(), params.end(), job.data.begin());
@@ -110,6 +134,8 @@ class AllReduce final : public WithOptimizer {
     std::copy(result.data.begin(), result.data.begin() + static_cast<std::ptrdiff_t>(params.size()), params.begin());
     std::copy(result.data.begin() + static_cast<std::ptrdiff_t>(params.size()), result.data.end(), state.begin());
     channel_.recycle(std::move(result.data));
+    mirror_.push_parameters();
+    if (mirror_.mirrored()) optimizer_.write_state(state);
   }
 
   gossip::MixChannel& channel_;
@@ -119,27 +145,69 @@ class AllReduce final : public WithOptimizer {
   std::uint64_t abandoned_ = 0;
 };
 
+// sgp's mixing: overlap τ, no re-averaging (numerators have no meaningful exact mean).
+gossip::DelayedMixingConfig sgp_mixing(const SiteConfig& config) {
+  return gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.tau), true,
+                                     gossip::stable_mix_step(static_cast<std::uint32_t>(config.tau)), 0, false,
+                                     wait_timeout(config)};
+}
+
 class Sgp final : public WithOptimizer {
  public:
   Sgp(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
       const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
-        push_sum_(
-            gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.tau), true,
-                                        gossip::stable_mix_step(static_cast<std::uint32_t>(config.tau)), 0, false,
-                                        wait_timeout(config)},
-            channel, model.parameters()),
+        push_sum_(sgp_mixing(config), channel, mirror_.parameters()),
         before_(model.parameters().size()),
         update_(model.parameters().size()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // The optimizer runs on z (the model); its displacement z_before − z_after is the update that
     // push-sum applies to the numerator (momentum stays local, as in the paper).
-    auto z = model_.parameters();
+    // On a device the mirror holds z as pushed after the last step, so it is z before this step too.
+    auto z = mirror_.parameters();
     std::copy(z.begin(), z.end(), before_.begin());
     optimizer_step(local_step);
+    mirror_.pull_parameters();
     for (std::size_t i = 0; i < z.size(); ++i) update_[i] = before_[i] - z[i];
     push_sum_.step(k, update_);
+    mirror_.push_parameters();
+  }
+  void finish() override {
+    push_sum_.finish();
+    mirror_.push_parameters();
+  }
+  std::uint64_t staleness() const override { return push_sum_.mixing().in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return push_sum_.mixing().abandoned_rounds(); }
+  std::span<const float> checkpoint_parameters() const override { return push_sum_.numerator(); }
+  double push_sum_weight() const override { return push_sum_.weight(); }
+  void restore(const Checkpoint& cp) override {
+    check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
+    push_sum_.restore(cp.parameters, cp.push_sum_weight);
+    mirror_.push_parameters();
+    restore_state(cp);
+  }
+
+ private:
+  gossip::PushSum push_sum_;
+  std::vector<float> before_;  // (n) z before the optimizer step
+  std::vector<float> update_;  // (n)
+};
+
+// sgp on a device backend: the numerator, the optimizer's displacement and the push-sum arithmetic stay
+// in device memory (daemon/backend_push_sum.h); only the mixing snapshot and its result cross the bus.
+class SgpOnDevice final : public WithOptimizer {
+ public:
+  SgpOnDevice(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
+              const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
+      : WithOptimizer(config, model, schedule, std::move(backend)),
+        push_sum_(sgp_mixing(config), channel, model),
+        before_(model.backend(), model.parameter_count()) {}
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    model_.backend().copy(before_.data(), model_.parameters().data(), before_.size() * sizeof(float));
+    optimizer_step(local_step);
+    push_sum_.step(k, before_.data());
   }
   void finish() override { push_sum_.finish(); }
   std::uint64_t staleness() const override { return push_sum_.mixing().in_flight(); }
@@ -153,9 +221,8 @@ class Sgp final : public WithOptimizer {
   }
 
  private:
-  gossip::PushSum push_sum_;
-  std::vector<float> before_;  // (n) z before the optimizer step
-  std::vector<float> update_;  // (n)
+  mutable BackendPushSum push_sum_;
+  models::BackendBuffer<float> before_;  // (n) z before the optimizer step, backend memory
 };
 
 class Dsync final : public WithOptimizer {
@@ -163,11 +230,12 @@ class Dsync final : public WithOptimizer {
   Dsync(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
         const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
+        store_(parameter_store(model)),
         mixing_(gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.delay), false,
                                             gossip::stable_mix_step(static_cast<std::uint32_t>(config.delay)),
                                             static_cast<std::uint64_t>(config.reaverage_every), true,
                                             wait_timeout(config)},
-                channel, model.parameters()) {}
+                channel, *store_) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     optimizer_step(local_step);
@@ -178,6 +246,14 @@ class Dsync final : public WithOptimizer {
   std::uint64_t rounds_abandoned() const override { return mixing_.abandoned_rounds(); }
 
  private:
+  // The model's own host buffer on the CPU; on a device the parameters stay there, the snapshot is read
+  // from it and the delayed compensation runs on it (daemon/backend_parameters.h).
+  static std::unique_ptr<gossip::ParameterStore> parameter_store(models::Model& model) {
+    if (model.backend().host_addressable()) return std::make_unique<gossip::HostParameters>(model.parameters());
+    return std::make_unique<BackendParameters>(model.backend(), model.parameters());
+  }
+
+  std::unique_ptr<gossip::ParameterStore> store_;
   gossip::DelayedMixing mixing_;
 };
 
@@ -186,6 +262,7 @@ class DtsAlgorithm final : public TrainerAlgorithm {
   DtsAlgorithm(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
                const models::ScheduleConfig& schedule)
       : model_(model),
+        mirror_(model),
         schedule_(schedule),
         weight_decay_(static_cast<float>(config.weight_decay)),
         momentum_buffer_(config.optimizer == "momentum" ? model.parameters().size() : 0),
@@ -194,28 +271,34 @@ class DtsAlgorithm final : public TrainerAlgorithm {
                                gossip::parse_dts_compensation(config.compensation).value_or(gossip::DtsCompensation::kExact),
                                static_cast<std::uint64_t>(config.reaverage_every),
                                wait_timeout(config)},
-             channel, model.parameters(), momentum_buffer_) {}
+             channel, mirror_.parameters(), momentum_buffer_) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
-    auto g = model_.gradients();
+    mirror_.pull_gradients();
+    auto g = mirror_.gradients();
     if (weight_decay_ != 0.0f) {
       // L2 decay folded into the gradient, as torch.optim.SGD does before the momentum update.
-      const auto w = model_.parameters();
+      const auto w = mirror_.parameters();
       for (std::size_t i = 0; i < g.size(); ++i) g[i] += weight_decay_ * w[i];
     }
     dts_.step(k, g, schedule_.at(local_step));
+    mirror_.push_parameters();
   }
-  void finish() override { dts_.finish(); }
+  void finish() override {
+    dts_.finish();
+    mirror_.push_parameters();
+  }
   std::uint64_t staleness() const override { return dts_.in_flight(); }
   std::uint64_t rounds_abandoned() const override { return dts_.abandoned_rounds(); }
-  std::span<const float> checkpoint_parameters() const override { return model_.parameters(); }
+  std::span<const float> checkpoint_parameters() const override { return mirror_.parameters(); }
   std::vector<OptimizerSpan> checkpoint_state() const override {
     if (momentum_buffer_.empty()) return {};
     return {OptimizerSpan{"momentum", momentum_buffer_}};
   }
   void restore(const Checkpoint& cp) override {
     check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
-    std::copy(cp.parameters.begin(), cp.parameters.end(), model_.parameters().begin());
+    model_.write_parameters(cp.parameters);
+    mirror_.pull_parameters();
     if (momentum_buffer_.empty()) return;
     const auto* u = cp.find_optimizer_state("momentum");
     if (u == nullptr) throw CheckpointError("checkpoint has no momentum buffer for dts with --optimizer momentum");
@@ -225,6 +308,7 @@ class DtsAlgorithm final : public TrainerAlgorithm {
 
  private:
   models::Model& model_;
+  mutable HostMirror mirror_;  // host views for gossip/ (the model's own buffers on the CPU)
   models::LearningRateSchedule schedule_;
   float weight_decay_;
   std::vector<float> momentum_buffer_;  // (n) heavy-ball u; empty for plain SGD
@@ -286,7 +370,10 @@ std::unique_ptr<TrainerAlgorithm> make_trainer_algorithm(const SiteConfig& confi
   switch (*algo) {
     case gossip::Algorithm::kAllReduce: return std::make_unique<AllReduce>(config, model, channel, schedule, backend);
     case gossip::Algorithm::kDts: return std::make_unique<DtsAlgorithm>(config, model, channel, schedule);
-    case gossip::Algorithm::kSgp: return std::make_unique<Sgp>(config, model, channel, schedule, backend);
+    case gossip::Algorithm::kSgp:
+      if (!model.backend().host_addressable())
+        return std::make_unique<SgpOnDevice>(config, model, channel, schedule, backend);
+      return std::make_unique<Sgp>(config, model, channel, schedule, backend);
     case gossip::Algorithm::kDsync: return std::make_unique<Dsync>(config, model, channel, schedule, backend);
     case gossip::Algorithm::kLocal: return std::make_unique<Local>(config, model, schedule, backend);
   }

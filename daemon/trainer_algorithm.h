@@ -10,6 +10,10 @@
 //   dsync      optimizer step, then gossip::DelayedMixing over the group mixer (delay D = --delay)
 //   local      optimizer step only
 //
+// On a backend that is not host-addressable (CUDA) the optimizer runs on the device; dsync snapshots and
+// compensates through daemon/backend_parameters.h, the others work on host copies (daemon/host_mirror.h).
+// On the CPU both are the model's own buffers.
+//
 // Thread-safety: one trainer thread. Borrows the model and the channel, which must outlive it.
 #pragma once
 

@@ -9,7 +9,22 @@ namespace meridian::gossip {
 
 DelayedMixing::DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params,
                              std::span<float> stats, double* weight)
-    : config_(config), channel_(channel), params_(params), stats_(stats), weight_(weight) {
+    : config_(config),
+      channel_(channel),
+      own_params_(std::make_unique<HostParameters>(params)),
+      params_(own_params_.get()),
+      stats_(stats),
+      weight_(weight) {
+  check_config();
+}
+
+DelayedMixing::DelayedMixing(DelayedMixingConfig config, MixChannel& channel, ParameterStore& params,
+                             std::span<float> stats, double* weight)
+    : config_(config), channel_(channel), params_(&params), stats_(stats), weight_(weight) {
+  check_config();
+}
+
+void DelayedMixing::check_config() {
   if (weight_ && config_.reaverage_every != 0)
     throw std::invalid_argument("delayed mixing: re-averaging does not apply to push-sum numerators");
   if (weight_) config_.reaverage_after_view_change = false;
@@ -27,19 +42,18 @@ void DelayedMixing::note(const MixReport& report) {
 
 void DelayedMixing::apply(const Snapshot& s, MixResult& result) {
   note(result.report);
-  const std::size_t np = params_.size();
+  const std::size_t np = params_->size();
   if (config_.delay == 0) {
-    std::copy(result.data.begin(), result.data.begin() + static_cast<std::ptrdiff_t>(np), params_.begin());
+    params_->assign(result.data.data());
     std::copy(result.data.begin() + static_cast<std::ptrdiff_t>(np), result.data.end(), stats_.begin());
     if (weight_) *weight_ = result.weight;
   } else {
     // Push-sum mass stays conserved for any α: every site moves by α times a conserved delta.
     const float a = static_cast<float>(config_.mix_step);
+    params_->compensate(result.data.data(), s.x.data(), a);
     if (a == 1.0f) {
-      for (std::size_t i = 0; i < np; ++i) params_[i] += result.data[i] - s.x[i];
       for (std::size_t i = 0; i < stats_.size(); ++i) stats_[i] += result.data[np + i] - s.x[np + i];
     } else {
-      for (std::size_t i = 0; i < np; ++i) params_[i] += a * (result.data[i] - s.x[i]);
       for (std::size_t i = 0; i < stats_.size(); ++i) stats_[i] += a * (result.data[np + i] - s.x[np + i]);
     }
     if (weight_) *weight_ += config_.mix_step * (result.weight - s.weight);
@@ -71,11 +85,12 @@ void DelayedMixing::apply_ready() {
 void DelayedMixing::reaverage(std::uint64_t k) {
   apply_through(UINT64_MAX);
   std::vector<float> buf = channel_.buffer();
-  buf.assign(params_.begin(), params_.end());
+  buf.resize(params_->size());
+  params_->read(buf.data());
   buf.insert(buf.end(), stats_.begin(), stats_.end());
   MixReport report = average_now(channel_, k, buf, config_.wait_timeout, RoundTag::kReaverage);
-  std::copy(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(params_.size()), params_.begin());
-  std::copy(buf.begin() + static_cast<std::ptrdiff_t>(params_.size()), buf.end(), stats_.begin());
+  params_->assign(buf.data());
+  std::copy(buf.begin() + static_cast<std::ptrdiff_t>(params_->size()), buf.end(), stats_.begin());
   channel_.recycle(std::move(buf));
   abandoned_ += report.abandoned;
   have_view_ = true;
@@ -98,7 +113,8 @@ void DelayedMixing::after_step(std::uint64_t k) {
   if (reaverage_due_) reaverage(k);
 
   MixJob job{k, RoundTag::kMix, channel_.buffer(), weight_ ? *weight_ : 1.0};
-  job.data.assign(params_.begin(), params_.end());
+  job.data.resize(params_->size());
+  params_->read(job.data.data());
   job.data.insert(job.data.end(), stats_.begin(), stats_.end());
   Snapshot snap{k, {}, job.weight};
   if (config_.delay > 0) {

@@ -23,10 +23,12 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "gossip/mix_channel.h"
+#include "gossip/parameter_store.h"
 
 namespace meridian::gossip {
 
@@ -50,6 +52,10 @@ class DelayedMixing {
   // for a mix_step outside (0, 1].
   DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params,
                 std::span<float> stats = {}, double* weight = nullptr);
+  // The same over parameters kept elsewhere (device memory: daemon/backend_parameters.h); `params` must
+  // outlive this object. Snapshots are read from it and corrections applied through it.
+  DelayedMixing(DelayedMixingConfig config, MixChannel& channel, ParameterStore& params, std::span<float> stats = {},
+                double* weight = nullptr);
 
   // Call after the local optimizer step k (consecutive k, same first k on every site). Throws what
   // MixChannel throws.
@@ -70,6 +76,7 @@ class DelayedMixing {
     double weight = 1.0;
   };
 
+  void check_config();
   void apply(const Snapshot& s, MixResult& result);
   void apply_through(std::uint64_t last_step);
   void apply_ready();
@@ -78,7 +85,8 @@ class DelayedMixing {
 
   DelayedMixingConfig config_;
   MixChannel& channel_;
-  std::span<float> params_;
+  std::unique_ptr<HostParameters> own_params_;  // the store over a host span (first constructor)
+  ParameterStore* params_;
   std::span<float> stats_;
   double* weight_;
   std::deque<Snapshot> pending_;

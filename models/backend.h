@@ -3,14 +3,22 @@
 // of issue 7 implements the same interface with cuBLAS/cuDNN and kernels that call the same
 // elementwise_math.h functions.
 //
-// Pointers are to memory the backend can address (host memory for the CPU backend). Tensors are
-// row-major; shapes are given next to each argument. A backend object is used by one thread at a time
-// (the trainer thread); it may use worker threads internally (set_threads).
+// The backend also owns the memory model: every tensor of a model (parameters, gradients, activations,
+// workspaces, optimizer state) is allocated from it (allocate(), BackendBuffer<T>), so a model on the
+// CUDA backend lives in device memory and only the batch goes up and the loss and accuracy come down.
+// Pointers passed to the operations are to such memory. Tensors are row-major; shapes are given next to
+// each argument. A backend object is used by one thread at a time (the trainer thread); it may use worker
+// threads internally (set_threads).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "models/backend_memory.h"
+#include "models/convolution.h"
+#include "models/max_pooling.h"
 
 namespace meridian::models {
 
@@ -39,12 +47,37 @@ class Backend {
   // Worker threads used by the backend's heavy operations (GEMM, im2col). threads >= 1.
   virtual void set_threads(int threads) = 0;
   virtual int threads() const = 0;
+  // Makes the backend usable from the calling thread: call first on a thread other than the one that
+  // constructed it (the CUDA backend makes its device current there). No-op on the CPU.
+  virtual void use_on_this_thread() {}
+
+  // --- memory ---
+  // True when the operations' memory is ordinary host memory (the CPU backend): callers may then read
+  // and write a model's buffers directly instead of through copy_to_host/copy_from_host.
+  virtual bool host_addressable() const = 0;
+  // `bytes` of zeroed memory that the operations can address. The result must not outlive the backend.
+  // Throws std::bad_alloc (host) or the backend's error type when memory is exhausted.
+  virtual std::unique_ptr<BackendMemory> allocate(std::size_t bytes) = 0;
+  // dst (backend memory) ← host, ordered after every operation enqueued before; `host` may be reused as
+  // soon as the call returns.
+  virtual void copy_from_host(void* dst, const void* host, std::size_t bytes) = 0;
+  // host ← src (backend memory), after every operation enqueued before; returns when `host` holds it.
+  virtual void copy_to_host(void* host, const void* src, std::size_t bytes) = 0;
+  // dst ← src, both backend memory, not overlapping.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+
+  // --- layer-level operations ---
+  // The convolution of one layer with geometry `g` and `out_channels` filters, and a max pooling with
+  // geometry `g` (convolution.h, max_pooling.h). The result must not outlive the backend.
+  virtual std::unique_ptr<Convolution> make_convolution(const ConvGeometry& g, std::size_t out_channels) = 0;
+  virtual std::unique_ptr<MaxPooling> make_max_pooling(const PoolGeometry& g) = 0;
 
   // C (m, n) = alpha · op(A) · op(B) + beta · C, row-major; op(A) is (m, k), op(B) is (k, n).
   virtual void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
                     const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
                     std::size_t ldc) = 0;
 
+  // --- the building blocks below are what the CPU's layer-level operations are made of ---
   // Convolution as GEMM. The column matrix is (patch_size, batch · out_h · out_w): column
   // (b, oy, ox) holds the input patch that produces output pixel (oy, ox) of image b.
   virtual void im2col(const ConvGeometry& g, std::size_t batch, const float* images, float* columns) = 0;

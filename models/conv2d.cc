@@ -35,44 +35,20 @@ void Conv2d::initialize(SplitMix64& random) {
   for (float& b : bias_) b = 0.0f;
 }
 
-void Conv2d::reserve(std::size_t batch) {
-  const std::size_t image = geometry_.patch_size() * geometry_.out_height() * geometry_.out_width();
-  if (columns_.size() < batch * image) columns_.resize(batch * image);
-  if (dcolumns_.size() < image) dcolumns_.resize(image);
+void Conv2d::reserve(Backend& backend, std::size_t batch) {
+  if (!convolution_) convolution_ = backend.make_convolution(geometry_, out_channels_);
+  convolution_->reserve(batch);
 }
 
 void Conv2d::forward(Backend& backend, const float* in, float* out, std::size_t batch) {
-  reserve(batch);
-  const std::size_t pixels = geometry_.out_height() * geometry_.out_width(), patch = geometry_.patch_size();
-  const std::size_t in_size = input_.size(), out_size = out_channels_ * pixels;
-  for (std::size_t b = 0; b < batch; ++b) {
-    float* image_out = out + b * out_size;  // (out_c, pixels)
-    float* columns = columns_.data() + b * patch * pixels;
-    backend.im2col(geometry_, 1, in + b * in_size, columns);
-    backend.fill_rows(out_channels_, pixels, bias_.data(), image_out);
-    // image_out (out_c, pixels) += W (out_c, patch) · columns (patch, pixels)
-    backend.gemm(false, false, out_channels_, pixels, patch, 1.0f, weight_.data(), patch, columns, pixels, 1.0f,
-                 image_out, pixels);
-  }
+  reserve(backend, batch);
+  convolution_->forward(batch, in, weight_.data(), bias_.data(), out);
 }
 
-void Conv2d::backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
+void Conv2d::backward(Backend& backend, const float* in, const float*, const float* dout, float* din,
                       std::size_t batch) {
-  const std::size_t pixels = geometry_.out_height() * geometry_.out_width(), patch = geometry_.patch_size();
-  const std::size_t in_size = input_.size(), out_size = out_channels_ * pixels;
-  backend.sum_channels(batch, out_channels_, pixels, dout, bias_grad_.data());
-  for (std::size_t b = 0; b < batch; ++b) {
-    const float* image_dout = dout + b * out_size;  // (out_c, pixels)
-    const float* columns = columns_.data() + b * patch * pixels;
-    // dW (out_c, patch) (+)= dout (out_c, pixels) · columnsᵀ (pixels, patch)
-    backend.gemm(false, true, out_channels_, patch, pixels, 1.0f, image_dout, pixels, columns, pixels,
-                 b == 0 ? 0.0f : 1.0f, weight_grad_.data(), patch);
-    if (din == nullptr) continue;
-    // dcolumns (patch, pixels) = Wᵀ (patch, out_c) · dout (out_c, pixels)
-    backend.gemm(true, false, patch, pixels, out_channels_, 1.0f, weight_.data(), patch, image_dout, pixels, 0.0f,
-                 dcolumns_.data(), pixels);
-    backend.col2im(geometry_, 1, dcolumns_.data(), din + b * in_size);
-  }
+  reserve(backend, batch);
+  convolution_->backward(batch, in, dout, weight_.data(), weight_grad_.data(), bias_grad_.data(), din);
 }
 
 }  // namespace meridian::models

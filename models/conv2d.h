@@ -1,11 +1,11 @@
-// 2-D convolution over NCHW images as im2col + GEMM, with W (out_channels, in_channels, k, k) and
-// b (out_channels), PyTorch's layout (torch.nn.Conv2d). Image by image: one image's column matrix
-// is hot in cache between im2col and its GEMM (measured 2-3x faster here than one batch-wide GEMM on
-// a column matrix of megabytes), and the GEMM writes the NCHW output directly. The forward pass keeps
-// every image's columns for the backward pass, which reads them back instead of redoing im2col.
+// 2-D convolution over NCHW images with W (out_channels, in_channels, k, k) and b (out_channels),
+// PyTorch's layout (torch.nn.Conv2d). The computation is the backend's (Backend::make_convolution):
+// im2col + GEMM on the CPU (im2col_convolution.h), cuDNN on the GPU; it is made at the first reserve().
 #pragma once
 
-#include <vector>
+#include <memory>
+
+#include "models/convolution.h"
 
 #include "models/layer.h"
 
@@ -26,7 +26,7 @@ class Conv2d final : public Layer {
   std::size_t parameter_count() const override { return out_channels_ * geometry_.patch_size() + out_channels_; }
   void bind(std::span<float> parameters, std::span<float> gradients) override;
   void initialize(SplitMix64& random) override;
-  void reserve(std::size_t batch) override;
+  void reserve(Backend& backend, std::size_t batch) override;
   void forward(Backend& backend, const float* in, float* out, std::size_t batch) override;
   void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                 std::size_t batch) override;
@@ -37,8 +37,7 @@ class Conv2d final : public Layer {
   ConvGeometry geometry_;
   InitScheme init_;
   std::span<float> weight_, bias_, weight_grad_, bias_grad_;  // (out_c, patch), (out_c)
-  std::vector<float> columns_;   // (batch, patch, out_pixels): each image's columns from forward
-  std::vector<float> dcolumns_;  // (patch, out_pixels): one image's column gradient
+  std::unique_ptr<Convolution> convolution_;  // the backend's, with its workspace; null before reserve()
 };
 
 }  // namespace meridian::models

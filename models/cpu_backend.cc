@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "models/argmax_max_pooling.h"
 #include "models/elementwise_math.h"
+#include "models/im2col_convolution.h"
 
 namespace meridian::models {
 
@@ -18,6 +22,46 @@ void CpuBackend::set_threads(int threads) {
   if (threads < 1) throw std::invalid_argument("CpuBackend: threads must be >= 1, got " + std::to_string(threads));
   threads_ = threads;
   openblas_set_num_threads(threads);
+}
+
+namespace {
+
+// Zeroed host memory held in a std::vector<float>, exactly what the layers held before their memory came
+// from the backend (same alignment, same zero fill as the pages' first touch). Floats have no padding
+// bytes, so the fill zeroes every byte, also of the int32 arrays some layers keep here.
+class HostMemory final : public BackendMemory {
+ public:
+  explicit HostMemory(std::size_t bytes) : bytes_(bytes), block_((bytes + sizeof(float) - 1) / sizeof(float)) {}
+  void* data() noexcept override { return block_.empty() ? nullptr : block_.data(); }
+  std::size_t bytes() const noexcept override { return bytes_; }
+
+ private:
+  std::size_t bytes_;
+  std::vector<float> block_;
+};
+
+}  // namespace
+
+std::unique_ptr<BackendMemory> CpuBackend::allocate(std::size_t bytes) { return std::make_unique<HostMemory>(bytes); }
+
+void CpuBackend::copy_from_host(void* dst, const void* host, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, host, bytes);
+}
+
+void CpuBackend::copy_to_host(void* host, const void* src, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(host, src, bytes);
+}
+
+void CpuBackend::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
+std::unique_ptr<Convolution> CpuBackend::make_convolution(const ConvGeometry& g, std::size_t out_channels) {
+  return std::make_unique<Im2colConvolution>(*this, g, out_channels);
+}
+
+std::unique_ptr<MaxPooling> CpuBackend::make_max_pooling(const PoolGeometry& g) {
+  return std::make_unique<ArgmaxMaxPooling>(*this, g);
 }
 
 void CpuBackend::gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,

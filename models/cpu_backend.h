@@ -1,5 +1,6 @@
-// The CPU backend: OpenBLAS sgemm for GEMM and plain loops (calling elementwise_math.h) for the rest.
-// It is the reference the CUDA backend is checked against. Not thread-safe: one trainer thread uses it;
+// The CPU backend: OpenBLAS sgemm for GEMM and plain loops (calling elementwise_math.h) for the rest;
+// its memory is ordinary host memory, its convolution im2col + GEMM (im2col_convolution.h) and its max
+// pooling an argmax record (argmax_max_pooling.h). It is the reference the CUDA backend is checked against. Not thread-safe: one trainer thread uses it;
 // set_threads sets OpenBLAS's worker count, which is process-wide in OpenBLAS.
 #pragma once
 
@@ -15,6 +16,14 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   void set_threads(int threads) override;
   int threads() const override { return threads_; }
+
+  bool host_addressable() const override { return true; }
+  std::unique_ptr<BackendMemory> allocate(std::size_t bytes) override;
+  void copy_from_host(void* dst, const void* host, std::size_t bytes) override;
+  void copy_to_host(void* host, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  std::unique_ptr<Convolution> make_convolution(const ConvGeometry& g, std::size_t out_channels) override;
+  std::unique_ptr<MaxPooling> make_max_pooling(const PoolGeometry& g) override;
 
   void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
             const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,

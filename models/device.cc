@@ -16,6 +16,11 @@ std::string accepted(std::string_view text) {
 
 }  // namespace
 
+// Appended to the "no CUDA device" error: what to do instead.
+constexpr const char* kNoDeviceHint =
+    "\nhint: use --device cpu to train on the CPU, or --device auto to use a GPU only where there is one; "
+    "`meridian devices` shows what this machine offers";
+
 std::string Device::name() const { return is_cuda() ? "cuda:" + std::to_string(index) : "cpu"; }
 
 DeviceRequest parse_device(std::string_view text) {
@@ -50,7 +55,7 @@ DeviceSelection resolve_device(const DeviceRequest& request, const CudaAvailabil
   }
   const int index = request.index < 0 ? 0 : request.index;
   const std::string asked = request.index < 0 ? "cuda" : "cuda:" + std::to_string(index);
-  if (cuda.device_count <= 0) throw DeviceError("--device " + asked + ": no CUDA device: " + cuda.reason);
+  if (cuda.device_count <= 0) throw DeviceError("--device " + asked + ": no CUDA device: " + cuda.reason + kNoDeviceHint);
   if (index >= cuda.device_count) {
     throw DeviceError("--device " + asked + ": this machine has only " + std::to_string(cuda.device_count) +
                       " CUDA device(s) (cuda:0 to cuda:" + std::to_string(cuda.device_count - 1) + ")");

@@ -65,7 +65,8 @@ inline constexpr std::string_view kDeviceOptionHelp =
 DeviceRequest parse_device(std::string_view text);
 
 // auto → cuda:0 when a device exists, else cpu; cpu → cpu; cuda[:N] → that device, or DeviceError
-// ("--device cuda:1: no CUDA device: <reason>", or "... only 1 CUDA device (cuda:0) ...").
+// ("--device cuda:1: no CUDA device: <reason>" and a second line "hint: use --device cpu ...", or
+// "... only 1 CUDA device (cuda:0) ...").
 DeviceSelection resolve_device(const DeviceRequest& request, const CudaAvailability& cuda);
 
 // Asks the CUDA runtime (once per call; cheap after the first) how many devices are usable. Never throws

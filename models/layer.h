@@ -1,6 +1,7 @@
 // A layer of a sequential model. Its parameters and their gradients are views into the model's one
 // contiguous buffer (bind), its activations are buffers the model owns, and its own workspace (im2col
-// columns, pooling argmax) is sized once by reserve() and reused by every step.
+// columns, pooling argmax, cuDNN descriptors) is made by the backend, sized once by reserve() and reused by
+// every step. All of them are backend memory (host memory only on the CPU backend).
 //
 // Not thread-safe; the model drives it from the trainer thread.
 #pragma once
@@ -30,11 +31,14 @@ class Layer {
 
   virtual std::size_t parameter_count() const { return 0; }
   // Points the layer at its slice of the model's parameter and gradient buffers (each of
-  // parameter_count() floats). The spans must outlive the layer's use.
+  // parameter_count() floats, backend memory). The spans must outlive the layer's use.
   virtual void bind(std::span<float> parameters, std::span<float> gradients) {}
+  // Draws the parameters into the bound spans, which must be host memory for this call (the model
+  // binds a host staging buffer for it on a device backend).
   virtual void initialize(SplitMix64& random) {}
-  // Sizes the layer's workspace for batches of up to `batch` samples. Allocates only when growing.
-  virtual void reserve(std::size_t batch) {}
+  // Sizes the layer's workspace, allocated from `backend` (the one later passed to forward/backward), for
+  // batches of up to `batch` samples. Allocates only when growing.
+  virtual void reserve(Backend& backend, std::size_t batch) {}
 
   // out (batch, output) from in (batch, input).
   virtual void forward(Backend& backend, const float* in, float* out, std::size_t batch) = 0;

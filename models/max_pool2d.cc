@@ -17,19 +17,21 @@ std::string MaxPool2d::describe() const {
 
 Shape MaxPool2d::output_shape() const { return {input_.channels, geometry_.out_height(), geometry_.out_width()}; }
 
-void MaxPool2d::reserve(std::size_t batch) {
-  const std::size_t n = batch * output_shape().size();
-  if (argmax_.size() < n) argmax_.resize(n);
+void MaxPool2d::reserve(Backend& backend, std::size_t batch) {
+  if (!pooling_) pooling_ = backend.make_max_pooling(geometry_);
+  pooling_->reserve(batch);
 }
 
 void MaxPool2d::forward(Backend& backend, const float* in, float* out, std::size_t batch) {
-  reserve(batch);
-  backend.max_pool_forward(geometry_, batch, in, out, argmax_.data());
+  reserve(backend, batch);
+  pooling_->forward(batch, in, out);
 }
 
 void MaxPool2d::backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                          std::size_t batch) {
-  if (din != nullptr) backend.max_pool_backward(geometry_, batch, dout, argmax_.data(), din);
+  if (din == nullptr) return;
+  reserve(backend, batch);
+  pooling_->backward(batch, in, out, dout, din);
 }
 
 }  // namespace meridian::models

@@ -1,9 +1,11 @@
 // Max pooling over NCHW images with a square window (torch.nn.MaxPool2d without padding). Ties go to
-// the first maximum in row-major window order; the gradient flows only to that element.
+// the first maximum in row-major window order; the gradient flows only to that element. The computation
+// is the backend's (Backend::make_max_pooling), made at the first reserve().
 #pragma once
 
-#include <cstdint>
-#include <vector>
+#include <memory>
+
+#include "models/max_pooling.h"
 
 #include "models/layer.h"
 
@@ -20,7 +22,7 @@ class MaxPool2d final : public Layer {
   }
   Shape input_shape() const override { return input_; }
   Shape output_shape() const override;
-  void reserve(std::size_t batch) override;
+  void reserve(Backend& backend, std::size_t batch) override;
   void forward(Backend& backend, const float* in, float* out, std::size_t batch) override;
   void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                 std::size_t batch) override;
@@ -28,7 +30,7 @@ class MaxPool2d final : public Layer {
  private:
   Shape input_;
   PoolGeometry geometry_;
-  std::vector<std::int32_t> argmax_;  // (batch, channels, out_h, out_w): offset inside the input plane
+  std::unique_ptr<MaxPooling> pooling_;  // the backend's, with its workspace; null before reserve()
 };
 
 }  // namespace meridian::models

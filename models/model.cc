@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "models/split_mix64.h"
 
@@ -29,37 +30,69 @@ Model::Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::
     offsets_.push_back(total);
     total += layer->parameter_count();
   }
-  parameters_.assign(total, 0.0f);
-  gradients_.assign(total, 0.0f);
+  parameters_ = BackendBuffer<float>(*backend_, total);
+  gradients_ = BackendBuffer<float>(*backend_, total);
   replicas_.resize(1);
   replicas_[0].layers = std::move(layers);
-  replicas_[0].gradients = gradients_;
+  replicas_[0].gradients = gradients_.span();
   replicas_[0].activations.resize(replicas_[0].layers.size());
   for (std::size_t i = 0; i < layer_count(); ++i) replicas_[0].layers[i]->bind(layer_parameters(i), layer_gradients(i));
   initialize(seed);
 }
 
 std::span<float> Model::layer_parameters(std::size_t i) {
-  return std::span<float>(parameters_).subspan(offsets_.at(i), layer(i).parameter_count());
+  return parameters_.span().subspan(offsets_.at(i), layer(i).parameter_count());
 }
 
 std::span<float> Model::layer_gradients(std::size_t i) {
-  return std::span<float>(gradients_).subspan(offsets_.at(i), layer(i).parameter_count());
+  return gradients_.span().subspan(offsets_.at(i), layer(i).parameter_count());
+}
+
+void Model::read_parameters(std::span<float> host) const {
+  if (host.size() != parameters_.size())
+    throw std::invalid_argument("model " + kind_ + ": reading " + std::to_string(parameters_.size()) +
+                                " parameters into room for " + std::to_string(host.size()));
+  backend_->copy_to_host(host.data(), parameters_.data(), host.size_bytes());
+}
+
+void Model::write_parameters(std::span<const float> host) {
+  if (host.size() != parameters_.size())
+    throw std::invalid_argument("model " + kind_ + ": writing " + std::to_string(host.size()) +
+                                " values into " + std::to_string(parameters_.size()) + " parameters");
+  backend_->copy_from_host(parameters_.data(), host.data(), host.size_bytes());
 }
 
 void Model::initialize(std::uint64_t seed) {
   SplitMix64 random(seed);
-  for (auto& layer : replicas_[0].layers) layer->initialize(random);
+  auto& layers = replicas_[0].layers;
+  if (backend_->host_addressable()) {
+    for (auto& layer : layers) layer->initialize(random);
+    return;
+  }
+  // The initializers draw on the host: point the layers at a host staging copy for the draw, upload it,
+  // and point them back at the backend's buffers. The draws are the same as on the CPU, in the same order.
+  std::vector<float> staging(parameters_.size());
+  const std::span<float> host(staging);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto slice = host.subspan(offsets_[i], layers[i]->parameter_count());
+    layers[i]->bind(slice, slice);
+    layers[i]->initialize(random);
+    layers[i]->bind(layer_parameters(i), layer_gradients(i));
+  }
+  write_parameters(staging);
 }
 
 void Model::set_threads(std::size_t threads) {
   if (threads == 0) throw std::invalid_argument("model " + kind_ + ": threads must be >= 1");
+  if (threads > 1 && !backend_->host_addressable())
+    throw std::invalid_argument("model " + kind_ + ": the " + backend_->name() +
+                                " backend runs one layer chain; threads must be 1");
   pool_.reset();
   replicas_.resize(1);
   for (std::size_t r = 1; r < threads; ++r) {
     Replica replica;
-    replica.own_gradients.assign(gradients_.size(), 0.0f);
-    replica.gradients = replica.own_gradients;
+    replica.own_gradients = BackendBuffer<float>(*backend_, gradients_.size());
+    replica.gradients = replica.own_gradients.span();
     for (std::size_t i = 0; i < layer_count(); ++i) {
       replica.layers.push_back(layer(i).clone());
       replica.layers.back()->bind(layer_parameters(i),
@@ -76,12 +109,12 @@ void Model::reserve(Replica& replica, std::size_t batch) {
   std::size_t widest = input_size();
   for (std::size_t i = 0; i < replica.layers.size(); ++i) {
     const std::size_t size = replica.layers[i]->output_shape().size();
-    replica.activations[i].resize(batch * size);
+    replica.activations[i].reserve(*backend_, batch * size);
     widest = std::max(widest, size);
-    replica.layers[i]->reserve(batch);
+    replica.layers[i]->reserve(*backend_, batch);
   }
-  replica.grad_a.resize(batch * widest);
-  replica.grad_b.resize(batch * widest);
+  replica.grad_a.reserve(*backend_, batch * widest);
+  replica.grad_b.reserve(*backend_, batch * widest);
   replica.reserved_batch = batch;
 }
 
@@ -109,15 +142,30 @@ float Model::forward_backward(Replica& replica, const float* x, const std::int32
   return loss;
 }
 
+const float* Model::stage_input(const float* x, std::size_t batch) {
+  if (backend_->host_addressable()) return x;
+  const std::size_t n = batch * input_size();
+  input_.reserve(*backend_, n);
+  backend_->copy_from_host(input_.data(), x, n * sizeof(float));
+  return input_.data();
+}
+
+const std::int32_t* Model::stage_labels(const std::int32_t* labels, std::size_t batch) {
+  if (backend_->host_addressable()) return labels;
+  labels_.reserve(*backend_, batch);
+  backend_->copy_from_host(labels_.data(), labels, batch * sizeof(std::int32_t));
+  return labels_.data();
+}
+
 const float* Model::forward(const float* x, std::size_t batch) {
   if (batch == 0) throw std::invalid_argument("model " + kind_ + ": empty batch");
-  return forward(replicas_[0], x, batch);
+  return forward(replicas_[0], stage_input(x, batch), batch);
 }
 
 float Model::forward_backward(const float* x, const std::int32_t* labels, std::size_t batch) {
   if (batch == 0) throw std::invalid_argument("model " + kind_ + ": empty batch");
   const std::size_t parts = std::min(replicas_.size(), batch / 2);
-  if (parts <= 1) return forward_backward(replicas_[0], x, labels, batch);
+  if (parts <= 1) return forward_backward(replicas_[0], stage_input(x, batch), stage_labels(labels, batch), batch);
   // Rows [first(r), first(r + 1)) go to replica r; each computes the mean-loss gradient of its rows.
   auto first = [&](std::size_t r) { return batch * r / parts; };
   const std::size_t dim = input_size();
@@ -131,11 +179,12 @@ float Model::forward_backward(const float* x, const std::int32_t* labels, std::s
   pool_->run([&](std::size_t t) {
     const std::size_t lo = n * t / replicas_.size(), hi = n * (t + 1) / replicas_.size();
     const float w0 = static_cast<float>(first(1) - first(0)) / static_cast<float>(batch);
-    for (std::size_t i = lo; i < hi; ++i) gradients_[i] *= w0;
+    float* gradients = gradients_.data();
+    for (std::size_t i = lo; i < hi; ++i) gradients[i] *= w0;
     for (std::size_t r = 1; r < parts; ++r) {
       const float w = static_cast<float>(first(r + 1) - first(r)) / static_cast<float>(batch);
       const float* g = replicas_[r].gradients.data();
-      for (std::size_t i = lo; i < hi; ++i) gradients_[i] += w * g[i];
+      for (std::size_t i = lo; i < hi; ++i) gradients[i] += w * g[i];
     }
   });
   double loss = 0.0;
@@ -146,7 +195,13 @@ float Model::forward_backward(const float* x, const std::int32_t* labels, std::s
 
 void Model::predict(const float* x, std::size_t batch, std::int32_t* predictions) {
   const float* logits = forward(x, batch);
-  backend_->argmax_rows(batch, classes_, logits, predictions);
+  if (backend_->host_addressable()) {
+    backend_->argmax_rows(batch, classes_, logits, predictions);
+    return;
+  }
+  predictions_.reserve(*backend_, batch);
+  backend_->argmax_rows(batch, classes_, logits, predictions_.data());
+  backend_->copy_to_host(predictions, predictions_.data(), batch * sizeof(std::int32_t));
 }
 
 Evaluation Model::evaluate(const data::Dataset& dataset, std::size_t chunk) {
@@ -164,13 +219,20 @@ Evaluation Model::evaluate(const data::Dataset& dataset, std::size_t chunk) {
   double loss_sum = 0.0;
   for (std::size_t start = 0; start < dataset.rows; start += chunk) {
     const std::size_t n = std::min(chunk, dataset.rows - start);
-    const float* logits = forward(replica, dataset.row(start), n);
+    const float* logits = forward(replica, stage_input(dataset.row(start), n), n);
     const std::int32_t* labels = dataset.labels.data() + start;
-    loss_sum += static_cast<double>(backend_->softmax_cross_entropy(n, classes_, logits, labels, replica.grad_a.data())) *
+    loss_sum += static_cast<double>(backend_->softmax_cross_entropy(n, classes_, logits, stage_labels(labels, n),
+                                                                    replica.grad_a.data())) *
                 static_cast<double>(n);
-    if (predictions_.size() < n) predictions_.resize(n);
-    backend_->argmax_rows(n, classes_, logits, predictions_.data());
-    for (std::size_t i = 0; i < n; ++i) correct += predictions_[i] == labels[i] ? 1 : 0;
+    if (host_predictions_.size() < n) host_predictions_.resize(n);
+    if (backend_->host_addressable()) {
+      backend_->argmax_rows(n, classes_, logits, host_predictions_.data());
+    } else {
+      predictions_.reserve(*backend_, n);
+      backend_->argmax_rows(n, classes_, logits, predictions_.data());
+      backend_->copy_to_host(host_predictions_.data(), predictions_.data(), n * sizeof(std::int32_t));
+    }
+    for (std::size_t i = 0; i < n; ++i) correct += host_predictions_[i] == labels[i] ? 1 : 0;
   }
   result.samples = dataset.rows;
   result.accuracy = static_cast<double>(correct) / static_cast<double>(dataset.rows);

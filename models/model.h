@@ -4,10 +4,18 @@
 // for the largest batch seen and reused by every later step; a step at or below that size allocates
 // nothing.
 //
+// Memory: every buffer comes from the backend (BackendBuffer), so on the CUDA backend parameters,
+// gradients, activations and workspaces are device memory: a training step uploads only the batch
+// (features and labels) and downloads only the loss, and evaluate() downloads only the predictions.
+// parameters() and gradients() are then device spans the host must not dereference; read_parameters()
+// and write_parameters() copy across (plain copies on the CPU backend, where the spans are host memory
+// and may be used directly: backend().host_addressable()).
+//
 // Threads: set_threads(T) splits each training batch into T row ranges computed at once by T copies
 // of the layer chain that share the parameters (data parallelism inside one step); their gradients
 // are combined into gradients() weighted by rows, so the result is the same mean-loss gradient up to
 // float summation order. Use it with a single-threaded backend so the threads do not oversubscribe.
+// Only host-addressable backends take more than one thread (a GPU runs one chain on one stream).
 //
 // Ownership: the model owns its layers and buffers and shares the backend. Not thread-safe: one
 // trainer thread drives it; another thread may read parameters() only while the trainer is waiting.
@@ -20,6 +28,7 @@
 #include <vector>
 
 #include "models/backend.h"
+#include "models/backend_buffer.h"
 #include "models/data/dataset.h"
 #include "models/layer.h"
 #include "models/worker_pool.h"
@@ -43,26 +52,35 @@ class Model {
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  std::span<float> parameters() { return parameters_; }
-  std::span<const float> parameters() const { return parameters_; }
-  // Gradients of the last forward_backward(), same layout as parameters().
-  std::span<float> gradients() { return gradients_; }
-  std::span<const float> gradients() const { return gradients_; }
+  // The parameter buffer in backend memory (see Memory above).
+  std::span<float> parameters() { return parameters_.span(); }
+  std::span<const float> parameters() const { return parameters_.span(); }
+  // Gradients of the last forward_backward(), same layout as parameters(), in backend memory.
+  std::span<float> gradients() { return gradients_.span(); }
+  std::span<const float> gradients() const { return gradients_.span(); }
+  std::size_t parameter_count() const { return parameters_.size(); }
+  // host (parameter_count()) ← parameters, after every operation enqueued before; and the reverse.
+  // Throws std::invalid_argument when the host span's size differs.
+  void read_parameters(std::span<float> host) const;
+  void write_parameters(std::span<const float> host);
 
-  // Threads used by forward_backward (>= 1; batches smaller than 2 rows per thread use one).
+  // Threads used by forward_backward (>= 1; batches smaller than 2 rows per thread use one). Throws
+  // std::invalid_argument for 0, or for more than 1 on a backend that is not host-addressable.
   void set_threads(std::size_t threads);
   std::size_t threads() const { return replicas_.size(); }
 
   // Re-draws all parameters from `seed` (He for hidden layers, Xavier for the output layer, zero biases).
   void initialize(std::uint64_t seed);
 
-  // One training step's computation on a batch: x (batch, input_size), labels (batch) in [0, classes).
+  // One training step's computation on a batch: x (batch, input_size), labels (batch) in [0, classes),
+  // both host memory (uploaded into the backend's memory when it is not host-addressable).
   // Overwrites gradients() with the gradient of the mean loss and returns that mean loss.
   // Throws std::invalid_argument for batch == 0, std::out_of_range for a bad label.
   float forward_backward(const float* x, const std::int32_t* labels, std::size_t batch);
-  // Logits (batch, classes) for x (batch, input_size); the pointer is valid until the next call.
+  // Logits (batch, classes) for x (batch, input_size, host memory), in backend memory; the pointer is
+  // valid until the next call.
   const float* forward(const float* x, std::size_t batch);
-  // Arg-max class of each row of x (batch, input_size).
+  // Arg-max class of each row of x (batch, input_size); both host memory.
   void predict(const float* x, std::size_t batch, std::int32_t* predictions);
   // Accuracy and mean loss over a whole dataset, in chunks of `chunk` rows.
   // Throws std::invalid_argument when the dataset's row size or classes do not fit the model.
@@ -81,6 +99,7 @@ class Model {
   std::span<float> layer_parameters(std::size_t i);
   std::span<float> layer_gradients(std::size_t i);
   Backend& backend() { return *backend_; }
+  const Backend& backend() const { return *backend_; }
   // The threads of set_threads() (null with one thread), for the optimizer to update in slices.
   WorkerPool* pool() { return pool_.get(); }
 
@@ -89,27 +108,34 @@ class Model {
   // model's own layers and writes gradients_ directly.
   struct Replica {
     std::vector<std::unique_ptr<Layer>> layers;
-    std::vector<float> own_gradients;  // empty for replica 0
+    BackendBuffer<float> own_gradients;  // empty for replica 0
     std::span<float> gradients;
     std::size_t reserved_batch = 0;
-    std::vector<std::vector<float>> activations;  // activations[i] = output of layer i, (batch, out_i)
-    std::vector<float> grad_a, grad_b;            // ping-pong activation gradients, (batch, widest layer)
+    std::vector<BackendBuffer<float>> activations;  // activations[i] = output of layer i, (batch, out_i)
+    BackendBuffer<float> grad_a, grad_b;            // ping-pong activation gradients, (batch, widest layer)
     float loss = 0.0f;
   };
 
   void reserve(Replica& replica, std::size_t batch);
   const float* forward(Replica& replica, const float* x, std::size_t batch);
   float forward_backward(Replica& replica, const float* x, const std::int32_t* labels, std::size_t batch);
+  // x and labels in backend memory: the host pointers themselves on a host-addressable backend, else
+  // uploaded into input_ and labels_.
+  const float* stage_input(const float* x, std::size_t batch);
+  const std::int32_t* stage_labels(const std::int32_t* labels, std::size_t batch);
 
   std::string kind_;
   std::size_t classes_;
   std::shared_ptr<Backend> backend_;
   std::vector<std::size_t> offsets_;  // layer i's parameters start at offsets_[i]
-  std::vector<float> parameters_;
-  std::vector<float> gradients_;
+  BackendBuffer<float> parameters_;
+  BackendBuffer<float> gradients_;
   std::vector<Replica> replicas_;
   std::unique_ptr<WorkerPool> pool_;  // null with one thread
-  std::vector<std::int32_t> predictions_;
+  BackendBuffer<float> input_;              // (batch, input_size): the uploaded batch (device backends)
+  BackendBuffer<std::int32_t> labels_;      // (batch)
+  BackendBuffer<std::int32_t> predictions_;  // (chunk)
+  std::vector<std::int32_t> host_predictions_;
 };
 
 }  // namespace meridian::models

@@ -18,8 +18,8 @@ Optimizer::Optimizer(const OptimizerConfig& config, const ScheduleConfig& schedu
   switch (config.kind) {
     case OptimizerKind::sgd: break;
     case OptimizerKind::momentum:
-    case OptimizerKind::nesterov: state_.assign(size_, 0.0f); break;
-    case OptimizerKind::adam: state_.assign(2 * size_, 0.0f); break;
+    case OptimizerKind::nesterov: state_ = BackendBuffer<float>(*backend_, size_); break;
+    case OptimizerKind::adam: state_ = BackendBuffer<float>(*backend_, 2 * size_); break;
   }
 }
 
@@ -28,7 +28,21 @@ float Optimizer::momentum() const {
 }
 
 std::span<float> Optimizer::momentum_buffer() {
-  return config_.kind == OptimizerKind::sgd ? std::span<float>() : std::span<float>(state_).subspan(0, size_);
+  return config_.kind == OptimizerKind::sgd ? std::span<float>() : state_.span().subspan(0, size_);
+}
+
+void Optimizer::read_state(std::span<float> host) const {
+  if (host.size() != state_.size())
+    throw std::invalid_argument("optimizer: reading " + std::to_string(state_.size()) + " state values into room for " +
+                                std::to_string(host.size()));
+  backend_->copy_to_host(host.data(), state_.data(), host.size_bytes());
+}
+
+void Optimizer::write_state(std::span<const float> host) {
+  if (host.size() != state_.size())
+    throw std::invalid_argument("optimizer: writing " + std::to_string(host.size()) + " values into " +
+                                std::to_string(state_.size()) + " state values");
+  backend_->copy_from_host(state_.data(), host.data(), host.size_bytes());
 }
 
 void Optimizer::step(std::span<float> parameters, std::span<const float> gradients, WorkerPool* pool) {

@@ -5,6 +5,9 @@
 // State lives in one contiguous buffer exposed as a span: for momentum/Nesterov it is the buffer u of
 // DESIGN.md §1 (u ← m·u + g, w ← w − γ·u), which DTS compensation reads and corrects; for Adam it is
 // the first moments followed by the second moments. Checkpoints save state() and step_count().
+// The state is allocated from the backend, so on the CUDA backend it is device memory like the
+// parameters it updates: the spans of step() and state() are backend memory (see models/model.h), and
+// read_state()/write_state() copy it to and from the host.
 //
 // Not thread-safe: the trainer thread owns it.
 #pragma once
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "models/backend.h"
+#include "models/backend_buffer.h"
 #include "models/lr_schedule.h"
 #include "models/worker_pool.h"
 
@@ -51,9 +55,12 @@ class Optimizer {
 
   // The heavy-ball/Nesterov buffer u (empty for SGD; the first moments for Adam).
   std::span<float> momentum_buffer();
-  // All optimizer state, contiguous (u; or Adam's m then v; empty for SGD).
-  std::span<float> state() { return state_; }
-  std::span<const float> state() const { return state_; }
+  // All optimizer state, contiguous (u; or Adam's m then v; empty for SGD), in backend memory.
+  std::span<float> state() { return state_.span(); }
+  std::span<const float> state() const { return state_.span(); }
+  // host (state().size()) ← state, and the reverse. Throws std::invalid_argument for another size.
+  void read_state(std::span<float> host) const;
+  void write_state(std::span<const float> host);
   std::uint64_t step_count() const { return steps_; }
   // Restores the step counter (checkpoint resume).
   void set_step_count(std::uint64_t steps) { steps_ = steps; }
@@ -67,7 +74,7 @@ class Optimizer {
   void update(std::size_t begin, std::size_t end, float* w, const float* g, float lr, float correction1,
               float correction2);
 
-  std::vector<float> state_;
+  BackendBuffer<float> state_;
   std::uint64_t steps_ = 0;
 };
 

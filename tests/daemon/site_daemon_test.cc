@@ -19,6 +19,7 @@
 #include "daemon/checkpoint_model.h"
 #include "daemon/control_client.h"
 #include "models/data/idx_reader.h"
+#include "models/device.h"
 #include "peer/curve_keys.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
@@ -295,6 +296,22 @@ TEST_CASE("start refuses combinations the algorithm cannot run, with a clear err
   SiteProcess site(dir.path() / "x", args);
   CHECK(site.wait_exit() == 1);
   CHECK(site.log().find("dts is its own optimizer and supports sgd or momentum") != std::string::npos);
+}
+
+TEST_CASE("start --device cuda without a GPU fails at once with the reason and a hint", "[daemon][config][device]") {
+  const auto cuda = meridian::models::probe_cuda();
+  if (cuda.device_count > 0) {
+    WARN("SKIPPED: this machine has a CUDA device, so --device cuda does not fail here");
+    return;
+  }
+  TempDir dir;
+  auto args = site_args("x", 0, 1, "local", "1");
+  args.push_back("--device");
+  args.push_back("cuda");
+  SiteProcess site(dir.path() / "x", args);
+  CHECK(site.wait_exit() == 1);
+  CHECK(site.log().find("--device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
+  CHECK(site.log().find("hint: use --device cpu") != std::string::npos);
 }
 
 TEST_CASE("a site stopped while it waits for its peers exits 0 and leaves nothing half-done", "[daemon][signal]") {

@@ -76,10 +76,12 @@ TEST_CASE("auto picks cuda:0 when a device exists and the CPU with the reason ot
 TEST_CASE("cuda[:N] selects that device or fails with the reason", "[models][device]") {
   CHECK(resolve_device(parse_device("cuda"), kTwoGpus).device == Device{DeviceKind::kCuda, 0});
   CHECK(resolve_device(parse_device("cuda:1"), kTwoGpus).device == Device{DeviceKind::kCuda, 1});
+  using Catch::Matchers::Contains;
+  using Catch::Matchers::StartsWith;
   CHECK_THROWS_WITH(resolve_device(parse_device("cuda"), kNoGpu),
-                    "--device cuda: no CUDA device: " + kNoGpu.reason);
+                    StartsWith("--device cuda: no CUDA device: " + kNoGpu.reason + "\nhint: use --device cpu"));
   CHECK_THROWS_WITH(resolve_device(parse_device("cuda:0"), kNoGpu),
-                    "--device cuda:0: no CUDA device: " + kNoGpu.reason);
+                    StartsWith("--device cuda:0: no CUDA device: " + kNoGpu.reason) && Contains("--device auto"));
   CHECK_THROWS_WITH(resolve_device(parse_device("cuda:2"), kTwoGpus),
                     "--device cuda:2: this machine has only 2 CUDA device(s) (cuda:0 to cuda:1)");
 }
@@ -117,4 +119,21 @@ TEST_CASE("meridian devices reports what auto selects and rejects a misspelt dev
   const ProcessResult typo = run_meridian("devices --device gpu");
   CHECK(typo.exit_code == 1);
   CHECK(typo.output.find("invalid --device 'gpu'") != std::string::npos);
+}
+
+TEST_CASE("meridian train --device cuda fails cleanly, with a hint, where there is no GPU", "[models][device][process]") {
+  const CudaAvailability cuda = probe_cuda();
+  if (cuda.device_count > 0) {
+    WARN("SKIPPED: this machine has a CUDA device, so --device cuda does not fail here");
+    return;
+  }
+  const ProcessResult result = run_meridian("train --device cuda --epochs 1");
+  CHECK(result.exit_code == 1);
+  CHECK(result.output.find("meridian: error: --device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
+  CHECK(result.output.find("hint: use --device cpu") != std::string::npos);
+  CHECK(result.output.find("epoch") == std::string::npos);  // refused before any training
+
+  const ProcessResult indexed = run_meridian("train --device cuda:1 --epochs 1");
+  CHECK(indexed.exit_code == 1);
+  CHECK(indexed.output.find("--device cuda:1: no CUDA device") != std::string::npos);
 }

@@ -42,7 +42,7 @@ void check_layer(Layer& layer, std::size_t batch, std::uint64_t seed, float step
   layer.bind(params, grads);
   layer.initialize(random);
   for (float& p : params) p += random.uniform(0.1f);  // non-zero biases too
-  layer.reserve(batch);
+  layer.reserve(backend, batch);
   std::vector<float> x = random_vector(batch * layer.input_shape().size(), random);
   const std::vector<float> r = random_vector(batch * layer.output_shape().size(), random);
 

@@ -1,0 +1,28 @@
+#include "daemon/backend_parameters.h"
+
+namespace meridian::daemon {
+
+BackendParameters::BackendParameters(models::Backend& backend, std::span<float> params)
+    : backend_(backend), params_(params), mixed_(backend, params.size()), snapshot_(backend, params.size()) {}
+
+void BackendParameters::read(float* out) { backend_.copy_to_host(out, params_.data(), params_.size_bytes()); }
+
+void BackendParameters::assign(const float* in) { backend_.copy_from_host(params_.data(), in, params_.size_bytes()); }
+
+void BackendParameters::compensate(const float* mixed, const float* snapshot, float step) {
+  const std::size_t n = size();
+  backend_.copy_from_host(mixed_.data(), mixed, n * sizeof(float));
+  backend_.copy_from_host(snapshot_.data(), snapshot, n * sizeof(float));
+  float* x = params_.data();
+  if (step == 1.0f) {
+    backend_.delayed_compensation(n, x, mixed_.data(), snapshot_.data());
+    return;
+  }
+  // x ← x + α·(m − s) from the push-sum primitives: s ← −s, m ← m + s, m ← α·m, x ← x + m.
+  backend_.push_sum_scale(n, snapshot_.data(), -1.0f);
+  backend_.push_sum_add(n, mixed_.data(), snapshot_.data());
+  backend_.push_sum_scale(n, mixed_.data(), step);
+  backend_.push_sum_add(n, x, mixed_.data());
+}
+
+}  // namespace meridian::daemon

@@ -1,0 +1,35 @@
+// Parameters in a backend's memory, as DelayedMixing sees them (gossip/parameter_store.h): the daemon's
+// dsync and sgp on a device backend. A snapshot is one device → host copy of the parameters; the
+// mixed result and the snapshot go back up, and the delayed compensation x ← x + α·(m_s − x_s) runs on the
+// backend through its element-wise operations (delayed_compensation for α = 1; push-sum scale and add
+// for the damped form), i.e. the functions of models/elementwise_math.h that the CPU tests cover.
+//
+// Ownership: borrows the backend and the parameters, which must outlive it; owns two scratch buffers of
+// the parameters' size in backend memory (allocated once). Thread safety: the trainer thread only. Throws what the backend throws.
+#pragma once
+
+#include "gossip/parameter_store.h"
+#include <span>
+
+#include "models/backend.h"
+#include "models/backend_buffer.h"
+
+namespace meridian::daemon {
+
+class BackendParameters final : public gossip::ParameterStore {
+ public:
+  // `params` is backend memory of `backend`.
+  BackendParameters(models::Backend& backend, std::span<float> params);
+
+  std::size_t size() const override { return params_.size(); }
+  void read(float* out) override;
+  void assign(const float* in) override;
+  void compensate(const float* mixed, const float* snapshot, float step) override;
+
+ private:
+  models::Backend& backend_;
+  std::span<float> params_;
+  models::BackendBuffer<float> mixed_, snapshot_;  // (n) the uploaded m_s and x_s
+};
+
+}  // namespace meridian::daemon

@@ -1,0 +1,55 @@
+// sgp's trainer side (gossip/push_sum.h) with the push-sum numerator x in the model's backend memory, for
+// a device backend: the optimizer's displacement is taken off x, the scaled numerator z = x / w is
+// written into the model, and the delayed mixing snapshots x and applies its corrections through
+// daemon/backend_parameters.h, all with the backend's element-wise push-sum operations
+// (models/elementwise_math.h). Only the snapshot (device → host) and the mixed result (host → device)
+// cross the bus; the weight w stays on the host. On the CPU the daemon keeps using gossip::PushSum.
+//
+// Rounding: z = x · (1/w) in float, where PushSum divides in double; both are within an ulp of x / w.
+//
+// Ownership: borrows the model and the channel, which must outlive it. Thread safety: the trainer thread
+// only. Throws what the backend and MixChannel throw.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "daemon/backend_parameters.h"
+#include "gossip/delayed_mixing.h"
+#include "models/backend_buffer.h"
+#include "models/model.h"
+
+namespace meridian::daemon {
+
+class BackendPushSum {
+ public:
+  // Starts from x = the model's parameters, w = 1. config.reaverage_every must be 0.
+  BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model);
+
+  // x ← x − (before − z), with `before` (backend memory, one value per parameter) the model's z before
+  // the optimizer step and z the model now; `before` is overwritten. Then mixes and writes z = x / w.
+  void step(std::uint64_t k, float* before);
+  // Applies every outstanding mix and refreshes the model.
+  void finish();
+  // As gossip::PushSum::restore: throws std::invalid_argument for a mis-sized numerator or a weight that
+  // is not finite and positive.
+  void restore(std::span<const float> numerator, double weight);
+
+  // A host copy of x, valid until the next call.
+  std::span<const float> numerator();
+  double weight() const { return w_; }
+  const gossip::DelayedMixing& mixing() const { return mixing_; }
+
+ private:
+  void refresh_model();
+
+  models::Model& model_;
+  models::BackendBuffer<float> x_;  // (n) the numerator, backend memory
+  double w_ = 1.0;
+  BackendParameters store_;
+  gossip::DelayedMixing mixing_;
+  std::vector<float> host_x_;  // (n) for numerator()
+};
+
+}  // namespace meridian::daemon

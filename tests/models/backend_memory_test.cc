@@ -1,0 +1,81 @@
+// The CPU backend as the owner of a model's memory: zeroed buffers that grow and never shrink, the
+// host copies behind Model::read/write_parameters and Optimizer::read/write_state, and the daemon's host
+// mirror, which on the CPU must be the model's own buffers (so the CPU path copies nothing).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "daemon/host_mirror.h"
+#include "models/backend_buffer.h"
+#include "models/cpu_backend.h"
+#include "models/model_factory.h"
+#include "models/optimizer.h"
+
+using namespace meridian::models;
+
+TEST_CASE("CPU backend buffers start zeroed and grow without shrinking", "[models][memory]") {
+  CpuBackend backend;
+  CHECK(backend.host_addressable());
+  BackendBuffer<float> buffer(backend, 5);
+  REQUIRE(buffer.size() == 5);
+  CHECK(std::all_of(buffer.span().begin(), buffer.span().end(), [](float v) { return v == 0.0f; }));
+  buffer.data()[4] = 3.0f;
+  const float* before = buffer.data();
+  buffer.reserve(backend, 3);
+  CHECK(buffer.data() == before);
+  CHECK(buffer.data()[4] == 3.0f);
+  buffer.reserve(backend, 9);
+  CHECK(buffer.size() == 9);
+  CHECK(std::all_of(buffer.span().begin(), buffer.span().end(), [](float v) { return v == 0.0f; }));
+  BackendBuffer<std::int32_t> empty(backend, 0);
+  CHECK(empty.empty());
+  CHECK(empty.data() == nullptr);
+}
+
+TEST_CASE("model parameters and optimizer state copy to and from the host", "[models][memory]") {
+  auto backend = std::make_shared<CpuBackend>(1);
+  auto model = make_mlp({4, 1, 1}, {3}, 2, backend, 1);
+  std::vector<float> values(model->parameter_count());
+  std::iota(values.begin(), values.end(), 1.0f);
+  model->write_parameters(values);
+  CHECK(std::equal(values.begin(), values.end(), model->parameters().begin()));
+  std::vector<float> back(values.size());
+  model->read_parameters(back);
+  CHECK(back == values);
+  std::vector<float> wrong(values.size() + 1);
+  CHECK_THROWS_AS(model->write_parameters(wrong), std::invalid_argument);
+  CHECK_THROWS_AS(model->read_parameters(wrong), std::invalid_argument);
+
+  OptimizerConfig config;
+  config.kind = OptimizerKind::adam;
+  Optimizer optimizer(config, ScheduleConfig{}, model->parameter_count(), backend);
+  std::vector<float> state(2 * model->parameter_count(), 0.25f);
+  optimizer.write_state(state);
+  CHECK(optimizer.state()[0] == 0.25f);
+  std::vector<float> state_back(state.size());
+  optimizer.read_state(state_back);
+  CHECK(state_back == state);
+  CHECK_THROWS_AS(optimizer.write_state(values), std::invalid_argument);
+}
+
+TEST_CASE("on the CPU the daemon's host mirror is the model's own buffers", "[models][memory][daemon]") {
+  auto backend = std::make_shared<CpuBackend>(1);
+  auto model = make_logreg({1, 4, 4}, 3, backend, 1);
+  meridian::daemon::HostMirror mirror(*model);
+  CHECK_FALSE(mirror.mirrored());
+  CHECK(mirror.parameters().data() == model->parameters().data());
+  CHECK(mirror.gradients().data() == model->gradients().data());
+  mirror.parameters()[0] = 42.0f;
+  mirror.pull_parameters();  // no copy: must not overwrite what was written through the view
+  CHECK(model->parameters()[0] == 42.0f);
+}
+
+TEST_CASE("a model with more than one thread refuses nothing on the CPU", "[models][memory]") {
+  auto backend = std::make_shared<CpuBackend>(1);
+  auto model = make_cnn({1, 12, 12}, 2, backend, 1);
+  CHECK_NOTHROW(model->set_threads(2));
+  CHECK(model->threads() == 2);
+}
