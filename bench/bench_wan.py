@@ -360,8 +360,10 @@ def report_accuracy_table(records, extra_cols=None, key=None):
         for label, row in rows.items():
             acc = row["test_accuracy"]
             diff = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.1f} pt"
+            steady = r.get("steady", {}).get(label)
+            loop = f" (loop {ms(steady)})" if steady is not None and abs(steady - row["seconds_per_step"]) > 0.002 else ""
             out.append(f"| `{label}` | {pct(acc)} | {pct(row['mean_site_accuracy'])} | {diff} | "
-                       f"{ms(row['seconds_per_step'])} ms | {secs(row['seconds_to_target'])} | "
+                       f"{ms(row['seconds_per_step'])}{loop} ms | {secs(row['seconds_to_target'])} | "
                        f"{row['bytes_sent_per_site'] / 1e6:.1f} MB | {secs(row['wall_seconds'])} |")
         out.append(f"\nLoad average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after "
                    f"({r['seconds']:.0f} s in all). Command: `{r['command']}`\n")
@@ -507,8 +509,12 @@ NOTES = {
     "e5": "4 sites, no WAN emulation, the training set split by label with Dirichlet(α) proportions "
           "(`--partition dirichlet:α`; smaller α = more different sites).",
     "e6": "4 sites, `--wan world4,bandwidth=20mbit`. Compression (`--compression`, see docs/algorithms.md): "
-          "fp16 halves the bytes of dts' averages and sgp's shares; top-k sends 1% of the entries with "
-          "their indices and keeps the rest in a per-site error-feedback residual (dts only).",
+          "fp16 halves sgp's shares; for dts, compression replaces the ring (2(n−1) WAN crossings in a row) by "
+          "one all-to-all crossing of packed contributions, so fp16 sends as many bytes as the exact ring with 4 "
+          "sites (3 half-size copies against the ring's 1.5 full ones) but waits for one crossing; top-k sends "
+          "1% or 10% of the entries with their indices and keeps the rest in a per-site error-feedback residual "
+          "(dts only). *s/step* is end to end; *(loop …)* is the step loop without the final wait for mixes in "
+          "flight, which a run this short spreads over few steps.",
 }
 
 
