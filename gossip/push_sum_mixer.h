@@ -14,15 +14,20 @@
 // mass Σx is conserved up to the rounding of that one addition, and w travels exact. z = x/w then
 // mixes with a slightly different matrix than w for the rounding error only. Top-k is refused: the
 // top-k entries of x itself would move mass for a few coordinates only and bias z everywhere else.
+// With robust aggregation on (gossip/robust_options.h) a share (x_j, w_j) counts as w_j·(z + clip(x_j/w_j − z)),
+// z = this site's de-biased model before the mix, the difference clipped against its own update scale.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
 #include "gossip/tensor_codec.h"
+#include "gossip/robust_options.h"
+#include "gossip/update_scale.h"
 
 namespace meridian::gossip {
 
@@ -31,7 +36,8 @@ class PushSumMixer final : public Mixer {
  public:
   // `out_peers` is K, the number of out-peers per step (clamped to the graph's period). `compression`
   // must be none or fp16 (throws std::invalid_argument for top-k).
-  PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {}, CompressionSpec compression = {});
+  PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {}, RobustOptions robust = {},
+               CompressionSpec compression = {});
 
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
   // reported in MixReport::missing. Throws MixError if this site is not in the view.
@@ -40,6 +46,8 @@ class PushSumMixer final : public Mixer {
   // Counters; may be read from any thread.
   std::uint64_t rejected() const { return rejected_.load(); }
   std::uint64_t missing() const { return missing_.load(); }
+  // Shares cut back by robust clipping.
+  std::uint64_t clipped() const { return clipped_.load(); }
 
  private:
   bool add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites);
@@ -52,6 +60,12 @@ class PushSumMixer final : public Mixer {
   std::vector<float> decoded_;  // (n) what receivers decode from it; scratch for incoming shares too
   std::atomic<std::uint64_t> rejected_{0};
   std::atomic<std::uint64_t> missing_{0};
+  std::atomic<std::uint64_t> clipped_{0};
+  RobustOptions robust_;
+  UpdateScale scale_;
+  std::vector<float> own_model_;   // z before the mix (robust only)
+  std::vector<float> difference_;  // a share's de-biased model minus own_model_ (robust only)
+  std::optional<double> bound_;    // the clip bound of the mix in progress (robust only)
 };
 
 }  // namespace meridian::gossip

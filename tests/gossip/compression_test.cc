@@ -159,7 +159,7 @@ TEST_CASE("error feedback: sent + residual equals input + previous residual exac
 TEST_CASE("compressed mean: every site gets the same bits, the mean of what was sent", "[gossip][compression]") {
   for (const char* text : {"fp16", "topk:0.1"}) {
     const std::size_t sites = 4, n = 300, steps = 5;
-    SiteCluster cluster(sites, MixerKind::kCompressedMean, {}, 1, *parse_compression(text));
+    SiteCluster cluster(sites, MixerKind::kCompressedMean, {}, 1, {}, {}, 100.0, *parse_compression(text));
     std::vector<std::vector<std::vector<float>>> results(sites);
     cluster.run([&](std::size_t r, MixChannel& channel) {
       for (std::uint64_t k = 0; k < steps; ++k) {
@@ -211,7 +211,7 @@ TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean re
       reference[i] -= lr * g / sites;
     }
   for (const char* text : {"fp16", "topk:0.1"}) {
-    SiteCluster cluster(sites, MixerKind::kCompressedMean, {}, 1, *parse_compression(text));
+    SiteCluster cluster(sites, MixerKind::kCompressedMean, {}, 1, {}, {}, 100.0, *parse_compression(text));
     std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
     cluster.run([&](std::size_t r, MixChannel& channel) {
       std::vector<float> u, g(dim);
@@ -244,7 +244,7 @@ TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean re
 
 TEST_CASE("fp16 push-sum keeps the mass home and reaches consensus", "[gossip][compression][sgp]") {
   const std::size_t sites = 4, n = 200;
-  SiteCluster cluster(sites, MixerKind::kPushSum, {}, 1, *parse_compression("fp16"));
+  SiteCluster cluster(sites, MixerKind::kPushSum, {}, 1, {}, {}, 100.0, *parse_compression("fp16"));
   std::vector<std::vector<float>> x(sites);
   std::vector<double> w(sites, 1.0);
   for (std::size_t r = 0; r < sites; ++r) x[r] = random_values(n, static_cast<std::uint32_t>(r), 1.0f);
@@ -275,7 +275,7 @@ TEST_CASE("fp16 push-sum keeps the mass home and reaches consensus", "[gossip][c
 }
 
 TEST_CASE("push-sum refuses top-k compression", "[gossip][compression][sgp]") {
-  CHECK_THROWS_AS(SiteCluster(2, MixerKind::kPushSum, {}, 1, *parse_compression("topk:0.1")), std::invalid_argument);
+  CHECK_THROWS_AS(SiteCluster(2, MixerKind::kPushSum, {}, 1, {}, {}, 100.0, *parse_compression("topk:0.1")), std::invalid_argument);
 }
 
 TEST_CASE("dts with compensation off applies each average D steps late, and so ends where allreduce ends",
