@@ -20,7 +20,7 @@ namespace {
 wire::Kind to_wire(MessageKind kind) { return static_cast<wire::Kind>(static_cast<int>(kind)); }
 
 std::optional<MessageKind> from_wire(int kind) {
-  if (kind < static_cast<int>(MessageKind::kHello) || kind > static_cast<int>(MessageKind::kControl))
+  if (kind < static_cast<int>(MessageKind::kHello) || kind > static_cast<int>(MessageKind::kCompressedShare))
     return std::nullopt;
   return static_cast<MessageKind>(kind);
 }

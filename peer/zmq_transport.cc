@@ -619,7 +619,8 @@ bool ZmqTransport::IoLoop::receive_one() {
       return true;
     case MessageKind::kPushSum:
     case MessageKind::kReduceChunk:
-    case MessageKind::kGroupChunk: {
+    case MessageKind::kGroupChunk:
+    case MessageKind::kCompressedShare: {
       // A site that left gracefully sent its last mixer messages before its Leave, on this same
       // connection; the news of the leave can overtake them through a third site's gossip, so they are
       // still taken (validated as always) until the connection itself delivers the Leave.
