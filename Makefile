@@ -17,7 +17,7 @@ help:
 	@echo "make demo       train across several local sites with an emulated WAN and print the result"
 	@echo "make bench      run the benchmarks side by side with their peers (writes docs/benchmarks.md)"
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
-	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang) for FUZZ_SECONDS (default 60)"
+	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang, ASan/UBSan) for FUZZ_RUNS executions (default 1000000)"
 	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
 
 deps:
@@ -48,15 +48,19 @@ sanitize:
 	    CMAKE_FLAGS="-DMERIDIAN_SANITIZE=ON"
 	@scripts/run-tests build-sanitize
 
-# The seed corpus is copied so that the fuzzer's discoveries do not grow the repository.
-FUZZ_SECONDS ?= 60
+# The seed corpus is copied so that the fuzzer's discoveries do not grow the repository. A crashing
+# input lands in build-fuzz/crash-*: fix the decoder, then keep the input in tests/fuzz/regressions/
+# (the normal test suite replays that folder). FUZZ_SECONDS=N also stops the run after N seconds.
+FUZZ_RUNS ?= 1000000
+FUZZ_SECONDS ?= 0
 fuzz:
 	@scripts/install-deps fuzz
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DMERIDIAN_CUDA=0 -DCMAKE_C_COMPILER=clang \
 	    -DCMAKE_CXX_COMPILER=clang++ -DMERIDIAN_SANITIZE=ON -DMERIDIAN_FUZZ=ON > /dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target wire_decoder_fuzzer -- --no-print-directory
-	@rm -rf build-fuzz/corpus && cp -r tests/peer/wire_corpus build-fuzz/corpus
-	@build-fuzz/wire_decoder_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus
+	@rm -rf build-fuzz/corpus && cp -r tests/fuzz/corpus build-fuzz/corpus
+	@build-fuzz/wire_decoder_fuzzer -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus tests/fuzz/regressions
 
 clean:
 	rm -rf $(BUILD) build-sanitize build-fuzz

@@ -160,6 +160,12 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "Print the comparison as one JSON object on stdout");
   cmd->add_flag("--insecure", s.insecure, "No CurveZMQ keys: plain TCP between the sites");
+  cmd->add_option("--byzantine", options->byzantine_site,
+                  "Fault injection: this site index sends garbage instead of its vectors (-1 = none), e.g. --byzantine 7")
+      ->capture_default_str();
+  cmd->add_option("--byzantine-scale", options->byzantine_scale,
+                  "RMS of the --byzantine site's garbage, in multiples of its honest vectors' RMS")
+      ->capture_default_str();
   // Hidden: the tests run simulate's process handling against a stand-in for `meridian start`.
   cmd->add_option("--site-program", options->program, "The program each site runs (default: this meridian)")
       ->group("");
@@ -192,6 +198,11 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")->capture_default_str()->group(shared);
   cmd->add_option("--round-timeout", s.round_timeout, "Seconds before a mixing round is abandoned and redone")
       ->capture_default_str()->group(shared);
+  cmd->add_flag("--robust-aggregation", s.robust_aggregation,
+                "Byzantine-robust mixing on every site (trimmed mean, norm clipping; docs/reliability.md)")
+      ->group(shared);
+  cmd->add_option("--robust-clip", s.robust_clip, "Clip factor of --robust-aggregation")->capture_default_str()->group(shared);
+  cmd->add_option("--robust-trim", s.robust_trim, "Trimmed-mean trim of --robust-aggregation")->capture_default_str()->group(shared);
   cmd->add_option("--seed", s.seed, "Random seed (initial model, partition, data order)")->capture_default_str()->group(shared);
   cmd->add_option("--device", s.device, "auto | cpu | cuda | cuda:N")->capture_default_str()->group(shared);
 

@@ -73,6 +73,7 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     if ((s.run_dir / "control.sock").string().size() > 100)
       c.control_socket = "/tmp/meridian-sim-" + std::to_string(::getpid()) + "-" + algo + "-" + std::to_string(i) + ".sock";
     c.eval_every = options.eval_every;
+    c.byzantine_scale = i == options.byzantine_site ? options.byzantine_scale : 0.0;
     s.arguments = {"start", "--config", (s.run_dir / "site.toml").string()};
     sites.push_back(std::move(s));
   }

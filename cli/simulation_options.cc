@@ -55,6 +55,11 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
       problems.push_back("--algo: '" + a + "' is listed twice");
     seen.push_back(a);
   }
+  if (o.byzantine_site < -1 || o.byzantine_site >= o.sites)
+    problems.push_back("--byzantine: site " + std::to_string(o.byzantine_site) + " is not in 0.." +
+                       std::to_string(o.sites - 1) + " (-1 = none; e.g. --byzantine 7)");
+  if (!(std::isfinite(o.byzantine_scale) && o.byzantine_scale > 0))
+    problems.push_back("--byzantine-scale: must be a positive number (e.g. --byzantine-scale 100)");
   if (o.threads_per_site < 1) problems.push_back("--threads-per-site: must be at least 1 (e.g. --threads-per-site 1)");
   if (o.eval_every < 1) problems.push_back("--eval-every: must be at least 1 step (e.g. --eval-every 50)");
   if (!(o.target_accuracy > 0 && o.target_accuracy < 1))

@@ -22,6 +22,10 @@ struct SimulationOptions {
   double timeout_seconds = 1800;     // per algorithm: sites still running then are stopped, the run fails
   std::filesystem::path out_dir = "meridian-simulation";
   bool json = false;
+  // Fault injection: site index whose contributions are garbage (its site.toml gets byzantine-scale =
+  // byzantine_scale); -1 = every site honest. Its own accuracy is reported but means little.
+  int byzantine_site = -1;
+  double byzantine_scale = 100.0;
   std::filesystem::path program = "/proc/self/exe";  // the `meridian` binary the sites run
 };
 

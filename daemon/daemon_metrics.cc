@@ -18,6 +18,8 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
       rounds_abandoned(registry_.counter("meridian_rounds_abandoned_total",
                                          "Communication rounds abandoned at their deadline and redone.")),
       checkpoints_written(registry_.counter("meridian_checkpoints_written_total", "Checkpoints written.")),
+      zap_denied(registry_.counter("meridian_zap_denied_total",
+                                   "Connection attempts refused because their key is not in the roster.")),
       checkpoint_failures(registry_.counter("meridian_checkpoint_failures_total",
                                             "Checkpoint writes that failed (see the log for the cause).")),
       peer_rtt_seconds(registry_.gauge_family("meridian_peer_rtt_seconds",

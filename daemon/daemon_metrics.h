@@ -5,7 +5,8 @@
 // Names (all prefixed meridian_): step, epoch, train_loss, test_accuracy, samples_per_second,
 // push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, peer_rtt_seconds{peer},
 // peer_sent_bytes_total{peer}, peer_received_bytes_total{peer}, rejected_messages_total{cause},
-// checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds, site_info{site,algorithm}.
+// zap_denied_total, checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds,
+// site_info{site,algorithm}.
 //
 // Thread-safety: every member may be updated from any thread (see metrics_registry.h).
 #pragma once
@@ -49,6 +50,7 @@ class DaemonMetrics {
   Gauge& peers_alive;      // members of the current view that answer heartbeats, this site included
   Counter& rounds_abandoned;
   Counter& checkpoints_written;
+  Counter& zap_denied;
   Counter& checkpoint_failures;
   Family<Gauge>& peer_rtt_seconds;          // labels: peer
   Family<Counter>& peer_sent_bytes;         // labels: peer

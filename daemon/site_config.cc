@@ -127,6 +127,22 @@ const std::vector<OptionSpec>& option_specs() {
               &C::round_timeout),
         field(algo, "reaverage-every", "Steps between exact parameter re-averages (0 = only on a view change)",
               &C::reaverage_every),
+        field(algo, "robust-aggregation",
+              "Byzantine-robust mixing: trimmed mean in group averages, norm clipping of others' contributions "
+              "(every site of a federation must agree)",
+              &C::robust_aggregation),
+        field(algo, "robust-clip",
+              "With --robust-aggregation: clip another site's difference at this many times this site's own update "
+              "scale (0 = no clipping)",
+              &C::robust_clip),
+        field(algo, "robust-trim",
+              "With --robust-aggregation: values dropped at each end of every coordinate when a group has at least "
+              "2*trim+1 sites (0 = clipping only)",
+              &C::robust_trim),
+        field(algo, "byzantine-scale",
+              "Fault injection for experiments: > 0 makes this site send random garbage this many times the RMS "
+              "of its honest vectors (0 = honest)",
+              &C::byzantine_scale),
         field(wan, "wan",
               "Emulated links: \"\" (none) | world4 | latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.01",
               &C::wan),
@@ -356,6 +372,10 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   at_least("tau", c.tau, 1);
   if (!parse_grid(c.grid)) problem("grid", "'" + c.grid + "' is not auto or ROWSxCOLS (e.g. 2x4)");
   at_least("reaverage-every", c.reaverage_every, 0);
+  at_least("robust-trim", c.robust_trim, 0);
+  if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");
+  if (!(std::isfinite(c.byzantine_scale) && c.byzantine_scale >= 0))
+    problem("byzantine-scale", "must be 0 (an honest site) or positive");
   at_least("min-sites", c.min_sites, 0);
   if (!(std::isfinite(c.join_timeout) && c.join_timeout > 0)) problem("join-timeout", "must be a positive number of seconds");
   if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0)) problem("round-timeout", "must be a positive number of seconds");

@@ -64,6 +64,10 @@ struct SiteConfig {
   double join_timeout = 300.0;            // seconds to wait for min-sites before giving up
   double round_timeout = 30.0;            // seconds before a mixing round is abandoned and redone
   int reaverage_every = 100;              // steps between exact parameter re-averages; 0 = only on view change
+  bool robust_aggregation = false;        // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
+  double robust_clip = 4.0;               // clip others' differences at this many times the own update scale; 0 = off
+  int robust_trim = 1;                    // trimmed mean drops this many values at each end; 0 = clip only
+  double byzantine_scale = 0;             // fault injection: > 0 makes this site send garbage of this RMS scale
 
   // WAN emulation
   std::string wan;                        // "" (none) | world4 | latency=..,jitter=..,bandwidth=..,loss=..

@@ -27,6 +27,7 @@
 #include "daemon/site_data.h"
 #include "daemon/trainer_algorithm.h"
 #include "gossip/average_mixer.h"
+#include "gossip/byzantine_mixer.h"
 #include "gossip/group_mixer.h"
 #include "gossip/inbox.h"
 #include "gossip/mix_server.h"
@@ -186,14 +187,16 @@ struct SiteDaemon::Impl final : ControlHandler {
   void train();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
-  void write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order, std::uint64_t round,
-                        std::uint64_t start_round, std::uint64_t end_round, bool final);
+  // Returns the error when the checkpoint could not be written (logged and counted already).
+  std::optional<std::string> write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
+                                              std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round);
   std::optional<double> evaluate(double& test_loss);
 
   // --- communication thread ---
   void communicate();
   void refresh_network_metrics(std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& last_bytes,
-                               std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected);
+                               std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected,
+                               std::uint64_t& last_zap_denied);
 
   std::uint64_t data_seed() const {
     return models::data::SeededRandom::derive(config.seed, 0x6d657269ull + static_cast<std::uint64_t>(config.site_index));
@@ -268,6 +271,12 @@ void SiteDaemon::Impl::make_transport() {
     o.roster = peer::Roster::load(config.roster);
   }
   o.validation.model_fingerprint = fingerprint_hash(model->fingerprint());
+  // No tensor a mixer sends is longer than four model-sized vectors (allreduce's re-average packs the
+  // parameters with Adam's two moment vectors); the cap also bounds the frames libzmq will buffer.
+  o.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1);
+  // Operators (and the hostile-input test) match this against the fingerprints named in rejections.
+  spdlog::info("model {}: {} parameters, wire fingerprint {:016x}", model->fingerprint(), model->parameters().size(),
+               o.validation.model_fingerprint);
   // allreduce re-averages parameters and optimizer state as one tensor (trainer_algorithm.h), so only
   // the other algorithms can pin every tensor to the model's length.
   if (config.algo != "allreduce") o.validation.model_elements = model->parameters().size();
@@ -275,6 +284,11 @@ void SiteDaemon::Impl::make_transport() {
   // tensor of two model-sized vectors (gossip/dts.h).
   if (config.algo == "dts" && config.optimizer == "momentum" && config.period > 1)
     o.validation.max_model_multiple = 2;
+  // Push-sum mass starts at one per site and is only split, never created, so no honest share can
+  // exceed the number of sites the roster lets in; twice that leaves room for mass a restarted site
+  // brings back from its checkpoint. A larger weight would let one share outweigh the whole
+  // federation. (Insecure mode has no roster, and anyone may join: the wide default stays.)
+  if (o.roster) o.validation.max_weight = 2.0 * static_cast<double>(std::max<std::size_t>(o.roster->entries().size(), 1));
   if (resume) {
     // Membership treats a restarted site whose new incarnation arrives before its death was noticed
     // as having never left: no new view, so the round its peers were mixing with the old incarnation is
@@ -358,9 +372,9 @@ std::optional<double> SiteDaemon::Impl::evaluate(double& test_loss) {
   return e.accuracy;
 }
 
-void SiteDaemon::Impl::write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
-                                        std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round,
-                                        bool final) {
+std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgorithm& algorithm,
+                                                             const models::data::BatchOrder& order, std::uint64_t round,
+                                                             std::uint64_t start_round, std::uint64_t end_round) {
   const std::uint64_t seed = data_seed();
   std::array<std::uint8_t, 8> rng{};
   for (int i = 0; i < 8; ++i) rng[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(seed >> (8 * i));
@@ -380,15 +394,17 @@ void SiteDaemon::Impl::write_checkpoint(const TrainerAlgorithm& algorithm, const
   for (const auto& w : status.warnings) spdlog::warn("{}", w);
   if (!status.ok) {
     metrics->checkpoint_failures.inc();
-    spdlog::error("checkpoint failed: {}", status.error);
-    if (final) throw std::runtime_error("the final checkpoint could not be written: " + status.error);
-    return;
+    // Training goes on (the previous checkpoints are intact: the store never leaves a partial file);
+    // the store retries once per --checkpoint-interval.
+    spdlog::error("checkpoint failed, training goes on with the previous checkpoint kept: {}", status.error);
+    return status.error;
   }
   metrics->checkpoints_written.inc();
   metrics->checkpoint_written();
   std::lock_guard lock(live_mu);
   live.last_checkpoint = status.file.string();
   live.checkpoint_time = Clock::now();
+  return std::nullopt;
 }
 
 void SiteDaemon::Impl::train() {
@@ -480,7 +496,7 @@ void SiteDaemon::Impl::train() {
       if (accuracy) metrics->test_accuracy.set(*accuracy);
       record_progress(steps_done);
     }
-    if (store->due()) write_checkpoint(*algorithm, order, k + 1, start_round, end_round, false);
+    if (store->due()) (void)write_checkpoint(*algorithm, order, k + 1, start_round, end_round);
 
     const double epoch = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
     metrics->step.set(static_cast<double>(steps_done));
@@ -547,7 +563,7 @@ void SiteDaemon::Impl::train() {
   double test_loss = 0;
   accuracy = evaluate(test_loss);
   if (accuracy) metrics->test_accuracy.set(*accuracy);
-  write_checkpoint(*algorithm, order, k, start_round, end_round, true);
+  const auto final_checkpoint_error = write_checkpoint(*algorithm, order, k, start_round, end_round);
   const std::uint64_t steps_done = k - start_round;
   record_progress(steps_done);
   std::string final_checkpoint;
@@ -555,8 +571,17 @@ void SiteDaemon::Impl::train() {
     std::lock_guard lock(live_mu);
     final_checkpoint = live.last_checkpoint;
   }
+  // The run's end is reported as usual; a final checkpoint that could not be written then makes the
+  // daemon exit with an error, so that a supervisor notices the site's last state is not durable.
+  auto fail_if_final_checkpoint_missing = [&] {
+    if (!final_checkpoint_error) return;
+    throw std::runtime_error("the final checkpoint could not be written: " + *final_checkpoint_error +
+                             "; the newest valid checkpoint is " +
+                             (final_checkpoint.empty() ? std::string("none (none was ever written)") : final_checkpoint));
+  };
   if (!completed) {
     spdlog::info("stopped at round {} ({} of {} steps); checkpoint {}", k, steps_done, steps_total, final_checkpoint);
+    fail_if_final_checkpoint_missing();
     return;
   }
   const auto [sent, received] = network_bytes();
@@ -578,11 +603,12 @@ void SiteDaemon::Impl::train() {
   std::printf("test accuracy %s (%s, %llu steps, %.1f s)\n", accuracy ? std::to_string(*accuracy).c_str() : "n/a",
               config.algo.c_str(), static_cast<unsigned long long>(steps_done), train_seconds);
   std::fflush(stdout);
+  fail_if_final_checkpoint_missing();
 }
 
 void SiteDaemon::Impl::refresh_network_metrics(
     std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& last_bytes,
-    std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected) {
+    std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected, std::uint64_t& last_zap_denied) {
   const auto members = transport->members();
   metrics->peers_alive.set(static_cast<double>(transport->alive_members().size()));
   for (const auto& m : members) {
@@ -602,6 +628,9 @@ void SiteDaemon::Impl::refresh_network_metrics(
     out = m.bytes_out;
     in = m.bytes_in;
   }
+  const auto zap_denied = transport->stats().zap_denied;
+  if (zap_denied > last_zap_denied) metrics->zap_denied.inc(static_cast<double>(zap_denied - last_zap_denied));
+  last_zap_denied = zap_denied;
   const auto rejected = transport->rejections().snapshot();
   for (std::size_t c = 0; c < rejected.size(); ++c) {
     auto& counter = metrics->rejected_messages.with({std::string(peer::to_string(static_cast<peer::RejectCause>(c)))});
@@ -615,13 +644,28 @@ void SiteDaemon::Impl::communicate() {
   gossip::RoundTimeouts timeouts;
   timeouts.round = seconds_ms(config.round_timeout);
   timeouts.view_change = std::max(milliseconds(60000), seconds_ms(config.round_timeout) * 2);
-  gossip::AverageMixer averager(inbox, timeouts);
-  gossip::PushSumMixer push_sum(inbox, static_cast<std::size_t>(config.out_peers), timeouts);
-  gossip::GroupMixer groups(inbox, timeouts);
-  gossip::Mixer& algorithm = config.algo == "sgp" ? static_cast<gossip::Mixer&>(push_sum)
-                             : config.algo == "dsync" ? static_cast<gossip::Mixer&>(groups)
-                                                      : static_cast<gossip::Mixer&>(averager);
-  gossip::MixServer server(channel, algorithm, averager);
+  gossip::RobustOptions robust;
+  robust.enabled = config.robust_aggregation;
+  robust.clip_factor = config.robust_clip;
+  robust.trim = static_cast<std::size_t>(config.robust_trim);
+  gossip::AverageMixer averager(inbox, timeouts, gossip::RingOptions{}.max_piece, robust);
+  gossip::PushSumMixer push_sum(inbox, static_cast<std::size_t>(config.out_peers), timeouts, robust);
+  gossip::GroupMixer groups(inbox, timeouts, robust);
+  gossip::Mixer* algorithm = config.algo == "sgp"     ? static_cast<gossip::Mixer*>(&push_sum)
+                             : config.algo == "dsync" ? static_cast<gossip::Mixer*>(&groups)
+                                                      : static_cast<gossip::Mixer*>(&averager);
+  gossip::Mixer* exact = &averager;
+  // Fault injection (--byzantine-scale): this site's every contribution becomes garbage.
+  std::optional<gossip::ByzantineMixer> byzantine_algorithm, byzantine_exact;
+  if (config.byzantine_scale > 0) {
+    spdlog::warn("--byzantine-scale {}: this site sends garbage to its peers (a fault-injection experiment)",
+                 config.byzantine_scale);
+    byzantine_algorithm.emplace(*algorithm, config.byzantine_scale, data_seed() ^ 0xb1ull);
+    byzantine_exact.emplace(averager, config.byzantine_scale, data_seed() ^ 0xb2ull);
+    algorithm = &*byzantine_algorithm;
+    exact = &*byzantine_exact;
+  }
+  gossip::MixServer server(channel, *algorithm, *exact);
 
   zmq::context_t context(1);
   ControlServer control(context, config.control_socket_or_default(), *this);
@@ -629,6 +673,7 @@ void SiteDaemon::Impl::communicate() {
 
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last_bytes;
   std::array<std::uint64_t, peer::kRejectCauseCount> last_rejected{};
+  std::uint64_t last_zap_denied = 0;
   auto next_refresh = Clock::now();
   while (!trainer_done) {
     if (!local) server.serve_one(milliseconds(20));
@@ -650,7 +695,7 @@ void SiteDaemon::Impl::communicate() {
       spdlog::info("stop requested: finishing the step in flight, then checkpoint and leave (again to exit at once)");
     }
     if (Clock::now() >= next_refresh) {
-      refresh_network_metrics(last_bytes, last_rejected);
+      refresh_network_metrics(last_bytes, last_rejected, last_zap_denied);
       next_refresh = Clock::now() + milliseconds(500);
     }
   }

@@ -5,6 +5,7 @@
 
 #include "gossip/exponential_graph.h"
 #include "gossip/redo_view.h"
+#include "gossip/robust_combine.h"
 
 namespace meridian::gossip {
 
@@ -14,7 +15,16 @@ bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& we
     ++rejected_;
     return false;
   }
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] += m.payload[i];
+  if (robust_.enabled && bound_) {
+    difference_.resize(data.size());
+    for (std::size_t i = 0; i < data.size(); ++i)
+      difference_[i] = static_cast<float>(m.payload[i] / m.weight) - own_model_[i];
+    if (clip_norm(difference_, *bound_) < 1.0) ++clipped_;
+    for (std::size_t i = 0; i < data.size(); ++i)
+      data[i] += static_cast<float>(m.weight * (static_cast<double>(own_model_[i]) + difference_[i]));
+  } else {
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] += m.payload[i];
+  }
   weight += m.weight;
   return true;
 }
@@ -29,6 +39,16 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     throw MixError("site '" + transport.self() + "' is not in view " + std::to_string(view.id) + " for step " +
                    std::to_string(step));
   const std::size_t n = view.size();
+  bound_.reset();
+  if (robust_.enabled) {
+    own_model_.resize(data.size());
+    for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
+    const auto scale = scale_.on_input(tag_value, own_model_);
+    // Before this site has its own scale (its first mix) nothing it could compare with is known, so
+    // others' models count as its own (bound 0): every site starts from the same model, so an honest
+    // peer's first share hardly differs, while a first share of garbage would otherwise go in whole.
+    if (robust_.clip_factor > 0) bound_ = scale ? robust_.clip_factor * *scale : 0.0;
+  }
   auto outs = exponential_out_peers(n, *rank, step, out_peers_);
   auto ins = exponential_in_peers(n, *rank, step, out_peers_);
   // The graph comes from the view in force, the same on every site. A peer that membership has
@@ -79,6 +99,10 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
       }
       if (add(*msg, data, weight, n)) break;
     }
+  }
+  if (robust_.enabled) {
+    for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
+    scale_.on_output(tag_value, own_model_);
   }
   return report;
 }

@@ -8,14 +8,19 @@
 //
 // Incoming shares are validated before they touch the model: the payload length must match and the
 // weight must be finite and in (0, n]; anything else is dropped and counted in rejected().
+// With robust aggregation on (gossip/robust_options.h) a share (x_j, w_j) counts as w_j·(z + clip(x_j/w_j − z)),
+// z = this site's de-biased model before the mix, the difference clipped against its own update scale.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
+#include "gossip/robust_options.h"
+#include "gossip/update_scale.h"
 
 namespace meridian::gossip {
 
@@ -23,8 +28,8 @@ namespace meridian::gossip {
 class PushSumMixer final : public Mixer {
  public:
   // `out_peers` is K, the number of out-peers per step (clamped to the graph's period).
-  PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {})
-      : inbox_(inbox), out_peers_(out_peers), timeouts_(timeouts) {}
+  PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {}, RobustOptions robust = {})
+      : inbox_(inbox), out_peers_(out_peers), timeouts_(timeouts), robust_(robust) {}
 
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
   // reported in MixReport::missing. Throws MixError if this site is not in the view.
@@ -33,6 +38,8 @@ class PushSumMixer final : public Mixer {
   // Counters; may be read from any thread.
   std::uint64_t rejected() const { return rejected_.load(); }
   std::uint64_t missing() const { return missing_.load(); }
+  // Shares cut back by robust clipping.
+  std::uint64_t clipped() const { return clipped_.load(); }
 
  private:
   bool add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites);
@@ -42,6 +49,12 @@ class PushSumMixer final : public Mixer {
   RoundTimeouts timeouts_;
   std::atomic<std::uint64_t> rejected_{0};
   std::atomic<std::uint64_t> missing_{0};
+  std::atomic<std::uint64_t> clipped_{0};
+  RobustOptions robust_;
+  UpdateScale scale_;
+  std::vector<float> own_model_;   // z before the mix (robust only)
+  std::vector<float> difference_;  // a share's de-biased model minus own_model_ (robust only)
+  std::optional<double> bound_;    // the clip bound of the mix in progress (robust only)
 };
 
 }  // namespace meridian::gossip

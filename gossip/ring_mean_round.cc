@@ -18,8 +18,11 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     if (!rank)
       throw MixError("site '" + inbox_.transport().self() + "' is not in view " + std::to_string(view.id) +
                      " for step " + std::to_string(step));
-    const auto status = ring_.run(group_of(view, *rank, step), Round{view.id, step, tag_value}, data,
-                                  Clock::now() + timeouts_.round, options_);
+    const auto group = group_of(view, *rank, step);
+    const Round round{view.id, step, tag_value};
+    const auto deadline = Clock::now() + timeouts_.round;
+    const auto status = robust_ ? robust_->run(group, round, data, deadline, kind)
+                                : ring_.run(group, round, data, deadline, options_);
     inbox_.discard_if([&](const peer::Message& m) {
       return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id <= view.id;
     });

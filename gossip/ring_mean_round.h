@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
 #include "gossip/redo_view.h"
+#include "gossip/robust_group_mean.h"
+#include "gossip/robust_options.h"
 #include "gossip/ring_allreduce.h"
 
 namespace meridian::gossip {
@@ -26,9 +29,11 @@ class RingMeanRound {
   // The members (ascending ring order, including `rank`'s own name) averaged with `rank` at `step`.
   using GroupOf = std::function<std::vector<std::string>(const peer::View& view, std::size_t rank, std::uint64_t step)>;
 
-  RingMeanRound(Inbox& inbox, RoundTimeouts timeouts, RingOptions ring_options)
+  // With robust.enabled, rounds run through RobustGroupMean (gossip/robust_group_mean.h) instead of the ring.
+  RingMeanRound(Inbox& inbox, RoundTimeouts timeouts, RingOptions ring_options, RobustOptions robust = {})
       : inbox_(inbox), ring_(inbox), timeouts_(timeouts), options_(ring_options) {
     options_.average = true;
+    if (robust.enabled) robust_.emplace(inbox, robust);
   }
 
   // Replaces `data` by its mean over group_of(view, rank, step). Throws MixError when this site is not
@@ -41,6 +46,7 @@ class RingMeanRound {
  private:
   Inbox& inbox_;
   RingAllReduce ring_;
+  std::optional<RobustGroupMean> robust_;
   RoundTimeouts timeouts_;
   RingOptions options_;
   std::vector<float> backup_;

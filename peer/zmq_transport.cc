@@ -178,6 +178,14 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     }
   }
   router_.set(zmq::sockopt::linger, 0);
+  // No legitimate frame is larger than a header or a whole payload at the receive caps; libzmq drops a
+  // connection that announces a larger one before buffering it, so a member cannot make us allocate
+  // gigabytes only for decode_header to refuse them afterwards.
+  {
+    const std::uint64_t payload_cap = std::min<std::uint64_t>(opt_.limits.max_payload_elements, INT64_MAX / 8) * sizeof(float);
+    router_.set(zmq::sockopt::maxmsgsize,
+                static_cast<std::int64_t>(std::max<std::uint64_t>(opt_.limits.max_header_bytes, payload_cap)));
+  }
   if (secure()) {
     zap_.emplace(ctx_, *opt_.roster);
     router_.set(zmq::sockopt::curve_server, true);

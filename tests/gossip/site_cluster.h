@@ -3,6 +3,7 @@
 // the daemon has.
 #pragma once
 
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "gossip/average_mixer.h"
+#include "gossip/byzantine_mixer.h"
 #include "gossip/group_mixer.h"
 #include "gossip/inbox.h"
 #include "gossip/mix_channel.h"
@@ -33,6 +35,7 @@ struct TestSite {
   std::unique_ptr<Inbox> inbox;
   std::unique_ptr<AverageMixer> averager;
   std::unique_ptr<Mixer> algorithm;
+  std::unique_ptr<Mixer> byzantine_algorithm, byzantine_averager;  // wrappers of a Byzantine site's mixers
   std::unique_ptr<MixChannel> channel;
   std::unique_ptr<MixServer> server;
   std::unique_ptr<MixThread> thread;
@@ -40,17 +43,30 @@ struct TestSite {
 
 class SiteCluster {
  public:
-  SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1)
+  // robust: every site's aggregation option. byzantine: ranks whose mixes send scaled garbage
+  // (gossip/byzantine_mixer.h) with RMS byzantine_scale times their honest vector's.
+  SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1,
+              RobustOptions robust = {}, std::vector<std::size_t> byzantine = {}, double byzantine_scale = 100.0)
       : names_(site_names(n)), net_(peer::InMemoryNetwork::create(names_)) {
     for (const auto& name : names_) {
       auto s = std::make_unique<TestSite>();
       s->transport = net_->endpoint(name);
       s->inbox = std::make_unique<Inbox>(*s->transport);
-      s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts);
-      if (kind == MixerKind::kPushSum) s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts);
-      if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts);
+      s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts, RingOptions{}.max_piece, robust);
+      if (kind == MixerKind::kPushSum)
+        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust);
+      if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts, robust);
+      Mixer* algorithm = s->algorithm ? s->algorithm.get() : s->averager.get();
+      Mixer* averager = s->averager.get();
+      const std::size_t rank = sites_.size();
+      if (std::find(byzantine.begin(), byzantine.end(), rank) != byzantine.end()) {
+        s->byzantine_algorithm = std::make_unique<ByzantineMixer>(*algorithm, byzantine_scale, 1000 + rank);
+        s->byzantine_averager = std::make_unique<ByzantineMixer>(*averager, byzantine_scale, 2000 + rank);
+        algorithm = s->byzantine_algorithm.get();
+        averager = s->byzantine_averager.get();
+      }
       s->channel = std::make_unique<MixChannel>();
-      s->server = std::make_unique<MixServer>(*s->channel, s->algorithm ? *s->algorithm : *s->averager, *s->averager);
+      s->server = std::make_unique<MixServer>(*s->channel, *algorithm, *averager);
       s->thread = std::make_unique<MixThread>(*s->channel, *s->server);
       sites_.push_back(std::move(s));
     }
