@@ -11,6 +11,7 @@
 
 #include "models/data/partition.h"
 #include "models/device.h"
+#include "peer/partition_schedule.h"
 #include "peer/wan_model.h"
 
 namespace meridian::daemon {
@@ -147,6 +148,13 @@ const std::vector<OptionSpec>& option_specs() {
               "Emulated links: \"\" (none) | world4 | latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.01",
               &C::wan),
         field(wan, "region", "With --wan world4: oregon | ohio | london | tokyo", &C::region),
+        field(wan, "slowdown",
+              "Emulated straggler: every step takes this many times its compute time (1 = as fast as it can)",
+              &C::slowdown),
+        field(wan, "wan-partition",
+              "Emulated partitions, the same on every site: \"s0,s1|s2,s3@20s+10s\" cuts s0,s1 from s2,s3 "
+              "from 20 s after start for 10 s (\"\" = none)",
+              &C::wan_partition),
         field(ops, "checkpoint-dir", "Checkpoint directory (\"\" = RUN_DIR/checkpoints)", &C::checkpoint_dir),
         field(ops, "checkpoint-interval", "Seconds between checkpoints", &C::checkpoint_interval),
         field(ops, "checkpoint-keep", "Checkpoints kept (the newest)", &C::checkpoint_keep),
@@ -396,6 +404,13 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
     }
   } catch (const std::invalid_argument& e) {
     problem("wan", e.what());
+  }
+  if (!(std::isfinite(c.slowdown) && c.slowdown >= 1 && c.slowdown <= 1000))
+    problem("slowdown", "must be a factor from 1 (off) to 1000, e.g. 5 for a site five times slower");
+  try {
+    (void)peer::parse_partition_schedule(c.wan_partition);
+  } catch (const std::invalid_argument& e) {
+    problem("wan-partition", e.what());
   }
 
   if (!(std::isfinite(c.checkpoint_interval) && c.checkpoint_interval > 0)) {

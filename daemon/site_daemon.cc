@@ -22,6 +22,7 @@
 #include "daemon/directory_lock.h"
 #include "daemon/metrics_server.h"
 #include "daemon/progress_line.h"
+#include "daemon/run_plan.h"
 #include "daemon/run_trail.h"
 #include "daemon/shutdown_signals.h"
 #include "daemon/site_data.h"
@@ -121,6 +122,8 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
   std::mutex live_mu;
   LiveStatus live;
+  PeerPlans plans;                          // heard by the control thread (daemon/run_plan.h)
+  std::atomic<std::uint64_t> run_end{0};    // the run's end round once the trainer knows it; 0 before
 
   // --- ControlHandler (called on the communication thread) ---
   StatusReport status() override {
@@ -186,7 +189,9 @@ struct SiteDaemon::Impl final : ControlHandler {
   // --- trainer thread ---
   void train();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
+  bool taken_back = false;  // set by wait_for_view: the view takes this site back after one without it
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
+  std::uint64_t agree_end_round(const peer::View& view);
   // Returns the error when the checkpoint could not be written (logged and counted already).
   std::optional<std::string> write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
                                               std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round);
@@ -194,6 +199,8 @@ struct SiteDaemon::Impl final : ControlHandler {
 
   // --- communication thread ---
   void communicate();
+  // --- control thread: the control socket, signals, network metrics ---
+  void serve_control();
   void refresh_network_metrics(std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& last_bytes,
                                std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected,
                                std::uint64_t& last_zap_denied);
@@ -264,6 +271,11 @@ void SiteDaemon::Impl::make_transport() {
   o.region = config.region;
   o.wan = peer::parse_wan_spec(config.wan);
   o.wan_seed = config.seed;
+  // A view change acts a few rounds after it takes effect (dts: after D steps at the next window
+  // start; dsync: D steps later); the next view must not come before that (peer/membership.h).
+  o.view_lead_rounds = std::max<std::uint64_t>(o.view_lead_rounds,
+                                               static_cast<std::uint64_t>(config.delay + config.period) + 2);
+  o.partitions = peer::parse_partition_schedule(config.wan_partition);
   o.bootstrap = config.join;
   o.insecure = config.insecure;
   if (!config.insecure) {
@@ -280,24 +292,15 @@ void SiteDaemon::Impl::make_transport() {
   // allreduce re-averages parameters and optimizer state as one tensor (trainer_algorithm.h), so only
   // the other algorithms can pin every tensor to the model's length.
   if (config.algo != "allreduce") o.validation.model_elements = model->parameters().size();
-  // dts with momentum and P > 1 averages the window displacement and the window momentum as one
-  // tensor of two model-sized vectors (gossip/dts.h).
-  if (config.algo == "dts" && config.optimizer == "momentum" && config.period > 1)
-    o.validation.max_model_multiple = 2;
+  // dts with momentum re-averages weights and momentum buffer as one tensor of two model-sized
+  // vectors, and with P > 1 it averages the window displacement and window momentum that way too
+  // (gossip/dts.h).
+  if (config.algo == "dts" && config.optimizer == "momentum") o.validation.max_model_multiple = 2;
   // Push-sum mass starts at one per site and is only split, never created, so no honest share can
   // exceed the number of sites the roster lets in; twice that leaves room for mass a restarted site
   // brings back from its checkpoint. A larger weight would let one share outweigh the whole
   // federation. (Insecure mode has no roster, and anyone may join: the wide default stays.)
   if (o.roster) o.validation.max_weight = 2.0 * static_cast<double>(std::max<std::size_t>(o.roster->entries().size(), 1));
-  if (resume) {
-    // Membership treats a restarted site whose new incarnation arrives before its death was noticed
-    // as having never left: no new view, so the round its peers were mixing with the old incarnation is
-    // abandoned with no view to redo it in. Staying silent past the heartbeat timeout lets the peers
-    // declare the old incarnation dead and go on without it; this site then joins as a new member.
-    const auto quiet = o.heartbeat_timeout + milliseconds(1000);
-    spdlog::info("resuming: staying silent {} ms so that the peers notice the previous run ended", quiet.count());
-    std::this_thread::sleep_for(quiet);
-  }
   transport = std::make_unique<peer::ZmqTransport>(std::move(o));
   if (resume) transport->set_round(resume->step);
   trail->write_endpoint(transport->endpoint());
@@ -314,10 +317,37 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   // Views settle within a few heartbeats; starting on one that is about to be replaced would put
   // this site in other rounds than its peers.
   const auto settle = milliseconds(1000);
+  // A resuming site may first hear of a view its previous incarnation was in; the view that takes it
+  // back comes after one that leaves the old incarnation out (peer/membership.h). Only when nobody
+  // leaves it out for a few heartbeat timeouts (the whole federation restarted) does any view do.
+  const auto waiting_since = Clock::now();
+  const auto alone_grace = 2 * peer::ZmqTransportOptions{}.heartbeat_timeout + settle;
+  // Both views come after the checkpoint's round: the previous incarnation was alive there, so a view
+  // that left it out before (when the federation formed, say) does not count.
+  const std::uint64_t checkpoint_round = resumed && resume ? resume->step : 0;
+  auto back_in = [&](const peer::View& view) {
+    if (view.effective_round <= checkpoint_round) return false;
+    for (peer::View v = view; v.id > 0 && v.effective_round > checkpoint_round + 1;) {
+      peer::View older = transport->view_for(v.effective_round - 1);
+      if (older.id >= v.id || older.id == 0 || older.effective_round <= checkpoint_round) return false;
+      if (!older.rank_of(config.name)) return true;
+      v = std::move(older);
+    }
+    return false;
+  };
   while (true) {
     if (stop) return false;
     const auto view = transport->latest_view();
-    const bool enough = view.rank_of(config.name) && view.size() >= need;
+    const bool enough = view.rank_of(config.name) && view.size() >= need &&
+                        (!resumed || back_in(view) || Clock::now() - waiting_since >= alone_grace);
+    if (enough && resumed && back_in(view)) {
+      // The view that takes this site back was announced for it: its peers reach its first round
+      // soon and wait there for this site, so it does not wait for the view to settle.
+      spdlog::info("view {} from round {}: {} ({} sites), rejoining", view.id, view.effective_round,
+                   join_names(view.members), view.size());
+      taken_back = true;
+      return true;
+    }
     if (enough) {
       if (!candidate || *candidate != view) {
         candidate = view;
@@ -363,6 +393,48 @@ std::uint64_t SiteDaemon::Impl::rejoin_round(const peer::View& view, std::uint64
   observe_rounds = false;
   spdlog::info("no peer has sent a round yet: starting at round {}, the view's", fallback);
   return fallback;
+}
+
+std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view) {
+  // Every member of the starting view says how many steps its data gives it; the run ends after the
+  // smallest. A member that already trains (this site joins a running federation) answers with the
+  // run's end round, which this site then takes. Plans are re-sent each second in case one was sent
+  // before a peer's connection was up.
+  const RunPlan own{data.total_steps, 0};
+  const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(10);
+  auto next_send = Clock::now();
+  while (!stop) {
+    if (Clock::now() >= next_send) {
+      for (const auto& m : view.members)
+        if (m != config.name) transport->send(m, plan_message(own));
+      next_send = Clock::now() + std::chrono::seconds(1);
+    }
+    const auto heard = plans.snapshot();
+    std::uint64_t steps = own.steps;
+    std::size_t missing = 0;
+    for (const auto& m : view.members) {
+      if (m == config.name) continue;
+      const auto it = heard.find(m);
+      if (it == heard.end()) {
+        ++missing;
+        continue;
+      }
+      if (it->second.end_round != 0) {
+        spdlog::info("joining a running federation: '{}' trains until round {}", m, it->second.end_round);
+        return std::max(it->second.end_round, view.effective_round);
+      }
+      steps = std::min(steps, it->second.steps);
+    }
+    const bool late = Clock::now() >= deadline;
+    if (missing == 0 || late) {
+      if (late) spdlog::warn("{} of {} sites sent no plan in time: the run length counts only the others", missing, view.size());
+      if (steps < own.steps)
+        spdlog::info("the run ends after {} steps, as the smallest site's data gives ({} here)", steps, own.steps);
+      return view.effective_round + steps;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return view.effective_round + own.steps;
 }
 
 std::optional<double> SiteDaemon::Impl::evaluate(double& test_loss) {
@@ -422,13 +494,18 @@ void SiteDaemon::Impl::train() {
     if (resumed) {
       start_round = resume->start_round;
       end_round = resume->end_round;
-      k = rejoin_round(view, std::max<std::uint64_t>(view.effective_round, resume->step));
+      const auto from = std::max<std::uint64_t>(view.effective_round, resume->step);
+      // A view that takes this site back after one without it starts exactly where the peers first
+      // need it: they ran the rounds before without it. sgp's peers do not wait for anyone, so there
+      // the site joins at the round they are mixing if that is later.
+      k = !taken_back ? rejoin_round(view, from) : config.algo == "sgp" ? std::max(from, rejoin_round(view, from)) : from;
       spdlog::info("rejoining at round {} (checkpoint at round {})", k, resume->step);
     } else {
       start_round = view.effective_round;
-      end_round = start_round + data.total_steps;
+      end_round = agree_end_round(view);
       k = start_round;
     }
+    run_end = end_round;
   }
   if (stop) return;
   state = SiteState::kTraining;
@@ -470,15 +547,30 @@ void SiteDaemon::Impl::train() {
                                           loss_avg, accuracy, sent, received});
   };
 
+  std::uint64_t view_in_force = 0;
   for (; k < end_round && !stop; ++k) {
-    if (transport) transport->set_round(k);
+    if (transport) {
+      transport->set_round(k);
+      // Views change at the round they announced; the log says when this site switched.
+      const auto view = transport->view_for(k);
+      if (view.id != view_in_force && view.id != 0) {
+        if (view_in_force != 0)
+          spdlog::info("round {}: view {} in force: {} ({} sites)", k, view.id, join_names(view.members), view.size());
+        view_in_force = view.id;
+      }
+    }
     const auto rows = order.next(batch);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const float* src = data.train.row(rows[i]);
       std::copy(src, src + dim, x.data() + i * dim);
       labels[i] = data.train.labels[rows[i]];
     }
+    const auto compute_start = Clock::now();
     const float loss = model->forward_backward(x.data(), labels.data(), rows.size());
+    if (config.slowdown > 1) {
+      // An emulated straggler: the step's compute takes `slowdown` times as long.
+      std::this_thread::sleep_for((Clock::now() - compute_start) * (config.slowdown - 1));
+    }
     if (!std::isfinite(loss)) {
       throw std::runtime_error("training diverged at round " + std::to_string(k) + " (loss " + std::to_string(loss) +
                                "); try a smaller --lr");
@@ -499,6 +591,10 @@ void SiteDaemon::Impl::train() {
     if (store->due()) (void)write_checkpoint(*algorithm, order, k + 1, start_round, end_round);
 
     const double epoch = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
+    {
+      std::lock_guard lock(live_mu);
+      live.step = steps_done;
+    }
     metrics->step.set(static_cast<double>(steps_done));
     metrics->epoch.set(epoch);
     metrics->train_loss.set(loss_avg);
@@ -667,16 +763,12 @@ void SiteDaemon::Impl::communicate() {
   }
   gossip::MixServer server(channel, *algorithm, *exact);
 
-  zmq::context_t context(1);
-  ControlServer control(context, config.control_socket_or_default(), *this);
-  spdlog::info("control socket {}", control.path());
-
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last_bytes;
-  std::array<std::uint64_t, peer::kRejectCauseCount> last_rejected{};
-  std::uint64_t last_zap_denied = 0;
-  auto next_refresh = Clock::now();
   while (!trainer_done) {
-    if (!local) server.serve_one(milliseconds(20));
+    if (local) {
+      std::this_thread::sleep_for(milliseconds(20));
+      continue;
+    }
+    server.serve_one(milliseconds(20));
     if (observe_rounds && observed_round == 0) {
       // Looks at mixer mail without taking it: everything stays stashed for the rounds that ask.
       std::uint64_t seen = 0;
@@ -688,9 +780,33 @@ void SiteDaemon::Impl::communicate() {
           Clock::now() + milliseconds(10));
       if (seen > 0) observed_round = seen;
     }
+  }
+}
+
+void SiteDaemon::Impl::serve_control() {
+  // Its own thread, so that status, peers and leave are answered while the communication thread waits
+  // inside a mix for a slow or dead peer (up to a round deadline plus a view change).
+  zmq::context_t context(1);
+  ControlServer control(context, config.control_socket_or_default(), *this);
+  spdlog::info("control socket {}", control.path());
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last_bytes;
+  std::array<std::uint64_t, peer::kRejectCauseCount> last_rejected{};
+  std::uint64_t last_zap_denied = 0;
+  auto next_refresh = Clock::now();
+  while (!trainer_done) {
     zmq::pollitem_t item{control.socket().handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, local ? milliseconds(20) : milliseconds(0));
+    zmq::poll(&item, 1, milliseconds(20));
     if (item.revents & ZMQ_POLLIN) control.serve_pending();
+    while (auto msg = transport->receive_control(milliseconds(0))) {
+      // A peer's plan (daemon/run_plan.h); one that has not started yet hears the run's end from a
+      // site that trains.
+      const auto plan = plans.note(*msg);
+      if (!plan) {
+        spdlog::warn("ignored a control message from '{}' that is not a run plan", msg->from);
+        continue;
+      }
+      if (plan->end_round == 0 && run_end != 0) transport->send(msg->from, plan_message({data.total_steps, run_end}));
+    }
     if (ShutdownSignals::requested() && !stop.exchange(true)) {
       spdlog::info("stop requested: finishing the step in flight, then checkpoint and leave (again to exit at once)");
     }
@@ -729,6 +845,16 @@ int SiteDaemon::run() {
     }
     d.trainer_done = true;
   });
+  std::exception_ptr control_error;
+  std::thread control([&d, &control_error] {
+    try {
+      d.serve_control();
+    } catch (...) {
+      control_error = std::current_exception();
+      d.channel.fail(control_error);
+      d.stop = true;
+    }
+  });
   std::exception_ptr comm_error;
   try {
     d.communicate();
@@ -739,12 +865,14 @@ int SiteDaemon::run() {
     d.stop = true;
   }
   trainer.join();
+  control.join();
   d.state = SiteState::kStopped;
   if (d.trainer_error) {
     d.transport->leave(milliseconds(1000));
     std::rethrow_exception(d.trainer_error);
   }
   if (comm_error) std::rethrow_exception(comm_error);
+  if (control_error) std::rethrow_exception(control_error);
   spdlog::info("announcing leave");
   // Per-peer FIFO: once the leave is out, so is every chunk of the last round.
   d.transport->leave(milliseconds(3000));

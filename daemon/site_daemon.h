@@ -5,19 +5,25 @@
 //   - the trainer thread: batches, forward/backward, the algorithm's trainer side
 //     (daemon/trainer_algorithm.h), evaluations, checkpoints, the progress line and the run trail;
 //   - the communication thread (the thread that calls run()): owns the mixers (gossip::MixServer over
-//     one gossip::Inbox), polls the control socket and refreshes the network metrics. The ZeroMQ
-//     transport's own I/O thread (peer/zmq_transport.h) owns the network sockets; the mixers reach it
-//     through its thread-safe interface;
+//     one gossip::Inbox). The ZeroMQ transport's own I/O thread (peer/zmq_transport.h) owns the
+//     network sockets; the mixers reach it through its thread-safe interface;
+//   - the control thread: owns the control socket, notices signals and refreshes the network metrics,
+//     so that `meridian status`, `peers` and `leave` are answered while a mix waits for a slow or
+//     dead peer;
 //   - the metrics server's HTTP threads, which only read the metrics registry.
 // Trainer and communication thread meet only in the gossip::MixChannel (snapshots by move, errors as
 // exceptions at the next wait, every wait with a deadline) and in a few atomics and one mutex-guarded
 // status snapshot.
 //
 // Starting: training begins when the view holds --min-sites sites (default --site-count) and has been
-// stable for a moment; every site then starts at the view's effective round, so all run the same
-// rounds [start, start + total steps). A site that resumes from a checkpoint waits to be back in the
-// view and starts at the round its peers are mixing (seen from their first message to it), keeping
-// its checkpointed model, optimizer state and data position.
+// stable for a moment; every site then starts at the view's effective round and the sites agree on
+// the last round (daemon/run_plan.h: the smallest site's step count, so sites whose own data gives
+// them more steps do not wait for rounds the others never start), so all run the same rounds. A site
+// that joins a running federation takes its end round from a peer. A site that resumes from a checkpoint waits to be back in the
+// view (one that follows a view without its previous incarnation, see peer/membership.h) and starts at
+// that view's first round (sgp: or the later round its peers are mixing, seen from their first message
+// to it, since push-sum waits for nobody), keeping its checkpointed model, optimizer state and data
+// position.
 //
 // Stopping: on the first SIGINT/SIGTERM or `meridian leave` the trainer finishes the step in flight,
 // applies or abandons outstanding mixes, writes a checkpoint, the site announces its leave, and run()

@@ -27,7 +27,7 @@ class AverageMixer final : public Mixer {
   // robust: optional Byzantine-robust mean instead of the exact one (gossip/robust_options.h).
   AverageMixer(Inbox& inbox, RoundTimeouts timeouts = {}, std::size_t max_piece = RingOptions{}.max_piece,
                RobustOptions robust = {})
-      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kReduceChunk, true, max_piece}, robust) {}
+      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kReduceChunk, true, max_piece, {}}, robust) {}
 
   // `weight` is left unchanged.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;

@@ -38,9 +38,11 @@ void DelayedMixing::check_config() {
 void DelayedMixing::note(const MixReport& report) {
   abandoned_ += report.abandoned;
   missing_ += report.missing;
-  if (have_view_ && report.view_id != view_id_ && config_.reaverage_after_view_change) reaverage_due_ = true;
+  // The first view counts as a change: a site that starts or resumes mid-run is pulled in by the
+  // re-average its peers run for the same view change.
+  if ((!have_view_ || report.scheduled_view_id != view_id_) && config_.reaverage_after_view_change) reaverage_due_ = true;
   have_view_ = true;
-  view_id_ = report.view_id;
+  view_id_ = report.scheduled_view_id;
 }
 
 void DelayedMixing::apply(const Snapshot& s, MixResult& result) {
@@ -97,7 +99,7 @@ void DelayedMixing::reaverage(std::uint64_t k) {
   channel_.recycle(std::move(buf));
   abandoned_ += report.abandoned;
   have_view_ = true;
-  view_id_ = report.view_id;
+  view_id_ = report.scheduled_view_id;
   reaverage_due_ = false;
   ++reaverages_;
 }
@@ -108,16 +110,12 @@ void DelayedMixing::after_step(std::uint64_t k) {
     throw std::logic_error("delayed mixing: after_step(" + std::to_string(k) + ") before the snapshot of step " +
                            std::to_string(open_job_->step) + " was handed over with before_update()");
   }
-  if (!started_) {
-    started_ = true;
-    first_step_ = k;
-  }
   if (config_.delay > 0) {
     if (config_.overlap) apply_ready();
     if (k >= config_.delay) apply_through(k - config_.delay);
   }
-  if (!weight_ && config_.reaverage_every != 0 && k > first_step_ && (k - first_step_) % config_.reaverage_every == 0)
-    reaverage_due_ = true;
+  // By absolute step, so that a site resuming mid-run agrees with the others.
+  if (!weight_ && config_.reaverage_every != 0 && k > 0 && k % config_.reaverage_every == 0) reaverage_due_ = true;
   if (reaverage_due_) reaverage(k);
 
   MixJob job{k, RoundTag::kMix, channel_.buffer(), weight_ ? *weight_ : 1.0};

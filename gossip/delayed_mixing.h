@@ -13,9 +13,12 @@
 // Overlap mode (sgp's OSGP): a result is applied as soon as it is there, and at the latest at s + D,
 // so the site never runs more than D = τ steps ahead of the oldest mix it still expects.
 //
-// Re-averaging (dsync; not with a push-sum weight): every `reaverage_every` steps (0: never) and after
-// every view change, all outstanding mixes are applied and x is replaced by its exact mean over the
-// view. Optimizer state (momentum) is never mixed: it is not in the snapshot.
+// Re-averaging (dsync; not with a push-sum weight): at every step that is a multiple of
+// `reaverage_every` (0: never; absolute step numbers, so a site resuming mid-run agrees) and after
+// every change of the view announced for the step (MixReport::scheduled_view_id, the same on every
+// site), including the first view a site sees (which pulls a starting or resuming site in), all
+// outstanding mixes are applied and x is replaced by its exact mean over the view. Optimizer state
+// (momentum) is never mixed: it is not in the snapshot.
 //
 // Background snapshots (D > 0 over a store whose background_read() is true, i.e. a GPU): after_step(k)
 // only starts the snapshot's copy; before_update(), which the trainer calls before the optimizer update
@@ -67,9 +70,9 @@ class DelayedMixing {
   DelayedMixing(DelayedMixingConfig config, MixChannel& channel, ParameterStore& params, std::span<float> stats = {},
                 double* weight = nullptr);
 
-  // Call after the local optimizer step k (consecutive k, same first k on every site). Throws what
-  // MixChannel throws; std::logic_error when a background snapshot of the previous step was not handed
-  // over with before_update().
+  // Call after the local optimizer step k (consecutive k; a site may start or resume at any k the
+  // others are at). Throws what MixChannel throws; std::logic_error when a background snapshot of the
+  // previous step was not handed over with before_update().
   void after_step(std::uint64_t k);
 
   // Call before anything writes the parameters after after_step() (the next optimizer update): hands a
@@ -107,10 +110,8 @@ class DelayedMixing {
   std::span<float> stats_;
   double* weight_;
   std::deque<Snapshot> pending_;
-  bool background_ = false;       // snapshots are read in the background (see above)
+  bool background_ = false;         // snapshots are read in the background (see above)
   std::optional<MixJob> open_job_;  // the background snapshot being read: its parameters are not there yet
-  bool started_ = false;
-  std::uint64_t first_step_ = 0;
   bool have_view_ = false;
   std::uint64_t view_id_ = 0;
   bool reaverage_due_ = false;

@@ -29,9 +29,11 @@ Dts::Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::sp
 
 void Dts::note_view(const MixReport& report) {
   abandoned_ += report.abandoned;
-  if (have_view_ && report.view_id != view_id_) reaverage_due_ = true;
+  // The first view counts as a change: a site that starts or resumes mid-run holds a model its peers
+  // do not, and its first view is the survivors' view change, so they re-average together.
+  if (!have_view_ || report.scheduled_view_id != view_id_) reaverage_due_ = true;
   have_view_ = true;
-  view_id_ = report.view_id;
+  view_id_ = report.scheduled_view_id;
 }
 
 void Dts::correct(const Window& window, const std::vector<float>& mean) {
@@ -75,10 +77,26 @@ void Dts::apply_through(std::uint64_t last_step) {
 
 void Dts::reaverage(std::uint64_t k) {
   apply_through(UINT64_MAX);
-  MixReport report = average_now(channel_, k, params_, config_.wait_timeout, RoundTag::kReaverage);
+  MixReport report;
+  if (config_.momentum == 0.0) {
+    report = average_now(channel_, k, params_, config_.wait_timeout, RoundTag::kReaverage);
+  } else {
+    // The momentum buffer too, as one tensor (n weights, then n momenta): after the exact corrections
+    // the buffers are equal in exact arithmetic as well, except on a site that came back from a
+    // checkpoint or joined late, whose own momentum would otherwise keep it apart.
+    const std::size_t n = params_.size();
+    std::vector<float> both = channel_.buffer();
+    both.resize(2 * n);
+    std::copy(params_.begin(), params_.end(), both.begin());
+    std::copy(u_.begin(), u_.end(), both.begin() + static_cast<std::ptrdiff_t>(n));
+    report = average_now(channel_, k, both, config_.wait_timeout, RoundTag::kReaverage);
+    std::copy(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(n), params_.begin());
+    std::copy(both.begin() + static_cast<std::ptrdiff_t>(n), both.end(), u_.begin());
+    channel_.recycle(std::move(both));
+  }
   abandoned_ += report.abandoned;
   have_view_ = true;
-  view_id_ = report.view_id;
+  view_id_ = report.scheduled_view_id;
   reaverage_due_ = false;
   ++reaverages_;
 }
@@ -109,18 +127,21 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
   if (grad.size() != params_.size())
     throw std::invalid_argument("dts: gradient has " + std::to_string(grad.size()) + " elements, parameters " +
                                 std::to_string(params_.size()));
-  if (!started_) {
-    started_ = true;
-    first_step_ = k;
-  }
   last_step_ = k;
   const bool averaging = config_.compensation != DtsCompensation::kNone;
   if (averaging && config_.delay >= 1 && k >= config_.delay) apply_through(k - config_.delay);
-  if (averaging && config_.reaverage_every != 0 && k > first_step_ && (k - first_step_) % config_.reaverage_every == 0)
-    reaverage_due_ = true;
+  // Windows and periodic re-averages follow the absolute step number, so a site that resumes at any
+  // step agrees with the others on both. Windows are [jP, (j+1)P); the periodic re-average belongs to
+  // the first window start at or after each multiple of `reaverage_every`.
+  const std::uint64_t p = config_.period;
+  const bool window_start = k % p == 0;
+  if (averaging && window_start && config_.reaverage_every != 0) {
+    const std::uint64_t r = config_.reaverage_every;
+    if (k >= p && k / r != (k - p) / r) reaverage_due_ = true;  // a multiple of r in (k − P, k]
+  }
   // Only at a window start with nothing outstanding are the replicas equal in exact arithmetic; a
   // re-average elsewhere would mix in the local errors that pending corrections are about to undo.
-  if (averaging && reaverage_due_ && window_len_ == 0) reaverage(k);
+  if (averaging && reaverage_due_ && window_start) reaverage(k);
 
   const double m = config_.momentum;
   const std::size_t n = params_.size();
@@ -149,7 +170,8 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
       }
       break;
   }
-  if (++window_len_ == config_.period) close_window(k, grad, lr);
+  ++window_len_;
+  if ((k + 1) % p == 0) close_window(k, grad, lr);
   if (config_.delay == 0) apply_through(k);
 }
 

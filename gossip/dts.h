@@ -12,9 +12,17 @@
 // schedule). For D = 0 the correction follows the step at once, which is allreduce up to rounding.
 // Up to ⌈D/P⌉+1 windows are in flight, tagged by their last step and applied in order.
 //
-// Re-averaging: every `reaverage_every` steps (0: never) and after every view change, the next step
-// that starts a window first applies every outstanding correction, then replaces the weights by their
-// exact mean over the view, so floating-point drift between replicas cannot accumulate.
+// Windows follow the absolute step number: [jP, (j+1)P), closing at step (j+1)P − 1 (a site that
+// starts or resumes mid-window closes a partial one there), so every site agrees on them whenever
+// it started.
+//
+// Re-averaging: at the first window start at or after every multiple of `reaverage_every` (0: never)
+// and after every change of the view announced for the step (MixReport::scheduled_view_id: the same on
+// every site, also when some redid an abandoned round in a newer view), including the first view a
+// site sees (a site that starts or resumes mid-run comes back in through it), the step first applies
+// every outstanding correction, then replaces the weights (and the momentum buffer, as one tensor of
+// two model-sized vectors) by their exact mean over the view, so floating-point drift between
+// replicas cannot accumulate.
 //
 // Checkpoints: the weights and the momentum buffer are the whole state worth saving. Corrections in
 // flight are lost with a crash; the restarted site rejoins, which changes the view, and the re-average
@@ -54,7 +62,7 @@ class Dts {
   // Throws std::invalid_argument for P = 0, m outside [0, 1) or a mis-sized momentum buffer.
   Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer);
 
-  // Step k (consecutive k on every site, same first k) with the local gradient and learning rate:
+  // Step k (consecutive k; a site may start or resume at any k the others are at) with the local gradient and learning rate:
   // corrections due, a pending re-average, the local update, and the window's average started when it
   // closes. Throws what MixChannel throws (MixError on a deadline, the communication side's errors).
   void step(std::uint64_t k, std::span<const float> grad, double lr);
@@ -91,8 +99,6 @@ class Dts {
   std::vector<float> window_u_;  // (n) the open window's own momentum
   std::uint32_t window_len_ = 0;
   std::deque<Window> pending_;
-  bool started_ = false;
-  std::uint64_t first_step_ = 0;
   std::uint64_t last_step_ = 0;
   bool reaverage_due_ = false;
   bool have_view_ = false;

@@ -19,7 +19,7 @@ class GroupMixer final : public Mixer {
  public:
   // robust: optional Byzantine-robust group mean instead of the exact one (gossip/robust_options.h).
   GroupMixer(Inbox& inbox, RoundTimeouts timeouts = {}, RobustOptions robust = {})
-      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kGroupChunk, true, RingOptions{}.max_piece}, robust) {}
+      : round_(inbox, timeouts, RingOptions{peer::MessageKind::kGroupChunk, true, RingOptions{}.max_piece, {}}, robust) {}
 
   // `weight` is left unchanged.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;

@@ -13,6 +13,10 @@ namespace meridian::gossip {
 
 struct MixReport {
   std::uint64_t view_id = 0;    // the view the mix finally completed in
+  // The view announced for the step (Transport::view_for): the same on every site for the same step,
+  // even when some sites redid an abandoned round in a newer view and others did not need to (dsync's
+  // groups). Re-averages after a view change key on it, so that every site runs them at the same step.
+  std::uint64_t scheduled_view_id = 0;
   std::uint32_t abandoned = 0;  // rounds of this mix abandoned at their deadline and redone
   std::uint32_t missing = 0;    // push-sum shares that did not arrive in time (their mass comes later or is lost)
 };

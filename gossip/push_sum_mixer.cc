@@ -54,8 +54,9 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   // The graph comes from the view in force, the same on every site. A peer that membership has
   // already dropped from a newer view is dead: nothing is sent to it (its share is kept, so no mass is
   // lost) and nothing is awaited from it.
-  const peer::View newest = newest_view(transport);
-  auto gone = [&](std::size_t r) { return newest.id > view.id && !newest.rank_of(view.at(r)); };
+  std::vector<bool> out_of_view(n);
+  for (std::size_t r = 0; r < n; ++r) out_of_view[r] = left_out_after(transport, view, view.at(r));
+  auto gone = [&](std::size_t r) { return out_of_view[r]; };
   std::size_t skipped = 0;
   for (std::size_t r : outs) skipped += gone(r) ? 1 : 0;
   // With K + 1 a power of two (K = 1, 3, 7) the shares are exact, so kept + sent = x bit for bit.
@@ -82,6 +83,7 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   }
   MixReport report;
   report.view_id = view.id;
+  report.scheduled_view_id = view.id;
   // Shares of older steps that came after their round gave up on them: still mass, add it now.
   for (auto& late : inbox_.take_all([&](const peer::Message& m) { return m.kind == kind && m.round < step; }))
     add(late, data, weight, n);
@@ -90,8 +92,11 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     if (gone(from_rank)) continue;
     const std::string& from = view.at(from_rank);
     for (;;) {
+      // Checked every 100 ms: a peer that a newer view leaves out (it left or died) sends nothing more.
+      const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
       auto msg = inbox_.take(
-          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.from == from; }, deadline);
+          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.from == from; }, until);
+      if (!msg && until < deadline && !left_out_after(transport, view, from)) continue;
       if (!msg) {
         ++report.missing;
         ++missing_;

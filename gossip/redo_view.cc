@@ -11,6 +11,38 @@ peer::View newest_view(const peer::Transport& transport) {
   return transport.view_for(UINT64_MAX);
 }
 
+namespace {
+// Calls `visit` on the views in force at some round, newest first, down to (excluding) view `id`.
+template <typename Visit>
+void walk_newer_than(const peer::Transport& transport, std::uint64_t id, Visit visit) {
+  peer::View v = newest_view(transport);
+  while (v.id > id) {
+    if (!visit(v) || v.effective_round == 0) return;
+    peer::View older = transport.view_for(v.effective_round - 1);
+    if (older.id >= v.id) return;
+    v = std::move(older);
+  }
+}
+}  // namespace
+
+std::optional<peer::View> next_view_after(const peer::Transport& transport, std::uint64_t id) {
+  std::optional<peer::View> oldest;
+  walk_newer_than(transport, id, [&](const peer::View& v) {
+    oldest = v;
+    return true;
+  });
+  return oldest;
+}
+
+bool left_out_after(const peer::Transport& transport, const peer::View& view, const std::string& name) {
+  bool out = false;
+  walk_newer_than(transport, view.id, [&](const peer::View& v) {
+    out = !v.rank_of(name);
+    return !out;
+  });
+  return out;
+}
+
 peer::View RedoView::for_step(const peer::Transport& transport, std::uint64_t step) const {
   peer::View v = transport.view_for(step);
   if (floor_ && floor_->id > v.id) return *floor_;
@@ -20,10 +52,9 @@ peer::View RedoView::for_step(const peer::Transport& transport, std::uint64_t st
 peer::View RedoView::after_abandon(Inbox& inbox, const peer::View& failed, std::chrono::milliseconds wait) {
   auto deadline = Clock::now() + wait;
   for (;;) {
-    peer::View v = newest_view(inbox.transport());
-    if (v.id > failed.id) {
-      floor_ = v;
-      return v;
+    if (auto v = next_view_after(inbox.transport(), failed.id)) {
+      floor_ = *v;
+      return *v;
     }
     if (Clock::now() >= deadline)
       throw MixError("no view newer than " + std::to_string(failed.id) + " was announced to redo an abandoned round in");

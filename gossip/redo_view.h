@@ -1,14 +1,18 @@
 // Which view a view-based collective (AverageMixer, GroupMixer) runs a step in, across a death.
 //
 // Normally the view in force for the step (view_for(step)). After a round is abandoned, the mixer waits
-// for the membership layer to announce any newer view and redoes the round in it; that view then
-// stays the floor for later steps until view_for(step) is at least as new. Every survivor learns the
-// same views by membership gossip, so they redo in the same one.
+// for the membership layer to announce a newer view and redoes the round in the oldest view newer than
+// the failed one; that view then stays the floor for later steps until view_for(step) is at least as
+// new. Every survivor learns the same views by membership gossip, so they redo in the same one. The
+// oldest, not the newest: when a site restarts before its death was noticed, membership announces a
+// view without its old incarnation and then one with the new incarnation, which starts only at that
+// view's round; a redo in the newest view would wait for a site that is not there yet.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "gossip/inbox.h"
 #include "peer/view.h"
@@ -17,6 +21,14 @@ namespace meridian::gossip {
 
 // The newest view the transport knows, whatever its effective round.
 peer::View newest_view(const peer::Transport& transport);
+
+// The oldest view newer than view `id` among those in force at some round (views announced with
+// increasing effective rounds are all found), or nullopt when there is none.
+std::optional<peer::View> next_view_after(const peer::Transport& transport, std::uint64_t id);
+
+// Whether some announced view newer than `view` leaves `name` out (membership found it dead, or its
+// old incarnation superseded), even if a still newer view takes it back.
+bool left_out_after(const peer::Transport& transport, const peer::View& view, const std::string& name);
 
 // Thread-safety: none (communication thread only).
 class RedoView {

@@ -51,12 +51,14 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
   // Waits for piece [offset, offset + len) of ring phase `phase` from the previous member.
   auto receive = [&](std::uint32_t phase, std::size_t offset, std::size_t len) -> std::optional<std::vector<float>> {
     for (;;) {
+      const auto until = options.give_up ? std::min(deadline, Clock::now() + std::chrono::milliseconds(100)) : deadline;
       auto msg = inbox_.take(
           [&](const peer::Message& m) {
             return m.kind == options.kind && m.from == prev && m.view_id == round.view_id &&
                    m.round == round.step && m.tag == round.tag && m.phase == phase && m.offset == offset;
           },
-          deadline);
+          until);
+      if (!msg && until < deadline && !options.give_up()) continue;
       if (!msg) return std::nullopt;
       if (msg->payload.size() == len && msg->total == data.size()) return std::move(msg->payload);
       ++rejected_;  // a malformed piece never touches the data; the round then runs into its deadline

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct RingOptions {
   peer::MessageKind kind = peer::MessageKind::kReduceChunk;
   bool average = false;              // divide the sum by the group size (the mean instead of the sum)
   std::size_t max_piece = 1u << 18;  // floats per message (1 MiB)
+  // Asked about every 100 ms while a piece is awaited; true abandons the round at once instead of at
+  // its deadline (a member is known to be gone). Empty: wait for the deadline.
+  std::function<bool()> give_up;
 };
 
 // Thread-safety: none; used by the communication thread that owns the inbox. Keeps message buffers

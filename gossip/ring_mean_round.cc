@@ -13,16 +13,34 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
   backup_.assign(data.begin(), data.end());
   MixReport report;
   peer::View view = redo_.for_step(inbox_.transport(), step);
+  report.scheduled_view_id = inbox_.transport().view_for(step).id;
   for (;;) {
     const auto rank = view.rank_of(inbox_.transport().self());
     if (!rank)
       throw MixError("site '" + inbox_.transport().self() + "' is not in view " + std::to_string(view.id) +
                      " for step " + std::to_string(step));
     const auto group = group_of(view, *rank, step);
+    RingOptions options = options_;
+    // Abandon now rather than at the deadline when the round cannot finish in this view: a member
+    // that a newer announced view leaves out (it left, or was found dead) will not come, and a site
+    // that sends this step's mail in a newer view redid the round there (its group-mates of this
+    // view, dsync's groups say, must follow it). (The robust mean waits for its deadline.)
+    options.give_up = [&] {
+      bool moved_on = false;
+      (void)inbox_.take(
+          [&](const peer::Message& m) {
+            moved_on = moved_on || (m.kind == kind && m.round == step && m.tag == tag_value && m.view_id > view.id);
+            return false;
+          },
+          Clock::now());
+      return moved_on || std::any_of(group.begin(), group.end(), [&](const std::string& m) {
+               return left_out_after(inbox_.transport(), view, m);
+             });
+    };
     const Round round{view.id, step, tag_value};
     const auto deadline = Clock::now() + timeouts_.round;
     const auto status = robust_ ? robust_->run(group, round, data, deadline, kind)
-                                : ring_.run(group, round, data, deadline, options_);
+                                : ring_.run(group, round, data, deadline, options);
     inbox_.discard_if([&](const peer::Message& m) {
       return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id <= view.id;
     });

@@ -24,6 +24,7 @@ bool newer(const MemberRecord& a, const MemberRecord& b) {
 
 void MembershipChange::merge(const MembershipChange& o) {
   joined.insert(joined.end(), o.joined.begin(), o.joined.end());
+  restarted.insert(restarted.end(), o.restarted.begin(), o.restarted.end());
   died.insert(died.end(), o.died.begin(), o.died.end());
   left.insert(left.end(), o.left.begin(), o.left.end());
   records = records || o.records;
@@ -41,7 +42,7 @@ void Membership::heard_from(const std::string& name, Clock::time_point now) {
   if (it != members_.end() && it->second.record.state == MemberState::kAlive) it->second.last_heard = now;
 }
 
-MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_point now) {
+MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_point now, bool direct_hello) {
   MembershipChange change;
   if (r.name == config_.self) {
     // Someone believes we are dead (or gone) at our current incarnation: refute by outliving it.
@@ -66,6 +67,18 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_poi
     if (merged.region.empty()) merged.region = it->second.record.region;
   }
   const bool restarted = was_alive && r.state == MemberState::kAlive;  // higher incarnation, still alive
+  if (restarted && direct_hello) {
+    // A new process says hello on every connection it opens; a site refuting a false death keeps its
+    // connections (and its state) and raises its incarnation only in gossip and heartbeats. So a
+    // hello with a higher incarnation from a member counted alive is a restart: the old incarnation
+    // died unnoticed and took the rounds it was in with it. Its peers announce that as a view change
+    // (tick() proposes a view without it, then one with it) so that the round in flight can be
+    // redone and the new incarnation joins at an announced round.
+    superseded_[r.name] = views_.back().id;
+    change.restarted.push_back(r.name);
+    spdlog::info("membership: '{}' restarted (incarnation {} replaces {})", r.name, r.incarnation,
+                 it->second.record.incarnation);
+  }
   members_[r.name] = Entry{merged, now};
   change.records = true;
   if (r.state == MemberState::kAlive && (!was_alive || restarted)) change.joined.push_back(r.name);
@@ -89,6 +102,10 @@ MembershipChange Membership::merge_view(const View& v) {
   // Conflicting proposals with the same id: the greater one wins on every site, unless we already run
   // in ours (then the next proposal repairs the membership).
   if (it->effective_round <= newest_round_) return change;
+  // A proposal that leaves this site out never replaces one that has it: its proposer thinks this
+  // site is gone (a partition, a false death), and this site may already run in its own view (a
+  // redo runs in a view before its effective round). The next view, with everybody, repairs it.
+  if (it->rank_of(config_.self) && !v.rank_of(config_.self)) return change;
   if (std::tie(v.effective_round, v.members) > std::tie(it->effective_round, it->members)) {
     *it = v;
     change.views = true;
@@ -108,7 +125,7 @@ MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point 
     it->second.record.address = hello.listen_address;
     change.records = true;
   }
-  change.merge(merge_record(r, now));
+  change.merge(merge_record(r, now, true));
   heard_from(hello.name, now);
   return change;
 }
@@ -157,8 +174,28 @@ MembershipChange Membership::tick(Clock::time_point now) {
   }
   if (leaving_) return change;
   auto alive = alive_names();
+  // A superseded incarnation is out of the next view until some view newer than the one in force
+  // when the restart was noticed leaves it out (proposed here or by a peer that noticed first).
+  for (auto it = superseded_.begin(); it != superseded_.end();) {
+    const bool announced = std::any_of(views_.begin(), views_.end(), [&](const View& v) {
+      return v.id > it->second && !v.rank_of(it->first);
+    });
+    if (announced || !is_alive(it->first)) {
+      it = superseded_.erase(it);
+      continue;
+    }
+    alive.erase(std::remove(alive.begin(), alive.end(), it->first), alive.end());
+    ++it;
+  }
   if (alive != views_.back().members) {
-    View v = View::of(std::move(alive), views_.back().id + 1, newest_round_ + config_.view_lead_rounds);
+    // Also `view_lead_rounds` after the newest view's round: every announced view is in force for that
+    // many rounds, so a mixer looking for the view after a failed one finds it (gossip/redo_view.h),
+    // and the re-average a view change triggers a few rounds later (dts and dsync, after their delay)
+    // still runs in that view, not in the next one (which may hold a site that is not there yet).
+    const std::uint64_t effective = std::max(
+        newest_round_ + config_.view_lead_rounds,
+        views_.back().id == 0 ? 0 : views_.back().effective_round + config_.view_lead_rounds);
+    View v = View::of(std::move(alive), views_.back().id + 1, effective);
     spdlog::debug("membership: '{}' proposes view {} from round {} with {} members", config_.self, v.id,
                   v.effective_round, v.members.size());
     views_.push_back(std::move(v));

@@ -4,11 +4,16 @@
 //
 // Records merge by (incarnation, state) with left > dead > alive at equal incarnation, so stale gossip
 // never revives a dead member; a site that hears itself declared dead (falsely) refutes it by raising
-// its incarnation. Views are numbered; a proposed view takes effect `view_lead_rounds` after the
-// newest round any site reported, so that gossip reaches every site before the switch and all switch
-// at the same step. Two sites may propose different views with the same id; the one with the greater
-// (effective_round, members) wins everywhere, unless a site already runs in it (then the next view
-// corrects the membership). The initial one-member view (id 0) is local and never gossiped.
+// its incarnation. A member that restarts before its death was noticed (its hello brings a higher
+// incarnation while the old one still counts as alive) is treated as a death followed by a join: the
+// next view leaves it out and the one after takes the new incarnation back, both announced, so that
+// the rounds the old incarnation was in are redone without it and the new one joins at an announced
+// round. Views are numbered; a proposed view takes effect `view_lead_rounds` after the newest round
+// any site reported and after the newest view's round, so that gossip reaches every site before the
+// switch, all switch at the same step, and every view is in force for at least that many rounds. Two sites may propose different views with the same id; the
+// one with the greater (effective_round, members) wins everywhere, unless a site already runs in it or
+// the other one leaves that site out (then the next view corrects the membership). The initial one-member view (id 0) is local and never
+// gossiped.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
 // Thread-safety: none; the transport's I/O thread owns it.
@@ -33,7 +38,7 @@ struct MembershipConfig {
   std::string region;
   std::uint64_t incarnation = 0;
   std::chrono::milliseconds heartbeat_timeout{3000};
-  std::uint64_t view_lead_rounds = 8;
+  std::uint64_t view_lead_rounds = 8;  // keep it above the rounds a view change takes to act (D + P)
   // Names this site accepts as members (the roster); empty function: any name.
   std::function<bool(const std::string&)> admissible;
 };
@@ -41,6 +46,7 @@ struct MembershipConfig {
 // What changed because of one input; the transport connects, disconnects and gossips accordingly.
 struct MembershipChange {
   std::vector<std::string> joined;  // became alive (new, revived or restarted with a higher incarnation)
+  std::vector<std::string> restarted;  // of `joined`: its hello brought a new incarnation of a live member
   std::vector<std::string> died;
   std::vector<std::string> left;
   bool records = false;  // any record changed (gossip the table)
@@ -97,7 +103,8 @@ class Membership {
     Clock::time_point last_heard;
   };
   const MemberRecord& self_record() const { return members_.at(config_.self).record; }
-  MembershipChange merge_record(const MemberRecord& r, Clock::time_point now);
+  // `direct_hello`: the record comes from the member's own hello (see on_hello).
+  MembershipChange merge_record(const MemberRecord& r, Clock::time_point now, bool direct_hello = false);
   MembershipChange merge_view(const View& v);
 
   MembershipConfig config_;
@@ -105,6 +112,9 @@ class Membership {
   std::vector<View> views_;               // sorted by id, newest last, never empty
   std::uint64_t newest_round_ = 0;
   bool leaving_ = false;
+  // Members whose new incarnation arrived while the old one was still alive here, with the newest
+  // view id at that moment; tick() leaves them out of one view before taking them back.
+  std::map<std::string, std::uint64_t> superseded_;
 };
 
 }  // namespace meridian::peer

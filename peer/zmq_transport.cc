@@ -109,6 +109,8 @@ class ZmqTransport::IoLoop {
                           Clock::time_point now);
   std::optional<Clock::time_point> due_time(const std::string& to, bool may_lose, std::size_t bytes,
                                             Clock::time_point now);
+  // Whether an emulated partition cuts this site from `to` now.
+  bool cut_off(const std::string& to, Clock::time_point now) const;
 
   void drain_commands();
   void handle_send(std::string to, Message msg);
@@ -140,6 +142,8 @@ class ZmqTransport::IoLoop {
   std::uint64_t round_ = 0;
   Clock::time_point next_tick_;
   Clock::time_point last_gossip_all_;
+  const Clock::time_point started_ = Clock::now();  // partition windows count from here
+  Clock::time_point next_probe_ = Clock::now();     // when dead members next hear our table
   bool gossip_due_ = false;
   bool stop_ = false;
   bool dirty_ = true;
@@ -261,6 +265,9 @@ Link* ZmqTransport::IoLoop::ensure_link(const std::string& name) {
   const auto* record = membership_->find(name);
   if (!record || record->address.empty() || name == opt_.name) return nullptr;
   if (secure() && !opt_.roster->by_name(name)) return nullptr;
+  // Across an emulated partition the new connection's hello would be lost, and everything sent on it
+  // later refused as coming from a connection that never said hello: connect once the cut heals.
+  if (cut_off(name, Clock::now())) return nullptr;
   auto [it, inserted] = links_.emplace(name, Link{record->address, open_dealer(record->address, name), {}, false});
   dirty_ = true;
   // Every connection starts with a hello, so the other side can name it (insecure mode) and learns us.
@@ -276,8 +283,14 @@ void ZmqTransport::IoLoop::close_link(const std::string& name) {
   dirty_ = true;
 }
 
+bool ZmqTransport::IoLoop::cut_off(const std::string& to, Clock::time_point now) const {
+  return !to.empty() && !opt_.partitions.empty() &&
+         opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - started_));
+}
+
 std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::string& to, bool may_lose,
                                                                 std::size_t bytes, Clock::time_point now) {
+  if (cut_off(to, now)) return std::nullopt;  // an emulated partition drops everything, membership included
   if (!opt_.wan.emulates() || to.empty()) return now;  // bootstrap links: name (and region) unknown yet
   const LinkSpec* spec = nullptr;
   if (opt_.wan.regions() == 1) {
@@ -596,7 +609,13 @@ void ZmqTransport::IoLoop::maybe_refute_hint(const std::string& name, Clock::tim
 }
 
 void ZmqTransport::IoLoop::process(const MembershipChange& change, Clock::time_point now) {
+  // A restarted site may listen elsewhere now, and what is still queued for it was meant for the dead
+  // process: the old connection goes, and the joined handling below opens a new one with a hello.
+  for (const auto& name : change.restarted) close_link(name);
   for (const auto& name : change.joined) {
+    const auto* record = membership_->find(name);
+    if (auto it = links_.find(name); it != links_.end() && record && it->second.address != record->address)
+      close_link(name);  // a new incarnation heard of through gossip, listening at a new address
     spdlog::info("'{}': member '{}' is alive", opt_.name, name);
     // A site that left and came back starts afresh (its partial message and replay records were kept
     // across its leave for the messages still on their way, see receive_one).
@@ -666,6 +685,16 @@ void ZmqTransport::IoLoop::tick(Clock::time_point now) {
     const auto& r = others[std::uniform_int_distribution<std::size_t>(0, others.size() - 1)(rng_)];
     if (Link* link = ensure_link(r.name))
       enqueue_membership(*link, r.name, MessageKind::kMembers, encode_members(membership_->snapshot()), now);
+  }
+  if (now >= next_probe_) {
+    // Members we declared dead hear our table now and then: after a partition heals (or a false death)
+    // each side learns that the other considers it dead, refutes, and the two sides find each other
+    // again; nobody else would ever contact them. A truly dead site costs one small message per probe.
+    const std::string table = encode_members(membership_->snapshot());
+    for (const auto& r : membership_->records())
+      if (r.state == MemberState::kDead && r.name != opt_.name)
+        if (Link* link = ensure_link(r.name)) enqueue_membership(*link, r.name, MessageKind::kMembers, table, now);
+    next_probe_ = now + opt_.heartbeat_timeout;
   }
   const std::string hello = encode_hello(membership_->hello());
   for (auto& b : bootstraps_) enqueue_membership(b.link, b.name, MessageKind::kHello, hello, now);

@@ -42,6 +42,7 @@
 #include "peer/wan_model.h"
 #include "peer/membership_messages.h"
 #include "peer/message_validator.h"
+#include "peer/partition_schedule.h"
 #include "peer/rejection.h"
 #include "peer/roster.h"
 #include "peer/transport.h"
@@ -62,6 +63,10 @@ struct ZmqTransportOptions {
   // stream would deliver it.
   WanModel wan;
   std::uint64_t wan_seed = 0;                  // jitter and loss draws (mixed with the site name)
+  // Emulated partitions (peer/partition_schedule.h): while a window cuts this site from a peer, every
+  // message to it (membership included) is dropped and counted in emulated_lost. Times count from
+  // this transport's start.
+  PartitionSchedule partitions;
   // Sites to contact first: "tcp://host:port" or "NAME@tcp://host:port". In secure mode a bare
   // address must match a roster entry's address (the peer's key is needed to connect).
   std::vector<std::string> bootstrap;

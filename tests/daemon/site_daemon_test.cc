@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/checkpoint.h"
@@ -151,19 +152,19 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
   for (const std::string algo : {"dts", "sgp", "dsync"}) CHECK(std::abs(accuracy[algo] - accuracy["allreduce"]) < 0.015);
 }
 
-// Hidden from the default run ([.]) until membership proposes a new view when a restarted site's new
-// incarnation arrives before its old one was declared dead: under the full suite's load the survivors
-// sometimes get no view to redo the victim's round in and time out (issue #5, open). Run it with
-// `build/meridian_tests "[fault]"`; it passes when run alone.
-TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[.][daemon][multiprocess][fault]") {
+// The victim comes back at once, before its peers notice the old process died: membership takes the
+// new incarnation as a death and a join (two announced views). dts runs here (windows, re-averages and
+// the first view of the returning site all have to line up); scripts/fault-acceptance runs the same
+// for allreduce, dts, sgp and dsync with four sites and compares with a clean run.
+TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[daemon][multiprocess][fault]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
-  const std::string algo = GENERATE("allreduce", "sgp");
-  INFO(algo);
+  const std::string algo = "dts";
   TempDir dir;
-  auto sites = start_sites(dir.path(), 3, algo, "4", {"--eval-every", "100"});
+  const std::vector<std::string> knobs = {"--eval-every", "100", "--delay", "1", "--period", "2", "--reaverage-every", "25"};
+  auto sites = start_sites(dir.path(), 3, algo, "4", knobs);
   auto& victim = sites[2];
   // Mid-run: it has written a checkpoint and the run has made progress since.
   REQUIRE(eventually([&] { return victim->checkpoints().size() >= 2 || victim->exited(); }));
@@ -173,7 +174,8 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   const auto step_before = meridian::daemon::read_checkpoint_file(checkpoint_before).step;
 
   auto args = site_args("s2", 2, 3, algo, "4");
-  args.insert(args.end(), {"--eval-every", "100", "--join", sites[0]->endpoint()});
+  args.insert(args.end(), knobs.begin(), knobs.end());
+  args.insert(args.end(), {"--join", sites[0]->endpoint()});
   const auto old_log = victim->log();
   sites[2] = std::make_unique<SiteProcess>(victim->run_dir(), args);
   for (auto& s : sites) {
@@ -192,17 +194,11 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   for (std::size_t i = 1; i < files.size(); ++i) {
     const auto other = meridian::daemon::read_checkpoint_file(files[i]);
     CHECK(other.step == reference.step);
-    // allreduce's re-average after the view change made the returning site's model bit-identical
-    // to the others' again.
-    if (algo == "allreduce") CHECK(other.parameters == reference.parameters);
   }
-  if (algo == "allreduce") {
-    // The survivors abandoned the round the victim died in and went on without it.
-    CHECK(result_of(*sites[0])["rounds_abandoned"].get<int>() >= 1);
-  } else {
-    // Push-sum mass was lost with the victim, but the de-biased models still learned.
-    CHECK(meridian::daemon::evaluate_checkpoints(files, test_set()).evaluation.accuracy > 0.75);
-  }
+  // The survivors abandoned the round the victim died in and went on without it.
+  CHECK(result_of(*sites[0])["rounds_abandoned"].get<int>() >= 1);
+  // Corrections in flight were lost with the victim; the re-average that took it back repaired that.
+  CHECK(meridian::daemon::evaluate_checkpoints(files, test_set()).evaluation.accuracy > 0.75);
 }
 
 TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0; /metrics passes promtool",
@@ -352,4 +348,61 @@ TEST_CASE("a second signal ends a site at once while its graceful stop waits for
   CHECK(a->log().find("second signal, exiting at once") != std::string::npos);
   b->signal(SIGCONT);
   b->kill_hard();
+}
+
+TEST_CASE("status, peers and leave are answered while a round waits for a stopped peer", "[daemon][control]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  // A round deadline far beyond the control client's 5 s timeout: a's mix of the round b never joins
+  // stays in flight for the whole test.
+  auto sites = start_sites(dir.path(), 2, "allreduce", "50", {"--eval-every", "20", "--round-timeout", "120"});
+  auto& a = sites[0];
+  auto& b = sites[1];
+  REQUIRE(eventually([&] { return fs::exists(a->run_dir() / "progress.jsonl") || a->exited(); }));
+  INFO(a->log());
+  REQUIRE_FALSE(a->exited());
+  b->signal(SIGSTOP);
+  meridian::daemon::ControlClient control((a->run_dir() / "control.sock").string());
+  // allreduce needs b in every round: within a step a's mix waits for it (up to the 120 s deadline).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto status = control.status();
+  CHECK(status.site == "s0");
+  CHECK(status.state == "training");
+  bool saw_b = false;
+  for (const auto& p : control.peers()) saw_b = saw_b || p.name == "s1";
+  CHECK(saw_b);
+  // The leave is accepted at once; the trainer acts on it once the stalled step ends, so the site is
+  // still there to answer.
+  CHECK(control.leave().accepted);
+  CHECK_FALSE(control.leave().accepted);  // "already leaving"
+  CHECK_FALSE(a->exited());
+  a->kill_hard();
+  b->kill_hard();
+}
+
+TEST_CASE("sites whose data give them different step counts all end after the smallest", "[daemon][multiprocess][plan]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  // Two sites of an iid split: 468 steps per epoch each. s1 is told to train longer, as a site with
+  // more data of its own would; the run still ends where s0's data ends, on both.
+  auto first = site_args("s0", 0, 2, "dsync", "0.2");
+  SiteProcess s0(dir.path() / "s0", first);
+  auto second = site_args("s1", 1, 2, "dsync", "0.5");
+  second.insert(second.end(), {"--join", s0.endpoint()});
+  SiteProcess s1(dir.path() / "s1", second);
+  for (auto* s : {&s0, &s1}) {
+    const int rc = s->wait_exit();
+    INFO(s->run_dir() << ":\n" << s->log());
+    REQUIRE(rc == 0);
+    REQUIRE(s->has_result());
+    CHECK(result_of(*s)["steps"] == 93);  // floor(0.2 * 468): 60000 / 2 / 64 = 468 steps per epoch
+    CHECK(result_of(*s)["rounds_abandoned"] == 0);
+  }
+  CHECK(s1.log().find("the run ends after 93 steps") != std::string::npos);
 }

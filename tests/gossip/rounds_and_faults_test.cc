@@ -105,7 +105,7 @@ TEST_CASE("dts survives a death: the round is redone in the next view, then para
   announcer.join();
   for (std::size_t r = 0; r < dead; ++r) {
     CHECK(abandoned[r] == 1);
-    CHECK(reaverages[r] == 1);  // the view change triggered one exact re-average
+    CHECK(reaverages[r] == 2);  // the first view, then the view change: one exact re-average each
   }
   CHECK(relative_spread(params, {0, 1, 2}) < 1e-5);
 }
@@ -131,7 +131,7 @@ TEST_CASE("re-averaging keeps replicas within 1e-5 of each other over 10,000 ste
       dts.finish();
       reaverages[r] = dts.reaverages();
     });
-    for (auto count : reaverages) CHECK(count == steps / 100 - 1);
+    for (auto count : reaverages) CHECK(count == steps / 100);  // the first view's, then every 100 steps
     CHECK(relative_spread(params, {0, 1, 2, 3}) < 1e-5);
   }
   SECTION("dsync on a ragged grid (5 sites), gradients that depend on the parameters") {
@@ -153,7 +153,46 @@ TEST_CASE("re-averaging keeps replicas within 1e-5 of each other over 10,000 ste
       dsync.finish();
       reaverages[r] = dsync.reaverages();
     });
-    for (auto count : reaverages) CHECK(count == steps / 100 - 1);
+    for (auto count : reaverages) CHECK(count == steps / 100);  // the first view's, then every 100 steps
     CHECK(relative_spread(params, {0, 1, 2, 3, 4}) < 1e-5);
   }
+}
+
+TEST_CASE("a dts site that joins mid-window agrees on windows by step number and is pulled in by a re-average",
+          "[gossip][faults][dts]") {
+  // Two sites train from step 0; the third joins at step 10 (the middle of the window [9, 12) with
+  // P = 3), from different parameters, as a restarted site would. Its first view is the others' view
+  // change: all three re-average at the same window start, and they end on the same parameters.
+  RoundTimeouts timeouts;
+  timeouts.round = 2s;
+  const std::size_t n = 3, late = 2;
+  const std::uint64_t join_at = 10, steps = 40;
+  SiteCluster cluster(n, MixerKind::kAverage, timeouts);
+  const auto& names = cluster.names();
+  cluster.network().announce(meridian::peer::View::of({names[0], names[1]}, 1, 0));
+  cluster.network().announce(meridian::peer::View::of(names, 2, join_at));
+  std::vector<std::vector<float>> params(n, std::vector<float>(6, 1.0f));
+  params[late].assign(6, 5.0f);
+  std::vector<std::uint64_t> reaverages(n), abandoned(n);
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    std::vector<float> u(6, 0.0f), g(6);
+    DtsConfig config;
+    config.delay = 2;
+    config.period = 3;
+    config.momentum = 0.5;
+    config.wait_timeout = 20s;
+    Dts dts(config, channel, params[r], u);
+    for (std::uint64_t k = r == late ? join_at : 0; k < steps; ++k) {
+      for (std::size_t i = 0; i < 6; ++i) g[i] = static_cast<float>(std::cos(0.3 * k + 2.0 * r + i));
+      dts.step(k, g, 0.05);
+    }
+    dts.finish();
+    reaverages[r] = dts.reaverages();
+    abandoned[r] = dts.abandoned_rounds();
+  });
+  for (std::size_t r = 0; r < n; ++r) CHECK(abandoned[r] == 0);
+  CHECK(reaverages[0] == 2);     // its first view, then the view that takes the third site in
+  CHECK(reaverages[1] == 2);
+  CHECK(reaverages[late] == 1);  // its first view: the same round as the others' second
+  CHECK(relative_spread(params, {0, 1, 2}) < 1e-5);
 }

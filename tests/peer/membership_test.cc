@@ -149,3 +149,67 @@ TEST_CASE("names outside the roster are never admitted", "[peer][membership]") {
   a.on_members(list, Clock::now());
   CHECK(a.alive_names() == std::vector<std::string>{"a", "b"});
 }
+
+TEST_CASE("a restart noticed before the death is announced as two views: without the old incarnation, then with the new",
+          "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0), b(config("b"), t0), c(config("c", 1), t0);
+  for (auto* s : {&b, &c}) a.on_hello(s->hello(), t0);
+  gossip_until_quiet({&a, &b, &c}, t0);
+  const View before = a.latest_view();
+  REQUIRE(before.members == std::vector<std::string>{"a", "b", "c"});
+  for (auto* s : {&a, &b}) s->note_round(40);  // mid-run
+
+  // c is killed and comes back with a higher incarnation well within the heartbeat timeout.
+  Membership c2(config("c", 2), t0 + 200ms);
+  auto change = a.on_hello(c2.hello(), t0 + 200ms);
+  CHECK(change.joined == std::vector<std::string>{"c"});
+  CHECK(change.restarted == std::vector<std::string>{"c"});  // the transport reconnects to it
+  CHECK(a.is_alive("c"));
+  a.tick(t0 + 300ms);
+  const View without = a.latest_view();
+  CHECK(without.id == before.id + 1);
+  CHECK(without.members == std::vector<std::string>{"a", "b"});
+  a.tick(t0 + 400ms);
+  const View with = a.latest_view();
+  CHECK(with.id == before.id + 2);
+  CHECK(with.members == std::vector<std::string>{"a", "b", "c"});
+  // Each is in force for at least one round, in order, after the newest round reported.
+  CHECK(without.effective_round > 40);
+  CHECK(with.effective_round > without.effective_round);
+  CHECK(a.view_for(with.effective_round - 1) == without);
+
+  // b hears both the new incarnation and a's views in one gossip: it proposes nothing of its own.
+  b.on_members(a.snapshot(), t0 + 450ms);
+  CHECK_FALSE(b.tick(t0 + 500ms).views);
+  CHECK(b.latest_view() == with);
+  // And a quiet federation proposes nothing more.
+  CHECK_FALSE(a.tick(t0 + 600ms).views);
+}
+
+TEST_CASE("after a partition each side keeps its own view of the id both used, then all agree on the next",
+          "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0), b(config("b"), t0);
+  // Each side proposed view 5 without the other; a runs in its own from a redo, before its round.
+  const View mine = View::of({"a", "x"}, 5, 40), theirs = View::of({"b", "y"}, 5, 48);
+  MemberListInfo la, lb;
+  la.views = {mine};
+  lb.views = {theirs};
+  a.on_members(la, t0);
+  a.on_members(lb, t0);  // greater effective round, but it leaves a out
+  CHECK(a.latest_view() == mine);
+  b.on_members(lb, t0);
+  b.on_members(la, t0);
+  CHECK(b.latest_view() == theirs);
+  // The view with everybody that both then propose resolves the usual way.
+  const View all_a = View::of({"a", "b", "x", "y"}, 6, 60), all_b = View::of({"a", "b", "x", "y"}, 6, 64);
+  la.views = {all_a};
+  lb.views = {all_b};
+  for (auto* s : {&a, &b}) {
+    s->on_members(la, t0);
+    s->on_members(lb, t0);
+  }
+  CHECK(a.latest_view() == all_b);
+  CHECK(b.latest_view() == all_b);
+}
