@@ -1,13 +1,39 @@
 #include "daemon/backend_parameters.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace meridian::daemon {
 
-BackendParameters::BackendParameters(models::Backend& backend, std::span<float> params)
-    : backend_(backend), params_(params), mixed_(backend, params.size()), snapshot_(backend, params.size()) {}
+BackendParameters::BackendParameters(models::Backend& backend, std::span<float> params,
+                                     std::unique_ptr<AsyncParameterCopy> copy)
+    : backend_(backend),
+      params_(params),
+      mixed_(backend, params.size()),
+      snapshot_(backend, params.size()),
+      copy_(std::move(copy)) {}
 
 void BackendParameters::read(float* out) { backend_.copy_to_host(out, params_.data(), params_.size_bytes()); }
 
 void BackendParameters::assign(const float* in) { backend_.copy_from_host(params_.data(), in, params_.size_bytes()); }
+
+void BackendParameters::begin_read() {
+  if (copy_) copy_->start(params_.data(), params_.size());
+}
+
+void BackendParameters::guard_writes() {
+  if (copy_) copy_->guard_writes();
+}
+
+void BackendParameters::end_read(float* out) {
+  if (!copy_) {
+    read(out);
+    return;
+  }
+  // Pinned → the channel's pageable buffer: a host copy, at host memory speed.
+  const std::span<const float> taken = copy_->wait();
+  std::copy(taken.begin(), taken.end(), out);
+}
 
 void BackendParameters::compensate(const float* mixed, const float* snapshot, float step) {
   const std::size_t n = size();

@@ -9,7 +9,7 @@ namespace meridian::daemon {
 BackendPushSum::BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model)
     : model_(model),
       x_(model.backend(), model.parameter_count()),
-      store_(model.backend(), x_.span()),
+      store_(model.backend(), x_.span(), make_async_parameter_copy(model.backend(), model.parameter_count())),
       mixing_(config, channel, store_, {}, &w_) {
   model.backend().copy(x_.data(), model.parameters().data(), x_.size() * sizeof(float));
 }

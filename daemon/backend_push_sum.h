@@ -3,7 +3,9 @@
 // written into the model, and the delayed mixing snapshots x and applies its corrections through
 // daemon/backend_parameters.h, all with the backend's element-wise push-sum operations
 // (models/elementwise_math.h). Only the snapshot (device → host) and the mixed result (host → device)
-// cross the bus; the weight w stays on the host. On the CPU the daemon keeps using gossip::PushSum.
+// cross the bus; the weight w stays on the host. On a GPU the snapshot is read in the background
+// (daemon/async_parameter_copy.h), so the trainer calls before_update() before the next step writes x.
+// On the CPU the daemon keeps using gossip::PushSum.
 //
 // Rounding: z = x · (1/w) in float, where PushSum divides in double; both are within an ulp of x / w.
 //
@@ -30,6 +32,9 @@ class BackendPushSum {
   // x ← x − (before − z), with `before` (backend memory, one value per parameter) the model's z before
   // the optimizer step and z the model now; `before` is overwritten. Then mixes and writes z = x / w.
   void step(std::uint64_t k, float* before);
+  // Hands the last step's background snapshot to the communication thread; call before the optimizer
+  // update of the next step (and so before step(), which writes x). Does nothing without one.
+  void before_update() { mixing_.before_update(); }
   // Applies every outstanding mix and refreshes the model.
   void finish();
   // As gossip::PushSum::restore: throws std::invalid_argument for a mis-sized numerator or a weight that

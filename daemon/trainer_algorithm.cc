@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "daemon/async_parameter_copy.h"
 #include "daemon/backend_parameters.h"
 #include "daemon/backend_push_sum.h"
 #include "daemon/host_mirror.h"
@@ -103,6 +104,8 @@ class AllReduce final : public WithOptimizer {
       : WithOptimizer(config, model, schedule, std::move(backend)), channel_(channel), timeout_(wait_timeout(config)) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
+    // Synchronous copies on a GPU, not a background snapshot: the average of this step's gradient is
+    // needed before this step's optimizer update, so there is no compute to hide the copy behind.
     mirror_.pull_gradients();
     const auto report = gossip::average_now(channel_, k, mirror_.gradients(), timeout_);
     mirror_.push_gradients();
@@ -205,6 +208,9 @@ class SgpOnDevice final : public WithOptimizer {
         before_(model.backend(), model.parameter_count()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
+    // Step k − 1's snapshot of x was copied while this step's forward and backward pass ran; it is
+    // handed over before anything below writes x.
+    push_sum_.before_update();
     model_.backend().copy(before_.data(), model_.parameters().data(), before_.size() * sizeof(float));
     optimizer_step(local_step);
     push_sum_.step(k, before_.data());
@@ -238,6 +244,9 @@ class Dsync final : public WithOptimizer {
                 channel, *store_) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
+    // On a GPU with D > 0, step k − 1's snapshot was copied while this step's forward and backward pass
+    // ran; it is handed over before the optimizer writes the parameters. Nothing to do on the CPU.
+    mixing_.before_update();
     optimizer_step(local_step);
     mixing_.after_step(k);
   }
@@ -250,7 +259,8 @@ class Dsync final : public WithOptimizer {
   // from it and the delayed compensation runs on it (daemon/backend_parameters.h).
   static std::unique_ptr<gossip::ParameterStore> parameter_store(models::Model& model) {
     if (model.backend().host_addressable()) return std::make_unique<gossip::HostParameters>(model.parameters());
-    return std::make_unique<BackendParameters>(model.backend(), model.parameters());
+    return std::make_unique<BackendParameters>(model.backend(), model.parameters(),
+                                               make_async_parameter_copy(model.backend(), model.parameter_count()));
   }
 
   std::unique_ptr<gossip::ParameterStore> store_;
@@ -274,6 +284,9 @@ class DtsAlgorithm final : public TrainerAlgorithm {
              channel, mirror_.parameters(), momentum_buffer_) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
+    // Synchronous copies on a GPU, not a background snapshot: gossip::Dts updates and snapshots the
+    // parameters on the host, so the gradient must be down before the update and the parameters up
+    // before the next forward pass; the snapshot itself is a host copy inside Dts.
     mirror_.pull_gradients();
     auto g = mirror_.gradients();
     if (weight_decay_ != 0.0f) {

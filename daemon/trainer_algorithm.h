@@ -12,7 +12,9 @@
 //
 // On a backend that is not host-addressable (CUDA) the optimizer runs on the device; dsync snapshots and
 // compensates through daemon/backend_parameters.h, the others work on host copies (daemon/host_mirror.h).
-// On the CPU both are the model's own buffers.
+// With D (τ) >= 1, dsync's and sgp's snapshot of step k is a pinned copy that runs alongside step k + 1's
+// forward and backward pass and is handed over at the start of step(k + 1), before the optimizer update;
+// allreduce and dts copy synchronously (docs/cuda.md says why). On the CPU both are the model's own buffers.
 //
 // Thread-safety: one trainer thread. Borrows the model and the channel, which must outlive it.
 #pragma once

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "gossip/synchronous_average.h"
 
@@ -30,6 +31,8 @@ void DelayedMixing::check_config() {
   if (weight_) config_.reaverage_after_view_change = false;
   if (!(config_.mix_step > 0.0 && config_.mix_step <= 1.0))
     throw std::invalid_argument("delayed mixing: mix_step must be in (0, 1]");
+  // With D = 0 the mix of step k is applied at once, so its snapshot is needed at once.
+  background_ = config_.delay > 0 && params_->background_read();
 }
 
 void DelayedMixing::note(const MixReport& report) {
@@ -102,6 +105,11 @@ void DelayedMixing::reaverage(std::uint64_t k) {
 }
 
 void DelayedMixing::after_step(std::uint64_t k) {
+  if (open_job_) {
+    // Handing it over now would read parameters that the optimizer update may already have overwritten.
+    throw std::logic_error("delayed mixing: after_step(" + std::to_string(k) + ") before the snapshot of step " +
+                           std::to_string(open_job_->step) + " was handed over with before_update()");
+  }
   if (config_.delay > 0) {
     if (config_.overlap) apply_ready();
     if (k >= config_.delay) apply_through(k - config_.delay);
@@ -112,18 +120,40 @@ void DelayedMixing::after_step(std::uint64_t k) {
 
   MixJob job{k, RoundTag::kMix, channel_.buffer(), weight_ ? *weight_ : 1.0};
   job.data.resize(params_->size());
-  params_->read(job.data.data());
   job.data.insert(job.data.end(), stats_.begin(), stats_.end());
-  Snapshot snap{k, {}, job.weight};
+  if (background_) {
+    // The statistics and the weight are taken now, with the parameters' copy started now: all of step k.
+    params_->begin_read();
+    open_job_ = std::move(job);
+    return;
+  }
+  params_->read(job.data.data());
+  hand_off(std::move(job));
+  if (config_.delay == 0) apply_through(k);
+}
+
+void DelayedMixing::before_update() {
+  if (!open_job_) return;
+  params_->guard_writes();
+  MixJob job = std::move(*open_job_);
+  open_job_.reset();
+  params_->end_read(job.data.data());
+  hand_off(std::move(job));
+}
+
+void DelayedMixing::hand_off(MixJob job) {
+  Snapshot snap{job.step, {}, job.weight};
   if (config_.delay > 0) {
     snap.x = channel_.buffer();
     snap.x.assign(job.data.begin(), job.data.end());
   }
   channel_.submit(std::move(job), config_.wait_timeout);
   pending_.push_back(std::move(snap));
-  if (config_.delay == 0) apply_through(k);
 }
 
-void DelayedMixing::finish() { apply_through(UINT64_MAX); }
+void DelayedMixing::finish() {
+  before_update();
+  apply_through(UINT64_MAX);
+}
 
 }  // namespace meridian::gossip

@@ -20,6 +20,15 @@
 // outstanding mixes are applied and x is replaced by its exact mean over the view. Optimizer state
 // (momentum) is never mixed: it is not in the snapshot.
 //
+// Background snapshots (D > 0 over a store whose background_read() is true, i.e. a GPU): after_step(k)
+// only starts the snapshot's copy; before_update(), which the trainer calls before the optimizer update
+// of step k + 1 writes the parameters, guards those writes behind the copy and hands the snapshot to the
+// communication thread. The copy thus runs alongside step k + 1's forward and backward pass. The values
+// mixed are the same as with a synchronous read (x_k, after step k's compensations); only the hand-off
+// is later, by one forward/backward pass, which D > 0 leaves room for. With D = 0 the result is applied
+// right after the step, so there is nothing to overlap and the read stays synchronous. On the CPU
+// (HostParameters) nothing changes and before_update() does nothing.
+//
 // Thread-safety: one trainer thread. Does not own the buffers or the weight.
 #pragma once
 
@@ -27,6 +36,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -61,14 +71,19 @@ class DelayedMixing {
                 double* weight = nullptr);
 
   // Call after the local optimizer step k (consecutive k; a site may start or resume at any k the
-  // others are at). Throws what
-  // MixChannel throws.
+  // others are at). Throws what MixChannel throws; std::logic_error when a background snapshot of the
+  // previous step was not handed over with before_update().
   void after_step(std::uint64_t k);
 
-  // Applies every outstanding mix (waiting for them).
+  // Call before anything writes the parameters after after_step() (the next optimizer update): hands a
+  // background snapshot over (waiting for its copy only now). Does nothing without one. Throws what
+  // MixChannel throws.
+  void before_update();
+
+  // Hands over a background snapshot, then applies every outstanding mix (waiting for them).
   void finish();
 
-  std::size_t in_flight() const { return pending_.size(); }
+  std::size_t in_flight() const { return pending_.size() + (open_job_ ? 1 : 0); }
   std::uint64_t reaverages() const { return reaverages_; }
   std::uint64_t abandoned_rounds() const { return abandoned_; }
   std::uint64_t missing_shares() const { return missing_; }
@@ -86,6 +101,7 @@ class DelayedMixing {
   void apply_ready();
   void note(const MixReport& report);
   void reaverage(std::uint64_t k);
+  void hand_off(MixJob job);
 
   DelayedMixingConfig config_;
   MixChannel& channel_;
@@ -94,6 +110,8 @@ class DelayedMixing {
   std::span<float> stats_;
   double* weight_;
   std::deque<Snapshot> pending_;
+  bool background_ = false;         // snapshots are read in the background (see above)
+  std::optional<MixJob> open_job_;  // the background snapshot being read: its parameters are not there yet
   bool have_view_ = false;
   std::uint64_t view_id_ = 0;
   bool reaverage_due_ = false;
