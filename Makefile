@@ -7,7 +7,7 @@ CUDA  ?= auto
 TYPE  ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test demo bench bench-wan sanitize fuzz clean help
+.PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance clean help
 
 all: build
 
@@ -20,6 +20,7 @@ help:
 	@echo "                QUICK=1 for a few minutes"
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
 	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang, ASan/UBSan) for FUZZ_RUNS executions (default 1000000)"
+	@echo "make endurance  8 sites for 10 minutes: memory, descriptors, sockets, abandoned rounds (ENDURANCE_ARGS=\"--minutes 2\")"
 	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
 
 deps:
@@ -69,6 +70,12 @@ fuzz:
 	@rm -rf build-fuzz/corpus && cp -r tests/fuzz/corpus build-fuzz/corpus
 	@build-fuzz/wire_decoder_fuzzer -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	    -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus tests/fuzz/regressions
+
+# Not part of `make test`: it runs for ENDURANCE_ARGS' --minutes (10 by default).
+ENDURANCE_ARGS ?=
+endurance:
+	@$(MAKE) --no-print-directory build
+	@MERIDIAN=$(BUILD)/meridian scripts/endurance $(ENDURANCE_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-sanitize build-fuzz
