@@ -5,10 +5,10 @@
 namespace meridian::cli {
 namespace {
 
-const char* const kKnobs = "delay, period, out-peers, tau, grid, reaverage-every";
+const char* const kKnobs = "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression";
 
 bool is_knob(const std::string& key) {
-  for (const char* k : {"delay", "period", "out-peers", "tau", "grid", "reaverage-every"})
+  for (const char* k : {"delay", "period", "out-peers", "tau", "grid", "reaverage-every", "compensation", "compression"})
     if (key == k) return true;
   return false;
 }
@@ -33,6 +33,12 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
     const std::string part = text.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     const auto equals = part.find('=');
     const std::string where = "--algo: '" + text + "': ";
+    // compression=topk:0.01 carries a ':' of its own.
+    if (equals == std::string::npos && !v.knobs.empty() && v.knobs.back().first == "compression" &&
+        v.knobs.back().second == "topk") {
+      v.knobs.back().second += ":" + part;
+      continue;
+    }
     if (equals == std::string::npos) {
       result.error = where + "'" + part + "' is not KNOB=VALUE (e.g. dts:delay=4:period=2)";
       return result;
@@ -54,8 +60,9 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
 void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, std::string& error) {
   config.algo = variant.algo;
   for (const auto& [key, value] : variant.knobs) {
-    if (key == "grid") {
-      config.grid = value;
+    // Text knobs; site_config_problems judges their values.
+    if (key == "grid" || key == "compensation" || key == "compression") {
+      (key == "grid" ? config.grid : key == "compensation" ? config.compensation : config.compression) = value;
       continue;
     }
     int n = 0;

@@ -58,7 +58,8 @@ void RunTrail::write_result(const RunResult& r) const {
                               {"bytes_sent", r.bytes_sent},
                               {"bytes_received", r.bytes_received},
                               {"rounds_abandoned", r.rounds_abandoned},
-                              {"final_checkpoint", r.final_checkpoint}};
+                              {"final_checkpoint", r.final_checkpoint},
+                              {"finish_seconds", r.finish_seconds}};
   write_atomically(result_file(), doc.dump(2) + "\n");
 }
 

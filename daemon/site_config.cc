@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "gossip/dts.h"
+#include "gossip/tensor_codec.h"
 #include "models/data/partition.h"
 #include "models/device.h"
 #include "peer/partition_schedule.h"
@@ -128,6 +130,13 @@ const std::vector<OptionSpec>& option_specs() {
               &C::round_timeout),
         field(algo, "reaverage-every", "Steps between exact parameter re-averages (0 = only on a view change)",
               &C::reaverage_every),
+        field(algo, "compensation",
+              "dts: exact | no-momentum (fix w only) | off (apply the average D steps late, no local step) | local "
+              "(never average)",
+              &C::compensation),
+        field(algo, "compression",
+              "Mixer messages: none | fp16 (dts, sgp) | topk:FRACTION (dts, with error feedback; e.g. topk:0.01)",
+              &C::compression),
         field(algo, "robust-aggregation",
               "Byzantine-robust mixing: trimmed mean in group averages, norm clipping of others' contributions "
               "(every site of a federation must agree)",
@@ -380,6 +389,20 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   at_least("tau", c.tau, 1);
   if (!parse_grid(c.grid)) problem("grid", "'" + c.grid + "' is not auto or ROWSxCOLS (e.g. 2x4)");
   at_least("reaverage-every", c.reaverage_every, 0);
+  if (!gossip::parse_dts_compensation(c.compensation)) {
+    problem("compensation", "'" + c.compensation + "' is not exact, no-momentum, off or local");
+  } else if (c.compensation != "exact" && c.algo != "dts") {
+    problem("compensation", "applies to dts only (this site runs " + c.algo + ")");
+  }
+  if (const auto spec = gossip::parse_compression(c.compression); !spec) {
+    problem("compression", "'" + c.compression + "' is not none, fp16 or topk:FRACTION with FRACTION in (0, 0.5] (e.g. topk:0.01)");
+  } else if (spec->encoding == gossip::Encoding::kTopK && c.algo != "dts") {
+    problem("compression", "top-k with error feedback applies to dts only (its averages are of gradients; " + c.algo +
+                               " mixes parameters, whose top-k would zero the rest); use fp16 or none");
+  } else if (spec->encoding == gossip::Encoding::kFp16 && c.algo != "dts" && c.algo != "sgp") {
+    problem("compression", "fp16 applies to dts and sgp only (" + c.algo +
+                               " keeps its exact ring all-reduce); use none");
+  }
   at_least("robust-trim", c.robust_trim, 0);
   if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");
   if (!(std::isfinite(c.byzantine_scale) && c.byzantine_scale >= 0))

@@ -64,6 +64,8 @@ struct SiteConfig {
   double join_timeout = 300.0;            // seconds to wait for min-sites before giving up
   double round_timeout = 30.0;            // seconds before a mixing round is abandoned and redone
   int reaverage_every = 100;              // steps between exact parameter re-averages; 0 = only on view change
+  std::string compensation = "exact";     // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
+  std::string compression = "none";       // none | fp16 (dts, sgp) | topk[:FRACTION] (dts; error feedback)
   bool robust_aggregation = false;        // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
   double robust_clip = 4.0;               // clip others' differences at this many times the own update scale; 0 = off
   int robust_trim = 1;                    // trimmed mean drops this many values at each end; 0 = clip only

@@ -28,6 +28,7 @@
 #include "daemon/site_data.h"
 #include "daemon/trainer_algorithm.h"
 #include "gossip/average_mixer.h"
+#include "gossip/compressed_mean_mixer.h"
 #include "gossip/byzantine_mixer.h"
 #include "gossip/group_mixer.h"
 #include "gossip/inbox.h"
@@ -649,6 +650,7 @@ void SiteDaemon::Impl::train() {
   if (tty) std::fprintf(stderr, "\n");
   const bool completed = k >= end_round;
   state = SiteState::kLeaving;
+  const auto finish_start = Clock::now();
   try {
     algorithm->finish();
   } catch (const std::exception& e) {
@@ -657,6 +659,7 @@ void SiteDaemon::Impl::train() {
     spdlog::warn("stopping: abandoned the mix in flight: {}", e.what());
   }
   const double train_seconds = std::chrono::duration<double>(Clock::now() - train_start).count();
+  const double finish_seconds = std::chrono::duration<double>(Clock::now() - finish_start).count();
   double test_loss = 0;
   accuracy = evaluate(test_loss);
   if (accuracy) metrics->test_accuracy.set(*accuracy);
@@ -689,6 +692,7 @@ void SiteDaemon::Impl::train() {
   r.epochs = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
   r.train_seconds = train_seconds;
   r.seconds_per_step = steps_done > 0 ? train_seconds / static_cast<double>(steps_done) : 0;
+  r.finish_seconds = finish_seconds;
   r.test_accuracy = accuracy;
   r.bytes_sent = sent;
   r.bytes_received = received;
@@ -741,15 +745,22 @@ void SiteDaemon::Impl::communicate() {
   gossip::RoundTimeouts timeouts;
   timeouts.round = seconds_ms(config.round_timeout);
   timeouts.view_change = std::max(milliseconds(60000), seconds_ms(config.round_timeout) * 2);
+  // validate_site_config has accepted the text, and which algorithms take which compression.
+  const auto compression = gossip::parse_compression(config.compression).value_or(gossip::CompressionSpec{});
+  const bool compressed = compression.encoding != gossip::Encoding::kDense;
   gossip::RobustOptions robust;
   robust.enabled = config.robust_aggregation;
   robust.clip_factor = config.robust_clip;
   robust.trim = static_cast<std::size_t>(config.robust_trim);
   gossip::AverageMixer averager(inbox, timeouts, gossip::RingOptions{}.max_piece, robust);
-  gossip::PushSumMixer push_sum(inbox, static_cast<std::size_t>(config.out_peers), timeouts, robust);
+  gossip::PushSumMixer push_sum(inbox, static_cast<std::size_t>(config.out_peers), timeouts, robust,
+                                config.algo == "sgp" ? compression : gossip::CompressionSpec{});
   gossip::GroupMixer groups(inbox, timeouts, robust);
+  std::optional<gossip::CompressedMeanMixer> compressed_mean;
+  if (compressed && config.algo == "dts") compressed_mean.emplace(inbox, averager, compression, timeouts);
   gossip::Mixer* algorithm = config.algo == "sgp"     ? static_cast<gossip::Mixer*>(&push_sum)
                              : config.algo == "dsync" ? static_cast<gossip::Mixer*>(&groups)
+                             : compressed_mean        ? static_cast<gossip::Mixer*>(&*compressed_mean)
                                                       : static_cast<gossip::Mixer*>(&averager);
   gossip::Mixer* exact = &averager;
   // Fault injection (--byzantine-scale): this site's every contribution becomes garbage.

@@ -268,7 +268,8 @@ class DtsAlgorithm final : public TrainerAlgorithm {
         momentum_buffer_(config.optimizer == "momentum" ? model.parameters().size() : 0),
         dts_(gossip::DtsConfig{static_cast<std::uint32_t>(config.delay), static_cast<std::uint32_t>(config.period),
                                config.optimizer == "momentum" ? config.momentum : 0.0,
-                               gossip::DtsCompensation::kExact, static_cast<std::uint64_t>(config.reaverage_every),
+                               gossip::parse_dts_compensation(config.compensation).value_or(gossip::DtsCompensation::kExact),
+                               static_cast<std::uint64_t>(config.reaverage_every),
                                wait_timeout(config)},
              channel, mirror_.parameters(), momentum_buffer_) {}
 

@@ -15,6 +15,14 @@ Payload payload_of(const DtsConfig& c) {
 }
 }  // namespace
 
+std::optional<DtsCompensation> parse_dts_compensation(const std::string& text) {
+  if (text == "exact") return DtsCompensation::kExact;
+  if (text == "no-momentum") return DtsCompensation::kVanillaRule;
+  if (text == "off") return DtsCompensation::kStale;
+  if (text == "local") return DtsCompensation::kNone;
+  return std::nullopt;
+}
+
 Dts::Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer)
     : config_(config), channel_(channel), params_(params), u_(momentum_buffer) {
   if (config_.period == 0) throw std::invalid_argument("dts: period P must be at least 1");
@@ -39,23 +47,26 @@ void Dts::note_view(const MixReport& report) {
 void Dts::correct(const Window& window, const std::vector<float>& mean) {
   const std::size_t n = params_.size();
   const double m = config_.momentum;
-  const bool exact = config_.compensation == DtsCompensation::kExact;
+  // A stale site never applied its own window, so the whole average is its error; the exact rule then
+  // applies the average as if it had been applied at its own step.
+  const bool stale = config_.compensation == DtsCompensation::kStale;
+  const bool exact = config_.compensation == DtsCompensation::kExact || stale;
+  auto own = [&](std::size_t i) { return stale ? 0.0 : double(window.local[i]); };
   switch (payload_of(config_)) {
     case Payload::kWindowW:
-      for (std::size_t i = 0; i < n; ++i)
-        params_[i] -= static_cast<float>(double(mean[i]) - double(window.local[i]));
+      for (std::size_t i = 0; i < n; ++i) params_[i] -= static_cast<float>(double(mean[i]) - own(i));
       break;
     case Payload::kGradient:
       for (std::size_t i = 0; i < n; ++i) {
-        double du = double(mean[i]) - double(window.local[i]);
+        double du = double(mean[i]) - own(i);
         params_[i] -= static_cast<float>((window.lr + (exact ? window.beta : 0.0)) * du);
         if (exact && m != 0.0) u_[i] += static_cast<float>(window.mpow * du);
       }
       break;
     case Payload::kWindowWU:
       for (std::size_t i = 0; i < n; ++i) {
-        double dw = double(mean[i]) - double(window.local[i]);
-        double du = double(mean[n + i]) - double(window.local[n + i]);
+        double dw = double(mean[i]) - own(i);
+        double du = double(mean[n + i]) - own(n + i);
         params_[i] -= static_cast<float>(dw + (exact ? window.beta * du : 0.0));
         if (exact) u_[i] += static_cast<float>(window.mpow * du);
       }
@@ -149,12 +160,13 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
     w.mpow *= m;
     w.beta += lr * w.mpow;
   }
+  const bool stale = config_.compensation == DtsCompensation::kStale;
   if (m != 0.0) {
     for (std::size_t i = 0; i < n; ++i) {
-      u_[i] = static_cast<float>(m * u_[i] + grad[i]);
+      u_[i] = static_cast<float>(m * u_[i] + (stale ? 0.0f : grad[i]));
       params_[i] -= static_cast<float>(lr * u_[i]);
     }
-  } else {
+  } else if (!stale) {
     for (std::size_t i = 0; i < n; ++i) params_[i] -= static_cast<float>(lr * grad[i]);
   }
   if (!averaging) return;

@@ -34,6 +34,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -45,7 +47,13 @@ enum class DtsCompensation {
   kExact,        // the rule above: weights and momentum buffer
   kVanillaRule,  // w ← w − ΔW only: exact for plain SGD, drifts with momentum
   kNone,         // no averaging at all: every site trains on its own (local SGD)
+  kStale,        // no compensation: the site does not apply its own gradient at once; the window's average
+                 // is applied when it arrives, D steps late (delayed-gradient SGD: each gradient is taken
+                 // at weights that miss the last D steps; momentum decay still runs every step)
 };
+
+// "exact" | "no-momentum" (kVanillaRule) | "off" (kStale) | "local" (kNone); nullopt otherwise.
+std::optional<DtsCompensation> parse_dts_compensation(const std::string& text);
 
 struct DtsConfig {
   std::uint32_t delay = 1;   // D >= 0

@@ -32,6 +32,28 @@ std::optional<peer::Message> Inbox::take(const Match& match, Clock::time_point d
   }
 }
 
+std::optional<peer::Received> Inbox::take_into(const Match& wanted, const peer::PayloadSink& sink,
+                                              Clock::time_point deadline) {
+  for (auto it = stash_.begin(); it != stash_.end(); ++it) {
+    if (wanted(*it)) {
+      peer::Message msg = std::move(*it);
+      stash_.erase(it);
+      return transport_.sink_received(sink, std::move(msg));  // stashed mail has its payload in a buffer
+    }
+  }
+  for (bool late = false;;) {
+    auto now = Clock::now();
+    // Always poll once, even past the deadline, so mail that is already here is not reported missing;
+    // past it, keep draining what is already queued without waiting, in case the wanted one is behind.
+    auto left = std::max(std::chrono::milliseconds(0), std::chrono::ceil<std::chrono::milliseconds>(deadline - now));
+    auto got = transport_.receive_into(sink, late ? std::chrono::milliseconds(0) : left);
+    if (!got) return std::nullopt;
+    if (got->sunk || wanted(got->msg)) return got;
+    stash(std::move(got->msg));
+    late = late || Clock::now() >= deadline;
+  }
+}
+
 void Inbox::stash(peer::Message msg) {
   if (stash_.size() >= kMaxStashed) {
     stash_.pop_front();

@@ -27,6 +27,14 @@ class Inbox {
   // stashed in arrival order. Returns nullopt when `deadline` passes first.
   [[nodiscard]] std::optional<peer::Message> take(const Match& match, Clock::time_point deadline);
 
+  // Like take(), for a message whose payload should go straight into `sink` (peer::PayloadSink): the
+  // first message, stashed or arriving, for which `wanted` is true. When the sink accepts it (and its
+  // payload is finite) the payload is in the sink and the result says sunk; otherwise the message comes
+  // back with its payload, not sunk, for the caller to refuse. `sink.match` must accept only messages
+  // `wanted` accepts. Returns nullopt when `deadline` passes.
+  [[nodiscard]] std::optional<peer::Received> take_into(const Match& wanted, const peer::PayloadSink& sink,
+                                                        Clock::time_point deadline);
+
   // Moves whatever the transport has now, or within `wait`, into the stash. Returns how many arrived.
   std::size_t pump(std::chrono::milliseconds wait);
 

@@ -1,6 +1,7 @@
 #include "gossip/push_sum_mixer.h"
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "gossip/exponential_graph.h"
@@ -9,21 +10,41 @@
 
 namespace meridian::gossip {
 
+PushSumMixer::PushSumMixer(Inbox& inbox, std::size_t out_peers, RoundTimeouts timeouts, RobustOptions robust,
+                           CompressionSpec compression)
+    : inbox_(inbox), out_peers_(out_peers), timeouts_(timeouts), codec_(compression), robust_(robust) {
+  if (compression.encoding == Encoding::kTopK)
+    throw std::invalid_argument("push-sum: top-k compression is not sound for push-sum shares (use fp16 or none)");
+}
+
 bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites) {
-  if (m.payload.size() != data.size() || !std::isfinite(m.weight) || m.weight <= 0.0 ||
-      m.weight > static_cast<double>(sites)) {
+  if (!std::isfinite(m.weight) || m.weight <= 0.0 || m.weight > static_cast<double>(sites)) {
+    ++rejected_;
+    return false;
+  }
+  // The share as floats: the payload itself, or its fp16 decoding.
+  std::span<const float> share = m.payload;
+  if (m.phase != static_cast<std::uint32_t>(Encoding::kDense)) {
+    decoded_.resize(data.size());
+    if (m.phase != static_cast<std::uint32_t>(Encoding::kFp16) || m.total != data.size() ||
+        !decode(Encoding::kFp16, m.payload, decoded_)) {
+      ++rejected_;
+      return false;
+    }
+    share = decoded_;
+  } else if (m.payload.size() != data.size()) {
     ++rejected_;
     return false;
   }
   if (robust_.enabled && bound_) {
     difference_.resize(data.size());
     for (std::size_t i = 0; i < data.size(); ++i)
-      difference_[i] = static_cast<float>(m.payload[i] / m.weight) - own_model_[i];
+      difference_[i] = static_cast<float>(share[i] / m.weight) - own_model_[i];
     if (clip_norm(difference_, *bound_) < 1.0) ++clipped_;
     for (std::size_t i = 0; i < data.size(); ++i)
       data[i] += static_cast<float>(m.weight * (static_cast<double>(own_model_[i]) + difference_[i]));
   } else {
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] += m.payload[i];
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] += share[i];
   }
   weight += m.weight;
   return true;
@@ -71,6 +92,12 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   const double weight_share = weight / static_cast<double>(outs.size() + 1);
   for (float& v : data) v *= share;
   weight = weight_share;
+  const bool compressed = codec_.spec().encoding != Encoding::kDense;
+  if (compressed) {
+    decoded_.resize(data.size());
+    codec_.encode(data, packed_, decoded_);
+  }
+  std::size_t sent = 0;
   for (std::size_t peer_rank : outs) {
     if (gone(peer_rank)) continue;
     peer::Message msg;
@@ -80,13 +107,27 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     msg.tag = tag_value;
     msg.total = data.size();
     msg.weight = weight_share;
-    msg.payload.assign(data.begin(), data.end());
+    if (compressed) {
+      msg.phase = static_cast<std::uint32_t>(codec_.spec().encoding);
+      msg.payload.assign(packed_.begin(), packed_.end());
+    } else {
+      msg.payload.assign(data.begin(), data.end());
+    }
     transport.send(view.at(peer_rank), std::move(msg));
+    ++sent;
   }
+  // From here decoded_ holds what rounding cut from one sent share.
+  if (compressed)
+    for (std::size_t i = 0; i < data.size(); ++i) decoded_[i] = data[i] - decoded_[i];
   if (skipped > 0) {
     // Kept share plus the unsent ones (exact when skipped + 1 is a power of two, like the shares).
     for (float& v : data) v *= static_cast<float>(skipped + 1);
     weight = weight_share * static_cast<double>(skipped + 1);
+  }
+  if (compressed && sent > 0) {
+    // What rounding cut from each sent share stays home, so no mass is lost.
+    const auto copies = static_cast<float>(sent);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] += copies * decoded_[i];
   }
   MixReport report;
   report.view_id = view.id;

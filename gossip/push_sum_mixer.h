@@ -8,6 +8,12 @@
 //
 // Incoming shares are validated before they touch the model: the payload length must match and the
 // weight must be finite and in (0, n]; anything else is dropped and counted in rejected().
+//
+// Compression (optional, fp16 only): the share of x travels as fp16 (gossip/tensor_codec.h); what
+// rounding cut from each sent share stays in the kept share (kept = s + K·(s − half(s))), so the total
+// mass Σx is conserved up to the rounding of that one addition, and w travels exact. z = x/w then
+// mixes with a slightly different matrix than w for the rounding error only. Top-k is refused: the
+// top-k entries of x itself would move mass for a few coordinates only and bias z everywhere else.
 // With robust aggregation on (gossip/robust_options.h) a share (x_j, w_j) counts as w_j·(z + clip(x_j/w_j − z)),
 // z = this site's de-biased model before the mix, the difference clipped against its own update scale.
 #pragma once
@@ -19,6 +25,7 @@
 
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
+#include "gossip/tensor_codec.h"
 #include "gossip/robust_options.h"
 #include "gossip/update_scale.h"
 
@@ -27,9 +34,10 @@ namespace meridian::gossip {
 // Thread-safety: none (communication thread only).
 class PushSumMixer final : public Mixer {
  public:
-  // `out_peers` is K, the number of out-peers per step (clamped to the graph's period).
-  PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {}, RobustOptions robust = {})
-      : inbox_(inbox), out_peers_(out_peers), timeouts_(timeouts), robust_(robust) {}
+  // `out_peers` is K, the number of out-peers per step (clamped to the graph's period). `compression`
+  // must be none or fp16 (throws std::invalid_argument for top-k).
+  PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {}, RobustOptions robust = {},
+               CompressionSpec compression = {});
 
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
   // reported in MixReport::missing. Sits the mix out (MixReport::sat_out) if this site is not in the view.
@@ -47,6 +55,9 @@ class PushSumMixer final : public Mixer {
   Inbox& inbox_;
   std::size_t out_peers_;
   RoundTimeouts timeouts_;
+  TensorCodec codec_;
+  std::vector<float> packed_;   // the sent share, packed
+  std::vector<float> decoded_;  // (n) what receivers decode from it; scratch for incoming shares too
   std::atomic<std::uint64_t> rejected_{0};
   std::atomic<std::uint64_t> missing_{0};
   std::atomic<std::uint64_t> clipped_{0};

@@ -1,6 +1,7 @@
 #include "gossip/ring_allreduce.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace meridian::gossip {
@@ -9,17 +10,6 @@ Segment segment_of(std::size_t total, std::size_t parts, std::size_t index) {
   std::size_t base = total / parts;
   std::size_t extra = total % parts;
   return Segment{index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
-}
-
-std::vector<float> RingAllReduce::buffer() {
-  if (pool_.empty()) return {};
-  std::vector<float> buf = std::move(pool_.back());
-  pool_.pop_back();
-  return buf;
-}
-
-void RingAllReduce::recycle(std::vector<float> buf) {
-  if (buf.capacity() > 0) pool_.push_back(std::move(buf));
 }
 
 RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Round& round,
@@ -36,6 +26,7 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
   const std::size_t piece = std::max<std::size_t>(1, options.max_piece);
   const float scale = 1.0f / static_cast<float>(n);
 
+  peer::Transport& transport = inbox_.transport();
   auto send = [&](std::uint32_t phase, std::size_t offset, std::vector<float> payload) {
     peer::Message msg;
     msg.kind = options.kind;
@@ -46,22 +37,47 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     msg.offset = offset;
     msg.total = data.size();
     msg.payload = std::move(payload);
-    inbox_.transport().send(next, std::move(msg));
+    transport.send(next, std::move(msg));
   };
-  // Waits for piece [offset, offset + len) of ring phase `phase` from the previous member.
-  auto receive = [&](std::uint32_t phase, std::size_t offset, std::size_t len) -> std::optional<std::vector<float>> {
+  // Waits for piece [offset, offset + len) of ring phase `phase` from the previous member and has the
+  // transport combine its payload into `sink` (out, addend, scale set by the caller) as it reads it,
+  // so every received byte is read once, and, unless `relay_phase` is empty, sends the result on to the
+  // next member as that phase's piece (straight from the receive buffer where the transport can).
+  // False when the deadline passed first.
+  auto is_piece = [&](const peer::Message& m, std::uint32_t phase, std::size_t offset) {
+    return m.kind == options.kind && m.from == prev && m.view_id == round.view_id && m.round == round.step &&
+           m.tag == round.tag && m.phase == phase && m.offset == offset;
+  };
+  peer::PayloadSink sink;
+  auto receive = [&](std::uint32_t phase, std::size_t offset, std::size_t len,
+                     std::optional<std::uint32_t> relay_phase) -> bool {
+    sink.elements = len;
+    sink.match = [&, phase, offset](const peer::Message& m) {
+      return is_piece(m, phase, offset) && m.total == data.size();
+    };
+    sink.relay.reset();
+    if (relay_phase) {
+      peer::Message header;
+      header.kind = options.kind;
+      header.view_id = round.view_id;
+      header.round = round.step;
+      header.tag = round.tag;
+      header.phase = *relay_phase;
+      header.offset = offset;
+      header.total = data.size();
+      sink.relay = peer::PayloadSink::Relay{next, std::move(header)};
+    }
+    auto wanted = [&, phase, offset](const peer::Message& m) { return is_piece(m, phase, offset); };
     for (;;) {
       const auto until = options.give_up ? std::min(deadline, Clock::now() + std::chrono::milliseconds(100)) : deadline;
-      auto msg = inbox_.take(
-          [&](const peer::Message& m) {
-            return m.kind == options.kind && m.from == prev && m.view_id == round.view_id &&
-                   m.round == round.step && m.tag == round.tag && m.phase == phase && m.offset == offset;
-          },
-          until);
-      if (!msg && until < deadline && !options.give_up()) continue;
-      if (!msg) return std::nullopt;
-      if (msg->payload.size() == len && msg->total == data.size()) return std::move(msg->payload);
-      ++rejected_;  // a malformed piece never touches the data; the round then runs into its deadline
+      auto got = inbox_.take_into(wanted, sink, until);
+      if (!got && until < deadline && !options.give_up()) continue;
+      if (!got) return false;
+      if (got->sunk) return true;
+      // A piece of the wrong size (or with non-finite values) is refused before it is combined into
+      // anything; the round then runs into its deadline.
+      ++rejected_;
+      transport.recycle(std::move(got->msg.payload));
     }
   };
 
@@ -70,8 +86,8 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     Segment s = segment_of(data.size(), n, r);
     for (std::size_t off = 0; off < s.size; off += piece) {
       std::size_t len = std::min(piece, s.size - off);
-      std::vector<float> buf = buffer();
-      buf.assign(data.begin() + s.begin + off, data.begin() + s.begin + off + len);
+      std::vector<float> buf = transport.take_buffer(len);
+      std::copy(data.begin() + s.begin + off, data.begin() + s.begin + off + len, buf.begin());
       send(0, s.begin + off, std::move(buf));
     }
   }
@@ -80,38 +96,33 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
     Segment s = segment_of(data.size(), n, (r + 2 * n - t - 1) % n);
     for (std::size_t off = 0; off < s.size; off += piece) {
       std::size_t len = std::min(piece, s.size - off);
-      auto acc = receive(t, s.begin + off, len);
-      if (!acc) return RoundStatus::kAbandoned;
-      float* own = data.data() + s.begin + off;
-      float* sum = acc->data();
+      std::span<float> own = data.subspan(s.begin + off, len);
+      sink.addend = own;
       if (t < last) {
-        for (std::size_t i = 0; i < len; ++i) sum[i] += own[i];
-        send(t + 1, s.begin + off, std::move(*acc));
+        // The partial sum goes on to the next member: received + own, only in the relayed message.
+        sink.out = {};
+        sink.scale = 1.0f;
       } else {
         // This member finishes segment r + 1: scale once here so every copy carries the same bits.
-        // One pass adds, scales and stores the result in both places (the data and the message).
-        if (options.average) {
-          for (std::size_t i = 0; i < len; ++i) own[i] = sum[i] = (sum[i] + own[i]) * scale;
-        } else {
-          for (std::size_t i = 0; i < len; ++i) own[i] = sum[i] = sum[i] + own[i];
-        }
-        send(last + 1, s.begin + off, std::move(*acc));
+        // One pass adds, scales and stores the result in both places (the data and the relayed message).
+        sink.out = own;
+        sink.scale = options.average ? scale : 1.0f;
       }
+      if (!receive(t, s.begin + off, len, t + 1)) return RoundStatus::kAbandoned;
     }
   }
   // All-gather: phase n-1+t brings segment r - t, finished elsewhere; pass it on unless the next
   // member is the one that finished it.
+  sink.addend = {};
+  sink.scale = 1.0f;
   for (std::uint32_t t = 0; t <= last; ++t) {
     Segment s = segment_of(data.size(), n, (r + n - t) % n);
     for (std::size_t off = 0; off < s.size; off += piece) {
       std::size_t len = std::min(piece, s.size - off);
-      auto got = receive(last + 1 + t, s.begin + off, len);
-      if (!got) return RoundStatus::kAbandoned;
-      std::copy(got->begin(), got->end(), data.begin() + s.begin + off);
-      if (t < last)
-        send(last + 2 + t, s.begin + off, std::move(*got));
-      else
-        recycle(std::move(*got));
+      sink.out = data.subspan(s.begin + off, len);
+      std::optional<std::uint32_t> relay_phase;
+      if (t < last) relay_phase = last + 2 + t;
+      if (!receive(last + 1 + t, s.begin + off, len, relay_phase)) return RoundStatus::kAbandoned;
     }
   }
   return RoundStatus::kCompleted;

@@ -23,14 +23,19 @@ namespace meridian::gossip {
 struct RingOptions {
   peer::MessageKind kind = peer::MessageKind::kReduceChunk;
   bool average = false;              // divide the sum by the group size (the mean instead of the sum)
-  std::size_t max_piece = 1u << 18;  // floats per message (1 MiB)
+  // Floats per message (1 MiB). Over ZeroMQ a piece that fits one wire chunk (peer::WireLimits::
+  // chunk_bytes, 1 MiB by default) is combined straight from the receive buffer; larger ones are
+  // reassembled into a pooled buffer first.
+  std::size_t max_piece = 1u << 18;
   // Asked about every 100 ms while a piece is awaited; true abandons the round at once instead of at
   // its deadline (a member is known to be gone). Empty: wait for the deadline.
   std::function<bool()> give_up;
 };
 
-// Thread-safety: none; used by the communication thread that owns the inbox. Keeps message buffers
-// between runs so that large rounds do not allocate (and first-touch) fresh memory every time.
+// Thread-safety: none; used by the communication thread that owns the inbox. Received pieces go
+// straight into the data and on to the next member (Transport::receive_into with a relay), never
+// through a buffer of the ring's own; the first pieces it sends come from the transport's take_buffer,
+// so that large rounds do not allocate (and first-touch) fresh memory every time.
 class RingAllReduce {
  public:
   explicit RingAllReduce(Inbox& inbox) : inbox_(inbox) {}
@@ -43,15 +48,12 @@ class RingAllReduce {
   RoundStatus run(const std::vector<std::string>& group, const Round& round, std::span<float> data,
                   Clock::time_point deadline, const RingOptions& options = {});
 
-  // Messages that claimed to belong to a round this site was running but had the wrong size.
+  // Messages that claimed to belong to a round this site was running but had the wrong size (or, where
+  // the transport does not drop them itself, non-finite values).
   std::uint64_t rejected() const { return rejected_; }
 
  private:
-  std::vector<float> buffer();
-  void recycle(std::vector<float> buf);
-
   Inbox& inbox_;
-  std::vector<std::vector<float>> pool_;
   std::uint64_t rejected_ = 0;
 };
 

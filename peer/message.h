@@ -18,12 +18,14 @@ enum class MessageKind : std::uint8_t {
   kReduceChunk = 6,  // ring all-reduce (allreduce, dts, re-averaging): one chunk of one ring step
   kGroupChunk = 7,   // dsync: one chunk of a group all-reduce
   kControl = 8,
+  kCompressedShare = 9,  // a site's lossy-compressed contribution to a mean, sent to every member of the
+                         // round (gossip/compressed_mean_mixer.h); phase = gossip::Encoding of the payload
 };
 
 // True for the kinds a Transport hands to gossip/ through receive().
 constexpr bool is_mixer_kind(MessageKind kind) {
   return kind == MessageKind::kPushSum || kind == MessageKind::kReduceChunk ||
-         kind == MessageKind::kGroupChunk;
+         kind == MessageKind::kGroupChunk || kind == MessageKind::kCompressedShare;
 }
 
 struct Message {

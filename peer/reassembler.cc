@@ -37,7 +37,8 @@ void Reassembler::forget(const std::string& sender) {
 }
 
 Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader& h,
-                                     std::span<const std::byte> payload) {
+                                     std::span<const std::byte> payload, const PayloadSink* sink,
+                                     std::span<float> copy) {
   Result result;
   auto it = partial_.find(sender);
   if (it != partial_.end() && it->second.message_id != h.message_id) {
@@ -62,6 +63,21 @@ Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader
                                                                  " starts at chunk " + std::to_string(h.chunk_index)});
       if (h.chunk_index + 1 < h.chunk_count) partial_.emplace(sender, std::move(p));
       return result;
+    }
+    if (sink && h.chunk_count == 1 && h.chunk_elements == h.payload_elements) {
+      // A whole message in one frame that its receiver is waiting for: no partial state, no buffer.
+      Message msg = h.to_message();
+      msg.from = sender;
+      if (sink->accepts(msg, h.payload_elements)) {
+        if (!sink->apply(payload, copy)) {
+          result.rejections.push_back({RejectCause::kNonFinite, "NaN or infinity in the payload of message " +
+                                                                    std::to_string(h.message_id)});
+          return result;
+        }
+        result.complete = std::move(msg);
+        result.sunk = true;
+        return result;
+      }
     }
     p.msg = h.to_message();
     p.msg.from = sender;

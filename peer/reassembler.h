@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "peer/buffer_pool.h"
+#include "peer/payload_sink.h"
 #include "peer/wire_codec.h"
 
 namespace meridian::peer {
@@ -26,10 +27,16 @@ class Reassembler {
   struct Result {
     std::optional<Message> complete;     // set when this chunk completed a message (from = sender)
     std::vector<Rejection> rejections;   // messages dropped because of this chunk (0, 1 or 2)
+    bool sunk = false;                   // `complete`'s payload went into the sink (and is empty)
   };
 
   // Adds one chunk whose header passed decode_header, with its payload frame (chunk_elements floats).
-  Result add(const std::string& sender, const WireHeader& h, std::span<const std::byte> payload);
+  // With a `sink`, a message of one chunk that the sink accepts is combined into it straight from
+  // `payload` (PayloadSink::apply: read once, checked for finite values on the way, the result also
+  // written to `copy` when given, which may be the payload's own memory) instead of being copied into
+  // a pooled buffer. Messages of several chunks always take the pooled buffer.
+  Result add(const std::string& sender, const WireHeader& h, std::span<const std::byte> payload,
+             const PayloadSink* sink = nullptr, std::span<float> copy = {});
 
   // Drops any partial message of `sender` (it died or left), returning its buffer to the pool.
   void forget(const std::string& sender);

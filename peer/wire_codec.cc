@@ -20,7 +20,7 @@ namespace {
 wire::Kind to_wire(MessageKind kind) { return static_cast<wire::Kind>(static_cast<int>(kind)); }
 
 std::optional<MessageKind> from_wire(int kind) {
-  if (kind < static_cast<int>(MessageKind::kHello) || kind > static_cast<int>(MessageKind::kControl))
+  if (kind < static_cast<int>(MessageKind::kHello) || kind > static_cast<int>(MessageKind::kCompressedShare))
     return std::nullopt;
   return static_cast<MessageKind>(kind);
 }
@@ -61,10 +61,11 @@ Message WireHeader::to_message() const {
 }
 
 std::vector<EncodedChunk> encode_message(const Message& msg, std::uint64_t model_fingerprint,
-                                         std::uint64_t message_id, const WireLimits& limits) {
+                                         std::uint64_t message_id, const WireLimits& limits,
+                                         std::optional<std::size_t> payload_elements) {
   if (limits.chunk_bytes < sizeof(float)) throw std::invalid_argument("wire chunk size must hold one float");
   const std::size_t per_chunk = limits.chunk_bytes / sizeof(float);
-  const std::size_t n = msg.payload.size();
+  const std::size_t n = payload_elements.value_or(msg.payload.size());
   const std::size_t count = n == 0 ? 1 : (n + per_chunk - 1) / per_chunk;
 
   wire::Header h;

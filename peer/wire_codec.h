@@ -68,9 +68,12 @@ struct EncodedChunk {
 
 // Splits `msg` into chunks of at most limits.chunk_bytes of payload (at least one chunk, even for an
 // empty payload). `message_id` ties the chunks together; senders increase it per message.
+// `payload_elements`, when given, is the payload length instead of msg.payload.size() (for a payload
+// that travels in a frame of its own, not in `msg`).
 // Throws std::invalid_argument when limits.chunk_bytes < sizeof(float).
 std::vector<EncodedChunk> encode_message(const Message& msg, std::uint64_t model_fingerprint,
-                                         std::uint64_t message_id, const WireLimits& limits);
+                                         std::uint64_t message_id, const WireLimits& limits,
+                                         std::optional<std::size_t> payload_elements = std::nullopt);
 
 struct Rejection {
   RejectCause cause;

@@ -98,6 +98,14 @@ class ZmqTransport::IoLoop {
   void pump();
   bool stopping() const { return stop_; }
   void publish();
+  // The sink of the caller running the loop (nullptr: none); only that caller sets and clears it.
+  void set_sink(const PayloadSink* sink) { sink_ = sink; }
+  // The message whose payload went into the sink, once.
+  std::optional<Message> take_sunk() {
+    std::optional<Message> out = std::move(sunk_);
+    sunk_.reset();
+    return out;
+  }
 
  private:
   bool secure() const { return !t_.options_.insecure; }
@@ -114,6 +122,7 @@ class ZmqTransport::IoLoop {
 
   void drain_commands();
   void handle_send(std::string to, Message msg);
+  void relay(const PayloadSink::Relay& r, zmq::message_t&& frame, std::size_t elements);
   void handle_leave(std::chrono::milliseconds linger);
   bool receive_one();
   void reject(RejectCause cause, const std::string& peer, const std::string& detail);
@@ -159,7 +168,9 @@ class ZmqTransport::IoLoop {
     std::optional<double> rtt_us;           // smoothed round-trip time
   };
   std::map<std::string, PeerTraffic> traffic_;
-  bool delivered_ = false;                  // deliver() ran since step() began
+  bool delivered_ = false;                  // deliver() ran (or a message was sunk) since step() began
+  const PayloadSink* sink_ = nullptr;
+  std::optional<Message> sunk_;
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames
   std::vector<zmq::pollitem_t> items_;
 };
@@ -401,6 +412,48 @@ void ZmqTransport::IoLoop::handle_send(std::string to, Message msg) {
   enqueue(*link, to, std::move(msg), Clock::now());
 }
 
+void ZmqTransport::IoLoop::relay(const PayloadSink::Relay& r, zmq::message_t&& frame, std::size_t elements) {
+  // Like handle_send, for a payload that is already a libzmq frame (the received one, overwritten with
+  // the result): it leaves as it is, one chunk, without a copy.
+  if (is_mixer_kind(r.header.kind)) advance_round(r.header.round);
+  const auto now = Clock::now();
+  Link* link = r.to != opt_.name && membership_->is_alive(r.to) ? ensure_link(r.to) : nullptr;
+  if (!link) {
+    if (r.to == opt_.name) {
+      Message self = r.header;
+      self.from = opt_.name;
+      const auto* p = static_cast<const float*>(frame.data());
+      self.payload.assign(p, p + elements);
+      deliver(std::move(self));
+      return;
+    }
+    ++stats_.dropped_unreachable;
+    dirty_ = true;
+    return;
+  }
+  auto chunks = encode_message(r.header, opt_.validation.model_fingerprint, next_message_id_++, opt_.limits, elements);
+  const auto& c = chunks.front();  // the caller checked that the frame fits one chunk
+  const std::size_t bytes = c.header.size() + elements * sizeof(float);
+  const auto delivered = due_time(r.to, is_mixer_kind(r.header.kind), bytes, now);
+  if (!delivered) {
+    ++stats_.emulated_lost;
+    dirty_ = true;
+    return;
+  }
+  Outgoing o;
+  o.due = *delivered;
+  o.header = zmq::message_t(c.header.data(), c.header.size());
+  o.bytes = bytes;
+  if (elements > 0) {
+    o.payload = std::move(frame);
+    o.has_payload = true;
+  }
+  link->queue.push_back(std::move(o));
+  // Out at once, as a send() would go: the caller may next take mail already in the inbox, which
+  // does not run the loop.
+  flush(now);
+}
+
 void ZmqTransport::IoLoop::handle_leave(std::chrono::milliseconds linger) {
   const auto now = Clock::now();
   membership_->leave();
@@ -566,7 +619,8 @@ bool ZmqTransport::IoLoop::receive_one() {
       return true;
     case MessageKind::kPushSum:
     case MessageKind::kReduceChunk:
-    case MessageKind::kGroupChunk: {
+    case MessageKind::kGroupChunk:
+    case MessageKind::kCompressedShare: {
       // A site that left gracefully sent its last mixer messages before its Leave, on this same
       // connection; the news of the leave can overtake them through a third site's gossip, so they are
       // still taken (validated as always) until the connection itself delivers the Leave.
@@ -577,13 +631,32 @@ bool ZmqTransport::IoLoop::receive_one() {
         return drop(RejectCause::kUnknownSender, name, "mixer message from a site that is not a live member");
       }
       membership_->heard_from(name, now);
-      auto result = reassembler_.add(
-          name, h, {static_cast<const std::byte*>(pay_.data()), payload_bytes ? *payload_bytes : std::size_t{0}});
+      // The caller's sink takes a message only while no earlier one waits for it to be taken. A relayed
+      // result is written over the received frame, which then goes out again as it is: that needs a
+      // frame aligned for floats that fits one chunk of ours (otherwise the message takes the inbox
+      // path and the sink is applied from a pooled buffer, see take_from).
+      const PayloadSink* sink = sunk_ ? nullptr : sink_;
+      const std::size_t bytes_in = payload_bytes ? *payload_bytes : 0;
+      std::span<float> relay_frame;
+      if (sink && sink->relay) {
+        if (bytes_in > opt_.limits.chunk_bytes || reinterpret_cast<std::uintptr_t>(pay_.data()) % alignof(float) != 0)
+          sink = nullptr;
+        else if (bytes_in > 0 && (!sink->addend.empty() || sink->scale != 1.0f))
+          relay_frame = {static_cast<float*>(pay_.data()), bytes_in / sizeof(float)};  // else it is the result
+      }
+      auto result = reassembler_.add(name, h, {static_cast<const std::byte*>(pay_.data()), bytes_in}, sink,
+                                     relay_frame);
       for (const auto& r : result.rejections) reject(r.cause, name, r.detail);
       if (result.complete) {
         validator_.accept(name, *result.complete);
         ++stats_.messages_received;
-        deliver(std::move(*result.complete));
+        if (result.sunk) {
+          if (sink->relay) relay(*sink->relay, std::move(pay_), bytes_in / sizeof(float));
+          sunk_ = std::move(*result.complete);
+          delivered_ = true;
+        } else {
+          deliver(std::move(*result.complete));
+        }
       }
       return true;
     }
@@ -962,7 +1035,8 @@ void ZmqTransport::send(const std::string& to, Message msg) {
   post(Command{Command::Type::kSend, to, std::move(msg), 0});
 }
 
-std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::chrono::milliseconds timeout) {
+std::optional<Received> ZmqTransport::take_from(std::deque<Message>& box, std::chrono::milliseconds timeout,
+                                                const PayloadSink* sink) {
   const auto deadline = Clock::now() + timeout;
   auto pop = [&]() -> std::optional<Message> {
     if (box.empty()) return std::nullopt;
@@ -970,14 +1044,22 @@ std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::ch
     box.pop_front();
     return m;
   };
+  // A message that came through the inbox carries its payload: apply it to the sink from there.
+  auto hand_out = [&](Message m) -> Received {
+    return sink ? sink_received(*sink, std::move(m)) : Received{std::move(m), false};
+  };
   {
-    std::lock_guard lock(mu_);
-    if (auto m = pop()) return m;
+    std::unique_lock lock(mu_);
+    if (auto m = pop()) {
+      lock.unlock();
+      return hand_out(std::move(*m));
+    }
   }
   std::unique_lock loop_lock(loop_mu_, std::defer_lock);
   if (take_loop(loop_lock)) {
-    std::optional<Message> got;
+    std::optional<Message> got, sunk;
     bool stopping = false;
+    loop_->set_sink(sink);
     try {
       // At least one turn, even past the deadline, so that mail already in libzmq is not reported missing.
       for (bool first = true;; first = false) {
@@ -985,6 +1067,7 @@ std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::ch
           std::lock_guard lock(mu_);
           if ((got = pop())) break;
         }
+        if ((sunk = loop_->take_sunk())) break;
         stopping = loop_->stopping();
         if (stopping || (!first && Clock::now() >= deadline)) break;
         loop_->step(std::min(deadline, Clock::now() + kCallerSlice), true);
@@ -992,23 +1075,38 @@ std::optional<Message> ZmqTransport::take_from(std::deque<Message>& box, std::ch
     } catch (const std::exception&) {
       loop_failed();
     }
+    loop_->set_sink(nullptr);
     caller_in_loop_ = false;
     extend_lease();
     loop_lock.unlock();
     if (stopping) wake_io_thread();  // a stop or leave ran here: let the I/O thread finish
-    if (got) return got;
+    if (sunk) return Received{std::move(*sunk), true};
+    if (got) return hand_out(std::move(*got));
   }
   std::unique_lock lock(mu_);
   arrived_.wait_until(lock, deadline, [&] { return !box.empty() || stopped_ || failure_; });
-  if (auto m = pop()) return m;
+  if (auto m = pop()) {
+    lock.unlock();
+    return hand_out(std::move(*m));
+  }
   rethrow_if_failed();
   return std::nullopt;
 }
 
-std::optional<Message> ZmqTransport::receive(std::chrono::milliseconds timeout) { return take_from(inbox_, timeout); }
+std::optional<Message> ZmqTransport::receive(std::chrono::milliseconds timeout) {
+  auto got = take_from(inbox_, timeout, nullptr);
+  if (!got) return std::nullopt;
+  return std::move(got->msg);
+}
+
+std::optional<Received> ZmqTransport::receive_into(const PayloadSink& sink, std::chrono::milliseconds timeout) {
+  return take_from(inbox_, timeout, &sink);
+}
 
 std::optional<Message> ZmqTransport::receive_control(std::chrono::milliseconds timeout) {
-  return take_from(control_inbox_, timeout);
+  auto got = take_from(control_inbox_, timeout, nullptr);
+  if (!got) return std::nullopt;
+  return std::move(got->msg);
 }
 
 View ZmqTransport::view_for(std::uint64_t round) const {

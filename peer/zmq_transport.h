@@ -128,6 +128,13 @@ class ZmqTransport final : public Transport {
   // delivered even when the news of the leave arrives first through another site. Throws
   // TransportError once stopped and drained.
   [[nodiscard]] std::optional<Message> receive(std::chrono::milliseconds timeout) override;
+  // While the caller runs the loop itself (see Threads), a one-chunk message the sink accepts is
+  // combined into it straight from libzmq's receive buffer, validated as usual, its finite-value check
+  // fused with the combining; otherwise (the I/O thread received it, or it came in several chunks) the
+  // payload arrives in a pooled buffer and is applied from there. A payload with a NaN or an infinity
+  // is rejected and counted (kNonFinite) either way and never returned.
+  [[nodiscard]] std::optional<Received> receive_into(const PayloadSink& sink,
+                                                     std::chrono::milliseconds timeout) override;
   View view_for(std::uint64_t round) const override;
 
   // Received kControl messages (they do not go through receive()).
@@ -163,7 +170,8 @@ class ZmqTransport final : public Transport {
 
   void post(Command cmd);
   void rethrow_if_failed() const;
-  std::optional<Message> take_from(std::deque<Message>& box, std::chrono::milliseconds timeout);
+  std::optional<Received> take_from(std::deque<Message>& box, std::chrono::milliseconds timeout,
+                                    const PayloadSink* sink);
   bool take_loop(std::unique_lock<std::mutex>& loop_lock);
   std::chrono::steady_clock::time_point lease_until() const;
   void extend_lease();

@@ -312,6 +312,15 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
   CHECK(config.tau == 3);  // not named: the shared value stays
 
   CHECK(parse_algorithm_variant("sgp").variant.knobs.empty());
+  // compression=topk:F keeps its own ':'; compensation is a text knob.
+  const auto topk = parse_algorithm_variant("dts:delay=8:compression=topk:0.05:compensation=off");
+  REQUIRE(topk.error.empty());
+  apply_algorithm_variant(topk.variant, config, error);
+  CHECK(error.empty());
+  CHECK(config.compression == "topk:0.05");
+  CHECK(config.compensation == "off");
+  CHECK(config.delay == 8);
+  CHECK_THAT(parse_algorithm_variant("dts:compression=fp16:0.05").error, Catch::Contains("not KNOB=VALUE"));
   CHECK_THAT(parse_algorithm_variant("dts:speed=4").error, Catch::Contains("unknown knob 'speed'"));
   CHECK_THAT(parse_algorithm_variant("dts:delay").error, Catch::Contains("not KNOB=VALUE"));
   CHECK_THAT(parse_algorithm_variant("dts:delay=").error, Catch::Contains("has no value"));

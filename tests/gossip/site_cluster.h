@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gossip/average_mixer.h"
+#include "gossip/compressed_mean_mixer.h"
 #include "gossip/byzantine_mixer.h"
 #include "gossip/group_mixer.h"
 #include "gossip/inbox.h"
@@ -22,7 +23,7 @@
 
 namespace meridian::gossip::testing {
 
-enum class MixerKind { kAverage, kPushSum, kGroup };
+enum class MixerKind { kAverage, kPushSum, kGroup, kCompressedMean };
 
 inline std::vector<std::string> site_names(std::size_t n) {
   std::vector<std::string> names;
@@ -44,9 +45,11 @@ struct TestSite {
 class SiteCluster {
  public:
   // robust: every site's aggregation option. byzantine: ranks whose mixes send scaled garbage
-  // (gossip/byzantine_mixer.h) with RMS byzantine_scale times their honest vector's.
+  // (gossip/byzantine_mixer.h) with RMS byzantine_scale times their honest vector's. `compression`
+  // applies to kPushSum (fp16) and kCompressedMean (which needs one).
   SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1,
-              RobustOptions robust = {}, std::vector<std::size_t> byzantine = {}, double byzantine_scale = 100.0)
+              RobustOptions robust = {}, std::vector<std::size_t> byzantine = {}, double byzantine_scale = 100.0,
+              CompressionSpec compression = {})
       : names_(site_names(n)), net_(peer::InMemoryNetwork::create(names_)) {
     for (const auto& name : names_) {
       auto s = std::make_unique<TestSite>();
@@ -54,7 +57,9 @@ class SiteCluster {
       s->inbox = std::make_unique<Inbox>(*s->transport);
       s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts, RingOptions{}.max_piece, robust);
       if (kind == MixerKind::kPushSum)
-        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust);
+        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust, compression);
+      if (kind == MixerKind::kCompressedMean)
+        s->algorithm = std::make_unique<CompressedMeanMixer>(*s->inbox, *s->averager, compression, timeouts);
       if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts, robust);
       Mixer* algorithm = s->algorithm ? s->algorithm.get() : s->averager.get();
       Mixer* averager = s->averager.get();

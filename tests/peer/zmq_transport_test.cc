@@ -425,3 +425,70 @@ TEST_CASE("threads that send and receive on one transport at once lose and dupli
   const std::vector<std::string> all{"a", "b", "c"};
   CHECK(eventually([&] { return knows_all(a, all) && knows_all(b, all) && knows_all(c, all); }));
 }
+
+TEST_CASE("receive_into combines payloads into the caller's memory and still refuses non-finite ones",
+          "[peer][zmq][sink]") {
+  ZmqTransportOptions oa;
+  oa.name = "a";
+  oa.insecure = true;
+  oa.heartbeat_interval = 50ms;
+  oa.heartbeat_timeout = 400ms;
+  ZmqTransportOptions ob = oa;
+  ob.name = "b";
+  ob.limits.chunk_bytes = 64;  // 16 floats per wire chunk: the longer messages below span several
+  ZmqTransport a(std::move(oa));
+  ob.bootstrap = {a.endpoint()};
+  ZmqTransport b(std::move(ob));
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+
+  auto chunk = [](std::uint32_t phase, std::size_t n, float start) {
+    Message m = push_sum(1, n, start);
+    m.kind = MessageKind::kReduceChunk;
+    m.phase = phase;
+    return m;
+  };
+  for (std::size_t n : {10u, 1000u}) {  // one wire chunk, then many
+    INFO(n << " floats");
+    const auto base = static_cast<std::uint32_t>(n * 10);
+    std::vector<float> data(n, 0.5f);
+    std::uint32_t phase = base;
+    PayloadSink sink{[&](const Message& m) { return m.from == "b" && m.phase == phase; }, n, data, data, 2.0f, {}};
+    // The result also goes back to b, as a ring forwards what it summed.
+    sink.relay = PayloadSink::Relay{"b", chunk(base + 5, 0, 0.0f)};
+    sink.relay->header.total = n;
+
+    Message nan = chunk(base, n, 1.0f);
+    nan.payload[n / 2] = std::nanf("");
+    const auto refused = a.rejections().count(RejectCause::kNonFinite);
+    b.send("a", nan);
+    // Waiting in receive_into, so that the refusal happens on the way into the sink when this thread
+    // runs the transport's loop; the bound is only a hang guard.
+    const auto guard = std::chrono::steady_clock::now() + 30s;
+    while (a.rejections().count(RejectCause::kNonFinite) == refused && std::chrono::steady_clock::now() < guard)
+      REQUIRE_FALSE(a.receive_into(sink, 20ms));
+    CHECK(a.rejections().count(RejectCause::kNonFinite) == refused + 1);
+    CHECK(std::all_of(data.begin(), data.end(), [](float x) { return std::isfinite(x); }));
+
+    std::fill(data.begin(), data.end(), 0.5f);
+    b.send("a", chunk(base + 2, n, 1.0f));  // not what the sink waits for: handed back whole
+    b.send("a", chunk(base + 1, n, 1.0f));
+    phase = base + 1;
+    auto other = a.receive_into(sink, 30s);
+    REQUIRE(other);
+    CHECK_FALSE(other->sunk);
+    CHECK(other->msg.payload == chunk(base + 2, n, 1.0f).payload);
+    auto got = a.receive_into(sink, 30s);
+    REQUIRE(got);
+    CHECK(got->sunk);
+    CHECK(got->msg.from == "b");
+    CHECK(got->msg.phase == base + 1);
+    CHECK(got->msg.payload.empty());
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(data[i] == (static_cast<float>(i + 1) + 0.5f) * 2.0f);
+    auto relayed = b.receive(30s);  // the only one: the refused message was not relayed
+    REQUIRE(relayed);
+    CHECK(relayed->from == "a");
+    CHECK(relayed->phase == base + 5);
+    CHECK(relayed->total == n);
+    CHECK(relayed->payload == data);
+  }
+}

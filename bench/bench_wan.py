@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+"""make bench-wan: the papers' experiments (DTS, SGP, DSync) under Meridian's emulated WAN, scaled to
+this machine, written to docs/results.md with SVG plots in docs/results/.
+
+Every figure comes from `meridian simulate --json` runs made by this script (real daemons as
+processes on 127.0.0.1, links emulated by the transport). Raw outputs are kept in OUT/raw.json, so
+`--report-only` rewrites the document from them without running anything.
+
+Usage: bench/bench_wan.py [--build build] [--quick] [--only 1,4] [--out build/bench-wan]
+                          [--doc docs/results.md] [--report-only]
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import svg_plot  # noqa: E402
+
+ROOT = os.path.dirname(HERE)
+TRAIN_ROWS = 60000  # Fashion-MNIST training set
+BATCH = 64
+
+# Scaled plans. "quick" is for iterating (a few minutes); "full" is `make bench-wan` (about 30 min on
+# 2 idle cores). Steps per run are kept small: 4-16 processes share 2 cores.
+PLANS = {
+    "quick": {
+        "repeats": 1,
+        "e1": {"sites": [4], "latencies": [0, 100], "sync_steps": {4: 8}, "min_steps": {4: 24},
+               "repeat_latencies": []},
+        "e2": {"sites": [4, 8], "epochs": 0.1, "widths": [64]},
+        "e3": {"epochs": 0.4, "target": 0.78},
+        "e4": {"grid": [(0, 1), (4, 4), (8, 4)], "ablate": [(8, 4)], "epochs": 0.25},
+        "e5": {"alphas": [0.1], "epochs": 0.25},
+        "e6": {"epochs": 0.1},
+    },
+    "full": {
+        "repeats": 2,
+        "e1": {"sites": [4, 8], "latencies": {4: [0, 25, 100, 200], 8: [0, 100, 200]},
+               "sync_steps": {4: 10, 8: 8}, "min_steps": {4: 32, 8: 24}, "repeat_latencies": [100]},
+        "e2": {"sites": [4, 8, 16], "epochs": 0.1, "widths": [64]},
+        "e3": {"epochs": 0.5, "target": 0.80},
+        "e4": {"grid": [(0, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (16, 4), (8, 8), (16, 8)],
+               "ablate": [(4, 1), (16, 1), (8, 4), (16, 8)], "epochs": 0.25},
+        "e5": {"alphas": [0.1, 0.5], "epochs": 0.25},
+        "e6": {"epochs": 0.1},
+    },
+}
+
+# Experiment 1 measures time only, in the regime of the DTS paper where one step's compute is comparable
+# to the latency: a wider MLP and a larger batch (about 50 ms of compute per step with 4 sites here).
+E1_MODEL = ["--widths", "512,256", "--batch", "256"]
+E1_BATCH = 256
+
+TITLES = {
+    "e1": "1. Latency sweep (DTS paper, Fig. 3)",
+    "e2": "2. Scaling with the number of sites (SGP paper)",
+    "e3": "3. Time to accuracy on world4",
+    "e4": "4. DTS ablation: delay, period, compensation",
+    "e5": "5. Non-iid sites (Dirichlet)",
+    "e6": "6. Bandwidth: world4 on 20 Mbit/s links, with and without compression",
+}
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return [float(v) for v in f.read().split()[:3]]
+
+
+def steps_per_epoch(sites, batch=BATCH):
+    return max(1, TRAIN_ROWS // sites // batch)
+
+
+def epochs_for(steps, sites, batch=BATCH):
+    # A little above the exact fraction: the daemon floors epochs x steps-per-epoch.
+    return (steps + 0.5) / steps_per_epoch(sites, batch)
+
+
+class Runner:
+    """Runs `meridian simulate` and keeps every outcome in OUT/raw.json."""
+
+    def __init__(self, build, out, quick):
+        self.binary = os.path.join(build, "meridian")
+        if not os.path.exists(self.binary):
+            sys.exit(f"bench-wan: {self.binary} not found (run make first)")
+        self.out = out
+        self.quick = quick
+        os.makedirs(out, exist_ok=True)
+        self.raw_path = os.path.join(out, "raw.json")
+        self.raw = json.load(open(self.raw_path)) if os.path.exists(self.raw_path) else {}
+        # A private copy of the binary: rebuilding the tree during a long run must not change it.
+        self.program = os.path.join(out, "meridian")
+        shutil.copy2(self.binary, self.program)
+        self.counter = 0
+
+    def save(self):
+        tmp = self.raw_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.raw, f, indent=1)
+        os.replace(tmp, self.raw_path)
+
+    def simulate(self, experiment, label, sites, algos, extra, timeout=1500):
+        self.counter += 1
+        run_dir = os.path.join(self.out, experiment, f"{self.counter:03d}-{label}")
+        cmd = [self.program, "simulate", "--sites", str(sites), "--algo", ",".join(algos), "--insecure", "--json",
+               "--out", run_dir, "--timeout", str(timeout)] + [str(a) for a in extra]
+        load_before = load_average()
+        started = time.time()
+        print(f"[bench-wan] {experiment} {label}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        record = {"label": label, "sites": sites, "algos": algos, "command": "meridian " + " ".join(cmd[1:]),
+                  "out_dir": run_dir,
+                  "started": started, "seconds": time.time() - started, "load_before": load_before,
+                  "load_after": load_average(), "status": proc.returncode}
+        if proc.returncode == 0:
+            record["result"] = json.loads(proc.stdout)
+            record["steady"] = steady_step_seconds(record)
+        else:
+            record["error"] = proc.stderr[-2000:]
+            print(f"[bench-wan] FAILED ({proc.returncode}): {proc.stderr[-800:]}", file=sys.stderr, flush=True)
+        self.raw.setdefault(experiment, []).append(record)
+        self.save()
+        return record
+
+
+def rows_of(record):
+    return {r["algo"]: r for r in record.get("result", {}).get("results", [])}
+
+
+def steady_step_seconds(record):
+    """Per algorithm: mean over sites of (train_seconds - finish_seconds) / steps from each site's
+    result.json, i.e. the step loop without the final wait for mixes still in flight."""
+    out = {}
+    run_dir = record.get("out_dir")
+    for label in rows_of(record):
+        values = []
+        algo_dir = os.path.join(run_dir or "", label)
+        if run_dir and os.path.isdir(algo_dir):
+            for site in sorted(os.listdir(algo_dir)):
+                path = os.path.join(algo_dir, site, "result.json")
+                if os.path.exists(path):
+                    r = json.load(open(path))
+                    if r.get("steps"):
+                        values.append((r["train_seconds"] - r.get("finish_seconds", 0.0)) / r["steps"])
+        if values:
+            out[label] = sum(values) / len(values)
+    return out
+
+
+# ---------------------------------------------------------------- experiments
+
+
+def choose_dts(sites, latency_ms, compute_s):
+    """D and P that cover the ring's latency: the ring all-reduce crosses 2(n-1) links in a row."""
+    ring_s = 2 * (sites - 1) * (latency_ms / 1000.0 + 0.004)
+    cover = max(1, math.ceil(1.5 * ring_s / max(compute_s, 1e-3)))
+    return min(cover, 32), min(cover, 32)
+
+
+def choose_tau(latency_ms, compute_s):
+    return max(1, min(32, math.ceil(1.5 * (latency_ms / 1000.0) / max(compute_s, 1e-3)) + 1))
+
+
+def run_e1(runner, plan):
+    p = plan["e1"]
+    for sites in p["sites"]:
+        lats = p["latencies"][sites] if isinstance(p["latencies"], dict) else p["latencies"]
+        for repeat in range(plan["repeats"]):
+            if repeat > 0:
+                lats = [lat for lat in lats if lat in p["repeat_latencies"]]
+                if not lats:
+                    break
+            seed = ["--seed", str(1 + repeat)]
+            base = E1_MODEL + ["--eval-every", "100000"] + seed
+            pilot = runner.simulate("e1", f"s{sites}-local-r{repeat}", sites, ["local"],
+                                    base + ["--epochs", f"{epochs_for(p['min_steps'][sites], sites, E1_BATCH):.4f}"])
+            local = rows_of(pilot).get("local")
+            compute = pilot.get("steady", {}).get("local") or (local["seconds_per_step"] if local else 0.05)
+            for lat in lats:
+                d, per = choose_dts(sites, lat, compute)
+                tau = choose_tau(lat, compute)
+                wan = ["--wan", f"latency={lat}ms"] if lat > 0 else []
+                # Synchronous algorithms: a few steps show their (steady) step time. The overlapping
+                # ones need several windows of D, P or tau steps to reach their steady state.
+                sync_steps = p["sync_steps"][sites]
+                over_steps = max(p["min_steps"][sites], 3 * max(d, per, tau))
+                for group, algos, steps in (("sync", ["allreduce", "sgp", "dsync"], sync_steps),
+                                            ("overlap", [f"dts:delay={d}:period={per}", f"sgp:tau={tau}"], over_steps)):
+                    rec = runner.simulate("e1", f"s{sites}-l{lat}-{group}-r{repeat}", sites, algos,
+                                          base + wan + ["--epochs", f"{epochs_for(steps, sites, E1_BATCH):.4f}"])
+                    rec.update({"latency_ms": lat, "compute_s": compute, "repeat": repeat})
+                    runner.save()
+
+
+def run_e2(runner, plan):
+    p = plan["e2"]
+    for sites in p["sites"]:
+        algos = ["allreduce", "sgp", "dsync", "dts:delay=4:period=4"]
+        extra = ["--wan", "world4", "--epochs", str(p["epochs"]), "--widths", ",".join(map(str, p["widths"])),
+                 "--eval-every", "100000"]
+        runner.simulate("e2", f"s{sites}", sites, algos, extra)
+
+
+def run_e3(runner, plan):
+    p = plan["e3"]
+    algos = ["allreduce", "dts:delay=16:period=16", "sgp", "sgp:tau=4", "dsync", "local"]
+    extra = ["--wan", "world4", "--epochs", str(p["epochs"]), "--target-accuracy", str(p["target"]),
+             "--eval-every", "20"]
+    rec = runner.simulate("e3", "world4", 4, algos, extra, timeout=2400)
+    rec["target"] = p["target"]
+    runner.save()
+
+
+def run_e4(runner, plan):
+    p = plan["e4"]
+    algos = ["allreduce"] + [f"dts:delay={d}:period={per}" for d, per in p["grid"]]
+    for d, per in p["ablate"]:
+        algos += [f"dts:delay={d}:period={per}:compensation=no-momentum", f"dts:delay={d}:period={per}:compensation=off"]
+    extra = ["--epochs", str(p["epochs"]), "--eval-every", "100000"]
+    runner.simulate("e4", "ablation", 4, algos, extra)
+
+
+def run_e5(runner, plan):
+    p = plan["e5"]
+    algos = ["allreduce", "dts:delay=4:period=4", "sgp", "sgp:tau=4", "dsync", "local"]
+    for alpha in p["alphas"]:
+        extra = ["--partition", f"dirichlet:{alpha}", "--epochs", str(p["epochs"]), "--eval-every", "100000"]
+        rec = runner.simulate("e5", f"alpha{alpha}", 4, algos, extra)
+        rec["alpha"] = alpha
+        runner.save()
+
+
+def run_e6(runner, plan):
+    p = plan["e6"]
+    algos = ["allreduce", "dts:delay=8:period=8", "dts:delay=8:period=8:compression=fp16",
+             "dts:delay=8:period=8:compression=topk:0.01", "dts:delay=8:period=8:compression=topk:0.1", "sgp",
+             "sgp:compression=fp16"]
+    extra = ["--wan", "world4,bandwidth=20mbit", "--epochs", str(p["epochs"]), "--eval-every", "100000"]
+    runner.simulate("e6", "world4-20mbit", 4, algos, extra)
+
+
+RUNS = {"e1": run_e1, "e2": run_e2, "e3": run_e3, "e4": run_e4, "e5": run_e5, "e6": run_e6}
+
+
+# ---------------------------------------------------------------- report
+
+
+def pct(v):
+    return "—" if v is None else f"{100 * v:.1f}%"
+
+
+def ms(v):
+    return "—" if v is None else f"{1000 * v:.0f}"
+
+
+def secs(v):
+    return "—" if v is None else f"{v:.0f} s"
+
+
+def spread(values, fmt):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return fmt(values[0])
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}–{fmt(max(values))})"
+
+
+def loads(records):
+    values = [r["load_before"][0] for r in records] + [r["load_after"][0] for r in records]
+    return f"{min(values):.1f}–{max(values):.1f}" if values else "—"
+
+
+def step_time(record, label):
+    """The steady step time (without the final wait for mixes in flight) when the sites reported it."""
+    steady = record.get("steady", {}).get(label)
+    return steady if steady is not None else rows_of(record)[label]["seconds_per_step"]
+
+
+def base_algo(label):
+    if label.startswith("dts"):
+        return "dts (D, P to cover)"
+    if label.startswith("sgp:tau"):
+        return "sgp overlap (τ to cover)"
+    return label
+
+
+def report_e1(records, figdir):
+    out = []
+    by_sites = {}
+    for r in records:
+        by_sites.setdefault(r["sites"], []).append(r)
+    for sites, recs in sorted(by_sites.items()):
+        local = [step_time(r, "local") for r in recs if "local" in rows_of(r)]
+        local_s = statistics.median(local) if local else None
+        sweep = [r for r in recs if "latency_ms" in r]
+        lats = sorted({r["latency_ms"] for r in sweep})
+        algos = []
+        for r in sweep:
+            for a in rows_of(r):
+                if base_algo(a) not in algos:
+                    algos.append(base_algo(a))
+        out.append(f"**{sites} sites.** `local` (compute only): {ms(local_s)} ms/step "
+                   f"(median of {len(local)} runs: {', '.join(ms(v) for v in local)}). Load average during these "
+                   f"runs: {loads(recs)}.\n")
+        head = "| one-way latency | latency ÷ compute | " + " | ".join(algos) + " |"
+        out.append(head)
+        out.append("|" + "---|" * (2 + len(algos)))
+        eff_series = {a: [] for a in algos}
+        for lat in lats:
+            cells = []
+            at = [r for r in sweep if r["latency_ms"] == lat]
+            knobs = {}
+            for a in algos:
+                sps = []
+                for r in at:
+                    for label, row in rows_of(r).items():
+                        if base_algo(label) == a:
+                            sps.append(step_time(r, label))
+                            if label != a:
+                                knobs.setdefault(a, set()).add(label.split(":", 1)[1])
+                effs = [local_s / v for v in sps if v] if local_s else []
+                eff_series[a].append((lat, statistics.median(effs) if effs else None))
+                knob = f" `{'/'.join(sorted(knobs[a]))}`" if a in knobs else ""
+                cells.append(f"{spread([v * 1000 for v in sps], lambda v: f'{v:.0f}')} ms, "
+                             f"eff. {spread(effs, lambda v: f'{v:.2f}')}{knob}")
+            ratio = "—" if not local_s else f"{(lat / 1000) / local_s:.1f}"
+            out.append(f"| {lat} ms | {ratio} | " + " | ".join(cells) + " |")
+        name = f"latency-efficiency-{sites}.svg"
+        with open(os.path.join(figdir, name), "w") as f:
+            f.write(svg_plot.line_plot(f"Efficiency vs one-way latency, {sites} sites", "one-way latency (ms)",
+                                       "efficiency (local s/step ÷ algorithm s/step)",
+                                       [(a, pts) for a, pts in eff_series.items()], y_range=(0, 1.2),
+                                       log_x=True, reference=0.9, reference_label="0.9", x_ticks=lats))
+        out.append(f"\n![efficiency against latency, {sites} sites](results/{name})\n")
+    return "\n".join(out)
+
+
+def report_accuracy_table(records, extra_cols=None, key=None):
+    out = []
+    for r in records:
+        rows = rows_of(r)
+        if not rows:
+            out.append(f"`{r['label']}` failed: {r.get('error', '')[-300:]}\n")
+            continue
+        ref = rows.get("allreduce", {}).get("test_accuracy")
+        if key:
+            out.append(key(r))
+        out.append("| algorithm | accuracy (averaged model) | site acc. | vs allreduce | s/step | to target | "
+                   "sent/site | wall |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for label, row in rows.items():
+            acc = row["test_accuracy"]
+            diff = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.1f} pt"
+            steady = r.get("steady", {}).get(label)
+            loop = f" (loop {ms(steady)})" if steady is not None and abs(steady - row["seconds_per_step"]) > 0.002 else ""
+            out.append(f"| `{label}` | {pct(acc)} | {pct(row['mean_site_accuracy'])} | {diff} | "
+                       f"{ms(row['seconds_per_step'])}{loop} ms | {secs(row['seconds_to_target'])} | "
+                       f"{row['bytes_sent_per_site'] / 1e6:.1f} MB | {secs(row['wall_seconds'])} |")
+        out.append(f"\nLoad average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after "
+                   f"({r['seconds']:.0f} s in all). Command: `{r['command']}`\n")
+    return "\n".join(out)
+
+
+def report_e2(records, figdir):
+    table = report_accuracy_table(records, key=lambda r: f"**{r['sites']} sites**\n")
+    series = {}
+    for r in records:
+        for label, row in rows_of(r).items():
+            series.setdefault(label, []).append((r["sites"], row["seconds_per_step"]))
+    name = "scaling-step-time.svg"
+    with open(os.path.join(figdir, name), "w") as f:
+        f.write(svg_plot.line_plot("Seconds per step on world4", "sites", "s/step",
+                                   [(a, sorted(p)) for a, p in series.items()],
+                                   x_ticks=sorted({r["sites"] for r in records})))
+    return table + f"\n![seconds per step against sites](results/{name})\n"
+
+
+def report_e3(records, figdir, out_root):
+    text = []
+    for r in records:
+        rows = rows_of(r)
+        if not rows:
+            text.append(report_accuracy_table([r]))
+            continue
+        base = rows.get("allreduce", {}).get("seconds_to_target")
+        text.append(f"Target: {pct(r.get('target'))} test accuracy (every site).\n")
+        text.append("| algorithm | to target | speed-up over allreduce | final accuracy | vs allreduce | s/step |")
+        text.append("|---|---|---|---|---|---|")
+        ref = rows.get("allreduce", {}).get("test_accuracy")
+        for label, row in rows.items():
+            t = row["seconds_to_target"]
+            speed = "—" if t is None or base is None else f"{base / t:.1f}×"
+            acc = row["test_accuracy"]
+            diff = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.1f} pt"
+            text.append(f"| `{label}` | {secs(t)} | {speed} | {pct(acc)} | {diff} | "
+                        f"{ms(row['seconds_per_step'])} ms |")
+        text.append(f"\nLoad average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after "
+                    f"({r['seconds']:.0f} s in all). Command: `{r['command']}`\n")
+        svg = r.get("result", {}).get("files", {}).get("plot_svg")
+        if svg and os.path.exists(svg):
+            shutil.copy(svg, os.path.join(figdir, "time-to-accuracy-world4.svg"))
+            text.append("![test accuracy against wall time, world4](results/time-to-accuracy-world4.svg)\n")
+    return "\n".join(text)
+
+
+def machine_line():
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    distro = ""
+    try:
+        for line in open("/etc/os-release"):
+            if line.startswith("PRETTY_NAME="):
+                distro = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), {distro}, kernel {platform.release()}"
+
+
+def write_report(raw, doc, plan_name, command):
+    figdir = os.path.join(os.path.dirname(doc), "results")
+    os.makedirs(figdir, exist_ok=True)
+    all_records = [r for recs in raw.values() if isinstance(recs, list) for r in recs]
+    started = min((r["started"] for r in all_records), default=time.time())
+    ended = max((r["started"] + r["seconds"] for r in all_records), default=time.time())
+    meta = raw.get("meta", {})
+    lines = ["# Results: Meridian under an emulated WAN", "",
+             f"Written by `{command}` (bench/bench_wan.py) from the runs in its OUT/raw.json. "
+             f"Plan: **{plan_name}**{' — the QUICK variant: short runs, few points, one repeat' if plan_name == 'quick' else ''}.",
+             "",
+             f"- Machine: {machine_line()}; shared with other work while measured (load averages below, "
+             f"next to each figure).",
+             f"- Date: {datetime.datetime.utcfromtimestamp(started):%Y-%m-%d %H:%M}–"
+             f"{datetime.datetime.utcfromtimestamp(ended):%H:%M} UTC ({(ended - started) / 60:.0f} min of runs); "
+             f"binary from commit {meta.get('commit', '?')}.",
+             "- Every run is `meridian simulate`: N real `meridian start` processes on 127.0.0.1, links emulated by "
+             "the transport (docs/wan-emulation.md), `--insecure` (no CurveZMQ, to spare CPU), one compute thread "
+             "per site, MLP 784-256-128-10 on Fashion-MNIST unless said otherwise, batch 64 per site, momentum "
+             "0.9, lr 0.05.",
+             "- *s/step* is train seconds ÷ steps, mean over sites (compute + waiting for the network; dts and sgp "
+             "include their final wait). *Efficiency* = s/step of `local` (no communication, same sites, same "
+             "machine) ÷ s/step of the algorithm. *accuracy* is the test accuracy of the average of the sites' "
+             "final models (docs/simulate.md). Where a cell shows `a (b–c)`, a is the median and b–c the range "
+             "over repeats.",
+             "- Scaling to this machine: N sites share 2 cores, so compute per step is N/2 times slower than one "
+             "site alone and runs are a fraction of an epoch; the emulated latencies are the real ones. "
+             "Ratios between algorithms measured in the same invocation are what to compare.", ""]
+    for key in ["e1", "e2", "e3", "e4", "e5", "e6"]:
+        lines.append(f"## {TITLES[key]}\n")
+        recs = raw.get(key)
+        notes = NOTES.get(key, "")
+        if notes:
+            lines.append(notes + "\n")
+        if not recs:
+            lines.append("_Not run in this plan._\n")
+            continue
+        if key == "e1":
+            lines.append(report_e1(recs, figdir))
+        elif key == "e2":
+            lines.append(report_e2(recs, figdir))
+        elif key == "e3":
+            lines.append(report_e3(recs, figdir, None))
+        elif key == "e5":
+            lines.append(report_accuracy_table(recs, key=lambda r: f"**Dirichlet α = {r.get('alpha')}**\n"))
+        else:
+            lines.append(report_accuracy_table(recs))
+        findings = raw.get("findings", {}).get(key)
+        if findings:
+            lines.append(findings + "\n")
+    if raw.get("findings", {}).get("targets"):
+        lines.append("## Targets\n\n" + raw["findings"]["targets"] + "\n")
+    with open(doc, "w") as f:
+        f.write("\n".join(lines).rstrip() + "\n")
+
+
+NOTES = {
+    "e1": "Uniform one-way latency on every link (`--wan latency=Lms`, unlimited bandwidth), iid data, timing "
+          "only: MLP 784-512-256-10 with batch 256 per site so that one step's compute is comparable to the "
+          "latency, as in the DTS paper (`local` below is that compute), no evaluation during the runs. "
+          "allreduce, sgp and dsync run a few steps (their step time is steady from the first steps); dts and "
+          "sgp overlap run at least 3 windows of D, P or τ steps. s/step here is the step loop without the "
+          "final wait for mixes still in flight (`finish_seconds` of result.json; it is a one-off cost of a "
+          "few hundred ms per run that a short run would otherwise spread over its few steps). dts uses "
+          "D = P chosen per latency to cover 1.5× the ring's 2(n−1) link crossings with the measured `local` "
+          "compute time (capped at 32); sgp overlap uses τ = ⌈1.5 · latency ÷ compute⌉ + 1. The knobs chosen "
+          "are shown in each cell; *latency ÷ compute* uses the `local` step time.",
+    "e2": "`--wan world4` (site i in region i mod 4), same number of epochs for every site count, a smaller "
+          "MLP (784-64-10) so that 16 processes fit on 2 cores; no evaluation during the run. dts uses D = P = 4.",
+    "e3": "4 sites, `--wan world4`, evaluation every 20 steps on every site; time to target is from the start of "
+          "the sites until every site has reported the target accuracy once.",
+    "e4": "4 sites, no WAN emulation (dts applies each correction at exactly step s + D whatever the timing, so "
+          "accuracy does not depend on the latency). Compensation: `exact` is DESIGN.md §1 (weights and momentum "
+          "buffer); `no-momentum` fixes the weights only (the vanilla rule); `off` applies each average D steps "
+          "late without a local step in between (delayed-gradient SGD).",
+    "e5": "4 sites, no WAN emulation, the training set split by label with Dirichlet(α) proportions "
+          "(`--partition dirichlet:α`; smaller α = more different sites).",
+    "e6": "4 sites, `--wan world4,bandwidth=20mbit`. Compression (`--compression`, see docs/algorithms.md): "
+          "fp16 halves sgp's shares; for dts, compression replaces the ring (2(n−1) WAN crossings in a row) by "
+          "one all-to-all crossing of packed contributions, so fp16 sends as many bytes as the exact ring with 4 "
+          "sites (3 half-size copies against the ring's 1.5 full ones) but waits for one crossing; top-k sends "
+          "1% or 10% of the entries with their indices and keeps the rest in a per-site error-feedback residual "
+          "(dts only). *s/step* is end to end; *(loop …)* is the step loop without the final wait for mixes in "
+          "flight, which a run this short spreads over few steps.",
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="3,4,6,5,1,2", help="experiments to run, in this order, e.g. 1,4")
+    ap.add_argument("--out", default=None, help="work directory (default BUILD/bench-wan[-quick])")
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "results.md"))
+    ap.add_argument("--report-only", action="store_true", help="rewrite the document from OUT/raw.json")
+    args = ap.parse_args()
+    plan_name = "quick" if args.quick else "full"
+    plan = PLANS[plan_name]
+    out = args.out or os.path.join(args.build, "bench-wan-quick" if args.quick else "bench-wan")
+    command = "make bench-wan" + (" QUICK=1" if args.quick else "")
+    if args.report_only:
+        raw = json.load(open(os.path.join(out, "raw.json")))
+        write_report(raw, args.doc, plan_name, command)
+        print(f"bench-wan: wrote {args.doc}")
+        return
+    runner = Runner(args.build, out, args.quick)
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True)
+    runner.raw["meta"] = {"commit": commit.stdout.strip() + ("+local changes" if dirty.stdout.strip() else ""),
+                          "plan": plan_name}
+    for n in [s.strip() for s in args.only.split(",") if s.strip()]:
+        key = f"e{n}"
+        runner.raw[key] = []
+        RUNS[key](runner, plan)
+        write_report(runner.raw, args.doc, plan_name, command)
+    write_report(runner.raw, args.doc, plan_name, command)
+    print(f"bench-wan: wrote {args.doc} (raw outputs in {out}/raw.json)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+#include "gossip/compressed_mean_mixer.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace meridian::gossip {
+
+CompressedMeanMixer::CompressedMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts)
+    : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts) {
+  if (spec.encoding == Encoding::kDense)
+    throw std::invalid_argument("compressed mean mixer: needs a compression (fp16 or topk), got none");
+}
+
+MixReport CompressedMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
+  if (tag != RoundTag::kMix) return exact_.mix(step, tag, data, weight);
+  const auto tag_value = static_cast<std::uint32_t>(tag);
+  const auto kind = peer::MessageKind::kCompressedShare;
+  const auto encoding = static_cast<std::uint32_t>(feedback_.spec().encoding);
+  peer::Transport& transport = inbox_.transport();
+  // Rounds run in increasing step order, so older mail is what an abandoned attempt left behind.
+  inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.round < step; });
+  const std::size_t n = data.size();
+  input_.assign(data.begin(), data.end());
+  residual_.assign(feedback_.residual().begin(), feedback_.residual().end());
+  own_.resize(n);
+  decoded_.resize(n);
+  MixReport report;
+  peer::View view = redo_.for_step(transport, step);
+  for (;;) {
+    const auto rank = view.rank_of(transport.self());
+    if (!rank)
+      throw MixError("site '" + transport.self() + "' is not in view " + std::to_string(view.id) + " for step " +
+                     std::to_string(step));
+    feedback_.compress(input_, packed_, own_);
+    for (std::size_t r = 0; r < view.size(); ++r) {
+      if (r == *rank) continue;
+      peer::Message msg;
+      msg.kind = kind;
+      msg.view_id = view.id;
+      msg.round = step;
+      msg.tag = tag_value;
+      msg.phase = encoding;
+      msg.total = n;
+      msg.payload.assign(packed_.begin(), packed_.end());
+      transport.send(view.at(r), std::move(msg));
+    }
+    // Summed in rank order on every site, so every site ends with the same bits.
+    std::fill(data.begin(), data.end(), 0.0f);
+    const auto deadline = Clock::now() + timeouts_.round;
+    bool complete = true;
+    for (std::size_t r = 0; r < view.size() && complete; ++r) {
+      if (r == *rank) {
+        for (std::size_t i = 0; i < n; ++i) data[i] += own_[i];
+        continue;
+      }
+      const std::string& from = view.at(r);
+      for (;;) {
+        auto msg = inbox_.take(
+            [&](const peer::Message& m) {
+              return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id == view.id && m.from == from;
+            },
+            deadline);
+        if (!msg) {
+          complete = false;
+          break;
+        }
+        if (msg->total == n && msg->phase <= static_cast<std::uint32_t>(Encoding::kTopK) &&
+            decode(static_cast<Encoding>(msg->phase), msg->payload, decoded_)) {
+          for (std::size_t i = 0; i < n; ++i) data[i] += decoded_[i];
+          break;
+        }
+        ++rejected_;
+      }
+    }
+    if (complete) {
+      const float scale = 1.0f / static_cast<float>(view.size());
+      for (float& v : data) v *= scale;
+      report.view_id = view.id;
+      return report;
+    }
+    ++report.abandoned;
+    ++abandoned_;
+    feedback_.set_residual(residual_);
+    inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.round == step && m.view_id <= view.id; });
+    view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
+  }
+}
+
+}  // namespace meridian::gossip

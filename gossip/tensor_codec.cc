@@ -1,0 +1,175 @@
+#include "gossip/tensor_codec.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <stdexcept>
+
+namespace meridian::gossip {
+
+std::optional<CompressionSpec> parse_compression(const std::string& text) {
+  if (text == "none" || text.empty()) return CompressionSpec{};
+  if (text == "fp16") return CompressionSpec{Encoding::kFp16, CompressionSpec{}.fraction};
+  if (text == "topk") return CompressionSpec{Encoding::kTopK, CompressionSpec{}.fraction};
+  if (text.rfind("topk:", 0) == 0) {
+    const std::string number = text.substr(5);
+    char* end = nullptr;
+    const double f = std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || !(f > 0.0 && f <= 0.5)) return std::nullopt;
+    return CompressionSpec{Encoding::kTopK, f};
+  }
+  return std::nullopt;
+}
+
+std::string to_string(const CompressionSpec& spec) {
+  switch (spec.encoding) {
+    case Encoding::kDense: return "none";
+    case Encoding::kFp16: return "fp16";
+    case Encoding::kTopK: {
+      std::string f = std::to_string(spec.fraction);
+      // std::to_string prints six decimals; trailing zeros only make the label longer.
+      while (f.size() > 1 && f.back() == '0') f.pop_back();
+      return "topk:" + f;
+    }
+  }
+  return "none";
+}
+
+std::uint16_t float_to_half(float x) {
+  const std::uint32_t f = std::bit_cast<std::uint32_t>(x);
+  const auto sign = static_cast<std::uint16_t>((f >> 16) & 0x8000u);
+  const std::uint32_t abs = f & 0x7fffffffu;
+  if (abs > 0x7f800000u) return 0;                 // NaN: nothing sensible to send
+  if (abs >= 0x477ff000u) return sign | 0x7bffu;   // >= 65520 would round to infinity: saturate
+  if (abs < 0x38800000u) {
+    // Below 2^-14 the half is subnormal, m·2^-24: scaling by 2^24 is exact, and nearbyint rounds
+    // to nearest even in the default rounding mode. 1024 lands on the smallest normal, 0x0400.
+    const float scaled = std::bit_cast<float>(abs) * 16777216.0f;
+    return sign | static_cast<std::uint16_t>(std::nearbyint(scaled));
+  }
+  const std::uint32_t exponent = (abs >> 23) - 127 + 15;  // 1..30 here
+  const std::uint32_t mantissa = abs & 0x7fffffu;
+  std::uint32_t h = (exponent << 10) | (mantissa >> 13);
+  const std::uint32_t rest = mantissa & 0x1fffu;
+  // A carry out of the mantissa moves into the exponent, which is the right rounding.
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return sign | static_cast<std::uint16_t>(h);
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1fu;
+  const std::uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0) {
+    const float v = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -v : v;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
+}
+
+std::size_t packed_size(const CompressionSpec& spec, std::size_t n) {
+  switch (spec.encoding) {
+    case Encoding::kDense: return n;
+    case Encoding::kFp16: return (n + 1) / 2;
+    case Encoding::kTopK: {
+      if (n == 0) return 0;
+      const auto k = static_cast<std::size_t>(std::llround(spec.fraction * static_cast<double>(n)));
+      return 2 * std::clamp<std::size_t>(k, 1, n);
+    }
+  }
+  return n;
+}
+
+void TensorCodec::encode(std::span<const float> values, std::vector<float>& packed, std::span<float> decoded) {
+  const std::size_t n = values.size();
+  if (decoded.size() != n)
+    throw std::invalid_argument("tensor codec: decoded has " + std::to_string(decoded.size()) +
+                                " elements, values " + std::to_string(n));
+  packed.resize(packed_size(spec_, n));
+  switch (spec_.encoding) {
+    case Encoding::kDense:
+      std::copy(values.begin(), values.end(), packed.begin());
+      std::copy(values.begin(), values.end(), decoded.begin());
+      return;
+    case Encoding::kFp16:
+      for (std::size_t i = 0; i < n; i += 2) {
+        const std::uint16_t hi = float_to_half(values[i]);
+        const std::uint16_t lo = i + 1 < n ? float_to_half(values[i + 1]) : std::uint16_t{0};
+        packed[i / 2] = std::bit_cast<float>((static_cast<std::uint32_t>(hi) << 16) | lo);
+        decoded[i] = half_to_float(hi);
+        if (i + 1 < n) decoded[i + 1] = half_to_float(lo);
+      }
+      return;
+    case Encoding::kTopK: {
+      if (n >= (std::size_t{1} << 24))
+        throw std::invalid_argument("tensor codec: top-k needs fewer than 2^24 elements, got " + std::to_string(n));
+      const std::size_t k = packed.size() / 2;
+      order_.resize(n);
+      std::iota(order_.begin(), order_.end(), 0u);
+      // Largest magnitudes first; ties broken by index so the choice is deterministic.
+      auto larger = [&](std::uint32_t a, std::uint32_t b) {
+        const float fa = std::fabs(values[a]), fb = std::fabs(values[b]);
+        return fa > fb || (fa == fb && a < b);
+      };
+      if (k < n) std::nth_element(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k), order_.end(), larger);
+      std::sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k));
+      std::fill(decoded.begin(), decoded.end(), 0.0f);
+      for (std::size_t j = 0; j < k; ++j) {
+        const std::uint32_t i = order_[j];
+        packed[j] = values[i];
+        packed[k + j] = static_cast<float>(i);
+        decoded[i] = values[i];
+      }
+      return;
+    }
+  }
+}
+
+bool decode(Encoding encoding, std::span<const float> packed, std::span<float> out) {
+  const std::size_t n = out.size();
+  switch (encoding) {
+    case Encoding::kDense:
+      if (packed.size() != n) return false;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(packed[i])) return false;
+        out[i] = packed[i];
+      }
+      return true;
+    case Encoding::kFp16:
+      if (packed.size() != (n + 1) / 2) return false;
+      for (std::size_t i = 0; i < n; i += 2) {
+        const std::uint32_t word = std::bit_cast<std::uint32_t>(packed[i / 2]);
+        const float hi = half_to_float(static_cast<std::uint16_t>(word >> 16));
+        if (!std::isfinite(hi)) return false;
+        out[i] = hi;
+        if (i + 1 < n) {
+          const float lo = half_to_float(static_cast<std::uint16_t>(word & 0xffffu));
+          if (!std::isfinite(lo)) return false;
+          out[i + 1] = lo;
+        }
+      }
+      return true;
+    case Encoding::kTopK: {
+      if (packed.size() % 2 != 0 || packed.size() / 2 > n) return false;
+      const std::size_t k = packed.size() / 2;
+      std::fill(out.begin(), out.end(), 0.0f);
+      double previous = -1.0;
+      for (std::size_t j = 0; j < k; ++j) {
+        const float value = packed[j];
+        const double index = packed[k + j];
+        if (!std::isfinite(value) || !(index > previous) || index >= static_cast<double>(n) ||
+            index != std::floor(index))
+          return false;
+        out[static_cast<std::size_t>(index)] = value;
+        previous = index;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace meridian::gossip
