@@ -556,7 +556,8 @@ void SiteDaemon::Impl::train() {
       const auto view = transport->view_for(k);
       if (view.id != view_in_force && view.id != 0) {
         if (view_in_force != 0)
-          spdlog::info("round {}: view {} in force: {} ({} sites)", k, view.id, join_names(view.members), view.size());
+          spdlog::info("round {}: view {} in force: {} ({} sites){}", k, view.id, join_names(view.members), view.size(),
+                       view.rank_of(config.name) ? "" : "; not in it: training alone until a view takes this site back");
         view_in_force = view.id;
       }
     }

@@ -19,6 +19,9 @@ struct MixReport {
   std::uint64_t scheduled_view_id = 0;
   std::uint32_t abandoned = 0;  // rounds of this mix abandoned at their deadline and redone
   std::uint32_t missing = 0;    // push-sum shares that did not arrive in time (their mass comes later or is lost)
+  // This site is not a member of the view in force for the step (the others found it dead, during a
+  // partition say): it sat the mix out, `data` and `weight` unchanged, until a view takes it back.
+  bool sat_out = false;
 };
 
 // Timing knobs shared by the mixers.
@@ -33,8 +36,9 @@ class Mixer {
   virtual ~Mixer() = default;
 
   // Mixes `data` (and `weight`) in place for training step `step`; `tag` tells apart several mixes of
-  // the same step. Returns what happened. Throws MixError when the mix cannot complete (this site is
-  // not in the view, or no newer view arrived to redo an abandoned round in).
+  // the same step. Returns what happened. A site outside the view in force for the step sits the mix
+  // out (MixReport::sat_out). Throws MixError when the mix cannot complete (no newer view arrived to
+  // redo an abandoned round in).
   virtual MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) = 0;
 };
 

@@ -56,9 +56,16 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   peer::Transport& transport = inbox_.transport();
   peer::View view = transport.view_for(step);
   auto rank = view.rank_of(transport.self());
-  if (!rank)
-    throw MixError("site '" + transport.self() + "' is not in view " + std::to_string(view.id) + " for step " +
-                   std::to_string(step));
+  if (!rank) {
+    // Found dead by the others (a partition, a false death): it keeps its mass and trains on alone
+    // until a view takes it back, rather than ending a live site. Shares sent to it meanwhile wait in
+    // the inbox and are added at its next mix (as late shares).
+    MixReport out;
+    out.view_id = view.id;
+    out.scheduled_view_id = view.id;
+    out.sat_out = true;
+    return out;
+  }
   const std::size_t n = view.size();
   bound_.reset();
   if (robust_.enabled) {

@@ -40,7 +40,7 @@ class PushSumMixer final : public Mixer {
                CompressionSpec compression = {});
 
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
-  // reported in MixReport::missing. Throws MixError if this site is not in the view.
+  // reported in MixReport::missing. Sits the mix out (MixReport::sat_out) if this site is not in the view.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
 
   // Counters; may be read from any thread.

@@ -16,9 +16,14 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
   report.scheduled_view_id = inbox_.transport().view_for(step).id;
   for (;;) {
     const auto rank = view.rank_of(inbox_.transport().self());
-    if (!rank)
-      throw MixError("site '" + inbox_.transport().self() + "' is not in view " + std::to_string(view.id) +
-                     " for step " + std::to_string(step));
+    if (!rank) {
+      // The others found this site dead (a partition, a false death) and run without it; failing here
+      // would end a site that is alive. It trains on alone until a view takes it back: membership
+      // proposes one as soon as it hears from the others again (peer/membership.h).
+      report.view_id = view.id;
+      report.sat_out = true;
+      return report;
+    }
     const auto group = group_of(view, *rank, step);
     RingOptions options = options_;
     // Abandon now rather than at the deadline when the round cannot finish in this view: a member
@@ -51,6 +56,10 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     ++report.abandoned;
     ++abandoned_;
     std::copy(backup_.begin(), backup_.end(), data.begin());
+    if (abandon_ == Abandon::kSkip) {
+      report.view_id = view.id;
+      return report;
+    }
     view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
   }
 }

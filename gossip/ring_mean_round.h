@@ -26,18 +26,27 @@ namespace meridian::gossip {
 // rounds. Does not own the inbox, which must outlive it.
 class RingMeanRound {
  public:
+  // What a round that cannot finish in its view turns into. kRedo: redone in the next announced view
+  // (AverageMixer: every member of the view is in the one group, so all survivors redo together).
+  // kSkip: this site keeps its own values for the step and stays in the view in force (GroupMixer: a
+  // step's groups are disjoint, so the groups without the departed member finish in the old view,
+  // and a redo of the others in the new view, whose groups mix members of both, could never finish).
+  enum class Abandon { kRedo, kSkip };
+
   // The members (ascending ring order, including `rank`'s own name) averaged with `rank` at `step`.
   using GroupOf = std::function<std::vector<std::string>(const peer::View& view, std::size_t rank, std::uint64_t step)>;
 
   // With robust.enabled, rounds run through RobustGroupMean (gossip/robust_group_mean.h) instead of the ring.
-  RingMeanRound(Inbox& inbox, RoundTimeouts timeouts, RingOptions ring_options, RobustOptions robust = {})
-      : inbox_(inbox), ring_(inbox), timeouts_(timeouts), options_(ring_options) {
+  RingMeanRound(Inbox& inbox, RoundTimeouts timeouts, RingOptions ring_options, RobustOptions robust = {},
+                Abandon abandon = Abandon::kRedo)
+      : inbox_(inbox), ring_(inbox), timeouts_(timeouts), options_(ring_options), abandon_(abandon) {
     options_.average = true;
     if (robust.enabled) robust_.emplace(inbox, robust);
   }
 
-  // Replaces `data` by its mean over group_of(view, rank, step). Throws MixError when this site is not
-  // in the view, or when no newer view comes to redo an abandoned round in.
+  // Replaces `data` by its mean over group_of(view, rank, step). When this site is not in the view it
+  // sits the round out (MixReport::sat_out, `data` unchanged). Throws MixError when no newer view
+  // comes to redo an abandoned round in (Abandon::kRedo only).
   MixReport run(std::uint64_t step, RoundTag tag, std::span<float> data, const GroupOf& group_of);
 
   // Rounds abandoned so far; may be read from any thread.
@@ -49,6 +58,7 @@ class RingMeanRound {
   std::optional<RobustGroupMean> robust_;
   RoundTimeouts timeouts_;
   RingOptions options_;
+  Abandon abandon_;
   std::vector<float> backup_;
   RedoView redo_;
   std::atomic<std::uint64_t> abandoned_{0};
