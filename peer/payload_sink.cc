@@ -1,7 +1,8 @@
 #include "peer/payload_sink.h"
 
+#include "peer/finite_copy.h"
+
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -15,18 +16,6 @@ namespace {
 // network buffer once, checked, and only then combined, so a non-finite block is never written.
 constexpr std::size_t kBlock = 1024;
 
-// Copies `n` floats (n <= kBlock) into `dst` and reports whether all are finite. Testing the exponent
-// bits instead of calling std::isfinite keeps the loop branch-free, so the compiler vectorizes it.
-bool load_finite(const std::byte* src, float* dst, std::size_t n) {
-  std::memcpy(dst, src, n * sizeof(float));
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t bits = std::bit_cast<std::uint32_t>(dst[i]);
-    bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return bad == 0;
-}
-
 // One instantiation per shape of the expression, so that each inner loop is branch-free and
 // vectorizes; kInPlace reads the addend through `out` (they are the same memory). `out` and `copy`
 // may be null; `copy` may be the source itself: each block is read before it is written.
@@ -35,7 +24,7 @@ bool combine(const std::byte* src, float* out, const float* addend, float scale,
   alignas(64) float block[kBlock];
   for (std::size_t begin = 0; begin < n; begin += kBlock) {
     const std::size_t len = std::min(kBlock, n - begin);
-    if (!load_finite(src + begin * sizeof(float), block, len)) return false;
+    if (!copy_finite(src + begin * sizeof(float), block, len)) return false;
     if constexpr (kAdd) {
       const float* a = (kInPlace ? out : addend) + begin;
       for (std::size_t i = 0; i < len; ++i) {
