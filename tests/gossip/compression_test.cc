@@ -11,6 +11,7 @@
 #include "gossip/push_sum.h"
 #include "gossip/synchronous_average.h"
 #include "gossip/tensor_codec.h"
+#include "allreduce_reference.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
@@ -288,14 +289,7 @@ TEST_CASE("dts with compensation off applies each average D steps late, and so e
     return static_cast<float>(std::cos(0.3 * k + j + 0.5 * i));
   };
   for (double m : {0.0, 0.9}) {
-    std::vector<double> w_ref(dim, 1.0), u_ref(dim, 0.0);
-    for (std::uint64_t k = 0; k < steps; ++k)
-      for (std::size_t i = 0; i < dim; ++i) {
-        double g = 0;
-        for (std::size_t j = 0; j < sites; ++j) g += gradient(k, j, i);
-        u_ref[i] = m * u_ref[i] + g / sites;
-        w_ref[i] -= 0.05 * u_ref[i];
-      }
+    const auto w_ref = testing::allreduce_momentum_reference(sites, dim, steps, m, [](std::uint64_t) { return 0.05; }, gradient);
     for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{0, 1}, {3, 1}, {4, 2}}) {
       SiteCluster cluster(sites, MixerKind::kAverage);
       std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));

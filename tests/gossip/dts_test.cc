@@ -5,6 +5,7 @@
 
 #include "gossip/dts.h"
 #include "gossip/synchronous_average.h"
+#include "allreduce_reference.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
@@ -25,15 +26,7 @@ double learning_rate(std::uint64_t k) { return 0.1 / (1.0 + 0.05 * k); }  // a s
 
 // allreduce's parameters computed in double: u ← m·u + ḡ, w ← w − γ·u.
 std::vector<double> allreduce_reference(std::size_t sites, double m) {
-  std::vector<double> w(kDim, 1.0), u(kDim, 0.0);
-  for (std::uint64_t k = 0; k < kSteps; ++k)
-    for (std::size_t i = 0; i < kDim; ++i) {
-      double g = 0;
-      for (std::size_t j = 0; j < sites; ++j) g += gradient(k, j, i);
-      u[i] = m * u[i] + g / sites;
-      w[i] -= learning_rate(k) * u[i];
-    }
-  return w;
+  return testing::allreduce_momentum_reference(sites, kDim, kSteps, m, learning_rate, gradient);
 }
 
 struct Run {
@@ -155,14 +148,7 @@ TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gos
     return static_cast<float>(static_cast<int>((k * 7 + j * 5 + i * 3) % 9) - 4);
   };
   for (double m : {0.0, 0.5}) {
-    std::vector<double> w_ref(dim, 1.0), u_ref(dim, 0.0);
-    for (std::uint64_t k = 0; k < steps; ++k)
-      for (std::size_t i = 0; i < dim; ++i) {
-        double g = 0;
-        for (std::size_t j = 0; j < sites; ++j) g += g_of(k, j, i);
-        u_ref[i] = m * u_ref[i] + g / sites;
-        w_ref[i] -= 0.125 * u_ref[i];
-      }
+    const auto w_ref = testing::allreduce_momentum_reference(sites, dim, steps, m, [](std::uint64_t) { return 0.125; }, g_of);
     for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 1}, {2, 1}, {3, 2}, {2, 3}}) {
       SiteCluster cluster(sites, MixerKind::kAverage);
       std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
