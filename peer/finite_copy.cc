@@ -19,4 +19,15 @@ bool copy_finite(const std::byte* src, float* dst, std::size_t n) {
   return bad == 0;
 }
 
+bool all_finite(const std::byte* src, std::size_t n) {
+  // The same branch-free exponent test, on bits loaded straight from the (possibly unaligned) buffer.
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, src + i * sizeof(float), sizeof bits);
+    bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
 }  // namespace meridian::peer

@@ -1,5 +1,5 @@
-// Copying received floats out of a network buffer while checking that every one is finite: the one
-// pass both the reassembler and the payload sink make over a payload before it may touch a model.
+// Checking that received floats are finite, in a network buffer or while copying them out of it: the
+// pass the reassembler and the payload sink make over a payload before it may touch a model.
 #pragma once
 
 #include <cstddef>
@@ -10,5 +10,9 @@ namespace meridian::peer {
 // `dst` is written even when the answer is false; callers discard it then. Null pointers are allowed
 // when n == 0. Thread safety: pure function.
 bool copy_finite(const std::byte* src, float* dst, std::size_t n);
+
+// Whether all `n` floats at `src` (any alignment) are finite, reading them without copying. Null `src`
+// is allowed when n == 0. Thread safety: pure function.
+bool all_finite(const std::byte* src, std::size_t n);
 
 }  // namespace meridian::peer

@@ -12,31 +12,36 @@ namespace meridian::peer {
 
 namespace {
 
-// Work goes block by block through a small buffer that stays in L1: the payload is read from the
-// network buffer once, checked, and only then combined, so a non-finite block is never written.
+// Work goes block by block, each small enough to stay in L1 between its two reads: the first only
+// checks that the block is finite (so a non-finite block is never written anywhere), the second
+// combines it straight into the first destination; a second destination is copied from the first
+// while both are still in cache. The payload thus crosses the memory bus once and no staging buffer
+// is written and read back.
 constexpr std::size_t kBlock = 1024;
 
 // One instantiation per shape of the expression, so that each inner loop is branch-free and
 // vectorizes; kInPlace reads the addend through `out` (they are the same memory). `out` and `copy`
-// may be null; `copy` may be the source itself: each block is read before it is written.
+// may be null; `copy` may be the source itself: each element is read before it is written.
 template <bool kAdd, bool kInPlace, bool kScale>
 bool combine(const std::byte* src, float* out, const float* addend, float scale, float* copy, std::size_t n) {
-  alignas(64) float block[kBlock];
+  float* first = out ? out : copy;
+  float* second = out ? copy : nullptr;
+  if (!first) return all_finite(src, n);
   for (std::size_t begin = 0; begin < n; begin += kBlock) {
     const std::size_t len = std::min(kBlock, n - begin);
-    if (!copy_finite(src + begin * sizeof(float), block, len)) return false;
-    if constexpr (kAdd) {
-      const float* a = (kInPlace ? out : addend) + begin;
-      for (std::size_t i = 0; i < len; ++i) {
-        float v = block[i] + a[i];
-        if constexpr (kScale) v *= scale;
-        block[i] = v;
-      }
-    } else if constexpr (kScale) {
-      for (std::size_t i = 0; i < len; ++i) block[i] *= scale;
+    const std::byte* s = src + begin * sizeof(float);
+    if (!all_finite(s, len)) return false;
+    float* d = first + begin;
+    const float* a = nullptr;
+    if constexpr (kAdd) a = (kInPlace ? out : addend) + begin;
+    for (std::size_t i = 0; i < len; ++i) {
+      float v;
+      std::memcpy(&v, s + i * sizeof(float), sizeof v);
+      if constexpr (kAdd) v += a[i];
+      if constexpr (kScale) v *= scale;
+      d[i] = v;
     }
-    if (out) std::memcpy(out + begin, block, len * sizeof(float));
-    if (copy) std::memcpy(copy + begin, block, len * sizeof(float));
+    if (second) std::memcpy(second + begin, d, len * sizeof(float));
   }
   return true;
 }

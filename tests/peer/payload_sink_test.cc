@@ -65,6 +65,29 @@ TEST_CASE("a payload sink computes exactly (payload + addend) * scale in every s
   }
 }
 
+// A network buffer puts no alignment promise on a payload: every shape reads it at any byte offset.
+TEST_CASE("a payload sink reads payloads at any byte offset", "[peer][sink]") {
+  const std::size_t n = 3001;
+  const auto payload = random_floats(n, 4);
+  const auto own = random_floats(n, 5);
+  std::vector<float> want(n);
+  for (std::size_t i = 0; i < n; ++i) want[i] = (payload[i] + own[i]) * 0.5f;
+  for (std::size_t offset : {1u, 2u, 3u}) {
+    INFO("offset " << offset);
+    std::vector<std::byte> buffer(offset + n * sizeof(float));
+    std::memcpy(buffer.data() + offset, payload.data(), n * sizeof(float));
+    const std::span<const std::byte> unaligned(buffer.data() + offset, n * sizeof(float));
+    std::vector<float> out(n, -1.0f), also(n, -1.0f);
+    PayloadSink copy{nullptr, n, out, {}, 1.0f, {}};
+    REQUIRE(copy.apply(unaligned, also));
+    CHECK(same_bits(out, payload));
+    CHECK(same_bits(also, payload));
+    PayloadSink averaged{nullptr, n, out, own, 0.5f, {}};
+    REQUIRE(averaged.apply(unaligned));
+    CHECK(same_bits(out, want));
+  }
+}
+
 TEST_CASE("a payload sink refuses a non-finite payload and never writes the bad value", "[peer][sink]") {
   const std::size_t n = 5000;
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
