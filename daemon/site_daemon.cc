@@ -303,7 +303,7 @@ void SiteDaemon::Impl::make_transport() {
   // federation. (Insecure mode has no roster, and anyone may join: the wide default stays.)
   if (o.roster) o.validation.max_weight = 2.0 * static_cast<double>(std::max<std::size_t>(o.roster->entries().size(), 1));
   transport = std::make_unique<peer::ZmqTransport>(std::move(o));
-  if (resume) transport->set_round(resume->step);
+  if (resume) transport->resume_round(resume->step);
   trail->write_endpoint(transport->endpoint());
   spdlog::info("site {} listening on {} ({})", config.name, transport->endpoint(),
                config.insecure ? "INSECURE: no encryption, no authentication" : "CurveZMQ, roster " + config.roster);
@@ -341,18 +341,19 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
     const auto view = transport->latest_view();
     const bool enough = view.rank_of(config.name) && view.size() >= need &&
                         (!resumed || back_in(view) || Clock::now() - waiting_since >= alone_grace);
-    if (enough && resumed && back_in(view)) {
-      // The view that takes this site back was announced for it: its peers reach its first round
-      // soon and wait there for this site, so it does not wait for the view to settle.
-      spdlog::info("view {} from round {}: {} ({} sites), rejoining", view.id, view.effective_round,
-                   join_names(view.members), view.size());
-      taken_back = true;
-      return true;
-    }
     if (enough) {
       if (!candidate || *candidate != view) {
         candidate = view;
         candidate_since = Clock::now();
+      } else if (Clock::now() - candidate_since >= settle && resumed && back_in(view)) {
+        // The view that takes this site back was announced for it. It settles like any other: this
+        // site may have proposed it from the stale round it knew while its peers proposed the same id
+        // from theirs, and the greater proposal replaces the other only until this site runs in it.
+        // Its peers wait at its first round for it (within --round-timeout).
+        spdlog::info("view {} from round {}: {} ({} sites), rejoining", view.id, view.effective_round,
+                     join_names(view.members), view.size());
+        taken_back = true;
+        return true;
       } else if (Clock::now() - candidate_since >= settle) {
         spdlog::info("view {} from round {}: {} ({} sites){}", view.id, view.effective_round, join_names(view.members),
                      view.size(), resumed ? ", rejoining" : "");

@@ -93,15 +93,26 @@ MembershipChange Membership::merge_view(const View& v) {
   auto it = std::lower_bound(views_.begin(), views_.end(), v.id, [](const View& a, std::uint64_t id) { return a.id < id; });
   if (it == views_.end() || it->id != v.id) {
     if (it == views_.begin() && views_.size() >= kKeptViews) return change;  // older than anything we keep
-    views_.insert(it, v);
+    View fresh = v;
+    if (it == views_.end() && v.effective_round <= own_round_ && v.rank_of(config_.self) && !leaving_) {
+      // A proposal from a round this site has already run past (its proposer knew only a stale round:
+      // it has just restarted, say). This site cannot run in it from there, so it re-issues the same
+      // view from its own lead; being greater, that proposal wins wherever the stale one has not been
+      // run in yet, the proposer included.
+      fresh.effective_round = next_effective_round();
+      spdlog::debug("membership: '{}' re-issues view {} from round {} (proposed from round {})", config_.self, v.id,
+                    fresh.effective_round, v.effective_round);
+    }
+    views_.insert(it, std::move(fresh));
     if (views_.size() > kKeptViews) views_.erase(views_.begin());
     change.views = true;
     return change;
   }
   if (*it == v) return change;
   // Conflicting proposals with the same id: the greater one wins on every site, unless we already run
-  // in ours (then the next proposal repairs the membership).
-  if (it->effective_round <= newest_round_) return change;
+  // in ours (then the next proposal repairs the membership). Only our own rounds count: a site that
+  // has just resumed, or heard its peers' rounds, runs in no view yet and must take the winner.
+  if (it->effective_round <= own_round_) return change;
   // A proposal that leaves this site out never replaces one that has it: its proposer thinks this
   // site is gone (a partition, a false death), and this site may already run in its own view (a
   // redo runs in a view before its effective round). The next view, with everybody, repairs it.
@@ -192,10 +203,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
     // many rounds, so a mixer looking for the view after a failed one finds it (gossip/redo_view.h),
     // and the re-average a view change triggers a few rounds later (dts and dsync, after their delay)
     // still runs in that view, not in the next one (which may hold a site that is not there yet).
-    const std::uint64_t effective = std::max(
-        newest_round_ + config_.view_lead_rounds,
-        views_.back().id == 0 ? 0 : views_.back().effective_round + config_.view_lead_rounds);
-    View v = View::of(std::move(alive), views_.back().id + 1, effective);
+    View v = View::of(std::move(alive), views_.back().id + 1, next_effective_round());
     spdlog::debug("membership: '{}' proposes view {} from round {} with {} members", config_.self, v.id,
                   v.effective_round, v.members.size());
     views_.push_back(std::move(v));
@@ -205,7 +213,17 @@ MembershipChange Membership::tick(Clock::time_point now) {
   return change;
 }
 
+std::uint64_t Membership::next_effective_round() const {
+  return std::max(newest_round_ + config_.view_lead_rounds,
+                  views_.back().id == 0 ? 0 : views_.back().effective_round + config_.view_lead_rounds);
+}
+
 void Membership::note_round(std::uint64_t round) { newest_round_ = std::max(newest_round_, round); }
+
+void Membership::note_own_round(std::uint64_t round) {
+  own_round_ = std::max(own_round_, round);
+  note_round(round);
+}
 
 void Membership::leave() {
   leaving_ = true;

@@ -10,10 +10,12 @@
 // the rounds the old incarnation was in are redone without it and the new one joins at an announced
 // round. Views are numbered; a proposed view takes effect `view_lead_rounds` after the newest round
 // any site reported and after the newest view's round, so that gossip reaches every site before the
-// switch, all switch at the same step, and every view is in force for at least that many rounds. Two sites may propose different views with the same id; the
-// one with the greater (effective_round, members) wins everywhere, unless a site already runs in it or
-// the other one leaves that site out (then the next view corrects the membership). The initial one-member view (id 0) is local and never
-// gossiped.
+// switch, all switch at the same step, and every view is in force for at least that many rounds.
+// Two sites may propose different views with the same id (a site that restarts proposes the view that
+// takes it back from the stale round it knows while its peers propose it from theirs); the one with
+// the greater (effective_round, members) wins everywhere, unless this process has already reached the
+// round of the one it holds or the other one leaves this site out (then the next view corrects the
+// membership). The initial one-member view (id 0) is local and never gossiped.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
 // Thread-safety: none; the transport's I/O thread owns it.
@@ -76,6 +78,10 @@ class Membership {
   // The site's own round (and the newest round seen from others) moves view effective rounds ahead.
   void note_round(std::uint64_t round);
   std::uint64_t newest_round() const { return newest_round_; }
+  // A round this process itself runs (also noted as seen). Only a view whose round this process has
+  // reached is one it "runs in" when a conflicting proposal for the same id arrives: the rounds its
+  // peers report, or a checkpoint an earlier process wrote, do not make it so.
+  void note_own_round(std::uint64_t round);
 
   // Marks this site as leaving: its own record becomes "left" and it stops proposing views.
   void leave();
@@ -106,11 +112,15 @@ class Membership {
   // `direct_hello`: the record comes from the member's own hello (see on_hello).
   MembershipChange merge_record(const MemberRecord& r, Clock::time_point now, bool direct_hello = false);
   MembershipChange merge_view(const View& v);
+  // Where a view proposed now takes effect: `view_lead_rounds` after the newest round any site
+  // reported and after the newest view's round.
+  std::uint64_t next_effective_round() const;
 
   MembershipConfig config_;
   std::map<std::string, Entry> members_;  // includes this site
   std::vector<View> views_;               // sorted by id, newest last, never empty
   std::uint64_t newest_round_ = 0;
+  std::uint64_t own_round_ = 0;
   bool leaving_ = false;
   // Members whose new incarnation arrived while the old one was still alive here, with the newest
   // view id at that moment; tick() leaves them out of one view before taking them back.

@@ -133,7 +133,8 @@ class ZmqTransport::IoLoop {
   void resolve_bootstraps();
   void maybe_refute_hint(const std::string& name, Clock::time_point now);
   bool flush(Clock::time_point now);
-  void advance_round(std::uint64_t round);
+  // `own`: this process runs the round (it sends in it), as opposed to a resumed checkpoint's round.
+  void advance_round(std::uint64_t round, bool own = true);
 
   ZmqTransport& t_;
   const ZmqTransportOptions& opt_;
@@ -370,7 +371,8 @@ void ZmqTransport::IoLoop::enqueue_membership(Link& link, const std::string& to,
   enqueue(link, to, std::move(m), now);
 }
 
-void ZmqTransport::IoLoop::advance_round(std::uint64_t round) {
+void ZmqTransport::IoLoop::advance_round(std::uint64_t round, bool own) {
+  if (own) membership_->note_own_round(round);
   if (round <= round_) return;
   round_ = round;
   validator_.advance_round(round);
@@ -389,6 +391,7 @@ void ZmqTransport::IoLoop::drain_commands() {
     switch (cmd.type) {
       case Command::Type::kSend: handle_send(std::move(cmd.to), std::move(cmd.msg)); break;
       case Command::Type::kSetRound: advance_round(cmd.round); break;
+      case Command::Type::kResumeRound: advance_round(cmd.round, false); break;
       case Command::Type::kLeave: handle_leave(std::chrono::milliseconds(cmd.round)); return;
       case Command::Type::kStop: stop_ = true; return;
     }
@@ -1123,6 +1126,8 @@ View ZmqTransport::latest_view() const {
 }
 
 void ZmqTransport::set_round(std::uint64_t round) { post(Command{Command::Type::kSetRound, {}, {}, round}); }
+
+void ZmqTransport::resume_round(std::uint64_t round) { post(Command{Command::Type::kResumeRound, {}, {}, round}); }
 
 void ZmqTransport::leave(std::chrono::milliseconds linger) {
   if (!thread_.joinable()) return;

@@ -143,6 +143,10 @@ class ZmqTransport final : public Transport {
   // The site's current round: moves the accepted round window and the effective round of views this
   // site proposes. Rounds of sent mixer messages advance it too.
   void set_round(std::uint64_t round);
+  // Like set_round for a round an earlier process of this site ran (a resumed checkpoint): it moves the
+  // round window and proposals, but this process has not run it, so a conflicting view proposal for a
+  // round at or before it may still replace this site's own (peer/membership.h).
+  void resume_round(std::uint64_t round);
 
   // Announces a graceful leave to every live member, waits (at most `linger`) for it to go out, and
   // stops. Afterwards send() and receive() throw TransportError.
@@ -162,7 +166,7 @@ class ZmqTransport final : public Transport {
  private:
   class IoLoop;  // the I/O thread's state: sockets, membership, queues (zmq_transport.cc)
   struct Command {
-    enum class Type { kSend, kSetRound, kLeave, kStop } type;
+    enum class Type { kSend, kSetRound, kResumeRound, kLeave, kStop } type;
     std::string to;
     Message msg;
     std::uint64_t round = 0;

@@ -135,9 +135,45 @@ TEST_CASE("conflicting proposals for one view id resolve the same way everywhere
   // A view a site already runs in is not rewritten.
   Membership c(config("c"), t0);
   c.on_members(la, t0);
-  c.note_round(25);
+  c.note_own_round(25);
   c.on_members(lb, t0);
   CHECK(c.latest_view() == va);
+  // A site that only heard of round 25 (from its peers, or from the checkpoint it resumed) has run in
+  // neither: it takes the winner like everybody else.
+  Membership d(config("d"), t0);
+  d.on_members(la, t0);
+  d.note_round(25);
+  d.on_members(lb, t0);
+  CHECK(d.latest_view() == vb);
+}
+
+TEST_CASE("a view proposed from a round its peers have run past is re-issued from theirs, and the proposer takes it",
+          "[peer][membership]") {
+  const auto t0 = Clock::now();
+  // a and b run at round 50 in view 2; c has just resumed from a checkpoint at round 30 and proposes
+  // view 3 (it back in) from the stale round it knows.
+  Membership a(config("a"), t0), c(config("c", 2), t0);
+  MemberListInfo before;
+  before.views = {View::of({"a", "b"}, 2, 20)};
+  a.on_members(before, t0);
+  c.on_members(before, t0);
+  a.note_own_round(50);
+  c.note_round(30);
+  const View stale = View::of({"a", "b", "c"}, 3, 35);
+  MemberListInfo proposal;
+  proposal.views = {stale};
+  c.on_members(proposal, t0);
+  REQUIRE(c.latest_view() == stale);
+
+  CHECK(a.on_members(c.snapshot(), t0).views);  // gossiped on: it changed
+  const View reissued = a.latest_view();
+  CHECK(reissued.id == 3);
+  CHECK(reissued.members == stale.members);
+  CHECK(reissued.effective_round > 50);
+  c.on_members(a.snapshot(), t0);
+  CHECK(c.latest_view() == reissued);
+  // a runs rounds 50.. in view 2 and switches with everybody else at the re-issued round.
+  CHECK(a.view_for(50).id == 2);
 }
 
 TEST_CASE("names outside the roster are never admitted", "[peer][membership]") {
