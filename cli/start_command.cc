@@ -1,6 +1,7 @@
 // `meridian start`: runs one site of a federation in the foreground (daemon/site_daemon.h).
 #include <memory>
 
+#include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -28,13 +29,15 @@ void add_start_command(CLI::App& app, int& exit_code) {
       "one JSON line per evaluation and RUN_DIR/result.json the result at the end. A site restarted with\n"
       "the same --run-dir resumes from its newest valid checkpoint and rejoins. Ctrl-C (or SIGTERM, or\n"
       "'meridian leave') stops gracefully: checkpoint, announce the leave, exit 0; a second Ctrl-C exits\n"
-      "at once. See docs/operations.md.");
+      "at once. SPDLOG_LEVEL=debug in the environment shows membership and round decisions too.\n"
+      "See docs/operations.md.");
   daemon::bind_site_options(*cmd, *config);
   cmd->callback([cmd, config, &exit_code] {
     daemon::apply_site_config_file(*cmd, *config);
     // stdout carries the result line; logs and the progress line go to stderr.
     spdlog::set_default_logger(spdlog::stderr_color_mt("meridian"));
     spdlog::set_pattern("%H:%M:%S.%e %^%l%$ [" + config->name + "] %v");
+    spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug (or trace, warn, ...), info when unset
     daemon::SiteDaemon site(*config);
     exit_code = site.run();
   });
