@@ -164,6 +164,10 @@ const std::vector<OptionSpec>& option_specs() {
               "Emulated partitions, the same on every site: \"s0,s1|s2,s3@20s+10s\" cuts s0,s1 from s2,s3 "
               "from 20 s after start for 10 s (\"\" = none)",
               &C::wan_partition),
+        field(wan, "wan-partition-origin",
+              "Unix time (seconds, fractions allowed) the --wan-partition windows count from instead of this "
+              "site's start; give every site the same value so that all cut at the same moment (0 = own start)",
+              &C::wan_partition_origin),
         field(ops, "checkpoint-dir", "Checkpoint directory (\"\" = RUN_DIR/checkpoints)", &C::checkpoint_dir),
         field(ops, "checkpoint-interval", "Seconds between checkpoints", &C::checkpoint_interval),
         field(ops, "checkpoint-keep", "Checkpoints kept (the newest)", &C::checkpoint_keep),
@@ -435,6 +439,8 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   } catch (const std::invalid_argument& e) {
     problem("wan-partition", e.what());
   }
+  if (!(std::isfinite(c.wan_partition_origin) && c.wan_partition_origin >= 0))
+    problem("wan-partition-origin", "must be a Unix time in seconds (e.g. from `date +%s`), or 0 for the site's start");
 
   if (!(std::isfinite(c.checkpoint_interval) && c.checkpoint_interval > 0)) {
     problem("checkpoint-interval", "must be a positive number of seconds (e.g. 60)");

@@ -76,6 +76,7 @@ struct SiteConfig {
   std::string region;                     // with world4: oregon | ohio | london | tokyo
   double slowdown = 1;                    // emulated straggler: each step takes slowdown × its compute time
   std::string wan_partition;              // "" (none) | "s0,s1|s2,s3@20s+10s;..." (peer/partition_schedule.h)
+  double wan_partition_origin = 0;        // Unix seconds the windows count from; 0: this site's start
 
   // Operations
   std::string checkpoint_dir;             // "" = RUN_DIR/checkpoints

@@ -277,6 +277,9 @@ void SiteDaemon::Impl::make_transport() {
   o.view_lead_rounds = std::max<std::uint64_t>(o.view_lead_rounds,
                                                static_cast<std::uint64_t>(config.delay + config.period) + 2);
   o.partitions = peer::parse_partition_schedule(config.wan_partition);
+  if (config.wan_partition_origin > 0)
+    o.partition_origin = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+        std::chrono::duration<double>(config.wan_partition_origin)));
   o.bootstrap = config.join;
   o.insecure = config.insecure;
   if (!config.insecure) {

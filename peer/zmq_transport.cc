@@ -152,7 +152,12 @@ class ZmqTransport::IoLoop {
   std::uint64_t round_ = 0;
   Clock::time_point next_tick_;
   Clock::time_point last_gossip_all_;
-  const Clock::time_point started_ = Clock::now();  // partition windows count from here
+  // Partition windows count from here: the transport's start, or the origin it was given, on this
+  // (steady) clock.
+  const Clock::time_point partition_origin_ =
+      opt_.partition_origin ? Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::system_clock::now() - *opt_.partition_origin)
+                            : Clock::now();
   Clock::time_point next_probe_ = Clock::now();     // when dead members next hear our table
   bool gossip_due_ = false;
   bool stop_ = false;
@@ -297,7 +302,7 @@ void ZmqTransport::IoLoop::close_link(const std::string& name) {
 
 bool ZmqTransport::IoLoop::cut_off(const std::string& to, Clock::time_point now) const {
   return !to.empty() && !opt_.partitions.empty() &&
-         opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - started_));
+         opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - partition_origin_));
 }
 
 std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::string& to, bool may_lose,

@@ -65,8 +65,10 @@ struct ZmqTransportOptions {
   std::uint64_t wan_seed = 0;                  // jitter and loss draws (mixed with the site name)
   // Emulated partitions (peer/partition_schedule.h): while a window cuts this site from a peer, every
   // message to it (membership included) is dropped and counted in emulated_lost. Times count from
-  // this transport's start.
+  // `partition_origin` (a wall-clock moment, so that sites started apart cut at the same moment), or
+  // from this transport's start when it is not set.
   PartitionSchedule partitions;
+  std::optional<std::chrono::system_clock::time_point> partition_origin;
   // Sites to contact first: "tcp://host:port" or "NAME@tcp://host:port". In secure mode a bare
   // address must match a roster entry's address (the peer's key is needed to connect).
   std::vector<std::string> bootstrap;
