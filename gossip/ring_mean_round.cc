@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 namespace meridian::gossip {
 
 MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> data, const GroupOf& group_of) {
@@ -12,6 +14,20 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
   inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.tag == tag_value && m.round < step; });
   backup_.assign(data.begin(), data.end());
   MixReport report;
+  // Whether a peer has sent mail of a later step of this tag: it finished this step (in a ring, some
+  // sites can complete a round that others abandon, when a member dies during the all-gather) or
+  // skipped it, and will not take part in a redo of it.
+  auto peer_moved_past = [&] {
+    bool past = false;
+    (void)inbox_.take(
+        [&](const peer::Message& m) {
+          past = past || (m.kind == kind && m.tag == tag_value && m.round > step);
+          return false;
+        },
+        Clock::now());
+    return past;
+  };
+  bool redoing = false;
   peer::View view = redo_.for_step(inbox_.transport(), step);
   report.scheduled_view_id = inbox_.transport().view_for(step).id;
   for (;;) {
@@ -29,8 +45,12 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     // Abandon now rather than at the deadline when the round cannot finish in this view: a member
     // that a newer announced view leaves out (it left, or was found dead) will not come, and a site
     // that sends this step's mail in a newer view redid the round there (its group-mates of this
-    // view, dsync's groups say, must follow it). (The robust mean waits for its deadline.)
+    // view, dsync's groups say, must follow it). A redo gives up too when a peer runs a later step:
+    // it completed this one before the abandon and will not come back to it. (In a first attempt,
+    // later mail from the ring predecessor arrives only after everything it sent for this step.)
+    // (The robust mean waits for its deadline.)
     options.give_up = [&] {
+      if (redoing && peer_moved_past()) return true;
       bool moved_on = false;
       (void)inbox_.take(
           [&](const peer::Message& m) {
@@ -55,12 +75,19 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     }
     ++report.abandoned;
     ++abandoned_;
+    spdlog::debug("round {} (tag {}) in view {} abandoned {}", step, tag_value, view.id,
+                  Clock::now() < deadline ? "early: a member will not come" : "at its deadline");
     std::copy(backup_.begin(), backup_.end(), data.begin());
-    if (abandon_ == Abandon::kSkip) {
+    if (abandon_ == Abandon::kSkip || peer_moved_past()) {
+      // Nobody would redo it with this site: it keeps its own values for the step, like a dsync group
+      // that cannot finish, and the re-average after the view change pulls the replicas together.
+      spdlog::debug("round {} (tag {}) skipped: this site keeps its own values", step, tag_value);
       report.view_id = view.id;
       return report;
     }
     view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
+    redoing = true;
+    spdlog::debug("round {} (tag {}) redone in view {}", step, tag_value, view.id);
   }
 }
 

@@ -45,7 +45,9 @@ class RingMeanRound {
   }
 
   // Replaces `data` by its mean over group_of(view, rank, step). When this site is not in the view it
-  // sits the round out (MixReport::sat_out, `data` unchanged). Throws MixError when no newer view
+  // sits the round out (MixReport::sat_out, `data` unchanged). An abandoned round whose step a peer
+  // has already moved past (it completed the round, or skipped it) is skipped as with kSkip, even with
+  // kRedo: no peer would redo it. Throws MixError when no newer view
   // comes to redo an abandoned round in (Abandon::kRedo only).
   MixReport run(std::uint64_t step, RoundTag tag, std::span<float> data, const GroupOf& group_of);
 
