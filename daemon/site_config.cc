@@ -158,7 +158,8 @@ const std::vector<OptionSpec>& option_specs() {
               &C::wan),
         field(wan, "region", "With --wan world4: oregon | ohio | london | tokyo", &C::region),
         field(wan, "slowdown",
-              "Emulated straggler: every step takes this many times its compute time (1 = as fast as it can)",
+              "Emulated straggler: every step takes this many times as long as it would, not counting the time "
+              "spent waiting for other sites (1 = as fast as it can)",
               &C::slowdown),
         field(wan, "wan-partition",
               "Emulated partitions, the same on every site: \"s0,s1|s2,s3@20s+10s\" cuts s0,s1 from s2,s3 "

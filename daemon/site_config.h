@@ -74,7 +74,8 @@ struct SiteConfig {
   // WAN emulation
   std::string wan;                        // "" (none) | world4 | latency=..,jitter=..,bandwidth=..,loss=..
   std::string region;                     // with world4: oregon | ohio | london | tokyo
-  double slowdown = 1;                    // emulated straggler: each step takes slowdown × its compute time
+  double slowdown = 1;                    // emulated straggler: each step takes slowdown × its time without
+                                          // waiting for other sites
   std::string wan_partition;              // "" (none) | "s0,s1|s2,s3@20s+10s;..." (peer/partition_schedule.h)
   double wan_partition_origin = 0;        // Unix seconds the windows count from; 0: this site's start
 

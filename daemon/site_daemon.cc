@@ -565,24 +565,29 @@ void SiteDaemon::Impl::train() {
         view_in_force = view.id;
       }
     }
+    const auto step_start = Clock::now();
+    const auto waited_before = channel.trainer_waited();
     const auto rows = order.next(batch);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const float* src = data.train.row(rows[i]);
       std::copy(src, src + dim, x.data() + i * dim);
       labels[i] = data.train.labels[rows[i]];
     }
-    const auto compute_start = Clock::now();
     const float loss = model->forward_backward(x.data(), labels.data(), rows.size());
-    if (config.slowdown > 1) {
-      // An emulated straggler: the step's compute takes `slowdown` times as long.
-      std::this_thread::sleep_for((Clock::now() - compute_start) * (config.slowdown - 1));
-    }
     if (!std::isfinite(loss)) {
       throw std::runtime_error("training diverged at round " + std::to_string(k) + " (loss " + std::to_string(loss) +
                                "); try a smaller --lr");
     }
     const std::uint64_t local_step = k - start_round;
     algorithm->step(k, local_step);
+    if (config.slowdown > 1) {
+      // An emulated straggler: the whole step (batch, compute, update, its share of the mixing work)
+      // takes `slowdown` times as long, but not the time spent waiting for the mix, which is the
+      // other sites' pace and the network's, not this site's.
+      const auto waited = channel.trainer_waited() - waited_before;
+      const auto own = std::max(Clock::duration::zero(), Clock::now() - step_start - waited);
+      std::this_thread::sleep_for(own * (config.slowdown - 1));
+    }
     loss_avg = have_loss ? 0.95 * loss_avg + 0.05 * loss : loss;
     have_loss = true;
     samples_since += rows.size();

@@ -16,6 +16,11 @@ std::vector<float> MixChannel::buffer() {
   return buf;
 }
 
+std::chrono::steady_clock::duration MixChannel::trainer_waited() const {
+  std::lock_guard lock(mu_);
+  return trainer_waited_;
+}
+
 void MixChannel::recycle(std::vector<float> buf) {
   std::lock_guard lock(mu_);
   // A handful of spares covers every job and result in flight; more would only hold memory.
@@ -24,8 +29,10 @@ void MixChannel::recycle(std::vector<float> buf) {
 
 void MixChannel::submit(MixJob job, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  if (!changed_.wait_for(lock, timeout, [&] { return error_ || closed_ || jobs_.size() < capacity_; }))
-    throw MixError("mix queue stayed full for step " + std::to_string(job.step));
+  const auto waiting_since = Clock::now();
+  const bool ready = changed_.wait_for(lock, timeout, [&] { return error_ || closed_ || jobs_.size() < capacity_; });
+  trainer_waited_ += Clock::now() - waiting_since;
+  if (!ready) throw MixError("mix queue stayed full for step " + std::to_string(job.step));
   rethrow_locked();
   if (closed_) throw MixError("mix channel is closed");
   jobs_.push_back(std::move(job));
@@ -47,7 +54,20 @@ std::optional<MixResult> MixChannel::poll(std::uint64_t step, RoundTag tag) {
 
 MixResult MixChannel::wait(std::uint64_t step, RoundTag tag, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  auto deadline = Clock::now() + timeout;
+  const auto entered = Clock::now();
+  // The whole call counts, however it ends; the lock is held again at either end.
+  try {
+    MixResult r = wait_locked(lock, step, tag, entered + timeout);
+    trainer_waited_ += Clock::now() - entered;
+    return r;
+  } catch (...) {
+    trainer_waited_ += Clock::now() - entered;
+    throw;
+  }
+}
+
+MixResult MixChannel::wait_locked(std::unique_lock<std::mutex>& lock, std::uint64_t step, RoundTag tag,
+                                  Clock::time_point deadline) {
   for (;;) {
     for (auto it = results_.begin(); it != results_.end(); ++it) {
       if (it->step == step && it->tag == tag) {

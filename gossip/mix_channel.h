@@ -61,6 +61,10 @@ class MixChannel {
   std::optional<MixResult> poll(std::uint64_t step, RoundTag tag);
   // Returns a result's buffer for reuse.
   void recycle(std::vector<float> buf);
+  // The time the trainer side has spent waiting so far, in all: in wait() from call to return or throw
+  // (the mix's communication and the other sites it waited for) and in submit() while the queue was
+  // full. A wait() that runs out adds at least its timeout.
+  std::chrono::steady_clock::duration trainer_waited() const;
 
   // --- communication side ---
   // The next job in submission order, or nullopt after `timeout` or once closed.
@@ -75,6 +79,9 @@ class MixChannel {
 
  private:
   void rethrow_locked();
+  // wait() with mu_ held through `lock`.
+  MixResult wait_locked(std::unique_lock<std::mutex>& lock, std::uint64_t step, RoundTag tag,
+                        Clock::time_point deadline);
 
   const std::size_t capacity_;
   mutable std::mutex mu_;
@@ -84,6 +91,7 @@ class MixChannel {
   std::vector<std::vector<float>> spare_;
   std::exception_ptr error_;
   std::size_t running_ = 0;  // jobs taken by next() and not yet completed or failed
+  std::chrono::steady_clock::duration trainer_waited_{};
   bool closed_ = false;
 };
 

@@ -115,7 +115,10 @@ class ZmqTransport::IoLoop {
   void enqueue(Link& link, const std::string& to, Message&& msg, Clock::time_point now);
   void enqueue_membership(Link& link, const std::string& to, MessageKind kind, std::string body,
                           Clock::time_point now);
-  std::optional<Clock::time_point> due_time(const std::string& to, bool may_lose, std::size_t bytes,
+  // When a message of `kind` and `bytes` to `to` handed to its link `now` is delivered, or nullopt when
+  // the emulation loses it (mixer kinds only) or a partition cuts the link. Reports what the emulation
+  // scheduled to on_emulated_send.
+  std::optional<Clock::time_point> due_time(const std::string& to, MessageKind kind, std::size_t bytes,
                                             Clock::time_point now);
   // Whether an emulated partition cuts this site from `to` now.
   bool cut_off(const std::string& to, Clock::time_point now) const;
@@ -305,7 +308,7 @@ bool ZmqTransport::IoLoop::cut_off(const std::string& to, Clock::time_point now)
          opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - partition_origin_));
 }
 
-std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::string& to, bool may_lose,
+std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::string& to, MessageKind kind,
                                                                 std::size_t bytes, Clock::time_point now) {
   if (cut_off(to, now)) return std::nullopt;  // an emulated partition drops everything, membership included
   if (!opt_.wan.emulates() || to.empty()) return now;  // bootstrap links: name (and region) unknown yet
@@ -325,10 +328,16 @@ std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::strin
     }
     spec = &opt_.wan.link(*region_, *theirs);
   }
-  if (may_lose || spec->loss == 0) return emulator_.schedule(to, *spec, bytes, now);
-  LinkSpec lossless = *spec;
-  lossless.loss = 0;
-  return emulator_.schedule(to, lossless, bytes, now);
+  std::optional<Clock::time_point> due;
+  if (is_mixer_kind(kind) || spec->loss == 0) {
+    due = emulator_.schedule(to, *spec, bytes, now);
+  } else {
+    LinkSpec lossless = *spec;
+    lossless.loss = 0;
+    due = emulator_.schedule(to, lossless, bytes, now);
+  }
+  if (due && opt_.on_emulated_send) opt_.on_emulated_send(EmulatedSend{to, kind, bytes, now, *due});
+  return due;
 }
 
 void ZmqTransport::IoLoop::enqueue(Link& link, const std::string& to, Message&& msg, Clock::time_point now) {
@@ -339,7 +348,7 @@ void ZmqTransport::IoLoop::enqueue(Link& link, const std::string& to, Message&& 
     bytes += c.header.size() + c.elements * sizeof(float);
   }
   // The whole message is one unit on the emulated link: its chunks leave together when it is delivered.
-  const auto delivered = due_time(to, is_mixer_kind(msg.kind), bytes, now);
+  const auto delivered = due_time(to, msg.kind, bytes, now);
   if (!delivered) {
     ++stats_.emulated_lost;
     dirty_ = true;
@@ -442,7 +451,7 @@ void ZmqTransport::IoLoop::relay(const PayloadSink::Relay& r, zmq::message_t&& f
   auto chunks = encode_message(r.header, opt_.validation.model_fingerprint, next_message_id_++, opt_.limits, elements);
   const auto& c = chunks.front();  // the caller checked that the frame fits one chunk
   const std::size_t bytes = c.header.size() + elements * sizeof(float);
-  const auto delivered = due_time(r.to, is_mixer_kind(r.header.kind), bytes, now);
+  const auto delivered = due_time(r.to, r.header.kind, bytes, now);
   if (!delivered) {
     ++stats_.emulated_lost;
     dirty_ = true;

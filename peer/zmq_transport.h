@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,15 @@
 
 namespace meridian::peer {
 
+// One message the WAN emulation scheduled (see ZmqTransportOptions::on_emulated_send).
+struct EmulatedSend {
+  std::string to;                                // the destination site
+  MessageKind kind = MessageKind::kPushSum;      // membership traffic is emulated too
+  std::size_t bytes = 0;                         // on the emulated link: headers and payloads of all its chunks
+  std::chrono::steady_clock::time_point enqueued;  // when it was handed to the emulated link
+  std::chrono::steady_clock::time_point due;       // when the link delivers it: it is really sent then
+};
+
 struct ZmqTransportOptions {
   std::string name;                            // this site's name (in secure mode: its roster entry)
   std::string listen = "tcp://127.0.0.1:*";    // ROUTER bind address; '*' or port 0 picks a free port
@@ -69,6 +79,12 @@ struct ZmqTransportOptions {
   // from this transport's start when it is not set.
   PartitionSchedule partitions;
   std::optional<std::chrono::system_clock::time_point> partition_origin;
+  // Called for every message the WAN emulation schedules for delivery (not for those it loses, nor
+  // for messages that travel unemulated: without a WAN model, across no link yet, or to a peer whose
+  // region the model lacks), in the order they enter each link. Lets tests check the emulated
+  // schedule itself rather than measure elapsed time. Runs on the I/O thread inside the transport's
+  // loop: it must be quick and must not call the transport. Empty: nothing is called.
+  std::function<void(const EmulatedSend&)> on_emulated_send;
   // Sites to contact first: "tcp://host:port" or "NAME@tcp://host:port". In secure mode a bare
   // address must match a roster entry's address (the peer's key is needed to connect).
   std::vector<std::string> bootstrap;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
+#include <thread>
 
 #include "gossip/mix_channel.h"
 #include "gossip/mix_server.h"
@@ -64,4 +65,38 @@ TEST_CASE("mix channel recycles buffers instead of allocating new ones", "[gossi
   std::vector<float> again = channel.buffer();
   CHECK(again.data() == storage);
   CHECK(again.capacity() >= 1000);
+}
+
+TEST_CASE("mix channel adds up the time the trainer waits on it, and only that", "[gossip][channel]") {
+  using Clock = std::chrono::steady_clock;
+  MixChannel channel(1);
+  CHECK(channel.trainer_waited() == Clock::duration::zero());
+
+  // A full queue: submit() waits out its timeout, all of which counts.
+  channel.submit(MixJob{1, RoundTag::kMix, {1.0f}, 1.0});
+  auto before = channel.trainer_waited();
+  CHECK_THROWS_AS(channel.submit(MixJob{2, RoundTag::kMix, {1.0f}, 1.0}, 20ms), MixError);
+  CHECK(channel.trainer_waited() - before >= 20ms);
+
+  // A result that never comes: the whole timeout counts; a poll does not wait and adds nothing.
+  before = channel.trainer_waited();
+  CHECK_THROWS_AS(channel.wait(5, RoundTag::kMix, 20ms), MixError);
+  CHECK(channel.trainer_waited() - before >= 20ms);
+  before = channel.trainer_waited();
+  CHECK_FALSE(channel.poll(5, RoundTag::kMix));
+  CHECK(channel.trainer_waited() == before);
+
+  // A result the communication side posts: no more than the call lasted counts.
+  std::thread comm([&] {
+    auto job = channel.next(10s);
+    REQUIRE(job);
+    channel.complete(MixResult{job->step, job->tag, std::move(job->data), job->weight, {}});
+  });
+  before = channel.trainer_waited();
+  const auto called = Clock::now();
+  const MixResult r = channel.wait(1, RoundTag::kMix, 10s);
+  const auto returned = Clock::now();
+  comm.join();
+  CHECK(r.step == 1);
+  CHECK(channel.trainer_waited() - before <= returned - called);
 }

@@ -34,6 +34,10 @@ bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds gua
   return cond();
 }
 
+// No test here is about death detection, so a member must never be declared dead: a transport's
+// I/O thread can be starved for seconds on a loaded machine, and heartbeats still come every 50 ms.
+constexpr auto kHeartbeatTimeout = 10s;
+
 struct Federation {
   std::map<std::string, CurveKeyPair> keys;
   Roster roster;
@@ -50,7 +54,7 @@ struct Federation {
     o.roster = roster;
     o.bootstrap = std::move(bootstrap);
     o.heartbeat_interval = 50ms;
-    o.heartbeat_timeout = 400ms;
+    o.heartbeat_timeout = kHeartbeatTimeout;
     o.validation.model_fingerprint = kFingerprint;
     return o;
   }
@@ -182,7 +186,7 @@ TEST_CASE("a site whose key is not in the roster cannot deliver a single message
   xo.roster = fake;
   xo.bootstrap = {"a@" + a.endpoint()};
   xo.heartbeat_interval = 50ms;
-  xo.heartbeat_timeout = 400ms;
+  xo.heartbeat_timeout = kHeartbeatTimeout;
   xo.validation.model_fingerprint = kFingerprint;
   ZmqTransport x(std::move(xo));
   REQUIRE(eventually([&] { return a.stats().zap_denied >= 2; }));
@@ -286,7 +290,7 @@ TEST_CASE("insecure mode works over plain TCP and names senders by their hello",
   oa.name = "a";
   oa.insecure = true;
   oa.heartbeat_interval = 50ms;
-  oa.heartbeat_timeout = 400ms;
+  oa.heartbeat_timeout = kHeartbeatTimeout;
   ob = oa;
   ob.name = "b";
   ZmqTransport a(std::move(oa));
@@ -432,7 +436,7 @@ TEST_CASE("receive_into combines payloads into the caller's memory and still ref
   oa.name = "a";
   oa.insecure = true;
   oa.heartbeat_interval = 50ms;
-  oa.heartbeat_timeout = 400ms;
+  oa.heartbeat_timeout = kHeartbeatTimeout;
   ZmqTransportOptions ob = oa;
   ob.name = "b";
   ob.limits.chunk_bytes = 64;  // 16 floats per wire chunk: the longer messages below span several
