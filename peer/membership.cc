@@ -58,6 +58,14 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_poi
   if (config_.admissible && !config_.admissible(r.name)) return change;
   auto it = members_.find(r.name);
   if (it != members_.end() && !newer(r, it->second.record)) return change;
+  if (it != members_.end() && !direct_hello && r.state == MemberState::kDead &&
+      it->second.record.state == MemberState::kAlive && now - it->second.last_heard < config_.heartbeat_timeout) {
+    // Another site's verdict "dead" on a member that talks to this site right now: stale gossip from
+    // the other side of a healed partition, or of a link that failed on one side only. Taking it would
+    // make this site propose a view without a live member; the member refutes the verdict itself
+    // (with a higher incarnation) once the gossip reaches it.
+    return change;
+  }
 
   const bool was_alive = it != members_.end() && it->second.record.state == MemberState::kAlive;
   MemberRecord merged = r;

@@ -4,7 +4,9 @@
 //
 // Records merge by (incarnation, state) with left > dead > alive at equal incarnation, so stale gossip
 // never revives a dead member; a site that hears itself declared dead (falsely) refutes it by raising
-// its incarnation. A member that restarts before its death was noticed (its hello brings a higher
+// its incarnation. Gossip that declares dead a member this site heard from within the heartbeat
+// timeout is ignored (after a partition heals, the halves' verdicts on each other arrive together
+// with the members themselves). A member that restarts before its death was noticed (its hello brings a higher
 // incarnation while the old one still counts as alive) is treated as a death followed by a join: the
 // next view leaves it out and the one after takes the new incarnation back, both announced, so that
 // the rounds the old incarnation was in are redone without it and the new one joins at an announced

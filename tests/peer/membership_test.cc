@@ -101,9 +101,24 @@ TEST_CASE("a site declared dead falsely refutes with a higher incarnation", "[pe
   CHECK(b.incarnation() == 6);
   Membership a(config("a"), t0);
   a.on_hello(hello_of("b", 5), t0);
-  a.on_members(rumour, t0);
+  a.on_members(rumour, t0 + 1500ms);  // b has been silent here for longer than the timeout
   REQUIRE_FALSE(a.is_alive("b"));
-  CHECK(a.on_members(b.snapshot(), t0).joined == std::vector<std::string>{"b"});
+  CHECK(a.on_members(b.snapshot(), t0 + 1500ms).joined == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("gossip that declares dead a member this site hears from directly is ignored", "[peer][membership]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0);
+  a.on_hello(hello_of("b"), t0);
+  MemberListInfo verdict;
+  verdict.members = {{"b", "tcp://127.0.0.1:1/b", "", 1, MemberState::kDead}};
+  // b spoke to a 200 ms ago: a third site's verdict (a partition it was on the other side of) is stale.
+  a.heard_from("b", t0 + 800ms);
+  CHECK_FALSE(a.on_members(verdict, t0 + 1000ms).records);
+  CHECK(a.is_alive("b"));
+  // Once b is silent for the timeout, the same verdict is taken.
+  CHECK(a.on_members(verdict, t0 + 2000ms).died == std::vector<std::string>{"b"});
+  CHECK_FALSE(a.is_alive("b"));
 }
 
 TEST_CASE("a graceful leave removes the member at once", "[peer][membership]") {
