@@ -166,8 +166,9 @@ const std::vector<OptionSpec>& option_specs() {
               "from 20 s after start for 10 s (\"\" = none)",
               &C::wan_partition),
         field(wan, "wan-partition-origin",
-              "Unix time (seconds, fractions allowed) the --wan-partition windows count from instead of this "
-              "site's start; give every site the same value so that all cut at the same moment (0 = own start)",
+              "Where the --wan-partition windows count from: start (this site's start), training (its first "
+              "round: every site of a run starts training at the same round, so all cut together however "
+              "long each took to start) or a Unix time in seconds, the same on every site",
               &C::wan_partition_origin),
         field(ops, "checkpoint-dir", "Checkpoint directory (\"\" = RUN_DIR/checkpoints)", &C::checkpoint_dir),
         field(ops, "checkpoint-interval", "Seconds between checkpoints", &C::checkpoint_interval),
@@ -241,6 +242,14 @@ std::optional<ScheduleSpec> parse_schedule(const std::string& text) {
   const auto factor = parse_number<double>(rest.substr(colon + 1));
   if (!epochs || *epochs < 1 || !factor || !std::isfinite(*factor) || *factor <= 0) return std::nullopt;
   return ScheduleSpec{ScheduleSpec::Kind::kStep, *epochs, *factor};
+}
+
+std::optional<double> partition_origin_unix_seconds(const std::string& text) {
+  double seconds = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) || seconds <= 0) return std::nullopt;
+  return seconds;
 }
 
 std::optional<GridSpec> parse_grid(const std::string& text) {
@@ -440,8 +449,10 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   } catch (const std::invalid_argument& e) {
     problem("wan-partition", e.what());
   }
-  if (!(std::isfinite(c.wan_partition_origin) && c.wan_partition_origin >= 0))
-    problem("wan-partition-origin", "must be a Unix time in seconds (e.g. from `date +%s`), or 0 for the site's start");
+  if (c.wan_partition_origin != "start" && c.wan_partition_origin != "training" &&
+      !partition_origin_unix_seconds(c.wan_partition_origin))
+    problem("wan-partition-origin", "must be start, training or a Unix time in seconds (e.g. from `date +%s`), not \"" +
+                                        c.wan_partition_origin + "\"");
 
   if (!(std::isfinite(c.checkpoint_interval) && c.checkpoint_interval > 0)) {
     problem("checkpoint-interval", "must be a positive number of seconds (e.g. 60)");

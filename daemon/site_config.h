@@ -77,7 +77,7 @@ struct SiteConfig {
   double slowdown = 1;                    // emulated straggler: each step takes slowdown × its time without
                                           // waiting for other sites
   std::string wan_partition;              // "" (none) | "s0,s1|s2,s3@20s+10s;..." (peer/partition_schedule.h)
-  double wan_partition_origin = 0;        // Unix seconds the windows count from; 0: this site's start
+  std::string wan_partition_origin = "start";  // start | training | UNIX_SECONDS: where the windows count from
 
   // Operations
   std::string checkpoint_dir;             // "" = RUN_DIR/checkpoints
@@ -140,5 +140,9 @@ struct GridSpec {
   int rows = 0, cols = 0;  // both 0 for "auto"
 };
 std::optional<GridSpec> parse_grid(const std::string& text);
+
+// --wan-partition-origin as a Unix time in seconds (finite, positive); nullopt for "start", "training"
+// or anything that is not such a number.
+std::optional<double> partition_origin_unix_seconds(const std::string& text);
 
 }  // namespace meridian::daemon

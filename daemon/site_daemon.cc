@@ -277,9 +277,10 @@ void SiteDaemon::Impl::make_transport() {
   o.view_lead_rounds = std::max<std::uint64_t>(o.view_lead_rounds,
                                                static_cast<std::uint64_t>(config.delay + config.period) + 2);
   o.partitions = peer::parse_partition_schedule(config.wan_partition);
-  if (config.wan_partition_origin > 0)
+  if (const auto unix_seconds = partition_origin_unix_seconds(config.wan_partition_origin))
     o.partition_origin = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
-        std::chrono::duration<double>(config.wan_partition_origin)));
+        std::chrono::duration<double>(*unix_seconds)));
+  o.partition_clock_deferred = config.wan_partition_origin == "training";
   o.bootstrap = config.join;
   o.insecure = config.insecure;
   if (!config.insecure) {
@@ -514,6 +515,7 @@ void SiteDaemon::Impl::train() {
   }
   if (stop) return;
   state = SiteState::kTraining;
+  if (transport) transport->start_partition_clock();
 
   models::data::BatchPosition position;
   if (resumed) position = {resume->epoch, static_cast<std::size_t>(std::min<std::uint64_t>(resume->data_position, data.train.rows))};

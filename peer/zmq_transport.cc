@@ -156,11 +156,12 @@ class ZmqTransport::IoLoop {
   Clock::time_point next_tick_;
   Clock::time_point last_gossip_all_;
   // Partition windows count from here: the transport's start, or the origin it was given, on this
-  // (steady) clock.
-  const Clock::time_point partition_origin_ =
-      opt_.partition_origin ? Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::system_clock::now() - *opt_.partition_origin)
-                            : Clock::now();
+  // (steady) clock; nullopt while a deferred clock has not started (nothing is cut).
+  std::optional<Clock::time_point> partition_origin_ =
+      opt_.partition_clock_deferred ? std::nullopt
+      : opt_.partition_origin       ? std::optional(Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                                                 std::chrono::system_clock::now() - *opt_.partition_origin))
+                                    : std::optional(Clock::now());
   Clock::time_point next_probe_ = Clock::now();     // when dead members next hear our table
   bool gossip_due_ = false;
   bool stop_ = false;
@@ -304,8 +305,8 @@ void ZmqTransport::IoLoop::close_link(const std::string& name) {
 }
 
 bool ZmqTransport::IoLoop::cut_off(const std::string& to, Clock::time_point now) const {
-  return !to.empty() && !opt_.partitions.empty() &&
-         opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - partition_origin_));
+  return !to.empty() && !opt_.partitions.empty() && partition_origin_ &&
+         opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - *partition_origin_));
 }
 
 std::optional<Clock::time_point> ZmqTransport::IoLoop::due_time(const std::string& to, MessageKind kind,
@@ -406,6 +407,9 @@ void ZmqTransport::IoLoop::drain_commands() {
       case Command::Type::kSend: handle_send(std::move(cmd.to), std::move(cmd.msg)); break;
       case Command::Type::kSetRound: advance_round(cmd.round); break;
       case Command::Type::kResumeRound: advance_round(cmd.round, false); break;
+      case Command::Type::kStartPartitionClock:
+        if (!partition_origin_) partition_origin_ = Clock::now();
+        break;
       case Command::Type::kLeave: handle_leave(std::chrono::milliseconds(cmd.round)); return;
       case Command::Type::kStop: stop_ = true; return;
     }
@@ -1140,6 +1144,10 @@ View ZmqTransport::latest_view() const {
 }
 
 void ZmqTransport::set_round(std::uint64_t round) { post(Command{Command::Type::kSetRound, {}, {}, round}); }
+
+void ZmqTransport::start_partition_clock() {
+  if (options_.partition_clock_deferred) post(Command{Command::Type::kStartPartitionClock, {}, {}, 0});
+}
 
 void ZmqTransport::resume_round(std::uint64_t round) { post(Command{Command::Type::kResumeRound, {}, {}, round}); }
 

@@ -79,6 +79,9 @@ struct ZmqTransportOptions {
   // from this transport's start when it is not set.
   PartitionSchedule partitions;
   std::optional<std::chrono::system_clock::time_point> partition_origin;
+  // Windows count from start_partition_clock() instead (no cut before it): the daemon calls it at the
+  // run's first round, which every site of a run starts at together.
+  bool partition_clock_deferred = false;
   // Called for every message the WAN emulation schedules for delivery (not for those it loses, nor
   // for messages that travel unemulated: without a WAN model, across no link yet, or to a peer whose
   // region the model lacks), in the order they enter each link. Lets tests check the emulated
@@ -166,6 +169,9 @@ class ZmqTransport final : public Transport {
   // round at or before it may still replace this site's own (peer/membership.h).
   void resume_round(std::uint64_t round);
 
+  // Starts the partition windows' clock now when the options deferred it; otherwise does nothing.
+  void start_partition_clock();
+
   // Announces a graceful leave to every live member, waits (at most `linger`) for it to go out, and
   // stops. Afterwards send() and receive() throw TransportError.
   void leave(std::chrono::milliseconds linger = std::chrono::milliseconds(1000));
@@ -184,7 +190,7 @@ class ZmqTransport final : public Transport {
  private:
   class IoLoop;  // the I/O thread's state: sockets, membership, queues (zmq_transport.cc)
   struct Command {
-    enum class Type { kSend, kSetRound, kResumeRound, kLeave, kStop } type;
+    enum class Type { kSend, kSetRound, kResumeRound, kStartPartitionClock, kLeave, kStop } type;
     std::string to;
     Message msg;
     std::uint64_t round = 0;
