@@ -154,14 +154,12 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
 
 // The victim comes back at once, before its peers notice the old process died: membership takes the
 // new incarnation as a death and a join (two announced views). dts runs here (windows, re-averages and
-// the first view of the returning site all have to line up); scripts/fault-acceptance runs the same
+// the first view of the returning site all have to line up); scripts/daemon-acceptance --kill runs the same
 // for allreduce, dts, sgp and dsync with four sites and compares with a clean run.
-// Hidden from the default run (tag [.]; run it with "[fault]"): about half of the runs fail. The
-// returning site proposes the view that takes it back from the stale round it knows (view 3 from round
-// 80) while the survivors propose the same view id from a later round (3 from 108); each side keeps its
-// own as "already running" (peer/membership.cc, merge_view), so the returning site runs rounds 80..107
-// in a view its peers do not, the round is abandoned everywhere and no newer view comes to redo it in.
-TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[.][daemon][multiprocess][fault]") {
+// Two races it used to lose (docs/reliability.md): the returning site and the survivors proposing the
+// view that takes it back from different rounds, and survivors that completed the round the victim
+// died in while others abandoned it.
+TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[daemon][multiprocess][fault]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
