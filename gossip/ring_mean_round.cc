@@ -29,6 +29,7 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
   };
   bool redoing = false;
   peer::View view = redo_.for_step(inbox_.transport(), step);
+  const std::uint64_t first_view_id = view.id;
   report.scheduled_view_id = inbox_.transport().view_for(step).id;
   for (;;) {
     const auto rank = view.rank_of(inbox_.transport().self());
@@ -78,11 +79,18 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     spdlog::debug("round {} (tag {}) in view {} abandoned {}", step, tag_value, view.id,
                   Clock::now() < deadline ? "early: a member will not come" : "at its deadline");
     std::copy(backup_.begin(), backup_.end(), data.begin());
-    if (abandon_ == Abandon::kSkip || peer_moved_past()) {
-      // Nobody would redo it with this site: it keeps its own values for the step, like a dsync group
-      // that cannot finish, and the re-average after the view change pulls the replicas together.
-      spdlog::debug("round {} (tag {}) skipped: this site keeps its own values", step, tag_value);
+    if (abandon_ == Abandon::kSkip) {
       report.view_id = view.id;
+      return report;
+    }
+    if (peer_moved_past()) {
+      // Nobody would redo it with this site: it keeps its own values for the step, like a dsync group
+      // that cannot finish, and the re-average after the view change pulls the replicas together. It
+      // reports the view the peers that moved past completed the round in (its first attempt's), as
+      // they do: a trainer that re-averages when the reported view changes (allreduce) must do so at
+      // the same step on every site.
+      spdlog::debug("round {} (tag {}) skipped: a peer moved past it; this site keeps its own values", step, tag_value);
+      report.view_id = first_view_id;
       return report;
     }
     view = redo_.after_abandon(inbox_, view, timeouts_.view_change);

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <thread>
 
+#include "gossip/average_mixer.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/dts.h"
 #include "gossip/synchronous_average.h"
+#include "peer/in_memory_transport.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
@@ -64,6 +66,42 @@ TEST_CASE("an average whose round cannot finish is abandoned and redone by the s
     CHECK(reports[r].view_id == 1);
     CHECK(data[r] == std::vector<float>{4.0f / 3.0f, 1.0f});
   }
+}
+
+TEST_CASE("an abandoned round that a peer has moved past is skipped, not redone, and reports its first view",
+          "[gossip][faults]") {
+  // b completed step 5 (a member died during the all-gather) and went on; a abandoned it. A redo would
+  // wait for b, which never comes back to step 5, while b waits for a at its next step.
+  auto net = meridian::peer::InMemoryNetwork::create({"a", "b"});
+  auto a = net->endpoint("a");
+  auto b = net->endpoint("b");
+  Inbox inbox(*a);
+  RoundTimeouts timeouts;
+  timeouts.round = 100ms;
+  timeouts.view_change = 60s;
+  AverageMixer mixer(inbox, timeouts);
+  std::thread peer([&] {
+    // Once a has abandoned step 5 in view 0, the membership layer announces view 1 and b's mail of
+    // step 7 arrives in it.
+    while (mixer.abandoned() == 0) std::this_thread::sleep_for(1ms);
+    net->announce(meridian::peer::View::of({"a", "b"}, 1, 6));
+    meridian::peer::Message later;
+    later.kind = meridian::peer::MessageKind::kReduceChunk;
+    later.view_id = 1;
+    later.round = 7;
+    later.total = 2;
+    later.payload = {9.0f, 9.0f};
+    b->send("a", later);
+  });
+  std::vector<float> data = {1.0f, 2.0f};
+  double weight = 1.0;
+  const auto report = mixer.mix(5, RoundTag::kMix, data, weight);
+  peer.join();
+  CHECK(report.abandoned >= 1);
+  CHECK(report.view_id == 0);  // as b reports the step it completed in view 0
+  CHECK(data == std::vector<float>{1.0f, 2.0f});  // a keeps its own values
+  // b's step-7 mail is still there for a's next round.
+  CHECK(inbox.take([](const meridian::peer::Message& m) { return m.round == 7; }, Clock::now()).has_value());
 }
 
 TEST_CASE("a site dropped from the view sits the mix out, neither failing nor hanging", "[gossip][faults]") {
