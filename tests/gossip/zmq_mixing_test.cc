@@ -52,7 +52,9 @@ struct Federation {
       o.roster = roster;
       if (!sites.empty()) o.bootstrap = {names[0] + "@" + sites[0]->endpoint()};
       o.heartbeat_interval = 50ms;
-      o.heartbeat_timeout = 500ms;
+      // Long enough that a loaded machine starving an I/O thread does not declare a live site dead (a
+      // false death changes the view mid-section); the crash test waits this long once.
+      o.heartbeat_timeout = 2000ms;
       sites.push_back(std::make_unique<peer::ZmqTransport>(o));
     }
   }
