@@ -24,10 +24,12 @@ void BackendPushSum::refresh_model() {
 void BackendPushSum::step(std::uint64_t k, float* before) {
   models::Backend& backend = model_.backend();
   const std::size_t n = x_.size();
-  // x − (before − z), rounded as gossip::PushSum rounds it: before ← −before (exact), before ← before + z
-  // (= −(before − z), the same rounding), x ← x + before.
+  // x − w·(before − z) (gossip/push_sum.h says why w), rounded as gossip::PushSum rounds it: before ←
+  // −before (exact), before ← before + z (= −(before − z), the same rounding), before ← w·before (the
+  // same product up to its sign), x ← x + before.
   backend.push_sum_scale(n, before, -1.0f);
   backend.push_sum_add(n, before, model_.parameters().data());
+  if (w_ != 1.0) backend.push_sum_scale(n, before, static_cast<float>(w_));
   backend.push_sum_add(n, x_.data(), before);
   mixing_.after_step(k);
   refresh_model();

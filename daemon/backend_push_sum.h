@@ -29,7 +29,7 @@ class BackendPushSum {
   // Starts from x = the model's parameters, w = 1. config.reaverage_every must be 0.
   BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model);
 
-  // x ← x − (before − z), with `before` (backend memory, one value per parameter) the model's z before
+  // x ← x − w·(before − z), with `before` (backend memory, one value per parameter) the model's z before
   // the optimizer step and z the model now; `before` is overwritten. Then mixes and writes z = x / w.
   void step(std::uint64_t k, float* before);
   // Hands the last step's background snapshot to the communication thread; call before the optimizer

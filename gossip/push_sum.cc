@@ -18,7 +18,10 @@ void PushSum::step(std::uint64_t k, std::span<const float> update) {
   if (update.size() != x_.size())
     throw std::invalid_argument("sgp: update has " + std::to_string(update.size()) + " elements, model " +
                                 std::to_string(x_.size()));
-  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] -= update[i];
+  // Scaled by w so that z = x / w moves by the update itself whatever w is (see push_sum.h); with w = 1
+  // the product is exact and this is x ← x − update.
+  const float w = static_cast<float>(w_);
+  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] -= w * update[i];
   mixing_.after_step(k);
   refresh_model();
 }

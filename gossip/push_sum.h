@@ -1,8 +1,15 @@
 // sgp — Stochastic Gradient Push (DESIGN.md §1), the trainer side. The site keeps the push-sum
 // numerator x and weight w (initially the shared start and 1); the model the trainer runs forward and
-// backward on is the de-biased z = x / w. A gradient step goes to the numerator, x ← x − update (the
+// backward on is the de-biased z = x / w. A gradient step goes to the numerator, x ← x − w·update (the
 // caller passes γ·step(g(z)) from its optimizer, whose momentum stays local). Mixing runs through
 // DelayedMixing: D = 0 is synchronous SGP, overlap with D = τ is OSGP.
+//
+// The factor w is Meridian's, not DESIGN.md §1's x ← x − γ·step(g(z)); the two are the same bits
+// whenever w = 1, which holds at every site of a fault-free run on the exponential graph (each site
+// keeps 1/(K+1) of its weight and receives K shares of 1/(K+1)). When a fault loses mass (shares sent
+// into a partition or to a peer that died), w falls below 1 and the unscaled rule would move z by
+// update / w: a site that lost half its weight trained at twice the learning rate and diverged in a
+// partition test (docs/reliability.md). Scaled, z always moves by the update itself.
 //
 // Thread-safety: one trainer thread. Owns x; writes z into the caller's model buffer.
 #pragma once

@@ -35,8 +35,10 @@ std::unique_ptr<meridian::models::Model> small_model(const std::vector<float>& s
 }
 
 // `steps` push-sum steps per site; each step's optimizer displacement is a fixed dyadic vector.
+// Every site starts from weight `start_weight` (as after a fault that lost mass; a power of two keeps
+// every weight dyadic).
 template <typename Trainer>
-Run run(std::size_t sites, std::size_t steps, const std::vector<std::vector<float>>& start) {
+Run run(std::size_t sites, std::size_t steps, const std::vector<std::vector<float>>& start, double start_weight = 1.0) {
   SiteCluster cluster(sites, MixerKind::kPushSum);
   Run out{std::vector<std::vector<std::vector<float>>>(steps, std::vector<std::vector<float>>(sites)),
           std::vector<std::vector<std::vector<float>>>(steps, std::vector<std::vector<float>>(sites)),
@@ -44,6 +46,11 @@ Run run(std::size_t sites, std::size_t steps, const std::vector<std::vector<floa
   cluster.run([&](std::size_t r, MixChannel& channel) {
     auto model = small_model(start[r]);
     Trainer trainer(channel, *model);
+    if (start_weight != 1.0) {
+      std::vector<float> x(start[r]);
+      for (float& v : x) v = static_cast<float>(v * start_weight);
+      trainer.push_sum.restore(x, start_weight);
+    }
     for (std::size_t k = 0; k < steps; ++k) {
       trainer.step(k, *model, static_cast<float>((k + r) % 4) / 8.0f);
       out.x[k][r] = trainer.numerator();
@@ -106,5 +113,31 @@ TEST_CASE("sgp's device-side trainer matches gossip::PushSum bit for bit on the 
     double mass = 0.0;
     for (double w : device.w[k]) mass += w;
     CHECK(mass == static_cast<double>(sites));
+  }
+}
+
+TEST_CASE("sgp with a weight below 1 moves the de-biased model by the update itself, on host and device alike",
+          "[daemon][sgp][mixing]") {
+  // All four sites at w = 1/2 (mass lost to a fault): the gradient step is scaled by w, so z = x / w
+  // moves by the displacement, not by twice it.
+  const std::size_t sites = 4, steps = 6;
+  std::vector<std::vector<float>> start(sites, std::vector<float>(8, 1.0f));
+  const Run host = run<HostTrainer>(sites, steps, start, 0.5);
+  const Run device = run<BackendTrainer>(sites, steps, start, 0.5);
+  for (std::size_t k = 0; k < steps; ++k) {
+    INFO("step " << k);
+    CHECK(device.w[k] == host.w[k]);
+    CHECK(device.x[k] == host.x[k]);
+    CHECK(device.z[k] == host.z[k]);
+  }
+  // Mixing conserves Σx and Σw (= 2), so the mean of z over the sites after step k is the start minus
+  // the mean displacement, (0 + 1 + 2 + 3) / 32 = 3/16 per step. Unscaled, it would move by 3/8.
+  for (std::size_t k = 0; k < steps; ++k) {
+    double mean = 0.0;
+    for (std::size_t r = 0; r < sites; ++r) {
+      CHECK(host.w[k][r] == 0.5);
+      mean += static_cast<double>(host.z[k][r][0]) / static_cast<double>(sites);
+    }
+    CHECK(mean == Approx(1.0 - 0.1875 * static_cast<double>(k + 1)).margin(1e-6));
   }
 }
