@@ -16,12 +16,16 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
   MixReport report;
   // Whether a peer has sent mail of a later step of this tag: it finished this step (in a ring, some
   // sites can complete a round that others abandon, when a member dies during the all-gather) or
-  // skipped it, and will not take part in a redo of it.
-  auto peer_moved_past = [&] {
+  // skipped it, and will not take part in a redo of it. Only a member of the attempt's group in a view
+  // no newer than the attempt's counts: a site that restarted (a new incarnation under the same name)
+  // sends its first mail, of a much later step, in the newer view that took it back, and never had
+  // this round to complete.
+  auto peer_moved_past = [&](const peer::View& attempt, const std::vector<std::string>& group) {
     bool past = false;
     (void)inbox_.take(
         [&](const peer::Message& m) {
-          past = past || (m.kind == kind && m.tag == tag_value && m.round > step);
+          past = past || (m.kind == kind && m.tag == tag_value && m.round > step && m.view_id <= attempt.id &&
+                          std::find(group.begin(), group.end(), m.from) != group.end());
           return false;
         },
         Clock::now());
@@ -51,7 +55,7 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     // later mail from the ring predecessor arrives only after everything it sent for this step.)
     // (The robust mean waits for its deadline.)
     options.give_up = [&] {
-      if (redoing && peer_moved_past()) return true;
+      if (redoing && peer_moved_past(view, group)) return true;
       bool moved_on = false;
       (void)inbox_.take(
           [&](const peer::Message& m) {
@@ -83,7 +87,7 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
       report.view_id = view.id;
       return report;
     }
-    if (peer_moved_past()) {
+    if (peer_moved_past(view, group)) {
       // Nobody would redo it with this site: it keeps its own values for the step, like a dsync group
       // that cannot finish, and the re-average after the view change pulls the replicas together. It
       // reports the view the peers that moved past completed the round in (its first attempt's), as
