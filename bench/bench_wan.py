@@ -166,6 +166,7 @@ def choose_dts(sites, latency_ms, compute_s):
 
 
 def choose_tau(latency_ms, compute_s):
+    """tau whose mixer bound tau - 1 (gossip/osgp_split.h) covers 1.5x the one-way latency in steps of compute."""
     return max(1, min(32, math.ceil(1.5 * (latency_ms / 1000.0) / max(compute_s, 1e-3)) + 1))
 
 

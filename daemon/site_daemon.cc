@@ -33,6 +33,7 @@
 #include "gossip/group_mixer.h"
 #include "gossip/inbox.h"
 #include "gossip/mix_server.h"
+#include "gossip/osgp_split.h"
 #include "gossip/push_sum_mixer.h"
 #include "models/data/batch_order.h"
 #include "models/data/seeded_random.h"
@@ -765,7 +766,8 @@ void SiteDaemon::Impl::communicate() {
   robust.trim = static_cast<std::size_t>(config.robust_trim);
   gossip::AverageMixer averager(inbox, timeouts, gossip::RingOptions{}.max_piece, robust);
   gossip::PushSumMixer push_sum(inbox, static_cast<std::size_t>(config.out_peers), timeouts, robust,
-                                config.algo == "sgp" ? compression : gossip::CompressionSpec{});
+                                config.algo == "sgp" ? compression : gossip::CompressionSpec{},
+                                gossip::osgp_split(static_cast<std::uint32_t>(config.tau)).mixer_staleness);
   gossip::GroupMixer groups(inbox, timeouts, robust);
   std::optional<gossip::CompressedMeanMixer> compressed_mean;
   if (compressed && config.algo == "dts") compressed_mean.emplace(inbox, averager, compression, timeouts);

@@ -9,6 +9,7 @@
 #include "daemon/host_mirror.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/dts.h"
+#include "gossip/osgp_split.h"
 #include "gossip/push_sum.h"
 #include "gossip/synchronous_average.h"
 #include "models/optimizer.h"
@@ -148,10 +149,11 @@ class AllReduce final : public WithOptimizer {
   std::uint64_t abandoned_ = 0;
 };
 
-// sgp's mixing: overlap τ, no re-averaging (numerators have no meaningful exact mean).
+// sgp's mixing: overlap (τ split with the mixer, gossip/osgp_split.h), no re-averaging (numerators have
+// no meaningful exact mean).
 gossip::DelayedMixingConfig sgp_mixing(const SiteConfig& config) {
-  return gossip::DelayedMixingConfig{static_cast<std::uint32_t>(config.tau), true,
-                                     gossip::stable_mix_step(static_cast<std::uint32_t>(config.tau)), 0, false,
+  const auto split = gossip::osgp_split(static_cast<std::uint32_t>(config.tau));
+  return gossip::DelayedMixingConfig{split.delay, true, gossip::stable_mix_step(split.delay), 0, false,
                                      wait_timeout(config)};
 }
 

@@ -11,7 +11,8 @@
 // x ← x + α·(m_s − x_s). docs/algorithms.md has the derivation.
 //
 // Overlap mode (sgp's OSGP): a result is applied as soon as it is there, and at the latest at s + D,
-// so the site never runs more than D = τ steps ahead of the oldest mix it still expects.
+// so the site never runs more than D steps ahead of the oldest mix it still expects (sgp adds the
+// mixer's staleness bound to that: gossip/osgp_split.h).
 //
 // Re-averaging (dsync; not with a push-sum weight): at every step that is a multiple of
 // `reaverage_every` (0: never; absolute step numbers, so a site resuming mid-run agrees) and after

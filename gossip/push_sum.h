@@ -2,7 +2,8 @@
 // numerator x and weight w (initially the shared start and 1); the model the trainer runs forward and
 // backward on is the de-biased z = x / w. A gradient step goes to the numerator, x ← x − w·update (the
 // caller passes γ·step(g(z)) from its optimizer, whose momentum stays local). Mixing runs through
-// DelayedMixing: D = 0 is synchronous SGP, overlap with D = τ is OSGP.
+// DelayedMixing: D = 0 is synchronous SGP, overlap is OSGP (τ split between D and the mixer:
+// gossip/osgp_split.h).
 //
 // The factor w is Meridian's, not DESIGN.md §1's x ← x − γ·step(g(z)); the two are the same bits
 // whenever w = 1, which holds at every site of a fault-free run on the exponential graph (each site

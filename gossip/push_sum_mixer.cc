@@ -11,8 +11,13 @@
 namespace meridian::gossip {
 
 PushSumMixer::PushSumMixer(Inbox& inbox, std::size_t out_peers, RoundTimeouts timeouts, RobustOptions robust,
-                           CompressionSpec compression)
-    : inbox_(inbox), out_peers_(out_peers), timeouts_(timeouts), codec_(compression), robust_(robust) {
+                           CompressionSpec compression, std::uint64_t staleness)
+    : inbox_(inbox),
+      out_peers_(out_peers),
+      timeouts_(timeouts),
+      codec_(compression),
+      robust_(robust),
+      staleness_(staleness) {
   if (compression.encoding == Encoding::kTopK)
     throw std::invalid_argument("push-sum: top-k compression is not sound for push-sum shares (use fp16 or none)");
 }
@@ -47,7 +52,43 @@ bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& we
     for (std::size_t i = 0; i < data.size(); ++i) data[i] += share[i];
   }
   weight += m.weight;
+  ++received_;
   return true;
+}
+
+std::size_t PushSumMixer::await_through(std::uint64_t through, std::span<float> data, double& weight,
+                                        std::size_t sites) {
+  const auto kind = peer::MessageKind::kPushSum;
+  peer::Transport& transport = inbox_.transport();
+  const auto deadline = Clock::now() + timeouts_.round;
+  std::size_t missing = 0;
+  while (auto due = outstanding_.oldest_through(through)) {
+    // Checked every 100 ms: a peer that a newer view leaves out (it left or died) sends nothing more.
+    const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
+    auto msg = inbox_.take(
+        [&](const peer::Message& m) { return m.kind == kind && m.round == due->step && m.from == due->from; },
+        until);
+    if (!msg && until < deadline && !left_out_after(transport, *due->view, due->from)) continue;
+    if (!msg) {
+      ++missing;
+      ++missing_;
+      outstanding_.give_up(due->step, due->from);
+      continue;
+    }
+    if (add(*msg, data, weight, sites)) outstanding_.arrived(due->step, due->from);
+  }
+  return missing;
+}
+
+std::size_t PushSumMixer::settle(std::span<float> data, double& weight) {
+  if (!last_step_) return 0;
+  const auto kind = peer::MessageKind::kPushSum;
+  const std::size_t n = inbox_.transport().view_for(*last_step_).size();
+  inbox_.pump(std::chrono::milliseconds(0));
+  for (auto& late :
+       inbox_.take_all([&](const peer::Message& m) { return m.kind == kind && m.round <= *last_step_; }))
+    if (add(late, data, weight, n)) outstanding_.arrived(late.round, late.from);
+  return await_through(*last_step_, data, weight, n);
 }
 
 MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
@@ -132,27 +173,21 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   MixReport report;
   report.view_id = view.id;
   report.scheduled_view_id = view.id;
-  // Shares of older steps that came after their round gave up on them: still mass, add it now.
-  for (auto& late : inbox_.take_all([&](const peer::Message& m) { return m.kind == kind && m.round < step; }))
-    add(late, data, weight, n);
-  auto deadline = Clock::now() + timeouts_.round;
-  for (std::size_t from_rank : ins) {
-    if (gone(from_rank)) continue;
-    const std::string& from = view.at(from_rank);
-    for (;;) {
-      // Checked every 100 ms: a peer that a newer view leaves out (it left or died) sends nothing more.
-      const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
-      auto msg = inbox_.take(
-          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.from == from; }, until);
-      if (!msg && until < deadline && !left_out_after(transport, view, from)) continue;
-      if (!msg) {
-        ++report.missing;
-        ++missing_;
-        break;
-      }
-      if (add(*msg, data, weight, n)) break;
-    }
-  }
+  std::vector<std::string> expected;
+  for (std::size_t from_rank : ins)
+    if (!gone(from_rank)) expected.push_back(view.at(from_rank));
+  outstanding_.expect(step, view, std::move(expected));
+  // Shares already here: with τ = 0 those of older steps that came after their round gave up on them
+  // (still mass, add it now); with τ ≥ 1 also this step's and the in-flight steps', whatever arrived.
+  if (staleness_ > 0) inbox_.pump(std::chrono::milliseconds(0));
+  for (auto& early : inbox_.take_all([&](const peer::Message& m) {
+         return m.kind == kind && (m.round < step || (staleness_ > 0 && m.round == step));
+       }))
+    if (add(early, data, weight, n)) outstanding_.arrived(early.round, early.from);
+  // Wait for the shares of steps ≤ step − τ, oldest step first, each step's in-peers in graph order.
+  if (step >= staleness_)
+    report.missing = static_cast<std::uint32_t>(await_through(step - staleness_, data, weight, n));
+  last_step_ = step;
   if (robust_.enabled) {
     for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
     scale_.on_output(tag_value, own_model_);

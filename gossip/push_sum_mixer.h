@@ -14,6 +14,14 @@
 // mass Σx is conserved up to the rounding of that one addition, and w travels exact. z = x/w then
 // mixes with a slightly different matrix than w for the rounding error only. Top-k is refused: the
 // top-k entries of x itself would move mass for a few coordinates only and bias z everywhere else.
+// Staleness bound τ (`staleness`, sgp's overlap): the mix of step k sends its shares, adds every share
+// already here for any step ≤ k (in arrival order), and waits only for the in-peer shares of steps
+// ≤ k − τ (each step's in-peers by the graph of that step's view; gossip/push_sum_staleness.h), with
+// the same deadline and dead-peer rules as above. So a mix blocks on shares sent τ steps earlier, and
+// a one-way latency below τ mixes' worth of time costs no waiting. τ = 0 is the plain rule: wait for
+// this step's shares. Push-sum stays exact under such delays: a share in flight is mass on the link,
+// added whenever it comes, so Σx and Σw are conserved once it lands, and z = x/w still reaches
+// consensus (the delayed graph is the plain one with chains of relay nodes on the links).
 // With robust aggregation on (gossip/robust_options.h) a share (x_j, w_j) counts as w_j·(z + clip(x_j/w_j − z)),
 // z = this site's de-biased model before the mix, the difference clipped against its own update scale.
 #pragma once
@@ -25,6 +33,7 @@
 
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
+#include "gossip/push_sum_staleness.h"
 #include "gossip/tensor_codec.h"
 #include "gossip/robust_options.h"
 #include "gossip/update_scale.h"
@@ -35,22 +44,32 @@ namespace meridian::gossip {
 class PushSumMixer final : public Mixer {
  public:
   // `out_peers` is K, the number of out-peers per step (clamped to the graph's period). `compression`
-  // must be none or fp16 (throws std::invalid_argument for top-k).
+  // must be none or fp16 (throws std::invalid_argument for top-k). `staleness` is τ (see above).
   PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {}, RobustOptions robust = {},
-               CompressionSpec compression = {});
+               CompressionSpec compression = {}, std::uint64_t staleness = 0);
 
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
   // reported in MixReport::missing. Sits the mix out (MixReport::sat_out) if this site is not in the view.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
+
+  // Adds every share still expected from the steps mixed so far, waiting for them as mix() does (the
+  // round deadline from now; a sender a newer view leaves out is not awaited), and every share of those
+  // steps already here; sends nothing. For the end of a run with τ ≥ 1, so that the mass in flight
+  // comes home. Returns how many expected shares were given up on (also counted in missing()).
+  std::size_t settle(std::span<float> data, double& weight);
 
   // Counters; may be read from any thread.
   std::uint64_t rejected() const { return rejected_.load(); }
   std::uint64_t missing() const { return missing_.load(); }
   // Shares cut back by robust clipping.
   std::uint64_t clipped() const { return clipped_.load(); }
+  // Shares added (on time or late).
+  std::uint64_t received() const { return received_.load(); }
 
  private:
   bool add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites);
+  // Waits for the expected shares of steps ≤ `through` (see settle()); returns how many were given up on.
+  std::size_t await_through(std::uint64_t through, std::span<float> data, double& weight, std::size_t sites);
 
   Inbox& inbox_;
   std::size_t out_peers_;
@@ -61,6 +80,10 @@ class PushSumMixer final : public Mixer {
   std::atomic<std::uint64_t> rejected_{0};
   std::atomic<std::uint64_t> missing_{0};
   std::atomic<std::uint64_t> clipped_{0};
+  std::atomic<std::uint64_t> received_{0};
+  std::uint64_t staleness_;
+  OutstandingShares outstanding_;
+  std::optional<std::uint64_t> last_step_;  // the last step mixed (not sat out)
   RobustOptions robust_;
   UpdateScale scale_;
   std::vector<float> own_model_;   // z before the mix (robust only)

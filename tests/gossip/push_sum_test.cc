@@ -208,9 +208,12 @@ TEST_CASE("push-sum spread shrinks geometrically to 1e-6 within O(log n) cycles"
 
 TEST_CASE("a dead push-sum peer does not stop the others, and they stop sending to it", "[gossip][sgp][faults]") {
   const std::size_t n = 6, dead = 2;
+  // τ = 4: the survivors wait for the dead site's shares only 4 steps late, and give up on them the same way.
+  const auto tau = GENERATE(as<std::uint64_t>{}, 0, 4);
+  INFO("staleness bound " << tau);
   RoundTimeouts timeouts;
   timeouts.round = 50ms;
-  SiteCluster cluster(n, MixerKind::kPushSum, timeouts);
+  SiteCluster cluster(n, MixerKind::kPushSum, timeouts, 1, {}, {}, 100.0, {}, tau);
   auto names = cluster.names();
   std::vector<std::string> survivors;
   for (std::size_t r = 0; r < n; ++r)

@@ -46,10 +46,10 @@ class SiteCluster {
  public:
   // robust: every site's aggregation option. byzantine: ranks whose mixes send scaled garbage
   // (gossip/byzantine_mixer.h) with RMS byzantine_scale times their honest vector's. `compression`
-  // applies to kPushSum (fp16) and kCompressedMean (which needs one).
+  // applies to kPushSum (fp16) and kCompressedMean (which needs one). `staleness` is kPushSum's τ.
   SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1,
               RobustOptions robust = {}, std::vector<std::size_t> byzantine = {}, double byzantine_scale = 100.0,
-              CompressionSpec compression = {})
+              CompressionSpec compression = {}, std::uint64_t staleness = 0)
       : names_(site_names(n)), net_(peer::InMemoryNetwork::create(names_)) {
     for (const auto& name : names_) {
       auto s = std::make_unique<TestSite>();
@@ -57,7 +57,8 @@ class SiteCluster {
       s->inbox = std::make_unique<Inbox>(*s->transport);
       s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts, RingOptions{}.max_piece, robust);
       if (kind == MixerKind::kPushSum)
-        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust, compression);
+        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust, compression,
+                                                                   staleness);
       if (kind == MixerKind::kCompressedMean)
         s->algorithm = std::make_unique<CompressedMeanMixer>(*s->inbox, *s->averager, compression, timeouts);
       if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts, robust);

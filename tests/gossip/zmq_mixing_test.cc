@@ -16,6 +16,7 @@
 #include "gossip/push_sum_mixer.h"
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
+#include "peer/wan_model.h"
 #include "peer/zmq_transport.h"
 
 using namespace meridian;
@@ -40,7 +41,8 @@ struct Federation {
   peer::Roster roster;
   std::vector<std::unique_ptr<peer::ZmqTransport>> sites;
 
-  explicit Federation(std::vector<std::string> all) : names(std::move(all)) {
+  // `wan`: emulated links on every site's send path (none by default).
+  explicit Federation(std::vector<std::string> all, const peer::WanModel& wan = {}) : names(std::move(all)) {
     for (const auto& n : names) {
       keys[n] = peer::generate_curve_key_pair();
       roster.add({n, keys[n].public_key, ""});
@@ -50,6 +52,7 @@ struct Federation {
       o.name = n;
       o.keys = keys.at(n);
       o.roster = roster;
+      o.wan = wan;
       if (!sites.empty()) o.bootstrap = {names[0] + "@" + sites[0]->endpoint()};
       o.heartbeat_interval = 50ms;
       // Long enough that a loaded machine starving an I/O thread does not declare a live site dead (a
@@ -157,6 +160,50 @@ TEST_CASE("over ZeroMQ, a crashed site's round is abandoned and redone by the su
     CHECK(reports[r].view_id > view.id);
     CHECK(data[r] == std::vector<float>{2.0f, 15.0f});
   }
+}
+
+// The staleness bound lets a site run ahead of its peers' shares: over links that delay every message
+// by 150 ms (one way), a site with τ = 8 finishes its mixes of steps 0 .. 7 without waiting (mix k
+// waits only for the shares of steps ≤ k − 8), so it completes several mixes before the first share
+// of a peer is in, and at most 8: the mix of step 8 cannot finish without the shares of step 0.
+// With τ = 0 every mix waits for its own step's shares, so none finishes before a share is in. The
+// count is a behaviour (how many mixes went by), not a time; Σx and Σw are exact once settle() has
+// brought the shares in flight home (the dyadic argument of push_sum_test.cc, 12 steps).
+TEST_CASE("over 150 ms links, push-sum with staleness bound 8 runs ahead of its peers' shares, and no further",
+          "[gossip][zmq][sgp][wan]") {
+  const std::uint64_t tau = GENERATE(as<std::uint64_t>{}, 0, 8);
+  INFO("staleness bound " << tau);
+  Federation fed({"a", "b", "c"}, peer::parse_wan_spec("latency=150ms"));
+  const peer::View view = fed.agreed_view(fed.names);
+  const std::uint64_t first = view.effective_round;
+  const std::uint64_t steps = 12;
+  std::vector<std::vector<float>> x = {{0.5f, 7.0f}, {3.25f, 0.0f}, {1.0f, 2.5f}};
+  std::vector<double> w(3, 1.0);
+  std::vector<std::uint64_t> ahead(3, 0), missing(3, 0);
+  fed.run({0, 1, 2}, [&](std::size_t r, peer::ZmqTransport& t) {
+    Inbox inbox(t);
+    PushSumMixer sgp(inbox, 1, {}, {}, {}, tau);
+    for (std::uint64_t k = 0; k < steps; ++k) {
+      t.set_round(first + k);
+      sgp.mix(first + k, RoundTag::kMix, x[r], w[r]);
+      if (sgp.received() == 0) ++ahead[r];  // this mix finished before any share of a peer was in
+    }
+    sgp.settle(x[r], w[r]);
+    missing[r] = sgp.missing();
+  });
+  for (std::size_t r = 0; r < 3; ++r) {
+    INFO("site " << r << ": " << ahead[r] << " mixes before the first share");
+    if (tau == 0) {
+      CHECK(ahead[r] == 0);
+    } else {
+      CHECK(ahead[r] > 1);
+      CHECK(ahead[r] <= tau);
+    }
+    CHECK(missing[r] == 0);
+  }
+  CHECK(double(x[0][0]) + x[1][0] + x[2][0] == 4.75);
+  CHECK(double(x[0][1]) + x[1][1] + x[2][1] == 9.5);
+  CHECK(w[0] + w[1] + w[2] == 3.0);
 }
 
 #else
