@@ -16,8 +16,8 @@ PushSumMixer::PushSumMixer(Inbox& inbox, std::size_t out_peers, RoundTimeouts ti
       out_peers_(out_peers),
       timeouts_(timeouts),
       codec_(compression),
-      robust_(robust),
-      staleness_(staleness) {
+      staleness_(staleness),
+      robust_(robust) {
   if (compression.encoding == Encoding::kTopK)
     throw std::invalid_argument("push-sum: top-k compression is not sound for push-sum shares (use fp16 or none)");
 }
