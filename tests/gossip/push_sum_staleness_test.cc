@@ -13,9 +13,11 @@
 #include "gossip/osgp_split.h"
 #include "gossip/push_sum.h"
 #include "gossip/push_sum_staleness.h"
+#include "dyadic_values.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
+using meridian::gossip::testing::dyadic_start;
 using meridian::gossip::testing::MixerKind;
 using meridian::gossip::testing::site_names;
 using meridian::gossip::testing::SiteCluster;
@@ -58,15 +60,6 @@ MixerRun run_mixers(const std::vector<std::vector<float>>& start, std::size_t ou
     });
   for (auto& t : threads) t.join();
   return run;
-}
-
-// Multiples of 1/16 in [0, 8): 7 significant bits.
-std::vector<std::vector<float>> dyadic_start(std::size_t n, std::size_t dim, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<float>> v(n, std::vector<float>(dim));
-  for (auto& s : v)
-    for (auto& x : s) x = static_cast<float>(rng() % 128) / 16.0f;
-  return v;
 }
 
 double spread(const std::vector<std::vector<float>>& z, const std::vector<double>& mean) {

@@ -9,9 +9,11 @@
 
 #include "gossip/exponential_graph.h"
 #include "gossip/push_sum.h"
+#include "dyadic_values.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
+using meridian::gossip::testing::dyadic_start;
 using meridian::gossip::testing::MixerKind;
 using meridian::gossip::testing::SiteCluster;
 using namespace std::chrono_literals;
@@ -48,15 +50,6 @@ Trace run_push_sum(SiteCluster& cluster, const std::vector<std::vector<float>>& 
     trace.final_z[r] = model;
   });
   return trace;
-}
-
-// Initial values that are multiples of 1/16 in [0, 8): 7 significant bits.
-std::vector<std::vector<float>> dyadic_start(std::size_t n, std::size_t dim, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<float>> v(n, std::vector<float>(dim));
-  for (auto& s : v)
-    for (auto& x : s) x = static_cast<float>(rng() % 128) / 16.0f;
-  return v;
 }
 
 }  // namespace
