@@ -5,10 +5,11 @@
 namespace meridian::cli {
 namespace {
 
-const char* const kKnobs = "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression";
+const char* const kKnobs = "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange";
 
 bool is_knob(const std::string& key) {
-  for (const char* k : {"delay", "period", "out-peers", "tau", "grid", "reaverage-every", "compensation", "compression"})
+  for (const char* k : {"delay", "period", "out-peers", "tau", "grid", "reaverage-every", "compensation", "compression",
+                        "exchange"})
     if (key == k) return true;
   return false;
 }
@@ -61,10 +62,11 @@ void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig
   config.algo = variant.algo;
   for (const auto& [key, value] : variant.knobs) {
     // Text knobs; site_config_problems judges their values.
-    if (key == "grid" || key == "compensation" || key == "compression") {
-      (key == "grid" ? config.grid : key == "compensation" ? config.compensation : config.compression) = value;
-      continue;
-    }
+    if (key == "grid") config.grid = value;
+    else if (key == "compensation") config.compensation = value;
+    else if (key == "compression") config.compression = value;
+    else if (key == "exchange") config.exchange = value;
+    if (key == "grid" || key == "compensation" || key == "compression" || key == "exchange") continue;
     int n = 0;
     if (!parse_int(value, n)) {
       error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a whole number";

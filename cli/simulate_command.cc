@@ -148,7 +148,7 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--sites", options->sites, "Number of sites (processes)")->capture_default_str();
   cmd->add_option("--algo", *algo_list,
                   "Algorithms to compare, comma-separated: allreduce, dts, sgp, dsync, local; each may carry its own "
-                  "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, compensation, compression)")
+                  "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange)")
       ->capture_default_str();
   cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
   cmd->add_option("--target-accuracy", options->target_accuracy, "Test accuracy for the 'time to' column, in (0, 1)")

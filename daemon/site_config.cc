@@ -137,6 +137,10 @@ const std::vector<OptionSpec>& option_specs() {
         field(algo, "compression",
               "Mixer messages: none | fp16 (dts, sgp) | topk:FRACTION (dts, with error feedback; e.g. topk:0.01)",
               &C::compression),
+        field(algo, "exchange",
+              "dts: how each average travels: ring (exact ring all-reduce, 2(n-1) link crossings in a row) | direct "
+              "(every site sends to every other: one crossing, n-1 copies sent); compressed averages always go direct",
+              &C::exchange),
         field(algo, "robust-aggregation",
               "Byzantine-robust mixing: trimmed mean in group averages, norm clipping of others' contributions "
               "(every site of a federation must agree)",
@@ -416,6 +420,11 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   } else if (spec->encoding == gossip::Encoding::kFp16 && c.algo != "dts" && c.algo != "sgp") {
     problem("compression", "fp16 applies to dts and sgp only (" + c.algo +
                                " keeps its exact ring all-reduce); use none");
+  }
+  if (c.exchange != "ring" && c.exchange != "direct") {
+    problem("exchange", "'" + c.exchange + "' is not ring or direct");
+  } else if (c.exchange == "direct" && c.algo != "dts") {
+    problem("exchange", "applies to dts only (this site runs " + c.algo + ")");
   }
   at_least("robust-trim", c.robust_trim, 0);
   if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");

@@ -66,6 +66,7 @@ struct SiteConfig {
   int reaverage_every = 100;              // steps between exact parameter re-averages; 0 = only on view change
   std::string compensation = "exact";     // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
   std::string compression = "none";       // none | fp16 (dts, sgp) | topk[:FRACTION] (dts; error feedback)
+  std::string exchange = "ring";          // dts: ring | direct (how a window's average travels; compression: direct)
   bool robust_aggregation = false;        // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
   double robust_clip = 4.0;               // clip others' differences at this many times the own update scale; 0 = off
   int robust_trim = 1;                    // trimmed mean drops this many values at each end; 0 = clip only

@@ -28,7 +28,7 @@
 #include "daemon/site_data.h"
 #include "daemon/trainer_algorithm.h"
 #include "gossip/average_mixer.h"
-#include "gossip/compressed_mean_mixer.h"
+#include "gossip/direct_mean_mixer.h"
 #include "gossip/byzantine_mixer.h"
 #include "gossip/group_mixer.h"
 #include "gossip/inbox.h"
@@ -769,11 +769,12 @@ void SiteDaemon::Impl::communicate() {
                                 config.algo == "sgp" ? compression : gossip::CompressionSpec{},
                                 gossip::osgp_split(static_cast<std::uint32_t>(config.tau)).mixer_staleness);
   gossip::GroupMixer groups(inbox, timeouts, robust);
-  std::optional<gossip::CompressedMeanMixer> compressed_mean;
-  if (compressed && config.algo == "dts") compressed_mean.emplace(inbox, averager, compression, timeouts);
+  std::optional<gossip::DirectMeanMixer> direct_mean;
+  if (config.algo == "dts" && (compressed || config.exchange == "direct"))
+    direct_mean.emplace(inbox, averager, compression, timeouts);
   gossip::Mixer* algorithm = config.algo == "sgp"     ? static_cast<gossip::Mixer*>(&push_sum)
                              : config.algo == "dsync" ? static_cast<gossip::Mixer*>(&groups)
-                             : compressed_mean        ? static_cast<gossip::Mixer*>(&*compressed_mean)
+                             : direct_mean        ? static_cast<gossip::Mixer*>(&*direct_mean)
                                                       : static_cast<gossip::Mixer*>(&averager);
   gossip::Mixer* exact = &averager;
   // Fault injection (--byzantine-scale): this site's every contribution becomes garbage.

@@ -19,7 +19,7 @@ enum class MessageKind : std::uint8_t {
   kGroupChunk = 7,   // dsync: one chunk of a group all-reduce
   kControl = 8,
   kCompressedShare = 9,  // a site's lossy-compressed contribution to a mean, sent to every member of the
-                         // round (gossip/compressed_mean_mixer.h); phase = gossip::Encoding of the payload
+                         // round (gossip/direct_mean_mixer.h); phase = gossip::Encoding of the payload
 };
 
 // True for the kinds a Transport hands to gossip/ through receive().

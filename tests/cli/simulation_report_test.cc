@@ -320,6 +320,9 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
   CHECK(config.compression == "topk:0.05");
   CHECK(config.compensation == "off");
   CHECK(config.delay == 8);
+  apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config, error);
+  CHECK(error.empty());
+  CHECK(config.exchange == "direct");
   CHECK_THAT(parse_algorithm_variant("dts:compression=fp16:0.05").error, Catch::Contains("not KNOB=VALUE"));
   CHECK_THAT(parse_algorithm_variant("dts:speed=4").error, Catch::Contains("unknown knob 'speed'"));
   CHECK_THAT(parse_algorithm_variant("dts:delay").error, Catch::Contains("not KNOB=VALUE"));

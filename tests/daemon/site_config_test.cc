@@ -140,6 +140,8 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.site_index = 4; c.site_count = 4; }, "--site-index: 4 is outside 0..3"},
       {[](SiteConfig& c) { c.compensation = "on"; }, "--compensation: 'on' is not exact, no-momentum, off or local"},
       {[](SiteConfig& c) { c.algo = "sgp"; c.compensation = "off"; }, "--compensation: applies to dts only"},
+      {[](SiteConfig& c) { c.exchange = "mesh"; }, "--exchange: 'mesh' is not ring or direct"},
+      {[](SiteConfig& c) { c.algo = "dsync"; c.exchange = "direct"; }, "--exchange: applies to dts only"},
       {[](SiteConfig& c) { c.compression = "zip"; }, "--compression: 'zip' is not none, fp16 or topk:FRACTION"},
       {[](SiteConfig& c) { c.algo = "sgp"; c.compression = "topk:0.01"; }, "--compression: top-k with error feedback applies to dts only"},
       {[](SiteConfig& c) { c.algo = "allreduce"; c.compression = "fp16"; }, "--compression: fp16 applies to dts and sgp only"},

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "gossip/compressed_mean_mixer.h"
+#include "gossip/direct_mean_mixer.h"
 #include "gossip/dts.h"
 #include "gossip/error_feedback.h"
 #include "gossip/push_sum.h"
@@ -164,7 +164,7 @@ TEST_CASE("error feedback: sent + residual equals input + previous residual exac
 TEST_CASE("compressed mean: every site gets the same bits, the mean of what was sent", "[gossip][compression]") {
   for (const char* text : {"fp16", "topk:0.1"}) {
     const std::size_t sites = 4, n = 300, steps = 5;
-    SiteCluster cluster(sites, MixerKind::kCompressedMean, {}, 1, {}, {}, 100.0, *parse_compression(text));
+    SiteCluster cluster(sites, MixerKind::kDirectMean, {}, 1, {}, {}, 100.0, *parse_compression(text));
     std::vector<std::vector<std::vector<float>>> results(sites);
     cluster.run([&](std::size_t r, MixChannel& channel) {
       for (std::uint64_t k = 0; k < steps; ++k) {
@@ -192,7 +192,7 @@ TEST_CASE("compressed mean: every site gets the same bits, the mean of what was 
     for (std::uint64_t k = 0; k < steps; ++k)
       for (std::size_t i = 0; i < n; ++i) got[i] += results[0][k][i];
     for (std::size_t r = 0; r < sites; ++r) {
-      auto& mixer = static_cast<CompressedMeanMixer&>(*cluster.site(r).algorithm);
+      auto& mixer = static_cast<DirectMeanMixer&>(*cluster.site(r).algorithm);
       for (std::size_t i = 0; i < n; ++i) got[i] += mixer.residual()[i] / sites;
     }
     for (std::size_t i = 0; i < n; ++i) CHECK(std::fabs(got[i] - exact[i]) < 1e-4);
@@ -216,7 +216,7 @@ TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean re
       reference[i] -= lr * g / sites;
     }
   for (const char* text : {"fp16", "topk:0.1"}) {
-    SiteCluster cluster(sites, MixerKind::kCompressedMean, {}, 1, {}, {}, 100.0, *parse_compression(text));
+    SiteCluster cluster(sites, MixerKind::kDirectMean, {}, 1, {}, {}, 100.0, *parse_compression(text));
     std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
     cluster.run([&](std::size_t r, MixChannel& channel) {
       std::vector<float> u, g(dim);
@@ -238,7 +238,7 @@ TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean re
     for (std::size_t i = 0; i < dim; ++i) {
       double residual = 0.0;
       for (std::size_t r = 0; r < sites; ++r)
-        residual += static_cast<CompressedMeanMixer&>(*cluster.site(r).algorithm).residual()[i] / sites;
+        residual += static_cast<DirectMeanMixer&>(*cluster.site(r).algorithm).residual()[i] / sites;
       CHECK(std::fabs(params[0][i] - (reference[i] + residual)) < 1e-4);
       off = std::max(off, std::fabs(params[0][i] - reference[i]));
     }

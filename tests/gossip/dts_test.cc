@@ -34,8 +34,9 @@ struct Run {
   std::size_t max_in_flight = 0;
 };
 
-Run run_dts(std::size_t sites, DtsConfig config) {
-  SiteCluster cluster(sites, MixerKind::kAverage);
+// kAverage: the ring; kDirectMean: the direct exchange (dense, one message to every other site).
+Run run_dts(std::size_t sites, DtsConfig config, MixerKind exchange = MixerKind::kAverage) {
+  SiteCluster cluster(sites, exchange);
   Run run;
   run.params.assign(sites, std::vector<float>(kDim, 1.0f));
   std::vector<std::size_t> in_flight(sites), left(sites);
@@ -83,9 +84,11 @@ TEST_CASE("allreduce SGD matches the single-process reference and keeps replicas
   for (std::size_t j = 1; j < sites; ++j) CHECK(std::memcmp(params[j].data(), params[0].data(), kDim * sizeof(float)) == 0);
 }
 
-TEST_CASE("dts reaches allreduce's parameters for any delay and period", "[gossip][dts]") {
+TEST_CASE("dts reaches allreduce's parameters for any delay and period, over the ring or the direct exchange",
+          "[gossip][dts]") {
   const std::size_t sites = 4;
-  for (double m : {0.0, 0.9}) {
+  for (auto [exchange, m] : std::vector<std::pair<MixerKind, double>>{
+           {MixerKind::kAverage, 0.0}, {MixerKind::kAverage, 0.9}, {MixerKind::kDirectMean, 0.0}, {MixerKind::kDirectMean, 0.9}}) {
     auto reference = allreduce_reference(sites, m);
     for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{
              {0, 1}, {1, 1}, {2, 1}, {5, 1}, {0, 3}, {1, 2}, {3, 2}, {2, 3}, {4, 4}, {7, 3}}) {
@@ -93,8 +96,8 @@ TEST_CASE("dts reaches allreduce's parameters for any delay and period", "[gossi
       config.delay = d;
       config.period = p;
       config.momentum = m;
-      auto run = run_dts(sites, config);
-      INFO("m=" << m << " D=" << d << " P=" << p);
+      auto run = run_dts(sites, config, exchange);
+      INFO((exchange == MixerKind::kAverage ? "ring" : "direct") << " m=" << m << " D=" << d << " P=" << p);
       for (const auto& w : run.params) CHECK(max_error(w, reference) < 2e-5);
       // Several averages in flight, never more than ⌈D/P⌉ + 1.
       CHECK(run.max_in_flight <= (d + p - 1) / p + 1);
@@ -122,6 +125,56 @@ TEST_CASE("dts without (or with the wrong) compensation does not reach allreduce
       auto run = run_dts(sites, config);
       CHECK(max_error(run.params[0], allreduce_reference(sites, 0.9)) > 1e-2);
     }
+  }
+}
+
+// With gradients that do depend on the weights, the exact compensation has a stability limit
+// (docs/algorithms.md, "dts: stability with momentum"): a site's own reaction to where it stands is
+// replaced by the average D steps later, which does not contain it, so the sites' differences follow a
+// feedback loop truncated at D steps. On the quadratic f_j(w) = λ/2·|w − c_j|² with momentum 0.9 and
+// γλ = 0.5 the sites stay together in the shapes the benchmarks use (D a quarter of P or less, here)
+// and fall apart, exponentially, at D = P or P = 1 with D = 4. Deterministic: the same bits every run.
+TEST_CASE("dts with weight-dependent gradients: replicas stay together for D well under P, not for D = P",
+          "[gossip][dts]") {
+  const std::size_t sites = 4;
+  const std::uint64_t steps = 320;
+  const double lr = 0.05, lambda = 10.0;
+  auto spread_of = [&](std::uint32_t d, std::uint32_t p) {
+    SiteCluster cluster(sites, MixerKind::kAverage);
+    std::vector<std::vector<double>> w_at(sites, std::vector<double>(steps));
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      std::vector<float> w(1, 0.0f), u(1, 0.0f), g(1);
+      DtsConfig config;
+      config.delay = d;
+      config.period = p;
+      config.momentum = 0.9;
+      Dts dts(config, channel, w, u);
+      for (std::uint64_t k = 0; k < steps; ++k) {
+        g[0] = static_cast<float>(lambda * (w[0] - static_cast<double>(r)));  // site r's optimum: c_r = r
+        dts.step(k, g, lr);
+        w_at[r][k] = w[0];
+      }
+      dts.finish();
+    });
+    // The largest distance of a site from the sites' mean over the last 64 steps.
+    double worst = 0.0;
+    for (std::uint64_t k = steps - 64; k < steps; ++k) {
+      double mean = 0.0;
+      for (std::size_t r = 0; r < sites; ++r) mean += w_at[r][k] / sites;
+      for (std::size_t r = 0; r < sites; ++r) worst = std::max(worst, std::abs(w_at[r][k] - mean));
+    }
+    return worst;
+  };
+  // The optima lie at most 1.5 from their mean; stable shapes keep the sites within a few times that
+  // (local progress pulls each towards its own optimum, momentum overshoots), unstable ones grow
+  // without bound (1e26 and more for D = 4 at P = 1 and 4 after 320 steps, 240 and growing at D = P = 16).
+  for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{0, 1}, {1, 1}, {2, 16}, {4, 32}, {16, 64}}) {
+    INFO("D=" << d << " P=" << p);
+    CHECK(spread_of(d, p) < 10.0);
+  }
+  for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{4, 1}, {4, 4}, {16, 16}}) {
+    INFO("D=" << d << " P=" << p);
+    CHECK(spread_of(d, p) > 100.0);
   }
 }
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "gossip/average_mixer.h"
-#include "gossip/compressed_mean_mixer.h"
 #include "gossip/byzantine_mixer.h"
+#include "gossip/direct_mean_mixer.h"
 #include "gossip/group_mixer.h"
 #include "gossip/inbox.h"
 #include "gossip/mix_channel.h"
@@ -23,7 +23,7 @@
 
 namespace meridian::gossip::testing {
 
-enum class MixerKind { kAverage, kPushSum, kGroup, kCompressedMean };
+enum class MixerKind { kAverage, kPushSum, kGroup, kDirectMean };
 
 inline std::vector<std::string> site_names(std::size_t n) {
   std::vector<std::string> names;
@@ -46,7 +46,7 @@ class SiteCluster {
  public:
   // robust: every site's aggregation option. byzantine: ranks whose mixes send scaled garbage
   // (gossip/byzantine_mixer.h) with RMS byzantine_scale times their honest vector's. `compression`
-  // applies to kPushSum (fp16) and kCompressedMean (which needs one). `staleness` is kPushSum's τ.
+  // applies to kPushSum (fp16) and kDirectMean (none: dense float32). `staleness` is kPushSum's τ.
   SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1,
               RobustOptions robust = {}, std::vector<std::size_t> byzantine = {}, double byzantine_scale = 100.0,
               CompressionSpec compression = {}, std::uint64_t staleness = 0)
@@ -59,8 +59,8 @@ class SiteCluster {
       if (kind == MixerKind::kPushSum)
         s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust, compression,
                                                                    staleness);
-      if (kind == MixerKind::kCompressedMean)
-        s->algorithm = std::make_unique<CompressedMeanMixer>(*s->inbox, *s->averager, compression, timeouts);
+      if (kind == MixerKind::kDirectMean)
+        s->algorithm = std::make_unique<DirectMeanMixer>(*s->inbox, *s->averager, compression, timeouts);
       if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts, robust);
       Mixer* algorithm = s->algorithm ? s->algorithm.get() : s->averager.get();
       Mixer* averager = s->averager.get();

@@ -1,18 +1,14 @@
-#include "gossip/compressed_mean_mixer.h"
+#include "gossip/direct_mean_mixer.h"
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 
 namespace meridian::gossip {
 
-CompressedMeanMixer::CompressedMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts)
-    : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts) {
-  if (spec.encoding == Encoding::kDense)
-    throw std::invalid_argument("compressed mean mixer: needs a compression (fp16 or topk), got none");
-}
+DirectMeanMixer::DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts)
+    : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts) {}
 
-MixReport CompressedMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
+MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
   if (tag != RoundTag::kMix) return exact_.mix(step, tag, data, weight);
   const auto tag_value = static_cast<std::uint32_t>(tag);
   const auto kind = peer::MessageKind::kCompressedShare;

@@ -1,12 +1,19 @@
-// The mean over the view of contributions that travel compressed (fp16, or top-k with error feedback):
-// dts' gradient / window-displacement average when a site configures --compression. Each site
-// compresses input + its residual (gossip/error_feedback.h), sends the packed tensor to every other
-// member (one kCompressedShare message each, no relay: one WAN hop instead of the ring's 2(n − 1)),
-// and every site sums the decoded contributions in rank order and divides by n. Every site therefore
-// holds the same bits, as after the exact ring; the mean is the exact mean of what was sent, and what
-// compression cut stays in each sender's residual and goes out with its next contribution.
+// The mean over the view by direct exchange: every site sends its contribution to every other member
+// (one kCompressedShare message each, no relay: one WAN hop instead of the ring's 2(n − 1)), and every
+// site sums the decoded contributions in rank order and divides by n, so every site holds the same
+// bits, as after the ring. dts' gradient / window-displacement average takes this path with
+// --exchange direct or any --compression.
 //
-// Only RoundTag::kMix is compressed; every other tag (the periodic exact re-average) goes to the exact
+// Contributions travel dense (float32: the mean is exact up to the rank-order float sum, and nothing is
+// held back) or compressed (fp16, or top-k with error feedback): each site compresses input + its
+// residual (gossip/error_feedback.h); the mean is the exact mean of what was sent, and what compression
+// cut stays in each sender's residual and goes out with its next contribution.
+//
+// Cost against the ring: each site sends n − 1 copies of its contribution instead of 2(n − 1)/n, for
+// one crossing instead of 2(n − 1) in a row. Under WAN latency with a handful of sites that is the
+// better trade; for many sites on thin links the ring is.
+//
+// Only RoundTag::kMix goes direct; every other tag (the periodic exact re-average) goes to the exact
 // mixer given to the constructor, so replicas and residual-free parameters still meet exactly.
 //
 // Rounds and faults as AverageMixer: a round not complete by its deadline is abandoned (counted), the
@@ -28,18 +35,18 @@ namespace meridian::gossip {
 
 // Thread-safety: none (communication thread only), except the counters. Does not own the inbox or
 // the exact mixer, which must outlive it.
-class CompressedMeanMixer final : public Mixer {
+class DirectMeanMixer final : public Mixer {
  public:
-  // `spec` must not be kDense (throws std::invalid_argument).
-  CompressedMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts = {});
+  // `spec` kDense sends float32 contributions; fp16 and top-k compress them with error feedback.
+  DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts = {});
 
-  // kMix: replaces `data` by the mean of the members' compressed contributions. Other tags: the exact
+  // kMix: replaces `data` by the mean of the members' contributions. Other tags: the exact
   // mixer's mix. Throws MixError like AverageMixer.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
 
   std::uint64_t abandoned() const { return abandoned_.load(); }
-  // What compression has cut and not sent yet (this site's error-feedback residual). Communication
-  // thread only, or after it stopped.
+  // What compression has cut and not sent yet (this site's error-feedback residual; zero when dense).
+  // Communication thread only, or after it stopped.
   std::span<const float> residual() const { return feedback_.residual(); }
   std::uint64_t rejected() const { return rejected_.load(); }
 
