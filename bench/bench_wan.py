@@ -38,7 +38,7 @@ PLANS = {
                "repeat_latencies": []},
         "e2": {"sites": [4, 8], "epochs": 0.1, "widths": [64]},
         "e3": {"epochs": 0.4, "target": 0.78},
-        "e4": {"grid": [(0, 1), (4, 4), (8, 4)], "ablate": [(8, 4)], "epochs": 0.25},
+        "e4": {"grid": [(0, 1), (4, 1), (4, 4), (2, 16), (4, 32)], "ablate": [(4, 32)], "epochs": 0.5},
         "e5": {"alphas": [0.1], "epochs": 0.25},
         "e6": {"epochs": 0.1},
     },
@@ -48,10 +48,11 @@ PLANS = {
                "sync_steps": {4: 10, 8: 8}, "min_steps": {4: 32, 8: 24}, "repeat_latencies": [100]},
         "e2": {"sites": [4, 8, 16], "epochs": 0.1, "widths": [64]},
         "e3": {"epochs": 0.5, "target": 0.80},
-        "e4": {"grid": [(0, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (16, 4), (8, 8), (16, 8)],
-               "ablate": [(4, 1), (16, 1), (8, 4), (16, 8)], "epochs": 0.25},
+        "e4": {"grid": [(0, 1), (4, 1), (8, 1), (16, 1), (4, 4), (16, 16), (0, 16), (2, 16), (4, 16), (4, 32),
+                        (8, 32), (8, 64)],
+               "ablate": [(4, 1), (16, 1), (4, 32)], "epochs": 0.5},
         "e5": {"alphas": [0.1, 0.5], "epochs": 0.25},
-        "e6": {"epochs": 0.1},
+        "e6": {"epochs": 0.25},
     },
 }
 
@@ -158,11 +159,13 @@ def steady_step_seconds(record):
 # ---------------------------------------------------------------- experiments
 
 
-def choose_dts(sites, latency_ms, compute_s):
-    """D and P that cover the ring's latency: the ring all-reduce crosses 2(n-1) links in a row."""
-    ring_s = 2 * (sites - 1) * (latency_ms / 1000.0 + 0.004)
-    cover = max(1, math.ceil(1.5 * ring_s / max(compute_s, 1e-3)))
-    return min(cover, 32), min(cover, 32)
+def choose_dts(latency_ms, compute_s):
+    """D covering 1.5x one crossing of the direct exchange (--exchange direct: each window's average
+    arrives after one link crossing, plus a few ms to move the payload), and P = 8 D, the shape that
+    stays stable with momentum (docs/algorithms.md, "dts: stability with momentum")."""
+    crossing_s = latency_ms / 1000.0 + 0.004
+    d = max(1, min(32, math.ceil(1.5 * crossing_s / max(compute_s, 1e-3))))
+    return d, 8 * d
 
 
 def choose_tau(latency_ms, compute_s):
@@ -186,7 +189,7 @@ def run_e1(runner, plan):
             local = rows_of(pilot).get("local")
             compute = pilot.get("steady", {}).get("local") or (local["seconds_per_step"] if local else 0.05)
             for lat in lats:
-                d, per = choose_dts(sites, lat, compute)
+                d, per = choose_dts(lat, compute)
                 tau = choose_tau(lat, compute)
                 wan = ["--wan", f"latency={lat}ms"] if lat > 0 else []
                 # Synchronous algorithms: a few steps show their (steady) step time. The overlapping
@@ -194,7 +197,8 @@ def run_e1(runner, plan):
                 sync_steps = p["sync_steps"][sites]
                 over_steps = max(p["min_steps"][sites], 3 * max(d, per, tau))
                 for group, algos, steps in (("sync", ["allreduce", "sgp", "dsync"], sync_steps),
-                                            ("overlap", [f"dts:delay={d}:period={per}", f"sgp:tau={tau}"], over_steps)):
+                                            ("overlap", [f"dts:delay={d}:period={per}:exchange=direct", f"sgp:tau={tau}"],
+                                             over_steps)):
                     rec = runner.simulate("e1", f"s{sites}-l{lat}-{group}-r{repeat}", sites, algos,
                                           base + wan + ["--epochs", f"{epochs_for(steps, sites, E1_BATCH):.4f}"])
                     rec.update({"latency_ms": lat, "compute_s": compute, "repeat": repeat})
@@ -204,7 +208,7 @@ def run_e1(runner, plan):
 def run_e2(runner, plan):
     p = plan["e2"]
     for sites in p["sites"]:
-        algos = ["allreduce", "sgp", "dsync", "dts:delay=4:period=4"]
+        algos = ["allreduce", "sgp", "dsync", "dts:delay=2:period=16:exchange=direct"]
         extra = ["--wan", "world4", "--epochs", str(p["epochs"]), "--widths", ",".join(map(str, p["widths"])),
                  "--eval-every", "100000"]
         runner.simulate("e2", f"s{sites}", sites, algos, extra)
@@ -212,7 +216,7 @@ def run_e2(runner, plan):
 
 def run_e3(runner, plan):
     p = plan["e3"]
-    algos = ["allreduce", "dts:delay=16:period=16", "sgp", "sgp:tau=4", "dsync", "local"]
+    algos = ["allreduce", "dts:delay=4:period=32:exchange=direct", "sgp", "sgp:tau=4", "dsync", "local"]
     extra = ["--wan", "world4", "--epochs", str(p["epochs"]), "--target-accuracy", str(p["target"]),
              "--eval-every", "20"]
     rec = runner.simulate("e3", "world4", 4, algos, extra, timeout=2400)
@@ -231,7 +235,7 @@ def run_e4(runner, plan):
 
 def run_e5(runner, plan):
     p = plan["e5"]
-    algos = ["allreduce", "dts:delay=4:period=4", "sgp", "sgp:tau=4", "dsync", "local"]
+    algos = ["allreduce", "dts:delay=2:period=16", "sgp", "sgp:tau=4", "dsync", "local"]
     for alpha in p["alphas"]:
         extra = ["--partition", f"dirichlet:{alpha}", "--epochs", str(p["epochs"]), "--eval-every", "100000"]
         rec = runner.simulate("e5", f"alpha{alpha}", 4, algos, extra)
@@ -241,9 +245,9 @@ def run_e5(runner, plan):
 
 def run_e6(runner, plan):
     p = plan["e6"]
-    algos = ["allreduce", "dts:delay=8:period=8", "dts:delay=8:period=8:compression=fp16",
-             "dts:delay=8:period=8:compression=topk:0.01", "dts:delay=8:period=8:compression=topk:0.1", "sgp",
-             "sgp:compression=fp16"]
+    dts = "dts:delay=2:period=16"
+    algos = ["allreduce", dts, f"{dts}:exchange=direct", f"{dts}:compression=fp16", f"{dts}:compression=topk:0.01",
+             f"{dts}:compression=topk:0.1", "sgp", "sgp:compression=fp16"]
     extra = ["--wan", "world4,bandwidth=20mbit", "--epochs", str(p["epochs"]), "--eval-every", "100000"]
     runner.simulate("e6", "world4-20mbit", 4, algos, extra)
 
@@ -392,17 +396,22 @@ def report_e3(records, figdir, out_root):
         if not rows:
             text.append(report_accuracy_table([r]))
             continue
-        base = rows.get("allreduce", {}).get("seconds_to_target")
+        base = rows.get("allreduce", {}).get("training_seconds_to_target")
+        base_launch = rows.get("allreduce", {}).get("seconds_to_target")
         text.append(f"Target: {pct(r.get('target'))} test accuracy (every site).\n")
-        text.append("| algorithm | to target | speed-up over allreduce | final accuracy | vs allreduce | s/step |")
-        text.append("|---|---|---|---|---|---|")
+        text.append("| algorithm | to target, training | speed-up over allreduce | to target from launch (speed-up) "
+                    "| final accuracy | vs allreduce | s/step |")
+        text.append("|---|---|---|---|---|---|---|")
         ref = rows.get("allreduce", {}).get("test_accuracy")
         for label, row in rows.items():
-            t = row["seconds_to_target"]
+            t = row.get("training_seconds_to_target")
             speed = "—" if t is None or base is None else f"{base / t:.1f}×"
+            t_launch = row["seconds_to_target"]
+            launch = secs(t_launch) + ("" if t_launch is None or base_launch is None else
+                                       f" ({base_launch / t_launch:.1f}×)")
             acc = row["test_accuracy"]
             diff = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.1f} pt"
-            text.append(f"| `{label}` | {secs(t)} | {speed} | {pct(acc)} | {diff} | "
+            text.append(f"| `{label}` | {secs(t)} | {speed} | {launch} | {pct(acc)} | {diff} | "
                         f"{ms(row['seconds_per_step'])} ms |")
         text.append(f"\nLoad average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after "
                     f"({r['seconds']:.0f} s in all). Command: `{r['command']}`\n")
@@ -495,24 +504,31 @@ NOTES = {
           "allreduce, sgp and dsync run a few steps (their step time is steady from the first steps); dts and "
           "sgp overlap run at least 3 windows of D, P or τ steps. s/step here is the step loop without the "
           "final wait for mixes still in flight (`finish_seconds` of result.json; it is a one-off cost of a "
-          "few hundred ms per run that a short run would otherwise spread over its few steps). dts uses "
-          "D = P chosen per latency to cover 1.5× the ring's 2(n−1) link crossings with the measured `local` "
-          "compute time (capped at 32); sgp overlap uses τ = ⌈1.5 · latency ÷ compute⌉ + 1. The knobs chosen "
+          "few hundred ms per run that a short run would otherwise spread over its few steps). dts sends its "
+          "averages by the direct exchange (`exchange=direct`: one link crossing instead of the ring's "
+          "2(n−1)) with D chosen per latency to cover 1.5× that crossing with the measured `local` compute "
+          "time and P = 8·D, the shape that stays stable with momentum (docs/algorithms.md); sgp overlap uses τ = ⌈1.5 · latency ÷ compute⌉ + 1. The knobs chosen "
           "are shown in each cell; *latency ÷ compute* uses the `local` step time.",
     "e2": "`--wan world4` (site i in region i mod 4), same number of epochs for every site count, a smaller "
-          "MLP (784-64-10) so that 16 processes fit on 2 cores; no evaluation during the run. dts uses D = P = 4.",
-    "e3": "4 sites, `--wan world4`, evaluation every 20 steps on every site; time to target is from the start of "
-          "the sites until every site has reported the target accuracy once.",
+          "MLP (784-64-10) so that 16 processes fit on 2 cores; no evaluation during the run. dts uses D = 2, "
+          "P = 16 over the direct exchange.",
+    "e3": "4 sites, `--wan world4`, evaluation every 20 steps on every site. Time to target is until every "
+          "site has reported the target accuracy once, counted from the first step of the first site to start "
+          "training (*training*; the speed-up uses it) and from the launch of the processes (start-up: loading "
+          "the data, joining, forming the view, the same for every algorithm and 10–15 s with 4 processes on "
+          "a loaded 2-core machine). dts runs D = 4, P = 32 over the direct exchange.",
     "e4": "4 sites, no WAN emulation (dts applies each correction at exactly step s + D whatever the timing, so "
-          "accuracy does not depend on the latency). Compensation: `exact` is DESIGN.md §1 (weights and momentum "
+          "accuracy does not depend on the latency), 0.5 epoch (117 steps). The shapes cover P = 1 and D = P, "
+          "where the exact rule is unstable with momentum 0.9, and P ≥ 8·D, where it is not "
+          "(docs/algorithms.md, \"dts: stability with momentum\"). Compensation: `exact` is DESIGN.md §1 (weights and momentum "
           "buffer); `no-momentum` fixes the weights only (the vanilla rule); `off` applies each average D steps "
           "late without a local step in between (delayed-gradient SGD).",
     "e5": "4 sites, no WAN emulation, the training set split by label with Dirichlet(α) proportions "
           "(`--partition dirichlet:α`; smaller α = more different sites).",
-    "e6": "4 sites, `--wan world4,bandwidth=20mbit`. Compression (`--compression`, see docs/algorithms.md): "
-          "fp16 halves sgp's shares; for dts, compression replaces the ring (2(n−1) WAN crossings in a row) by "
-          "one all-to-all crossing of packed contributions, so fp16 sends as many bytes as the exact ring with 4 "
-          "sites (3 half-size copies against the ring's 1.5 full ones) but waits for one crossing; top-k sends "
+    "e6": "4 sites, `--wan world4,bandwidth=20mbit`, dts with D = 2, P = 16. Compression (`--compression`, see "
+          "docs/algorithms.md): fp16 halves sgp's shares; dts' compressed averages travel by the direct exchange "
+          "(one crossing instead of the ring's 2(n−1)), like `exchange=direct` which sends them dense: 3 copies "
+          "per window against the ring's 1.5; fp16 sends as many bytes as the ring with 4 sites; top-k sends "
           "1% or 10% of the entries with their indices and keeps the rest in a per-site error-feedback residual "
           "(dts only). *s/step* is end to end; *(loop …)* is the step loop without the final wait for mixes in "
           "flight, which a run this short spreads over few steps.",

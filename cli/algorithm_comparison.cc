@@ -35,6 +35,14 @@ ComparisonRow summarize(const AlgorithmOutcome& outcome, double target_accuracy)
   row.wall_seconds = outcome.wall_seconds;
   row.seconds_to_target = seconds_to_accuracy(accuracy_curve(outcome), outcome.sites, target_accuracy);
   if (outcome.results.empty()) return row;
+  double first_step = 0;
+  bool every_start = true;
+  for (const auto& r : outcome.results) {
+    every_start = every_start && r.train_start > 0;
+    if (r.train_start > 0) first_step = first_step == 0 ? r.train_start : std::min(first_step, r.train_start);
+  }
+  if (row.seconds_to_target && every_start)
+    row.training_seconds_to_target = *row.seconds_to_target - (first_step - outcome.launch_time);
   const double n = static_cast<double>(outcome.results.size());
   double accuracy_sum = 0;
   int with_accuracy = 0;

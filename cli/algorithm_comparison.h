@@ -47,6 +47,10 @@ struct ComparisonRow {
   std::optional<double> mean_site_accuracy;   // mean of the sites' own final test accuracies
   double seconds_per_step = 0;                // mean over sites of train_seconds / steps
   std::optional<double> seconds_to_target;    // see seconds_to_accuracy
+  // The same, counted from the first site's first step instead of the launch: start-up (loading data,
+  // joining, forming the view) takes seconds on a loaded machine and is the same for every algorithm.
+  // nullopt also when a site's result lacks train_start.
+  std::optional<double> training_seconds_to_target;
   double bytes_sent_per_site = 0;             // mean over sites
   double bytes_received_per_site = 0;
   double steps_per_site = 0;

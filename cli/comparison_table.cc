@@ -45,11 +45,12 @@ std::string format_comparison_table(const std::vector<ComparisonRow>& rows, doub
   char target[48];
   std::snprintf(target, sizeof target, "to %.1f%%", target_accuracy * 100);
   std::vector<std::vector<std::string>> cells = {
-      {"algorithm", "accuracy", "site acc.", "per step", target, "sent/site", "wall time"}};
+      {"algorithm", "accuracy", "site acc.", "per step", target, "of it training", "sent/site", "wall time"}};
   for (const auto& r : rows) {
     cells.push_back({r.algo, percent(r.averaged_accuracy), percent(r.mean_site_accuracy),
                      r.steps_per_site > 0 ? format_step_time(r.seconds_per_step) : kMissing,
                      r.seconds_to_target ? daemon::format_duration(*r.seconds_to_target) : kMissing,
+                     r.training_seconds_to_target ? daemon::format_duration(*r.training_seconds_to_target) : kMissing,
                      daemon::format_bytes(r.bytes_sent_per_site), daemon::format_duration(r.wall_seconds)});
   }
   std::vector<std::size_t> width(cells.front().size(), 0);
@@ -78,6 +79,7 @@ std::string comparison_json(const std::vector<ComparisonRow>& rows, const Compar
                        {"mean_site_accuracy", optional_number(r.mean_site_accuracy)},
                        {"seconds_per_step", r.seconds_per_step},
                        {"seconds_to_target", optional_number(r.seconds_to_target)},
+                       {"training_seconds_to_target", optional_number(r.training_seconds_to_target)},
                        {"bytes_sent_per_site", r.bytes_sent_per_site},
                        {"bytes_received_per_site", r.bytes_received_per_site},
                        {"steps_per_site", r.steps_per_site},

@@ -29,7 +29,7 @@ std::string format_comparison_table(const std::vector<ComparisonRow>& rows, doub
 
 // {"sites":..,"wan":..,"partition":..,"model":..,"epochs":..,"target_accuracy":..,
 //  "results":[{"algo":..,"test_accuracy":..|null,"mean_site_accuracy":..|null,"seconds_per_step":..,
-//              "seconds_to_target":..|null,"bytes_sent_per_site":..,"bytes_received_per_site":..,
+//              "seconds_to_target":..|null,"training_seconds_to_target":..|null,"bytes_sent_per_site":..,"bytes_received_per_site":..,
 //              "steps_per_site":..,"rounds_abandoned":..,"wall_seconds":..}, ...],
 //  "files":{"results_csv":..,"curves_csv":..,"plot_svg":..}}  (pretty-printed, 2 spaces)
 std::string comparison_json(const std::vector<ComparisonRow>& rows, const ComparisonContext& context);

@@ -114,8 +114,9 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   } else {
     std::printf("\n%s\n", format_comparison_table(rows, options.target_accuracy).c_str());
     std::printf("accuracy: the average of the sites' final models on the test set; site acc.: mean of each site's own\n"
-                "model; per step: mean seconds per training step; to %.1f%%: until every site reached it; sent/site:\n"
-                "bytes each site sent, mean over sites; wall time: from start to the last site's end.\n\n",
+                "model; per step: mean seconds per training step; to %.1f%%: from the launch until every site reached\n"
+                "it; of it training: the same from the first step (without start-up); sent/site: bytes each site sent,\n"
+                "mean over sites; wall time: from start to the last site's end.\n\n",
                 options.target_accuracy * 100);
     std::printf("results  %s\ncurves   %s\nplot     %s\nlogs     %s/<algo>/<site>/log.txt\n",
                 context.results_csv.c_str(), context.curves_csv.c_str(), context.plot_svg.c_str(), out_dir.c_str());

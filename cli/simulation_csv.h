@@ -12,7 +12,8 @@ namespace meridian::cli {
 
 // results.csv, one row per algorithm:
 // algo,sites,test_accuracy,mean_site_accuracy,seconds_per_step,target_accuracy,seconds_to_target,
-// bytes_sent_per_site,bytes_received_per_site,steps_per_site,rounds_abandoned,wall_seconds
+// bytes_sent_per_site,bytes_received_per_site,steps_per_site,rounds_abandoned,wall_seconds,
+// training_seconds_to_target
 std::string results_csv(const std::vector<ComparisonRow>& rows, double target_accuracy);
 
 // curves.csv, one row per evaluation of a site: time,algo,site,step,accuracy

@@ -57,6 +57,8 @@ SiteResult read_site_result(const std::filesystem::path& file) {
   r.bytes_received = count(object, "bytes_received", source);
   r.rounds_abandoned = count(object, "rounds_abandoned", source);
   r.final_checkpoint = text(object, "final_checkpoint", source);
+  // Written since 2026-11-25; older results lack it.
+  if (object.contains("train_start")) r.train_start = number(object, "train_start", source);
   return r;
 }
 

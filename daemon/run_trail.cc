@@ -59,7 +59,8 @@ void RunTrail::write_result(const RunResult& r) const {
                               {"bytes_received", r.bytes_received},
                               {"rounds_abandoned", r.rounds_abandoned},
                               {"final_checkpoint", r.final_checkpoint},
-                              {"finish_seconds", r.finish_seconds}};
+                              {"finish_seconds", r.finish_seconds},
+                              {"train_start", r.train_start}};
   write_atomically(result_file(), doc.dump(2) + "\n");
 }
 

@@ -7,7 +7,8 @@
 //     {"site", "algo", "steps", "epochs", "train_seconds", "seconds_per_step", "test_accuracy",
 //      "bytes_sent", "bytes_received", "rounds_abandoned", "final_checkpoint": path,
 //      "finish_seconds": the part of train_seconds spent after the last step waiting for the mixes
-//      still in flight (dts, sgp with overlap); train_seconds − finish_seconds is the steady loop}
+//      still in flight (dts, sgp with overlap); train_seconds − finish_seconds is the steady loop;
+//      "train_start": Unix seconds when the first step began, after start-up and joining}
 //   RUN_DIR/endpoint        the address peers join through (one line), written once listening.
 // "step" counts this run's steps from 0 (rounds since the run's first round); "epoch" is step divided
 // by the steps of one epoch (site_data.h).
@@ -41,6 +42,7 @@ struct RunResult {
   double train_seconds = 0;
   double seconds_per_step = 0;
   double finish_seconds = 0;  // of train_seconds: waiting after the last step for mixes in flight
+  double train_start = 0;     // Unix seconds when the first step began (0: not recorded)
   std::optional<double> test_accuracy;
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;

@@ -705,6 +705,8 @@ void SiteDaemon::Impl::train() {
   r.train_seconds = train_seconds;
   r.seconds_per_step = steps_done > 0 ? train_seconds / static_cast<double>(steps_done) : 0;
   r.finish_seconds = finish_seconds;
+  r.train_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+                  train_seconds;
   r.test_accuracy = accuracy;
   r.bytes_sent = sent;
   r.bytes_received = received;

@@ -12,6 +12,11 @@
 // schedule). For D = 0 the correction follows the step at once, which is allreduce up to rounding.
 // Up to ⌈D/P⌉+1 windows are in flight, tagged by their last step and applied in order.
 //
+// Stability: exact for gradients that do not depend on the weights; with real ones and momentum, a
+// site's reaction to its own distance from the others is undone D steps later, and that truncated
+// feedback diverges from a few percent of allreduce's curvature limit at P = 1 or D = P. Keep P >= 8·D
+// (docs/algorithms.md, "dts: stability with momentum"; bench/dts_stability.py).
+//
 // Windows follow the absolute step number: [jP, (j+1)P), closing at step (j+1)P − 1 (a site that
 // starts or resumes mid-window closes a partial one there), so every site agrees on them whenever
 // it started.

@@ -54,6 +54,9 @@ AlgorithmOutcome two_site_outcome() {
                 record(1020, "site-0", 100, 0.81), record(1021, "site-1", 100, 0.78),
                 record(1030, "site-1", 150, 0.83)};
   o.results = {result("site-0", 0.2, 0.84, 1000), result("site-1", 0.4, 0.82, 3000)};
+  // Start-up took 6 s on site-1 and 8 s on site-0.
+  o.results[0].train_start = 1008;
+  o.results[1].train_start = 1006;
   o.averaged_accuracy = 0.85;
   return o;
 }
@@ -95,11 +98,18 @@ TEST_CASE("a comparison row averages the sites' results", "[cli][simulate]") {
   CHECK(*row.mean_site_accuracy == Approx(0.83));
   CHECK(row.seconds_per_step == Approx(0.3));
   CHECK(*row.seconds_to_target == Approx(30));
+  CHECK(*row.training_seconds_to_target == Approx(24));  // from the first site's first step
   CHECK(row.bytes_sent_per_site == Approx(2000));
   CHECK(row.bytes_received_per_site == Approx(1000));
   CHECK(row.steps_per_site == Approx(100));
   CHECK(row.rounds_abandoned == 2);
   CHECK(row.wall_seconds == Approx(42));
+
+  // A result without train_start (written before it existed) leaves the training figure out.
+  AlgorithmOutcome older = two_site_outcome();
+  older.results[1].train_start = 0;
+  CHECK(summarize(older, 0.8).seconds_to_target);
+  CHECK_FALSE(summarize(older, 0.8).training_seconds_to_target);
 }
 
 TEST_CASE("the comparison table aligns its columns and shows missing values as a dash", "[cli][simulate]") {
@@ -116,6 +126,7 @@ TEST_CASE("the comparison table aligns its columns and shows missing values as a
   REQUIRE(lines.size() == 3);
   CHECK(lines[0].starts_with("algorithm"));
   CHECK(lines[0].find("to 80.0%") != std::string::npos);
+  CHECK(lines[0].find("of it training") != std::string::npos);
   CHECK(lines[1].starts_with("allreduce"));
   CHECK(lines[1].find("1.25 s") != std::string::npos);
   CHECK(lines[1].find("352 MB") != std::string::npos);
@@ -126,6 +137,7 @@ TEST_CASE("the comparison table aligns its columns and shows missing values as a
   CHECK(lines[2].find("83.0%") != std::string::npos);
   CHECK(lines[2].find("300 ms") != std::string::npos);
   CHECK(lines[2].find("30 s") != std::string::npos);
+  CHECK(lines[2].find("24 s") != std::string::npos);
   CHECK(lines[2].find("2.0 kB") != std::string::npos);
   // Right-aligned numbers: every line has the same display width (the dash is one column, three bytes).
   const auto width = [](const std::string& s) {
@@ -151,9 +163,10 @@ TEST_CASE("results.csv has one row per algorithm with empty fields for missing v
   REQUIRE(lines.size() == 3);
   CHECK(lines[0] ==
         "algo,sites,test_accuracy,mean_site_accuracy,seconds_per_step,target_accuracy,seconds_to_target,"
-        "bytes_sent_per_site,bytes_received_per_site,steps_per_site,rounds_abandoned,wall_seconds");
-  CHECK(lines[1] == "sgp,2,0.85,0.83,0.3,0.8,30,2000,1000,100,2,42");
-  CHECK(lines[2] == "local,2,,,0,0.8,,123456789,0,0,0,0");
+        "bytes_sent_per_site,bytes_received_per_site,steps_per_site,rounds_abandoned,wall_seconds,"
+        "training_seconds_to_target");
+  CHECK(lines[1] == "sgp,2,0.85,0.83,0.3,0.8,30,2000,1000,100,2,42,24");
+  CHECK(lines[2] == "local,2,,,0,0.8,,123456789,0,0,0,0,");
 }
 
 TEST_CASE("curves.csv has one row per evaluation", "[cli][simulate]") {
@@ -264,6 +277,14 @@ TEST_CASE("result.json is read and checked", "[cli][simulate]") {
   CHECK(r.bytes_sent == 120000000);
   CHECK(*r.test_accuracy == Approx(0.861));
   CHECK(r.final_checkpoint == "/x/checkpoint.mrdn");
+  CHECK(r.train_start == 0);  // not in this (older) file
+  {
+    std::ofstream out(file);
+    out << R"({"site": "site-1", "algo": "dts", "steps": 702, "epochs": 3, "train_seconds": 81.2,
+               "seconds_per_step": 0.116, "test_accuracy": 0.861, "bytes_sent": 1.2e8, "bytes_received": 5,
+               "rounds_abandoned": 0, "final_checkpoint": "/x/checkpoint.mrdn", "train_start": 1795617550.5})";
+  }
+  CHECK(read_site_result(file).train_start == Approx(1795617550.5));
   {
     std::ofstream out(file);
     out << R"({"site": "site-1"})";

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -106,7 +107,11 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
   }
   TempDir dir;
   std::map<std::string, double> accuracy;
+  const auto unix_now = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
   for (const std::string algo : {"allreduce", "dts", "sgp", "dsync"}) {
+    const double launched = unix_now();
     auto sites = start_sites(dir.path() / algo, 4, algo, "1");
     for (auto& s : sites) {
       const int rc = s->wait_exit();
@@ -119,6 +124,12 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
     CHECK(result["algo"] == algo);
     CHECK(result["steps"].get<int>() == 234);  // floor(60000 / 4 / 64) steps for one epoch, on every site
     for (const auto& s : sites) CHECK(result_of(*s)["steps"] == result["steps"]);
+    // The first step began after the launch, and training ended before the processes did.
+    for (const auto& s : sites) {
+      const auto r = result_of(*s);
+      CHECK(r["train_start"].get<double>() > launched);
+      CHECK(r["train_start"].get<double>() + r["train_seconds"].get<double>() < unix_now());
+    }
     // Every site's trail ends with the run's last step.
     const auto trail = meridian::testing::read_text(sites[3]->run_dir() / "progress.jsonl");
     const auto last = nlohmann::json::parse(trail.substr(trail.rfind('\n', trail.size() - 2) + 1));
