@@ -27,6 +27,24 @@ std::optional<double> seconds_to_accuracy(const std::vector<CurvePoint>& curve, 
   return latest;
 }
 
+std::optional<double> training_seconds_to_accuracy(const AlgorithmOutcome& outcome, double target) {
+  if (outcome.results.empty()) return std::nullopt;
+  double first_step = outcome.results.front().train_start;
+  for (const auto& r : outcome.results) {
+    if (r.train_start <= 0) return std::nullopt;
+    first_step = std::min(first_step, r.train_start);
+  }
+  std::map<std::string, double> first_reached;
+  for (const auto& p : outcome.progress) {
+    if (p.test_accuracy && *p.test_accuracy >= target && !first_reached.contains(p.site))
+      first_reached[p.site] = p.time - first_step - p.eval_seconds;
+  }
+  if (outcome.sites <= 0 || static_cast<int>(first_reached.size()) < outcome.sites) return std::nullopt;
+  double latest = 0;
+  for (const auto& [site, seconds] : first_reached) latest = std::max(latest, seconds);
+  return latest;
+}
+
 ComparisonRow summarize(const AlgorithmOutcome& outcome, double target_accuracy) {
   ComparisonRow row;
   row.algo = outcome.algo;
@@ -35,14 +53,7 @@ ComparisonRow summarize(const AlgorithmOutcome& outcome, double target_accuracy)
   row.wall_seconds = outcome.wall_seconds;
   row.seconds_to_target = seconds_to_accuracy(accuracy_curve(outcome), outcome.sites, target_accuracy);
   if (outcome.results.empty()) return row;
-  double first_step = 0;
-  bool every_start = true;
-  for (const auto& r : outcome.results) {
-    every_start = every_start && r.train_start > 0;
-    if (r.train_start > 0) first_step = first_step == 0 ? r.train_start : std::min(first_step, r.train_start);
-  }
-  if (row.seconds_to_target && every_start)
-    row.training_seconds_to_target = *row.seconds_to_target - (first_step - outcome.launch_time);
+  row.training_seconds_to_target = training_seconds_to_accuracy(outcome, target_accuracy);
   const double n = static_cast<double>(outcome.results.size());
   double accuracy_sum = 0;
   int with_accuracy = 0;

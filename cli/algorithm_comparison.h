@@ -39,6 +39,12 @@ std::vector<CurvePoint> accuracy_curve(const AlgorithmOutcome& outcome);
 // federation as a whole is there only when its slowest site is); nullopt when some site never did.
 std::optional<double> seconds_to_accuracy(const std::vector<CurvePoint>& curve, int sites, double target);
 
+// The same, in training time: from the first step of the site that started first, less the time each
+// site spent evaluating the test set (start-up — loading data, joining, forming the view — and the
+// evaluations that only measure are the same work for every algorithm, and would dominate fast ones).
+// nullopt also when a site's result lacks train_start.
+std::optional<double> training_seconds_to_accuracy(const AlgorithmOutcome& outcome, double target);
+
 // One row of the comparison table.
 struct ComparisonRow {
   std::string algo;
@@ -47,9 +53,7 @@ struct ComparisonRow {
   std::optional<double> mean_site_accuracy;   // mean of the sites' own final test accuracies
   double seconds_per_step = 0;                // mean over sites of train_seconds / steps
   std::optional<double> seconds_to_target;    // see seconds_to_accuracy
-  // The same, counted from the first site's first step instead of the launch: start-up (loading data,
-  // joining, forming the view) takes seconds on a loaded machine and is the same for every algorithm.
-  // nullopt also when a site's result lacks train_start.
+  // see training_seconds_to_accuracy
   std::optional<double> training_seconds_to_target;
   double bytes_sent_per_site = 0;             // mean over sites
   double bytes_received_per_site = 0;

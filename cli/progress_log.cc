@@ -55,6 +55,8 @@ ProgressRecord parse_progress_record(std::string_view line, const std::string& s
   }
   r.bytes_sent = count(object, "bytes_sent", source);
   r.bytes_received = count(object, "bytes_received", source);
+  // Written since 2026-11-25; older trails lack it.
+  if (object.contains("eval_seconds")) r.eval_seconds = number(object, "eval_seconds", source);
   return r;
 }
 

@@ -1,8 +1,9 @@
 // RUN_DIR/progress.jsonl, the file every `meridian start` appends to at each evaluation and at the end:
 // one JSON object per line,
 //   {"time": 1763771234.5, "site": "site-0", "step": 200, "epoch": 0.85, "train_loss": 0.61,
-//    "test_accuracy": 0.78, "bytes_sent": 1234, "bytes_received": 5678}
-// ("time" is Unix seconds; "test_accuracy" is a fraction in [0, 1], or null when not evaluated).
+//    "test_accuracy": 0.78, "bytes_sent": 1234, "bytes_received": 5678, "eval_seconds": 1.9}
+// ("time" is Unix seconds; "test_accuracy" is a fraction in [0, 1], or null when not evaluated;
+// "eval_seconds" the site's time spent evaluating so far, optional).
 // `meridian simulate` follows these files while the sites train.
 #pragma once
 

@@ -39,7 +39,8 @@ void RunTrail::append_progress(const ProgressRecord& r) const {
                                {"train_loss", r.train_loss},
                                {"test_accuracy", optional_number(r.test_accuracy)},
                                {"bytes_sent", r.bytes_sent},
-                               {"bytes_received", r.bytes_received}};
+                               {"bytes_received", r.bytes_received},
+                               {"eval_seconds", r.eval_seconds}};
   std::ofstream out(progress_file(), std::ios::app);
   // A diverged loss is NaN, which JSON cannot hold; dump() writes null for it.
   out << line.dump() << '\n';

@@ -2,7 +2,8 @@
 // tools (a contract: keep the field names and types):
 //   RUN_DIR/progress.jsonl  one JSON object per line, appended at each evaluation and at the end:
 //     {"time": unix seconds (float), "site": name, "step": int, "epoch": float, "train_loss": float,
-//      "test_accuracy": float or null, "bytes_sent": int, "bytes_received": int}
+//      "test_accuracy": float or null, "bytes_sent": int, "bytes_received": int,
+//      "eval_seconds": float, the site's time spent evaluating so far}
 //   RUN_DIR/result.json     written (atomically) at a normal end, before the daemon exits 0:
 //     {"site", "algo", "steps", "epochs", "train_seconds", "seconds_per_step", "test_accuracy",
 //      "bytes_sent", "bytes_received", "rounds_abandoned", "final_checkpoint": path,
@@ -32,6 +33,7 @@ struct ProgressRecord {
   std::optional<double> test_accuracy;
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
+  double eval_seconds = 0;  // spent evaluating the test set so far, this record's evaluation included
 };
 
 struct RunResult {

@@ -198,6 +198,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::optional<std::string> write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
                                               std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round);
   std::optional<double> evaluate(double& test_loss);
+  double eval_seconds = 0;  // spent in evaluate() so far: progress records carry it
 
   // --- communication thread ---
   void communicate();
@@ -446,7 +447,9 @@ std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view) {
 
 std::optional<double> SiteDaemon::Impl::evaluate(double& test_loss) {
   if (data.test.rows == 0) return std::nullopt;
+  const auto started = Clock::now();
   const auto e = model->evaluate(data.test);
+  eval_seconds += std::chrono::duration<double>(Clock::now() - started).count();
   test_loss = e.loss;
   return e.accuracy;
 }
@@ -552,7 +555,7 @@ void SiteDaemon::Impl::train() {
     const auto [sent, received] = network_bytes();
     trail->append_progress(ProgressRecord{unix_seconds_now(), config.name, steps_done,
                                           static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch),
-                                          loss_avg, accuracy, sent, received});
+                                          loss_avg, accuracy, sent, received, eval_seconds});
   };
 
   std::uint64_t view_in_force = 0;

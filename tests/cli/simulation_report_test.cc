@@ -54,9 +54,10 @@ AlgorithmOutcome two_site_outcome() {
                 record(1020, "site-0", 100, 0.81), record(1021, "site-1", 100, 0.78),
                 record(1030, "site-1", 150, 0.83)};
   o.results = {result("site-0", 0.2, 0.84, 1000), result("site-1", 0.4, 0.82, 3000)};
-  // Start-up took 6 s on site-1 and 8 s on site-0.
+  // Start-up took 6 s on site-1 and 8 s on site-0; by +30 s site-1 had spent 3 s evaluating.
   o.results[0].train_start = 1008;
   o.results[1].train_start = 1006;
+  o.progress.back().eval_seconds = 3;
   o.averaged_accuracy = 0.85;
   return o;
 }
@@ -98,7 +99,8 @@ TEST_CASE("a comparison row averages the sites' results", "[cli][simulate]") {
   CHECK(*row.mean_site_accuracy == Approx(0.83));
   CHECK(row.seconds_per_step == Approx(0.3));
   CHECK(*row.seconds_to_target == Approx(30));
-  CHECK(*row.training_seconds_to_target == Approx(24));  // from the first site's first step
+  // From the first site's first step (+6 s), less site-1's evaluations: 30 − 6 − 3.
+  CHECK(*row.training_seconds_to_target == Approx(21));
   CHECK(row.bytes_sent_per_site == Approx(2000));
   CHECK(row.bytes_received_per_site == Approx(1000));
   CHECK(row.steps_per_site == Approx(100));
@@ -137,7 +139,7 @@ TEST_CASE("the comparison table aligns its columns and shows missing values as a
   CHECK(lines[2].find("83.0%") != std::string::npos);
   CHECK(lines[2].find("300 ms") != std::string::npos);
   CHECK(lines[2].find("30 s") != std::string::npos);
-  CHECK(lines[2].find("24 s") != std::string::npos);
+  CHECK(lines[2].find("21 s") != std::string::npos);
   CHECK(lines[2].find("2.0 kB") != std::string::npos);
   // Right-aligned numbers: every line has the same display width (the dash is one column, three bytes).
   const auto width = [](const std::string& s) {
@@ -165,7 +167,7 @@ TEST_CASE("results.csv has one row per algorithm with empty fields for missing v
         "algo,sites,test_accuracy,mean_site_accuracy,seconds_per_step,target_accuracy,seconds_to_target,"
         "bytes_sent_per_site,bytes_received_per_site,steps_per_site,rounds_abandoned,wall_seconds,"
         "training_seconds_to_target");
-  CHECK(lines[1] == "sgp,2,0.85,0.83,0.3,0.8,30,2000,1000,100,2,42,24");
+  CHECK(lines[1] == "sgp,2,0.85,0.83,0.3,0.8,30,2000,1000,100,2,42,21");
   CHECK(lines[2] == "local,2,,,0,0.8,,123456789,0,0,0,0,");
 }
 
@@ -237,10 +239,12 @@ TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are
   CHECK(first[0].bytes_received == 20);
   {
     std::ofstream out(file, std::ios::app);
-    out << R"( "bytes_sent": 30, "bytes_received": 40})" << "\n";
+    out << R"( "bytes_sent": 30, "bytes_received": 40, "eval_seconds": 0.25})" << "\n";
   }
   auto second = follower.read_new();
   REQUIRE(second.size() == 1);
+  CHECK(first[0].eval_seconds == 0);  // older trails have no eval_seconds
+  CHECK(second[0].eval_seconds == 0.25);
   CHECK(second[0].epoch == 1);
   CHECK_FALSE(second[0].test_accuracy);
   CHECK(std::isnan(second[0].train_loss));

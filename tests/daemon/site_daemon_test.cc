@@ -134,6 +134,7 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
     const auto trail = meridian::testing::read_text(sites[3]->run_dir() / "progress.jsonl");
     const auto last = nlohmann::json::parse(trail.substr(trail.rfind('\n', trail.size() - 2) + 1));
     CHECK(last["step"] == 234);
+    CHECK(last["eval_seconds"].get<double>() > 0);  // at least the final evaluation
     CHECK(last["site"] == "s3");
     CHECK(last["bytes_sent"].get<std::uint64_t>() > 0);
 
