@@ -47,12 +47,12 @@ PLANS = {
         "e1": {"sites": [4, 8], "latencies": {4: [0, 25, 100, 200], 8: [0, 100, 200]},
                "sync_steps": {4: 10, 8: 8}, "min_steps": {4: 32, 8: 24}, "repeat_latencies": [100]},
         "e2": {"sites": [4, 8, 16], "epochs": 0.1, "widths": [64]},
-        "e3": {"epochs": 0.5, "target": 0.80},
+        "e3": {"epochs": 1.0, "target": 0.80},
         "e4": {"grid": [(0, 1), (4, 1), (8, 1), (16, 1), (4, 4), (16, 16), (0, 16), (2, 16), (4, 16), (4, 32),
                         (8, 32), (8, 64)],
                "ablate": [(4, 1), (16, 1), (4, 32)], "epochs": 0.5},
         "e5": {"alphas": [0.1, 0.5], "epochs": 0.25},
-        "e6": {"epochs": 0.25},
+        "e6": {"epochs": 0.5},
     },
 }
 
@@ -235,7 +235,7 @@ def run_e4(runner, plan):
 
 def run_e5(runner, plan):
     p = plan["e5"]
-    algos = ["allreduce", "dts:delay=2:period=16", "sgp", "sgp:tau=4", "dsync", "local"]
+    algos = ["allreduce", "dts:delay=1:period=4", "dts:delay=2:period=16", "sgp", "sgp:tau=4", "dsync", "local"]
     for alpha in p["alphas"]:
         extra = ["--partition", f"dirichlet:{alpha}", "--epochs", str(p["epochs"]), "--eval-every", "100000"]
         rec = runner.simulate("e5", f"alpha{alpha}", 4, algos, extra)
@@ -524,7 +524,8 @@ NOTES = {
           "buffer); `no-momentum` fixes the weights only (the vanilla rule); `off` applies each average D steps "
           "late without a local step in between (delayed-gradient SGD).",
     "e5": "4 sites, no WAN emulation, the training set split by label with Dirichlet(α) proportions "
-          "(`--partition dirichlet:α`; smaller α = more different sites).",
+          "(`--partition dirichlet:α`; smaller α = more different sites). dts in two stable shapes: a short "
+          "window (D = 1, P = 4) and the long one of experiments 2 and 6 (D = 2, P = 16).",
     "e6": "4 sites, `--wan world4,bandwidth=20mbit`, dts with D = 2, P = 16. Compression (`--compression`, see "
           "docs/algorithms.md): fp16 halves sgp's shares; dts' compressed averages travel by the direct exchange "
           "(one crossing instead of the ring's 2(n−1)), like `exchange=direct` which sends them dense: 3 copies "
