@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "daemon/heap_retention.h"
 #include "daemon/site_config.h"
 #include "daemon/site_daemon.h"
 
@@ -38,6 +39,8 @@ void add_start_command(CLI::App& app, int& exit_code) {
     spdlog::set_default_logger(spdlog::stderr_color_mt("meridian"));
     spdlog::set_pattern("%H:%M:%S.%e %^%l%$ [" + config->name + "] %v");
     spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug (or trace, warn, ...), info when unset
+    // Before any thread starts: model-sized blocks freed every step are reused, not faulted in again.
+    daemon::retain_freed_heap_memory();
     daemon::SiteDaemon site(*config);
     exit_code = site.run();
   });

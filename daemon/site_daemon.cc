@@ -190,6 +190,7 @@ struct SiteDaemon::Impl final : ControlHandler {
 
   // --- trainer thread ---
   void train();
+  void warm_buffers();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
   bool taken_back = false;  // set by wait_for_view: the view takes this site back after one without it
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
@@ -489,6 +490,29 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   return std::nullopt;
 }
 
+void SiteDaemon::Impl::warm_buffers() {
+  // The first touch of a fresh model-sized buffer faults in every page of it: on the 2-core VM of
+  // docs/results.md about 9.5 ms of CPU per 2 MB (against 0.1 ms to write it again), as much as a
+  // whole step's compute there. A run keeps a handful of such buffers in flight (shares on the
+  // emulated links and in the inbox, snapshots and mix results in the channel) and faulted each in
+  // during its first steps. They are made now, while the site waits for its peers: the transport's
+  // pool and the channel's spares hand them out later (heap_retention.h keeps what is freed).
+  const std::size_t n = model->parameter_count();
+  // dts windows carry the weights' and the momentum's displacement; the other mixes the parameters.
+  const std::size_t channel_elements = config.algo == "dts" ? 2 * n : n;
+  constexpr std::size_t kBudgetBytes = std::size_t{256} << 20;
+  constexpr std::size_t kChannelBuffers = 6, kTransportBuffers = 8;
+  std::size_t budget = kBudgetBytes;
+  auto affordable = [&](std::size_t elements) {
+    if (elements * sizeof(float) > budget) return false;
+    budget -= elements * sizeof(float);
+    return true;
+  };
+  for (std::size_t i = 0; i < kChannelBuffers && affordable(channel_elements); ++i)
+    channel.recycle(std::vector<float>(channel_elements));
+  for (std::size_t i = 0; i < kTransportBuffers && affordable(n); ++i) transport->recycle(std::vector<float>(n));
+}
+
 void SiteDaemon::Impl::train() {
   const bool resumed = resume.has_value();
   std::uint64_t start_round = 0, end_round = data.total_steps, k = 0;
@@ -499,6 +523,7 @@ void SiteDaemon::Impl::train() {
       k = resume->step;
     }
   } else {
+    warm_buffers();
     if (!wait_for_view(resumed)) return;
     const auto view = transport->latest_view();
     if (resumed) {

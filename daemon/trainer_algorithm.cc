@@ -163,8 +163,7 @@ class Sgp final : public WithOptimizer {
       const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
         push_sum_(sgp_mixing(config), channel, mirror_.parameters()),
-        before_(model.parameters().size()),
-        update_(model.parameters().size()) {}
+        before_(model.parameters().size()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // The optimizer runs on z (the model); its displacement z_before − z_after is the update that
@@ -174,8 +173,7 @@ class Sgp final : public WithOptimizer {
     std::copy(z.begin(), z.end(), before_.begin());
     optimizer_step(local_step);
     mirror_.pull_parameters();
-    for (std::size_t i = 0; i < z.size(); ++i) update_[i] = before_[i] - z[i];
-    push_sum_.step(k, update_);
+    push_sum_.step(k, before_, z);
     mirror_.push_parameters();
   }
   void finish() override {
@@ -196,7 +194,6 @@ class Sgp final : public WithOptimizer {
  private:
   gossip::PushSum push_sum_;
   std::vector<float> before_;  // (n) z before the optimizer step
-  std::vector<float> update_;  // (n)
 };
 
 // sgp on a device backend: the numerator, the optimizer's displacement and the push-sum arithmetic stay

@@ -30,6 +30,9 @@ class PushSum {
   // x ← x − update, mixes (per the config), then writes z = x / w into the model buffer.
   // Throws std::invalid_argument for a mis-sized update, and what MixChannel throws.
   void step(std::uint64_t k, std::span<const float> update);
+  // The same with update = before − after (the model before and after the optimizer step), formed in
+  // the same pass as x's update: the same float operations as step(k, before − after), one pass fewer.
+  void step(std::uint64_t k, std::span<const float> before, std::span<const float> after);
 
   // Applies every outstanding mix and refreshes the model.
   void finish();

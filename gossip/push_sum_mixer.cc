@@ -1,5 +1,6 @@
 #include "gossip/push_sum_mixer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,13 @@ PushSumMixer::PushSumMixer(Inbox& inbox, std::size_t out_peers, RoundTimeouts ti
       robust_(robust) {
   if (compression.encoding == Encoding::kTopK)
     throw std::invalid_argument("push-sum: top-k compression is not sound for push-sum shares (use fp16 or none)");
+}
+
+bool PushSumMixer::absorb(peer::Message&& m, std::span<float> data, double& weight, std::size_t sites) {
+  const bool added = add(m, data, weight, sites);
+  // Back to the transport, which receives the next share into this already-touched memory.
+  inbox_.transport().recycle(std::move(m.payload));
+  return added;
 }
 
 bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites) {
@@ -75,7 +83,7 @@ std::size_t PushSumMixer::await_through(std::uint64_t through, std::span<float> 
       outstanding_.give_up(due->step, due->from);
       continue;
     }
-    if (add(*msg, data, weight, sites)) outstanding_.arrived(due->step, due->from);
+    if (absorb(std::move(*msg), data, weight, sites)) outstanding_.arrived(due->step, due->from);
   }
   return missing;
 }
@@ -87,7 +95,7 @@ std::size_t PushSumMixer::settle(std::span<float> data, double& weight) {
   inbox_.pump(std::chrono::milliseconds(0));
   for (auto& late :
        inbox_.take_all([&](const peer::Message& m) { return m.kind == kind && m.round <= *last_step_; }))
-    if (add(late, data, weight, n)) outstanding_.arrived(late.round, late.from);
+    if (absorb(std::move(late), data, weight, n)) outstanding_.arrived(late.round, late.from);
   return await_through(*last_step_, data, weight, n);
 }
 
@@ -131,9 +139,19 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   // With K + 1 a power of two (K = 1, 3, 7) the shares are exact, so kept + sent = x bit for bit.
   const float share = 1.0f / static_cast<float>(outs.size() + 1);
   const double weight_share = weight / static_cast<double>(outs.size() + 1);
-  for (float& v : data) v *= share;
-  weight = weight_share;
   const bool compressed = codec_.spec().encoding != Encoding::kDense;
+  // The first dense share is written in the same pass that scales the kept one (one read of the model
+  // instead of two), into a buffer the transport has touched before: a fresh model-sized vector per
+  // step costs a page fault per 4 KiB, as much as the copy itself.
+  std::vector<float> first_share;
+  if (!compressed && skipped < outs.size()) {
+    first_share = transport.take_buffer(data.size());
+    float* out = first_share.data();
+    for (std::size_t i = 0; i < data.size(); ++i) out[i] = data[i] *= share;
+  } else {
+    for (float& v : data) v *= share;
+  }
+  weight = weight_share;
   if (compressed) {
     decoded_.resize(data.size());
     codec_.encode(data, packed_, decoded_);
@@ -150,9 +168,13 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     msg.weight = weight_share;
     if (compressed) {
       msg.phase = static_cast<std::uint32_t>(codec_.spec().encoding);
-      msg.payload.assign(packed_.begin(), packed_.end());
+      msg.payload = transport.take_buffer(packed_.size());
+      std::copy(packed_.begin(), packed_.end(), msg.payload.begin());
+    } else if (sent == 0) {
+      msg.payload = std::move(first_share);
     } else {
-      msg.payload.assign(data.begin(), data.end());
+      msg.payload = transport.take_buffer(data.size());
+      std::copy(data.begin(), data.end(), msg.payload.begin());
     }
     transport.send(view.at(peer_rank), std::move(msg));
     ++sent;
@@ -183,7 +205,7 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   for (auto& early : inbox_.take_all([&](const peer::Message& m) {
          return m.kind == kind && (m.round < step || (staleness_ > 0 && m.round == step));
        }))
-    if (add(early, data, weight, n)) outstanding_.arrived(early.round, early.from);
+    if (absorb(std::move(early), data, weight, n)) outstanding_.arrived(early.round, early.from);
   // Wait for the shares of steps ≤ step − τ, oldest step first, each step's in-peers in graph order.
   if (step >= staleness_)
     report.missing = static_cast<std::uint32_t>(await_through(step - staleness_, data, weight, n));

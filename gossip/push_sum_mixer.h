@@ -68,6 +68,8 @@ class PushSumMixer final : public Mixer {
 
  private:
   bool add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites);
+  // add(), then gives the payload back to the transport for reuse.
+  bool absorb(peer::Message&& m, std::span<float> data, double& weight, std::size_t sites);
   // Waits for the expected shares of steps ≤ `through` (see settle()); returns how many were given up on.
   std::size_t await_through(std::uint64_t through, std::span<float> data, double& weight, std::size_t sites);
 

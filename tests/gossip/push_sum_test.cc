@@ -274,3 +274,82 @@ TEST_CASE("push-sum resumes from a checkpoint and refuses a bad one", "[gossip][
   CHECK_THROWS_AS(sgp.restore(saved, 0.0), std::invalid_argument);
   CHECK_THROWS_AS(sgp.restore(saved, std::nan("")), std::invalid_argument);
 }
+
+TEST_CASE("push-sum's model is x / w rounded once to float, whatever w", "[gossip][sgp]") {
+  // Weights that are floats (dyadic ones, as on the exponential graph, and others) and weights that
+  // are not: the model must hold the double quotient rounded to float in every case.
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> value(-3.0f, 3.0f);
+  std::vector<float> numerator(4096);
+  for (float& v : numerator) v = value(rng);
+  numerator[0] = 0.0f;
+  numerator[1] = -0.0f;
+  numerator[2] = 1e-38f;  // a quotient near the subnormal range
+  MixChannel channel;
+  std::vector<float> model(numerator.size());
+  PushSum sgp({}, channel, model);
+  for (double w : {1.0, 0.5, 1.5, 0.75, 3.0, 1.0 / 3.0, 0.1, 2.0 / 3.0, 1.0 + 1e-12}) {
+    INFO("w=" << w);
+    sgp.restore(numerator, w);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < numerator.size(); ++i)
+      wrong += std::bit_cast<std::uint32_t>(model[i]) !=
+               std::bit_cast<std::uint32_t>(static_cast<float>(numerator[i] / w));
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("a push-sum step given the model before and after is the step given their difference",
+          "[gossip][sgp]") {
+  // Two clusters from the same start, one fed the update, the other the two models it comes from:
+  // every numerator, weight and model must be the same bits. Synchronous mixing, with and without
+  // delayed compensation, so that both runs mix the same shares (with overlap, which shares a mix
+  // finds depends on timing).
+  const std::size_t n = 4, dim = 257;
+  const std::uint64_t steps = 24;
+  for (std::uint32_t delay : {0u, 1u}) {
+    INFO("delay=" << delay);
+    DelayedMixingConfig config;
+    config.delay = delay;
+    auto start = dyadic_start(n, dim, 5);
+    auto run = [&](bool two_models) {
+      SiteCluster cluster(n, MixerKind::kPushSum);
+      Trace trace(steps, n);
+      cluster.run([&](std::size_t r, MixChannel& channel) {
+        std::vector<float> model = start[r];
+        PushSum sgp(config, channel, model);
+        std::mt19937 rng(static_cast<unsigned>(100 + r));
+        std::uniform_real_distribution<float> gradient(-0.1f, 0.1f);
+        std::vector<float> before(dim), update(dim);
+        for (std::uint64_t k = 0; k < steps; ++k) {
+          before = model;
+          for (float& v : model) v -= gradient(rng);  // the "optimizer step" on z
+          if (two_models) {
+            sgp.step(k, before, model);
+          } else {
+            for (std::size_t i = 0; i < dim; ++i) update[i] = before[i] - model[i];
+            sgp.step(k, update);
+          }
+          trace.x[k][r].assign(sgp.numerator().begin(), sgp.numerator().end());
+          trace.w[k][r] = sgp.weight();
+          trace.z[k][r] = model;
+        }
+        sgp.finish();
+      });
+      return trace;
+    };
+    const Trace a = run(false), b = run(true);
+    for (std::uint64_t k = 0; k < steps; ++k) {
+      for (std::size_t r = 0; r < n; ++r) {
+        INFO("step " << k << " site " << r);
+        REQUIRE(a.w[k][r] == b.w[k][r]);
+        REQUIRE(a.x[k][r] == b.x[k][r]);
+        REQUIRE(a.z[k][r] == b.z[k][r]);
+      }
+    }
+  }
+  MixChannel channel;
+  std::vector<float> model(3);
+  PushSum sgp({}, channel, model);
+  CHECK_THROWS_AS(sgp.step(0, std::vector<float>(3), std::vector<float>(2)), std::invalid_argument);
+}
