@@ -5,6 +5,7 @@ all_reduce, same float counts, same number of local processes on 127.0.0.1, in t
 
 Usage: bench/allreduce_compare.py [--build build] [--procs 4] [--sizes 1000000,10000000]
                                   [--repeats 10] [--warmup 2] [--trials 2] [--piece N] [--chunk-kib K]
+                                  [--socket-buffer-kib K]
                                   [--out docs/benchmarks.md]
 Prints the results table; with --out, replaces the "All-reduce" section of that file (or appends it).
 """
@@ -38,6 +39,8 @@ def run_meridian(args, binary):
         common += ["--piece", str(args.piece)]
     if args.chunk_kib:
         common += ["--chunk-kib", str(args.chunk_kib)]
+    if args.socket_buffer_kib is not None:
+        common += ["--socket-buffer-kib", str(args.socket_buffer_kib)]
     first = subprocess.Popen([binary, "--name", "site0"] + common, stdout=subprocess.PIPE, text=True)
     others = []
     try:
@@ -72,6 +75,9 @@ def main():
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--piece", type=int, help="floats per Meridian ring message (default: the library's)")
     ap.add_argument("--chunk-kib", type=int, help="payload KiB per Meridian wire chunk (default: the library's)")
+    ap.add_argument("--socket-buffer-kib", type=int,
+                    help="Meridian's kernel socket buffer per connection, 0 for the OS default "
+                         "(default: the benchmark binary's, 256)")
     ap.add_argument("--out", help="markdown file whose All-reduce section to replace")
     args = ap.parse_args()
 
