@@ -5,6 +5,7 @@ all_reduce, same float counts, same number of local processes on 127.0.0.1, in t
 
 Usage: bench/allreduce_compare.py [--build build] [--procs 4] [--sizes 1000000,10000000]
                                   [--repeats 10] [--warmup 2] [--trials 2] [--piece N] [--chunk-kib K]
+                                  [--socket-buffer-kib K]
                                   [--out docs/benchmarks.md]
 Prints the results table; with --out, replaces the "All-reduce" section of that file (or appends it).
 """
@@ -38,6 +39,8 @@ def run_meridian(args, binary):
         common += ["--piece", str(args.piece)]
     if args.chunk_kib:
         common += ["--chunk-kib", str(args.chunk_kib)]
+    if args.socket_buffer_kib is not None:
+        common += ["--socket-buffer-kib", str(args.socket_buffer_kib)]
     first = subprocess.Popen([binary, "--name", "site0"] + common, stdout=subprocess.PIPE, text=True)
     others = []
     try:
@@ -72,6 +75,9 @@ def main():
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--piece", type=int, help="floats per Meridian ring message (default: the library's)")
     ap.add_argument("--chunk-kib", type=int, help="payload KiB per Meridian wire chunk (default: the library's)")
+    ap.add_argument("--socket-buffer-kib", type=int,
+                    help="Meridian's kernel socket buffer per connection, 0 for the OS default "
+                         "(default: the benchmark binary's, 256)")
     ap.add_argument("--out", help="markdown file whose All-reduce section to replace")
     args = ap.parse_args()
 
@@ -132,35 +138,37 @@ def main():
         "",
         f"Target: Meridian no slower than gloo. {verdict}",
         "",
-        "What changed to get here (2026-11-22, two rounds). First, a thread that sends and receives runs the "
-        "transport's loop itself while it keeps calling (peer/zmq_transport.h, \"Threads\"), so a ring piece "
-        "crosses two thread hand-offs instead of four; the buffer pool keeps sizes (callgrind had shown 12% of "
-        "the instructions zero-filling shrunk pooled buffers). That left two extra passes over every received "
-        "byte: libzmq's buffer copied into a pooled one while the reassembler checked every value was finite, "
-        "then the ring's copy of the piece into the tensor or a forwarding buffer. Second, the ring now "
-        "receives straight into its destination: `Transport::receive_into` with a `PayloadSink` "
-        "(peer/payload_sink.h) has the ZeroMQ transport combine each payload from libzmq's receive buffer "
-        "into the tensor (reduce-scatter: add the local piece, and scale on the finishing member; all-gather: "
-        "copy), block by block with the finite check fused into the same pass, and relay the result to the "
-        "next member by sending the received frame itself again (overwritten with the sum, or untouched for "
-        "a gathered piece). Each received byte is now read once in user space; a NaN or infinity is still "
-        "refused and counted, and the block holding it is never written. "
-        "`perf record` on two of the four processes (10M floats) after this: the kernel's socket copies "
-        "(both directions) take 28-30% of a process's CPU time, the fused receive passes 27% (the all-gather's "
-        "copy into the tensor 12 of those points), the benchmark's refill of the tensor between repeats 11%. "
-        "What remains against gloo, at 10M floats: there the round is bound by CPU time (four processes, "
-        "each with a ZeroMQ I/O thread, on two cores), and Meridian's processes still use more of it: "
-        "184 ms of CPU per round for all four against gloo's 148 ms (user + system time of a 10M run "
-        "minus that of a 1-float run, getrusage over all processes, both including the refill of the "
-        "tensor; load 6-7). The difference is about the all-gather's copy of each piece from libzmq's "
-        "buffer into the tensor (libzmq 4.3 always receives into a buffer of its own; gloo's recv() writes "
-        "into the tensor) plus the copy of a member's own segment into its first message and ZeroMQ's "
-        "extra thread hand-off per piece (gloo writes to the socket from the calling thread). Removing the "
-        "all-gather copy would need a transport that reads the socket into caller memory, which libzmq "
-        "does not offer. Tried and not kept, as they were not faster or not clearly cheaper in side-by-side "
-        "runs: pieces of 512 KiB or 256 KiB (`--piece 131072`, `--piece 65536`), fixed 1 or 4 MiB socket "
-        "buffers, non-temporal stores for the all-gather copy. Repeat times are bimodal under load, so "
-        "the ratio moves with the load average noted above.",
+        "What changed to get here. 2026-11-22: a thread that sends and receives runs the transport's loop "
+        "itself while it keeps calling (peer/zmq_transport.h, \"Threads\"), so a ring piece crosses two thread "
+        "hand-offs instead of four; the ring receives straight into its destination (`Transport::receive_into` "
+        "with a `PayloadSink`, peer/payload_sink.h): each payload is combined from libzmq's receive buffer into "
+        "the tensor block by block, with the finite check fused into the same pass, and the result is relayed "
+        "by sending the received frame itself again. 2026-11-25, first: the fused pass checks each block where "
+        "libzmq left it instead of staging it through a buffer. 2026-11-25, second (this table): the benchmark "
+        "sets Meridian's kernel socket buffers to 256 KiB (`--socket-buffer-kib`, "
+        "`ZmqTransportOptions::socket_buffer_bytes`; the library's default stays the OS's autotuning, which WAN "
+        "links need), and the finite check and the combining loops are compiled for AVX-512 and AVX2 as well "
+        "(target clones; same bits). Why the buffers: `perf record -F 1000 -g` over all four processes (10M "
+        "floats, 20 repeats, minus a 1-float run) showed the kernel's receive copy (`_copy_to_iter`) at 1032 "
+        "samples for Meridian against 553 for gloo, while the send copies were alike (752 against 915). With "
+        "autotuned buffers a sender ran megabytes ahead of its reader, so the reader copied bytes that had "
+        "already left the cache; with 256 KiB the receive copy fell to 656-694 samples and the run's total "
+        "by 6-10% (smaller buffers or pieces cost more in wake-ups than they save). The SIMD clones moved "
+        "little (combining loop 207-232 samples against 227-247; the finite check waits on memory either way). "
+        "What is left against gloo at 10M floats, from the same profile after these changes (shares of all "
+        "samples): the loopback TCP path in the kernel (send and receive system calls with their copies and "
+        "the softirq work on the sending side) about half, its two copies now costing about what gloo's do; "
+        "the finite check and combining pass about 10%, of which the "
+        "all-gather's copy from libzmq's receive buffer into the tensor is work gloo does not do (its recv() "
+        "writes into the tensor; libzmq 4.3 always receives into a buffer of its own); page faults on "
+        "libzmq's receive buffers about 3% (the heap its I/O thread allocates them from grows in steps to the "
+        "deepest backlog of received pieces, one process 100, 106, then 122 MB resident over 60 repeats, and "
+        "each step's pages fault on first touch; a single malloc arena did not change it); the copy of a "
+        "member's own segment into its first messages about 2%. Tried and not kept: pieces of 512 or 256 KiB, socket buffers of 64, 128 and 512 KiB, "
+        "a receive high-water mark of 2 or 4 messages, software prefetch of the next block in the fused pass, "
+        "non-temporal stores for the all-gather copy. The machine is a 2-core VM shared with other sessions' "
+        "builds and tests: repeat times are bimodal under load, so the ratio moves with the load average "
+        "noted above.",
     ])
     print(f"## {TITLE}\n\n{body}")
     if args.out:

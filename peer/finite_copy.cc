@@ -6,6 +6,9 @@
 
 namespace meridian::peer {
 
+// Both are compiled once per vector unit (AVX-512, AVX2, baseline SSE2) and the loader picks the
+// widest the CPU has: a received payload is checked at the speed memory delivers it.
+[[gnu::target_clones("avx512f", "avx2", "default")]]
 bool copy_finite(const std::byte* src, float* dst, std::size_t n) {
   if (n == 0) return true;  // empty payloads may come with null pointers, which memcpy must not see
   std::memcpy(dst, src, n * sizeof(float));
@@ -19,6 +22,7 @@ bool copy_finite(const std::byte* src, float* dst, std::size_t n) {
   return bad == 0;
 }
 
+[[gnu::target_clones("avx512f", "avx2", "default")]]
 bool all_finite(const std::byte* src, std::size_t n) {
   // The same branch-free exponent test, on bits loaded straight from the (possibly unaligned) buffer.
   std::uint32_t bad = 0;

@@ -23,7 +23,8 @@ constexpr std::size_t kBlock = 1024;
 // vectorizes; kInPlace reads the addend through `out` (they are the same memory). `out` and `copy`
 // may be null; `copy` may be the source itself: each element is read before it is written.
 template <bool kAdd, bool kInPlace, bool kScale>
-bool combine(const std::byte* src, float* out, const float* addend, float scale, float* copy, std::size_t n) {
+[[gnu::always_inline]] inline bool combine(const std::byte* src, float* out, const float* addend, float scale,
+                                           float* copy, std::size_t n) {
   float* first = out ? out : copy;
   float* second = out ? copy : nullptr;
   if (!first) return all_finite(src, n);
@@ -46,10 +47,22 @@ bool combine(const std::byte* src, float* out, const float* addend, float scale,
   return true;
 }
 
-template <bool kAdd, bool kInPlace>
-bool dispatch_scale(const std::byte* src, float* out, const float* addend, float scale, float* copy, std::size_t n) {
-  return scale != 1.0f ? combine<kAdd, kInPlace, true>(src, out, addend, scale, copy, n)
-                       : combine<kAdd, kInPlace, false>(src, out, addend, scale, copy, n);
+// Every shape, compiled once per vector unit (AVX-512, AVX2, and the baseline SSE2 that the build
+// targets); the loader picks the widest the CPU has. The loops only add, multiply and compare,
+// element by element in IEEE single precision, so each clone gives the same bits: sites on different
+// CPUs still agree exactly.
+[[gnu::target_clones("avx512f", "avx2", "default")]]
+bool combine_shape(bool add, bool in_place, const std::byte* src, float* out, const float* addend, float scale,
+                   float* copy, std::size_t n) {
+  const bool scaled = scale != 1.0f;
+  if (!add)
+    return scaled ? combine<false, false, true>(src, out, nullptr, scale, copy, n)
+                  : combine<false, false, false>(src, out, nullptr, scale, copy, n);
+  if (in_place)
+    return scaled ? combine<true, true, true>(src, out, nullptr, scale, copy, n)
+                  : combine<true, true, false>(src, out, nullptr, scale, copy, n);
+  return scaled ? combine<true, false, true>(src, out, addend, scale, copy, n)
+                : combine<true, false, false>(src, out, addend, scale, copy, n);
 }
 
 }  // namespace
@@ -66,9 +79,8 @@ bool PayloadSink::apply(std::span<const std::byte> payload, std::span<float> cop
   if (n == 0) return true;  // empty spans may hold null pointers, which memcpy must not see
   float* o = out.empty() ? nullptr : out.data();
   float* c = copy.empty() ? nullptr : copy.data();
-  if (addend.empty()) return dispatch_scale<false, false>(payload.data(), o, nullptr, scale, c, n);
-  if (addend.data() == o) return dispatch_scale<true, true>(payload.data(), o, nullptr, scale, c, n);
-  return dispatch_scale<true, false>(payload.data(), o, addend.data(), scale, c, n);
+  const bool add = !addend.empty();
+  return combine_shape(add, add && addend.data() == o, payload.data(), o, add ? addend.data() : nullptr, scale, c, n);
 }
 
 }  // namespace meridian::peer

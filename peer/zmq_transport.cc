@@ -203,6 +203,8 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     }
   }
   router_.set(zmq::sockopt::linger, 0);
+  // Set before bind: libzmq applies it to each connection the listener accepts.
+  if (opt_.socket_buffer_bytes > 0) router_.set(zmq::sockopt::rcvbuf, opt_.socket_buffer_bytes);
   // No legitimate frame is larger than a header or a whole payload at the receive caps; libzmq drops a
   // connection that announces a larger one before buffering it, so a member cannot make us allocate
   // gigabytes only for decode_header to refuse them afterwards.
@@ -272,6 +274,7 @@ zmq::socket_t ZmqTransport::IoLoop::open_dealer(const std::string& address, cons
   zmq::socket_t s(ctx_, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::sndhwm, opt_.send_high_water_mark);
+  if (opt_.socket_buffer_bytes > 0) s.set(zmq::sockopt::sndbuf, opt_.socket_buffer_bytes);
   if (secure()) {
     s.set(zmq::sockopt::curve_serverkey, opt_.roster->by_name(server_name)->public_key);
     s.set(zmq::sockopt::curve_publickey, opt_.keys->public_key);
@@ -905,6 +908,9 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options) : options_(std::move(opt
     throw std::invalid_argument("heartbeat timeout (" + std::to_string(options_.heartbeat_timeout.count()) +
                                 " ms) must exceed the heartbeat interval (" +
                                 std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
+  if (options_.socket_buffer_bytes < 0)
+    throw std::invalid_argument("socket buffer size (" + std::to_string(options_.socket_buffer_bytes) +
+                                " bytes) must be positive, or 0 for the OS default");
   if (options_.insecure) {
     spdlog::warn("*** INSECURE: site '{}' uses plain TCP: no encryption, no authentication; anyone who can reach "
                  "{} can read the model and inject messages. Use only for local experiments. ***",

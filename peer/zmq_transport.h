@@ -101,6 +101,13 @@ struct ZmqTransportOptions {
   ValidationPolicy validation;
   WireLimits limits;
   int send_high_water_mark = 8192;             // chunks queued in libzmq per peer before sends wait
+  // Kernel socket buffer of each TCP connection, in bytes: SO_RCVBUF of the connections peers open to
+  // this site (they only carry data in), SO_SNDBUF of the ones it opens to them (they only carry data
+  // out). 0 keeps the OS default and its autotuning, which a WAN link needs: a fixed buffer caps a
+  // connection at about buffer / round-trip time. A small buffer only pays where round trips are
+  // tiny: on loopback 256 KiB keeps a sender at most that far ahead of its reader, so the reader copies
+  // bytes still in cache instead of megabytes queued long enough to leave it (bench/allreduce.cc).
+  int socket_buffer_bytes = 0;
   std::size_t pooled_buffers = 8;              // idle payload buffers kept for reuse
 };
 

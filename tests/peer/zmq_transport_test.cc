@@ -3,7 +3,10 @@
 
 #include <csignal>
 #include <cmath>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
@@ -341,8 +344,69 @@ TEST_CASE("transport options are checked with errors that name the problem", "[p
   o.advertise = "tcp://127.0.0.1:1";
   CHECK(ZmqTransport(o).endpoint() == "tcp://127.0.0.1:1");
   o = fed.options("a");
+  o.socket_buffer_bytes = -1;
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("socket buffer"));
+  o = fed.options("a");
   o.listen = "tcp://256.1.1.1:1";
   CHECK_THROWS_AS(ZmqTransport(o), TransportError);
+}
+
+namespace {
+
+int port_of(const std::string& endpoint) { return std::stoi(endpoint.substr(endpoint.rfind(':') + 1)); }
+
+// SO_RCVBUF or SO_SNDBUF (`option`) of every TCP socket of this process whose local (`local` true) or
+// remote port is `port`.
+std::vector<int> socket_buffers(int port, bool local, int option) {
+  std::vector<int> sizes;
+  for (int fd = 0; fd < 4096; ++fd) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof addr;
+    const int rc = local ? ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+                         : ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    if (rc != 0 || addr.sin_family != AF_INET || ntohs(addr.sin_port) != port) continue;
+    int type = 0, size = 0;
+    socklen_t tl = sizeof type, sl = sizeof size;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) continue;
+    sockaddr_in peer{};
+    socklen_t pl = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0) continue;  // the listening socket
+    if (::getsockopt(fd, SOL_SOCKET, option, &size, &sl) == 0) sizes.push_back(size);
+  }
+  return sizes;
+}
+
+}  // namespace
+
+TEST_CASE("a socket buffer size applies to the connections that carry data, which still arrives intact",
+          "[peer][zmq]") {
+  ZmqTransportOptions oa, ob;
+  oa.name = "a";
+  oa.insecure = true;
+  oa.heartbeat_interval = 50ms;
+  oa.heartbeat_timeout = kHeartbeatTimeout;
+  oa.socket_buffer_bytes = 48 * 1024;  // Linux reports twice what was set (its bookkeeping overhead)
+  ob = oa;
+  ob.name = "b";
+  ZmqTransport a(std::move(oa));
+  ob.bootstrap = {a.endpoint()};
+  ZmqTransport b(std::move(ob));
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+  // Several wire chunks, many times the buffer: the sender waits for the reader, nothing is lost.
+  a.send("b", push_sum(1, 3'000'000));
+  auto got = b.receive(30s);
+  REQUIRE(got);
+  REQUIRE(got->payload.size() == 3'000'000);
+  CHECK(got->payload.front() == 1.0f);
+  CHECK(got->payload.back() == 3'000'000.0f);
+
+  // b's listener accepted a's connection (data in) and b's connection to a carries b's data out.
+  const auto in = socket_buffers(port_of(b.endpoint()), true, SO_RCVBUF);
+  const auto out = socket_buffers(port_of(a.endpoint()), false, SO_SNDBUF);
+  REQUIRE_FALSE(in.empty());
+  REQUIRE_FALSE(out.empty());
+  for (int size : in) CHECK(size == 2 * 48 * 1024);
+  for (int size : out) CHECK(size == 2 * 48 * 1024);
 }
 
 namespace {
