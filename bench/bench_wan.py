@@ -267,7 +267,9 @@ def ms(v):
 
 
 def secs(v):
-    return "—" if v is None else f"{v:.0f} s"
+    if v is None:
+        return "—"
+    return f"{v:.1f} s" if v < 10 else f"{v:.0f} s"
 
 
 def spread(values, fmt):
