@@ -9,7 +9,10 @@ DirectMeanMixer::DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spe
     : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts) {}
 
 MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
-  if (tag != RoundTag::kMix) return exact_.mix(step, tag, data, weight);
+  // Dense contributions give every site the exact mean (the same bits everywhere), so the periodic
+  // re-average takes the single crossing too; compressed ones would not be exact, so it keeps the ring.
+  const bool dense = feedback_.spec().encoding == Encoding::kDense;
+  if (tag != RoundTag::kMix && !(dense && tag == RoundTag::kReaverage)) return exact_.mix(step, tag, data, weight);
   const auto tag_value = static_cast<std::uint32_t>(tag);
   const auto kind = peer::MessageKind::kCompressedShare;
   const auto encoding = static_cast<std::uint32_t>(feedback_.spec().encoding);

@@ -13,8 +13,10 @@
 // one crossing instead of 2(n − 1) in a row. Under WAN latency with a handful of sites that is the
 // better trade; for many sites on thin links the ring is.
 //
-// Only RoundTag::kMix goes direct; every other tag (the periodic exact re-average) goes to the exact
-// mixer given to the constructor, so replicas and residual-free parameters still meet exactly.
+// RoundTag::kMix goes direct, and so does the periodic exact re-average (kReaverage) when contributions
+// travel dense: a re-average stalls the trainer, and one crossing stalls it 2(n − 1) times less than
+// the ring. With compression every tag but kMix goes to the exact mixer given to the constructor, so
+// replicas and residual-free parameters still meet exactly.
 //
 // Rounds and faults as AverageMixer: a round not complete by its deadline is abandoned (counted), the
 // input and the residual restored, and redone in the newer view membership announces. Incoming shares
@@ -40,8 +42,8 @@ class DirectMeanMixer final : public Mixer {
   // `spec` kDense sends float32 contributions; fp16 and top-k compress them with error feedback.
   DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts = {});
 
-  // kMix: replaces `data` by the mean of the members' contributions. Other tags: the exact
-  // mixer's mix. Throws MixError like AverageMixer.
+  // kMix (and kReaverage when dense): replaces `data` by the mean of the members' contributions. Other
+  // tags: the exact mixer's mix. Throws MixError like AverageMixer.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
 
   std::uint64_t abandoned() const { return abandoned_.load(); }

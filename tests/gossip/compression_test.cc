@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
+#include <thread>
 
 #include "gossip/direct_mean_mixer.h"
 #include "gossip/dts.h"
@@ -196,6 +198,81 @@ TEST_CASE("compressed mean: every site gets the same bits, the mean of what was 
       for (std::size_t i = 0; i < n; ++i) got[i] += mixer.residual()[i] / sites;
     }
     for (std::size_t i = 0; i < n; ++i) CHECK(std::fabs(got[i] - exact[i]) < 1e-4);
+  }
+}
+
+TEST_CASE("direct exchange, dense: mixes and re-averages give every site the same bits, the exact mean",
+          "[gossip][compression][dts]") {
+  const std::size_t sites = 4, n = 300, steps = 4;
+  SiteCluster cluster(sites, MixerKind::kDirectMean);
+  std::vector<std::vector<std::vector<float>>> results(sites);
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    for (std::uint64_t k = 0; k < steps; ++k) {
+      auto data = random_values(n, static_cast<std::uint32_t>(100 * r + k), 1.0f);
+      average_now(channel, k, data, 10s, k % 2 == 0 ? RoundTag::kMix : RoundTag::kReaverage);
+      results[r].push_back(data);
+    }
+  });
+  for (std::size_t r = 1; r < sites; ++r)
+    for (std::size_t k = 0; k < steps; ++k)
+      CHECK(std::memcmp(results[r][k].data(), results[0][k].data(), n * sizeof(float)) == 0);
+  for (std::uint64_t k = 0; k < steps; ++k) {
+    INFO("step " << k);
+    for (std::size_t i = 0; i < n; ++i) {
+      double mean = 0.0;
+      for (std::size_t r = 0; r < sites; ++r)
+        mean += random_values(n, static_cast<std::uint32_t>(100 * r + k), 1.0f)[i] / static_cast<double>(sites);
+      CHECK(std::fabs(results[0][k][i] - mean) < 1e-6);
+    }
+  }
+  // Nothing held back: the residual of a dense exchange stays zero.
+  for (std::size_t r = 0; r < sites; ++r)
+    for (float v : static_cast<DirectMeanMixer&>(*cluster.site(r).algorithm).residual()) CHECK(v == 0.0f);
+}
+
+namespace {
+// The exact mixer a DirectMeanMixer must not fall back to: any round handed to it fails.
+class RefusingMixer final : public Mixer {
+ public:
+  MixReport mix(std::uint64_t step, RoundTag, std::span<float>, double&) override {
+    throw MixError("round " + std::to_string(step) + " went to the ring");
+  }
+};
+}  // namespace
+
+TEST_CASE("direct exchange: a dense re-average takes the single crossing, a compressed one the exact ring",
+          "[gossip][compression][dts]") {
+  const auto names = testing::site_names(3);
+  for (const char* text : {"none", "fp16"}) {
+    auto net = meridian::peer::InMemoryNetwork::create(names);
+    std::vector<std::string> errors(names.size());
+    std::vector<std::vector<float>> results(names.size());
+    std::vector<std::thread> threads;
+    for (std::size_t r = 0; r < names.size(); ++r)
+      threads.emplace_back([&, r] {
+        auto transport = net->endpoint(names[r]);
+        Inbox inbox(*transport);
+        RefusingMixer ring;
+        DirectMeanMixer mixer(inbox, ring, *parse_compression(text));
+        std::vector<float> data(5, static_cast<float>(r));
+        double weight = 1.0;
+        try {
+          mixer.mix(7, RoundTag::kReaverage, data, weight);
+        } catch (const MixError& e) {
+          errors[r] = e.what();
+        }
+        results[r] = data;
+      });
+    for (auto& t : threads) t.join();
+    INFO(text);
+    for (std::size_t r = 0; r < names.size(); ++r) {
+      if (std::string(text) == "none") {
+        CHECK(errors[r].empty());
+        CHECK(results[r] == std::vector<float>(5, 1.0f));  // (0 + 1 + 2) / 3 on every site
+      } else {
+        CHECK(errors[r] == "round 7 went to the ring");
+      }
+    }
   }
 }
 
