@@ -34,15 +34,13 @@ std::optional<double> training_seconds_to_accuracy(const AlgorithmOutcome& outco
     if (r.train_start <= 0) return std::nullopt;
     first_step = std::min(first_step, r.train_start);
   }
-  std::map<std::string, double> first_reached;
+  // The same curve as accuracy_curve's, on the training clock.
+  std::vector<CurvePoint> curve;
   for (const auto& p : outcome.progress) {
-    if (p.test_accuracy && *p.test_accuracy >= target && !first_reached.contains(p.site))
-      first_reached[p.site] = p.time - first_step - p.eval_seconds;
+    if (!p.test_accuracy) continue;
+    curve.push_back({p.time - first_step - p.eval_seconds, outcome.algo, p.site, p.step, *p.test_accuracy});
   }
-  if (outcome.sites <= 0 || static_cast<int>(first_reached.size()) < outcome.sites) return std::nullopt;
-  double latest = 0;
-  for (const auto& [site, seconds] : first_reached) latest = std::max(latest, seconds);
-  return latest;
+  return seconds_to_accuracy(curve, outcome.sites, target);
 }
 
 ComparisonRow summarize(const AlgorithmOutcome& outcome, double target_accuracy) {

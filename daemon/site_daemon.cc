@@ -804,7 +804,7 @@ void SiteDaemon::Impl::communicate() {
     direct_mean.emplace(inbox, averager, compression, timeouts);
   gossip::Mixer* algorithm = config.algo == "sgp"     ? static_cast<gossip::Mixer*>(&push_sum)
                              : config.algo == "dsync" ? static_cast<gossip::Mixer*>(&groups)
-                             : direct_mean        ? static_cast<gossip::Mixer*>(&*direct_mean)
+                             : direct_mean            ? static_cast<gossip::Mixer*>(&*direct_mean)
                                                       : static_cast<gossip::Mixer*>(&averager);
   gossip::Mixer* exact = &averager;
   // Fault injection (--byzantine-scale): this site's every contribution becomes garbage.

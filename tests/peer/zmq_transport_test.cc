@@ -288,14 +288,21 @@ TEST_CASE("hostile frames are rejected and counted while the site keeps working"
   CHECK_FALSE(a.receive(50ms));
 }
 
+namespace {
+// A plain-TCP site with quick heartbeats, for the tests of insecure mode.
+ZmqTransportOptions insecure_options(const std::string& name) {
+  ZmqTransportOptions o;
+  o.name = name;
+  o.insecure = true;
+  o.heartbeat_interval = 50ms;
+  o.heartbeat_timeout = kHeartbeatTimeout;
+  return o;
+}
+}  // namespace
+
 TEST_CASE("insecure mode works over plain TCP and names senders by their hello", "[peer][zmq]") {
-  ZmqTransportOptions oa, ob;
-  oa.name = "a";
-  oa.insecure = true;
-  oa.heartbeat_interval = 50ms;
-  oa.heartbeat_timeout = kHeartbeatTimeout;
-  ob = oa;
-  ob.name = "b";
+  ZmqTransportOptions oa = insecure_options("a");
+  ZmqTransportOptions ob = insecure_options("b");
   ZmqTransport a(std::move(oa));
   ob.bootstrap = {a.endpoint()};
   ZmqTransport b(std::move(ob));
@@ -380,13 +387,9 @@ std::vector<int> socket_buffers(int port, bool local, int option) {
 
 TEST_CASE("a socket buffer size applies to the connections that carry data, which still arrives intact",
           "[peer][zmq]") {
-  ZmqTransportOptions oa, ob;
-  oa.name = "a";
-  oa.insecure = true;
-  oa.heartbeat_interval = 50ms;
-  oa.heartbeat_timeout = kHeartbeatTimeout;
+  ZmqTransportOptions oa = insecure_options("a");
   oa.socket_buffer_bytes = 48 * 1024;  // Linux reports twice what was set (its bookkeeping overhead)
-  ob = oa;
+  ZmqTransportOptions ob = oa;
   ob.name = "b";
   ZmqTransport a(std::move(oa));
   ob.bootstrap = {a.endpoint()};
