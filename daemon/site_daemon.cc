@@ -576,11 +576,17 @@ void SiteDaemon::Impl::train() {
     const auto s = transport ? transport->stats() : peer::TransportStats{};
     return std::pair<std::uint64_t, std::uint64_t>{s.bytes_sent, s.bytes_received};
   };
-  auto record_progress = [&](std::uint64_t steps_done) {
+  // A record carries a test accuracy only when it was measured at that step, so readers never take an
+  // old evaluation for a new one. Between evaluations a record without one goes out every few seconds:
+  // `simulate` follows the steps from these files, and a run that evaluates rarely must still show them.
+  const auto record_period = std::chrono::seconds(5);
+  auto last_record = train_start;
+  auto record_progress = [&](std::uint64_t steps_done, std::optional<double> measured) {
     const auto [sent, received] = network_bytes();
     trail->append_progress(ProgressRecord{unix_seconds_now(), config.name, steps_done,
                                           static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch),
-                                          loss_avg, accuracy, sent, received, eval_seconds});
+                                          loss_avg, measured, sent, received, eval_seconds});
+    last_record = Clock::now();
   };
 
   std::uint64_t view_in_force = 0;
@@ -628,7 +634,9 @@ void SiteDaemon::Impl::train() {
       double test_loss = 0;
       accuracy = evaluate(test_loss);
       if (accuracy) metrics->test_accuracy.set(*accuracy);
-      record_progress(steps_done);
+      record_progress(steps_done, accuracy);
+    } else if (Clock::now() - last_record >= record_period && steps_done < steps_total) {
+      record_progress(steps_done, std::nullopt);
     }
     if (store->due()) (void)write_checkpoint(*algorithm, order, k + 1, start_round, end_round);
 
@@ -705,7 +713,7 @@ void SiteDaemon::Impl::train() {
   if (accuracy) metrics->test_accuracy.set(*accuracy);
   const auto final_checkpoint_error = write_checkpoint(*algorithm, order, k, start_round, end_round);
   const std::uint64_t steps_done = k - start_round;
-  record_progress(steps_done);
+  record_progress(steps_done, accuracy);
   std::string final_checkpoint;
   {
     std::lock_guard lock(live_mu);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -171,6 +172,44 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
 // Two races it used to lose (docs/reliability.md): the returning site and the survivors proposing the
 // view that takes it back from different rounds, and survivors that completed the round the victim
 // died in while others abandoned it.
+TEST_CASE("a site that evaluates rarely still records its steps, without an accuracy it did not measure",
+          "[daemon][multiprocess]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  // 50 epochs alone with no evaluation before the end: only the records between evaluations can show
+  // the steps while it runs.
+  SiteProcess site(dir.path() / "s0", {"--name", "s0", "--insecure", "--listen", "tcp://127.0.0.1:0",
+                                       "--metrics-address", "off", "--threads", "1", "--algo", "local",
+                                       "--epochs", "50", "--eval-every", "1000000", "--seed", "7"});
+  const auto trail_file = site.run_dir() / "progress.jsonl";
+  std::vector<nlohmann::json> records;
+  const auto read_records = [&] {
+    records.clear();
+    std::istringstream lines(meridian::testing::read_text(trail_file));
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) records.push_back(nlohmann::json::parse(line));
+    return records.size() >= 2 || site.exited();
+  };
+  REQUIRE(eventually([&] { return fs::exists(trail_file) && read_records(); }));
+  INFO(site.log());
+  REQUIRE_FALSE(site.exited());
+  for (const auto& r : records) {
+    CHECK(r["test_accuracy"].is_null());
+    CHECK(r["step"].get<int>() > 0);
+    CHECK(r["step"].get<int>() < 50 * 937);
+    CHECK(r["site"] == "s0");
+  }
+  CHECK(records[1]["step"].get<int>() > records[0]["step"].get<int>());
+  site.signal(SIGTERM);
+  CHECK(site.wait_exit() == 0);
+  // The record of the end carries the final evaluation.
+  REQUIRE(read_records());
+  CHECK_FALSE(records.back()["test_accuracy"].is_null());
+}
+
 TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[daemon][multiprocess][fault]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
