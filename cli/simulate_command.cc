@@ -182,7 +182,7 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--test-csv", s.test_csv, "csv: test file")->group(shared);
   cmd->add_option("--label-column", s.label_column, "csv: label column")->group(shared);
   cmd->add_option("--model", s.model, "logreg | mlp | cnn")->capture_default_str()->group(shared);
-  cmd->add_option("--widths", s.widths, "Hidden widths (mlp) or channels (cnn), e.g. 256,128")
+  cmd->add_option("--widths", s.widths, "Hidden widths of the mlp, e.g. 256,128 (the cnn's layers are fixed)")
       ->delimiter(',')->group(shared);
   cmd->add_option("--epochs", s.epochs, "Epochs over each site's part (fractions allowed: 0.5)")->capture_default_str()->group(shared);
   cmd->add_option("--batch", s.batch, "Local batch size")->capture_default_str()->group(shared);

@@ -106,7 +106,7 @@ const std::vector<OptionSpec>& option_specs() {
         field(data, "site-index", "This site's part of a split dataset, 0..site-count-1", &C::site_index),
         field(data, "site-count", "Number of parts the dataset is split into (1 = use it all)", &C::site_count),
         field(model, "model", "logreg | mlp | cnn", &C::model),
-        field(model, "widths", "Hidden layer widths (mlp) or channel widths (cnn), e.g. 256,128", &C::widths),
+        field(model, "widths", "Hidden layer widths of the mlp, e.g. 256,128 (logreg and the LeNet-style cnn have fixed layers)", &C::widths),
         field(model, "optimizer", "sgd | momentum | nesterov | adam", &C::optimizer),
         field(model, "lr", "Learning rate", &C::lr),
         field(model, "schedule", "Learning-rate schedule: constant | step:EPOCHS:FACTOR (e.g. step:2:0.5) | cosine",
@@ -385,7 +385,7 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   }
 
   one_of("model", c.model, {"logreg", "mlp", "cnn"});
-  if (c.model != "logreg" && c.widths.empty()) problem("widths", "missing: " + c.model + " needs layer widths (e.g. 256,128)");
+  if (c.model == "mlp" && c.widths.empty()) problem("widths", "missing: the mlp needs hidden layer widths (e.g. 256,128)");
   for (int w : c.widths) {
     if (w < 1) problem("widths", std::to_string(w) + " is not a positive width");
   }

@@ -43,7 +43,7 @@ struct SiteConfig {
 
   // Model and optimizer
   std::string model = "mlp";              // logreg | mlp | cnn
-  std::vector<int> widths = {256, 128};   // hidden layer widths (mlp) or channel widths (cnn)
+  std::vector<int> widths = {256, 128};   // hidden layer widths (mlp only: logreg and cnn have fixed layers)
   std::string optimizer = "momentum";     // sgd | momentum | nesterov | adam
   double lr = 0.05;
   std::string schedule = "constant";      // constant | step:EPOCHS:FACTOR | cosine

@@ -149,7 +149,7 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.robust_trim = -1; }, "--robust-trim:"},
       {[](SiteConfig& c) { c.byzantine_scale = -2; }, "--byzantine-scale: must be 0 (an honest site) or positive"},
       {[](SiteConfig& c) { c.model = "resnet"; }, "--model: 'resnet' is not one of logreg, mlp, cnn"},
-      {[](SiteConfig& c) { c.widths = {}; }, "--widths: missing: mlp needs layer widths"},
+      {[](SiteConfig& c) { c.widths = {}; }, "--widths: missing: the mlp needs hidden layer widths"},
       {[](SiteConfig& c) { c.widths = {64, 0}; }, "--widths: 0 is not a positive width"},
       {[](SiteConfig& c) { c.optimizer = "lbfgs"; }, "--optimizer: 'lbfgs' is not one of"},
       {[](SiteConfig& c) { c.lr = 0; }, "--lr: must be a positive number"},
@@ -206,6 +206,10 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
   CHECK(problems_of(local).empty());
   local.wan = " world4 , bandwidth=0.5mbit, loss=0.1% ";
   local.region = "london";
+  CHECK(problems_of(local).empty());
+  // Only the mlp takes widths: the cnn's layers are fixed.
+  local.model = "cnn";
+  local.widths = {};
   CHECK(problems_of(local).empty());
 }
 
