@@ -56,6 +56,7 @@ void RunTrail::write_result(const RunResult& r) const {
                               {"train_seconds", r.train_seconds},
                               {"seconds_per_step", r.seconds_per_step},
                               {"test_accuracy", optional_number(r.test_accuracy)},
+                              {"push_sum_weight", r.push_sum_weight},
                               {"bytes_sent", r.bytes_sent},
                               {"bytes_received", r.bytes_received},
                               {"rounds_abandoned", r.rounds_abandoned},

@@ -49,6 +49,9 @@ struct RunResult {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
   std::uint64_t rounds_abandoned = 0;
+  // sgp: the push-sum weight w after the last step (1 for the other algorithms). Below 1 in a
+  // fault-free overlap run by the mass of the shares still in flight (docs/algorithms.md).
+  double push_sum_weight = 1.0;
   std::string final_checkpoint;
 };
 

@@ -744,6 +744,7 @@ void SiteDaemon::Impl::train() {
   r.train_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
                   train_seconds;
   r.test_accuracy = accuracy;
+  r.push_sum_weight = algorithm->push_sum_weight();
   r.bytes_sent = sent;
   r.bytes_received = received;
   r.rounds_abandoned = algorithm->rounds_abandoned();

@@ -124,6 +124,8 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
     const auto result = result_of(*sites[0]);
     CHECK(result["algo"] == algo);
     CHECK(result["steps"].get<int>() == 234);  // floor(60000 / 4 / 64) steps for one epoch, on every site
+    // Fault-free and synchronous, sgp keeps w = 1 exactly on the exponential graph; the others have none.
+    CHECK(result["push_sum_weight"].get<double>() == 1.0);
     for (const auto& s : sites) CHECK(result_of(*s)["steps"] == result["steps"]);
     // The first step began after the launch, and training ended before the processes did.
     for (const auto& s : sites) {
