@@ -28,9 +28,14 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
   peer::View view = redo_.for_step(transport, step);
   for (;;) {
     const auto rank = view.rank_of(transport.self());
-    if (!rank)
-      throw MixError("site '" + transport.self() + "' is not in view " + std::to_string(view.id) + " for step " +
-                     std::to_string(step));
+    if (!rank) {
+      // The others found this site dead and run without it. As on the ring (gossip/ring_mean_round.cc),
+      // it sits the mix out with its own values and trains on until a view takes it back; failing here
+      // ended a live site whose heartbeats a loaded machine had delayed.
+      report.view_id = view.id;
+      report.sat_out = true;
+      return report;
+    }
     feedback_.compress(input_, packed_, own_);
     for (std::size_t r = 0; r < view.size(); ++r) {
       if (r == *rank) continue;
