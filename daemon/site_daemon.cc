@@ -18,6 +18,7 @@
 #include "daemon/checkpoint_store.h"
 #include "daemon/compute_backend.h"
 #include "daemon/control_server.h"
+#include "daemon/cpu_usage.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/directory_lock.h"
 #include "daemon/metrics_server.h"
@@ -563,6 +564,8 @@ void SiteDaemon::Impl::train() {
   const auto progress_period = tty ? milliseconds(500) : milliseconds(10000);
 
   const auto train_start = Clock::now();
+  const auto cpu_at_start = CpuUsage::now();
+  const auto waited_at_start = channel.trainer_waited();
   auto last_progress = train_start;
   std::uint64_t samples_since = 0;
   std::uint64_t bytes_at_last = 0;
@@ -691,6 +694,8 @@ void SiteDaemon::Impl::train() {
   const bool completed = k >= end_round;
   state = SiteState::kLeaving;
   const auto finish_start = Clock::now();
+  const auto loop_cpu = CpuUsage::now() - cpu_at_start;
+  const auto loop_waited = channel.trainer_waited() - waited_at_start;
   try {
     algorithm->finish();
   } catch (const std::exception& e) {
@@ -733,6 +738,10 @@ void SiteDaemon::Impl::train() {
   r.train_seconds = train_seconds;
   r.seconds_per_step = steps_done > 0 ? train_seconds / static_cast<double>(steps_done) : 0;
   r.finish_seconds = finish_seconds;
+  r.loop_wait_seconds = std::chrono::duration<double>(loop_waited).count();
+  r.loop_trainer_cpu_seconds = loop_cpu.thread_seconds;
+  r.loop_process_cpu_seconds = loop_cpu.process_seconds;
+  r.loop_minor_faults = loop_cpu.minor_faults;
   r.train_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
                   train_seconds;
   r.test_accuracy = accuracy;
