@@ -500,7 +500,9 @@ void SiteDaemon::Impl::warm_buffers() {
   // pool and the channel's spares hand them out later (heap_retention.h keeps what is freed).
   const std::size_t n = model->parameter_count();
   // dts windows carry the weights' and the momentum's displacement; the other mixes the parameters.
+  // dts' direct exchange sends and receives whole windows, so its shares on the links are as long.
   const std::size_t channel_elements = config.algo == "dts" ? 2 * n : n;
+  const std::size_t share_elements = config.algo == "dts" && config.exchange == "direct" ? channel_elements : n;
   constexpr std::size_t kBudgetBytes = std::size_t{256} << 20;
   constexpr std::size_t kChannelBuffers = 6, kTransportBuffers = 8;
   std::size_t budget = kBudgetBytes;
@@ -511,7 +513,8 @@ void SiteDaemon::Impl::warm_buffers() {
   };
   for (std::size_t i = 0; i < kChannelBuffers && affordable(channel_elements); ++i)
     channel.recycle(std::vector<float>(channel_elements));
-  for (std::size_t i = 0; i < kTransportBuffers && affordable(n); ++i) transport->recycle(std::vector<float>(n));
+  for (std::size_t i = 0; i < kTransportBuffers && affordable(share_elements); ++i)
+    transport->recycle(std::vector<float>(share_elements));
 }
 
 void SiteDaemon::Impl::train() {
