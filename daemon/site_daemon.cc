@@ -302,10 +302,9 @@ void SiteDaemon::Impl::make_transport() {
   // the other algorithms can pin every tensor to the model's length.
   if (config.algo != "allreduce") o.validation.model_elements = model->parameters().size();
   // dts with momentum re-averages weights and momentum buffer as one tensor of two model-sized
-  // vectors, and with P > 1 it averages the window displacement and window momentum that way too; a
-  // window that carries a re-average adds the weights (and the momentum buffer) to its payload
+  // vectors, and with P > 1 it averages the window displacement and window momentum that way too
   // (gossip/dts.h).
-  if (config.algo == "dts") o.validation.max_model_multiple = config.optimizer == "momentum" ? 4 : 2;
+  if (config.algo == "dts" && config.optimizer == "momentum") o.validation.max_model_multiple = 2;
   // Push-sum mass starts at one per site and is only split, never created, so no honest share can
   // exceed the number of sites the roster lets in; twice that leaves room for mass a restarted site
   // brings back from its checkpoint. A larger weight would let one share outweigh the whole

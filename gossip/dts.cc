@@ -75,13 +75,10 @@ void Dts::correct(const Window& window, const std::vector<float>& mean) {
 }
 
 void Dts::replace_by_mean(const std::vector<float>& mean) {
-  // The window's payload comes first, then the weights and (with momentum) the momentum buffer.
+  // The weights, then (with momentum) the momentum buffer: what close_window sent.
   const std::size_t n = params_.size();
-  const std::size_t offset = mean.size() - (config_.momentum != 0.0 ? 2 * n : n);
-  std::copy(mean.begin() + static_cast<std::ptrdiff_t>(offset), mean.begin() + static_cast<std::ptrdiff_t>(offset + n),
-            params_.begin());
-  if (config_.momentum != 0.0)
-    std::copy(mean.begin() + static_cast<std::ptrdiff_t>(offset + n), mean.end(), u_.begin());
+  std::copy(mean.begin(), mean.begin() + static_cast<std::ptrdiff_t>(n), params_.begin());
+  if (config_.momentum != 0.0) std::copy(mean.begin() + static_cast<std::ptrdiff_t>(n), mean.end(), u_.begin());
 }
 
 bool Dts::can_fold_reaverage() const {
@@ -144,25 +141,29 @@ void Dts::reaverage(std::uint64_t k) {
 
 void Dts::close_window(std::uint64_t k, std::span<const float> grad, double lr, bool fold_reaverage) {
   const std::size_t n = params_.size();
-  Window w{k, channel_.buffer(), lr, 1.0, 0.0, fold_reaverage};
-  switch (payload_of(config_)) {
-    case Payload::kWindowW: w.local.assign(window_w_.begin(), window_w_.end()); break;
-    case Payload::kGradient: w.local.assign(grad.begin(), grad.end()); break;
-    case Payload::kWindowWU:
-      w.local.resize(2 * n);
-      std::copy(window_w_.begin(), window_w_.end(), w.local.begin());
-      std::copy(window_u_.begin(), window_u_.end(), w.local.begin() + static_cast<std::ptrdiff_t>(n));
-      std::fill(window_u_.begin(), window_u_.end(), 0.0f);
-      break;
+  Window w{k, {}, lr, 1.0, 0.0, fold_reaverage};
+  MixJob job{k, RoundTag::kMix, channel_.buffer(), 1.0};
+  if (fold_reaverage) {
+    // The re-average replaces the weights (and momentum) by their mean, which already holds this
+    // window's average: the window's own payload is not needed, and nothing is kept to correct with.
+    job.data.assign(params_.begin(), params_.end());
+    if (config_.momentum != 0.0) job.data.insert(job.data.end(), u_.begin(), u_.end());
+  } else {
+    w.local = channel_.buffer();
+    switch (payload_of(config_)) {
+      case Payload::kWindowW: w.local.assign(window_w_.begin(), window_w_.end()); break;
+      case Payload::kGradient: w.local.assign(grad.begin(), grad.end()); break;
+      case Payload::kWindowWU:
+        w.local.resize(2 * n);
+        std::copy(window_w_.begin(), window_w_.end(), w.local.begin());
+        std::copy(window_u_.begin(), window_u_.end(), w.local.begin() + static_cast<std::ptrdiff_t>(n));
+        break;
+    }
+    job.data.assign(w.local.begin(), w.local.end());
   }
+  if (!window_u_.empty()) std::fill(window_u_.begin(), window_u_.end(), 0.0f);
   std::fill(window_w_.begin(), window_w_.end(), 0.0f);
   window_len_ = 0;
-  MixJob job{k, RoundTag::kMix, channel_.buffer(), 1.0};
-  job.data.assign(w.local.begin(), w.local.end());
-  if (fold_reaverage) {
-    job.data.insert(job.data.end(), params_.begin(), params_.end());
-    if (config_.momentum != 0.0) job.data.insert(job.data.end(), u_.begin(), u_.end());
-  }
   channel_.submit(std::move(job), config_.wait_timeout);
   pending_.push_back(std::move(w));
   max_in_flight_ = std::max(max_in_flight_, pending_.size());

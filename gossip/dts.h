@@ -30,11 +30,11 @@
 // replicas cannot accumulate. When the re-average is known to be due at the window start that follows
 // a window's close, with 1 <= D <= P, a compensation that applies the site's own window (exact,
 // no-momentum) and an exact window mean (DtsConfig::exact_window_mean), it travels in that window's
-// exchange: the payload is followed by the weights (and
-// momentum buffer) after the window's last step, and at the window start their mean replaces them
-// without the window's correction. That is the same mean in exact arithmetic, since that window is the
-// only one outstanding and its corrections sum to zero over the view, and it costs the trainer one
-// crossing instead of two (the window's, then the re-average's).
+// exchange: instead of its payload the window sends the weights (and momentum buffer) after its last
+// step, and at the window start their mean replaces them; that window gets no correction. The mean is
+// the same in exact arithmetic, since that window is the only one outstanding and its corrections sum
+// to zero over the view, and the trainer waits for one crossing instead of two (the window's, then the
+// re-average's).
 //
 // Checkpoints: the weights and the momentum buffer are the whole state worth saving. Corrections in
 // flight are lost with a crash; the restarted site rejoins, which changes the view, and the re-average
@@ -106,7 +106,7 @@ class Dts {
     double lr = 0.0;            // γ of the last step (for the P = 1 momentum payload)
     double mpow = 1.0;          // m^(L−s)
     double beta = 0.0;          // Σ_{t=s+1..L} γ_t m^(t−s)
-    bool reaverage = false;     // the exchange also carried this site's (w, u) after step s: see above
+    bool reaverage = false;     // the exchange carried this site's (w, u) after step s instead: see above
   };
 
   void close_window(std::uint64_t k, std::span<const float> grad, double lr, bool fold_reaverage);

@@ -291,11 +291,11 @@ TEST_CASE("dts carries a re-average due at a window start in the window before i
   using Job = RecordingMixer::Job;
   const auto mix = RoundTag::kMix, reaverage = RoundTag::kReaverage;
   // Windows [0,2), [2,4), ...: the first view's re-average is learnt at step 2 and done at once; the
-  // periodic ones at the starts 4, 8 and 12 travel with the windows closing at 3, 7 and 11 (payload W,
-  // U, w, u; the last one is applied by finish(), where the separate one never comes).
+  // periodic ones at the starts 4, 8 and 12 travel with the windows closing at 3, 7 and 11 (which send
+  // w and u instead of W and U; the last one is applied by finish(), where the separate one never comes).
   const auto [folded, folded_count] = run(true, DtsCompensation::kExact);
-  CHECK(folded == std::vector<Job>{{1, mix, 2 * n}, {2, reaverage, 2 * n}, {3, mix, 4 * n}, {5, mix, 2 * n},
-                                   {7, mix, 4 * n}, {9, mix, 2 * n}, {11, mix, 4 * n}});
+  CHECK(folded == std::vector<Job>{{1, mix, 2 * n}, {2, reaverage, 2 * n}, {3, mix, 2 * n}, {5, mix, 2 * n},
+                                   {7, mix, 2 * n}, {9, mix, 2 * n}, {11, mix, 2 * n}});
   CHECK(folded_count == 4);
   // Not with a compressed (inexact) mean, nor when the site never applied its own window.
   for (auto [exact, compensation] : std::vector<std::pair<bool, DtsCompensation>>{
