@@ -62,7 +62,11 @@ void RunTrail::write_result(const RunResult& r) const {
                               {"rounds_abandoned", r.rounds_abandoned},
                               {"final_checkpoint", r.final_checkpoint},
                               {"finish_seconds", r.finish_seconds},
-                              {"train_start", r.train_start}};
+                              {"train_start", r.train_start},
+                              {"loop_wait_seconds", r.loop_wait_seconds},
+                              {"loop_trainer_cpu_seconds", r.loop_trainer_cpu_seconds},
+                              {"loop_process_cpu_seconds", r.loop_process_cpu_seconds},
+                              {"loop_minor_faults", r.loop_minor_faults}};
   write_atomically(result_file(), doc.dump(2) + "\n");
 }
 

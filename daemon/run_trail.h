@@ -45,6 +45,14 @@ struct RunResult {
   double seconds_per_step = 0;
   double finish_seconds = 0;  // of train_seconds: waiting after the last step for mixes in flight
   double train_start = 0;     // Unix seconds when the first step began (0: not recorded)
+  // The step loop (train_seconds without finish_seconds): the trainer's time in the mix channel (waiting
+  // for averages, or for room in its queue), the trainer thread's CPU time, the whole process's CPU
+  // time (every thread) and its minor page faults. CPU figures do not depend on how loaded the
+  // machine is; the rest of the loop's wall time is time spent runnable but descheduled.
+  double loop_wait_seconds = 0;
+  double loop_trainer_cpu_seconds = 0;
+  double loop_process_cpu_seconds = 0;
+  std::uint64_t loop_minor_faults = 0;
   std::optional<double> test_accuracy;
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;

@@ -12,6 +12,7 @@
 #include "gossip/osgp_split.h"
 #include "gossip/push_sum.h"
 #include "gossip/synchronous_average.h"
+#include "gossip/tensor_codec.h"
 #include "models/optimizer.h"
 
 namespace meridian::daemon {
@@ -30,6 +31,13 @@ models::OptimizerConfig optimizer_of(const SiteConfig& config) {
   o.momentum = static_cast<float>(config.momentum);
   o.weight_decay = static_cast<float>(config.weight_decay);
   return o;
+}
+
+// Whether dts' window average is exact: the ring's and the dense direct exchange's are, a compressed
+// one is not (the daemon's communication thread picks the mixer the same way).
+bool exact_window_mean(const SiteConfig& config) {
+  const auto compression = gossip::parse_compression(config.compression).value_or(gossip::CompressionSpec{});
+  return compression.encoding == gossip::Encoding::kDense;
 }
 
 void check_size(std::size_t got, std::size_t want, const std::string& what) {
@@ -279,7 +287,7 @@ class DtsAlgorithm final : public TrainerAlgorithm {
                                config.optimizer == "momentum" ? config.momentum : 0.0,
                                gossip::parse_dts_compensation(config.compensation).value_or(gossip::DtsCompensation::kExact),
                                static_cast<std::uint64_t>(config.reaverage_every),
-                               wait_timeout(config)},
+                               wait_timeout(config), exact_window_mean(config)},
              channel, mirror_.parameters(), momentum_buffer_) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {

@@ -1,12 +1,28 @@
 #include "gossip/direct_mean_mixer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace meridian::gossip {
 
 DirectMeanMixer::DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts)
     : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts) {}
+
+std::optional<std::span<const float>> DirectMeanMixer::accept(const peer::Message& msg, std::size_t n) {
+  if (msg.total != n || msg.phase > static_cast<std::uint32_t>(Encoding::kTopK)) return std::nullopt;
+  const auto encoding = static_cast<Encoding>(msg.phase);
+  if (encoding == Encoding::kDense) {
+    // Dense: the payload itself once it is checked (decode would only copy it).
+    if (msg.payload.size() != n) return std::nullopt;
+    for (float v : msg.payload)
+      if (!std::isfinite(v)) return std::nullopt;
+    return std::span<const float>(msg.payload);
+  }
+  decoded_.resize(n);
+  if (!decode(encoding, msg.payload, decoded_)) return std::nullopt;
+  return std::span<const float>(decoded_);
+}
 
 MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
   // Dense contributions give every site the exact mean (the same bits everywhere), so the periodic
@@ -20,10 +36,12 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
   // Rounds run in increasing step order, so older mail is what an abandoned attempt left behind.
   inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.round < step; });
   const std::size_t n = data.size();
+  // A dense contribution is the input itself: no error feedback, nothing packed, nothing decoded.
   input_.assign(data.begin(), data.end());
-  residual_.assign(feedback_.residual().begin(), feedback_.residual().end());
-  own_.resize(n);
-  decoded_.resize(n);
+  if (!dense) {
+    residual_.assign(feedback_.residual().begin(), feedback_.residual().end());
+    own_.resize(n);
+  }
   MixReport report;
   peer::View view = redo_.for_step(transport, step);
   for (;;) {
@@ -36,7 +54,9 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
       report.sat_out = true;
       return report;
     }
-    feedback_.compress(input_, packed_, own_);
+    if (!dense) feedback_.compress(input_, packed_, own_);
+    const std::span<const float> wire = dense ? std::span<const float>(input_) : std::span<const float>(packed_);
+    const std::span<const float> own = dense ? std::span<const float>(input_) : std::span<const float>(own_);
     for (std::size_t r = 0; r < view.size(); ++r) {
       if (r == *rank) continue;
       peer::Message msg;
@@ -46,16 +66,22 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
       msg.tag = tag_value;
       msg.phase = encoding;
       msg.total = n;
-      msg.payload.assign(packed_.begin(), packed_.end());
+      // From the transport's pool: a fresh model-sized buffer per message would fault in every page.
+      msg.payload = transport.take_buffer(wire.size());
+      std::copy(wire.begin(), wire.end(), msg.payload.begin());
       transport.send(view.at(r), std::move(msg));
     }
-    // Summed in rank order on every site, so every site ends with the same bits.
-    std::fill(data.begin(), data.end(), 0.0f);
+    // Summed in rank order on every site, so every site ends with the same bits. The first
+    // contribution is copied rather than added to zero, which spares a pass and changes no value.
+    auto add = [&](std::span<const float> contribution, bool first) {
+      if (first) std::copy(contribution.begin(), contribution.end(), data.begin());
+      else for (std::size_t i = 0; i < n; ++i) data[i] += contribution[i];
+    };
     const auto deadline = Clock::now() + timeouts_.round;
     bool complete = true;
     for (std::size_t r = 0; r < view.size() && complete; ++r) {
       if (r == *rank) {
-        for (std::size_t i = 0; i < n; ++i) data[i] += own_[i];
+        add(own, r == 0);
         continue;
       }
       const std::string& from = view.at(r);
@@ -69,11 +95,10 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
           complete = false;
           break;
         }
-        if (msg->total == n && msg->phase <= static_cast<std::uint32_t>(Encoding::kTopK) &&
-            decode(static_cast<Encoding>(msg->phase), msg->payload, decoded_)) {
-          for (std::size_t i = 0; i < n; ++i) data[i] += decoded_[i];
-          break;
-        }
+        const auto contribution = accept(*msg, n);
+        if (contribution) add(*contribution, r == 0);
+        transport.recycle(std::move(msg->payload));
+        if (contribution) break;
         ++rejected_;
       }
     }
@@ -85,7 +110,7 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
     }
     ++report.abandoned;
     ++abandoned_;
-    feedback_.set_residual(residual_);
+    if (!dense) feedback_.set_residual(residual_);
     inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.round == step && m.view_id <= view.id; });
     view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
   }

@@ -26,6 +26,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "gossip/error_feedback.h"
@@ -47,22 +49,26 @@ class DirectMeanMixer final : public Mixer {
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
 
   std::uint64_t abandoned() const { return abandoned_.load(); }
-  // What compression has cut and not sent yet (this site's error-feedback residual; zero when dense).
+  // What compression has cut and not sent yet (this site's error-feedback residual; empty when dense).
   // Communication thread only, or after it stopped.
   std::span<const float> residual() const { return feedback_.residual(); }
   std::uint64_t rejected() const { return rejected_.load(); }
 
  private:
+  // A peer's contribution of n values if `msg` is a valid one (length, indices, finite values): a dense
+  // payload as it is, a compressed one decoded into decoded_. nullopt for a bad one.
+  std::optional<std::span<const float>> accept(const peer::Message& msg, std::size_t n);
+
   Inbox& inbox_;
   Mixer& exact_;
   ErrorFeedback feedback_;
   RoundTimeouts timeouts_;
   RedoView redo_;
-  std::vector<float> input_;     // (n) the caller's data, to redo an abandoned round
-  std::vector<float> residual_;  // (n) the residual before this round, likewise
-  std::vector<float> packed_;    // this site's packed contribution
-  std::vector<float> own_;       // (n) this site's decoded contribution
-  std::vector<float> decoded_;   // (n) a peer's decoded contribution
+  std::vector<float> input_;     // (n) the caller's data, to redo an abandoned round; dense: what is sent
+  std::vector<float> residual_;  // (n) compressed: the residual before this round, likewise
+  std::vector<float> packed_;    // compressed: this site's packed contribution
+  std::vector<float> own_;       // (n) compressed: this site's decoded contribution
+  std::vector<float> decoded_;   // (n) compressed: a peer's decoded contribution
   std::atomic<std::uint64_t> abandoned_{0};
   std::atomic<std::uint64_t> rejected_{0};
 };

@@ -74,12 +74,36 @@ void Dts::correct(const Window& window, const std::vector<float>& mean) {
   }
 }
 
+void Dts::replace_by_mean(const std::vector<float>& mean) {
+  // The weights, then (with momentum) the momentum buffer: what close_window sent.
+  const std::size_t n = params_.size();
+  std::copy(mean.begin(), mean.begin() + static_cast<std::ptrdiff_t>(n), params_.begin());
+  if (config_.momentum != 0.0) std::copy(mean.begin() + static_cast<std::ptrdiff_t>(n), mean.end(), u_.begin());
+}
+
+bool Dts::can_fold_reaverage() const {
+  // The mean must be exact to replace the weights; only this window is outstanding at the next window
+  // start when 1 <= D <= P (D = 0 applies it at once); and the corrections sum to zero over the view
+  // only when each site applied its own window.
+  const bool corrects_own = config_.compensation == DtsCompensation::kExact ||
+                            config_.compensation == DtsCompensation::kVanillaRule;
+  return config_.exact_window_mean && corrects_own && config_.delay >= 1 && config_.delay <= config_.period && pending_.empty();
+}
+
 void Dts::apply_through(std::uint64_t last_step) {
   while (!pending_.empty() && pending_.front().step <= last_step) {
     Window& w = pending_.front();
     MixResult result = channel_.wait(w.step, RoundTag::kMix, config_.wait_timeout);
     note_view(result.report);
-    correct(w, result.data);
+    if (w.reaverage) {
+      // The re-average that travelled with this window: as after reaverage(), its view is the last seen.
+      replace_by_mean(result.data);
+      view_id_ = result.report.scheduled_view_id;
+      reaverage_due_ = false;
+      ++reaverages_;
+    } else {
+      correct(w, result.data);
+    }
     channel_.recycle(std::move(result.data));
     channel_.recycle(std::move(w.local));
     pending_.pop_front();
@@ -87,7 +111,10 @@ void Dts::apply_through(std::uint64_t last_step) {
 }
 
 void Dts::reaverage(std::uint64_t k) {
+  const bool folded = !pending_.empty() && pending_.back().reaverage;
   apply_through(UINT64_MAX);
+  // The last window's exchange carried the re-average (close_window): its mean is in place.
+  if (folded) return;
   MixReport report;
   if (config_.momentum == 0.0) {
     report = average_now(channel_, k, params_, config_.wait_timeout, RoundTag::kReaverage);
@@ -112,23 +139,31 @@ void Dts::reaverage(std::uint64_t k) {
   ++reaverages_;
 }
 
-void Dts::close_window(std::uint64_t k, std::span<const float> grad, double lr) {
+void Dts::close_window(std::uint64_t k, std::span<const float> grad, double lr, bool fold_reaverage) {
   const std::size_t n = params_.size();
-  Window w{k, channel_.buffer(), lr, 1.0, 0.0};
-  switch (payload_of(config_)) {
-    case Payload::kWindowW: w.local.assign(window_w_.begin(), window_w_.end()); break;
-    case Payload::kGradient: w.local.assign(grad.begin(), grad.end()); break;
-    case Payload::kWindowWU:
-      w.local.resize(2 * n);
-      std::copy(window_w_.begin(), window_w_.end(), w.local.begin());
-      std::copy(window_u_.begin(), window_u_.end(), w.local.begin() + static_cast<std::ptrdiff_t>(n));
-      std::fill(window_u_.begin(), window_u_.end(), 0.0f);
-      break;
+  Window w{k, {}, lr, 1.0, 0.0, fold_reaverage};
+  MixJob job{k, RoundTag::kMix, channel_.buffer(), 1.0};
+  if (fold_reaverage) {
+    // The re-average replaces the weights (and momentum) by their mean, which already holds this
+    // window's average: the window's own payload is not needed, and nothing is kept to correct with.
+    job.data.assign(params_.begin(), params_.end());
+    if (config_.momentum != 0.0) job.data.insert(job.data.end(), u_.begin(), u_.end());
+  } else {
+    w.local = channel_.buffer();
+    switch (payload_of(config_)) {
+      case Payload::kWindowW: w.local.assign(window_w_.begin(), window_w_.end()); break;
+      case Payload::kGradient: w.local.assign(grad.begin(), grad.end()); break;
+      case Payload::kWindowWU:
+        w.local.resize(2 * n);
+        std::copy(window_w_.begin(), window_w_.end(), w.local.begin());
+        std::copy(window_u_.begin(), window_u_.end(), w.local.begin() + static_cast<std::ptrdiff_t>(n));
+        break;
+    }
+    job.data.assign(w.local.begin(), w.local.end());
   }
+  if (!window_u_.empty()) std::fill(window_u_.begin(), window_u_.end(), 0.0f);
   std::fill(window_w_.begin(), window_w_.end(), 0.0f);
   window_len_ = 0;
-  MixJob job{k, RoundTag::kMix, channel_.buffer(), 1.0};
-  job.data.assign(w.local.begin(), w.local.end());
   channel_.submit(std::move(job), config_.wait_timeout);
   pending_.push_back(std::move(w));
   max_in_flight_ = std::max(max_in_flight_, pending_.size());
@@ -148,7 +183,8 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
   const bool window_start = k % p == 0;
   if (averaging && window_start && config_.reaverage_every != 0) {
     const std::uint64_t r = config_.reaverage_every;
-    if (k >= p && k / r != (k - p) / r) reaverage_due_ = true;  // a multiple of r in (k − P, k]
+    // A multiple of r in (k − P, k], unless the window that closed before k carried this re-average.
+    if (k >= p && k / r != (k - p) / r && folded_for_ != k) reaverage_due_ = true;
   }
   // Only at a window start with nothing outstanding are the replicas equal in exact arithmetic; a
   // re-average elsewhere would mix in the local errors that pending corrections are about to undo.
@@ -183,7 +219,18 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
       break;
   }
   ++window_len_;
-  if ((k + 1) % p == 0) close_window(k, grad, lr);
+  if ((k + 1) % p == 0) {
+    // A re-average due at the next window start travels with this window (see dts.h).
+    const std::uint64_t r = config_.reaverage_every;
+    const std::uint64_t next = k + 1;
+    const bool periodic_due = r != 0 && next >= p && next / r != (next - p) / r;
+    const bool fold = (reaverage_due_ || periodic_due) && can_fold_reaverage();
+    close_window(k, grad, lr, fold);
+    if (fold) {
+      reaverage_due_ = true;  // applied at the next window start, or before it when D = 1
+      folded_for_ = next;
+    }
+  }
   if (config_.delay == 0) apply_through(k);
 }
 
@@ -191,7 +238,7 @@ void Dts::finish() {
   if (config_.compensation == DtsCompensation::kNone) return;
   if (window_len_ > 0) {
     // The partial window's gradients count like any other: P = 1 momentum never has one.
-    close_window(last_step_, {}, 0.0);
+    close_window(last_step_, {}, 0.0, false);
   }
   apply_through(UINT64_MAX);
 }

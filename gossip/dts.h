@@ -27,7 +27,14 @@
 // site sees (a site that starts or resumes mid-run comes back in through it), the step first applies
 // every outstanding correction, then replaces the weights (and the momentum buffer, as one tensor of
 // two model-sized vectors) by their exact mean over the view, so floating-point drift between
-// replicas cannot accumulate.
+// replicas cannot accumulate. When the re-average is known to be due at the window start that follows
+// a window's close, with 1 <= D <= P, a compensation that applies the site's own window (exact,
+// no-momentum) and an exact window mean (DtsConfig::exact_window_mean), it travels in that window's
+// exchange: instead of its payload the window sends the weights (and momentum buffer) after its last
+// step, and at the window start their mean replaces them; that window gets no correction. The mean is
+// the same in exact arithmetic, since that window is the only one outstanding and its corrections sum
+// to zero over the view, and the trainer waits for one crossing instead of two (the window's, then the
+// re-average's).
 //
 // Checkpoints: the weights and the momentum buffer are the whole state worth saving. Corrections in
 // flight are lost with a crash; the restarted site rejoins, which changes the view, and the re-average
@@ -67,6 +74,9 @@ struct DtsConfig {
   DtsCompensation compensation = DtsCompensation::kExact;
   std::uint64_t reaverage_every = 0;
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
+  // The channel's kMix exchange returns the exact mean (the ring, the dense direct exchange; not a
+  // compressed one): a re-average due at a window start may then travel with the window before it.
+  bool exact_window_mean = false;
 };
 
 class Dts {
@@ -96,11 +106,14 @@ class Dts {
     double lr = 0.0;            // γ of the last step (for the P = 1 momentum payload)
     double mpow = 1.0;          // m^(L−s)
     double beta = 0.0;          // Σ_{t=s+1..L} γ_t m^(t−s)
+    bool reaverage = false;     // the exchange carried this site's (w, u) after step s instead: see above
   };
 
-  void close_window(std::uint64_t k, std::span<const float> grad, double lr);
+  void close_window(std::uint64_t k, std::span<const float> grad, double lr, bool fold_reaverage);
+  bool can_fold_reaverage() const;
   void apply_through(std::uint64_t last_step);
   void correct(const Window& window, const std::vector<float>& mean);
+  void replace_by_mean(const std::vector<float>& mean);
   void reaverage(std::uint64_t k);
   void note_view(const MixReport& report);
 
@@ -114,6 +127,7 @@ class Dts {
   std::deque<Window> pending_;
   std::uint64_t last_step_ = 0;
   bool reaverage_due_ = false;
+  std::uint64_t folded_for_ = UINT64_MAX;  // the window start whose re-average travelled with the last window
   bool have_view_ = false;
   std::uint64_t view_id_ = 0;
   std::size_t max_in_flight_ = 0;

@@ -8,6 +8,8 @@
 // How a daemon wires an algorithm (one Inbox over the site's transport, on the communication thread):
 //   allreduce: algorithm = averager = AverageMixer;  trainer: average_now() every step
 //   dts:       algorithm = averager = AverageMixer;  trainer: Dts::step() every step, finish() at the end
+//              (--exchange direct or compressed: algorithm = averager = DirectMeanMixer, which re-averages
+//              dense contributions in its single crossing and hands the other re-averages to the ring)
 //   sgp:       algorithm = PushSumMixer;             trainer: PushSum::step() (overlap: DelayedMixingConfig)
 //   dsync:     algorithm = GroupMixer;               trainer: DelayedMixing::after_step() after each step
 //   local:     no server, no channel.

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 #include "gossip/dts.h"
+#include "gossip/mix_server.h"
 #include "gossip/synchronous_average.h"
 #include "allreduce_reference.h"
 #include "site_cluster.h"
@@ -91,13 +93,18 @@ TEST_CASE("dts reaches allreduce's parameters for any delay and period, over the
            {MixerKind::kAverage, 0.0}, {MixerKind::kAverage, 0.9}, {MixerKind::kDirectMean, 0.0}, {MixerKind::kDirectMean, 0.9}}) {
     auto reference = allreduce_reference(sites, m);
     for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{
-             {0, 1}, {1, 1}, {2, 1}, {5, 1}, {0, 3}, {1, 2}, {3, 2}, {2, 3}, {4, 4}, {7, 3}}) {
+             {0, 1}, {1, 1}, {2, 1}, {5, 1}, {0, 3}, {1, 2}, {3, 2}, {2, 3}, {4, 4}, {7, 3}})
+    for (bool fold : {false, true}) {
       DtsConfig config;
       config.delay = d;
       config.period = p;
       config.momentum = m;
+      // Periodic re-averages, carried by the window before them where the shape allows it.
+      config.exact_window_mean = fold;
+      config.reaverage_every = fold ? 5 : 0;
       auto run = run_dts(sites, config, exchange);
-      INFO((exchange == MixerKind::kAverage ? "ring" : "direct") << " m=" << m << " D=" << d << " P=" << p);
+      INFO((exchange == MixerKind::kAverage ? "ring" : "direct") << " m=" << m << " D=" << d << " P=" << p
+                                                                  << (fold ? " re-averaging every 5 steps" : ""));
       for (const auto& w : run.params) CHECK(max_error(w, reference) < 2e-5);
       // Several averages in flight, never more than ⌈D/P⌉ + 1.
       CHECK(run.max_in_flight <= (d + p - 1) / p + 1);
@@ -202,7 +209,8 @@ TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gos
   };
   for (double m : {0.0, 0.5}) {
     const auto w_ref = testing::allreduce_momentum_reference(sites, dim, steps, m, [](std::uint64_t) { return 0.125; }, g_of);
-    for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 1}, {2, 1}, {3, 2}, {2, 3}}) {
+    for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 1}, {2, 1}, {3, 2}, {2, 3}})
+    for (bool fold : {false, true}) {
       SiteCluster cluster(sites, MixerKind::kAverage);
       std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
       cluster.run([&](std::size_t r, MixChannel& channel) {
@@ -211,6 +219,8 @@ TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gos
         config.delay = d;
         config.period = p;
         config.momentum = m;
+        config.exact_window_mean = fold;
+        config.reaverage_every = fold ? 3 : 0;
         Dts dts(config, channel, params[r], u);
         for (std::uint64_t k = 0; k < steps; ++k) {
           for (std::size_t i = 0; i < dim; ++i) g[i] = g_of(k, r, i);
@@ -218,9 +228,82 @@ TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gos
         }
         dts.finish();
       });
-      INFO("m=" << m << " D=" << d << " P=" << p);
+      INFO("m=" << m << " D=" << d << " P=" << p << (fold ? " re-averaging every 3 steps" : ""));
       for (const auto& w : params)
         for (std::size_t i = 0; i < dim; ++i) CHECK(double(w[i]) == w_ref[i]);
     }
+  }
+}
+
+namespace {
+// One site alone: the mean is its own data. Records what the trainer asked the communication side for.
+class RecordingMixer final : public Mixer {
+ public:
+  struct Job {
+    std::uint64_t step;
+    RoundTag tag;
+    std::size_t size;
+    bool operator==(const Job&) const = default;
+  };
+  MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double&) override {
+    std::lock_guard lock(mu_);
+    jobs_.push_back({step, tag, data.size()});
+    return {};
+  }
+  std::vector<Job> jobs() const {
+    std::lock_guard lock(mu_);
+    return jobs_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Job> jobs_;
+};
+}  // namespace
+
+TEST_CASE("dts carries a re-average due at a window start in the window before it when the mean is exact",
+          "[gossip][dts]") {
+  const std::size_t n = 5;
+  auto run = [&](bool exact_window_mean, DtsCompensation compensation) {
+    MixChannel channel;
+    RecordingMixer mixer;
+    MixServer server(channel, mixer, mixer);
+    std::vector<float> w(n, 1.0f), u(n, 0.0f), g(n, 0.5f);
+    Dts* seen = nullptr;
+    std::uint64_t reaverages = 0;
+    {
+      MixThread comm(channel, server);
+      DtsConfig config;
+      config.delay = 1;
+      config.period = 2;
+      config.momentum = 0.5;
+      config.reaverage_every = 4;
+      config.compensation = compensation;
+      config.exact_window_mean = exact_window_mean;
+      Dts dts(config, channel, w, u);
+      seen = &dts;
+      for (std::uint64_t k = 0; k < 12; ++k) dts.step(k, g, 0.25);
+      dts.finish();
+      reaverages = seen->reaverages();
+    }
+    return std::make_pair(mixer.jobs(), reaverages);
+  };
+  using Job = RecordingMixer::Job;
+  const auto mix = RoundTag::kMix, reaverage = RoundTag::kReaverage;
+  // Windows [0,2), [2,4), ...: the first view's re-average is learnt at step 2 and done at once; the
+  // periodic ones at the starts 4, 8 and 12 travel with the windows closing at 3, 7 and 11 (which send
+  // w and u instead of W and U; the last one is applied by finish(), where the separate one never comes).
+  const auto [folded, folded_count] = run(true, DtsCompensation::kExact);
+  CHECK(folded == std::vector<Job>{{1, mix, 2 * n}, {2, reaverage, 2 * n}, {3, mix, 2 * n}, {5, mix, 2 * n},
+                                   {7, mix, 2 * n}, {9, mix, 2 * n}, {11, mix, 2 * n}});
+  CHECK(folded_count == 4);
+  // Not with a compressed (inexact) mean, nor when the site never applied its own window.
+  for (auto [exact, compensation] : std::vector<std::pair<bool, DtsCompensation>>{
+           {false, DtsCompensation::kExact}, {true, DtsCompensation::kStale}}) {
+    const auto [separate, count] = run(exact, compensation);
+    CHECK(separate == std::vector<Job>{{1, mix, 2 * n}, {2, reaverage, 2 * n}, {3, mix, 2 * n}, {4, reaverage, 2 * n},
+                                       {5, mix, 2 * n}, {7, mix, 2 * n}, {8, reaverage, 2 * n}, {9, mix, 2 * n},
+                                       {11, mix, 2 * n}});
+    CHECK(count == 3);
   }
 }
