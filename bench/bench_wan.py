@@ -29,8 +29,8 @@ ROOT = os.path.dirname(HERE)
 TRAIN_ROWS = 60000  # Fashion-MNIST training set
 BATCH = 64
 
-# Scaled plans. "quick" is for iterating (a few minutes); "full" is `make bench-wan` (about 30 min on
-# 2 idle cores). Steps per run are kept small: 4-16 processes share 2 cores.
+# Scaled plans. "quick" is for iterating (a few minutes); "full" is `make bench-wan` (about 70 min on
+# 2 shared cores: the runs of docs/results.md took 68 min between them). Steps per run are kept small: 4-16 processes share 2 cores.
 PLANS = {
     "quick": {
         "repeats": 1,
