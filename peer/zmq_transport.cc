@@ -188,7 +188,7 @@ class ZmqTransport::IoLoop {
 ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     : t_(t),
       opt_(t.options_),
-      ctx_(1),
+      ctx_(t.options_.io_threads),
       router_(ctx_, zmq::socket_type::router),
       validator_(t.options_.validation),
       reassembler_(t.pool_),

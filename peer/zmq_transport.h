@@ -109,6 +109,7 @@ struct ZmqTransportOptions {
   // bytes still in cache instead of megabytes queued long enough to leave it (bench/allreduce.cc).
   int socket_buffer_bytes = 0;
   std::size_t pooled_buffers = 8;              // idle payload buffers kept for reuse
+  int io_threads = 1;                          // libzmq I/O threads (ZMQ_IO_THREADS)
 };
 
 // What a site knows about one member, for status displays and tests.
