@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   // keeps each byte in cache between the sender's copy into the kernel and the reader's copy out
   // (peer/zmq_transport.h, socket_buffer_bytes); 0 measures the OS's autotuned buffers instead.
   int socket_buffer_kib = 256;
-  int io_threads = 1;
+  int io_threads = peer::ZmqTransportOptions{}.io_threads;
   app.add_option("--name", name, "this site's name")->required();
   app.add_option("--procs", procs, "number of processes taking part");
   app.add_option("--bootstrap", bootstrap, "endpoint of a process already running");

@@ -5,7 +5,7 @@ all_reduce, same float counts, same number of local processes on 127.0.0.1, in t
 
 Usage: bench/allreduce_compare.py [--build build] [--procs 4] [--sizes 1000000,10000000]
                                   [--repeats 10] [--warmup 2] [--trials 2] [--piece N] [--chunk-kib K]
-                                  [--socket-buffer-kib K]
+                                  [--socket-buffer-kib K] [--io-threads T]
                                   [--out docs/benchmarks.md]
 Prints the results table; with --out, replaces the "All-reduce" section of that file (or appends it).
 """
@@ -41,6 +41,8 @@ def run_meridian(args, binary):
         common += ["--chunk-kib", str(args.chunk_kib)]
     if args.socket_buffer_kib is not None:
         common += ["--socket-buffer-kib", str(args.socket_buffer_kib)]
+    if args.io_threads is not None:
+        common += ["--io-threads", str(args.io_threads)]
     first = subprocess.Popen([binary, "--name", "site0"] + common, stdout=subprocess.PIPE, text=True)
     others = []
     try:
@@ -78,6 +80,8 @@ def main():
     ap.add_argument("--socket-buffer-kib", type=int,
                     help="Meridian's kernel socket buffer per connection, 0 for the OS default "
                          "(default: the benchmark binary's, 256)")
+    ap.add_argument("--io-threads", type=int,
+                    help="libzmq I/O threads per Meridian process (default: the transport's, 2)")
     ap.add_argument("--out", help="markdown file whose All-reduce section to replace")
     args = ap.parse_args()
 
@@ -86,7 +90,7 @@ def main():
     if not have_meridian:
         print(f"allreduce_compare: {binary} not built (needs the ZeroMQ transport); timing gloo only",
               file=sys.stderr)
-    load = os.getloadavg()[0]  # the machine is shared: say how busy it was
+    load = os.getloadavg()[0]  # the machine is shared: say how busy it was, before and after
     seconds = {}  # (impl, size) -> every repeat of every trial
     for trial in range(args.trials):
         print(f"allreduce_compare: trial {trial + 1} of {args.trials}", file=sys.stderr)
@@ -98,6 +102,7 @@ def main():
             for r in batch:
                 seconds.setdefault((r["impl"], r["size"]), []).extend(r["seconds"])
 
+    load_end = os.getloadavg()[0]
     sizes = [int(s) for s in args.sizes.split(",") if s]
     rows = []
     for size in sizes:
@@ -129,7 +134,7 @@ def main():
         "",
         f"- Command: `make bench` (runs `{cmd}`)",
         f"- Machine: {os.cpu_count()} cores, {platform.platform()}, Debian 12; load average {load:.1f} at the "
-        "start (the machine is shared with other builds, so absolute times are noisy; the ratio is the figure)",
+        f"start and {load_end:.1f} at the end (the machine is shared with other builds, so absolute times are noisy; the ratio is the figure)",
         f"- Date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         "",
         "| floats | processes | Meridian median (ms) | gloo median (ms) | Meridian / gloo |",

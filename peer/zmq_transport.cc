@@ -915,6 +915,8 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options) : options_(std::move(opt
     throw std::invalid_argument("heartbeat timeout (" + std::to_string(options_.heartbeat_timeout.count()) +
                                 " ms) must exceed the heartbeat interval (" +
                                 std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
+  if (options_.io_threads < 1)
+    throw std::invalid_argument("io_threads (" + std::to_string(options_.io_threads) + ") must be at least 1");
   if (options_.socket_buffer_bytes < 0)
     throw std::invalid_argument("socket buffer size (" + std::to_string(options_.socket_buffer_bytes) +
                                 " bytes) must be positive, or 0 for the OS default");
