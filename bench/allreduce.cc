@@ -3,7 +3,7 @@
 //
 // Usage: meridian_bench_allreduce --name site0 --procs 4 [--bootstrap tcp://127.0.0.1:PORT]
 //                               [--sizes 1000000,10000000] [--repeats 10] [--warmup 2] [--piece N]
-//                               [--chunk-kib K] [--socket-buffer-kib K]
+//                               [--chunk-kib K] [--socket-buffer-kib K] [--io-threads T]
 // Prints "endpoint ADDR" once bound (the other processes bootstrap from the first one), then, on the
 // site that sorts first, one JSON line per size: {"impl": "meridian", "procs", "size", "seconds": [...]}
 // where seconds[i] is repeat i's time on its slowest process (every repeat starts after a barrier).
