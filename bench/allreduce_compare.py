@@ -171,9 +171,9 @@ def main():
         "22 minus 2 repeats of 10M floats, eight alternating pairs, load 7-12) gave a median of 217 ms "
         "(184-260) with one thread and 230 ms (187-288) with two, and context switches rose from 1030-1150 to "
         "1370-1540 per repeat: the gain is overlap on the critical path, not less work (if anything a little "
-        "more). That is also what the earlier quiet run's gap looked like: per repeat at 10M both sides used "
-        "about the same CPU (task-clock 176 ms Meridian, 185 ms gloo, at load 9-10), so Meridian's 103 against "
-        "80 ms was waiting, not extra work.",
+        "more). The same measure could not settle gloo's CPU per repeat: its four Python processes spend about "
+        "13 s of CPU starting, which swamps the difference (75 to 321 ms per repeat over five runs at load 8-10, "
+        "against 181-214 ms for Meridian in the same minutes).",
         "",
         "Tried and not kept, with two I/O threads: socket buffers of 1 MiB halve the context switches "
         "(665 against 1480 per repeat) and system calls (4700 against 7600) but cost more CPU (230-240 against "
