@@ -173,7 +173,7 @@ def main():
         "1370-1540 per repeat: the gain is overlap on the critical path, not less work (if anything a little "
         "more). The same measure could not settle gloo's CPU per repeat: its four Python processes spend about "
         "13 s of CPU starting, which swamps the difference (75 to 321 ms per repeat over five runs at load 8-10, "
-        "against 181-214 ms for Meridian in the same minutes).",
+        "against 176-239 ms for Meridian in the same minutes).",
         "",
         "Tried and not kept, with two I/O threads: socket buffers of 1 MiB halve the context switches "
         "(665 against 1480 per repeat) and system calls (4700 against 7600) but cost more CPU (230-240 against "
