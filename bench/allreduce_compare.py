@@ -161,12 +161,12 @@ def main():
         "piece's kernel receive copy and the next piece's send copy queued behind each other on that thread; "
         "now they overlap.",
         "",
-        "How the third change was judged (2026-11-25, 17:30-18:00 UTC; the machine was never quiet: other "
+        "How the third change was judged (2026-11-25, 17:30-18:25 UTC; the machine was never quiet: other "
         "sessions' simulations and tests kept the load at 5-13). Alternating rounds of the benchmark binary "
         "with one and with two I/O threads, same build, 10 repeats each per round, medians at 10M floats: "
         "load 5-7 (4 rounds): one thread 141 ms, two 97 ms, gloo 96 ms; load 12-13 (3 rounds): one 169 ms, "
         "two 131 ms unpinned and 133 ms pinned, gloo 128 ms; load 10-13 (3 rounds): one 226 ms, two 142 ms, "
-        "gloo 223 ms. At 1M floats the differences stayed inside the scatter (one thread 14-21 ms, two 12-15 ms, "
+        "gloo 223 ms; load 8-13 (5 rounds, 18:19): one 173 ms, two 126 ms, gloo 167 ms. At 1M floats the differences stayed inside the scatter (one thread 14-21 ms, two 12-15 ms, "
         "gloo 14-19 ms). The work did not shrink: `perf stat` over the four processes (task-clock per repeat, "
         "22 minus 2 repeats of 10M floats, eight alternating pairs, load 7-12) gave a median of 217 ms "
         "(184-260) with one thread and 230 ms (187-288) with two, and context switches rose from 1030-1150 to "
