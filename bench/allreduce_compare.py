@@ -162,7 +162,7 @@ def main():
         "now they overlap.",
         "",
         "How the third change was judged (2026-11-25, 17:30-18:25 UTC; the machine was never quiet: other "
-        "sessions' simulations and tests kept the load at 5-13). Alternating rounds of the benchmark binary "
+        "sessions' simulations and tests kept the load at 5-13, which also counts the benchmark's own threads). Alternating rounds of the benchmark binary "
         "with one and with two I/O threads, same build, 10 repeats each per round, medians at 10M floats: "
         "load 5-7 (4 rounds): one thread 141 ms, two 97 ms, gloo 96 ms; load 12-13 (3 rounds): one 169 ms, "
         "two 131 ms unpinned and 133 ms pinned, gloo 128 ms; load 10-13 (3 rounds): one 226 ms, two 142 ms, "
