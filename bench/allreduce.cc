@@ -3,7 +3,7 @@
 //
 // Usage: meridian_bench_allreduce --name site0 --procs 4 [--bootstrap tcp://127.0.0.1:PORT]
 //                               [--sizes 1000000,10000000] [--repeats 10] [--warmup 2] [--piece N]
-//                               [--chunk-kib K] [--socket-buffer-kib K]
+//                               [--chunk-kib K] [--socket-buffer-kib K] [--io-threads T]
 // Prints "endpoint ADDR" once bound (the other processes bootstrap from the first one), then, on the
 // site that sorts first, one JSON line per size: {"impl": "meridian", "procs", "size", "seconds": [...]}
 // where seconds[i] is repeat i's time on its slowest process (every repeat starts after a barrier).
@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   // keeps each byte in cache between the sender's copy into the kernel and the reader's copy out
   // (peer/zmq_transport.h, socket_buffer_bytes); 0 measures the OS's autotuned buffers instead.
   int socket_buffer_kib = 256;
+  int io_threads = peer::ZmqTransportOptions{}.io_threads;
   app.add_option("--name", name, "this site's name")->required();
   app.add_option("--procs", procs, "number of processes taking part");
   app.add_option("--bootstrap", bootstrap, "endpoint of a process already running");
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   app.add_option("--chunk-kib", chunk_kib, "payload KiB per wire chunk (ZeroMQ message)");
   app.add_option("--socket-buffer-kib", socket_buffer_kib, "kernel socket buffer per connection (0: OS default)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--io-threads", io_threads, "libzmq I/O threads per process");
   CLI11_PARSE(app, argc, argv);
 
   // Large message buffers (ZeroMQ's receive messages, payload vectors) would otherwise be fresh mmap()s
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
     options.insecure = true;
     options.limits.chunk_bytes = chunk_kib * 1024;  // loopback benchmark; encryption is measured elsewhere
     options.socket_buffer_bytes = socket_buffer_kib * 1024;
+    options.io_threads = io_threads;
     if (!bootstrap.empty()) options.bootstrap.push_back(bootstrap);
     peer::ZmqTransport transport(options);
     std::cout << "endpoint " << transport.endpoint() << std::endl;

@@ -72,6 +72,11 @@ std::string hex_id(const zmq::message_t& m) {
   return out;
 }
 
+// With more than one libzmq I/O thread, the first one serves the connections peers open to this site
+// (everything received) and the others the connections this site opens (everything sent), so that
+// a relay's receive and send copies never wait for each other (ZMQ_AFFINITY is a bit mask of threads).
+constexpr std::uint64_t kIncomingIoThreads = 1;
+
 std::uint64_t micros(Clock::time_point t) {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
 }
@@ -188,7 +193,7 @@ class ZmqTransport::IoLoop {
 ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     : t_(t),
       opt_(t.options_),
-      ctx_(1),
+      ctx_(t.options_.io_threads),
       router_(ctx_, zmq::socket_type::router),
       validator_(t.options_.validation),
       reassembler_(t.pool_),
@@ -203,6 +208,7 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     }
   }
   router_.set(zmq::sockopt::linger, 0);
+  if (opt_.io_threads > 1) router_.set(zmq::sockopt::affinity, kIncomingIoThreads);
   // Set before bind: libzmq applies it to each connection the listener accepts.
   if (opt_.socket_buffer_bytes > 0) router_.set(zmq::sockopt::rcvbuf, opt_.socket_buffer_bytes);
   // No legitimate frame is larger than a header or a whole payload at the receive caps; libzmq drops a
@@ -274,6 +280,7 @@ zmq::socket_t ZmqTransport::IoLoop::open_dealer(const std::string& address, cons
   zmq::socket_t s(ctx_, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::sndhwm, opt_.send_high_water_mark);
+  if (opt_.io_threads > 1) s.set(zmq::sockopt::affinity, ~kIncomingIoThreads);
   if (opt_.socket_buffer_bytes > 0) s.set(zmq::sockopt::sndbuf, opt_.socket_buffer_bytes);
   if (secure()) {
     s.set(zmq::sockopt::curve_serverkey, opt_.roster->by_name(server_name)->public_key);
@@ -908,6 +915,8 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options) : options_(std::move(opt
     throw std::invalid_argument("heartbeat timeout (" + std::to_string(options_.heartbeat_timeout.count()) +
                                 " ms) must exceed the heartbeat interval (" +
                                 std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
+  if (options_.io_threads < 1)
+    throw std::invalid_argument("io_threads (" + std::to_string(options_.io_threads) + ") must be at least 1");
   if (options_.socket_buffer_bytes < 0)
     throw std::invalid_argument("socket buffer size (" + std::to_string(options_.socket_buffer_bytes) +
                                 " bytes) must be positive, or 0 for the OS default");

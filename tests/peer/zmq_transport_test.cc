@@ -354,6 +354,9 @@ TEST_CASE("transport options are checked with errors that name the problem", "[p
   o.socket_buffer_bytes = -1;
   CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("socket buffer"));
   o = fed.options("a");
+  o.io_threads = 0;
+  CHECK_THROWS_WITH(ZmqTransport(o), Catch::Contains("io_threads"));
+  o = fed.options("a");
   o.listen = "tcp://256.1.1.1:1";
   CHECK_THROWS_AS(ZmqTransport(o), TransportError);
 }
@@ -410,6 +413,39 @@ TEST_CASE("a socket buffer size applies to the connections that carry data, whic
   REQUIRE_FALSE(out.empty());
   for (int size : in) CHECK(size == 2 * 48 * 1024);
   for (int size : out) CHECK(size == 2 * 48 * 1024);
+}
+
+TEST_CASE("sites with one and with several libzmq I/O threads exchange multi-chunk payloads both ways",
+          "[peer][zmq]") {
+  // One I/O thread serves every connection; with more, receiving and sending connections are on
+  // different threads. Both must carry whole messages in both directions, in order.
+  Federation fed({"a", "b"});
+  auto oa = fed.options("a");
+  oa.io_threads = 1;
+  auto ob = fed.options("b");
+  ob.io_threads = 3;
+  ZmqTransport a(oa);
+  ob.bootstrap = {"a@" + a.endpoint()};
+  ZmqTransport b(ob);
+  REQUIRE(eventually([&] { return knows_all(a, {"a", "b"}) && knows_all(b, {"a", "b"}); }));
+  for (std::uint64_t round = 1; round <= 3; ++round) {
+    a.send("b", push_sum(round, 700'000, static_cast<float>(round)));
+    b.send("a", push_sum(round, 700'000, static_cast<float>(10 * round)));
+  }
+  for (std::uint64_t round = 1; round <= 3; ++round) {
+    auto at_b = b.receive(30s);
+    auto at_a = a.receive(30s);
+    REQUIRE(at_b);
+    REQUIRE(at_a);
+    CHECK(at_b->round == round);
+    CHECK(at_a->round == round);
+    REQUIRE(at_b->payload.size() == 700'000);
+    REQUIRE(at_a->payload.size() == 700'000);
+    CHECK(at_b->payload.front() == static_cast<float>(round));
+    CHECK(at_b->payload.back() == static_cast<float>(round) + 699'999.0f);
+    CHECK(at_a->payload.front() == static_cast<float>(10 * round));
+    CHECK(at_a->payload.back() == static_cast<float>(10 * round) + 699'999.0f);
+  }
 }
 
 namespace {
