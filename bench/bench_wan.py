@@ -374,7 +374,10 @@ def report_e1(records, figdir):
     return "\n".join(out)
 
 
-def report_accuracy_table(records, extra_cols=None, key=None):
+def report_accuracy_table(records, key=None, efficiency=False):
+    """One table per record. With `efficiency`, the time-to-target column gives way to the efficiency
+    against the record's own `local` row, s/step is the steady one, and accuracies get two decimals
+    (for runs trained to the end, where the differences are fractions of a point)."""
     out = []
     for r in records:
         rows = rows_of(r)
@@ -382,18 +385,28 @@ def report_accuracy_table(records, extra_cols=None, key=None):
             out.append(f"`{r['label']}` failed: {r.get('error', '')[-300:]}\n")
             continue
         ref = rows.get("allreduce", {}).get("test_accuracy")
+        local_s = step_time(r, "local") if efficiency and "local" in rows else None
         if key:
             out.append(key(r))
-        out.append("| algorithm | accuracy (averaged model) | site acc. | vs allreduce | s/step | to target | "
-                   "sent/site | wall |")
+        out.append("| algorithm | accuracy (averaged model) | site acc. | vs allreduce | s/step | "
+                   f"{'efficiency' if efficiency else 'to target'} | sent/site | wall |")
         out.append("|---|---|---|---|---|---|---|---|")
+        digits = 2 if efficiency else 1
         for label, row in rows.items():
             acc = row["test_accuracy"]
-            diff = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.1f} pt"
-            steady = r.get("steady", {}).get(label)
-            loop = f" (loop {ms(steady)})" if steady is not None and abs(steady - row["seconds_per_step"]) > 0.002 else ""
-            out.append(f"| `{label}` | {pct(acc)} | {pct(row['mean_site_accuracy'])} | {diff} | "
-                       f"{ms(row['seconds_per_step'])}{loop} ms | {secs(row['seconds_to_target'])} | "
+            diff = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.{digits}f} pt"
+            accuracy = "—" if acc is None else f"{100 * acc:.{digits}f}%"
+            if efficiency:
+                sps = step_time(r, label)
+                step = f"{ms(sps)} ms"
+                last = "—" if not local_s or not sps or label == "local" else f"{local_s / sps:.2f}"
+            else:
+                steady = r.get("steady", {}).get(label)
+                loop = (f" (loop {ms(steady)})" if steady is not None and abs(steady - row["seconds_per_step"]) > 0.002
+                        else "")
+                step = f"{ms(row['seconds_per_step'])}{loop} ms"
+                last = secs(row["seconds_to_target"])
+            out.append(f"| `{label}` | {accuracy} | {pct(row['mean_site_accuracy'])} | {diff} | {step} | {last} | "
                        f"{row['bytes_sent_per_site'] / 1e6:.1f} MB | {secs(row['wall_seconds'])} |")
         out.append(f"\nLoad average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after "
                    f"({r['seconds']:.0f} s in all). Command: `{r['command']}`\n")
@@ -461,31 +474,6 @@ def report_e3(records, figdir, out_root):
     return "\n".join(text)
 
 
-def report_e7(records):
-    out = []
-    for r in records:
-        rows = rows_of(r)
-        if not rows:
-            out.append(f"`{r['label']}` failed: {r.get('error', '')[-300:]}\n")
-            continue
-        ref = rows.get("allreduce", {}).get("test_accuracy")
-        local = rows.get("local")
-        local_s = step_time(r, "local") if local else None
-        out.append("| algorithm | accuracy (averaged model) | site acc. | vs allreduce | s/step | efficiency | "
-                   "sent/site | wall |")
-        out.append("|---|---|---|---|---|---|---|---|")
-        for label, row in rows.items():
-            acc = row["test_accuracy"]
-            diff = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.2f} pt"
-            sps = step_time(r, label)
-            eff = "—" if not local_s or not sps or label == "local" else f"{local_s / sps:.2f}"
-            out.append(f"| `{label}` | {100 * acc:.2f}% | {pct(row['mean_site_accuracy'])} | {diff} | {ms(sps)} ms | "
-                       f"{eff} | {row['bytes_sent_per_site'] / 1e6:.0f} MB | {secs(row['wall_seconds'])} |")
-        out.append(f"\nLoad average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after "
-                   f"({r['seconds']:.0f} s in all). Command: `{r['command']}`\n")
-    return "\n".join(out)
-
-
 def machine_line():
     cpu = ""
     try:
@@ -549,7 +537,7 @@ def write_report(raw, doc, plan_name, command):
         elif key == "e3":
             lines.append(report_e3(recs, figdir, None))
         elif key == "e7":
-            lines.append(report_e7(recs))
+            lines.append(report_accuracy_table(recs, efficiency=True))
         elif key == "e5":
             lines.append(report_accuracy_table(recs, key=lambda r: f"**Dirichlet α = {r.get('alpha')}**\n"))
         else:
