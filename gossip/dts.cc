@@ -81,6 +81,12 @@ void Dts::replace_by_mean(const std::vector<float>& mean) {
   if (config_.momentum != 0.0) std::copy(mean.begin() + static_cast<std::ptrdiff_t>(n), mean.end(), u_.begin());
 }
 
+bool Dts::periodic_reaverage_at(std::uint64_t k) const {
+  // A window start k with a multiple of reaverage_every in (k − P, k].
+  const std::uint64_t r = config_.reaverage_every, p = config_.period;
+  return r != 0 && k >= p && k / r != (k - p) / r;
+}
+
 bool Dts::can_fold_reaverage() const {
   // The mean must be exact to replace the weights; only this window is outstanding at the next window
   // start when 1 <= D <= P (D = 0 applies it at once); and the corrections sum to zero over the view
@@ -181,11 +187,8 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
   // the first window start at or after each multiple of `reaverage_every`.
   const std::uint64_t p = config_.period;
   const bool window_start = k % p == 0;
-  if (averaging && window_start && config_.reaverage_every != 0) {
-    const std::uint64_t r = config_.reaverage_every;
-    // A multiple of r in (k − P, k], unless the window that closed before k carried this re-average.
-    if (k >= p && k / r != (k - p) / r && folded_for_ != k) reaverage_due_ = true;
-  }
+  // The periodic re-average is due here, unless the window that closed before k already carried it.
+  if (averaging && window_start && periodic_reaverage_at(k) && folded_for_ != k) reaverage_due_ = true;
   // Only at a window start with nothing outstanding are the replicas equal in exact arithmetic; a
   // re-average elsewhere would mix in the local errors that pending corrections are about to undo.
   if (averaging && reaverage_due_ && window_start) reaverage(k);
@@ -221,10 +224,8 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
   ++window_len_;
   if ((k + 1) % p == 0) {
     // A re-average due at the next window start travels with this window (see dts.h).
-    const std::uint64_t r = config_.reaverage_every;
     const std::uint64_t next = k + 1;
-    const bool periodic_due = r != 0 && next >= p && next / r != (next - p) / r;
-    const bool fold = (reaverage_due_ || periodic_due) && can_fold_reaverage();
+    const bool fold = (reaverage_due_ || periodic_reaverage_at(next)) && can_fold_reaverage();
     close_window(k, grad, lr, fold);
     if (fold) {
       reaverage_due_ = true;  // applied at the next window start, or before it when D = 1

@@ -110,6 +110,7 @@ class Dts {
   };
 
   void close_window(std::uint64_t k, std::span<const float> grad, double lr, bool fold_reaverage);
+  bool periodic_reaverage_at(std::uint64_t k) const;
   bool can_fold_reaverage() const;
   void apply_through(std::uint64_t last_step);
   void correct(const Window& window, const std::vector<float>& mean);
