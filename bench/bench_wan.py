@@ -569,7 +569,7 @@ NOTES = {
     "e3": "4 sites, `--wan world4`, evaluation every 10 steps on every site. Time to target is until every "
           "site has reported the target accuracy once, counted from the first step of the first site to start "
           "training (*training*; the speed-up uses it) and from the launch of the processes (start-up: loading "
-          "the data, joining, forming the view, the same for every algorithm and 10–18 s with 4 processes on "
+          "the data, joining, forming the view, the same for every algorithm and 10–21 s with 4 processes on "
           "a loaded 2-core machine). dts runs D = 4, P = 32 over the direct exchange.",
     "e4": "4 sites, no WAN emulation (dts applies each correction at exactly step s + D whatever the timing, so "
           "accuracy does not depend on the latency), 0.5 epoch (117 steps). The shapes cover P = 1 and D = P, "
