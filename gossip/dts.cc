@@ -74,11 +74,21 @@ void Dts::correct(const Window& window, const std::vector<float>& mean) {
   }
 }
 
-void Dts::replace_by_mean(const std::vector<float>& mean) {
-  // The weights, then (with momentum) the momentum buffer: what close_window sent.
+void Dts::take_mean_since(const Window& window, const std::vector<float>& mean) {
+  // The exchange carried (w, u) as they were after the window's last step s; since then the site ran
+  // L − s more steps on them. Replacing (w_s, u_s) by their mean at s and rerunning those steps on the
+  // same gradients would give w + Δw − β·Δu and u + m^(L−s)·Δu (Δx = mean(x) − x_s): a momentum
+  // buffer larger by Δu moves every later step by γ_t·m^(t−s)·Δu more. In exact arithmetic the replicas
+  // are equal at s, so Δ = 0 and this changes nothing; in floating point it removes the drift
+  // accumulated up to s, and no step had to wait for the mean.
   const std::size_t n = params_.size();
-  std::copy(mean.begin(), mean.begin() + static_cast<std::ptrdiff_t>(n), params_.begin());
-  if (config_.momentum != 0.0) std::copy(mean.begin() + static_cast<std::ptrdiff_t>(n), mean.end(), u_.begin());
+  const bool momentum = config_.momentum != 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double dw = double(mean[i]) - double(window.local[i]);
+    const double du = momentum ? double(mean[n + i]) - double(window.local[n + i]) : 0.0;
+    params_[i] += static_cast<float>(dw - window.beta * du);
+    if (momentum) u_[i] += static_cast<float>(window.mpow * du);
+  }
 }
 
 bool Dts::periodic_reaverage_at(std::uint64_t k) const {
@@ -103,7 +113,7 @@ void Dts::apply_through(std::uint64_t last_step) {
     note_view(result.report);
     if (w.reaverage) {
       // The re-average that travelled with this window: as after reaverage(), its view is the last seen.
-      replace_by_mean(result.data);
+      take_mean_since(w, result.data);
       view_id_ = result.report.scheduled_view_id;
       reaverage_due_ = false;
       ++reaverages_;
@@ -117,10 +127,7 @@ void Dts::apply_through(std::uint64_t last_step) {
 }
 
 void Dts::reaverage(std::uint64_t k) {
-  const bool folded = !pending_.empty() && pending_.back().reaverage;
   apply_through(UINT64_MAX);
-  // The last window's exchange carried the re-average (close_window): its mean is in place.
-  if (folded) return;
   MixReport report;
   if (config_.momentum == 0.0) {
     report = average_now(channel_, k, params_, config_.wait_timeout, RoundTag::kReaverage);
@@ -149,13 +156,14 @@ void Dts::close_window(std::uint64_t k, std::span<const float> grad, double lr, 
   const std::size_t n = params_.size();
   Window w{k, {}, lr, 1.0, 0.0, fold_reaverage};
   MixJob job{k, RoundTag::kMix, channel_.buffer(), 1.0};
+  w.local = channel_.buffer();
   if (fold_reaverage) {
     // The re-average replaces the weights (and momentum) by their mean, which already holds this
-    // window's average: the window's own payload is not needed, and nothing is kept to correct with.
-    job.data.assign(params_.begin(), params_.end());
-    if (config_.momentum != 0.0) job.data.insert(job.data.end(), u_.begin(), u_.end());
+    // window's average: the window's own payload is not needed. What was sent is kept to take the
+    // mean in as a correction D steps later (take_mean_since).
+    w.local.assign(params_.begin(), params_.end());
+    if (config_.momentum != 0.0) w.local.insert(w.local.end(), u_.begin(), u_.end());
   } else {
-    w.local = channel_.buffer();
     switch (payload_of(config_)) {
       case Payload::kWindowW: w.local.assign(window_w_.begin(), window_w_.end()); break;
       case Payload::kGradient: w.local.assign(grad.begin(), grad.end()); break;
@@ -165,8 +173,8 @@ void Dts::close_window(std::uint64_t k, std::span<const float> grad, double lr, 
         std::copy(window_u_.begin(), window_u_.end(), w.local.begin() + static_cast<std::ptrdiff_t>(n));
         break;
     }
-    job.data.assign(w.local.begin(), w.local.end());
   }
+  job.data.assign(w.local.begin(), w.local.end());
   if (!window_u_.empty()) std::fill(window_u_.begin(), window_u_.end(), 0.0f);
   std::fill(window_w_.begin(), window_w_.end(), 0.0f);
   window_len_ = 0;
@@ -228,7 +236,8 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
     const bool fold = (reaverage_due_ || periodic_reaverage_at(next)) && can_fold_reaverage();
     close_window(k, grad, lr, fold);
     if (fold) {
-      reaverage_due_ = true;  // applied at the next window start, or before it when D = 1
+      // Taken in D steps after the close like any window's average, not waited for at the window start.
+      reaverage_due_ = false;
       folded_for_ = next;
     }
   }

@@ -30,11 +30,13 @@
 // replicas cannot accumulate. When the re-average is known to be due at the window start that follows
 // a window's close, with 1 <= D <= P, a compensation that applies the site's own window (exact,
 // no-momentum) and an exact window mean (DtsConfig::exact_window_mean), it travels in that window's
-// exchange: instead of its payload the window sends the weights (and momentum buffer) after its last
-// step, and at the window start their mean replaces them; that window gets no correction. The mean is
-// the same in exact arithmetic, since that window is the only one outstanding and its corrections sum
-// to zero over the view, and the trainer waits for one crossing instead of two (the window's, then the
-// re-average's).
+// exchange: instead of its payload the window sends the weights (and momentum buffer) w_s, u_s after
+// its last step s; that window gets no correction. The mean arrives, like any window's, before step
+// s + D, and is taken in as if it had replaced (w_s, u_s) at s: w ← w + Δw − β·Δu, u ← u + m^(L−s)·Δu
+// with Δx = mean(x) − x_s. That window being the only one outstanding and its corrections summing to
+// zero over the view, the replicas are equal at s in exact arithmetic, so Δ holds only the
+// floating-point drift; and no step waits for a re-average that travels this way (a separate one
+// stalls the window start for the outstanding window's crossing and then its own).
 //
 // Checkpoints: the weights and the momentum buffer are the whole state worth saving. Corrections in
 // flight are lost with a crash; the restarted site rejoins, which changes the view, and the re-average
@@ -102,7 +104,7 @@ class Dts {
  private:
   struct Window {
     std::uint64_t step = 0;     // the window's last step: its tag
-    std::vector<float> local;   // what this site sent
+    std::vector<float> local;   // what this site sent (for a carried re-average: w, then u, after step s)
     double lr = 0.0;            // γ of the last step (for the P = 1 momentum payload)
     double mpow = 1.0;          // m^(L−s)
     double beta = 0.0;          // Σ_{t=s+1..L} γ_t m^(t−s)
@@ -114,7 +116,7 @@ class Dts {
   bool can_fold_reaverage() const;
   void apply_through(std::uint64_t last_step);
   void correct(const Window& window, const std::vector<float>& mean);
-  void replace_by_mean(const std::vector<float>& mean);
+  void take_mean_since(const Window& window, const std::vector<float>& mean);
   void reaverage(std::uint64_t k);
   void note_view(const MixReport& report);
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <condition_variable>
 #include <mutex>
 
 #include "gossip/dts.h"
@@ -306,4 +307,101 @@ TEST_CASE("dts carries a re-average due at a window start in the window before i
                                        {11, mix, 2 * n}});
     CHECK(count == 3);
   }
+}
+
+namespace {
+// One site alone (the mean is its own data) whose mix of one step waits until the test opens it.
+class GatedMixer final : public Mixer {
+ public:
+  explicit GatedMixer(std::uint64_t gated_step) : gated_step_(gated_step) {}
+  MixReport mix(std::uint64_t step, RoundTag tag, std::span<float>, double&) override {
+    if (step == gated_step_ && tag == RoundTag::kMix) {
+      std::unique_lock lock(mu_);
+      opened_.wait_for(lock, 10s, [&] { return open_; });
+    }
+    return {};
+  }
+  void open() {
+    {
+      std::lock_guard lock(mu_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+
+ private:
+  std::uint64_t gated_step_;
+  std::mutex mu_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+}  // namespace
+
+TEST_CASE("dts does not wait at the window start for a re-average that travels with the window before it",
+          "[gossip][dts]") {
+  // Windows [0,4), D = 2: the periodic re-average due at step 4 travels with the window closing at 3,
+  // whose mean is needed before step 5. Step 4 must run while that exchange is still held; a trainer
+  // that waited for it at the window start would hit the wait timeout (MixError) instead.
+  const std::size_t n = 5;
+  MixChannel channel;
+  GatedMixer mixer(3);
+  MixServer server(channel, mixer, mixer);
+  std::vector<float> w(n, 1.0f), u(n, 0.0f), g(n, 0.5f);
+  MixThread comm(channel, server);
+  DtsConfig config;
+  config.delay = 2;
+  config.period = 4;
+  config.momentum = 0.5;
+  config.reaverage_every = 4;
+  config.exact_window_mean = true;
+  config.wait_timeout = 2s;
+  Dts dts(config, channel, w, u);
+  for (std::uint64_t k = 0; k <= 4; ++k) REQUIRE_NOTHROW(dts.step(k, g, 0.25));
+  CHECK(dts.in_flight() == 1);
+  mixer.open();
+  for (std::uint64_t k = 5; k < 8; ++k) REQUIRE_NOTHROW(dts.step(k, g, 0.25));
+  dts.finish();
+  CHECK(dts.reaverages() == 2);  // the one due at 4 and the one due at 8 (carried by the window closing at 7)
+}
+
+TEST_CASE("dts takes a re-average that travelled with a window in as if it had replaced the weights then",
+          "[gossip][dts]") {
+  // Sites that start apart (as after a rejoin from an older checkpoint): every re-average then moves
+  // the weights and the momentum buffer. Carried with the window and taken in D steps later as a
+  // correction, it must land where a separate re-average at the window start lands.
+  const std::size_t sites = 4;
+  auto run = [&](bool carried) {
+    SiteCluster cluster(sites, MixerKind::kAverage);
+    std::vector<std::vector<float>> params(sites), momenta(sites);
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      params[r].assign(kDim, 1.0f + 0.5f * static_cast<float>(r));
+      momenta[r].assign(kDim, 0.3f * static_cast<float>(r) - 0.4f);
+      std::vector<float> g(kDim);
+      DtsConfig config;
+      config.delay = 3;
+      config.period = 4;
+      config.momentum = 0.9;
+      config.reaverage_every = 8;
+      config.exact_window_mean = carried;
+      Dts dts(config, channel, params[r], momenta[r]);
+      for (std::uint64_t k = 0; k < 20; ++k) {
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = gradient(k, r, i);
+        dts.step(k, g, learning_rate(k));
+      }
+      dts.finish();
+    });
+    return std::make_pair(params, momenta);
+  };
+  const auto [carried_w, carried_u] = run(true);
+  const auto [separate_w, separate_u] = run(false);
+  for (std::size_t r = 0; r < sites; ++r) {
+    INFO("site " << r);
+    for (std::size_t i = 0; i < kDim; ++i) {
+      CHECK(carried_w[r][i] == Approx(separate_w[r][i]).epsilon(1e-5));
+      CHECK(carried_u[r][i] == Approx(separate_u[r][i]).epsilon(1e-5));
+    }
+  }
+  // The sites really started apart and were pulled together: all end equal.
+  for (std::size_t r = 1; r < sites; ++r)
+    for (std::size_t i = 0; i < kDim; ++i) CHECK(carried_w[r][i] == Approx(carried_w[0][i]).epsilon(1e-5));
 }
