@@ -45,7 +45,7 @@ PLANS = {
     },
     "full": {
         "repeats": 2,
-        "e1": {"sites": [4, 8], "latencies": {4: [0, 25, 100, 200], 8: [0, 100, 200]},
+        "e1": {"sites": [4, 8], "latencies": {4: [0, 10, 25, 50, 100, 200], 8: [0, 100, 200]},
                "sync_steps": {4: 10, 8: 8}, "min_steps": {4: 32, 8: 24}, "repeat_latencies": [100]},
         "e2": {"sites": [4, 8, 16], "epochs": 0.1, "widths": [64]},
         "e3": {"epochs": 1.0, "target": 0.80},
@@ -196,12 +196,14 @@ def run_e1(runner, plan):
                 tau = choose_tau(lat, compute)
                 wan = ["--wan", f"latency={lat}ms"] if lat > 0 else []
                 # Synchronous algorithms: a few steps show their (steady) step time. The overlapping
-                # ones need several windows of D, P or tau steps to reach their steady state.
+                # ones need several windows of D, P or tau steps, so that the first window (sites that
+                # start a little apart) weighs little. `local` runs again in the same invocation, just
+                # before them: their efficiency is against compute measured in the same minutes.
                 sync_steps = p["sync_steps"][sites]
-                over_steps = max(p["min_steps"][sites], 3 * max(d, per, tau))
+                over_steps = max(p["min_steps"][sites], 6 * max(d, per, tau))
+                overlap = ["local", f"dts:delay={d}:period={per}:exchange=direct", f"sgp:tau={tau}"]
                 for group, algos, steps in (("sync", ["allreduce", "sgp", "dsync"], sync_steps),
-                                            ("overlap", [f"dts:delay={d}:period={per}:exchange=direct", f"sgp:tau={tau}"],
-                                             over_steps)):
+                                            ("overlap", overlap, over_steps)):
                     rec = runner.simulate("e1", f"s{sites}-l{lat}-{group}-r{repeat}", sites, algos,
                                           base + wan + ["--epochs", f"{epochs_for(steps, sites, E1_BATCH):.4f}"])
                     rec.update({"latency_ms": lat, "compute_s": compute, "repeat": repeat})
@@ -336,7 +338,7 @@ def report_e1(records, figdir):
         algos = []
         for r in sweep:
             for a in rows_of(r):
-                if base_algo(a) not in algos:
+                if a != "local" and base_algo(a) not in algos:
                     algos.append(base_algo(a))
         out.append(f"**{sites} sites.** `local` (compute only): {ms(local_s)} ms/step "
                    f"(median of {len(local)} runs: {', '.join(ms(v) for v in local)}). Load average during these "
@@ -350,14 +352,18 @@ def report_e1(records, figdir):
             at = [r for r in sweep if r["latency_ms"] == lat]
             knobs = {}
             for a in algos:
-                sps = []
+                sps, effs = [], []
                 for r in at:
+                    # Against the `local` run of the same invocation where there is one (the same
+                    # minutes of a shared machine), else against the median of all `local` runs.
+                    paired = step_time(r, "local") if "local" in rows_of(r) else local_s
                     for label, row in rows_of(r).items():
                         if base_algo(label) == a:
                             sps.append(step_time(r, label))
+                            if paired and sps[-1]:
+                                effs.append(paired / sps[-1])
                             if label != a:
                                 knobs.setdefault(a, set()).add(label.split(":", 1)[1])
-                effs = [local_s / v for v in sps if v] if local_s else []
                 eff_series[a].append((lat, statistics.median(effs) if effs else None))
                 knob = f" `{'/'.join(sorted(knobs[a]))}`" if a in knobs else ""
                 cells.append(f"{spread([v * 1000 for v in sps], lambda v: f'{v:.0f}')} ms, "
@@ -556,7 +562,9 @@ NOTES = {
           "only: MLP 784-512-256-10 with batch 256 per site so that one step's compute is comparable to the "
           "latency, as in the DTS paper (`local` below is that compute), no evaluation during the runs. "
           "allreduce, sgp and dsync run a few steps (their step time is steady from the first steps); dts and "
-          "sgp overlap run at least 3 windows of D, P or τ steps. s/step here is the step loop without the "
+          "sgp overlap run at least 6 windows of D, P or τ steps, right after a `local` run in the same "
+          "invocation, and their efficiency is against that `local` run (allreduce's, sgp's and dsync's "
+          "against the median `local`). s/step here is the step loop without the "
           "final wait for mixes still in flight (`finish_seconds` of result.json; it is a one-off cost of a "
           "few hundred ms per run that a short run would otherwise spread over its few steps). dts sends its "
           "averages by the direct exchange (`exchange=direct`: one link crossing instead of the ring's "
