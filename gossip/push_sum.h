@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gossip/delayed_mixing.h"
+#include "gossip/push_sum_step_scale.h"
 
 namespace meridian::gossip {
 
@@ -47,6 +48,7 @@ class PushSum {
   std::span<const float> numerator() const { return x_; }
   double weight() const { return w_; }
   const DelayedMixing& mixing() const { return mixing_; }
+  const PushSumStepScale& step_scale() const { return scale_; }
 
  private:
   void refresh_model();
@@ -54,6 +56,7 @@ class PushSum {
   std::span<float> model_;
   std::vector<float> x_;
   double w_ = 1.0;
+  PushSumStepScale scale_;
   DelayedMixing mixing_;
 };
 
