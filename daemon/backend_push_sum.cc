@@ -6,10 +6,11 @@
 
 namespace meridian::daemon {
 
-BackendPushSum::BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model)
+BackendPushSum::BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model,
+                               gossip::PushSumStepScale scale)
     : model_(model),
       x_(model.backend(), model.parameter_count()),
-      scale_(config.overlap && config.delay > 0),
+      scale_(scale),
       store_(model.backend(), x_.span(), make_async_parameter_copy(model.backend(), model.parameter_count())),
       mixing_(config, channel, store_, {}, &w_) {
   model.backend().copy(x_.data(), model.parameters().data(), x_.size() * sizeof(float));

@@ -28,7 +28,9 @@ namespace meridian::daemon {
 class BackendPushSum {
  public:
   // Starts from x = the model's parameters, w = 1. config.reaverage_every must be 0.
-  BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model);
+  // `scale` as for gossip::PushSum.
+  BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model,
+                 gossip::PushSumStepScale scale = {});
 
   // x ← x − s·(before − z), s the factor of gossip/push_sum_step_scale.h (w without overlap), with `before` (backend memory, one value per parameter) the model's z before
   // the optimizer step and z the model now; `before` is overwritten. Then mixes and writes z = x / w.

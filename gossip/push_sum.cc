@@ -7,10 +7,10 @@
 
 namespace meridian::gossip {
 
-PushSum::PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model)
+PushSum::PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model, PushSumStepScale scale)
     : model_(model),
       x_(model.begin(), model.end()),
-      scale_(config.overlap && config.delay > 0),
+      scale_(scale),
       mixing_(config, channel, x_, {}, &w_) {}
 
 void PushSum::refresh_model() {
@@ -34,8 +34,8 @@ void PushSum::step(std::uint64_t k, std::span<const float> update) {
   if (update.size() != x_.size())
     throw std::invalid_argument("sgp: update has " + std::to_string(update.size()) + " elements, model " +
                                 std::to_string(x_.size()));
-  // s = w in a synchronous run, so that z = x / w moves by the update itself whatever w is; with w = 1
-  // the product is exact and this is x ← x − update. In an overlap run s = w·g
+  // s = w without shares in flight, so that z = x / w moves by the update itself whatever w is; with
+  // w = 1 the product is exact and this is x ← x − update. With shares in flight s = w·g
   // (gossip/push_sum_step_scale.h).
   const float s = static_cast<float>(scale_.factor(w_));
   for (std::size_t i = 0; i < x_.size(); ++i) x_[i] -= s * update[i];

@@ -1,7 +1,8 @@
 // sgp — Stochastic Gradient Push (DESIGN.md §1), the trainer side. The site keeps the push-sum
 // numerator x and weight w (initially the shared start and 1); the model the trainer runs forward and
 // backward on is the de-biased z = x / w. A gradient step goes to the numerator, x ← x − w·update (the
-// caller passes γ·step(g(z)) from its optimizer, whose momentum stays local). Mixing runs through
+// caller passes γ·step(g(z)) from its optimizer, whose momentum stays local; in an overlap run with
+// shares in flight, x ← x − w·g·update: gossip/push_sum_step_scale.h). Mixing runs through
 // DelayedMixing: D = 0 is synchronous SGP, overlap is OSGP (τ split between D and the mixer:
 // gossip/osgp_split.h).
 //
@@ -27,8 +28,9 @@ namespace meridian::gossip {
 
 class PushSum {
  public:
-  // Starts from x = model, w = 1. config.reaverage_every must be 0.
-  PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model);
+  // Starts from x = model, w = 1. config.reaverage_every must be 0. `scale` gives the factor of the
+  // update (gossip/push_sum_step_scale.h; the default is w).
+  PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model, PushSumStepScale scale = {});
 
   // x ← x − update, mixes (per the config), then writes z = x / w into the model buffer.
   // Throws std::invalid_argument for a mis-sized update, and what MixChannel throws.
