@@ -10,9 +10,13 @@
 #include <vector>
 
 #include "gossip/exponential_graph.h"
+#include "gossip/push_sum.h"
 #include "gossip/push_sum_step_scale.h"
+#include "site_cluster.h"
 
 using namespace meridian::gossip;
+using meridian::gossip::testing::MixerKind;
+using meridian::gossip::testing::SiteCluster;
 
 namespace {
 
@@ -195,5 +199,37 @@ TEST_CASE("a site that loses mass to a dead link trains at most G times faster, 
     const ScalarRun run = run_scalar(n, 400, PushSumStepScale(0, 1), delay, lost);
     for (double w : run.final_weight) CHECK(w < 0.1);
     for (double g : run.max_z_step) CHECK(g == 1.0);
+  }
+}
+
+TEST_CASE("PushSum moves z by the gain times the update with the scale it is given", "[gossip][sgp]") {
+  // One site resumed with half its mass (w = 1/2 stays: it has nobody to mix with). The default scale
+  // moves z by the update; a scale with G = 2 (τ = 3, K = 1) moves it by 1/ŵ, which grows to 2 as ŵ
+  // settles at 1/2.
+  for (bool gain : {false, true}) {
+    INFO("gain=" << gain);
+    SiteCluster cluster(1, MixerKind::kPushSum);
+    cluster.run([&](std::size_t, MixChannel& channel) {
+      DelayedMixingConfig config;
+      config.delay = 1;
+      config.overlap = true;
+      std::vector<float> model(3, 0.0f);
+      PushSum sgp(config, channel, model, gain ? PushSumStepScale(2, 1) : PushSumStepScale());
+      const std::vector<float> start(3, 0.0f), update(3, 1.0f / 1024);
+      sgp.restore(start, 0.5);
+      float before = model[0];
+      for (std::uint64_t k = 0; k < 400; ++k) {
+        before = model[0];
+        sgp.step(k, update);
+      }
+      CHECK(sgp.weight() == 0.5);
+      const double moved = (before - model[0]) * 1024.0;
+      if (gain) {
+        CHECK(moved == Approx(2.0).epsilon(1e-3));
+        CHECK(sgp.step_scale().gain() == Approx(2.0).epsilon(1e-3));
+      } else {
+        CHECK(moved == Approx(1.0).epsilon(1e-3));
+      }
+    });
   }
 }
