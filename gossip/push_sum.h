@@ -8,12 +8,13 @@
 //
 // The factor w is Meridian's, not DESIGN.md §1's x ← x − γ·step(g(z)); the two are the same bits
 // whenever w = 1, which holds at every site of a fault-free synchronous run on the exponential graph
-// (each site keeps 1/(K+1) of its weight and receives K shares of 1/(K+1)). In an overlap run the
-// shares in flight keep w below 1, and the factor then slows the consensus (docs/algorithms.md, "The
-// weight in an overlap run"). When a fault loses mass (shares sent
-// into a partition or to a peer that died), w falls below 1 and the unscaled rule would move z by
-// update / w: a site that lost half its weight trained at twice the learning rate and diverged in a
-// partition test (docs/reliability.md). Scaled, z always moves by the update itself.
+// (each site keeps 1/(K+1) of its weight and receives K shares of 1/(K+1)). When a fault loses mass
+// (shares sent into a partition or to a peer that died), w falls below 1 and the unscaled rule would
+// move z by update / w: a site that lost half its weight trained at twice the learning rate and
+// diverged in a partition test (docs/reliability.md). Scaled, z moves by the update itself. In an
+// overlap run the shares in flight keep w below 1 too, and w alone would slow the consensus; the gain
+// g ∈ [1, 2] makes up for the mass in flight without following a lost one (gossip/push_sum_step_scale.h,
+// docs/algorithms.md "The weight in an overlap run").
 //
 // Thread-safety: one trainer thread. Owns x; writes z into the caller's model buffer.
 #pragma once
