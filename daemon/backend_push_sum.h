@@ -32,8 +32,9 @@ class BackendPushSum {
   BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model,
                  gossip::PushSumStepScale scale = {});
 
-  // x ← x − s·(before − z), s the factor of gossip/push_sum_step_scale.h (w without overlap), with `before` (backend memory, one value per parameter) the model's z before
-  // the optimizer step and z the model now; `before` is overwritten. Then mixes and writes z = x / w.
+  // x ← x − s·(before − z), s the factor of gossip/push_sum_step_scale.h (w when no share is in
+  // flight), with `before` (backend memory, one value per parameter) the model's z before the optimizer
+  // step and z the model now; `before` is overwritten. Then mixes and writes z = x / w.
   void step(std::uint64_t k, float* before);
   // Hands the last step's background snapshot to the communication thread; call before the optimizer
   // update of the next step (and so before step(), which writes x). Does nothing without one.

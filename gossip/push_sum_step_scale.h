@@ -17,8 +17,9 @@
 // consensus (Σ_j w_j·g_j ≈ n), the rate of a synchronous run, and z moves by g·update:
 //   - G = min(kMaxGain, 1 + (τ − 1)·K / (K + 1)). The second term is what shares in flight can account
 //     for: each step a site sends K / (K + 1) of its weight and the mixer waits for shares once they
-//     are τ − 1 steps old, so in steady state at most (τ − 1)·K / (K + 1) times the weight a site holds
-//     is in flight towards it. A weight lower than that is mass lost, which the gain does not chase.
+//     are τ − 1 steps old, so in a steady state where the sites hold alike at most (τ − 1)·K / (K + 1)
+//     times the weight a site holds is in flight towards it. A weight lower than that is mass lost (or
+//     a site running ahead of its peers), which the gain does not chase.
 //   - kMaxGain bounds the step of z whatever the staleness: the unscaled rule, which moves z by
 //     update / w, diverged at w = 0.29 (τ = 8).
 //   - So a permanent mass loss raises a site's learning rate by at most G ≤ kMaxGain, and not at all
