@@ -6,9 +6,11 @@
 
 namespace meridian::daemon {
 
-BackendPushSum::BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model)
+BackendPushSum::BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model,
+                               gossip::PushSumStepScale scale)
     : model_(model),
       x_(model.backend(), model.parameter_count()),
+      scale_(scale),
       store_(model.backend(), x_.span(), make_async_parameter_copy(model.backend(), model.parameter_count())),
       mixing_(config, channel, store_, {}, &w_) {
   model.backend().copy(x_.data(), model.parameters().data(), x_.size() * sizeof(float));
@@ -24,12 +26,13 @@ void BackendPushSum::refresh_model() {
 void BackendPushSum::step(std::uint64_t k, float* before) {
   models::Backend& backend = model_.backend();
   const std::size_t n = x_.size();
-  // x − w·(before − z) (gossip/push_sum.h says why w), rounded as gossip::PushSum rounds it: before ←
-  // −before (exact), before ← before + z (= −(before − z), the same rounding), before ← w·before (the
-  // same product up to its sign), x ← x + before.
+  // x − s·(before − z) (gossip/push_sum_step_scale.h says why s), rounded as gossip::PushSum rounds it:
+  // before ← −before (exact), before ← before + z (= −(before − z), the same rounding), before ←
+  // s·before (the same product up to its sign), x ← x + before.
   backend.push_sum_scale(n, before, -1.0f);
   backend.push_sum_add(n, before, model_.parameters().data());
-  if (w_ != 1.0) backend.push_sum_scale(n, before, static_cast<float>(w_));
+  const double s = scale_.factor(w_);
+  if (s != 1.0) backend.push_sum_scale(n, before, static_cast<float>(s));
   backend.push_sum_add(n, x_.data(), before);
   mixing_.after_step(k);
   refresh_model();

@@ -19,6 +19,7 @@
 
 #include "daemon/backend_parameters.h"
 #include "gossip/delayed_mixing.h"
+#include "gossip/push_sum_step_scale.h"
 #include "models/backend_buffer.h"
 #include "models/model.h"
 
@@ -27,10 +28,13 @@ namespace meridian::daemon {
 class BackendPushSum {
  public:
   // Starts from x = the model's parameters, w = 1. config.reaverage_every must be 0.
-  BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model);
+  // `scale` as for gossip::PushSum.
+  BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model,
+                 gossip::PushSumStepScale scale = {});
 
-  // x ← x − w·(before − z), with `before` (backend memory, one value per parameter) the model's z before
-  // the optimizer step and z the model now; `before` is overwritten. Then mixes and writes z = x / w.
+  // x ← x − s·(before − z), s the factor of gossip/push_sum_step_scale.h (w when no share is in
+  // flight), with `before` (backend memory, one value per parameter) the model's z before the optimizer
+  // step and z the model now; `before` is overwritten. Then mixes and writes z = x / w.
   void step(std::uint64_t k, float* before);
   // Hands the last step's background snapshot to the communication thread; call before the optimizer
   // update of the next step (and so before step(), which writes x). Does nothing without one.
@@ -52,6 +56,7 @@ class BackendPushSum {
   models::Model& model_;
   models::BackendBuffer<float> x_;  // (n) the numerator, backend memory
   double w_ = 1.0;
+  gossip::PushSumStepScale scale_;
   BackendParameters store_;
   gossip::DelayedMixing mixing_;
   std::vector<float> host_x_;  // (n) for numerator()

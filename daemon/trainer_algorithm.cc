@@ -165,12 +165,18 @@ gossip::DelayedMixingConfig sgp_mixing(const SiteConfig& config) {
                                      wait_timeout(config)};
 }
 
+// The factor of sgp's update: a gain only where the mixer leaves shares in flight (τ ≥ 2).
+gossip::PushSumStepScale sgp_step_scale(const SiteConfig& config) {
+  const auto split = gossip::osgp_split(static_cast<std::uint32_t>(config.tau));
+  return gossip::PushSumStepScale(split.mixer_staleness, static_cast<std::size_t>(config.out_peers));
+}
+
 class Sgp final : public WithOptimizer {
  public:
   Sgp(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
       const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
-        push_sum_(sgp_mixing(config), channel, mirror_.parameters()),
+        push_sum_(sgp_mixing(config), channel, mirror_.parameters(), sgp_step_scale(config)),
         before_(model.parameters().size()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
@@ -211,7 +217,7 @@ class SgpOnDevice final : public WithOptimizer {
   SgpOnDevice(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
               const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
-        push_sum_(sgp_mixing(config), channel, model),
+        push_sum_(sgp_mixing(config), channel, model, sgp_step_scale(config)),
         before_(model.backend(), model.parameter_count()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {

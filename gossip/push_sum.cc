@@ -7,8 +7,11 @@
 
 namespace meridian::gossip {
 
-PushSum::PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model)
-    : model_(model), x_(model.begin(), model.end()), mixing_(config, channel, x_, {}, &w_) {}
+PushSum::PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model, PushSumStepScale scale)
+    : model_(model),
+      x_(model.begin(), model.end()),
+      scale_(scale),
+      mixing_(config, channel, x_, {}, &w_) {}
 
 void PushSum::refresh_model() {
   const float w = static_cast<float>(w_);
@@ -31,10 +34,11 @@ void PushSum::step(std::uint64_t k, std::span<const float> update) {
   if (update.size() != x_.size())
     throw std::invalid_argument("sgp: update has " + std::to_string(update.size()) + " elements, model " +
                                 std::to_string(x_.size()));
-  // Scaled by w so that z = x / w moves by the update itself whatever w is (see push_sum.h); with w = 1
-  // the product is exact and this is x ← x − update.
-  const float w = static_cast<float>(w_);
-  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] -= w * update[i];
+  // s = w without shares in flight, so that z = x / w moves by the update itself whatever w is; with
+  // w = 1 the product is exact and this is x ← x − update. With shares in flight s = w·g
+  // (gossip/push_sum_step_scale.h).
+  const float s = static_cast<float>(scale_.factor(w_));
+  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] -= s * update[i];
   mixing_.after_step(k);
   refresh_model();
 }
@@ -44,10 +48,10 @@ void PushSum::step(std::uint64_t k, std::span<const float> before, std::span<con
     throw std::invalid_argument("sgp: the model before and after the step have " + std::to_string(before.size()) +
                                 " and " + std::to_string(after.size()) + " elements, the numerator " +
                                 std::to_string(x_.size()));
-  const float w = static_cast<float>(w_);
+  const float s = static_cast<float>(scale_.factor(w_));
   for (std::size_t i = 0; i < x_.size(); ++i) {
     const float update = before[i] - after[i];
-    x_[i] -= w * update;
+    x_[i] -= s * update;
   }
   mixing_.after_step(k);
   refresh_model();

@@ -1,18 +1,20 @@
 // sgp — Stochastic Gradient Push (DESIGN.md §1), the trainer side. The site keeps the push-sum
 // numerator x and weight w (initially the shared start and 1); the model the trainer runs forward and
 // backward on is the de-biased z = x / w. A gradient step goes to the numerator, x ← x − w·update (the
-// caller passes γ·step(g(z)) from its optimizer, whose momentum stays local). Mixing runs through
+// caller passes γ·step(g(z)) from its optimizer, whose momentum stays local; in an overlap run with
+// shares in flight, x ← x − w·g·update: gossip/push_sum_step_scale.h). Mixing runs through
 // DelayedMixing: D = 0 is synchronous SGP, overlap is OSGP (τ split between D and the mixer:
 // gossip/osgp_split.h).
 //
 // The factor w is Meridian's, not DESIGN.md §1's x ← x − γ·step(g(z)); the two are the same bits
 // whenever w = 1, which holds at every site of a fault-free synchronous run on the exponential graph
-// (each site keeps 1/(K+1) of its weight and receives K shares of 1/(K+1)). In an overlap run the
-// shares in flight keep w below 1, and the factor then slows the consensus (docs/algorithms.md, "The
-// weight in an overlap run"). When a fault loses mass (shares sent
-// into a partition or to a peer that died), w falls below 1 and the unscaled rule would move z by
-// update / w: a site that lost half its weight trained at twice the learning rate and diverged in a
-// partition test (docs/reliability.md). Scaled, z always moves by the update itself.
+// (each site keeps 1/(K+1) of its weight and receives K shares of 1/(K+1)). When a fault loses mass
+// (shares sent into a partition or to a peer that died), w falls below 1 and the unscaled rule would
+// move z by update / w: a site that lost half its weight trained at twice the learning rate and
+// diverged in a partition test (docs/reliability.md). Scaled, z moves by the update itself. In an
+// overlap run the shares in flight keep w below 1 too, and w alone would slow the consensus; the gain
+// g ∈ [1, 2] makes up for the mass in flight without following a lost one (gossip/push_sum_step_scale.h,
+// docs/algorithms.md "The weight in an overlap run").
 //
 // Thread-safety: one trainer thread. Owns x; writes z into the caller's model buffer.
 #pragma once
@@ -21,13 +23,15 @@
 #include <vector>
 
 #include "gossip/delayed_mixing.h"
+#include "gossip/push_sum_step_scale.h"
 
 namespace meridian::gossip {
 
 class PushSum {
  public:
-  // Starts from x = model, w = 1. config.reaverage_every must be 0.
-  PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model);
+  // Starts from x = model, w = 1. config.reaverage_every must be 0. `scale` gives the factor of the
+  // update (gossip/push_sum_step_scale.h; the default is w).
+  PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model, PushSumStepScale scale = {});
 
   // x ← x − update, mixes (per the config), then writes z = x / w into the model buffer.
   // Throws std::invalid_argument for a mis-sized update, and what MixChannel throws.
@@ -47,6 +51,7 @@ class PushSum {
   std::span<const float> numerator() const { return x_; }
   double weight() const { return w_; }
   const DelayedMixing& mixing() const { return mixing_; }
+  const PushSumStepScale& step_scale() const { return scale_; }
 
  private:
   void refresh_model();
@@ -54,6 +59,7 @@ class PushSum {
   std::span<float> model_;
   std::vector<float> x_;
   double w_ = 1.0;
+  PushSumStepScale scale_;
   DelayedMixing mixing_;
 };
 

@@ -1,0 +1,20 @@
+#include "gossip/push_sum_step_scale.h"
+
+#include <algorithm>
+
+namespace meridian::gossip {
+
+double PushSumStepScale::gain_bound(std::uint64_t mixer_staleness, std::size_t out_peers) {
+  const double k = static_cast<double>(std::max<std::size_t>(out_peers, 1));
+  return std::min(kMaxGain, 1.0 + static_cast<double>(mixer_staleness) * k / (k + 1.0));
+}
+
+double PushSumStepScale::factor(double w) {
+  // G = 1 leaves s = w bit for bit (gain_ stays 1).
+  if (bound_ <= 1.0) return w;
+  smoothed_ += kSmoothing * (w - smoothed_);
+  gain_ = std::clamp(1.0 / smoothed_, 1.0, bound_);
+  return w * gain_;
+}
+
+}  // namespace meridian::gossip
