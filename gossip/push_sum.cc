@@ -12,31 +12,70 @@ PushSum::PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<floa
 
 namespace {
 
-// Calls f with the function v ↦ v / w that refresh_model() applies to each element of x, in the form
-// it takes for this w. w is usually a float, as on the exponential graph (sums of dyadic shares). Then
-// the float quotient has the bits of the double quotient rounded to float: double rounding is
-// innocuous for a quotient of two floats, since 53 >= 2·24 + 2 bits (Figueroa, 1995). The float
-// division does twice the elements per instruction and needs no conversions; x / 1 is x.
-template <typename F>
-void with_quotient(double w, F&& f) {
+// The function v ↦ v / w that refresh_model() applies to each element of x, in the form it takes for
+// this w: kind 0 when w is no float (the double quotient rounded to float), 1 for w = 1 (x / 1 is x),
+// 2 for any other float w. w is a float on the exponential graph of a synchronous run (sums of dyadic
+// shares); then the float quotient has the bits of the double quotient rounded to float: double
+// rounding is innocuous for a quotient of two floats, since 53 >= 2·24 + 2 bits (Figueroa, 1995), and
+// the float division does twice the elements per instruction and needs no conversions. In an overlap
+// run w is mostly no float, and the double division is most of the trainer's push-sum work.
+int quotient_kind(double w) {
   const float wf = static_cast<float>(w);
-  if (static_cast<double>(wf) != w) {
-    f([w](float v) { return static_cast<float>(v / w); });
-  } else if (wf == 1.0f) {
-    f([](float v) { return v; });
-  } else {
-    f([wf](float v) { return v / wf; });
+  if (static_cast<double>(wf) != w) return 0;
+  return wf == 1.0f ? 1 : 2;
+}
+
+// The two loops that divide, compiled once more for AVX2 (twice the elements per division instruction),
+// which the loader picks where the CPU has it. Division, conversion and subtraction are single IEEE
+// operations in every clone, so each gives the same bits, and sites on different CPUs agree. There is
+// no AVX-512 clone: with it the compiler may fuse x − f·u into an FMA, which rounds once instead of twice.
+
+// z[0, n) ← x / w.
+[[gnu::target_clones("avx2", "default")]]
+void write_quotients(const float* x, double w, float* z, std::size_t n) {
+  const float wf = static_cast<float>(w);
+  switch (quotient_kind(w)) {
+    case 0:
+      for (std::size_t i = 0; i < n; ++i) z[i] = static_cast<float>(x[i] / w);
+      break;
+    case 1:
+      std::copy(x, x + n, z);
+      break;
+    default:
+      for (std::size_t i = 0; i < n; ++i) z[i] = x[i] / wf;
+  }
+}
+
+// x[0, n) ← x − f·(x / w − z): the push-sum update with the model before the step recomputed as
+// write_quotients() wrote it, and z the model after the step.
+[[gnu::target_clones("avx2", "default")]]
+void subtract_displacement(float* x, const float* z, double w, float f, std::size_t n) {
+  const float wf = static_cast<float>(w);
+  switch (quotient_kind(w)) {
+    case 0:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float update = static_cast<float>(x[i] / w) - z[i];
+        x[i] -= f * update;
+      }
+      break;
+    case 1:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float update = x[i] - z[i];
+        x[i] -= f * update;
+      }
+      break;
+    default:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float update = x[i] / wf - z[i];
+        x[i] -= f * update;
+      }
   }
 }
 
 }  // namespace
 
 void PushSum::refresh_model(std::size_t begin, std::size_t end) {
-  const float* x = x_.data();
-  float* z = model_.data();
-  with_quotient(w_, [&](auto quotient) {
-    for (std::size_t i = begin; i < end; ++i) z[i] = quotient(x[i]);
-  });
+  write_quotients(x_.data() + begin, w_, model_.data() + begin, end - begin);
 }
 
 void PushSum::step_with(std::uint64_t k, const std::function<void(std::size_t, std::size_t)>& update) {
@@ -81,14 +120,7 @@ void PushSum::step_in_place(std::uint64_t k) {
   const double w = w_;  // the weight the model was last written with; the pass changes w_
   float* x = x_.data();
   const float* z = model_.data();
-  step_with(k, [&](std::size_t begin, std::size_t end) {
-    with_quotient(w, [&](auto quotient) {
-      for (std::size_t i = begin; i < end; ++i) {
-        const float update = quotient(x[i]) - z[i];
-        x[i] -= f * update;
-      }
-    });
-  });
+  step_with(k, [&](std::size_t begin, std::size_t end) { subtract_displacement(x + begin, z + begin, w, f, end - begin); });
 }
 
 void PushSum::restore(std::span<const float> numerator, double weight) {
