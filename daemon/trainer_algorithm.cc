@@ -176,18 +176,15 @@ class Sgp final : public WithOptimizer {
   Sgp(const SiteConfig& config, models::Model& model, gossip::MixChannel& channel,
       const models::ScheduleConfig& schedule, std::shared_ptr<models::Backend> backend)
       : WithOptimizer(config, model, schedule, std::move(backend)),
-        push_sum_(sgp_mixing(config), channel, mirror_.parameters(), sgp_step_scale(config)),
-        before_(model.parameters().size()) {}
+        push_sum_(sgp_mixing(config), channel, mirror_.parameters(), sgp_step_scale(config)) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // The optimizer runs on z (the model); its displacement z_before − z_after is the update that
-    // push-sum applies to the numerator (momentum stays local, as in the paper).
-    // On a device the mirror holds z as pushed after the last step, so it is z before this step too.
-    auto z = mirror_.parameters();
-    std::copy(z.begin(), z.end(), before_.begin());
+    // push-sum applies to the numerator (momentum stays local, as in the paper). z_before is what
+    // push-sum wrote into the model last, which it recomputes from x and w rather than keeping a copy.
     optimizer_step(local_step);
     mirror_.pull_parameters();
-    push_sum_.step(k, before_, z);
+    push_sum_.step_in_place(k);
     mirror_.push_parameters();
   }
   void finish() override {
@@ -207,7 +204,6 @@ class Sgp final : public WithOptimizer {
 
  private:
   gossip::PushSum push_sum_;
-  std::vector<float> before_;  // (n) z before the optimizer step
 };
 
 // sgp on a device backend: the numerator, the optimizer's displacement and the push-sum arithmetic stay

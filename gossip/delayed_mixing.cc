@@ -13,6 +13,7 @@ DelayedMixing::DelayedMixing(DelayedMixingConfig config, MixChannel& channel, st
     : config_(config),
       channel_(channel),
       own_params_(std::make_unique<HostParameters>(params)),
+      host_(params),
       params_(own_params_.get()),
       stats_(stats),
       weight_(weight) {
@@ -130,6 +131,92 @@ void DelayedMixing::after_step(std::uint64_t k) {
   params_->read(job.data.data());
   hand_off(std::move(job));
   if (config_.delay == 0) apply_through(k);
+}
+
+void DelayedMixing::after_step(std::uint64_t k, const StepPass& pass) {
+  const std::size_t n = params_->size();
+  if (host_.empty() || !weight_ || !stats_.empty() || config_.delay == 0 || background_) {
+    pass.before_mix(0, n);
+    after_step(k);
+    pass.after_snapshot(0, n);
+    return;
+  }
+  fused_step(k, pass);
+}
+
+void DelayedMixing::fused_step(std::uint64_t k, const StepPass& pass) {
+  // The mixes this step folds in, in the order after_step() applies them: in overlap mode those already
+  // here, then (waiting for them) those the delay makes due. A wait that throws leaves x as it was.
+  due_.clear();
+  if (config_.overlap) {
+    while (!pending_.empty()) {
+      auto result = channel_.poll(pending_.front().step, RoundTag::kMix);
+      if (!result) break;
+      due_.push_back({std::move(pending_.front()), std::move(*result)});
+      pending_.pop_front();
+    }
+  }
+  if (k >= config_.delay) {
+    while (!pending_.empty() && pending_.front().step <= k - config_.delay) {
+      MixResult result = channel_.wait(pending_.front().step, RoundTag::kMix, config_.wait_timeout);
+      due_.push_back({std::move(pending_.front()), std::move(result)});
+      pending_.pop_front();
+    }
+  }
+  // The scalar parts of apply(), in the same order. With a push-sum weight there is no re-averaging.
+  for (Due& d : due_) {
+    note(d.result.report);
+    *weight_ += config_.mix_step * (d.result.weight - d.snapshot.weight);
+  }
+
+  const std::size_t n = host_.size();
+  // The snapshot goes into the last mix's own buffers when there is one: each block of them is read
+  // (m_s, x_s) before the same block is overwritten (x_k), and writing lines just read costs no fetch
+  // from memory. Otherwise recycled buffers (a fresh one is zero-filled once, then reused).
+  MixJob job{k, RoundTag::kMix, {}, *weight_};
+  Snapshot snap{k, {}, *weight_};
+  const bool reuse = !due_.empty() && due_.back().result.data.size() == n && due_.back().snapshot.x.size() == n;
+  if (reuse) {
+    job.data = std::move(due_.back().result.data);
+    snap.x = std::move(due_.back().snapshot.x);
+  } else {
+    job.data = channel_.buffer();
+    job.data.resize(n);
+    snap.x = channel_.buffer();
+    snap.x.resize(n);
+  }
+  const float a = static_cast<float>(config_.mix_step);
+  float* x = host_.data();
+  float* out = job.data.data();
+  float* keep = snap.x.data();
+  // 1024 floats: the blocks of x, z, m_s, x_s and the two snapshot copies fit in a 32 KiB L1 together.
+  constexpr std::size_t kBlock = 1024;
+  for (std::size_t begin = 0; begin < n; begin += kBlock) {
+    const std::size_t end = std::min(n, begin + kBlock);
+    pass.before_mix(begin, end);
+    for (std::size_t j = 0; j < due_.size(); ++j) {
+      // The last mix's buffers may be `out` and `keep` themselves (see above): read here, written below.
+      const bool moved = reuse && j + 1 == due_.size();
+      const float* m = moved ? out : due_[j].result.data.data();
+      const float* s = moved ? keep : due_[j].snapshot.x.data();
+      // The arithmetic of HostParameters::compensate, element by element.
+      if (a == 1.0f) {
+        for (std::size_t i = begin; i < end; ++i) x[i] += m[i] - s[i];
+      } else {
+        for (std::size_t i = begin; i < end; ++i) x[i] += a * (m[i] - s[i]);
+      }
+    }
+    std::copy(x + begin, x + end, out + begin);
+    std::copy(x + begin, x + end, keep + begin);
+    pass.after_snapshot(begin, end);
+  }
+  for (Due& d : due_) {
+    channel_.recycle(std::move(d.result.data));
+    channel_.recycle(std::move(d.snapshot.x));
+  }
+  due_.clear();
+  channel_.submit(std::move(job), config_.wait_timeout);
+  pending_.push_back(std::move(snap));
 }
 
 void DelayedMixing::before_update() {

@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -76,6 +77,20 @@ class DelayedMixing {
   // previous step was not handed over with before_update().
   void after_step(std::uint64_t k);
 
+  // Work a caller fuses into after_step()'s pass over the parameters, block by block, each block
+  // [begin, end) small enough to stay in L1 between the parts: `before_mix` runs on a block before the
+  // block's mixes are applied and its snapshot taken, `after_snapshot` after. The result is the same
+  // bits as before_mix(0, n), after_step(k), after_snapshot(0, n), with one read of the parameters
+  // instead of four (sgp's trainer: its push-sum update, the compensation, the two snapshot copies and
+  // its z = x / w). The weight is the step's final one when either part runs: a part that needs the
+  // weight from before the step's mixes reads it before calling. Fused only over a host span (the first
+  // constructor) with a push-sum weight, no statistics and D > 0; otherwise it runs as the three calls.
+  struct StepPass {
+    std::function<void(std::size_t begin, std::size_t end)> before_mix;
+    std::function<void(std::size_t begin, std::size_t end)> after_snapshot;
+  };
+  void after_step(std::uint64_t k, const StepPass& pass);
+
   // Call before anything writes the parameters after after_step() (the next optimizer update): hands a
   // background snapshot over (waiting for its copy only now). Does nothing without one. Throws what
   // MixChannel throws.
@@ -96,6 +111,12 @@ class DelayedMixing {
     double weight = 1.0;
   };
 
+  // A mix to fold in and the snapshot it answers.
+  struct Due {
+    Snapshot snapshot;
+    MixResult result;
+  };
+
   void check_config();
   void apply(const Snapshot& s, MixResult& result);
   void apply_through(std::uint64_t last_step);
@@ -103,14 +124,18 @@ class DelayedMixing {
   void note(const MixReport& report);
   void reaverage(std::uint64_t k);
   void hand_off(MixJob job);
+  // after_step(k, pass) in one pass over host_ (see after_step).
+  void fused_step(std::uint64_t k, const StepPass& pass);
 
   DelayedMixingConfig config_;
   MixChannel& channel_;
   std::unique_ptr<HostParameters> own_params_;  // the store over a host span (first constructor)
+  std::span<float> host_;                       // that span; empty with the second constructor
   ParameterStore* params_;
   std::span<float> stats_;
   double* weight_;
   std::deque<Snapshot> pending_;
+  std::vector<Due> due_;  // fused_step's mixes, kept between steps for its capacity
   bool background_ = false;         // snapshots are read in the background (see above)
   std::optional<MixJob> open_job_;  // the background snapshot being read: its parameters are not there yet
   bool have_view_ = false;

@@ -13,21 +13,84 @@ PushSum::PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<floa
       scale_(scale),
       mixing_(config, channel, x_, {}, &w_) {}
 
-void PushSum::refresh_model() {
-  const float w = static_cast<float>(w_);
-  if (static_cast<double>(w) != w_) {
-    for (std::size_t i = 0; i < x_.size(); ++i) model_[i] = static_cast<float>(x_[i] / w_);
-    return;
+namespace {
+
+// The function v ↦ v / w that refresh_model() applies to each element of x, in the form it takes for
+// this w: kind 0 when w is no float (the double quotient rounded to float), 1 for w = 1 (x / 1 is x),
+// 2 for any other float w. w is a float on the exponential graph of a synchronous run (sums of dyadic
+// shares); then the float quotient has the bits of the double quotient rounded to float: double
+// rounding is innocuous for a quotient of two floats, since 53 >= 2·24 + 2 bits (Figueroa, 1995), and
+// the float division does twice the elements per instruction and needs no conversions. In an overlap
+// run w is mostly no float, and the double division is most of the trainer's push-sum work.
+int quotient_kind(double w) {
+  const float wf = static_cast<float>(w);
+  if (static_cast<double>(wf) != w) return 0;
+  return wf == 1.0f ? 1 : 2;
+}
+
+// x86-64 only: other targets (an arm64 edge box) have no such clone and build the loops once.
+#if defined(__x86_64__)
+#define MERIDIAN_AVX2_CLONE [[gnu::target_clones("avx2", "default")]]
+#else
+#define MERIDIAN_AVX2_CLONE
+#endif
+
+// The two loops that divide, compiled once more for AVX2 (twice the elements per division instruction),
+// which the loader picks where the CPU has it. Division, conversion and subtraction are single IEEE
+// operations in every clone, so each gives the same bits, and sites on different CPUs agree. There is
+// no AVX-512 clone: with it the compiler may fuse x − f·u into an FMA, which rounds once instead of twice.
+
+// z[0, n) ← x / w.
+MERIDIAN_AVX2_CLONE
+void write_quotients(const float* x, double w, float* z, std::size_t n) {
+  const float wf = static_cast<float>(w);
+  switch (quotient_kind(w)) {
+    case 0:
+      for (std::size_t i = 0; i < n; ++i) z[i] = static_cast<float>(x[i] / w);
+      break;
+    case 1:
+      std::copy(x, x + n, z);
+      break;
+    default:
+      for (std::size_t i = 0; i < n; ++i) z[i] = x[i] / wf;
   }
-  // w is a float, as on the exponential graph (sums of dyadic shares). Then the float quotient has the
-  // bits of the double quotient rounded to float: double rounding is innocuous for a quotient of two
-  // floats, since 53 >= 2·24 + 2 bits (Figueroa, 1995). The float division does twice the elements per
-  // instruction and needs no conversions; x / 1 is x.
-  if (w == 1.0f) {
-    std::copy(x_.begin(), x_.end(), model_.begin());
-    return;
+}
+
+// x[0, n) ← x − f·(x / w − z): the push-sum update with the model before the step recomputed as
+// write_quotients() wrote it, and z the model after the step.
+MERIDIAN_AVX2_CLONE
+void subtract_displacement(float* x, const float* z, double w, float f, std::size_t n) {
+  const float wf = static_cast<float>(w);
+  switch (quotient_kind(w)) {
+    case 0:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float update = static_cast<float>(x[i] / w) - z[i];
+        x[i] -= f * update;
+      }
+      break;
+    case 1:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float update = x[i] - z[i];
+        x[i] -= f * update;
+      }
+      break;
+    default:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float update = x[i] / wf - z[i];
+        x[i] -= f * update;
+      }
   }
-  for (std::size_t i = 0; i < x_.size(); ++i) model_[i] = x_[i] / w;
+}
+
+}  // namespace
+
+void PushSum::refresh_model(std::size_t begin, std::size_t end) {
+  write_quotients(x_.data() + begin, w_, model_.data() + begin, end - begin);
+}
+
+void PushSum::step_with(std::uint64_t k, const std::function<void(std::size_t, std::size_t)>& update) {
+  DelayedMixing::StepPass pass{update, [this](std::size_t begin, std::size_t end) { refresh_model(begin, end); }};
+  mixing_.after_step(k, pass);
 }
 
 void PushSum::step(std::uint64_t k, std::span<const float> update) {
@@ -37,10 +100,12 @@ void PushSum::step(std::uint64_t k, std::span<const float> update) {
   // s = w without shares in flight, so that z = x / w moves by the update itself whatever w is; with
   // w = 1 the product is exact and this is x ← x − update. With shares in flight s = w·g
   // (gossip/push_sum_step_scale.h).
-  const float s = static_cast<float>(scale_.factor(w_));
-  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] -= s * update[i];
-  mixing_.after_step(k);
-  refresh_model();
+  const float f = update_factor();
+  float* x = x_.data();
+  const float* u = update.data();
+  step_with(k, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) x[i] -= f * u[i];
+  });
 }
 
 void PushSum::step(std::uint64_t k, std::span<const float> before, std::span<const float> after) {
@@ -48,13 +113,25 @@ void PushSum::step(std::uint64_t k, std::span<const float> before, std::span<con
     throw std::invalid_argument("sgp: the model before and after the step have " + std::to_string(before.size()) +
                                 " and " + std::to_string(after.size()) + " elements, the numerator " +
                                 std::to_string(x_.size()));
-  const float s = static_cast<float>(scale_.factor(w_));
-  for (std::size_t i = 0; i < x_.size(); ++i) {
-    const float update = before[i] - after[i];
-    x_[i] -= s * update;
-  }
-  mixing_.after_step(k);
-  refresh_model();
+  const float f = update_factor();
+  float* x = x_.data();
+  const float* b = before.data();
+  const float* a = after.data();
+  // `after` may be the model buffer, which the pass rewrites: each block is read here before it is.
+  step_with(k, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const float update = b[i] - a[i];
+      x[i] -= f * update;
+    }
+  });
+}
+
+void PushSum::step_in_place(std::uint64_t k) {
+  const float f = update_factor();
+  const double w = w_;  // the weight the model was last written with; the pass changes w_
+  float* x = x_.data();
+  const float* z = model_.data();
+  step_with(k, [&](std::size_t begin, std::size_t end) { subtract_displacement(x + begin, z + begin, w, f, end - begin); });
 }
 
 void PushSum::restore(std::span<const float> numerator, double weight) {

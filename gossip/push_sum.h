@@ -19,6 +19,7 @@
 // Thread-safety: one trainer thread. Owns x; writes z into the caller's model buffer.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -39,6 +40,12 @@ class PushSum {
   // The same with update = before − after (the model before and after the optimizer step), formed in
   // the same pass as x's update: the same float operations as step(k, before − after), one pass fewer.
   void step(std::uint64_t k, std::span<const float> before, std::span<const float> after);
+  // The same with `after` the model buffer itself, which the caller's optimizer changed in place since
+  // this object last wrote it (construction, a step, finish() or restore(); nothing else may write it in
+  // between), and `before` recomputed as x / w, bit for bit what that last write put there: the same
+  // float operations as step(k, before, model) with `before` a copy taken ahead of the optimizer, without
+  // the copy.
+  void step_in_place(std::uint64_t k);
 
   // Applies every outstanding mix and refreshes the model.
   void finish();
@@ -54,7 +61,15 @@ class PushSum {
   const PushSumStepScale& step_scale() const { return scale_; }
 
  private:
-  void refresh_model();
+  // The factor s of the update in x ← x − s·update (gossip/push_sum_step_scale.h), as a float. Once per
+  // step: it notes w for the step scale's smoothing.
+  float update_factor() { return static_cast<float>(scale_.factor(w_)); }
+  // Runs the step with `update(begin, end)` applying the update to x[begin, end), fused with the mixing's
+  // pass over x (DelayedMixing::StepPass) and with the model's refresh.
+  void step_with(std::uint64_t k, const std::function<void(std::size_t, std::size_t)>& update);
+  // model[begin, end) ← x / w.
+  void refresh_model(std::size_t begin, std::size_t end);
+  void refresh_model() { refresh_model(0, x_.size()); }
 
   std::span<float> model_;
   std::vector<float> x_;

@@ -299,7 +299,7 @@ TEST_CASE("push-sum's model is x / w rounded once to float, whatever w", "[gossi
   }
 }
 
-TEST_CASE("a push-sum step given the model before and after is the step given their difference",
+TEST_CASE("a push-sum step given the model before and after, or changed in place, is the step given their difference",
           "[gossip][sgp]") {
   // Two clusters from the same start, one fed the update, the other the two models it comes from:
   // every numerator, weight and model must be the same bits. Synchronous mixing, with and without
@@ -312,7 +312,8 @@ TEST_CASE("a push-sum step given the model before and after is the step given th
     DelayedMixingConfig config;
     config.delay = delay;
     auto start = dyadic_start(n, dim, 5);
-    auto run = [&](bool two_models) {
+    enum class Mode { kUpdate, kTwoModels, kInPlace };
+    auto run = [&](Mode mode) {
       SiteCluster cluster(n, MixerKind::kPushSum);
       Trace trace(steps, n);
       cluster.run([&](std::size_t r, MixChannel& channel) {
@@ -324,7 +325,9 @@ TEST_CASE("a push-sum step given the model before and after is the step given th
         for (std::uint64_t k = 0; k < steps; ++k) {
           before = model;
           for (float& v : model) v -= gradient(rng);  // the "optimizer step" on z
-          if (two_models) {
+          if (mode == Mode::kInPlace) {
+            sgp.step_in_place(k);
+          } else if (mode == Mode::kTwoModels) {
             sgp.step(k, before, model);
           } else {
             for (std::size_t i = 0; i < dim; ++i) update[i] = before[i] - model[i];
@@ -338,13 +341,16 @@ TEST_CASE("a push-sum step given the model before and after is the step given th
       });
       return trace;
     };
-    const Trace a = run(false), b = run(true);
+    const Trace a = run(Mode::kUpdate), b = run(Mode::kTwoModels), c = run(Mode::kInPlace);
     for (std::uint64_t k = 0; k < steps; ++k) {
       for (std::size_t r = 0; r < n; ++r) {
         INFO("step " << k << " site " << r);
         REQUIRE(a.w[k][r] == b.w[k][r]);
         REQUIRE(a.x[k][r] == b.x[k][r]);
         REQUIRE(a.z[k][r] == b.z[k][r]);
+        REQUIRE(a.w[k][r] == c.w[k][r]);
+        REQUIRE(a.x[k][r] == c.x[k][r]);
+        REQUIRE(a.z[k][r] == c.z[k][r]);
       }
     }
   }
@@ -352,4 +358,78 @@ TEST_CASE("a push-sum step given the model before and after is the step given th
   std::vector<float> model(3);
   PushSum sgp({}, channel, model);
   CHECK_THROWS_AS(sgp.step(0, std::vector<float>(3), std::vector<float>(2)), std::invalid_argument);
+}
+
+TEST_CASE("push-sum's fused pass gives the bits of the update, the mixing and the refresh run one after the other",
+          "[gossip][sgp][delayed]") {
+  // The reference runs DelayedMixing on its own over a numerator, with the push-sum update before it
+  // and z = x / w after it, each a pass of its own; PushSum folds the three into one blocked pass.
+  // Weights of 1, a float other than 1 and a double that is no float take each form of the quotient;
+  // the model spans several blocks and a partial one. Synchronous mixing (D = 0 and 1), so that both
+  // runs mix the same shares.
+  const std::size_t n = 4, dim = 2600;
+  const std::uint64_t steps = 12;
+  const std::vector<double> start_weight = {1.0, 0.75, 1.0 / 3.0, 0.5};
+  auto quotient = [](float v, double w) {
+    const float wf = static_cast<float>(w);
+    if (static_cast<double>(wf) != w) return static_cast<float>(v / w);
+    return wf == 1.0f ? v : v / wf;
+  };
+  for (std::uint32_t delay : {0u, 1u}) {
+    INFO("delay=" << delay);
+    DelayedMixingConfig config;
+    config.delay = delay;
+    auto start = dyadic_start(n, dim, 11);
+    auto run = [&](bool fused) {
+      SiteCluster cluster(n, MixerKind::kPushSum);
+      Trace trace(steps, n);
+      cluster.run([&](std::size_t r, MixChannel& channel) {
+        std::mt19937 rng(static_cast<unsigned>(200 + r));
+        std::uniform_real_distribution<float> gradient(-0.1f, 0.1f);
+        std::vector<float> x = start[r];
+        double w = start_weight[r];
+        std::vector<float> model(dim);
+        for (std::size_t i = 0; i < dim; ++i) model[i] = quotient(x[i], w);
+        if (fused) {
+          PushSum sgp(config, channel, model);
+          sgp.restore(x, w);
+          for (std::uint64_t k = 0; k < steps; ++k) {
+            for (float& v : model) v -= gradient(rng);
+            sgp.step_in_place(k);
+            trace.x[k][r].assign(sgp.numerator().begin(), sgp.numerator().end());
+            trace.w[k][r] = sgp.weight();
+            trace.z[k][r] = model;
+          }
+          sgp.finish();
+        } else {
+          DelayedMixing mixing(config, channel, x, {}, &w);
+          std::vector<float> before(dim);
+          for (std::uint64_t k = 0; k < steps; ++k) {
+            before = model;
+            for (float& v : model) v -= gradient(rng);
+            const float f = static_cast<float>(w);
+            for (std::size_t i = 0; i < dim; ++i) x[i] -= f * (before[i] - model[i]);
+            mixing.after_step(k);
+            for (std::size_t i = 0; i < dim; ++i) model[i] = quotient(x[i], w);
+            trace.x[k][r] = x;
+            trace.w[k][r] = w;
+            trace.z[k][r] = model;
+          }
+          mixing.finish();
+        }
+      });
+      return trace;
+    };
+    const Trace reference = run(false), fused = run(true);
+    for (std::uint64_t k = 0; k < steps; ++k) {
+      for (std::size_t r = 0; r < n; ++r) {
+        INFO("step " << k << " site " << r);
+        REQUIRE(fused.w[k][r] == reference.w[k][r]);
+        REQUIRE(fused.x[k][r] == reference.x[k][r]);
+        REQUIRE(fused.z[k][r] == reference.z[k][r]);
+      }
+    }
+    // The weights took every form of the quotient while the mixes were folded in.
+    CHECK(reference.w[steps - 1][2] != static_cast<double>(static_cast<float>(reference.w[steps - 1][2])));
+  }
 }
