@@ -97,14 +97,16 @@ bool Dts::periodic_reaverage_at(std::uint64_t k) const {
   return r != 0 && k >= p && k / r != (k - p) / r;
 }
 
-bool Dts::can_fold_reaverage() const {
+bool Dts::folds_reaverages() const {
   // The mean must be exact to replace the weights; only this window is outstanding at the next window
   // start when 1 <= D <= P (D = 0 applies it at once); and the corrections sum to zero over the view
   // only when each site applied its own window.
   const bool corrects_own = config_.compensation == DtsCompensation::kExact ||
                             config_.compensation == DtsCompensation::kVanillaRule;
-  return config_.exact_window_mean && corrects_own && config_.delay >= 1 && config_.delay <= config_.period && pending_.empty();
+  return config_.exact_window_mean && corrects_own && config_.delay >= 1 && config_.delay <= config_.period;
 }
+
+bool Dts::can_fold_reaverage() const { return folds_reaverages() && pending_.empty(); }
 
 void Dts::apply_through(std::uint64_t last_step) {
   while (!pending_.empty() && pending_.front().step <= last_step) {
@@ -187,6 +189,14 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
   if (grad.size() != params_.size())
     throw std::invalid_argument("dts: gradient has " + std::to_string(grad.size()) + " elements, parameters " +
                                 std::to_string(params_.size()));
+  if (!stepped_) {
+    // A site that starts or resumes at a window start did not close the window before it. Where
+    // re-averages travel with windows, a periodic one due here went with that window among the sites
+    // that closed it, and none of them runs it at this start: running it alone would wait for a round
+    // nobody else joins. (The site's first view brings the re-average that pulls it in.)
+    if (folds_reaverages()) folded_for_ = k;
+    stepped_ = true;
+  }
   last_step_ = k;
   const bool averaging = config_.compensation != DtsCompensation::kNone;
   if (averaging && config_.delay >= 1 && k >= config_.delay) apply_through(k - config_.delay);

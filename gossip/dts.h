@@ -36,7 +36,9 @@
 // with Δx = mean(x) − x_s. That window being the only one outstanding and its corrections summing to
 // zero over the view, the replicas are equal at s in exact arithmetic, so Δ holds only the
 // floating-point drift; and no step waits for a re-average that travels this way (a separate one
-// stalls the window start for the outstanding window's crossing and then its own).
+// stalls the window start for the outstanding window's crossing and then its own). A site whose first
+// step is such a window start (it starts or rejoins there) did not close the window before it and
+// leaves the periodic re-average due there to the sites that did.
 //
 // Checkpoints: the weights and the momentum buffer are the whole state worth saving. Corrections in
 // flight are lost with a crash; the restarted site rejoins, which changes the view, and the re-average
@@ -113,6 +115,9 @@ class Dts {
 
   void close_window(std::uint64_t k, std::span<const float> grad, double lr, bool fold_reaverage);
   bool periodic_reaverage_at(std::uint64_t k) const;
+  // Whether the configuration lets a re-average travel with the window before it (see above);
+  // can_fold_reaverage() also needs nothing outstanding at the close.
+  bool folds_reaverages() const;
   bool can_fold_reaverage() const;
   void apply_through(std::uint64_t last_step);
   void correct(const Window& window, const std::vector<float>& mean);
@@ -131,6 +136,7 @@ class Dts {
   std::uint64_t last_step_ = 0;
   bool reaverage_due_ = false;
   std::uint64_t folded_for_ = UINT64_MAX;  // the window start whose re-average travelled with the last window
+  bool stepped_ = false;                   // step() has run on this site
   bool have_view_ = false;
   std::uint64_t view_id_ = 0;
   std::size_t max_in_flight_ = 0;

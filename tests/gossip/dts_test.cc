@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <condition_variable>
@@ -307,6 +308,38 @@ TEST_CASE("dts carries a re-average due at a window start in the window before i
                                        {11, mix, 2 * n}});
     CHECK(count == 3);
   }
+}
+
+TEST_CASE("dts at a site that starts at a window start leaves the periodic re-average there to the window the others closed",
+          "[gossip][dts]") {
+  // A site that rejoins at round 26 (P = 2, re-averages every 25 steps: one is due at the window start
+  // 26). Where re-averages travel with windows, the others carried it in the window closing at 25, which
+  // this site was not in; a separate re-average here would wait for a round nobody else joins (a rejoin
+  // test hung on it). Where they do not travel, the others run it here, and so must this site.
+  auto jobs_from_26 = [](bool exact_window_mean) {
+    MixChannel channel;
+    RecordingMixer mixer;
+    MixServer server(channel, mixer, mixer);
+    std::vector<float> w(5, 1.0f), u(5, 0.0f), g(5, 0.5f);
+    {
+      MixThread comm(channel, server);
+      DtsConfig config;
+      config.delay = 1;
+      config.period = 2;
+      config.momentum = 0.5;
+      config.reaverage_every = 25;
+      config.exact_window_mean = exact_window_mean;
+      Dts dts(config, channel, w, u);
+      for (std::uint64_t k = 26; k < 32; ++k) dts.step(k, g, 0.25);
+      dts.finish();
+    }
+    return mixer.jobs();
+  };
+  const RecordingMixer::Job periodic{26, RoundTag::kReaverage, 10};
+  const auto carried = jobs_from_26(true);
+  CHECK(std::find(carried.begin(), carried.end(), periodic) == carried.end());
+  const auto separate = jobs_from_26(false);
+  CHECK(std::find(separate.begin(), separate.end(), periodic) != separate.end());
 }
 
 namespace {
