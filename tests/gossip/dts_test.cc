@@ -261,34 +261,45 @@ class RecordingMixer final : public Mixer {
   mutable std::mutex mu_;
   std::vector<Job> jobs_;
 };
+
+// A site alone over a RecordingMixer (5 weights), D = 1, P = 2, m = 0.5, with the given re-average
+// knobs, running steps [first, last) and finish(): the jobs it asked for and the re-averages it counted.
+struct Recorded {
+  std::vector<RecordingMixer::Job> jobs;
+  std::uint64_t reaverages = 0;
+};
+Recorded record_one_site(std::uint64_t reaverage_every, bool exact_window_mean, DtsCompensation compensation,
+                         std::uint64_t first, std::uint64_t last) {
+  MixChannel channel;
+  RecordingMixer mixer;
+  MixServer server(channel, mixer, mixer);
+  std::vector<float> w(5, 1.0f), u(5, 0.0f), g(5, 0.5f);
+  Recorded out;
+  {
+    MixThread comm(channel, server);
+    DtsConfig config;
+    config.delay = 1;
+    config.period = 2;
+    config.momentum = 0.5;
+    config.reaverage_every = reaverage_every;
+    config.compensation = compensation;
+    config.exact_window_mean = exact_window_mean;
+    Dts dts(config, channel, w, u);
+    for (std::uint64_t k = first; k < last; ++k) dts.step(k, g, 0.25);
+    dts.finish();
+    out.reaverages = dts.reaverages();
+  }
+  out.jobs = mixer.jobs();
+  return out;
+}
 }  // namespace
 
 TEST_CASE("dts carries a re-average due at a window start in the window before it when the mean is exact",
           "[gossip][dts]") {
   const std::size_t n = 5;
-  auto run = [&](bool exact_window_mean, DtsCompensation compensation) {
-    MixChannel channel;
-    RecordingMixer mixer;
-    MixServer server(channel, mixer, mixer);
-    std::vector<float> w(n, 1.0f), u(n, 0.0f), g(n, 0.5f);
-    Dts* seen = nullptr;
-    std::uint64_t reaverages = 0;
-    {
-      MixThread comm(channel, server);
-      DtsConfig config;
-      config.delay = 1;
-      config.period = 2;
-      config.momentum = 0.5;
-      config.reaverage_every = 4;
-      config.compensation = compensation;
-      config.exact_window_mean = exact_window_mean;
-      Dts dts(config, channel, w, u);
-      seen = &dts;
-      for (std::uint64_t k = 0; k < 12; ++k) dts.step(k, g, 0.25);
-      dts.finish();
-      reaverages = seen->reaverages();
-    }
-    return std::make_pair(mixer.jobs(), reaverages);
+  auto run = [](bool exact_window_mean, DtsCompensation compensation) {
+    const auto r = record_one_site(4, exact_window_mean, compensation, 0, 12);
+    return std::make_pair(r.jobs, r.reaverages);
   };
   using Job = RecordingMixer::Job;
   const auto mix = RoundTag::kMix, reaverage = RoundTag::kReaverage;
@@ -317,23 +328,7 @@ TEST_CASE("dts at a site that starts at a window start leaves the periodic re-av
   // this site was not in; a separate re-average here would wait for a round nobody else joins (a rejoin
   // test hung on it). Where they do not travel, the others run it here, and so must this site.
   auto jobs_from_26 = [](bool exact_window_mean) {
-    MixChannel channel;
-    RecordingMixer mixer;
-    MixServer server(channel, mixer, mixer);
-    std::vector<float> w(5, 1.0f), u(5, 0.0f), g(5, 0.5f);
-    {
-      MixThread comm(channel, server);
-      DtsConfig config;
-      config.delay = 1;
-      config.period = 2;
-      config.momentum = 0.5;
-      config.reaverage_every = 25;
-      config.exact_window_mean = exact_window_mean;
-      Dts dts(config, channel, w, u);
-      for (std::uint64_t k = 26; k < 32; ++k) dts.step(k, g, 0.25);
-      dts.finish();
-    }
-    return mixer.jobs();
+    return record_one_site(25, exact_window_mean, DtsCompensation::kExact, 26, 32).jobs;
   };
   const RecordingMixer::Job periodic{26, RoundTag::kReaverage, 10};
   const auto carried = jobs_from_26(true);
