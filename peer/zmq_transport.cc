@@ -486,6 +486,11 @@ void ZmqTransport::IoLoop::relay(const PayloadSink::Relay& r, zmq::message_t&& f
 }
 
 void ZmqTransport::IoLoop::handle_leave(std::chrono::milliseconds linger) {
+  // Read what has arrived first: a member whose own leave is waiting there has closed its end, and a
+  // message queued to it now could never go out and would hold the exit for the whole linger. Reading
+  // its leave closes its link instead (process()). Bounded like step()'s reads.
+  for (int i = 0; i < 4096 && receive_one(); ++i) {
+  }
   const auto now = Clock::now();
   membership_->leave();
   const std::string body = encode_leave(LeaveInfo{membership_->incarnation()});
