@@ -49,6 +49,7 @@ ComparisonRow summarize(const AlgorithmOutcome& outcome, double target_accuracy)
   row.sites = outcome.sites;
   row.averaged_accuracy = outcome.averaged_accuracy;
   row.wall_seconds = outcome.wall_seconds;
+  row.stopped_at_target = outcome.stopped_at_target;
   row.seconds_to_target = seconds_to_accuracy(accuracy_curve(outcome), outcome.sites, target_accuracy);
   if (outcome.results.empty()) return row;
   row.training_seconds_to_target = training_seconds_to_accuracy(outcome, target_accuracy);

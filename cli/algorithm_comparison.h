@@ -21,6 +21,9 @@ struct AlgorithmOutcome {
   std::vector<SiteResult> results;         // one per site, in site order
   std::vector<ProgressRecord> progress;    // every site's records, in the order they were read
   std::optional<double> averaged_accuracy;  // test accuracy of the average of the final models
+  // The sites were stopped once every one had reached the target (simulate --stop-at-target); their
+  // results then cover the steps up to the stop.
+  bool stopped_at_target = false;
 };
 
 // One point of an accuracy curve: a site's evaluation, in seconds since its algorithm's launch.
@@ -60,6 +63,7 @@ struct ComparisonRow {
   double steps_per_site = 0;
   std::uint64_t rounds_abandoned = 0;         // summed over sites
   double wall_seconds = 0;
+  bool stopped_at_target = false;             // see AlgorithmOutcome
 };
 
 ComparisonRow summarize(const AlgorithmOutcome& outcome, double target_accuracy);

@@ -121,6 +121,24 @@ AlgorithmOutcome run_algorithm(const std::string& algo, const std::vector<SiteLa
       throw SimulationFailed(with_log_tail(algo + ": " + site.name + " " + how, site, settings.log_tail_lines));
     }
     if (running == 0) break;
+    if (settings.stop_at_accuracy &&
+        seconds_to_accuracy(accuracy_curve(outcome), outcome.sites, *settings.stop_at_accuracy)) {
+      char reached[96];
+      std::snprintf(reached, sizeof reached, ": every site reached %.1f%%; stopping %d site(s)",
+                    *settings.stop_at_accuracy * 100, running);
+      status.print(algo + reached);
+      outcome.stopped_at_target = true;
+      stop_all(children, settings.grace_seconds, interrupt);
+      // A graceful stop ends with status 0; anything else is a failure like any other.
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        const int code = children[i].exit_status().value_or(-1);
+        if (code != 0)
+          throw SimulationFailed(with_log_tail(algo + ": " + sites[i].name + " did not stop cleanly (status " +
+                                                   std::to_string(code) + ")",
+                                               sites[i], settings.log_tail_lines));
+      }
+      break;
+    }
     if (interrupt.count() > 0) {
       status.print(algo + ": interrupted, stopping " + std::to_string(running) + " site(s) (Ctrl-C again to kill them at once)");
       stop_all(children, settings.grace_seconds, interrupt);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,9 +44,13 @@ struct AlgorithmRunSettings {
   double timeout_seconds = 1800;
   double grace_seconds = 15;      // between SIGTERM and SIGKILL when stopping sites
   std::size_t log_tail_lines = 25;
+  // When set, the sites are stopped gracefully (SIGTERM) as soon as every one has reported this test
+  // accuracy; each still writes its result (with completed false) and final checkpoint.
+  std::optional<double> stop_at_accuracy;
 };
 
-// Runs `sites` (from plan_algorithm_sites; their directories are prepared here) to the end.
+// Runs `sites` (from plan_algorithm_sites; their directories are prepared here) to the end, or to
+// settings.stop_at_accuracy.
 // Throws SimulationFailed or SimulationInterrupted as above; never leaves a site running.
 AlgorithmOutcome run_algorithm(const std::string& algo, const std::vector<SiteLaunch>& sites,
                                const AlgorithmRunSettings& settings, const AveragedModelEvaluator& evaluate,

@@ -47,7 +47,8 @@ std::string format_comparison_table(const std::vector<ComparisonRow>& rows, doub
   std::vector<std::vector<std::string>> cells = {
       {"algorithm", "accuracy", "site acc.", "per step", target, "of it training", "sent/site", "wall time"}};
   for (const auto& r : rows) {
-    cells.push_back({r.algo, percent(r.averaged_accuracy), percent(r.mean_site_accuracy),
+    // A run stopped at the target is marked: its accuracy is where it stopped, not where it would end.
+    cells.push_back({r.stopped_at_target ? r.algo + " (stopped)" : r.algo, percent(r.averaged_accuracy), percent(r.mean_site_accuracy),
                      r.steps_per_site > 0 ? format_step_time(r.seconds_per_step) : kMissing,
                      r.seconds_to_target ? daemon::format_duration(*r.seconds_to_target) : kMissing,
                      r.training_seconds_to_target ? daemon::format_duration(*r.training_seconds_to_target) : kMissing,
@@ -84,7 +85,8 @@ std::string comparison_json(const std::vector<ComparisonRow>& rows, const Compar
                        {"bytes_received_per_site", r.bytes_received_per_site},
                        {"steps_per_site", r.steps_per_site},
                        {"rounds_abandoned", r.rounds_abandoned},
-                       {"wall_seconds", r.wall_seconds}});
+                       {"wall_seconds", r.wall_seconds},
+                       {"stopped_at_target", r.stopped_at_target}});
   }
   const auto path = [](const std::filesystem::path& p) {
     return p.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.string());

@@ -78,6 +78,7 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   AlgorithmRunSettings settings;
   settings.program = options.program;
   settings.timeout_seconds = options.timeout_seconds;
+  if (options.stop_at_target) settings.stop_at_accuracy = options.target_accuracy;
   const AveragedModelEvaluator evaluate = averaged_model_evaluator();
 
   std::vector<ComparisonRow> rows;
@@ -116,8 +117,13 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
     std::printf("accuracy: the average of the sites' final models on the test set; site acc.: mean of each site's own\n"
                 "model; per step: mean seconds per training step; to %.1f%%: from the launch until every site reached\n"
                 "it; of it training: the same from the first step (without start-up); sent/site: bytes each site sent,\n"
-                "mean over sites; wall time: from start to the last site's end.\n\n",
+                "mean over sites; wall time: from start to the last site's end.\n",
                 options.target_accuracy * 100);
+    if (options.stop_at_target)
+      std::printf("(stopped): --stop-at-target stopped these sites once every one had reached %.1f%%; their\n"
+                  "accuracy is the one at the stop.\n",
+                  options.target_accuracy * 100);
+    std::printf("\n");
     std::printf("results  %s\ncurves   %s\nplot     %s\nlogs     %s/<algo>/<site>/log.txt\n",
                 context.results_csv.c_str(), context.curves_csv.c_str(), context.plot_svg.c_str(), out_dir.c_str());
   }
@@ -154,6 +160,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
   cmd->add_option("--target-accuracy", options->target_accuracy, "Test accuracy for the 'time to' column, in (0, 1)")
       ->capture_default_str();
+  cmd->add_flag("--stop-at-target", options->stop_at_target,
+                "Stop an algorithm's sites once every one has reached --target-accuracy (time to accuracy without "
+                "training to the end; its accuracy is then the one at the stop)");
   cmd->add_option("--eval-every", options->eval_every, "Steps between each site's test evaluations (the curves)")
       ->capture_default_str();
   cmd->add_option("--threads-per-site", options->threads_per_site, "Compute threads of each site")->capture_default_str();

@@ -29,14 +29,14 @@ std::string results_csv(const std::vector<ComparisonRow>& rows, double target_ac
   std::string out =
       "algo,sites,test_accuracy,mean_site_accuracy,seconds_per_step,target_accuracy,seconds_to_target,"
       "bytes_sent_per_site,bytes_received_per_site,steps_per_site,rounds_abandoned,wall_seconds,"
-      "training_seconds_to_target\n";
+      "training_seconds_to_target,stopped_at_target\n";
   for (const auto& r : rows) {
     out += r.algo + "," + std::to_string(r.sites) + "," + number(r.averaged_accuracy) + "," +
            number(r.mean_site_accuracy) + "," + number(r.seconds_per_step) + "," + number(target_accuracy) + "," +
            number(r.seconds_to_target) + "," + whole(r.bytes_sent_per_site) + "," +
            whole(r.bytes_received_per_site) + "," + number(r.steps_per_site) + "," +
            std::to_string(r.rounds_abandoned) + "," + number(r.wall_seconds) + "," +
-           number(r.training_seconds_to_target) + "\n";
+           number(r.training_seconds_to_target) + "," + (r.stopped_at_target ? "1" : "0") + "\n";
   }
   return out;
 }

@@ -59,6 +59,13 @@ SiteResult read_site_result(const std::filesystem::path& file) {
   r.final_checkpoint = text(object, "final_checkpoint", source);
   // Written since 2026-11-25; older results lack it.
   if (object.contains("train_start")) r.train_start = number(object, "train_start", source);
+  // Written since 2026-11-26, when a stopped site began to write its result too; older results are
+  // of runs that completed.
+  if (object.contains("completed")) {
+    const json& v = object["completed"];
+    if (!v.is_boolean()) throw SiteResultError(source + ": \"completed\" is not true or false: " + v.dump());
+    r.completed = v.get<bool>();
+  }
   return r;
 }
 

@@ -1,7 +1,8 @@
-// RUN_DIR/result.json, written by `meridian start` when a site finishes training normally:
+// RUN_DIR/result.json, written by `meridian start` when a site finishes training, or is stopped
+// gracefully after it began ("completed": false):
 //   {"site": "site-0", "algo": "sgp", "steps": 702, "epochs": 3, "train_seconds": 81.2,
 //    "seconds_per_step": 0.116, "test_accuracy": 0.861, "bytes_sent": 1.2e8, "bytes_received": 1.2e8,
-//    "rounds_abandoned": 0, "final_checkpoint": "RUN_DIR/checkpoints/checkpoint-...mrdn"}
+//    "rounds_abandoned": 0, "final_checkpoint": "RUN_DIR/checkpoints/checkpoint-...mrdn", "completed": true}
 #pragma once
 
 #include <cstdint>

@@ -66,7 +66,8 @@ void RunTrail::write_result(const RunResult& r) const {
                               {"loop_wait_seconds", r.loop_wait_seconds},
                               {"loop_trainer_cpu_seconds", r.loop_trainer_cpu_seconds},
                               {"loop_process_cpu_seconds", r.loop_process_cpu_seconds},
-                              {"loop_minor_faults", r.loop_minor_faults}};
+                              {"loop_minor_faults", r.loop_minor_faults},
+                              {"completed", r.completed}};
   write_atomically(result_file(), doc.dump(2) + "\n");
 }
 

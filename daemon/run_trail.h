@@ -61,6 +61,9 @@ struct RunResult {
   // fault-free overlap run by the mass of the shares still in flight (docs/algorithms.md).
   double push_sum_weight = 1.0;
   std::string final_checkpoint;
+  // false when the site was stopped (SIGTERM, SIGINT) before its last step: the figures above then
+  // cover the steps it did.
+  bool completed = true;
 };
 
 class RunTrail {

@@ -735,11 +735,6 @@ void SiteDaemon::Impl::train() {
                              "; the newest valid checkpoint is " +
                              (final_checkpoint.empty() ? std::string("none (none was ever written)") : final_checkpoint));
   };
-  if (!completed) {
-    spdlog::info("stopped at round {} ({} of {} steps); checkpoint {}", k, steps_done, steps_total, final_checkpoint);
-    fail_if_final_checkpoint_missing();
-    return;
-  }
   const auto [sent, received] = network_bytes();
   RunResult r;
   r.site = config.name;
@@ -761,7 +756,14 @@ void SiteDaemon::Impl::train() {
   r.bytes_received = received;
   r.rounds_abandoned = algorithm->rounds_abandoned();
   r.final_checkpoint = final_checkpoint;
+  r.completed = completed;
   trail->write_result(r);
+  if (!completed) {
+    spdlog::info("stopped at round {} ({} of {} steps); checkpoint {}; result {}", k, steps_done, steps_total,
+                 final_checkpoint, trail->result_file().string());
+    fail_if_final_checkpoint_missing();
+    return;
+  }
   spdlog::info("finished {} steps in {:.1f} s; test accuracy {}; result {}", steps_done, train_seconds,
                accuracy ? std::to_string(*accuracy) : std::string("n/a"), trail->result_file().string());
   std::printf("test accuracy %s (%s, %llu steps, %.1f s)\n", accuracy ? std::to_string(*accuracy).c_str() : "n/a",

@@ -139,6 +139,36 @@ TEST_CASE("simulate stops every site when one fails and shows that site's log", 
   }
 }
 
+TEST_CASE("--stop-at-target stops the sites once every one has reached the target and reports the stop",
+          "[cli][simulate]") {
+  meridian::testing::TempDir dir;
+  // The fake sites never end on their own (fake_site.sh, mode target): only the stop ends them.
+  setenv("FAKE_SITE_MODE", "target", 1);
+  const Result r = run("simulate --sites 3 --algo sgp --insecure --json --target-accuracy 0.75 --stop-at-target "
+                       "--timeout 120 --out " + dir.path().string() + " --site-program " + kFakeSite);
+  unsetenv("FAKE_SITE_MODE");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("sgp: every site reached 75.0%; stopping 3 site(s)") != std::string::npos);
+  CHECK(r.output.find("\"stopped_at_target\": true") != std::string::npos);
+  CHECK(r.output.find("\"mean_site_accuracy\": 0.81") != std::string::npos);  // their results, written at the stop
+  for (int i = 0; i < 3; ++i) {
+    const fs::path site = dir.path() / "sgp" / ("site-" + std::to_string(i));
+    CHECK(read_file(site / "log.txt").find("stopping") != std::string::npos);  // SIGTERM: a graceful stop
+    CHECK_FALSE(process_alive(std::stoi(read_file(site / "pid"))));
+  }
+  CHECK(lines_of(read_file(dir.path() / "results.csv"))[1].ends_with(",1"));
+
+  // Below the target the run is not stopped: a site that never reaches it keeps its algorithm running.
+  setenv("FAKE_SITE_MODE", "target", 1);
+  const Result below = run("simulate --sites 2 --algo sgp --insecure --target-accuracy 0.9 --stop-at-target "
+                           "--timeout 3 --out " + dir.path().string() + " --site-program " + kFakeSite);
+  unsetenv("FAKE_SITE_MODE");
+  INFO(below.output);
+  CHECK(below.exit_code == 1);
+  CHECK(below.output.find("still running after --timeout") != std::string::npos);
+}
+
 TEST_CASE("Ctrl-C stops simulate and every site it started", "[cli][simulate]") {
   meridian::testing::TempDir dir;
   const pid_t simulate = ::fork();

@@ -156,7 +156,9 @@ TEST_CASE("step times keep their resolution", "[cli][simulate]") {
 }
 
 TEST_CASE("results.csv has one row per algorithm with empty fields for missing values", "[cli][simulate]") {
-  ComparisonRow sgp = summarize(two_site_outcome(), 0.8);
+  AlgorithmOutcome stopped = two_site_outcome();
+  stopped.stopped_at_target = true;
+  ComparisonRow sgp = summarize(stopped, 0.8);
   ComparisonRow local;
   local.algo = "local";
   local.sites = 2;
@@ -166,9 +168,9 @@ TEST_CASE("results.csv has one row per algorithm with empty fields for missing v
   CHECK(lines[0] ==
         "algo,sites,test_accuracy,mean_site_accuracy,seconds_per_step,target_accuracy,seconds_to_target,"
         "bytes_sent_per_site,bytes_received_per_site,steps_per_site,rounds_abandoned,wall_seconds,"
-        "training_seconds_to_target");
-  CHECK(lines[1] == "sgp,2,0.85,0.83,0.3,0.8,30,2000,1000,100,2,42,21");
-  CHECK(lines[2] == "local,2,,,0,0.8,,123456789,0,0,0,0,");
+        "training_seconds_to_target,stopped_at_target");
+  CHECK(lines[1] == "sgp,2,0.85,0.83,0.3,0.8,30,2000,1000,100,2,42,21,1");
+  CHECK(lines[2] == "local,2,,,0,0.8,,123456789,0,0,0,0,,0");
 }
 
 TEST_CASE("curves.csv has one row per evaluation", "[cli][simulate]") {

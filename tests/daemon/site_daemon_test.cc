@@ -124,6 +124,7 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
     const auto result = result_of(*sites[0]);
     CHECK(result["algo"] == algo);
     CHECK(result["steps"].get<int>() == 234);  // floor(60000 / 4 / 64) steps for one epoch, on every site
+    CHECK(result["completed"] == true);
     // Fault-free and synchronous, sgp keeps w = 1 exactly on the exponential graph; the others have none.
     CHECK(result["push_sum_weight"].get<double>() == 1.0);
     for (const auto& s : sites) CHECK(result_of(*s)["steps"] == result["steps"]);
@@ -322,8 +323,13 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
 
   a.signal(SIGTERM);
   CHECK(a.wait_exit() == 0);
-  CHECK_FALSE(a.has_result());  // stopped, not finished
+  // Stopped, not finished: the result says so and covers the steps done.
+  REQUIRE(a.has_result());
+  const auto stopped = result_of(a);
+  CHECK(stopped["completed"] == false);
+  CHECK(stopped["steps"].get<int>() > 0);
   REQUIRE_FALSE(a.checkpoints().empty());
+  CHECK(stopped["final_checkpoint"] == a.checkpoints().back().string());
   const auto last = meridian::daemon::read_checkpoint_file(a.checkpoints().back());
   CHECK(last.algorithm == "sgp");
   CHECK(last.step > 0);
