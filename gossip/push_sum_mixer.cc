@@ -100,6 +100,17 @@ std::size_t PushSumMixer::settle(std::span<float> data, double& weight) {
 }
 
 MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
+  return mix_into(step, tag, data, data, weight);
+}
+
+MixReport PushSumMixer::mix_from(std::uint64_t step, RoundTag tag, std::span<const float> input,
+                                 std::vector<float>& out, double& weight) {
+  out.resize(input.size());
+  return mix_into(step, tag, input, out, weight);
+}
+
+MixReport PushSumMixer::mix_into(std::uint64_t step, RoundTag tag, std::span<const float> input,
+                                 std::span<float> data, double& weight) {
   const auto tag_value = static_cast<std::uint32_t>(tag);
   const auto kind = peer::MessageKind::kPushSum;
   peer::Transport& transport = inbox_.transport();
@@ -109,6 +120,7 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     // Found dead by the others (a partition, a false death): it keeps its mass and trains on alone
     // until a view takes it back, rather than ending a live site. Shares sent to it meanwhile wait in
     // the inbox and are added at its next mix (as late shares).
+    if (input.data() != data.data()) std::copy(input.begin(), input.end(), data.begin());
     MixReport out;
     out.view_id = view.id;
     out.scheduled_view_id = view.id;
@@ -119,7 +131,7 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   bound_.reset();
   if (robust_.enabled) {
     own_model_.resize(data.size());
-    for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
+    for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(input[i] / weight);
     const auto scale = scale_.on_input(tag_value, own_model_);
     // Before this site has its own scale (its first mix) nothing it could compare with is known, so
     // others' models count as its own (bound 0): every site starts from the same model, so an honest
@@ -147,9 +159,9 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   if (!compressed && skipped < outs.size()) {
     first_share = transport.take_buffer(data.size());
     float* out = first_share.data();
-    for (std::size_t i = 0; i < data.size(); ++i) out[i] = data[i] *= share;
+    for (std::size_t i = 0; i < data.size(); ++i) out[i] = data[i] = input[i] * share;
   } else {
-    for (float& v : data) v *= share;
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = input[i] * share;
   }
   weight = weight_share;
   if (compressed) {
