@@ -97,6 +97,13 @@ class PushSumMixer final : public Mixer {
   std::vector<float> own_model_;   // z before the mix (robust only)
   std::vector<float> difference_;  // a share's de-biased model minus own_model_ (robust only)
   std::optional<double> bound_;    // the clip bound of the mix in progress (robust only)
+  // The mix in progress has not written its kept share (input · share) into its data yet: the first
+  // share added writes it, in the same pass (see mix_into).
+  struct Unscaled {
+    std::span<const float> input;
+    float share = 1.0f;
+  };
+  std::optional<Unscaled> unscaled_;
 };
 
 }  // namespace meridian::gossip
