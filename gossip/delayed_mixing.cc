@@ -46,12 +46,6 @@ void DelayedMixing::note(const MixReport& report) {
   view_id_ = report.scheduled_view_id;
 }
 
-void DelayedMixing::take_input(Snapshot& s, MixResult& result) {
-  if (result.input.empty()) return;
-  channel_.recycle(std::move(s.x));
-  s.x = std::move(result.input);
-}
-
 void DelayedMixing::apply(const Snapshot& s, MixResult& result) {
   note(result.report);
   const std::size_t np = params_->size();
@@ -77,7 +71,6 @@ void DelayedMixing::apply_through(std::uint64_t last_step) {
   while (!pending_.empty() && pending_.front().step <= last_step) {
     Snapshot& s = pending_.front();
     MixResult result = channel_.wait(s.step, RoundTag::kMix, config_.wait_timeout);
-    take_input(s, result);
     apply(s, result);
     channel_.recycle(std::move(s.x));
     pending_.pop_front();
@@ -89,7 +82,6 @@ void DelayedMixing::apply_ready() {
   while (!pending_.empty()) {
     auto result = channel_.poll(pending_.front().step, RoundTag::kMix);
     if (!result) return;
-    take_input(pending_.front(), *result);
     apply(pending_.front(), *result);
     channel_.recycle(std::move(pending_.front().x));
     pending_.pop_front();
@@ -160,7 +152,6 @@ void DelayedMixing::fused_step(std::uint64_t k, const StepPass& pass) {
     while (!pending_.empty()) {
       auto result = channel_.poll(pending_.front().step, RoundTag::kMix);
       if (!result) break;
-      take_input(pending_.front(), *result);
       due_.push_back({std::move(pending_.front()), std::move(*result)});
       pending_.pop_front();
     }
@@ -168,7 +159,6 @@ void DelayedMixing::fused_step(std::uint64_t k, const StepPass& pass) {
   if (k >= config_.delay) {
     while (!pending_.empty() && pending_.front().step <= k - config_.delay) {
       MixResult result = channel_.wait(pending_.front().step, RoundTag::kMix, config_.wait_timeout);
-      take_input(pending_.front(), result);
       due_.push_back({std::move(pending_.front()), std::move(result)});
       pending_.pop_front();
     }
@@ -180,31 +170,34 @@ void DelayedMixing::fused_step(std::uint64_t k, const StepPass& pass) {
   }
 
   const std::size_t n = host_.size();
-  // The snapshot is written once and travels to the mixer, which only reads it and hands it back with
-  // the result (MixJob::return_input) for the compensation. It goes into the last mix's snapshot
-  // buffer when there is one: each block of it is read (x_s) before the same block is overwritten
-  // (x_k), and writing lines just read costs no fetch from memory. Otherwise a recycled buffer (a fresh
-  // one is zero-filled once, then reused).
-  MixJob job{k, RoundTag::kMix, {}, *weight_, true};
-  const bool reuse = !due_.empty() && due_.back().snapshot.x.size() == n;
+  // The snapshot goes into the last mix's own buffers when there is one: each block of them is read
+  // (m_s, x_s) before the same block is overwritten (x_k), and writing lines just read costs no fetch
+  // from memory. Otherwise recycled buffers (a fresh one is zero-filled once, then reused).
+  MixJob job{k, RoundTag::kMix, {}, *weight_};
+  Snapshot snap{k, {}, *weight_};
+  const bool reuse = !due_.empty() && due_.back().result.data.size() == n && due_.back().snapshot.x.size() == n;
   if (reuse) {
-    job.data = std::move(due_.back().snapshot.x);
+    job.data = std::move(due_.back().result.data);
+    snap.x = std::move(due_.back().snapshot.x);
   } else {
     job.data = channel_.buffer();
     job.data.resize(n);
+    snap.x = channel_.buffer();
+    snap.x.resize(n);
   }
   const float a = static_cast<float>(config_.mix_step);
   float* x = host_.data();
-  float* keep = job.data.data();
-  // 1024 floats: the blocks of x, z, m_s, x_s and the snapshot fit in a 32 KiB L1 together.
+  float* out = job.data.data();
+  float* keep = snap.x.data();
+  // 1024 floats: the blocks of x, z, m_s, x_s and the two snapshot copies fit in a 32 KiB L1 together.
   constexpr std::size_t kBlock = 1024;
   for (std::size_t begin = 0; begin < n; begin += kBlock) {
     const std::size_t end = std::min(n, begin + kBlock);
     pass.before_mix(begin, end);
     for (std::size_t j = 0; j < due_.size(); ++j) {
-      // The last mix's snapshot may be `keep` itself (see above): read here, written below.
+      // The last mix's buffers may be `out` and `keep` themselves (see above): read here, written below.
       const bool moved = reuse && j + 1 == due_.size();
-      const float* m = due_[j].result.data.data();
+      const float* m = moved ? out : due_[j].result.data.data();
       const float* s = moved ? keep : due_[j].snapshot.x.data();
       // The arithmetic of HostParameters::compensate, element by element.
       if (a == 1.0f) {
@@ -213,6 +206,7 @@ void DelayedMixing::fused_step(std::uint64_t k, const StepPass& pass) {
         for (std::size_t i = begin; i < end; ++i) x[i] += a * (m[i] - s[i]);
       }
     }
+    std::copy(x + begin, x + end, out + begin);
     std::copy(x + begin, x + end, keep + begin);
     pass.after_snapshot(begin, end);
   }
@@ -222,8 +216,7 @@ void DelayedMixing::fused_step(std::uint64_t k, const StepPass& pass) {
   }
   due_.clear();
   channel_.submit(std::move(job), config_.wait_timeout);
-  // The snapshot's values come back with the result (take_input).
-  pending_.push_back(Snapshot{k, {}, *weight_});
+  pending_.push_back(std::move(snap));
 }
 
 void DelayedMixing::before_update() {

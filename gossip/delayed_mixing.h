@@ -107,7 +107,7 @@ class DelayedMixing {
  private:
   struct Snapshot {
     std::uint64_t step = 0;
-    std::vector<float> x;  // x_s (params then stats); empty when D = 0, or while its job has it (fused_step)
+    std::vector<float> x;  // x_s (params then stats); empty when D = 0
     double weight = 1.0;
   };
 
@@ -118,8 +118,6 @@ class DelayedMixing {
   };
 
   void check_config();
-  // Moves the snapshot a job handed back with its result (MixJob::return_input) into `s`.
-  void take_input(Snapshot& s, MixResult& result);
   void apply(const Snapshot& s, MixResult& result);
   void apply_through(std::uint64_t last_step);
   void apply_ready();

@@ -34,10 +34,6 @@ struct MixJob {
   RoundTag tag = RoundTag::kMix;
   std::vector<float> data;
   double weight = 1.0;
-  // The submitter wants `data` back as it was (a snapshot it keeps to compare the mixed values with):
-  // the mixer only reads it, writes the mixed values into a buffer of the communication side, and
-  // `data` comes back untouched in MixResult::input. Saves the submitter a copy of the snapshot per job.
-  bool return_input = false;
 };
 
 struct MixResult {
@@ -46,7 +42,6 @@ struct MixResult {
   std::vector<float> data;  // the mixed snapshot
   double weight = 1.0;
   MixReport report;
-  std::vector<float> input;  // the job's data, untouched, when the job asked for it (MixJob::return_input)
 };
 
 class MixChannel {

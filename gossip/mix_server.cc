@@ -7,15 +7,8 @@ bool MixServer::serve_one(std::chrono::milliseconds wait) {
   if (!job) return false;
   try {
     Mixer& mixer = job->tag == RoundTag::kReaverage ? averager_ : algorithm_;
-    MixResult result{job->step, job->tag, {}, job->weight, {}, {}};
-    if (job->return_input) {
-      result.input = std::move(job->data);
-      result.data = channel_.buffer();
-      result.report = mixer.mix_from(result.step, result.tag, result.input, result.data, result.weight);
-    } else {
-      result.data = std::move(job->data);
-      result.report = mixer.mix(result.step, result.tag, result.data, result.weight);
-    }
+    MixResult result{job->step, job->tag, std::move(job->data), job->weight, {}};
+    result.report = mixer.mix(result.step, result.tag, result.data, result.weight);
     channel_.complete(std::move(result));
   } catch (...) {
     // Reaches the trainer at its next wait instead of dying silently on this thread.

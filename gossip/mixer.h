@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "gossip/round.h"
 
@@ -41,15 +40,6 @@ class Mixer {
   // out (MixReport::sat_out). Throws MixError when the mix cannot complete (no newer view arrived to
   // redo an abandoned round in).
   virtual MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) = 0;
-  // mix() with the snapshot read from `input`, which stays untouched, and the mixed values written to
-  // `out` (resized to input's length; a buffer of that length is reused without zero-filling). The same
-  // bits as copying `input` into `out` and mixing `out`, which is what the default does; a mixer that
-  // reads its input in a pass of its own (push-sum's scaling) reads it from `input` and saves the copy.
-  virtual MixReport mix_from(std::uint64_t step, RoundTag tag, std::span<const float> input, std::vector<float>& out,
-                             double& weight) {
-    out.assign(input.begin(), input.end());
-    return mix(step, tag, out, weight);
-  }
 };
 
 }  // namespace meridian::gossip

@@ -56,12 +56,6 @@ bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& we
     if (clip_norm(difference_, *bound_) < 1.0) ++clipped_;
     for (std::size_t i = 0; i < data.size(); ++i)
       data[i] += static_cast<float>(m.weight * (static_cast<double>(own_model_[i]) + difference_[i]));
-  } else if (unscaled_) {
-    // The kept share and this one in one pass: the bits of scaling, then adding.
-    const float* in = unscaled_->input.data();
-    const float f = unscaled_->share;
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] = in[i] * f + share[i];
-    unscaled_.reset();
   } else {
     for (std::size_t i = 0; i < data.size(); ++i) data[i] += share[i];
   }
@@ -95,7 +89,6 @@ std::size_t PushSumMixer::await_through(std::uint64_t through, std::span<float> 
 }
 
 std::size_t PushSumMixer::settle(std::span<float> data, double& weight) {
-  unscaled_.reset();  // left set only by a mix that threw
   if (!last_step_) return 0;
   const auto kind = peer::MessageKind::kPushSum;
   const std::size_t n = inbox_.transport().view_for(*last_step_).size();
@@ -107,18 +100,6 @@ std::size_t PushSumMixer::settle(std::span<float> data, double& weight) {
 }
 
 MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
-  return mix_into(step, tag, data, data, weight);
-}
-
-MixReport PushSumMixer::mix_from(std::uint64_t step, RoundTag tag, std::span<const float> input,
-                                 std::vector<float>& out, double& weight) {
-  out.resize(input.size());
-  return mix_into(step, tag, input, out, weight);
-}
-
-MixReport PushSumMixer::mix_into(std::uint64_t step, RoundTag tag, std::span<const float> input,
-                                 std::span<float> data, double& weight) {
-  unscaled_.reset();  // left set only by a mix that threw
   const auto tag_value = static_cast<std::uint32_t>(tag);
   const auto kind = peer::MessageKind::kPushSum;
   peer::Transport& transport = inbox_.transport();
@@ -128,7 +109,6 @@ MixReport PushSumMixer::mix_into(std::uint64_t step, RoundTag tag, std::span<con
     // Found dead by the others (a partition, a false death): it keeps its mass and trains on alone
     // until a view takes it back, rather than ending a live site. Shares sent to it meanwhile wait in
     // the inbox and are added at its next mix (as late shares).
-    if (input.data() != data.data()) std::copy(input.begin(), input.end(), data.begin());
     MixReport out;
     out.view_id = view.id;
     out.scheduled_view_id = view.id;
@@ -139,7 +119,7 @@ MixReport PushSumMixer::mix_into(std::uint64_t step, RoundTag tag, std::span<con
   bound_.reset();
   if (robust_.enabled) {
     own_model_.resize(data.size());
-    for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(input[i] / weight);
+    for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
     const auto scale = scale_.on_input(tag_value, own_model_);
     // Before this site has its own scale (its first mix) nothing it could compare with is known, so
     // others' models count as its own (bound 0): every site starts from the same model, so an honest
@@ -162,23 +142,14 @@ MixReport PushSumMixer::mix_into(std::uint64_t step, RoundTag tag, std::span<con
   const bool compressed = codec_.spec().encoding != Encoding::kDense;
   // The first dense share is written in the same pass that scales the kept one (one read of the model
   // instead of two), into a buffer the transport has touched before: a fresh model-sized vector per
-  // step costs a page fault per 4 KiB, as much as the copy itself. Without compression, robust clipping
-  // or peers to skip, nothing reads the kept share before the first received share is added to it, so
-  // it is written only then, in that share's pass (unscaled_): one write and one read of the model
-  // fewer per mix.
+  // step costs a page fault per 4 KiB, as much as the copy itself.
   std::vector<float> first_share;
-  const bool defer = !compressed && skipped == 0 && !robust_.enabled;
   if (!compressed && skipped < outs.size()) {
     first_share = transport.take_buffer(data.size());
     float* out = first_share.data();
-    if (defer) {
-      for (std::size_t i = 0; i < data.size(); ++i) out[i] = input[i] * share;
-      unscaled_ = Unscaled{input, share};
-    } else {
-      for (std::size_t i = 0; i < data.size(); ++i) out[i] = data[i] = input[i] * share;
-    }
+    for (std::size_t i = 0; i < data.size(); ++i) out[i] = data[i] *= share;
   } else {
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] = input[i] * share;
+    for (float& v : data) v *= share;
   }
   weight = weight_share;
   if (compressed) {
@@ -203,11 +174,7 @@ MixReport PushSumMixer::mix_into(std::uint64_t step, RoundTag tag, std::span<con
       msg.payload = std::move(first_share);
     } else {
       msg.payload = transport.take_buffer(data.size());
-      if (unscaled_) {
-        for (std::size_t i = 0; i < data.size(); ++i) msg.payload[i] = input[i] * share;
-      } else {
-        std::copy(data.begin(), data.end(), msg.payload.begin());
-      }
+      std::copy(data.begin(), data.end(), msg.payload.begin());
     }
     transport.send(view.at(peer_rank), std::move(msg));
     ++sent;
@@ -243,11 +210,6 @@ MixReport PushSumMixer::mix_into(std::uint64_t step, RoundTag tag, std::span<con
   if (step >= staleness_)
     report.missing = static_cast<std::uint32_t>(await_through(step - staleness_, data, weight, n));
   last_step_ = step;
-  if (unscaled_) {
-    // No share came: the kept share alone.
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] = input[i] * share;
-    unscaled_.reset();
-  }
   if (robust_.enabled) {
     for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
     scale_.on_output(tag_value, own_model_);

@@ -51,9 +51,6 @@ class PushSumMixer final : public Mixer {
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
   // reported in MixReport::missing. Sits the mix out (MixReport::sat_out) if this site is not in the view.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
-  // The same with the snapshot read from `input` in the pass that scales the kept share (see Mixer).
-  MixReport mix_from(std::uint64_t step, RoundTag tag, std::span<const float> input, std::vector<float>& out,
-                     double& weight) override;
 
   // Adds every share still expected from the steps mixed so far, waiting for them as mix() does (the
   // round deadline from now; a sender a newer view leaves out is not awaited), and every share of those
@@ -70,9 +67,6 @@ class PushSumMixer final : public Mixer {
   std::uint64_t received() const { return received_.load(); }
 
  private:
-  // mix() reading the snapshot from `input`, which is `data` itself or as long as it and then untouched.
-  MixReport mix_into(std::uint64_t step, RoundTag tag, std::span<const float> input, std::span<float> data,
-                     double& weight);
   bool add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites);
   // add(), then gives the payload back to the transport for reuse.
   bool absorb(peer::Message&& m, std::span<float> data, double& weight, std::size_t sites);
@@ -97,13 +91,6 @@ class PushSumMixer final : public Mixer {
   std::vector<float> own_model_;   // z before the mix (robust only)
   std::vector<float> difference_;  // a share's de-biased model minus own_model_ (robust only)
   std::optional<double> bound_;    // the clip bound of the mix in progress (robust only)
-  // The mix in progress has not written its kept share (input · share) into its data yet: the first
-  // share added writes it, in the same pass (see mix_into).
-  struct Unscaled {
-    std::span<const float> input;
-    float share = 1.0f;
-  };
-  std::optional<Unscaled> unscaled_;
 };
 
 }  // namespace meridian::gossip

@@ -186,35 +186,3 @@ TEST_CASE("OSGP as the daemon wires τ (mixer bound τ − 1, trainer delay 1) r
     for (std::size_t j = 0; j < n; ++j) CHECK(final_z[j][i] == Approx(mean).epsilon(1e-5));
   }
 }
-
-TEST_CASE("a push-sum mix that finds no share keeps its kept share, and the next share is added to it",
-          "[gossip][sgp]") {
-  // Two sites, τ = 5: a's mix of step 0 waits for nothing and finds nothing, so it ends with its kept
-  // share alone; b mixes after a has sent, so it finds a's share. Both read their snapshot from an input
-  // they leave untouched (Mixer::mix_from); b's next mix, in place, finds nothing more.
-  auto names = site_names(2);
-  auto net = meridian::peer::InMemoryNetwork::create(names);
-  auto ta = net->endpoint(names[0]), tb = net->endpoint(names[1]);
-  Inbox ia(*ta), ib(*tb);
-  PushSumMixer a(ia, 1, {}, {}, {}, 5), b(ib, 1, {}, {}, {}, 5);
-  const std::vector<float> xa = {1.5f, -3.0f, 0.25f}, xb = {4.0f, 0.5f, -1.0f};
-  std::vector<float> ma, mb;
-  double wa = 1.0, wb = 1.0;
-  CHECK(a.mix_from(0, RoundTag::kMix, xa, ma, wa).missing == 0);
-  CHECK(ma == std::vector<float>{0.75f, -1.5f, 0.125f});
-  CHECK(wa == 0.5);
-  CHECK(b.mix_from(0, RoundTag::kMix, xb, mb, wb).missing == 0);
-  CHECK(mb == std::vector<float>{2.75f, -1.25f, -0.375f});
-  CHECK(wb == 1.0);
-  CHECK(xa == std::vector<float>{1.5f, -3.0f, 0.25f});
-  CHECK(xb == std::vector<float>{4.0f, 0.5f, -1.0f});
-  CHECK(b.received() == 1);
-  // b's next mix (step 1: it sends to a again, a 2-site graph has one peer) keeps half and finds nothing.
-  b.mix(1, RoundTag::kMix, mb, wb);
-  CHECK(mb == std::vector<float>{1.375f, -0.625f, -0.1875f});
-  CHECK(wb == 0.5);
-  // a settles the step it mixed: its kept share plus b's share of step 0 (step 1's is not its yet).
-  CHECK(a.settle(ma, wa) == 0);
-  CHECK(ma == std::vector<float>{2.75f, -1.25f, -0.375f});
-  CHECK(wa == 1.0);
-}
