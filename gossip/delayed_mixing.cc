@@ -49,16 +49,7 @@ void DelayedMixing::note(const MixReport& report) {
 void DelayedMixing::apply(const Snapshot& s, MixResult& result) {
   note(result.report);
   const std::size_t np = params_->size();
-  if (result.difference) {
-    // fused_step's jobs: the result is m_s − x_s already, over the host span and no statistics.
-    const float a = static_cast<float>(config_.mix_step);
-    if (a == 1.0f) {
-      for (std::size_t i = 0; i < host_.size(); ++i) host_[i] += result.data[i];
-    } else {
-      for (std::size_t i = 0; i < host_.size(); ++i) host_[i] += a * result.data[i];
-    }
-    *weight_ += config_.mix_step * (result.weight - s.weight);
-  } else if (config_.delay == 0) {
+  if (config_.delay == 0) {
     params_->assign(result.data.data());
     std::copy(result.data.begin() + static_cast<std::ptrdiff_t>(np), result.data.end(), stats_.begin());
     if (weight_) *weight_ = result.weight;
@@ -179,37 +170,44 @@ void DelayedMixing::fused_step(std::uint64_t k, const StepPass& pass) {
   }
 
   const std::size_t n = host_.size();
-  // The mixer hands back m_s − x_s (MixJob::difference), so no copy of the snapshot stays here. The
-  // snapshot goes into the last mix's buffer when there is one: each block of it is read (m_s − x_s)
-  // before the same block is overwritten (x_k), and writing lines just read costs no fetch from memory.
-  // Otherwise a recycled buffer (a fresh one is zero-filled once, then reused).
-  MixJob job{k, RoundTag::kMix, {}, *weight_, true};
-  const bool reuse = !due_.empty() && due_.back().result.data.size() == n;
+  // The snapshot goes into the last mix's own buffers when there is one: each block of them is read
+  // (m_s, x_s) before the same block is overwritten (x_k), and writing lines just read costs no fetch
+  // from memory. Otherwise recycled buffers (a fresh one is zero-filled once, then reused).
+  MixJob job{k, RoundTag::kMix, {}, *weight_};
+  Snapshot snap{k, {}, *weight_};
+  const bool reuse = !due_.empty() && due_.back().result.data.size() == n && due_.back().snapshot.x.size() == n;
   if (reuse) {
     job.data = std::move(due_.back().result.data);
+    snap.x = std::move(due_.back().snapshot.x);
   } else {
     job.data = channel_.buffer();
     job.data.resize(n);
+    snap.x = channel_.buffer();
+    snap.x.resize(n);
   }
   const float a = static_cast<float>(config_.mix_step);
   float* x = host_.data();
   float* out = job.data.data();
-  // 1024 floats: the blocks of x, z, the differences and the snapshot fit in a 32 KiB L1 together.
+  float* keep = snap.x.data();
+  // 1024 floats: the blocks of x, z, m_s, x_s and the two snapshot copies fit in a 32 KiB L1 together.
   constexpr std::size_t kBlock = 1024;
   for (std::size_t begin = 0; begin < n; begin += kBlock) {
     const std::size_t end = std::min(n, begin + kBlock);
     pass.before_mix(begin, end);
     for (std::size_t j = 0; j < due_.size(); ++j) {
-      // The last mix's buffer may be `out` itself (see above): read here, written below.
-      const float* d = reuse && j + 1 == due_.size() ? out : due_[j].result.data.data();
-      // The arithmetic of HostParameters::compensate, its m − s formed by the mixer.
+      // The last mix's buffers may be `out` and `keep` themselves (see above): read here, written below.
+      const bool moved = reuse && j + 1 == due_.size();
+      const float* m = moved ? out : due_[j].result.data.data();
+      const float* s = moved ? keep : due_[j].snapshot.x.data();
+      // The arithmetic of HostParameters::compensate, element by element.
       if (a == 1.0f) {
-        for (std::size_t i = begin; i < end; ++i) x[i] += d[i];
+        for (std::size_t i = begin; i < end; ++i) x[i] += m[i] - s[i];
       } else {
-        for (std::size_t i = begin; i < end; ++i) x[i] += a * d[i];
+        for (std::size_t i = begin; i < end; ++i) x[i] += a * (m[i] - s[i]);
       }
     }
     std::copy(x + begin, x + end, out + begin);
+    std::copy(x + begin, x + end, keep + begin);
     pass.after_snapshot(begin, end);
   }
   for (Due& d : due_) {
@@ -218,7 +216,7 @@ void DelayedMixing::fused_step(std::uint64_t k, const StepPass& pass) {
   }
   due_.clear();
   channel_.submit(std::move(job), config_.wait_timeout);
-  pending_.push_back(Snapshot{k, {}, *weight_});
+  pending_.push_back(std::move(snap));
 }
 
 void DelayedMixing::before_update() {

@@ -107,7 +107,7 @@ class DelayedMixing {
  private:
   struct Snapshot {
     std::uint64_t step = 0;
-    std::vector<float> x;  // x_s (params then stats); empty when D = 0 or its mix returns m_s − x_s (fused_step)
+    std::vector<float> x;  // x_s (params then stats); empty when D = 0
     double weight = 1.0;
   };
 

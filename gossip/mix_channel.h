@@ -34,18 +34,14 @@ struct MixJob {
   RoundTag tag = RoundTag::kMix;
   std::vector<float> data;
   double weight = 1.0;
-  // The result is to be the mixed values minus the snapshot (Mixer::mix_difference), for a submitter
-  // that needs only that difference: it then keeps no copy of the snapshot.
-  bool difference = false;
 };
 
 struct MixResult {
   std::uint64_t step = 0;
   RoundTag tag = RoundTag::kMix;
-  std::vector<float> data;  // the mixed snapshot, or (difference) the mixed snapshot minus the snapshot
-  double weight = 1.0;      // the mixed weight, never a difference
+  std::vector<float> data;  // the mixed snapshot
+  double weight = 1.0;
   MixReport report;
-  bool difference = false;  // the job asked for the difference (MixJob::difference)
 };
 
 class MixChannel {

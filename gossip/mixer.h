@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "gossip/round.h"
 
@@ -41,15 +40,6 @@ class Mixer {
   // out (MixReport::sat_out). Throws MixError when the mix cannot complete (no newer view arrived to
   // redo an abandoned round in).
   virtual MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) = 0;
-  // mix(), leaving in `data` the mixed values minus the snapshot it held, element by element (one float
-  // subtraction each): the bits of m[i] − s[i] with m what mix() leaves and s a copy of the snapshot.
-  // The default makes that copy; a mixer that can form the difference in its own passes overrides it.
-  virtual MixReport mix_difference(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
-    const std::vector<float> snapshot(data.begin(), data.end());
-    MixReport report = mix(step, tag, data, weight);
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] -= snapshot[i];
-    return report;
-  }
 };
 
 }  // namespace meridian::gossip

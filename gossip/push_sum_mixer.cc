@@ -24,66 +24,11 @@ PushSumMixer::PushSumMixer(Inbox& inbox, std::size_t out_peers, RoundTimeouts ti
 }
 
 bool PushSumMixer::absorb(peer::Message&& m, std::span<float> data, double& weight, std::size_t sites) {
-  if (holding_) return hold(std::move(m), data.size(), weight, sites);
   const bool added = add(m, data, weight, sites);
   // Back to the transport, which receives the next share into this already-touched memory.
   inbox_.transport().recycle(std::move(m.payload));
   return added;
 }
-
-bool PushSumMixer::hold(peer::Message&& m, std::size_t elements, double& weight, std::size_t sites) {
-  peer::Transport& transport = inbox_.transport();
-  // The checks of add(), in its order.
-  bool ok = std::isfinite(m.weight) && m.weight > 0.0 && m.weight <= static_cast<double>(sites);
-  std::vector<float> share;
-  if (ok && m.phase != static_cast<std::uint32_t>(Encoding::kDense)) {
-    share = transport.take_buffer(elements);
-    ok = m.phase == static_cast<std::uint32_t>(Encoding::kFp16) && m.total == elements &&
-         decode(Encoding::kFp16, m.payload, share);
-    transport.recycle(std::move(m.payload));
-  } else if (ok && m.payload.size() == elements) {
-    share = std::move(m.payload);
-  } else {
-    ok = false;
-    transport.recycle(std::move(m.payload));
-  }
-  if (!ok) {
-    if (!share.empty()) transport.recycle(std::move(share));
-    ++rejected_;
-    return false;
-  }
-  held_.push_back(std::move(share));
-  weight += m.weight;
-  ++received_;
-  return true;
-}
-
-void PushSumMixer::release_held() {
-  for (auto& share : held_) inbox_.transport().recycle(std::move(share));
-  held_.clear();
-}
-
-namespace {
-
-// data ← (data · kept + shares[0] + shares[1] + …) − data, element by element, left to right: the bits
-// of scaling the snapshot, adding each share in turn, then subtracting the snapshot, each a rounding of
-// its own (the block buffer keeps the product and the sums apart, so they never fuse into one rounding).
-void combine_difference(std::span<float> data, float kept, const std::vector<std::vector<float>>& shares) {
-  constexpr std::size_t kBlock = 1024;
-  float sum[kBlock];
-  for (std::size_t begin = 0; begin < data.size(); begin += kBlock) {
-    const std::size_t len = std::min(kBlock, data.size() - begin);
-    float* d = data.data() + begin;
-    for (std::size_t i = 0; i < len; ++i) sum[i] = d[i] * kept;
-    for (const auto& share : shares) {
-      const float* r = share.data() + begin;
-      for (std::size_t i = 0; i < len; ++i) sum[i] += r[i];
-    }
-    for (std::size_t i = 0; i < len; ++i) d[i] = sum[i] - d[i];
-  }
-}
-
-}  // namespace
 
 bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites) {
   if (!std::isfinite(m.weight) || m.weight <= 0.0 || m.weight > static_cast<double>(sites)) {
@@ -144,8 +89,6 @@ std::size_t PushSumMixer::await_through(std::uint64_t through, std::span<float> 
 }
 
 std::size_t PushSumMixer::settle(std::span<float> data, double& weight) {
-  holding_ = false;  // left set only by a mix that threw
-  release_held();
   if (!last_step_) return 0;
   const auto kind = peer::MessageKind::kPushSum;
   const std::size_t n = inbox_.transport().view_for(*last_step_).size();
@@ -157,17 +100,6 @@ std::size_t PushSumMixer::settle(std::span<float> data, double& weight) {
 }
 
 MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
-  return mix_impl(step, tag, data, weight, false);
-}
-
-MixReport PushSumMixer::mix_difference(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
-  return mix_impl(step, tag, data, weight, true);
-}
-
-MixReport PushSumMixer::mix_impl(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight,
-                                 bool difference) {
-  holding_ = false;  // left set only by a mix that threw
-  release_held();
   const auto tag_value = static_cast<std::uint32_t>(tag);
   const auto kind = peer::MessageKind::kPushSum;
   peer::Transport& transport = inbox_.transport();
@@ -177,8 +109,6 @@ MixReport PushSumMixer::mix_impl(std::uint64_t step, RoundTag tag, std::span<flo
     // Found dead by the others (a partition, a false death): it keeps its mass and trains on alone
     // until a view takes it back, rather than ending a live site. Shares sent to it meanwhile wait in
     // the inbox and are added at its next mix (as late shares).
-    if (difference)
-      for (float& v : data) v -= v;  // the snapshot minus itself
     MixReport out;
     out.view_id = view.id;
     out.scheduled_view_id = view.id;
@@ -214,14 +144,7 @@ MixReport PushSumMixer::mix_impl(std::uint64_t step, RoundTag tag, std::span<flo
   // instead of two), into a buffer the transport has touched before: a fresh model-sized vector per
   // step costs a page fault per 4 KiB, as much as the copy itself.
   std::vector<float> first_share;
-  holding_ = difference && !compressed && skipped == 0 && !robust_.enabled && !outs.empty();
-  if (difference && !holding_) snapshot_.assign(data.begin(), data.end());
-  if (holding_) {
-    // The snapshot stays; the kept share is formed again in the closing pass (combine_difference).
-    first_share = transport.take_buffer(data.size());
-    float* out = first_share.data();
-    for (std::size_t i = 0; i < data.size(); ++i) out[i] = data[i] * share;
-  } else if (!compressed && skipped < outs.size()) {
+  if (!compressed && skipped < outs.size()) {
     first_share = transport.take_buffer(data.size());
     float* out = first_share.data();
     for (std::size_t i = 0; i < data.size(); ++i) out[i] = data[i] *= share;
@@ -251,11 +174,7 @@ MixReport PushSumMixer::mix_impl(std::uint64_t step, RoundTag tag, std::span<flo
       msg.payload = std::move(first_share);
     } else {
       msg.payload = transport.take_buffer(data.size());
-      if (holding_) {
-        for (std::size_t i = 0; i < data.size(); ++i) msg.payload[i] = data[i] * share;
-      } else {
-        std::copy(data.begin(), data.end(), msg.payload.begin());
-      }
+      std::copy(data.begin(), data.end(), msg.payload.begin());
     }
     transport.send(view.at(peer_rank), std::move(msg));
     ++sent;
@@ -294,13 +213,6 @@ MixReport PushSumMixer::mix_impl(std::uint64_t step, RoundTag tag, std::span<flo
   if (robust_.enabled) {
     for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);
     scale_.on_output(tag_value, own_model_);
-  }
-  if (holding_) {
-    combine_difference(data, share, held_);
-    holding_ = false;
-    release_held();
-  } else if (difference) {
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] -= snapshot_[i];
   }
   return report;
 }

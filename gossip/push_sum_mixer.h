@@ -51,10 +51,6 @@ class PushSumMixer final : public Mixer {
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
   // reported in MixReport::missing. Sits the mix out (MixReport::sat_out) if this site is not in the view.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
-  // mix() leaving the mixed values minus the snapshot (see Mixer). Without compression, robust clipping
-  // or peers to skip, the snapshot stays in `data` until the mix ends, the shares received meanwhile are
-  // held, and one pass forms kept share + shares − snapshot: no copy of the snapshot, no pass per share.
-  MixReport mix_difference(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
 
   // Adds every share still expected from the steps mixed so far, waiting for them as mix() does (the
   // round deadline from now; a sender a newer view leaves out is not awaited), and every share of those
@@ -71,11 +67,6 @@ class PushSumMixer final : public Mixer {
   std::uint64_t received() const { return received_.load(); }
 
  private:
-  MixReport mix_impl(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight, bool difference);
-  // In a holding mix: validates a share as add() does and keeps it (decoded) in held_, or refuses it.
-  bool hold(peer::Message&& m, std::size_t elements, double& weight, std::size_t sites);
-  // Gives the held shares back to the transport.
-  void release_held();
   bool add(const peer::Message& m, std::span<float> data, double& weight, std::size_t sites);
   // add(), then gives the payload back to the transport for reuse.
   bool absorb(peer::Message&& m, std::span<float> data, double& weight, std::size_t sites);
@@ -100,10 +91,6 @@ class PushSumMixer final : public Mixer {
   std::vector<float> own_model_;   // z before the mix (robust only)
   std::vector<float> difference_;  // a share's de-biased model minus own_model_ (robust only)
   std::optional<double> bound_;    // the clip bound of the mix in progress (robust only)
-  // A difference mix in progress holds its shares instead of adding them (see mix_difference).
-  bool holding_ = false;
-  std::vector<std::vector<float>> held_;  // the shares it holds, in arrival order
-  std::vector<float> snapshot_;           // a difference mix's snapshot when it cannot hold
 };
 
 }  // namespace meridian::gossip

@@ -90,7 +90,7 @@ TEST_CASE("mix channel adds up the time the trainer waits on it, and only that",
   std::thread comm([&] {
     auto job = channel.next(10s);
     REQUIRE(job);
-    channel.complete(MixResult{job->step, job->tag, std::move(job->data), job->weight, {}, false});
+    channel.complete(MixResult{job->step, job->tag, std::move(job->data), job->weight, {}});
   });
   before = channel.trainer_waited();
   const auto called = Clock::now();

@@ -186,28 +186,3 @@ TEST_CASE("OSGP as the daemon wires τ (mixer bound τ − 1, trainer delay 1) r
     for (std::size_t j = 0; j < n; ++j) CHECK(final_z[j][i] == Approx(mean).epsilon(1e-5));
   }
 }
-
-TEST_CASE("a push-sum difference mix that finds no share returns its kept share minus the snapshot",
-          "[gossip][sgp]") {
-  // Two sites, τ = 5: a's mix of step 0 waits for nothing and finds nothing; b mixes after a has sent,
-  // so it holds a's share. Both ask for the difference (Mixer::mix_difference).
-  auto names = site_names(2);
-  auto net = meridian::peer::InMemoryNetwork::create(names);
-  auto ta = net->endpoint(names[0]), tb = net->endpoint(names[1]);
-  Inbox ia(*ta), ib(*tb);
-  PushSumMixer a(ia, 1, {}, {}, {}, 5), b(ib, 1, {}, {}, {}, 5);
-  std::vector<float> da = {1.5f, -3.0f, 0.25f}, db = {4.0f, 0.5f, -1.0f};
-  double wa = 1.0, wb = 1.0;
-  CHECK(a.mix_difference(0, RoundTag::kMix, da, wa).missing == 0);
-  CHECK(da == std::vector<float>{-0.75f, 1.5f, -0.125f});
-  CHECK(wa == 0.5);
-  CHECK(b.mix_difference(0, RoundTag::kMix, db, wb).missing == 0);
-  CHECK(db == std::vector<float>{2.75f - 4.0f, -1.25f - 0.5f, -0.375f + 1.0f});
-  CHECK(wb == 1.0);
-  CHECK(b.received() == 1);
-  // What a did not hold in its mix, settle() adds to a model (not a difference): b's share of step 0.
-  std::vector<float> ma = {0.75f, -1.5f, 0.125f};
-  CHECK(a.settle(ma, wa) == 0);
-  CHECK(ma == std::vector<float>{2.75f, -1.25f, -0.375f});
-  CHECK(wa == 1.0);
-}
