@@ -18,8 +18,9 @@
 // the ring. With compression every tag but kMix goes to the exact mixer given to the constructor, so
 // replicas and residual-free parameters still meet exactly.
 //
-// Rounds and faults as AverageMixer: a round not complete by its deadline is abandoned (counted), the
-// input and the residual restored, and redone in the newer view membership announces. Incoming shares
+// Rounds and faults as AverageMixer: a round not complete by its deadline, or whose missing member a
+// newer announced view leaves out, is abandoned (counted), the input and the residual restored, and
+// redone in the newer view membership announces. Incoming shares
 // are decoded and validated (length, indices, finite values); a bad one is dropped and counted in
 // rejected(), and the round then waits for a valid one until its deadline.
 #pragma once

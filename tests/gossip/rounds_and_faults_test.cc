@@ -68,6 +68,35 @@ TEST_CASE("an average whose round cannot finish is abandoned and redone by the s
   }
 }
 
+TEST_CASE("a direct-exchange average gives up at once on a member that a newer view leaves out", "[gossip][faults]") {
+  // The round's deadline is an hour away: only the newer view can end the wait within the 60 s that
+  // average_now() allows before it fails the test.
+  RoundTimeouts timeouts;
+  timeouts.round = 1h;
+  SiteCluster cluster(3, MixerKind::kDirectMean, timeouts);
+  // site02 stopped before this step (as sites stopped together do, a step apart) and never contributes.
+  // Once it has the others' contributions they are waiting for its own: then its leave is announced.
+  std::thread membership([&] {
+    int got = 0;
+    while (got < 2)
+      if (cluster.site(2).transport->receive(100ms)) ++got;
+    cluster.network().announce(meridian::peer::View::of({cluster.names()[0], cluster.names()[1]}, 1, 0));
+  });
+  std::vector<std::vector<float>> data(3);
+  std::vector<MixReport> reports(3);
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    if (r == 2) return;
+    data[r] = {static_cast<float>(r), 1.0f};
+    reports[r] = average_now(channel, 0, data[r], 60s);
+  });
+  membership.join();
+  for (std::size_t r : {0u, 1u}) {
+    CHECK(reports[r].abandoned == 1);
+    CHECK(reports[r].view_id == 1);
+    CHECK(data[r] == std::vector<float>{0.5f, 1.0f});  // redone by the two in the newer view
+  }
+}
+
 TEST_CASE("an abandoned round that a peer has moved past is skipped, not redone, and reports its first view",
           "[gossip][faults]") {
   // b completed step 5 (a member died during the all-gather) and went on; a abandoned it. A redo would
