@@ -708,7 +708,8 @@ void SiteDaemon::Impl::train() {
   const auto loop_cpu = CpuUsage::now() - cpu_at_start;
   const auto loop_waited = channel.trainer_waited() - waited_at_start;
   try {
-    algorithm->finish();
+    if (completed) algorithm->finish();
+    else algorithm->finish_stopped();
   } catch (const std::exception& e) {
     if (completed) throw;
     // Stopping: the round in flight may never complete (peers gone); its correction is abandoned.

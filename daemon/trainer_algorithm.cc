@@ -310,6 +310,10 @@ class DtsAlgorithm final : public TrainerAlgorithm {
     dts_.finish();
     mirror_.push_parameters();
   }
+  void finish_stopped() override {
+    dts_.stop();
+    mirror_.push_parameters();
+  }
   std::uint64_t staleness() const override { return dts_.in_flight(); }
   std::uint64_t rounds_abandoned() const override { return dts_.abandoned_rounds(); }
   std::span<const float> checkpoint_parameters() const override { return mirror_.parameters(); }

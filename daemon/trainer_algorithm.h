@@ -49,8 +49,12 @@ class TrainerAlgorithm {
   // steps from 0 and picks the learning rate. Throws what gossip throws (MixError on a deadline, the
   // communication side's errors).
   virtual void step(std::uint64_t k, std::uint64_t local_step) = 0;
-  // Applies every outstanding mix (waiting for them; throws like step()).
+  // Applies every outstanding mix (waiting for them; throws like step()). Called after the run's last
+  // step, which every site shares.
   virtual void finish() {}
+  // The same for a site stopped before the run's end, at a step of its own: starts no mix of its own
+  // (no peer would join one keyed to its stop step) and applies those in flight.
+  virtual void finish_stopped() { finish(); }
 
   // Steps run ahead of the oldest mix still expected.
   virtual std::uint64_t staleness() const { return 0; }

@@ -254,6 +254,8 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
   if (config_.delay == 0) apply_through(k);
 }
 
+void Dts::stop() { apply_through(UINT64_MAX); }
+
 void Dts::finish() {
   if (config_.compensation == DtsCompensation::kNone) return;
   if (window_len_ > 0) {

@@ -95,8 +95,13 @@ class Dts {
   void step(std::uint64_t k, std::span<const float> grad, double lr);
 
   // Closes a partial window and applies every outstanding correction (waiting for them). After it the
-  // weights equal allreduce's when gradients do not depend on the weights.
+  // weights equal allreduce's when gradients do not depend on the weights. Every site must call it
+  // after the same last step: the partial window's average is keyed to that step.
   void finish();
+  // For a site stopped before the run's end: applies the windows in flight (waiting for them) but
+  // leaves a partial window open. Sites stopped together stop at different steps, so an average
+  // keyed to the stop step would have no partner and every site would wait for it.
+  void stop();
 
   std::size_t in_flight() const { return pending_.size(); }
   std::size_t max_in_flight() const { return max_in_flight_; }

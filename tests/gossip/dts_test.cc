@@ -115,6 +115,39 @@ TEST_CASE("dts reaches allreduce's parameters for any delay and period, over the
   }
 }
 
+TEST_CASE("dts sites stopped at different steps apply the windows in flight and start no partial one",
+          "[gossip][dts]") {
+  // Sites stopped together (an operator, simulate --stop-at-target) stop a step or two apart. The
+  // windows every site closed are applied; an average keyed to each site's own stop step would have
+  // no partner, and with these timeouts its wait would fail the run within seconds.
+  RoundTimeouts timeouts;
+  timeouts.round = 2s;
+  timeouts.view_change = 1s;
+  for (MixerKind exchange : {MixerKind::kAverage, MixerKind::kDirectMean}) {
+    const std::size_t sites = 3;
+    SiteCluster cluster(sites, exchange, timeouts);
+    std::vector<std::size_t> left(sites);
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      std::vector<float> w(kDim, 1.0f), u(kDim, 0.0f), g(kDim);
+      DtsConfig config;
+      config.delay = 2;
+      config.period = 8;
+      config.momentum = 0.9;
+      config.wait_timeout = 20s;
+      Dts dts(config, channel, w, u);
+      // The window closed at step 15 is every site's; site r stops after step 17 + r.
+      for (std::uint64_t k = 0; k <= 17 + r; ++k) {
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = gradient(k, r, i);
+        dts.step(k, g, learning_rate(k));
+      }
+      dts.stop();
+      left[r] = dts.in_flight();
+    });
+    INFO((exchange == MixerKind::kAverage ? "ring" : "direct"));
+    for (auto l : left) CHECK(l == 0);
+  }
+}
+
 TEST_CASE("dts without (or with the wrong) compensation does not reach allreduce", "[gossip][dts]") {
   const std::size_t sites = 4;
   SECTION("plain SGD with no correction is local SGD") {
