@@ -29,8 +29,8 @@ ROOT = os.path.dirname(HERE)
 TRAIN_ROWS = 60000  # Fashion-MNIST training set
 BATCH = 64
 
-# Scaled plans. "quick" is for iterating (a few minutes); "full" is `make bench-wan` (about 65 min on
-# 2 shared cores: the runs of docs/results.md took 66 min between them). Steps per run are kept small: 4-16 processes share 2 cores.
+# Scaled plans. "quick" is for iterating (a few minutes); "full" is `make bench-wan` (about 40 min on
+# 2 cores: the runs of docs/results.md took 39 min between them). Steps per run are kept small: 4-16 processes share 2 cores.
 PLANS = {
     "quick": {
         "repeats": 1,
@@ -597,8 +597,8 @@ NOTES = {
     "e3": "4 sites, `--wan world4`, evaluation every 10 steps on every site. Time to target is until every "
           "site has reported the target accuracy once, counted from the first step of the first site to start "
           "training (*training*; the speed-up uses it) and from the launch of the processes (start-up: loading "
-          "the data, joining, forming the view, the same for every algorithm and 10–21 s with 4 processes on "
-          "a loaded 2-core machine). dts runs D = 4, P = 32 over the direct exchange. Each algorithm's sites "
+          "the data, joining, forming the view, the same for every algorithm: 5–7 s with 4 processes on 2 "
+          "cores). dts runs D = 4, P = 32 over the direct exchange. Each algorithm's sites "
           "are stopped once every one has reached the target (`--stop-at-target`), except `local`, which "
           "never does and trains its epoch: the accuracies are those at the stop.",
     "e4": "4 sites, no WAN emulation (dts applies each correction at exactly step s + D whatever the timing, so "
