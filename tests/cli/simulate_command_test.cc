@@ -49,6 +49,14 @@ bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0; }
 
 const std::string kFakeSite = std::string(MERIDIAN_SOURCE_DIR) + "/tests/cli/fake_site.sh";
 
+// `meridian ARGS --site-program fake_site.sh` with the fake sites in FAKE_SITE_MODE `mode`.
+Result run_with_fake_sites(const char* mode, const std::string& args) {
+  setenv("FAKE_SITE_MODE", mode, 1);
+  Result r = run(args + " --site-program " + kFakeSite);
+  unsetenv("FAKE_SITE_MODE");
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("simulate rejects bad arguments with messages that name the option", "[cli][simulate]") {
@@ -120,13 +128,7 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
 
 TEST_CASE("simulate stops every site when one fails and shows that site's log", "[cli][simulate]") {
   meridian::testing::TempDir dir;
-  const Result failed = [&] {
-    setenv("FAKE_SITE_MODE", "fail", 1);
-    Result f = run("simulate --sites 3 --algo sgp --insecure --out " + dir.path().string() + " --site-program " +
-                   kFakeSite);
-    unsetenv("FAKE_SITE_MODE");
-    return f;
-  }();
+  const Result failed = run_with_fake_sites("fail", "simulate --sites 3 --algo sgp --insecure --out " + dir.path().string());
   INFO(failed.output);
   CHECK(failed.exit_code == 1);
   CHECK(failed.output.find("sgp: site-1 exited with status 3") != std::string::npos);
@@ -143,10 +145,8 @@ TEST_CASE("--stop-at-target stops the sites once every one has reached the targe
           "[cli][simulate]") {
   meridian::testing::TempDir dir;
   // The fake sites never end on their own (fake_site.sh, mode target): only the stop ends them.
-  setenv("FAKE_SITE_MODE", "target", 1);
-  const Result r = run("simulate --sites 3 --algo sgp --insecure --json --target-accuracy 0.75 --stop-at-target "
-                       "--timeout 120 --out " + dir.path().string() + " --site-program " + kFakeSite);
-  unsetenv("FAKE_SITE_MODE");
+  const Result r = run_with_fake_sites("target", "simulate --sites 3 --algo sgp --insecure --json --target-accuracy 0.75 "
+                                                 "--stop-at-target --timeout 120 --out " + dir.path().string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("sgp: every site reached 75.0%; stopping 3 site(s)") != std::string::npos);
@@ -160,10 +160,8 @@ TEST_CASE("--stop-at-target stops the sites once every one has reached the targe
   CHECK(lines_of(read_file(dir.path() / "results.csv"))[1].ends_with(",1"));
 
   // Below the target the run is not stopped: a site that never reaches it keeps its algorithm running.
-  setenv("FAKE_SITE_MODE", "target", 1);
-  const Result below = run("simulate --sites 2 --algo sgp --insecure --target-accuracy 0.9 --stop-at-target "
-                           "--timeout 3 --out " + dir.path().string() + " --site-program " + kFakeSite);
-  unsetenv("FAKE_SITE_MODE");
+  const Result below = run_with_fake_sites("target", "simulate --sites 2 --algo sgp --insecure --target-accuracy 0.9 "
+                                                     "--stop-at-target --timeout 3 --out " + dir.path().string());
   INFO(below.output);
   CHECK(below.exit_code == 1);
   CHECK(below.output.find("still running after --timeout") != std::string::npos);
