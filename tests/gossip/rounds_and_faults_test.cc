@@ -34,6 +34,24 @@ std::thread announce_after_abandon(SiteCluster& cluster, std::vector<std::size_t
   });
 }
 
+// What each site averaged and how its mix went.
+struct SurvivorMix {
+  std::vector<std::vector<float>> data;
+  std::vector<MixReport> reports;
+};
+
+// Every site but `absent` averages {its rank, 1} at step 0; `absent` never takes part. Each waits at
+// most a minute, the hang guard: a mix that needs longer fails the test.
+SurvivorMix average_without(SiteCluster& cluster, std::size_t absent) {
+  SurvivorMix out{std::vector<std::vector<float>>(cluster.size()), std::vector<MixReport>(cluster.size())};
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    if (r == absent) return;
+    out.data[r] = {static_cast<float>(r), 1.0f};
+    out.reports[r] = average_now(channel, 0, out.data[r], 60s);
+  });
+  return out;
+}
+
 double relative_spread(const std::vector<std::vector<float>>& replicas, const std::vector<std::size_t>& which) {
   double worst = 0;
   for (std::size_t i = 0; i < replicas[which[0]].size(); ++i)
@@ -53,18 +71,12 @@ TEST_CASE("an average whose round cannot finish is abandoned and redone by the s
   SiteCluster cluster(4, MixerKind::kAverage, timeouts);
   cluster.network().kill(cluster.names()[2]);
   auto announcer = announce_after_abandon(cluster, {0, 1, 3}, 0);
-  std::vector<std::vector<float>> data(4);
-  std::vector<MixReport> reports(4);
-  cluster.run([&](std::size_t r, MixChannel& channel) {
-    if (r == 2) return;
-    data[r] = {static_cast<float>(r), 1.0f};
-    reports[r] = average_now(channel, 0, data[r], 60s);
-  });
+  const auto mixed = average_without(cluster, 2);
   announcer.join();
   for (std::size_t r : {0u, 1u, 3u}) {
-    CHECK(reports[r].abandoned == 1);
-    CHECK(reports[r].view_id == 1);
-    CHECK(data[r] == std::vector<float>{4.0f / 3.0f, 1.0f});
+    CHECK(mixed.reports[r].abandoned == 1);
+    CHECK(mixed.reports[r].view_id == 1);
+    CHECK(mixed.data[r] == std::vector<float>{4.0f / 3.0f, 1.0f});
   }
 }
 
@@ -82,18 +94,12 @@ TEST_CASE("a direct-exchange average gives up at once on a member that a newer v
       if (cluster.site(2).transport->receive(100ms)) ++got;
     cluster.network().announce(meridian::peer::View::of({cluster.names()[0], cluster.names()[1]}, 1, 0));
   });
-  std::vector<std::vector<float>> data(3);
-  std::vector<MixReport> reports(3);
-  cluster.run([&](std::size_t r, MixChannel& channel) {
-    if (r == 2) return;
-    data[r] = {static_cast<float>(r), 1.0f};
-    reports[r] = average_now(channel, 0, data[r], 60s);
-  });
+  const auto mixed = average_without(cluster, 2);
   membership.join();
   for (std::size_t r : {0u, 1u}) {
-    CHECK(reports[r].abandoned == 1);
-    CHECK(reports[r].view_id == 1);
-    CHECK(data[r] == std::vector<float>{0.5f, 1.0f});  // redone by the two in the newer view
+    CHECK(mixed.reports[r].abandoned == 1);
+    CHECK(mixed.reports[r].view_id == 1);
+    CHECK(mixed.data[r] == std::vector<float>{0.5f, 1.0f});  // redone by the two in the newer view
   }
 }
 
