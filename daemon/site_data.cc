@@ -27,7 +27,9 @@ struct Loaded {
   models::data::Dataset train, test;
 };
 
-Loaded load(const SiteConfig& config, bool want_train) {
+// `select_train` picks the site's rows of a training set read from IDX files (empty: all of them);
+// CSV data is partitioned after reading.
+Loaded load(const SiteConfig& config, bool want_train, const models::data::RowSelection& select_train = {}) {
   Loaded out;
   if (config.dataset == "csv") {
     auto train = models::data::read_csv(config.train_csv, csv_options(config));
@@ -41,7 +43,7 @@ Loaded load(const SiteConfig& config, bool want_train) {
     return out;
   }
   // fashion-mnist and idx both read the four IDX files of the MNIST layout from --data-dir.
-  if (want_train) out.train = models::data::load_fashion_mnist(config.data_dir, true);
+  if (want_train) out.train = models::data::load_fashion_mnist(config.data_dir, true, select_train);
   out.test = models::data::load_fashion_mnist(config.data_dir, false);
   return out;
 }
@@ -49,13 +51,25 @@ Loaded load(const SiteConfig& config, bool want_train) {
 }  // namespace
 
 SiteData load_site_data(const SiteConfig& config) {
-  Loaded loaded = load(config, true);
-  SiteData out;
-  out.whole_train_rows = loaded.train.rows;
   const auto sites = static_cast<std::size_t>(config.site_count);
-  out.train = sites > 1 ? models::data::partition(loaded.train, models::data::parse_partition_spec(config.partition),
-                                                  static_cast<std::size_t>(config.site_index), sites, config.seed)
-                        : std::move(loaded.train);
+  const auto site = static_cast<std::size_t>(config.site_index);
+  const auto spec = sites > 1 ? models::data::parse_partition_spec(config.partition) : models::data::PartitionSpec{};
+  SiteData out;
+  // IDX images are converted for this site's rows only: with 16 sites on one machine each would
+  // otherwise hold all 60000 rows as floats (188 MB) for a moment.
+  bool partitioned = false;
+  models::data::RowSelection select;
+  if (sites > 1 && config.dataset != "csv") {
+    select = [&](std::span<const std::int32_t> labels) {
+      out.whole_train_rows = labels.size();
+      partitioned = true;
+      return models::data::rows_of_site(labels, models::data::kFashionMnistClasses, spec, site, sites, config.seed);
+    };
+  }
+  Loaded loaded = load(config, true, select);
+  if (!partitioned) out.whole_train_rows = loaded.train.rows;
+  out.train = sites > 1 && !partitioned ? models::data::partition(loaded.train, spec, site, sites, config.seed)
+                                        : std::move(loaded.train);
   out.test = std::move(loaded.test);
   out.steps_per_epoch = std::max<std::uint64_t>(1, out.whole_train_rows / sites / static_cast<std::size_t>(config.batch));
   out.total_steps = std::max<std::uint64_t>(

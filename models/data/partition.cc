@@ -113,18 +113,24 @@ std::vector<std::uint32_t> assign_sites(std::span<const std::int32_t> labels, st
   return site_of;
 }
 
-Dataset partition(const Dataset& data, const PartitionSpec& spec, std::size_t site, std::size_t sites,
-                  std::uint64_t seed) {
+std::vector<std::size_t> rows_of_site(std::span<const std::int32_t> labels, std::size_t classes,
+                                      const PartitionSpec& spec, std::size_t site, std::size_t sites,
+                                      std::uint64_t seed) {
   if (site >= sites) {
     throw std::invalid_argument("partition: site " + std::to_string(site) + " is out of range (0.." +
                                 std::to_string(static_cast<long long>(sites) - 1) + ")");
   }
-  const std::vector<std::uint32_t> site_of = assign_sites(data.labels, data.classes, spec, sites, seed);
+  const std::vector<std::uint32_t> site_of = assign_sites(labels, classes, spec, sites, seed);
   std::vector<std::size_t> mine;
   for (std::size_t i = 0; i < site_of.size(); ++i) {
     if (site_of[i] == site) mine.push_back(i);
   }
-  return data.subset(mine);
+  return mine;
+}
+
+Dataset partition(const Dataset& data, const PartitionSpec& spec, std::size_t site, std::size_t sites,
+                  std::uint64_t seed) {
+  return data.subset(rows_of_site(data.labels, data.classes, spec, site, sites, seed));
 }
 
 }  // namespace meridian::models::data

@@ -37,6 +37,12 @@ PartitionSpec parse_partition_spec(std::string_view text);
 std::vector<std::uint32_t> assign_sites(std::span<const std::int32_t> labels, std::size_t classes,
                                         const PartitionSpec& spec, std::size_t sites, std::uint64_t seed);
 
+// The indices of the rows assign_sites() gives `site`, ascending. Throws like assign_sites, and
+// std::invalid_argument when site >= sites.
+std::vector<std::size_t> rows_of_site(std::span<const std::int32_t> labels, std::size_t classes,
+                                      const PartitionSpec& spec, std::size_t site, std::size_t sites,
+                                      std::uint64_t seed);
+
 // The rows of `site` (in their original order) under assign_sites(data.labels, ...).
 // Throws like assign_sites, and std::invalid_argument when site >= sites.
 Dataset partition(const Dataset& data, const PartitionSpec& spec, std::size_t site, std::size_t sites,

@@ -2,10 +2,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "models/data/idx_reader.h"
+#include "models/data/partition.h"
 #include "tests/models/data/gzip_bytes.h"
 #include "tests/models/data/scratch_dir.h"
 
@@ -72,6 +75,48 @@ TEST_CASE("IDX reader reads raw and gzip files alike", "[data][idx]") {
   CHECK(d.row(1)[0] == Approx(10.0f / 255.0f));
   CHECK(d.row(2)[5] == 1.0f);
   CHECK(d.labels == std::vector<std::int32_t>{0, 9, 4});
+}
+
+TEST_CASE("IDX reader with a row selection keeps exactly those rows, as a subset of the whole read", "[data][idx]") {
+  ScratchDir dir;
+  const auto images = dir.write("images.gz", gzip_bytes(idx_images(3, 2, 3, kPixels)));
+  const auto labels = dir.write("labels", idx_labels(kLabels));
+  const Dataset whole = read_idx(images, labels);
+  std::vector<std::int32_t> seen;
+  const RowSelection first_and_last = [&](std::span<const std::int32_t> all) {
+    seen.assign(all.begin(), all.end());
+    return std::vector<std::size_t>{0, 2};
+  };
+  const Dataset part = read_idx(images, labels, 10, first_and_last);
+  CHECK(seen == std::vector<std::int32_t>{0, 9, 4});  // the selection sees every label
+  const std::vector<std::size_t> rows{0, 2};
+  const Dataset expected = whole.subset(rows);
+  CHECK(part.rows == 2);
+  CHECK(part.dim == 6);
+  CHECK(part.height == 2);
+  CHECK(part.width == 3);
+  CHECK(part.labels == expected.labels);
+  CHECK(part.features == expected.features);
+  CHECK(part.features[6] == 20.0f * (1.0f / 255.0f));  // the last image, not the second
+
+  const Dataset none = read_idx(images, labels, 10, [](std::span<const std::int32_t>) {
+    return std::vector<std::size_t>{};
+  });
+  CHECK(none.rows == 0);
+  CHECK(none.features.empty());
+
+  SECTION("a selection out of order or past the end is refused") {
+    for (const std::vector<std::size_t>& bad : {std::vector<std::size_t>{2, 0}, std::vector<std::size_t>{1, 1},
+                                                std::vector<std::size_t>{3}}) {
+      CHECK_THROWS_AS(read_idx(images, labels, 10, [&](std::span<const std::int32_t>) { return bad; }),
+                      std::invalid_argument);
+    }
+  }
+  SECTION("a truncated images file fails whatever the selection keeps") {
+    std::vector<std::uint8_t> cut(kPixels.begin(), kPixels.end() - 1);
+    const auto short_images = dir.write("short-images", idx_images(3, 2, 3, cut));
+    CHECK_THROWS_WITH(read_idx(short_images, labels, 10, first_and_last), Contains("truncated"));
+  }
 }
 
 TEST_CASE("IDX reader names the file and the problem for bad input", "[data][idx]") {
@@ -176,6 +221,18 @@ TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist", "[data][idx][fash
     CHECK(*hi == 1.0f);
   }
   CHECK(train.class_names[9] == "Ankle boot");
+
+  // A site's part read directly is the same as the part cut from the whole set.
+  const PartitionSpec spec = parse_partition_spec(GENERATE(as<std::string>{}, "iid", "dirichlet:0.5"));
+  const std::vector<std::size_t> rows = rows_of_site(train.labels, 10, spec, 1, 4, 7);
+  const Dataset direct = load_fashion_mnist(kDebianFashionMnistDir, true, [&](std::span<const std::int32_t> labels) {
+    return rows_of_site(labels, 10, spec, 1, 4, 7);
+  });
+  const Dataset cut = partition(train, spec, 1, 4, 7);
+  CHECK(direct.rows == rows.size());
+  CHECK(direct.labels == cut.labels);
+  CHECK(direct.features == cut.features);
+  CHECK(direct.class_names == cut.class_names);
 }
 
 TEST_CASE("Fashion-MNIST loader names the directory and the files it wants", "[data][idx]") {
