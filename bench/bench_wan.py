@@ -35,8 +35,8 @@ BATCH = 64
 PLANS = {
     "quick": {
         "repeats": 1,
-        "e1": {"sites": [4], "latencies": [0, 100], "sync_steps": {4: 8}, "min_steps": {4: 24},
-               "repeat_latencies": []},
+        "e1": {"sites": [4], "latencies": [0, 100], "sync_steps": {4: 8}, "sync_steps_far": {4: 6},
+               "min_steps": {4: 24}, "windows": 4, "repeat_latencies": {4: []}},
         "e2": {"sites": [4, 8], "epochs": 0.1, "widths": [64]},
         "e3": {"epochs": 0.4, "target": 0.78},
         "e4": {"grid": [(0, 1), (4, 1), (4, 4), (2, 16), (4, 32)], "ablate": [(4, 32)], "epochs": 0.5},
@@ -47,7 +47,8 @@ PLANS = {
     "full": {
         "repeats": 2,
         "e1": {"sites": [4, 8], "latencies": {4: [0, 10, 25, 50, 100, 200], 8: [0, 10, 25, 50, 100, 200]},
-               "sync_steps": {4: 10, 8: 8}, "min_steps": {4: 32, 8: 24}, "repeat_latencies": [100]},
+               "sync_steps": {4: 10, 8: 8}, "sync_steps_far": {4: 6, 8: 5}, "min_steps": {4: 32, 8: 24},
+               "windows": 5, "repeat_latencies": {4: [100], 8: []}},
         "e2": {"sites": [4, 8, 16], "epochs": 0.1, "widths": [64]},
         "e3": {"epochs": 1.0, "target": 0.80},
         # The issue's grid D in {0, 4, 8, 16} x P in {1, 4, 8}, and the two shapes the other experiments use.
@@ -60,9 +61,16 @@ PLANS = {
 }
 
 # Experiment 1 measures time only, in the regime of the DTS paper where one step's compute is comparable
-# to the latency: a wider MLP and a larger batch (about 50 ms of compute per step with 4 sites here).
-E1_MODEL = ["--widths", "512,256", "--batch", "256"]
-E1_BATCH = 256
+# to the latency: a wider MLP and a larger batch (about 50 ms of compute per step with 4 sites here,
+# 120 ms with 8). Batch 512 rather than 256: the communication's CPU per step (copies, sums, the
+# kernel's loopback) depends on the model, not the batch, and with 4 sites on 2 cores it competes with
+# compute; 512 samples per step put the MLP's compute per parameter nearer the papers' convolutional
+# models (at 256, sgp overlap's ~2 ms of communication CPU per step was 15% of the step).
+E1_MODEL = ["--widths", "512,256", "--batch", "512"]
+E1_BATCH = 512
+# Latencies from which allreduce, sgp and dsync run `sync_steps_far` steps: their step time is long and
+# steady there.
+E1_FAR_MS = 100
 
 TITLES = {
     "e1": "1. Latency sweep (DTS paper, Fig. 3)",
@@ -185,7 +193,7 @@ def run_e1(runner, plan):
         lats = p["latencies"][sites] if isinstance(p["latencies"], dict) else p["latencies"]
         for repeat in range(plan["repeats"]):
             if repeat > 0:
-                lats = [lat for lat in lats if lat in p["repeat_latencies"]]
+                lats = [lat for lat in lats if lat in p["repeat_latencies"][sites]]
                 if not lats:
                     break
             seed = ["--seed", str(1 + repeat)]
@@ -202,8 +210,8 @@ def run_e1(runner, plan):
                 # ones need several windows of D, P or tau steps, so that the first window (sites that
                 # start a little apart) weighs little. `local` runs again in the same invocation, just
                 # before them: their efficiency is against compute measured in the same minutes.
-                sync_steps = p["sync_steps"][sites]
-                over_steps = max(p["min_steps"][sites], 6 * max(d, per, tau))
+                sync_steps = p["sync_steps_far" if lat >= E1_FAR_MS else "sync_steps"][sites]
+                over_steps = max(p["min_steps"][sites], p["windows"] * max(d, per, tau))
                 overlap = ["local", f"dts:delay={d}:period={per}:exchange=direct", f"sgp:tau={tau}"]
                 for group, algos, steps in (("sync", ["allreduce", "sgp", "dsync"], sync_steps),
                                             ("overlap", overlap, over_steps)):
@@ -629,10 +637,11 @@ def write_report(raw, doc, plan_name, command):
 
 NOTES = {
     "e1": "Uniform one-way latency on every link (`--wan latency=Lms`, unlimited bandwidth), iid data, timing "
-          "only: MLP 784-512-256-10 with batch 256 per site so that one step's compute is comparable to the "
+          "only: MLP 784-512-256-10 with batch 512 per site so that one step's compute is comparable to the "
           "latency, as in the DTS paper (`local` below is that compute), no evaluation during the runs. "
-          "allreduce, sgp and dsync run a few steps (their step time is steady from the first steps); dts and "
-          "sgp overlap run at least 6 windows of D, P or τ steps, right after a `local` run in the same "
+          "allreduce, sgp and dsync run a few steps (10 with 4 sites and 8 with 8, from 100 ms 6 and 5; their "
+          "step time is steady from the first steps); dts and "
+          "sgp overlap run at least 5 windows of D, P or τ steps, right after a `local` run in the same "
           "invocation, and their efficiency is against that `local` run (allreduce's, sgp's and dsync's "
           "against the median `local`). s/step here is the step loop without the "
           "final wait for mixes still in flight (`finish_seconds` of result.json; it is a one-off cost of a "
