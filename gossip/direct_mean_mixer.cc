@@ -5,12 +5,6 @@
 #include <string>
 
 namespace meridian::gossip {
-namespace {
-
-// How often a wait for a contribution looks at the announced views.
-constexpr std::chrono::milliseconds kGiveUpCheck{100};
-
-}  // namespace
 
 DirectMeanMixer::DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts)
     : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts) {}
@@ -92,18 +86,14 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
       }
       const std::string& from = view.at(r);
       for (;;) {
-        // Waited for in slices, so that a member a newer announced view leaves out (it left, or was
-        // found dead) abandons the round at once instead of at its deadline: its contribution will not
-        // come. Sites that stop together (simulate --stop-at-target, an operator stopping them all)
-        // end at different steps, and one that sent a window's contribution would otherwise wait a
-        // whole round timeout for those that stopped a step earlier and left.
-        const auto until = std::min(deadline, Clock::now() + kGiveUpCheck);
-        auto msg = inbox_.take(
+        // A member a newer announced view leaves out abandons the round at once instead of at its
+        // deadline: its contribution will not come.
+        auto msg = take_unless_left_out(
+            inbox_,
             [&](const peer::Message& m) {
               return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id == view.id && m.from == from;
             },
-            until);
-        if (!msg && until < deadline && !left_out_after(inbox_.transport(), view, from)) continue;
+            view, from, deadline);
         if (!msg) {
           complete = false;
           break;

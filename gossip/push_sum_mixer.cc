@@ -99,16 +99,13 @@ bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& we
 std::size_t PushSumMixer::await_through(std::uint64_t through, std::span<float> data, double& weight,
                                         std::size_t sites) {
   const auto kind = peer::MessageKind::kPushSum;
-  peer::Transport& transport = inbox_.transport();
   const auto deadline = Clock::now() + timeouts_.round;
   std::size_t missing = 0;
   while (auto due = outstanding_.oldest_through(through)) {
-    // Checked every 100 ms: a peer that a newer view leaves out (it left or died) sends nothing more.
-    const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
-    auto msg = inbox_.take(
-        [&](const peer::Message& m) { return m.kind == kind && m.round == due->step && m.from == due->from; },
-        until);
-    if (!msg && until < deadline && !left_out_after(transport, *due->view, due->from)) continue;
+    // A peer that a newer view leaves out (it left or died) sends nothing more.
+    auto msg = take_unless_left_out(
+        inbox_, [&](const peer::Message& m) { return m.kind == kind && m.round == due->step && m.from == due->from; },
+        *due->view, due->from, deadline);
     if (!msg) {
       ++missing;
       ++missing_;

@@ -43,6 +43,16 @@ bool left_out_after(const peer::Transport& transport, const peer::View& view, co
   return out;
 }
 
+std::optional<peer::Message> take_unless_left_out(Inbox& inbox, const Inbox::Match& match, const peer::View& view,
+                                                  const std::string& from, Clock::time_point deadline) {
+  constexpr std::chrono::milliseconds kCheck{100};
+  for (;;) {
+    const auto until = std::min(deadline, Clock::now() + kCheck);
+    auto msg = inbox.take(match, until);
+    if (msg || until >= deadline || left_out_after(inbox.transport(), view, from)) return msg;
+  }
+}
+
 peer::View RedoView::for_step(const peer::Transport& transport, std::uint64_t step) const {
   peer::View v = transport.view_for(step);
   if (floor_ && floor_->id > v.id) return *floor_;

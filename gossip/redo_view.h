@@ -30,6 +30,15 @@ std::optional<peer::View> next_view_after(const peer::Transport& transport, std:
 // old incarnation superseded), even if a still newer view takes it back.
 bool left_out_after(const peer::Transport& transport, const peer::View& view, const std::string& name);
 
+// Takes the first message `match` accepts from `inbox`, waiting until `deadline` but no longer than it
+// takes to learn that `from` will not send it: every 100 ms the wait checks whether a view newer than
+// `view` leaves `from` out (it left, or was found dead) and then gives up at once. Sites that stop
+// together (simulate --stop-at-target, an operator stopping them all) end at different steps, and one
+// that sent its part would otherwise wait a whole round timeout for those that stopped a step earlier
+// and left. nullopt when the deadline passed or `from` was left out.
+std::optional<peer::Message> take_unless_left_out(Inbox& inbox, const Inbox::Match& match, const peer::View& view,
+                                                  const std::string& from, Clock::time_point deadline);
+
 // Thread-safety: none (communication thread only).
 class RedoView {
  public:
