@@ -74,6 +74,17 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
     status.print("simulate: CurveZMQ keys in " + (out_dir / "keys").string() + ", roster " + roster.string());
   }
 
+  if (options.site.dataset != "csv" && options.data_cache != "none") {
+    std::string note;
+    const fs::path dir = unpacked_idx_dir(options.site.data_dir, options.data_cache, note);
+    if (note.empty()) {
+      options.site.data_dir = dir.string();
+      status.print("simulate: the sites read the IDX files unpacked in " + dir.string());
+    } else {
+      status.print("simulate: every site unpacks the IDX files itself (" + note + ")");
+    }
+  }
+
   InterruptFlag interrupt;
   AlgorithmRunSettings settings;
   settings.program = options.program;
@@ -175,6 +186,10 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--byzantine-scale", options->byzantine_scale,
                   "RMS of the --byzantine site's garbage, in multiples of its honest vectors' RMS")
+      ->capture_default_str();
+  cmd->add_option("--data-cache", options->data_cache,
+                  "Directory where gzip IDX files are unpacked once for all sites instead of by each site at its "
+                  "start (none: each site unpacks them)")
       ->capture_default_str();
   // Hidden: the tests run simulate's process handling against a stand-in for `meridian start`.
   cmd->add_option("--site-program", options->program, "The program each site runs (default: this meridian)")

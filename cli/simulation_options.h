@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/unpacked_idx_cache.h"
 #include "daemon/site_config.h"
 
 namespace meridian::cli {
@@ -28,6 +29,9 @@ struct SimulationOptions {
   int byzantine_site = -1;
   double byzantine_scale = 100.0;
   std::filesystem::path program = "/proc/self/exe";  // the `meridian` binary the sites run
+  // Where the gzip IDX files are unpacked once for all sites (cli/unpacked_idx_cache.h); "none" makes
+  // every site inflate them itself.
+  std::filesystem::path data_cache = default_cache_root();
 };
 
 // Every problem with `options`, each "--option: problem (hint)", including those of the shared site
