@@ -16,7 +16,7 @@ help:
 	@echo "make test       build and run the whole test suite"
 	@echo "make demo       train across several local sites with an emulated WAN and print the result"
 	@echo "make bench      run the benchmarks side by side with their peers (writes docs/benchmarks.md)"
-	@echo "make bench-wan  the papers' experiments under the emulated WAN, ~40 min (writes docs/results.md);"
+	@echo "make bench-wan  the papers' experiments under the emulated WAN, ~30 min (writes docs/results.md);"
 	@echo "                QUICK=1 for a few minutes"
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
 	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang, ASan/UBSan) for FUZZ_RUNS executions (default 1000000)"
@@ -45,7 +45,7 @@ bench:
 	@$(MAKE) --no-print-directory build
 	@bench/run-all $(BUILD)
 
-# Separate from bench and test: it takes about 40 minutes on 2 cores (QUICK=1: a few) and runs niced.
+# Separate from bench and test: it takes about 30 minutes on 2 cores (QUICK=1: a few) and runs niced.
 bench-wan:
 	@scripts/install-deps demo
 	@$(MAKE) --no-print-directory build
