@@ -31,7 +31,7 @@ TRAIN_ROWS = 60000  # Fashion-MNIST training set
 BATCH = 64
 
 # Scaled plans. "quick" is for iterating (a few minutes); "full" is `make bench-wan` (about 30 min on
-# 2 cores: the runs of docs/results.md took 27 and 32 min between them in two runs). Steps per run are kept small: 4-16 processes share 2 cores.
+# 2 cores: two full runs took 27 and 32 min). Steps per run are kept small: 4-16 processes share 2 cores.
 PLANS = {
     "quick": {
         "repeats": 1,
