@@ -41,13 +41,14 @@ class BackendPushSum {
   void before_update() { mixing_.before_update(); }
   // Applies every outstanding mix and refreshes the model.
   void finish();
-  // As gossip::PushSum::restore: throws std::invalid_argument for a mis-sized numerator or a weight that
-  // is not finite and positive.
-  void restore(std::span<const float> numerator, double weight);
+  // As gossip::PushSum::restore: throws std::invalid_argument for a mis-sized numerator or a weight or
+  // weight average that is not finite and positive.
+  void restore(std::span<const float> numerator, double weight, double weight_average = 1.0);
 
   // A host copy of x, valid until the next call.
   std::span<const float> numerator();
   double weight() const { return w_; }
+  double weight_average() const { return scale_.weight_average(); }
   const gossip::DelayedMixing& mixing() const { return mixing_; }
 
  private:

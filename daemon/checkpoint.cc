@@ -34,7 +34,8 @@ enum class Section : std::uint32_t {
   kRngState = 5,
   kModelFingerprint = 6,
   kAlgorithm = 7,
-  kRunRounds = 8,  // u64 start round, u64 end round (optional)
+  kRunRounds = 8,             // u64 start round, u64 end round (optional)
+  kPushSumWeightAverage = 9,  // f64 (optional)
 };
 
 void put_u32(std::string& out, std::uint32_t v) {
@@ -76,6 +77,9 @@ std::vector<PendingSection> layout(const CheckpointView& data) {
   std::string weight(sizeof(double), '\0');
   std::memcpy(weight.data(), &data.push_sum_weight, sizeof(double));
   sections.push_back({Section::kPushSumWeight, "push_sum_weight", weight, {}});
+  std::string weight_average(sizeof(double), '\0');
+  std::memcpy(weight_average.data(), &data.push_sum_weight_average, sizeof(double));
+  sections.push_back({Section::kPushSumWeightAverage, "push_sum_weight_average", weight_average, {}});
   std::string progress;
   put_u64(progress, data.step);
   put_u64(progress, data.epoch);
@@ -177,6 +181,7 @@ CheckpointView Checkpoint::view() const {
   v.parameters = parameters;
   for (const auto& state : optimizer_state) v.optimizer_state.push_back({state.name, state.values});
   v.push_sum_weight = push_sum_weight;
+  v.push_sum_weight_average = push_sum_weight_average;
   v.step = step;
   v.epoch = epoch;
   v.data_position = data_position;
@@ -305,6 +310,10 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
         if (payload_len != sizeof(double)) throw bad("push-sum weight section has the wrong size");
         std::memcpy(&cp.push_sum_weight, payload, sizeof(double));
         have_weight = true;
+        break;
+      case Section::kPushSumWeightAverage:
+        if (payload_len != sizeof(double)) throw bad("push-sum weight average section has the wrong size");
+        std::memcpy(&cp.push_sum_weight_average, payload, sizeof(double));
         break;
       case Section::kProgress:
         if (payload_len != 24) throw bad("progress section has the wrong size");

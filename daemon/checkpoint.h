@@ -33,6 +33,7 @@ struct CheckpointView {
   std::span<const float> parameters;           // the contiguous parameter buffer (sgp: the numerator x)
   std::vector<OptimizerSpan> optimizer_state;  // any number, names unique
   double push_sum_weight = 1.0;                // sgp's w; 1 for the other algorithms
+  double push_sum_weight_average = 1.0;        // sgp's ŵ (gossip/push_sum_step_scale.h); 1 for the others
   std::uint64_t step = 0;                      // steps completed
   std::uint64_t epoch = 0;                     // epochs completed
   std::uint64_t data_position = 0;             // next sample index within the epoch's order
@@ -55,6 +56,7 @@ struct Checkpoint {
   std::vector<float> parameters;
   std::vector<NamedState> optimizer_state;
   double push_sum_weight = 1.0;
+  double push_sum_weight_average = 1.0;  // 1, ŵ's start, in a file written before the section existed
   std::uint64_t step = 0;
   std::uint64_t epoch = 0;
   std::uint64_t data_position = 0;

@@ -466,6 +466,7 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   v.parameters = algorithm.checkpoint_parameters();
   v.optimizer_state = algorithm.checkpoint_state();
   v.push_sum_weight = algorithm.push_sum_weight();
+  v.push_sum_weight_average = algorithm.push_sum_weight_average();
   v.step = round;
   v.epoch = order.position().epoch;
   v.data_position = order.position().offset;

@@ -195,9 +195,10 @@ class Sgp final : public WithOptimizer {
   std::uint64_t rounds_abandoned() const override { return push_sum_.mixing().abandoned_rounds(); }
   std::span<const float> checkpoint_parameters() const override { return push_sum_.numerator(); }
   double push_sum_weight() const override { return push_sum_.weight(); }
+  double push_sum_weight_average() const override { return push_sum_.weight_average(); }
   void restore(const Checkpoint& cp) override {
     check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
-    push_sum_.restore(cp.parameters, cp.push_sum_weight);
+    push_sum_.restore(cp.parameters, cp.push_sum_weight, cp.push_sum_weight_average);
     mirror_.push_parameters();
     restore_state(cp);
   }
@@ -229,9 +230,10 @@ class SgpOnDevice final : public WithOptimizer {
   std::uint64_t rounds_abandoned() const override { return push_sum_.mixing().abandoned_rounds(); }
   std::span<const float> checkpoint_parameters() const override { return push_sum_.numerator(); }
   double push_sum_weight() const override { return push_sum_.weight(); }
+  double push_sum_weight_average() const override { return push_sum_.weight_average(); }
   void restore(const Checkpoint& cp) override {
     check_size(cp.parameters.size(), model_.parameters().size(), "parameters");
-    push_sum_.restore(cp.parameters, cp.push_sum_weight);
+    push_sum_.restore(cp.parameters, cp.push_sum_weight, cp.push_sum_weight_average);
     restore_state(cp);
   }
 

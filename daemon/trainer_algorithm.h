@@ -61,10 +61,12 @@ class TrainerAlgorithm {
   // Rounds abandoned at their deadline and redone.
   virtual std::uint64_t rounds_abandoned() const { return 0; }
 
-  // What a checkpoint stores: parameters (sgp: the numerator x), optimizer state, push-sum weight.
+  // What a checkpoint stores: parameters (sgp: the numerator x), optimizer state, push-sum weight and
+  // its running average (sgp's step scale, gossip/push_sum_step_scale.h).
   virtual std::span<const float> checkpoint_parameters() const = 0;
   virtual std::vector<OptimizerSpan> checkpoint_state() const = 0;
   virtual double push_sum_weight() const { return 1.0; }
+  virtual double push_sum_weight_average() const { return 1.0; }
   // Restores what checkpoint_*() saved; call before the first step. Throws CheckpointError when a
   // size does not match.
   virtual void restore(const Checkpoint& checkpoint) = 0;

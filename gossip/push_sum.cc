@@ -139,12 +139,13 @@ void PushSum::step_in_place(std::uint64_t k) {
   step_with(k, [&](std::size_t begin, std::size_t end) { subtract_displacement(x + begin, z + begin, w, f, end - begin); });
 }
 
-void PushSum::restore(std::span<const float> numerator, double weight) {
+void PushSum::restore(std::span<const float> numerator, double weight, double weight_average) {
   if (numerator.size() != x_.size())
     throw std::invalid_argument("sgp: checkpoint numerator has " + std::to_string(numerator.size()) +
                                 " elements, model " + std::to_string(x_.size()));
   if (!std::isfinite(weight) || weight <= 0.0)
     throw std::invalid_argument("sgp: checkpoint push-sum weight " + std::to_string(weight) + " is not positive");
+  scale_.resume(weight_average);
   std::copy(numerator.begin(), numerator.end(), x_.begin());
   w_ = weight;
   refresh_model();

@@ -50,13 +50,17 @@ class PushSum {
   // Applies every outstanding mix and refreshes the model.
   void finish();
 
-  // Resumes from a checkpoint (numerator and weight as numerator() and weight() returned them) and
-  // refreshes the model. Call between steps with no mix in flight (D = 0, or after finish()).
-  // Throws std::invalid_argument for a mis-sized numerator or a weight that is not finite and positive.
-  void restore(std::span<const float> numerator, double weight);
+  // Resumes from a checkpoint (numerator, weight and weight average as numerator(), weight() and
+  // weight_average() returned them; 1, the average's start, for a checkpoint without one) and refreshes
+  // the model. Call between steps with no mix in flight (D = 0, or after finish()).
+  // Throws std::invalid_argument for a mis-sized numerator or a weight or average that is not finite and
+  // positive.
+  void restore(std::span<const float> numerator, double weight, double weight_average = 1.0);
 
   std::span<const float> numerator() const { return x_; }
   double weight() const { return w_; }
+  // ŵ of the step scale (gossip/push_sum_step_scale.h).
+  double weight_average() const { return scale_.weight_average(); }
   const DelayedMixing& mixing() const { return mixing_; }
   const PushSumStepScale& step_scale() const { return scale_; }
 

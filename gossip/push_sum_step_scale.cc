@@ -1,6 +1,9 @@
 #include "gossip/push_sum_step_scale.h"
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace meridian::gossip {
 
@@ -15,6 +18,14 @@ double PushSumStepScale::factor(double w) {
   smoothed_ += kSmoothing * (w - smoothed_);
   gain_ = std::clamp(1.0 / smoothed_, 1.0, bound_);
   return w * gain_;
+}
+
+void PushSumStepScale::resume(double weight_average) {
+  if (!std::isfinite(weight_average) || weight_average <= 0.0)
+    throw std::invalid_argument("sgp: checkpoint push-sum weight average " + std::to_string(weight_average) +
+                                " is not positive");
+  smoothed_ = weight_average;
+  gain_ = bound_ <= 1.0 ? 1.0 : std::clamp(1.0 / smoothed_, 1.0, bound_);
 }
 
 }  // namespace meridian::gossip

@@ -56,6 +56,13 @@ class PushSumStepScale {
   // The factor s for a step taken with weight w (finite, positive); notes w for the next steps.
   double factor(double w);
 
+  // ŵ, for a checkpoint: a restarted site resumes with the gain it had instead of building it up again
+  // over the first tens of steps, during which its updates would reach the consensus slower.
+  double weight_average() const { return smoothed_; }
+  // Resumes from a checkpoint's ŵ (what weight_average() returned). Throws std::invalid_argument unless
+  // it is finite and positive.
+  void resume(double weight_average);
+
   double bound() const { return bound_; }
   // The gain g the last factor() used (1 before the first step and whenever G = 1).
   double gain() const { return gain_; }

@@ -29,6 +29,7 @@ Checkpoint sample(std::uint64_t step, std::size_t params = 1000) {
   cp.optimizer_state.push_back({"adam.v", std::vector<float>(params / 2, 2.5e-7f)});
   cp.optimizer_state.push_back({"empty", {}});
   cp.push_sum_weight = 0.3125 + static_cast<double>(step);
+  cp.push_sum_weight_average = 0.71875 + static_cast<double>(step);
   cp.step = step;
   cp.epoch = step / 100;
   cp.data_position = step * 32 % 60000;

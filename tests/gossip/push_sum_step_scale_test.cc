@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "gossip/exponential_graph.h"
@@ -232,4 +235,49 @@ TEST_CASE("PushSum moves z by the gain times the update with the scale it is giv
       }
     });
   }
+}
+
+TEST_CASE("a step scale resumed from its weight average continues bit for bit", "[gossip][sgp]") {
+  // A checkpoint stores ŵ; a site restarted from it must take the steps the running one would have
+  // taken, not build its gain up again from ŵ = 1.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> weight(0.3, 0.9);
+  PushSumStepScale running(4, 1);
+  for (int k = 0; k < 200; ++k) running.factor(weight(rng));
+  REQUIRE(running.weight_average() < 0.9);
+
+  PushSumStepScale resumed(4, 1);
+  resumed.resume(running.weight_average());
+  CHECK(resumed.gain() == running.gain());
+  PushSumStepScale fresh(4, 1);
+  bool fresh_differs = false;
+  for (int k = 0; k < 50; ++k) {
+    const double w = weight(rng);
+    const double expected = running.factor(w);
+    CHECK(std::bit_cast<std::uint64_t>(resumed.factor(w)) == std::bit_cast<std::uint64_t>(expected));
+    fresh_differs = fresh_differs || fresh.factor(w) != expected;
+  }
+  CHECK(fresh_differs);
+
+  CHECK_THROWS_AS(resumed.resume(0.0), std::invalid_argument);
+  CHECK_THROWS_AS(resumed.resume(-1.0), std::invalid_argument);
+  CHECK_THROWS_AS(resumed.resume(std::nan("")), std::invalid_argument);
+  CHECK_THROWS_AS(resumed.resume(std::numeric_limits<double>::infinity()), std::invalid_argument);
+}
+
+TEST_CASE("PushSum restored with a weight average steps with that gain from the first step", "[gossip][sgp]") {
+  SiteCluster cluster(1, MixerKind::kPushSum);
+  cluster.run([&](std::size_t, MixChannel& channel) {
+    DelayedMixingConfig config;
+    config.delay = 1;
+    config.overlap = true;
+    std::vector<float> model(3, 0.0f);
+    PushSum sgp(config, channel, model, PushSumStepScale(2, 1));
+    const std::vector<float> start(3, 0.0f), update(3, 1.0f / 1024);
+    sgp.restore(start, 0.5, 0.5);
+    CHECK(sgp.weight_average() == 0.5);
+    sgp.step(0, update);
+    CHECK((0.0f - model[0]) * 1024.0 == Approx(2.0).epsilon(1e-6));
+    CHECK_THROWS_AS(sgp.restore(start, 0.5, 0.0), std::invalid_argument);
+  });
 }
