@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -88,6 +89,20 @@ const auto kNoLoss = [](std::size_t, std::size_t) { return false; };
 
 // factor / w is g up to the rounding of w·g and of the quotient.
 constexpr double kRounding = 1e-12;
+
+// Runs `body` on one site's PushSum (overlap, D = 1) over a 3-element model starting at 0, with `scale`.
+// Alone, the site keeps whatever weight it is restored with: it has nobody to mix with.
+void with_lone_overlap_site(PushSumStepScale scale, const std::function<void(PushSum&, std::vector<float>&)>& body) {
+  SiteCluster cluster(1, MixerKind::kPushSum);
+  cluster.run([&](std::size_t, MixChannel& channel) {
+    DelayedMixingConfig config;
+    config.delay = 1;
+    config.overlap = true;
+    std::vector<float> model(3, 0.0f);
+    PushSum sgp(config, channel, model, scale);
+    body(sgp, model);
+  });
+}
 
 }  // namespace
 
@@ -211,13 +226,8 @@ TEST_CASE("PushSum moves z by the gain times the update with the scale it is giv
   // settles at 1/2.
   for (bool gain : {false, true}) {
     INFO("gain=" << gain);
-    SiteCluster cluster(1, MixerKind::kPushSum);
-    cluster.run([&](std::size_t, MixChannel& channel) {
-      DelayedMixingConfig config;
-      config.delay = 1;
-      config.overlap = true;
-      std::vector<float> model(3, 0.0f);
-      PushSum sgp(config, channel, model, gain ? PushSumStepScale(2, 1) : PushSumStepScale());
+    const PushSumStepScale scale = gain ? PushSumStepScale(2, 1) : PushSumStepScale();
+    with_lone_overlap_site(scale, [&](PushSum& sgp, std::vector<float>& model) {
       const std::vector<float> start(3, 0.0f), update(3, 1.0f / 1024);
       sgp.restore(start, 0.5);
       float before = model[0];
@@ -266,13 +276,7 @@ TEST_CASE("a step scale resumed from its weight average continues bit for bit", 
 }
 
 TEST_CASE("PushSum restored with a weight average steps with that gain from the first step", "[gossip][sgp]") {
-  SiteCluster cluster(1, MixerKind::kPushSum);
-  cluster.run([&](std::size_t, MixChannel& channel) {
-    DelayedMixingConfig config;
-    config.delay = 1;
-    config.overlap = true;
-    std::vector<float> model(3, 0.0f);
-    PushSum sgp(config, channel, model, PushSumStepScale(2, 1));
+  with_lone_overlap_site(PushSumStepScale(2, 1), [](PushSum& sgp, std::vector<float>& model) {
     const std::vector<float> start(3, 0.0f), update(3, 1.0f / 1024);
     sgp.restore(start, 0.5, 0.5);
     CHECK(sgp.weight_average() == 0.5);
