@@ -2,17 +2,19 @@
 
 #include <utility>
 
+#include "cuda/cublas_library.h"
 #include "cuda/error.h"
 
 namespace meridian::cuda {
 
 BlasHandle::BlasHandle(cudaStream_t stream) {
-  MERIDIAN_CUBLAS_CHECK(cublasCreate(&handle_));
+  const CublasLibrary& lib = cublas();
+  MERIDIAN_CUBLAS_CHECK(lib.cublasCreate_v2(&handle_));
   try {
-    MERIDIAN_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    MERIDIAN_CUBLAS_CHECK(lib.cublasSetStream_v2(handle_, stream));
     // Said explicitly because parity with the CPU reference depends on it: full fp32 GEMMs, no TF32
     // tensor-core rounding (that is an opt-in mode, CUBLAS_TF32_TENSOR_OP_MATH).
-    MERIDIAN_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+    MERIDIAN_CUBLAS_CHECK(lib.cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
   } catch (...) {
     reset();
     throw;
@@ -32,7 +34,8 @@ BlasHandle& BlasHandle::operator=(BlasHandle&& other) noexcept {
 }
 
 void BlasHandle::reset() noexcept {
-  if (handle_ != nullptr) (void)cublasDestroy(handle_);
+  // A handle exists only once cublas() has loaded the library.
+  if (handle_ != nullptr) (void)cublas().cublasDestroy_v2(handle_);
   handle_ = nullptr;
 }
 

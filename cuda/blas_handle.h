@@ -1,6 +1,7 @@
 // An owned cuBLAS handle bound to one stream.
 //
-// Ownership: cublasCreate in the constructor, cublasDestroy in the destructor; move-only. Thread safety: a
+// Ownership: cublasCreate in the constructor, cublasDestroy in the destructor (through cuda/cublas_library.h,
+// which loads cuBLAS on the first handle); move-only. Thread safety: a
 // handle belongs to one host thread (the trainer). Throws meridian::cuda::Error when cuBLAS cannot start
 // (no device, no driver) or the stream cannot be set.
 #pragma once

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "cuda/cublas_library.h"
+
 namespace meridian::cuda {
 
 namespace {
@@ -25,8 +27,13 @@ void throw_runtime_error(cudaError_t status, const char* call, const char* file,
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
   const char* name = cublas_status_name(status);
-  throw Error(Library::kCublas, static_cast<int>(status), name,
-              describe(file, line, call, name, cublasGetStatusString(status)));
+  // cuBLAS explains its statuses itself; without the library (it failed to load) the name has to do.
+  const char* text = nullptr;
+  try {
+    text = cublas().cublasGetStatusString(status);
+  } catch (const Error&) {
+  }
+  throw Error(Library::kCublas, static_cast<int>(status), name, describe(file, line, call, name, text));
 }
 
 void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda/cublas_library.h"
 #include "cuda/error.h"
 
 namespace meridian::cuda {
@@ -32,8 +33,8 @@ void gemm(cublasHandle_t handle, Transpose trans_a, Transpose trans_b, int m, in
   if (m == 0 || n == 0) return;
   // Row-major C (m×n) is column-major Cᵀ (n×m): Cᵀ = op(B)ᵀ op(A)ᵀ, so B goes first with n rows, and the
   // transpose flags keep their meaning because a row-major stride is the column-major leading dimension.
-  MERIDIAN_CUBLAS_CHECK(cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                                    &alpha, b, ldb, a, lda, &beta, c, ldc));
+  MERIDIAN_CUBLAS_CHECK(cublas().cublasSgemm_v2(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
+                                       k, &alpha, b, ldb, a, lda, &beta, c, ldc));
 }
 
 }  // namespace meridian::cuda

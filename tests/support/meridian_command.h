@@ -18,9 +18,11 @@ struct CommandOutput {
   std::string output;
 };
 
-// `args` is appended to the binary's path and run through the shell.
-inline CommandOutput run_meridian(const std::string& args) {
-  const std::string command = std::string(MERIDIAN_BINARY) + " " + args + " 2>&1";
+// `args` is appended to the binary's path and run through the shell; `environment` (e.g. "LD_DEBUG=libs")
+// is set for that process only.
+inline CommandOutput run_meridian(const std::string& args, const std::string& environment = {}) {
+  const std::string command =
+      (environment.empty() ? "" : environment + " ") + std::string(MERIDIAN_BINARY) + " " + args + " 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   REQUIRE(pipe);
   std::string output;
