@@ -2,36 +2,15 @@
 // `meridian devices` command run as a real process. These run in the CPU build too.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <string>
 
 #include "models/device.h"
+#include "tests/support/meridian_command.h"
 
 using namespace meridian::models;
+using meridian::tests::run_meridian;
 
 namespace {
-
-struct ProcessResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-ProcessResult run_meridian(const std::string& args) {
-  const std::string command = std::string(MERIDIAN_BINARY) + " " + args + " 2>&1";
-  ProcessResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> chunk{};
-  size_t n = 0;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) result.output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  REQUIRE(WIFEXITED(status));
-  result.exit_code = WEXITSTATUS(status);
-  return result;
-}
 
 const CudaAvailability kNoGpu{0, "CUDA driver version is insufficient (test)"};
 const CudaAvailability kTwoGpus{2, ""};
@@ -99,7 +78,7 @@ TEST_CASE("probing this machine never throws and explains an absent device", "[m
 TEST_CASE("meridian devices --device cuda fails cleanly with the reason where there is no GPU",
           "[models][device][process]") {
   const CudaAvailability cuda = probe_cuda();
-  const ProcessResult result = run_meridian("devices --device cuda");
+  const auto result = run_meridian("devices --device cuda");
   if (cuda.device_count == 0) {
     CHECK(result.exit_code == 1);
     CHECK(result.output.find("meridian: error: --device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
@@ -111,12 +90,12 @@ TEST_CASE("meridian devices --device cuda fails cleanly with the reason where th
 
 TEST_CASE("meridian devices reports what auto selects and rejects a misspelt device", "[models][device][process]") {
   const CudaAvailability cuda = probe_cuda();
-  const ProcessResult automatic = run_meridian("devices");
+  const auto automatic = run_meridian("devices");
   CHECK(automatic.exit_code == 0);
   CHECK(automatic.output.find(cuda.device_count > 0 ? "--device auto selects cuda:0" : "--device auto selects cpu") !=
         std::string::npos);
 
-  const ProcessResult typo = run_meridian("devices --device gpu");
+  const auto typo = run_meridian("devices --device gpu");
   CHECK(typo.exit_code == 1);
   CHECK(typo.output.find("invalid --device 'gpu'") != std::string::npos);
 }
@@ -127,13 +106,13 @@ TEST_CASE("meridian train --device cuda fails cleanly, with a hint, where there 
     WARN("SKIPPED: this machine has a CUDA device, so --device cuda does not fail here");
     return;
   }
-  const ProcessResult result = run_meridian("train --device cuda --epochs 1");
+  const auto result = run_meridian("train --device cuda --epochs 1");
   CHECK(result.exit_code == 1);
   CHECK(result.output.find("meridian: error: --device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
   CHECK(result.output.find("hint: use --device cpu") != std::string::npos);
   CHECK(result.output.find("epoch") == std::string::npos);  // refused before any training
 
-  const ProcessResult indexed = run_meridian("train --device cuda:1 --epochs 1");
+  const auto indexed = run_meridian("train --device cuda:1 --epochs 1");
   CHECK(indexed.exit_code == 1);
   CHECK(indexed.output.find("--device cuda:1: no CUDA device") != std::string::npos);
 }
