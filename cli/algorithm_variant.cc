@@ -58,8 +58,10 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
   return result;
 }
 
-void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, std::string& error) {
+void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, bool shared_delay_given,
+                             bool shared_period_given, std::string& error) {
   config.algo = variant.algo;
+  bool delay_given = shared_delay_given, period_given = shared_period_given;
   for (const auto& [key, value] : variant.knobs) {
     // Text knobs; site_config_problems judges their values.
     if (key == "grid") config.grid = value;
@@ -72,12 +74,18 @@ void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig
       error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a whole number";
       return;
     }
-    if (key == "delay") config.delay = n;
-    else if (key == "period") config.period = n;
+    if (key == "delay") {
+      config.delay = n;
+      delay_given = true;
+    } else if (key == "period") {
+      config.period = n;
+      period_given = true;
+    }
     else if (key == "out-peers") config.out_peers = n;
     else if (key == "tau") config.tau = n;
     else if (key == "reaverage-every") config.reaverage_every = n;
   }
+  daemon::apply_dts_shape_default(config, delay_given, period_given);
 }
 
 }  // namespace meridian::cli

@@ -49,6 +49,7 @@ void add_init_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--force", options->force, "Overwrite --out if it exists");
   cmd->callback([cmd, options, &exit_code] {
     daemon::apply_site_config_file(*cmd, options->config);
+    daemon::apply_dts_shape_default(*cmd, options->config);
     auto& config = options->config;
     if (config.name.empty()) config.name = default_site_name();
     daemon::validate_site_config(config);

@@ -215,7 +215,8 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--schedule", s.schedule, "constant | step:EPOCHS:FACTOR | cosine")->capture_default_str()->group(shared);
   cmd->add_option("--momentum", s.momentum, "Momentum coefficient")->capture_default_str()->group(shared);
   cmd->add_option("--weight-decay", s.weight_decay, "L2 weight decay")->capture_default_str()->group(shared);
-  cmd->add_option("--delay", s.delay, "D (dts; delayed compensation for sgp and dsync)")->capture_default_str()->group(shared);
+  cmd->add_option("--delay", s.delay, "D (dts; delayed compensation for sgp and dsync); dts without a delay or period runs D = 2, P = 16")
+      ->capture_default_str()->group(shared);
   cmd->add_option("--period", s.period, "P (dts)")->capture_default_str()->group(shared);
   cmd->add_option("--out-peers", s.out_peers, "K (sgp)")->capture_default_str()->group(shared);
   cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
@@ -231,7 +232,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", s.seed, "Random seed (initial model, partition, data order)")->capture_default_str()->group(shared);
   cmd->add_option("--device", s.device, "auto | cpu | cuda | cuda:N")->capture_default_str()->group(shared);
 
-  cmd->callback([options, algo_list, &exit_code] {
+  cmd->callback([cmd, options, algo_list, &exit_code] {
+    options->delay_given = cmd->get_option("--delay")->count() > 0;
+    options->period_given = cmd->get_option("--period")->count() > 0;
     try {
       exit_code = run_simulation(*options, *algo_list);
     } catch (const SimulationInterrupted& e) {

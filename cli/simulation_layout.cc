@@ -49,7 +49,7 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     c.name = s.name;
     const AlgorithmVariantParse parsed = parse_algorithm_variant(algo);
     std::string error = parsed.error;
-    if (error.empty()) apply_algorithm_variant(parsed.variant, c, error);
+    if (error.empty()) apply_algorithm_variant(parsed.variant, c, options.delay_given, options.period_given, error);
     if (!error.empty()) throw std::invalid_argument(error);
     c.listen = address(i);
     c.join.clear();

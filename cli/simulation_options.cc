@@ -80,7 +80,7 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
     config.name = simulated_site_name(0);
     const AlgorithmVariantParse parsed = parse_algorithm_variant(a);
     std::string error = parsed.error;
-    if (error.empty()) apply_algorithm_variant(parsed.variant, config, error);
+    if (error.empty()) apply_algorithm_variant(parsed.variant, config, o.delay_given, o.period_given, error);
     if (!error.empty()) {
       problems.push_back(error);
       continue;

@@ -17,6 +17,10 @@ struct SimulationOptions {
   // Shared by every site; simulate fills in what differs per site (name, listen, join, keys, roster,
   // run-dir, site-index, site-count, region, threads, metrics address) and, per run, the algorithm.
   daemon::SiteConfig site;
+  // Whether --delay and --period were given to simulate: dts entries without either (shared or as a
+  // knob) run dts' default shape (daemon::apply_dts_shape_default).
+  bool delay_given = false;
+  bool period_given = false;
   int threads_per_site = 1;
   int eval_every = 50;               // steps between test evaluations of every site (curves, time to target)
   double target_accuracy = 0.8;      // fraction in (0, 1)

@@ -35,6 +35,7 @@ void add_start_command(CLI::App& app, int& exit_code) {
   daemon::bind_site_options(*cmd, *config);
   cmd->callback([cmd, config, &exit_code] {
     daemon::apply_site_config_file(*cmd, *config);
+    daemon::apply_dts_shape_default(*cmd, *config);
     // stdout carries the result line; logs and the progress line go to stderr.
     spdlog::set_default_logger(spdlog::stderr_color_mt("meridian"));
     spdlog::set_pattern("%H:%M:%S.%e %^%l%$ [" + config->name + "] %v");

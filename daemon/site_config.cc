@@ -117,9 +117,12 @@ const std::vector<OptionSpec>& option_specs() {
         field(model, "epochs", "Epochs over the site's part of the data (fractions allowed, e.g. 0.5)", &C::epochs),
         field(model, "eval-every", "Steps between test-set evaluations (0 = once per epoch)", &C::eval_every),
         field(algo, "algo", "allreduce | dts | sgp | dsync | local", &C::algo),
-        field(algo, "delay", "D: steps a mixed result may arrive late (dts; delayed compensation for sgp, dsync)",
+        field(algo, "delay",
+              "D: steps a mixed result may arrive late (dts; delayed compensation for sgp, dsync). dts without "
+              "--delay and --period runs D = 2, P = 16",
               &C::delay),
-        field(algo, "period", "P: dts starts an average every P steps", &C::period),
+        field(algo, "period", "P: dts starts an average every P steps (see --delay for dts' default shape)",
+              &C::period),
         field(algo, "out-peers", "K: sgp out-peers per step", &C::out_peers),
         field(algo, "tau", "tau: sgp may run this many steps ahead of the oldest message it expects", &C::tau),
         field(algo, "grid", "dsync: auto | AxB (rows x columns of sites)", &C::grid),
@@ -320,6 +323,20 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config) {
       throw SiteConfigError("config file " + file + ": key '" + item.name + "': " + e.what());
     }
   }
+}
+
+void apply_dts_shape_default(SiteConfig& config, bool delay_given, bool period_given) {
+  if (config.algo != "dts" || delay_given || period_given) return;
+  config.delay = kDtsDefaultDelay;
+  config.period = kDtsDefaultPeriod;
+}
+
+void apply_dts_shape_default(const CLI::App& app, SiteConfig& config) {
+  const auto given = [&](const char* name) {
+    const CLI::Option* option = app.get_option_no_throw(name);
+    return option != nullptr && option->count() > 0;
+  };
+  apply_dts_shape_default(config, given("--delay"), given("--period"));
 }
 
 SiteConfig read_site_config_file(const std::string& path) {

@@ -119,6 +119,20 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config);
 // a few paths from it, such as the control socket). Throws SiteConfigError naming the file.
 SiteConfig read_site_config_file(const std::string& path);
 
+// dts's shape when neither --delay nor --period is given (on the command line, in the config file, or
+// for simulate as a shared flag or a knob). The fields' own defaults, D = 0 and P = 1, average every step
+// and wait for it: allreduce's schedule, which hides no latency, while hiding it is why one picks dts.
+// D = 2, P = 16 keeps P >= 8·D, the shape that stays stable with momentum (gossip/dts.h), and P <= 16,
+// which docs/results.md's experiment 7 found within 0.5 point of allreduce; it hides a latency of up to
+// about two steps' compute.
+inline constexpr int kDtsDefaultDelay = 2;
+inline constexpr int kDtsDefaultPeriod = 16;
+// Sets that shape when `config` runs dts and neither knob was given; otherwise changes nothing.
+void apply_dts_shape_default(SiteConfig& config, bool delay_given, bool period_given);
+// The same, with "given" read from the options --delay and --period of `app` (bound with
+// bind_site_options; call after apply_site_config_file, whose values count as given).
+void apply_dts_shape_default(const CLI::App& app, SiteConfig& config);
+
 // Every problem with `config`, each "--option: problem (hint)"; empty when valid.
 std::vector<std::string> site_config_problems(const SiteConfig& config);
 // Throws SiteConfigError listing site_config_problems() when there are any.

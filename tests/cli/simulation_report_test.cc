@@ -322,6 +322,22 @@ TEST_CASE("simulation options are checked before anything starts", "[cli][simula
   CHECK(simulated_site_region("", 0).empty());
 }
 
+TEST_CASE("a dts entry without a delay or period runs D = 2, P = 16", "[cli][simulate]") {
+  const auto shape_of = [](const std::string& entry, bool shared_delay, bool shared_period) {
+    meridian::daemon::SiteConfig config;
+    std::string error;
+    apply_algorithm_variant(parse_algorithm_variant(entry).variant, config, shared_delay, shared_period, error);
+    REQUIRE(error.empty());
+    return std::pair{config.delay, config.period};
+  };
+  CHECK(shape_of("dts", false, false) == std::pair{2, 16});
+  CHECK(shape_of("dts:period=4", false, false) == std::pair{0, 4});  // a knob keeps the user's shape
+  CHECK(shape_of("dts:delay=1", false, false) == std::pair{1, 1});
+  CHECK(shape_of("dts", true, false) == std::pair{0, 1});  // simulate --delay 0
+  CHECK(shape_of("dts", false, true) == std::pair{0, 1});  // simulate --period 1
+  CHECK(shape_of("sgp", false, false) == std::pair{0, 1});
+}
+
 TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
   const auto parsed = parse_algorithm_variant("dts:delay=4:period=2");
   REQUIRE(parsed.error.empty());
@@ -331,7 +347,7 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
   config.delay = 1;
   config.tau = 3;
   std::string error;
-  apply_algorithm_variant(parsed.variant, config, error);
+  apply_algorithm_variant(parsed.variant, config, false, false, error);
   CHECK(error.empty());
   CHECK(config.algo == "dts");
   CHECK(config.delay == 4);
@@ -342,19 +358,19 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
   // compression=topk:F keeps its own ':'; compensation is a text knob.
   const auto topk = parse_algorithm_variant("dts:delay=8:compression=topk:0.05:compensation=off");
   REQUIRE(topk.error.empty());
-  apply_algorithm_variant(topk.variant, config, error);
+  apply_algorithm_variant(topk.variant, config, false, false, error);
   CHECK(error.empty());
   CHECK(config.compression == "topk:0.05");
   CHECK(config.compensation == "off");
   CHECK(config.delay == 8);
-  apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config, error);
+  apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config, false, false, error);
   CHECK(error.empty());
   CHECK(config.exchange == "direct");
   CHECK_THAT(parse_algorithm_variant("dts:compression=fp16:0.05").error, Catch::Contains("not KNOB=VALUE"));
   CHECK_THAT(parse_algorithm_variant("dts:speed=4").error, Catch::Contains("unknown knob 'speed'"));
   CHECK_THAT(parse_algorithm_variant("dts:delay").error, Catch::Contains("not KNOB=VALUE"));
   CHECK_THAT(parse_algorithm_variant("dts:delay=").error, Catch::Contains("has no value"));
-  apply_algorithm_variant(parse_algorithm_variant("sgp:tau=two").variant, config, error);
+  apply_algorithm_variant(parse_algorithm_variant("sgp:tau=two").variant, config, false, false, error);
   CHECK_THAT(error, Catch::Contains("tau 'two' is not a whole number"));
 
   SimulationOptions o;

@@ -14,7 +14,8 @@ using meridian::testing::TempDir;
 
 namespace {
 
-// Parses `args` the way a command does: flags, then the --config file for what flags left unset.
+// Parses `args` the way `meridian start` does: flags, then the --config file for what flags left unset,
+// then dts' default shape.
 SiteConfig parse(std::vector<std::string> args) {
   CLI::App app{"test"};
   SiteConfig config;
@@ -22,6 +23,7 @@ SiteConfig parse(std::vector<std::string> args) {
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
   app.parse(args);
   apply_site_config_file(app, config);
+  apply_dts_shape_default(app, config);
   return config;
 }
 
@@ -87,6 +89,31 @@ TEST_CASE("every kind of value survives init and --config", "[daemon][config]") 
   CHECK(overridden.lr == 0.5);
   CHECK(overridden.join == std::vector<std::string>{"tcp://h:1"});
   CHECK(overridden.delay == 3);
+}
+
+TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given keeps the user's shape",
+          "[daemon][config]") {
+  const auto shape = [](const SiteConfig& c) { return std::pair{c.delay, c.period}; };
+  CHECK(shape(parse({"--algo", "dts"})) == std::pair{kDtsDefaultDelay, kDtsDefaultPeriod});
+  CHECK(shape(parse({"--algo", "dts"})) == std::pair{2, 16});
+  CHECK(shape(parse({"--algo", "dts", "--delay", "0"})) == std::pair{0, 1});
+  CHECK(shape(parse({"--algo", "dts", "--period", "4"})) == std::pair{0, 4});
+  CHECK(shape(parse({"--algo", "sgp"})) == std::pair{0, 1});  // the fields' own defaults elsewhere
+
+  // A value in the config file counts as given, like one on the command line.
+  TempDir tmp;
+  const auto file = tmp.path() / "site.toml";
+  std::ofstream(file) << "algo = \"dts\"\nperiod = 1\n";
+  CHECK(shape(parse({"--config", file.string()})) == std::pair{0, 1});
+  std::ofstream(file) << "algo = \"dts\"\n";
+  CHECK(shape(parse({"--config", file.string()})) == std::pair{2, 16});
+
+  // meridian init writes the shape into the file it makes, so the file says what the site will run.
+  const auto made = tmp.path() / "made.toml";
+  REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --name a --algo dts --out " + made.string() + " > /dev/null") == 0);
+  std::ifstream in(made);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("\ndelay = 2\n") && Catch::Contains("\nperiod = 16\n"));
 }
 
 TEST_CASE("a bad config file names the file and the key", "[daemon][config]") {
