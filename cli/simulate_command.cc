@@ -224,6 +224,13 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")->capture_default_str()->group(shared);
   cmd->add_option("--round-timeout", s.round_timeout, "Seconds before a mixing round is abandoned and redone")
       ->capture_default_str()->group(shared);
+  // Many sites on few cores delay heartbeats by whole seconds: the knobs to keep them from being
+  // declared dead falsely.
+  cmd->add_option("--heartbeat-interval", s.heartbeat_interval, "Seconds between heartbeats")
+      ->capture_default_str()->group(shared);
+  cmd->add_option("--heartbeat-timeout", s.heartbeat_timeout,
+                  "Seconds of silence before a site is declared dead (raise it when the machine is loaded)")
+      ->capture_default_str()->group(shared);
   cmd->add_flag("--robust-aggregation", s.robust_aggregation,
                 "Byzantine-robust mixing on every site (trimmed mean, norm clipping; docs/reliability.md)")
       ->group(shared);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <type_traits>
 #include <utility>
@@ -94,6 +95,12 @@ const std::vector<OptionSpec>& option_specs() {
               &C::join),
         field(id, "insecure", "No encryption or authentication: local experiments only, never across sites",
               &C::insecure),
+        field(id, "heartbeat-interval", "Seconds between the heartbeats this site sends to every live member",
+              &C::heartbeat_interval),
+        field(id, "heartbeat-timeout",
+              "Seconds of silence after which a member is declared dead and left out of the next view; raise it "
+              "on a heavily loaded machine or long, lossy links (several intervals plus the slowest round trip)",
+              &C::heartbeat_timeout),
         field(id, "run-dir", "Directory for checkpoints and the control socket unless those are set", &C::run_dir),
         field(data, "dataset", "fashion-mnist | idx | csv", &C::dataset),
         field(data, "data-dir", "IDX files (train-images-idx3-ubyte[.gz], ...) for fashion-mnist and idx",
@@ -210,6 +217,13 @@ std::optional<T> parse_number(std::string_view s) {
   return v;
 }
 
+// Seconds as people write them: 0.5, 3, 1e-3.
+std::string seconds_text(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", seconds);
+  return buf;
+}
+
 // tcp://HOST:PORT with a port in [min_port, 65535].
 bool is_tcp_address(const std::string& address, int min_port) {
   constexpr std::string_view scheme = "tcp://";
@@ -249,6 +263,10 @@ std::optional<ScheduleSpec> parse_schedule(const std::string& text) {
   const auto factor = parse_number<double>(rest.substr(colon + 1));
   if (!epochs || *epochs < 1 || !factor || !std::isfinite(*factor) || *factor <= 0) return std::nullopt;
   return ScheduleSpec{ScheduleSpec::Kind::kStep, *epochs, *factor};
+}
+
+std::chrono::milliseconds heartbeat_milliseconds(double seconds) {
+  return std::chrono::milliseconds(std::llround(seconds * 1000.0));
 }
 
 std::optional<double> partition_origin_unix_seconds(const std::string& text) {
@@ -381,6 +399,24 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
     const auto at = peer.find('@');
     const bool named = at != std::string::npos && at > 0 && is_site_name(peer.substr(0, at));
     if (!is_tcp_address(named ? peer.substr(at + 1) : peer, 1)) problem("join", "'" + peer + "' is not [NAME@]tcp://HOST:PORT (e.g. tcp://10.0.0.2:7400)");
+  }
+  // Membership counts in whole milliseconds; the upper bound keeps the conversion far from overflow.
+  constexpr double kMaxHeartbeatSeconds = 86400;
+  auto heartbeat_seconds_ok = [&](const std::string& option, double seconds, const char* example) {
+    if (std::isfinite(seconds) && seconds >= 0.001 && seconds <= kMaxHeartbeatSeconds) return true;
+    problem(option, "must be a number of seconds from 0.001 to 86400 (e.g. " + std::string(example) + ")");
+    return false;
+  };
+  const bool interval_ok = heartbeat_seconds_ok("heartbeat-interval", c.heartbeat_interval, "0.5");
+  const bool timeout_ok = heartbeat_seconds_ok("heartbeat-timeout", c.heartbeat_timeout, "3");
+  if (interval_ok && timeout_ok &&
+      heartbeat_milliseconds(c.heartbeat_timeout) <= heartbeat_milliseconds(c.heartbeat_interval)) {
+    // One late heartbeat must not kill a member: the timeout has to span several of them.
+    const char* unit = c.heartbeat_timeout > c.heartbeat_interval ? " (by a whole millisecond at least)" : "";
+    problem("heartbeat-timeout", seconds_text(c.heartbeat_timeout) + " s must exceed --heartbeat-interval " +
+                                     seconds_text(c.heartbeat_interval) + " s" + unit +
+                                     ": make it several intervals plus the round trip of the slowest link (e.g. " +
+                                     seconds_text(std::min(6 * c.heartbeat_interval, kMaxHeartbeatSeconds)) + ")");
   }
   if (c.run_dir.empty()) problem("run-dir", "must not be empty (e.g. --run-dir /var/lib/meridian)");
 

@@ -7,6 +7,7 @@
 // `meridian init` writes a commented file (render_site_config) that reads back to the same values.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -29,6 +30,8 @@ struct SiteConfig {
                                          // when listening on 0.0.0.0)
   std::vector<std::string> join;         // bootstrap peers, tcp://HOST:PORT
   bool insecure = false;                 // no CurveZMQ: local experiments only
+  double heartbeat_interval = 0.5;       // seconds between the heartbeats sent to every live member
+  double heartbeat_timeout = 3.0;        // seconds of silence after which a member is declared dead
   std::string run_dir = "meridian-run";  // default home of checkpoints and the control socket
 
   // Data
@@ -155,6 +158,10 @@ struct GridSpec {
   int rows = 0, cols = 0;  // both 0 for "auto"
 };
 std::optional<GridSpec> parse_grid(const std::string& text);
+
+// --heartbeat-interval or --heartbeat-timeout in the milliseconds membership counts in (rounded to the
+// nearest); only meaningful for a value site_config_problems() accepts.
+std::chrono::milliseconds heartbeat_milliseconds(double seconds);
 
 // --wan-partition-origin as a Unix time in seconds (finite, positive); nullopt for "start", "training"
 // or anything that is not such a number.

@@ -287,6 +287,8 @@ void SiteDaemon::Impl::make_transport() {
   o.partition_clock_deferred = config.wan_partition_origin == "training";
   o.bootstrap = config.join;
   o.insecure = config.insecure;
+  o.heartbeat_interval = heartbeat_milliseconds(config.heartbeat_interval);
+  o.heartbeat_timeout = heartbeat_milliseconds(config.heartbeat_timeout);
   if (!config.insecure) {
     o.keys = peer::read_key_pair(config.key_dir);
     o.roster = peer::Roster::load(config.roster);
@@ -324,13 +326,14 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   std::optional<peer::View> candidate;
   auto candidate_since = Clock::now();
   // Views settle within a few heartbeats; starting on one that is about to be replaced would put
-  // this site in other rounds than its peers.
-  const auto settle = milliseconds(1000);
+  // this site in other rounds than its peers. Member lists travel with the heartbeats, so a longer
+  // --heartbeat-interval needs a longer wait.
+  const auto settle = std::max(milliseconds(1000), 2 * heartbeat_milliseconds(config.heartbeat_interval));
   // A resuming site may first hear of a view its previous incarnation was in; the view that takes it
   // back comes after one that leaves the old incarnation out (peer/membership.h). Only when nobody
   // leaves it out for a few heartbeat timeouts (the whole federation restarted) does any view do.
   const auto waiting_since = Clock::now();
-  const auto alone_grace = 2 * peer::ZmqTransportOptions{}.heartbeat_timeout + settle;
+  const auto alone_grace = 2 * heartbeat_milliseconds(config.heartbeat_timeout) + settle;
   // Both views come after the checkpoint's round: the previous incarnation was alive there, so a view
   // that left it out before (when the federation formed, say) does not count.
   const std::uint64_t checkpoint_round = resumed && resume ? resume->step : 0;

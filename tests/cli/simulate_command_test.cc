@@ -60,23 +60,28 @@ Result run_with_fake_sites(const char* mode, const std::string& args) {
 }  // namespace
 
 TEST_CASE("simulate rejects bad arguments with messages that name the option", "[cli][simulate]") {
-  const Result r = run("simulate --sites 0 --algo sgp,fedavg --wan world5 --partition dirichlet:-1 --target-accuracy 80");
+  const Result r = run("simulate --sites 0 --algo sgp,fedavg --wan world5 --partition dirichlet:-1 --target-accuracy 80"
+                       " --heartbeat-timeout 0.2");
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("--sites: 0 is not in 1..64") != std::string::npos);
   CHECK(r.output.find("'fedavg' is not one of") != std::string::npos);
   CHECK(r.output.find("world5") != std::string::npos);
   CHECK(r.output.find("--partition") != std::string::npos);
   CHECK(r.output.find("--target-accuracy: 80 is not a fraction") != std::string::npos);
+  CHECK(r.output.find("--heartbeat-timeout: 0.2 s must exceed --heartbeat-interval 0.5 s") != std::string::npos);
   const Result help = run("simulate --help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("Example") != std::string::npos);
+  CHECK(help.output.find("--heartbeat-timeout") != std::string::npos);
+  CHECK(help.output.find("--heartbeat-interval") != std::string::npos);
   CHECK(help.output.find("--site-program") == std::string::npos);  // a test seam, not for users
 }
 
 TEST_CASE("simulate collects every site's progress and result into the table, CSV files and plot",
           "[cli][simulate]") {
   meridian::testing::TempDir dir;
-  const Result r = run("simulate --sites 3 --algo local,sgp --wan world4 --target-accuracy 0.75 --out " +
+  const Result r = run("simulate --sites 3 --algo local,sgp --wan world4 --target-accuracy 0.75"
+                       " --heartbeat-interval 1 --heartbeat-timeout 15 --out " +
                        dir.path().string() + " --site-program " + kFakeSite);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -113,6 +118,8 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
       CHECK(config.find(std::string("region = \"") + (i == 0 ? "oregon" : i == 1 ? "ohio" : "london")) !=
             std::string::npos);
       CHECK(config.find("metrics-address = \"off\"") != std::string::npos);
+      CHECK(config.find("heartbeat-interval = 1.0\n") != std::string::npos);
+      CHECK(config.find("heartbeat-timeout = 15.0\n") != std::string::npos);
     }
   }
   CHECK(fs::exists(dir.path() / "keys" / "site-2" / "secret.key"));

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "daemon/site_config.h"
 #include "tests/daemon/temp_dir.h"
@@ -65,7 +66,8 @@ TEST_CASE("every kind of value survives init and --config", "[daemon][config]") 
               " --name tokyo --insecure --join tcp://10.0.0.1:7400,tcp://10.0.0.2:7401 --widths 512,64,32"
               " --lr 0.125 --weight-decay 5e-4 --algo dts --delay 3 --period 2 --wan world4 --region tokyo"
               " --seed 18446744073709551615 --metrics-address off --checkpoint-dir '/var/lib/it is \"here\"'"
-              " --partition dirichlet:0.5 --site-index 2 --site-count 4 > /dev/null") == 0);
+              " --partition dirichlet:0.5 --site-index 2 --site-count 4"
+              " --heartbeat-interval 0.25 --heartbeat-timeout 12.5 > /dev/null") == 0);
   const auto config = parse({"--config", file.string()});
   CHECK(config.name == "tokyo");
   CHECK(config.insecure);
@@ -82,6 +84,8 @@ TEST_CASE("every kind of value survives init and --config", "[daemon][config]") 
   CHECK(config.metrics_address == "off");
   CHECK(config.checkpoint_dir == "/var/lib/it is \"here\"");
   CHECK(config.site_index == 2);
+  CHECK(config.heartbeat_interval == 0.25);
+  CHECK(config.heartbeat_timeout == 12.5);
   CHECK(problems_of(config).empty());
 
   // A flag on the command line wins over the file; the rest still comes from the file.
@@ -160,6 +164,17 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.listen = "0.0.0.0:7400"; }, "--listen: '0.0.0.0:7400' is not tcp://HOST:PORT"},
       {[](SiteConfig& c) { c.join = {"tcp://host"}; }, "--join: 'tcp://host' is not [NAME@]tcp://HOST:PORT"},
       {[](SiteConfig& c) { c.join = {"tcp://host:0"}; }, "--join: 'tcp://host:0'"},
+      {[](SiteConfig& c) { c.heartbeat_interval = 0; }, "--heartbeat-interval: must be a number of seconds from 0.001 to 86400 (e.g. 0.5)"},
+      {[](SiteConfig& c) { c.heartbeat_interval = -1; }, "--heartbeat-interval: must be a number of seconds"},
+      {[](SiteConfig& c) { c.heartbeat_timeout = std::nan(""); }, "--heartbeat-timeout: must be a number of seconds from 0.001 to 86400 (e.g. 3)"},
+      {[](SiteConfig& c) { c.heartbeat_timeout = std::numeric_limits<double>::infinity(); }, "--heartbeat-timeout: must be a number of seconds"},
+      {[](SiteConfig& c) { c.heartbeat_timeout = 0.0004; }, "--heartbeat-timeout: must be a number of seconds"},
+      {[](SiteConfig& c) { c.heartbeat_timeout = 0.5; },
+       "--heartbeat-timeout: 0.5 s must exceed --heartbeat-interval 0.5 s: make it several intervals plus the round trip "
+       "of the slowest link (e.g. 3)"},
+      {[](SiteConfig& c) { c.heartbeat_interval = 10; c.heartbeat_timeout = 4; }, "--heartbeat-timeout: 4 s must exceed --heartbeat-interval 10 s"},
+      // Membership counts whole milliseconds: these two are the same interval there.
+      {[](SiteConfig& c) { c.heartbeat_interval = 0.0011; c.heartbeat_timeout = 0.0012; }, "--heartbeat-timeout: 0.0012 s must exceed --heartbeat-interval 0.0011 s (by a whole millisecond at least)"},
       {[](SiteConfig& c) { c.dataset = "cifar"; }, "--dataset: 'cifar' is not one of fashion-mnist, idx, csv"},
       {[](SiteConfig& c) { c.dataset = "csv"; }, "--train-csv: missing"},
       {[](SiteConfig& c) { c.partition = "dirichlet:0"; }, "--partition: partition \"dirichlet:0\": alpha"},
@@ -230,6 +245,8 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
   local.schedule = "step:2:0.5";
   local.grid = "2x4";
   local.device = "cuda:1";
+  local.heartbeat_interval = 2;
+  local.heartbeat_timeout = 20;
   CHECK(problems_of(local).empty());
   local.wan = " world4 , bandwidth=0.5mbit, loss=0.1% ";
   local.region = "london";

@@ -448,6 +448,69 @@ TEST_CASE("status, peers and leave are answered while a round waits for a stoppe
   b->kill_hard();
 }
 
+TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps a silent peer the others declare dead",
+          "[daemon][multiprocess][heartbeat]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  // Three of four sites: they stay in the joining phase, where membership runs and nothing trains.
+  auto args_for = [](const std::string& name, int index, const std::string& timeout) {
+    auto args = site_args(name, index, 4, "allreduce", "1");
+    args.insert(args.end(), {"--heartbeat-interval", "0.25", "--heartbeat-timeout", timeout});
+    return args;
+  };
+  SiteProcess patient(dir.path() / "patient", args_for("patient", 0, "600"));
+  REQUIRE_FALSE(patient.endpoint().empty());
+  auto quiet_args = args_for("quiet", 1, "3");
+  quiet_args.insert(quiet_args.end(), {"--join", patient.endpoint()});
+  SiteProcess quiet(dir.path() / "quiet", quiet_args);
+  // The watcher's timeout is this test's clock: when it declares the silent site dead, the patient
+  // site has heard nothing from it for as long, well past the 3 s it would use without the option.
+  auto watcher_args = args_for("watcher", 2, "8");
+  watcher_args.insert(watcher_args.end(), {"--join", patient.endpoint()});
+  SiteProcess watcher(dir.path() / "watcher", watcher_args);
+  auto logs = [&] { return "patient:\n" + patient.log() + "\nwatcher:\n" + watcher.log(); };
+  for (const auto* site : {&patient, &quiet, &watcher})
+    REQUIRE(eventually([&] { return site->log().find("waiting for 4 sites") != std::string::npos || site->exited(); }));
+
+  meridian::daemon::ControlClient patient_control((patient.run_dir() / "control.sock").string());
+  meridian::daemon::ControlClient watcher_control((watcher.run_dir() / "control.sock").string());
+  auto state_of = [](meridian::daemon::ControlClient& control, const std::string& name) {
+    for (const auto& p : control.peers())
+      if (p.name == name) return p.state;
+    return std::string("unknown");
+  };
+  {
+    const bool all_alive = eventually([&] {
+      return state_of(patient_control, "quiet") == "alive" && state_of(watcher_control, "quiet") == "alive";
+    });
+    INFO(logs());
+    REQUIRE(all_alive);
+  }
+  quiet.signal(SIGSTOP);
+  const bool watcher_noticed = eventually([&] { return state_of(watcher_control, "quiet") == "dead"; });
+  // The watcher's verdict goes to the patient site by gossip as well; it keeps its own, as it has heard
+  // from the member within its timeout.
+  const std::string patient_verdict = state_of(patient_control, "quiet");
+  INFO(logs());
+  REQUIRE(watcher_noticed);
+  CHECK(patient_verdict == "alive");
+  quiet.signal(SIGCONT);
+}
+
+TEST_CASE("start refuses a heartbeat timeout that does not exceed the interval, with a hint", "[daemon][config]") {
+  TempDir dir;
+  auto args = site_args("x", 0, 1, "local", "1");
+  args.insert(args.end(), {"--heartbeat-interval", "2", "--heartbeat-timeout", "1.5"});
+  SiteProcess site(dir.path() / "x", args);
+  CHECK(site.wait_exit() == 1);
+  INFO(site.log());
+  CHECK(site.log().find("--heartbeat-timeout: 1.5 s must exceed --heartbeat-interval 2 s: make it several intervals "
+                        "plus the round trip of the slowest link (e.g. 12)") != std::string::npos);
+}
+
 TEST_CASE("sites whose data give them different step counts all end after the smallest", "[daemon][multiprocess][plan]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
