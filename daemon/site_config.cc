@@ -357,6 +357,24 @@ void apply_dts_shape_default(const CLI::App& app, SiteConfig& config) {
   apply_dts_shape_default(config, given("--delay"), given("--period"));
 }
 
+std::string describe_algorithm(const SiteConfig& c) {
+  const std::string d = std::to_string(c.delay);
+  std::string out = c.algo;
+  if (c.algo == "dts") {
+    out += ", D = " + d + ", P = " + std::to_string(c.period);
+    if (c.delay == kDtsDefaultDelay && c.period == kDtsDefaultPeriod) out += " (dts' default shape)";
+    if (c.delay == 0 && c.period == 1) out += " (waits for every average, as allreduce does)";
+    out += ", exchange " + c.exchange + ", compensation " + c.compensation;
+  } else if (c.algo == "sgp") {
+    out += ", K = " + std::to_string(c.out_peers) + " out-peer(s), tau = " + std::to_string(c.tau);
+  } else if (c.algo == "dsync") {
+    out += ", grid " + c.grid + ", D = " + d;
+  }
+  if (c.algo != "allreduce" && c.algo != "local" && c.compression != "none") out += ", compression " + c.compression;
+  if (c.robust_aggregation) out += ", robust aggregation";
+  return out;
+}
+
 SiteConfig read_site_config_file(const std::string& path) {
   CLI::App app;
   SiteConfig config;

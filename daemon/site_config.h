@@ -136,6 +136,11 @@ void apply_dts_shape_default(SiteConfig& config, bool delay_given, bool period_g
 // bind_site_options; call after apply_site_config_file, whose values count as given).
 void apply_dts_shape_default(const CLI::App& app, SiteConfig& config);
 
+// The algorithm this site runs with the knobs that shape it, for the start-up log, e.g.
+// "dts, D = 2, P = 16 (dts' default shape), exchange ring, compensation exact". Only the knobs the
+// algorithm reads are named. For a valid config.
+std::string describe_algorithm(const SiteConfig& config);
+
 // Every problem with `config`, each "--option: problem (hint)"; empty when valid.
 std::vector<std::string> site_config_problems(const SiteConfig& config);
 // Throws SiteConfigError listing site_config_problems() when there are any.

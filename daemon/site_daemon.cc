@@ -300,6 +300,7 @@ void SiteDaemon::Impl::make_transport() {
   // Operators (and the hostile-input test) match this against the fingerprints named in rejections.
   spdlog::info("model {}: {} parameters, wire fingerprint {:016x}", model->fingerprint(), model->parameters().size(),
                o.validation.model_fingerprint);
+  spdlog::info("algorithm: {}", describe_algorithm(config));
   // allreduce re-averages parameters and optimizer state as one tensor (trainer_algorithm.h), so only
   // the other algorithms can pin every tensor to the model's length.
   if (config.algo != "allreduce") o.validation.model_elements = model->parameters().size();

@@ -120,6 +120,15 @@ TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given
   CHECK_THAT(text, Catch::Contains("\ndelay = 2\n") && Catch::Contains("\nperiod = 16\n"));
 }
 
+TEST_CASE("the start-up log names the algorithm with the knobs it reads", "[daemon][config]") {
+  CHECK(describe_algorithm(parse({"--algo", "dts"})) == "dts, D = 2, P = 16 (dts' default shape), exchange ring, compensation exact");
+  CHECK_THAT(describe_algorithm(parse({"--algo", "dts", "--delay", "0"})), Catch::Contains("D = 0, P = 1 (waits for every average"));
+  CHECK(describe_algorithm(parse({"--algo", "sgp", "--tau", "4", "--compression", "fp16"})) ==
+        "sgp, K = 1 out-peer(s), tau = 4, compression fp16");
+  CHECK(describe_algorithm(parse({"--algo", "dsync", "--robust-aggregation"})) == "dsync, grid auto, D = 0, robust aggregation");
+  CHECK(describe_algorithm(parse({"--algo", "allreduce"})) == "allreduce");
+}
+
 TEST_CASE("a bad config file names the file and the key", "[daemon][config]") {
   TempDir tmp;
   const auto file = tmp.path() / "bad.toml";
