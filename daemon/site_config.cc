@@ -418,15 +418,18 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
     const bool named = at != std::string::npos && at > 0 && is_site_name(peer.substr(0, at));
     if (!is_tcp_address(named ? peer.substr(at + 1) : peer, 1)) problem("join", "'" + peer + "' is not [NAME@]tcp://HOST:PORT (e.g. tcp://10.0.0.2:7400)");
   }
-  // Membership counts in whole milliseconds; the upper bound keeps the conversion far from overflow.
+  // Membership counts in whole milliseconds; the upper bounds keep the conversion far from overflow, and
+  // the interval's leaves room for a timeout of six intervals, which the hint below suggests.
   constexpr double kMaxHeartbeatSeconds = 86400;
-  auto heartbeat_seconds_ok = [&](const std::string& option, double seconds, const char* example) {
-    if (std::isfinite(seconds) && seconds >= 0.001 && seconds <= kMaxHeartbeatSeconds) return true;
-    problem(option, "must be a number of seconds from 0.001 to 86400 (e.g. " + std::string(example) + ")");
+  constexpr double kMaxHeartbeatIntervalSeconds = 3600;
+  auto heartbeat_seconds_ok = [&](const std::string& option, double seconds, double most, const char* example) {
+    if (std::isfinite(seconds) && seconds >= 0.001 && seconds <= most) return true;
+    problem(option, "must be a number of seconds from 0.001 to " + seconds_text(most) + " (e.g. " + example + ")");
     return false;
   };
-  const bool interval_ok = heartbeat_seconds_ok("heartbeat-interval", c.heartbeat_interval, "0.5");
-  const bool timeout_ok = heartbeat_seconds_ok("heartbeat-timeout", c.heartbeat_timeout, "3");
+  const bool interval_ok =
+      heartbeat_seconds_ok("heartbeat-interval", c.heartbeat_interval, kMaxHeartbeatIntervalSeconds, "0.5");
+  const bool timeout_ok = heartbeat_seconds_ok("heartbeat-timeout", c.heartbeat_timeout, kMaxHeartbeatSeconds, "3");
   if (interval_ok && timeout_ok &&
       heartbeat_milliseconds(c.heartbeat_timeout) <= heartbeat_milliseconds(c.heartbeat_interval)) {
     // One late heartbeat must not kill a member: the timeout has to span several of them.
@@ -434,7 +437,7 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
     problem("heartbeat-timeout", seconds_text(c.heartbeat_timeout) + " s must exceed --heartbeat-interval " +
                                      seconds_text(c.heartbeat_interval) + " s" + unit +
                                      ": make it several intervals plus the round trip of the slowest link (e.g. " +
-                                     seconds_text(std::min(6 * c.heartbeat_interval, kMaxHeartbeatSeconds)) + ")");
+                                     seconds_text(6 * c.heartbeat_interval) + ")");
   }
   if (c.run_dir.empty()) problem("run-dir", "must not be empty (e.g. --run-dir /var/lib/meridian)");
 
