@@ -80,10 +80,13 @@ void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig
     } else if (key == "period") {
       config.period = n;
       period_given = true;
+    } else if (key == "out-peers") {
+      config.out_peers = n;
+    } else if (key == "tau") {
+      config.tau = n;
+    } else if (key == "reaverage-every") {
+      config.reaverage_every = n;
     }
-    else if (key == "out-peers") config.out_peers = n;
-    else if (key == "tau") config.tau = n;
-    else if (key == "reaverage-every") config.reaverage_every = n;
   }
   daemon::apply_dts_shape_default(config, delay_given, period_given);
 }
