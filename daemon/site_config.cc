@@ -433,9 +433,9 @@ std::vector<std::string> site_config_problems(const SiteConfig& c) {
   if (interval_ok && timeout_ok &&
       heartbeat_milliseconds(c.heartbeat_timeout) <= heartbeat_milliseconds(c.heartbeat_interval)) {
     // One late heartbeat must not kill a member: the timeout has to span several of them.
-    const char* unit = c.heartbeat_timeout > c.heartbeat_interval ? " (by a whole millisecond at least)" : "";
+    const char* margin = c.heartbeat_timeout > c.heartbeat_interval ? " (by a whole millisecond at least)" : "";
     problem("heartbeat-timeout", seconds_text(c.heartbeat_timeout) + " s must exceed --heartbeat-interval " +
-                                     seconds_text(c.heartbeat_interval) + " s" + unit +
+                                     seconds_text(c.heartbeat_interval) + " s" + margin +
                                      ": make it several intervals plus the round trip of the slowest link (e.g. " +
                                      seconds_text(6 * c.heartbeat_interval) + ")");
   }
