@@ -16,7 +16,7 @@ double PushSumStepScale::factor(double w) {
   // G = 1 leaves s = w bit for bit (gain_ stays 1).
   if (bound_ <= 1.0) return w;
   smoothed_ += kSmoothing * (w - smoothed_);
-  gain_ = std::clamp(1.0 / smoothed_, 1.0, bound_);
+  gain_ = gain_from_average();
   return w * gain_;
 }
 
@@ -25,7 +25,11 @@ void PushSumStepScale::resume(double weight_average) {
     throw std::invalid_argument("sgp: checkpoint push-sum weight average " + std::to_string(weight_average) +
                                 " is not positive");
   smoothed_ = weight_average;
-  gain_ = bound_ <= 1.0 ? 1.0 : std::clamp(1.0 / smoothed_, 1.0, bound_);
+  gain_ = gain_from_average();
+}
+
+double PushSumStepScale::gain_from_average() const {
+  return bound_ <= 1.0 ? 1.0 : std::clamp(1.0 / smoothed_, 1.0, bound_);
 }
 
 }  // namespace meridian::gossip

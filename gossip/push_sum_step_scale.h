@@ -68,6 +68,9 @@ class PushSumStepScale {
   double gain() const { return gain_; }
 
  private:
+  // g = clamp(1 / ŵ, 1, G), and 1 when G = 1: what factor() and resume() derive from ŵ.
+  double gain_from_average() const;
+
   double bound_ = 1.0;     // G
   double smoothed_ = 1.0;  // ŵ
   double gain_ = 1.0;
