@@ -146,7 +146,8 @@ bool ZmqTransport::take_loop(std::unique_lock<std::mutex>& loop_lock) {
     loop_lock.lock();
     --callers_waiting_;
   }
-  if (loop_->stopping() || broken_) {
+  // After leave() there is no loop left to run: the caller then finds the transport closed.
+  if (!loop_ || loop_->stopping() || broken_) {
     loop_lock.unlock();
     return false;
   }
@@ -283,6 +284,7 @@ void ZmqTransport::leave(std::chrono::milliseconds linger) {
   post(Command{Command::Type::kLeave, {}, {}, static_cast<std::uint64_t>(linger.count())});
   wake_io_thread();
   thread_.join();
+  std::lock_guard loop_lock(loop_mu_);
   loop_.reset();  // closes the sockets; their linger lets the leave reach the peers
 }
 
