@@ -95,7 +95,10 @@ nlohmann::json probe(const Case& c, int repeats) {
 
   const double hidden = (compute_ms + copy_ms - both_ms) / std::min(compute_ms, copy_ms);
   std::string widths;
-  for (const std::size_t w : c.hidden) widths += (widths.empty() ? "" : ",") + std::to_string(w);
+  for (const std::size_t w : c.hidden) {
+    if (!widths.empty()) widths += ',';
+    widths += std::to_string(w);
+  }
   return {{"model", c.kind},        {"hidden_widths", widths}, {"parameters", n},
           {"batch", c.batch},       {"compute_ms", compute_ms}, {"copy_ms", copy_ms},
           {"both_ms", both_ms},     {"hidden", hidden},         {"overlaps", hidden >= 0.5},

@@ -14,7 +14,7 @@ later epochs' samples/s, as the kit reads Meridian's per-epoch lines. Prints one
 and batch: {"side": "pytorch", "model", "batch", "epochs", "epoch_samples_per_second": [...],
 "samples_per_second", "torch", "cuda", "cudnn", "device"}.
 
-Usage: torch_cuda_throughput.py --data-dir DIR [--models mlp,cnn] [--batches 64,256,1024] [--epochs 4]
+Usage: torch_cuda_throughput.py --data-dir DIR [--models mlp,cnn] [--batches 64,256,1024] [--epochs 6]
 """
 import argparse
 import gzip
@@ -91,7 +91,7 @@ def main():
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--batches", default="64,256,1024")
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=6)
     args = parser.parse_args()
     if args.epochs < 2:
         sys.exit("torch_cuda_throughput: --epochs must be at least 2 (the first one warms up)")
