@@ -15,6 +15,7 @@ and batch: {"side": "pytorch", "model", "batch", "epochs", "epoch_samples_per_se
 "samples_per_second", "torch", "cuda", "cudnn", "device"}.
 
 Usage: torch_cuda_throughput.py --data-dir DIR [--models mlp,cnn] [--batches 64,256,1024] [--epochs 6]
+       [--device cuda|cpu]   (cpu only to try the script on a machine without a GPU)
 """
 import argparse
 import gzip
@@ -58,7 +59,7 @@ def make_model(name):
     sys.exit(f"torch_cuda_throughput: unknown model {name}")
 
 
-def run(name, batch, epochs, x_all, y_all, device):
+def run(name, batch, epochs, x_all, y_all, device, synchronize):
     torch.manual_seed(1)
     model = make_model(name).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
@@ -68,7 +69,7 @@ def run(name, batch, epochs, x_all, y_all, device):
     rates = []
     for _ in range(epochs):
         perm = torch.randperm(rows, generator=generator)
-        torch.cuda.synchronize()
+        synchronize()
         start = time.perf_counter()
         for first in range(0, rows, batch):
             idx = perm[first:first + batch]
@@ -81,7 +82,7 @@ def run(name, batch, epochs, x_all, y_all, device):
             value = loss.item()
             if not math.isfinite(value):
                 sys.exit(f"torch_cuda_throughput: {name} batch {batch} diverged (loss {value})")
-        torch.cuda.synchronize()
+        synchronize()
         rates.append(rows / (time.perf_counter() - start))
     return rates
 
@@ -92,29 +93,32 @@ def main():
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--batches", default="64,256,1024")
     parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     args = parser.parse_args()
     if args.epochs < 2:
         sys.exit("torch_cuda_throughput: --epochs must be at least 2 (the first one warms up)")
-    if not torch.cuda.is_available():
+    if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_cuda_throughput: torch sees no CUDA device")
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
-    device = torch.device("cuda:0")
+    cuda = args.device == "cuda"
+    device = torch.device("cuda:0" if cuda else "cpu")
+    synchronize = torch.cuda.synchronize if cuda else (lambda: None)
     images = read_idx(find(args.data_dir, "train-images-idx3-ubyte"))
     labels = read_idx(find(args.data_dir, "train-labels-idx1-ubyte"))
     x_all = torch.from_numpy(images.astype(np.float32) / 255.0).reshape(-1, 1, 28, 28)
     y_all = torch.from_numpy(labels.astype(np.int64))
     for name in args.models.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
-            rates = run(name, batch, args.epochs, x_all, y_all, device)
+            rates = run(name, batch, args.epochs, x_all, y_all, device, synchronize)
             print(json.dumps({
                 "side": "pytorch", "model": name, "batch": batch, "epochs": args.epochs, "rows": int(x_all.shape[0]),
                 "epoch_samples_per_second": [round(r, 1) for r in rates],
                 "samples_per_second": round(statistics.median(rates[1:]), 1),
                 "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-                "device": torch.cuda.get_device_name(0)}), flush=True)
+                "device": torch.cuda.get_device_name(0) if cuda else "cpu"}), flush=True)
 
 
 if __name__ == "__main__":
