@@ -111,7 +111,8 @@ EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+) step \d+/\d+ loss \S+ samples/s (\d
 def throughput(out):
     torch_rows = {(r.get("model"), r.get("batch")): r for r in read_jsonl(os.path.join(out, "results", "pytorch.jsonl"))}
     rows = []
-    for name in sorted(os.listdir(os.path.join(out, "logs"))):
+    logs = os.path.join(out, "logs")
+    for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
         m = re.match(r"^meridian-(\w+)-(\d+)\.log$", name)
         if not m:
             continue
@@ -159,7 +160,10 @@ def main():
         f.write("\n")
 
     d = summary["device"]
-    print(f"device: {d.get('name', '?')}, driver {d.get('driver_version', '?')}; kit {summary['kit'].get('KIT_COMMIT')}")
+    if "name" in d:
+        print(f"device: {d['name']}, driver {d.get('driver_version', '?')}; kit {summary['kit'].get('KIT_COMMIT')}")
+    else:
+        print(f"device: no nvidia-smi figures; {(d['meridian_devices'].splitlines() or ['meridian devices: no output'])[0]}")
     t = summary["cuda_tests"]
     if t:
         print(f"CUDA tests: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped of {t['test_cases']}")
