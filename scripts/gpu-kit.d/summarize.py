@@ -91,8 +91,10 @@ def device(out):
 
 def accuracy(out):
     rows = []
-    for model in ("mlp", "cnn"):
+    for model in ("mlp", "cnn", "resnet8"):
         runs = {d: read_json(os.path.join(out, "results", f"train-{model}-{d}.json")) for d in ("cuda", "cpu")}
+        if model == "resnet8" and not any(runs.values()):
+            continue  # not in this build
         row = {"model": model}
         for d, run in runs.items():
             if run:
