@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <stdexcept>
 
 #include "models/data/compressed_file.h"
 #include "models/data/csv_reader.h"
@@ -120,6 +121,27 @@ const char* to_string(DataFormat format) {
     case DataFormat::kIdx: return "idx";
   }
   return "unknown";
+}
+
+std::vector<std::string> parse_class_list(std::string_view text) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    std::string_view name = text.substr(start, end - start);
+    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.front())) != 0) name.remove_prefix(1);
+    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())) != 0) name.remove_suffix(1);
+    if (name.empty()) {
+      throw std::invalid_argument("class list '" + std::string(text) + "': class " + std::to_string(names.size() + 1) +
+                                  " has no name (expected names separated by commas, e.g. benign,malignant)");
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      throw std::invalid_argument("class list '" + std::string(text) + "': '" + std::string(name) + "' is given twice");
+    }
+    names.emplace_back(name);
+    start = end + 1;
+  }
+  return names;
 }
 
 DataPath resolve_data_path(const std::string& text) {

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/data/dataset.h"
@@ -38,6 +39,11 @@ struct DataPath {
 // an .npy without its labels file, a pair whose first file is not .npy or IDX, an IDX images file
 // whose labels file cannot be found by name, and a file of no known format (the message lists them).
 DataPath resolve_data_path(const std::string& text);
+
+// Parses a class list as `--classes` takes it: names separated by commas, surrounding spaces dropped
+// ("benign, malignant"). Throws std::invalid_argument naming the text for an empty list, an empty
+// name or a name given twice.
+std::vector<std::string> parse_class_list(std::string_view text);
 
 // Everything a caller may state about the data; each reader uses its part.
 struct DataOptions {

@@ -175,3 +175,11 @@ TEST_CASE("load_train_and_test reads the test set with the training set's classe
   CHECK(images.test.channels == 3);
   CHECK(images.test.dim == 12);
 }
+
+TEST_CASE("a class list is parsed from its comma-separated form", "[data][source]") {
+  CHECK(parse_class_list("benign, malignant ,other") == std::vector<std::string>{"benign", "malignant", "other"});
+  CHECK(parse_class_list("one") == std::vector<std::string>{"one"});
+  CHECK_THROWS_WITH(parse_class_list(""), Contains("class 1 has no name"));
+  CHECK_THROWS_WITH(parse_class_list("a,,b"), Contains("'a,,b': class 2 has no name"));
+  CHECK_THROWS_WITH(parse_class_list("a,b,a"), Contains("'a' is given twice"));
+}
