@@ -179,7 +179,8 @@ std::string NpyArray::shape_text() const {
   return out + (shape.size() == 1 ? ",)" : ")");
 }
 
-NpyArray parse_npy(std::string_view bytes, const std::string& where) {
+NpyArray parse_npy(std::string buffer, const std::string& where) {
+  const std::string_view bytes = buffer;
   if (!bytes.starts_with(kMagic)) {
     throw DataError(where + ": not a NumPy .npy array: starts with '" + printable(bytes.substr(0, kMagic.size())) +
                     "', expected '\\x93NUMPY'");
@@ -219,7 +220,10 @@ NpyArray parse_npy(std::string_view bytes, const std::string& where) {
                     (overflow ? std::string("more than 2^64") : std::to_string(elements * a.item_size)) +
                     " bytes of data, the file holds " + std::to_string(available));
   }
-  a.data.assign(bytes.substr(prefix + header_length));
+  // Dropping the header in place moves the elements to the front of the caller's buffer instead of
+  // copying them into a new one.
+  buffer.erase(0, prefix + header_length);
+  a.data = std::move(buffer);
   return a;
 }
 

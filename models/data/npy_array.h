@@ -29,6 +29,8 @@ struct NpyArray {
 // 'descr', 'fortran_order' or 'shape'), a structured or object dtype, fortran_order True (save with
 // np.ascontiguousarray), and element bytes that differ from what shape and dtype announce (a
 // truncated file, or extra bytes).
-NpyArray parse_npy(std::string_view bytes, const std::string& where);
+// Takes the bytes by value so that a caller handing over its buffer (std::move) gets the elements
+// without a second copy of a large array.
+NpyArray parse_npy(std::string bytes, const std::string& where);
 
 }  // namespace meridian::models::data
