@@ -92,8 +92,9 @@ JpegResult run_jpeg(const std::string& bytes, std::size_t channels, unsigned cha
   errors.manager.error_exit = jpeg_fail;
   errors.manager.emit_message = jpeg_message;
   if (setjmp(errors.jump) != 0) {
+    // `result` may have been changed since setjmp, so a fresh one (ok = false) reports the failure.
     jpeg_destroy_decompress(&cinfo);
-    return result;
+    return JpegResult{};
   }
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<unsigned long>(bytes.size()));

@@ -20,7 +20,8 @@ ImageInfo probe_image(const std::string& path);
 
 // Decodes the whole image at `path` into (height, width, channels) bytes, row-major, with
 // channels 1 (colour converted to luma by the decoding library) or 3 (gray replicated into R, G and
-// B). A PNG's alpha channel is composited onto black; 16-bit PNG samples are reduced to 8 bits.
+// B). When `info` is given, it receives the file's header (size as stored, colour or not). A PNG's
+// alpha channel is composited onto black; 16-bit PNG samples are reduced to 8 bits.
 // Throws DataError "<path>: unreadable image: <reason>" for anything probe_image refuses and for
 // truncated or corrupt pixel data (a libjpeg warning about corrupt data counts as an error).
 std::vector<unsigned char> decode_image(const std::string& path, std::size_t channels, ImageInfo* info = nullptr);
