@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "error/error.h"
 #include "gossip/algorithm.h"
 #include "gossip/dts.h"
 #include "gossip/group_grid.h"
@@ -120,9 +121,9 @@ struct SiteConfig {
 
 // Invalid configuration; what() lists every problem, one per line, each naming the option and giving a
 // hint.
-class SiteConfigError : public std::runtime_error {
+class SiteConfigError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 // Adds every SiteConfig field to `app` as a flag bound to `config`, plus --config FILE. Call
