@@ -75,7 +75,7 @@ struct SiteConfig {
   int eval_every = 0;                     // steps between test evaluations; 0 = once per epoch
 
   // Algorithm
-  std::string algo = "sgp";               // allreduce | dts | sgp | dsync | local
+  std::string algo = "sgp";               // an algorithm's name (daemon/algorithms/registry.h)
   int delay = 0;                          // D: steps a mixed result may arrive late (dts, dsync)
   int period = 1;                         // P: dts averages every P steps
   int out_peers = 1;                      // K: sgp out-peers per step
