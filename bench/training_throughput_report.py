@@ -41,7 +41,7 @@ def short_blas(entry, model):
     lib = "OpenBLAS " + ("OpenMP" if "openblas-openmp" in text else "pthread" if "openblas-pthread" in text else "?")
     if "libblas.so.3" in text and "openblas" not in text:
         lib = "reference BLAS"
-    if entry["side"] == "pytorch" and entry.get("mkldnn") and model == "cnn":
+    if entry["side"] == "pytorch" and entry.get("mkldnn") and model in ("cnn", "resnet8"):
         lib += " (+ oneDNN for convolutions)"
     return lib
 
@@ -55,7 +55,7 @@ def main():
     for e in entries:
         groups.setdefault((e["model"], e["threads"], e["side"]), []).append(e)
     rows = []
-    for model in ("mlp", "cnn"):
+    for model in ("mlp", "cnn", "resnet8"):
         for threads in (1, 2):
             m = groups.get((model, threads, "meridian"), [])
             t = groups.get((model, threads, "pytorch"), [])
@@ -65,7 +65,7 @@ def main():
             t_med = statistics.median(e["samples_per_second"] for e in t)
             rows.append((model, threads, m_med, len(m), t_med, len(t), m_med / t_med, short_blas(m[0], model),
                          short_blas(t[0], model), t[0].get("torch", "?")))
-    names = {"mlp": "MLP 784-256-128-10", "cnn": "CNN (LeNet-style)"}
+    names = {"mlp": "MLP 784-256-128-10", "cnn": "CNN (LeNet-style)", "resnet8": "resnet8 (batch norm, residual)"}
     table = ["| model | threads | Meridian samples/s | PyTorch samples/s | Meridian/PyTorch | Meridian BLAS | PyTorch BLAS |",
              "|---|---|---|---|---|---|---|"]
     for (model, threads, m_med, m_n, t_med, t_n, ratio, m_blas, t_blas, _) in rows:
@@ -83,8 +83,10 @@ def main():
         "python3-torch, CPU) with `torch.set_num_threads` set to the thread count. A step is gather a shuffled "
         "batch, forward, backward, optimizer update. The sides alternate in one run; figures are medians over "
         "the repeats. The machine is shared, so single figures are noisy; compare the two sides of one row. "
-        "Meridian's threads (models/thread_policy.h): the CNN splits each batch across them with OpenBLAS "
-        "single-threaded inside; the MLP runs OpenBLAS with that many threads.",
+        "Meridian's threads (models/thread_policy.h): the CNN and resnet8 split each batch across them with "
+        "OpenBLAS single-threaded inside (so resnet8's batch norm sees 32 samples per part at 2 threads, "
+        "PyTorch's all 64); the MLP runs OpenBLAS with that many threads. PyTorch's resnet8 is the same "
+        "network (bench/torch_train_throughput.py, convolutions with biases as Meridian's).",
         *([f"Load average (1, 5, 15 min) before the run: {load[0]}; after: {load[1]} (other work on this "
            "2-core machine; above 2, threads wait for a core, which hurts the 2-thread rows most)."] if load else []),
         "",
