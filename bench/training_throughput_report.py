@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Turns the JSON lines of bench/training-throughput into a table: median samples/s of each side per
 (model, threads), the ratio Meridian/PyTorch, and which BLAS each side ran on. Prints the table and
-replaces the "## Training throughput" section of docs/benchmarks.md (other sections stay as they are).
+replaces the "## Training throughput" section of docs/benchmarks.md, or the section named by the
+environment's SECTION (bench/run-all gives resnet8 its own), leaving the other sections as they are.
 
 Usage: training_throughput_report.py RESULTS.jsonl DOCS/benchmarks.md "COMMAND" ["LOAD BEFORE" "LOAD AFTER"]
 """
@@ -48,6 +49,7 @@ def short_blas(entry, model):
 
 def main():
     results_path, docs_path, command = sys.argv[1:4]
+    title = os.environ.get("SECTION", "Training throughput")
     load = sys.argv[4:6] if len(sys.argv) >= 6 else None
     with open(results_path) as f:
         entries = [json.loads(line) for line in f if line.strip()]
@@ -76,7 +78,7 @@ def main():
     finished = datetime.datetime.fromtimestamp(os.path.getmtime(results_path), datetime.timezone.utc)
     date = finished.strftime("%Y-%m-%d %H:%M UTC")
     section = "\n".join([
-        "## Training throughput",
+        "## " + title,
         "",
         f"Command: `make bench` (this table: `{command}`). Date: {date}. Machine: {machine()}.",
         f"Batch 64, SGD with heavy-ball momentum 0.9, synthetic 28x28 inputs; PyTorch {torch_version} (Debian's "
@@ -94,7 +96,7 @@ def main():
         "",
     ])
     print(section)
-    replace_section(docs_path, "Training throughput", section.split("\n", 2)[2])
+    replace_section(docs_path, title, section.split("\n", 2)[2])
     print(f"wrote {docs_path}", file=sys.stderr)
 
 
