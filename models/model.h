@@ -2,13 +2,15 @@
 // (llm.c style): every layer's weights are a view into parameters(), in layer order, so mixing,
 // averaging, compensation and checkpoints work on one span. Model state that is not trained by
 // gradients (batch norm's running statistics) lives likewise in a second contiguous buffer, state(),
-// in layer order: a checkpoint saves both, and an algorithm that averages normalization statistics
-// mixes state() as it mixes parameters() (it is empty for models without normalization statistics).
+// in layer order: it belongs in a checkpoint next to the parameters, and an algorithm that averages
+// normalization statistics mixes state() as it mixes parameters() (it is empty for models without
+// normalization statistics).
 //
 // Mode: forward_backward() runs the layers in training mode (batch statistics, dropout on); forward(),
-// predict() and evaluate() in evaluation mode (running statistics, dropout off). Activations and workspaces are allocated
-// for the largest batch seen and reused by every later step; a step at or below that size allocates
-// nothing.
+// predict() and evaluate() in evaluation mode (running statistics, dropout off).
+//
+// Activations and workspaces are allocated for the largest batch seen and reused by every later step;
+// a step at or below that size allocates nothing.
 //
 // Memory: every buffer comes from the backend (BackendBuffer), so on the CUDA backend parameters,
 // gradients, activations and workspaces are device memory: a training step uploads only the batch
@@ -23,7 +25,8 @@
 // float summation order, except that batch norm then normalizes each part with its own statistics (as
 // data-parallel training without synchronized batch norm). Each copy keeps its own state during the
 // step; afterwards state() is their row-weighted mean, which for the running means is exactly the
-// running mean of the whole batch. Each copy draws its own dropout masks (Layer::set_stream). Use it with a single-threaded backend so the threads do not oversubscribe.
+// running mean of the whole batch. Each copy draws its own dropout masks (Layer::set_stream). Use it
+// with a single-threaded backend so the threads do not oversubscribe.
 // Only host-addressable backends take more than one thread (a GPU runs one chain on one stream).
 //
 // Ownership: the model owns its layers and buffers and shares the backend. Not thread-safe: one
