@@ -1,10 +1,10 @@
 // Meridian side of the training-throughput benchmark (bench/run-all runs it next to
-// bench/torch_train_throughput.py): trains the MLP (784-256-128-10) or the LeNet-style CNN with batch B
+// bench/torch_train_throughput.py): trains the MLP (784-256-128-10), the LeNet-style CNN or resnet8 with batch B
 // and heavy-ball momentum SGD on a synthetic Fashion-MNIST-shaped dataset (60000 random 28×28 images,
 // random labels; the arithmetic does not depend on the values) and prints one JSON line per repeat.
 // A step is what `meridian train` does: gather a shuffled batch, forward, backward, optimizer update.
 //
-// Usage: meridian_bench_train_throughput --model mlp|cnn --threads T [--batch 64] [--steps 300]
+// Usage: meridian_bench_train_throughput --model mlp|cnn|resnet8 --threads T [--batch 64] [--steps 300]
 //        [--warmup 30] [--repeats 5]
 #include <chrono>
 #include <cstdio>

@@ -155,7 +155,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--data-dir", options->data_dir, "Folder with the dataset's IDX files (gzip or raw)")
       ->capture_default_str();
   cmd->add_option("--model", options->model, "Architecture")
-      ->check(CLI::IsMember({"logreg", "mlp", "cnn"}))
+      ->check(CLI::IsMember(models::builtin_models()) | CLI::ExistingFile)
       ->capture_default_str();
   cmd->add_option("--hidden", options->hidden, "MLP hidden widths (default 256 128)")->delimiter(',');
   cmd->add_option("--epochs", options->epochs, "Passes over the training set")

@@ -138,6 +138,68 @@ void CudaBackend::relu_backward(std::size_t n, const float* out, const float* do
   kernels::relu_backward(stream(), n, out, dout, din);
 }
 
+void CudaBackend::activation_forward(models::Activation f, std::size_t n, const float* in, float* out) {
+  kernels::activation_forward(stream(), f, n, in, out);
+}
+
+void CudaBackend::activation_backward(models::Activation f, std::size_t n, const float* in, const float* out,
+                                      const float* dout, float* din) {
+  kernels::activation_backward(stream(), f, n, in, out, dout, din);
+}
+
+void CudaBackend::add(std::size_t n, const float* a, const float* b, float* out) { kernels::add(stream(), n, a, b, out); }
+
+void CudaBackend::batch_norm_forward(const models::ChannelLayout& l, bool training, const float* in,
+                                     const float* gamma, const float* beta, float eps, float momentum,
+                                     float* running_mean, float* running_var, float* mean, float* inv_std,
+                                     float* out) {
+  kernels::batch_norm_forward(stream(), l, training, in, gamma, beta, eps, momentum, running_mean, running_var, mean,
+                              inv_std, out);
+}
+
+void CudaBackend::batch_norm_backward(const models::ChannelLayout& l, bool training, const float* in,
+                                      const float* dout, const float* gamma, const float* mean, const float* inv_std,
+                                      float* dgamma, float* dbeta, float* din) {
+  kernels::batch_norm_backward(stream(), l, training, in, dout, gamma, mean, inv_std, dgamma, dbeta, din);
+}
+
+void CudaBackend::group_norm_forward(const models::ChannelLayout& l, std::size_t groups, const float* in,
+                                     const float* gamma, const float* beta, float eps, float* mean, float* inv_std,
+                                     float* out) {
+  kernels::group_norm_forward(stream(), l, groups, in, gamma, beta, eps, mean, inv_std, out);
+}
+
+void CudaBackend::group_norm_backward(const models::ChannelLayout& l, std::size_t groups, const float* in,
+                                      const float* dout, const float* gamma, const float* mean, const float* inv_std,
+                                      float* dgamma, float* dbeta, float* din) {
+  kernels::group_norm_backward(stream(), l, groups, in, dout, gamma, mean, inv_std, dgamma, dbeta, din);
+}
+
+void CudaBackend::average_pool_forward(const models::PoolGeometry& g, std::size_t batch, const float* in, float* out) {
+  kernels::average_pool_forward(stream(), g, batch, in, out);
+}
+
+void CudaBackend::average_pool_backward(const models::PoolGeometry& g, std::size_t batch, const float* dout,
+                                        float* din) {
+  kernels::average_pool_backward(stream(), g, batch, dout, din);
+}
+
+void CudaBackend::global_average_pool_forward(const models::ChannelLayout& l, const float* in, float* out) {
+  kernels::global_average_pool_forward(stream(), l, in, out);
+}
+
+void CudaBackend::global_average_pool_backward(const models::ChannelLayout& l, const float* dout, float* din) {
+  kernels::global_average_pool_backward(stream(), l, dout, din);
+}
+
+void CudaBackend::dropout_forward(std::size_t n, float p, std::uint64_t key, const float* in, float* out) {
+  kernels::dropout(stream(), n, p, key, in, out);
+}
+
+void CudaBackend::dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) {
+  kernels::dropout(stream(), n, p, key, dout, din);
+}
+
 float CudaBackend::softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
                                          const std::int32_t* labels, float* dlogits) {
   if (batch == 0) return 0.0f;

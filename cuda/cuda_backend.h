@@ -63,6 +63,27 @@ class CudaBackend final : public models::Backend {
   void sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) override;
   void relu_forward(std::size_t n, const float* in, float* out) override;
   void relu_backward(std::size_t n, const float* out, const float* dout, float* din) override;
+  void activation_forward(models::Activation f, std::size_t n, const float* in, float* out) override;
+  void activation_backward(models::Activation f, std::size_t n, const float* in, const float* out, const float* dout,
+                           float* din) override;
+  void add(std::size_t n, const float* a, const float* b, float* out) override;
+  void batch_norm_forward(const models::ChannelLayout& l, bool training, const float* in, const float* gamma,
+                          const float* beta, float eps, float momentum, float* running_mean, float* running_var,
+                          float* mean, float* inv_std, float* out) override;
+  void batch_norm_backward(const models::ChannelLayout& l, bool training, const float* in, const float* dout,
+                           const float* gamma, const float* mean, const float* inv_std, float* dgamma, float* dbeta,
+                           float* din) override;
+  void group_norm_forward(const models::ChannelLayout& l, std::size_t groups, const float* in, const float* gamma,
+                          const float* beta, float eps, float* mean, float* inv_std, float* out) override;
+  void group_norm_backward(const models::ChannelLayout& l, std::size_t groups, const float* in, const float* dout,
+                           const float* gamma, const float* mean, const float* inv_std, float* dgamma, float* dbeta,
+                           float* din) override;
+  void average_pool_forward(const models::PoolGeometry& g, std::size_t batch, const float* in, float* out) override;
+  void average_pool_backward(const models::PoolGeometry& g, std::size_t batch, const float* dout, float* din) override;
+  void global_average_pool_forward(const models::ChannelLayout& l, const float* in, float* out) override;
+  void global_average_pool_backward(const models::ChannelLayout& l, const float* dout, float* din) override;
+  void dropout_forward(std::size_t n, float p, std::uint64_t key, const float* in, float* out) override;
+  void dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) override;
   // Waits for the stream. Throws std::out_of_range, as the CPU backend, for a label outside [0, classes).
   float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
                               const std::int32_t* labels, float* dlogits) override;

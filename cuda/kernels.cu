@@ -248,6 +248,241 @@ __global__ void delayed_compensation_kernel(std::size_t n, float* x, const float
   MERIDIAN_GRID_STRIDE(i, n) math::delayed_compensation(x[i], mixed[i], snapshot[i]);
 }
 
+__global__ void activation_forward_kernel(models::Activation f, std::size_t n, const float* in, float* out) {
+  MERIDIAN_GRID_STRIDE(i, n) {
+    switch (f) {
+      case models::Activation::gelu: out[i] = math::gelu(in[i]); break;
+      case models::Activation::tanh: out[i] = math::tanh_forward(in[i]); break;
+      case models::Activation::sigmoid: out[i] = math::sigmoid(in[i]); break;
+    }
+  }
+}
+
+__global__ void activation_backward_kernel(models::Activation f, std::size_t n, const float* in, const float* out,
+                                           const float* dout, float* din) {
+  MERIDIAN_GRID_STRIDE(i, n) {
+    switch (f) {
+      case models::Activation::gelu: din[i] = math::gelu_backward(in[i], dout[i]); break;
+      case models::Activation::tanh: din[i] = math::tanh_backward(out[i], dout[i]); break;
+      case models::Activation::sigmoid: din[i] = math::sigmoid_backward(out[i], dout[i]); break;
+    }
+  }
+}
+
+__global__ void add_kernel(std::size_t n, const float* a, const float* b, float* out) {
+  MERIDIAN_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+
+// The sum of every thread's `value` over the block (blockDim.x == kThreads), returned to all threads, in a
+// fixed tree order. `partial` is the block's shared scratch of kThreads floats.
+__device__ float block_sum(float value, float* partial) {
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  const float total = partial[0];
+  __syncthreads();
+  return total;
+}
+
+// One block per channel: its statistics (the batch's, or the running ones), then its normalized values.
+__global__ void batch_norm_forward_kernel(std::size_t batch, std::size_t channels, std::size_t pixels, bool training,
+                                          const float* in, const float* gamma, const float* beta, float eps,
+                                          float momentum, float* running_mean, float* running_var, float* mean,
+                                          float* inv_std, float* out) {
+  __shared__ float partial[kThreads];
+  const std::size_t count = batch * pixels;
+  for (std::size_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    float m, s;
+    if (training) {
+      float acc = 0.0f;
+      for (std::size_t i = threadIdx.x; i < count; i += blockDim.x)
+        acc += in[((i / pixels) * channels + c) * pixels + i % pixels];
+      m = block_sum(acc, partial) / static_cast<float>(count);
+      acc = 0.0f;
+      for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+        const float d = in[((i / pixels) * channels + c) * pixels + i % pixels] - m;
+        acc += d * d;
+      }
+      const float squares = block_sum(acc, partial);
+      const float variance = squares / static_cast<float>(count);
+      const float unbiased = count > 1 ? squares / static_cast<float>(count - 1) : variance;
+      s = math::inverse_std(variance, eps);
+      if (threadIdx.x == 0) {
+        running_mean[c] = math::running_update(running_mean[c], m, momentum);
+        running_var[c] = math::running_update(running_var[c], unbiased, momentum);
+      }
+    } else {
+      m = running_mean[c];
+      s = math::inverse_std(running_var[c], eps);
+    }
+    if (threadIdx.x == 0) {
+      mean[c] = m;
+      inv_std[c] = s;
+    }
+    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+      const std::size_t at = ((i / pixels) * channels + c) * pixels + i % pixels;
+      out[at] = math::normalize(in[at], m, s, gamma[c], beta[c]);
+    }
+  }
+}
+
+// One block per channel: the parameter gradients, then the input gradient.
+__global__ void batch_norm_backward_kernel(std::size_t batch, std::size_t channels, std::size_t pixels, bool training,
+                                           const float* in, const float* dout, const float* gamma, const float* mean,
+                                           const float* inv_std, float* dgamma, float* dbeta, float* din) {
+  __shared__ float partial[kThreads];
+  const std::size_t count = batch * pixels;
+  for (std::size_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    float a = 0.0f, b = 0.0f;
+    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+      const std::size_t at = ((i / pixels) * channels + c) * pixels + i % pixels;
+      a += dout[at];
+      b += dout[at] * (in[at] - mean[c]);
+    }
+    const float sum_dy = block_sum(a, partial);
+    const float dg = block_sum(b, partial) * inv_std[c];
+    if (threadIdx.x == 0) {
+      dbeta[c] = sum_dy;
+      dgamma[c] = dg;
+    }
+    if (din == nullptr) continue;
+    const float n = static_cast<float>(count);
+    const float mean_g = training ? gamma[c] * sum_dy / n : 0.0f;
+    const float mean_g_xhat = training ? gamma[c] * dg / n : 0.0f;
+    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+      const std::size_t at = ((i / pixels) * channels + c) * pixels + i % pixels;
+      din[at] = math::normalization_input_gradient(gamma[c] * dout[at], (in[at] - mean[c]) * inv_std[c], inv_std[c],
+                                                   mean_g, mean_g_xhat);
+    }
+  }
+}
+
+// One block per (sample, group): its statistics, then its normalized values (a group is contiguous).
+__global__ void group_norm_forward_kernel(std::size_t batch, std::size_t channels, std::size_t pixels,
+                                          std::size_t groups, const float* in, const float* gamma, const float* beta,
+                                          float eps, float* mean, float* inv_std, float* out) {
+  __shared__ float partial[kThreads];
+  const std::size_t per_group = channels / groups, count = per_group * pixels;
+  for (std::size_t s = blockIdx.x; s < batch * groups; s += gridDim.x) {
+    const float* x = in + s * count;
+    float acc = 0.0f;
+    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) acc += x[i];
+    const float m = block_sum(acc, partial) / static_cast<float>(count);
+    acc = 0.0f;
+    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) acc += (x[i] - m) * (x[i] - m);
+    const float r = math::inverse_std(block_sum(acc, partial) / static_cast<float>(count), eps);
+    if (threadIdx.x == 0) {
+      mean[s] = m;
+      inv_std[s] = r;
+    }
+    const std::size_t first_channel = (s % groups) * per_group;
+    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+      const std::size_t c = first_channel + i / pixels;
+      out[s * count + i] = math::normalize(x[i], m, r, gamma[c], beta[c]);
+    }
+  }
+}
+
+// One block per channel: Σ dy and Σ dy·x̂ over the batch, each sample with its group's statistics.
+__global__ void group_norm_parameter_grad_kernel(std::size_t batch, std::size_t channels, std::size_t pixels,
+                                                 std::size_t groups, const float* in, const float* dout,
+                                                 const float* mean, const float* inv_std, float* dgamma, float* dbeta) {
+  __shared__ float partial[kThreads];
+  const std::size_t per_group = channels / groups;
+  for (std::size_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    float a = 0.0f, b = 0.0f;
+    for (std::size_t i = threadIdx.x; i < batch * pixels; i += blockDim.x) {
+      const std::size_t sample = i / pixels, at = (sample * channels + c) * pixels + i % pixels;
+      const std::size_t s = sample * groups + c / per_group;
+      a += dout[at];
+      b += dout[at] * (in[at] - mean[s]) * inv_std[s];
+    }
+    const float sum_dy = block_sum(a, partial), sum_dy_xhat = block_sum(b, partial);
+    if (threadIdx.x == 0) {
+      dbeta[c] = sum_dy;
+      dgamma[c] = sum_dy_xhat;
+    }
+  }
+}
+
+// One block per (sample, group): the means of g = γ·dy and g·x̂, then the group's input gradient.
+__global__ void group_norm_input_grad_kernel(std::size_t batch, std::size_t channels, std::size_t pixels,
+                                             std::size_t groups, const float* in, const float* dout,
+                                             const float* gamma, const float* mean, const float* inv_std, float* din) {
+  __shared__ float partial[kThreads];
+  const std::size_t per_group = channels / groups, count = per_group * pixels;
+  for (std::size_t s = blockIdx.x; s < batch * groups; s += gridDim.x) {
+    const std::size_t first_channel = (s % groups) * per_group;
+    const float* x = in + s * count;
+    const float* dy = dout + s * count;
+    float a = 0.0f, b = 0.0f;
+    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+      const float g = gamma[first_channel + i / pixels] * dy[i];
+      a += g;
+      b += g * (x[i] - mean[s]) * inv_std[s];
+    }
+    const float mean_g = block_sum(a, partial) / static_cast<float>(count);
+    const float mean_g_xhat = block_sum(b, partial) / static_cast<float>(count);
+    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+      const float g = gamma[first_channel + i / pixels] * dy[i];
+      din[s * count + i] =
+          math::normalization_input_gradient(g, (x[i] - mean[s]) * inv_std[s], inv_std[s], mean_g, mean_g_xhat);
+    }
+  }
+}
+
+__global__ void average_pool_forward_kernel(PoolDims g, std::size_t batch, const float* in, float* out) {
+  const std::size_t oh = g.out_height, ow = g.out_width, plane = g.in_height * g.in_width;
+  const float scale = 1.0f / static_cast<float>(g.window * g.window);
+  MERIDIAN_GRID_STRIDE(i, batch * g.channels * oh * ow) {
+    const std::size_t ox = i % ow, oy = (i / ow) % oh, p = i / (ow * oh);
+    const float* src = in + p * plane;
+    float sum = 0.0f;
+    for (std::size_t wy = 0; wy < g.window; ++wy)
+      for (std::size_t wx = 0; wx < g.window; ++wx) sum += src[(oy * g.stride + wy) * g.in_width + ox * g.stride + wx];
+    out[i] = sum * scale;
+  }
+}
+
+// One thread per input pixel gathers the share of every window that covers it: no atomics.
+__global__ void average_pool_backward_kernel(PoolDims g, std::size_t batch, const float* dout, float* din) {
+  const std::size_t oh = g.out_height, ow = g.out_width;
+  const float scale = 1.0f / static_cast<float>(g.window * g.window);
+  MERIDIAN_GRID_STRIDE(i, batch * g.channels * g.in_height * g.in_width) {
+    const std::size_t ix = i % g.in_width, iy = (i / g.in_width) % g.in_height, p = i / (g.in_width * g.in_height);
+    // Windows oy cover iy when oy·stride <= iy < oy·stride + window.
+    const std::size_t oy_lo = iy + 1 > g.window ? (iy + 1 - g.window + g.stride - 1) / g.stride : 0;
+    const std::size_t ox_lo = ix + 1 > g.window ? (ix + 1 - g.window + g.stride - 1) / g.stride : 0;
+    float sum = 0.0f;
+    for (std::size_t oy = oy_lo; oy < oh && oy * g.stride <= iy; ++oy)
+      for (std::size_t ox = ox_lo; ox < ow && ox * g.stride <= ix; ++ox) sum += dout[(p * oh + oy) * ow + ox];
+    din[i] = sum * scale;
+  }
+}
+
+__global__ void global_average_pool_forward_kernel(std::size_t rows, std::size_t pixels, const float* in, float* out) {
+  const float scale = 1.0f / static_cast<float>(pixels);
+  MERIDIAN_GRID_STRIDE(r, rows) {
+    float sum = 0.0f;
+    for (std::size_t p = 0; p < pixels; ++p) sum += in[r * pixels + p];
+    out[r] = sum * scale;
+  }
+}
+
+__global__ void global_average_pool_backward_kernel(std::size_t rows, std::size_t pixels, const float* dout,
+                                                    float* din) {
+  const float scale = 1.0f / static_cast<float>(pixels);
+  MERIDIAN_GRID_STRIDE(i, rows * pixels) din[i] = dout[i / pixels] * scale;
+}
+
+__global__ void dropout_kernel(std::size_t n, float p, std::uint64_t key, const float* in, float* out) {
+  const float scale = 1.0f / (1.0f - p);
+  MERIDIAN_GRID_STRIDE(i, n) out[i] = math::dropout(in[i], math::dropout_keep(key, i, p), scale);
+}
+
 #undef MERIDIAN_GRID_STRIDE
 
 }  // namespace
@@ -364,6 +599,93 @@ void push_sum_add(cudaStream_t stream, std::size_t n, float* x, const float* rec
 
 void delayed_compensation(cudaStream_t stream, std::size_t n, float* x, const float* mixed, const float* snapshot) {
   MERIDIAN_LAUNCH(delayed_compensation_kernel, n, stream, n, x, mixed, snapshot);
+}
+
+void activation_forward(cudaStream_t stream, models::Activation f, std::size_t n, const float* in, float* out) {
+  MERIDIAN_LAUNCH(activation_forward_kernel, n, stream, f, n, in, out);
+}
+
+void activation_backward(cudaStream_t stream, models::Activation f, std::size_t n, const float* in, const float* out,
+                         const float* dout, float* din) {
+  MERIDIAN_LAUNCH(activation_backward_kernel, n, stream, f, n, in, out, dout, din);
+}
+
+void add(cudaStream_t stream, std::size_t n, const float* a, const float* b, float* out) {
+  MERIDIAN_LAUNCH(add_kernel, n, stream, n, a, b, out);
+}
+
+// The normalization kernels run one block of kThreads per channel or group (block_sum relies on it).
+#define MERIDIAN_LAUNCH_BLOCKS(kernel, blocks, stream, ...)                                                  \
+  do {                                                                                                     \
+    if ((blocks) == 0) return;                                                                             \
+    kernel<<<static_cast<unsigned>(std::min<std::size_t>((blocks), 65535)), kThreads, 0, (stream)>>>(__VA_ARGS__); \
+    MERIDIAN_CUDA_CHECK_LAUNCH();                                                                          \
+  } while (false)
+
+void batch_norm_forward(cudaStream_t stream, const models::ChannelLayout& l, bool training, const float* in,
+                        const float* gamma, const float* beta, float eps, float momentum, float* running_mean,
+                        float* running_var, float* mean, float* inv_std, float* out) {
+  if (l.size() == 0) return;
+  MERIDIAN_LAUNCH_BLOCKS(batch_norm_forward_kernel, l.channels, stream, l.batch, l.channels, l.pixels, training, in,
+                         gamma, beta, eps, momentum, running_mean, running_var, mean, inv_std, out);
+}
+
+void batch_norm_backward(cudaStream_t stream, const models::ChannelLayout& l, bool training, const float* in,
+                         const float* dout, const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                         float* dbeta, float* din) {
+  MERIDIAN_LAUNCH_BLOCKS(batch_norm_backward_kernel, l.channels, stream, l.batch, l.channels, l.pixels, training, in,
+                         dout, gamma, mean, inv_std, dgamma, dbeta, din);
+}
+
+void group_norm_forward(cudaStream_t stream, const models::ChannelLayout& l, std::size_t groups, const float* in,
+                        const float* gamma, const float* beta, float eps, float* mean, float* inv_std, float* out) {
+  MERIDIAN_LAUNCH_BLOCKS(group_norm_forward_kernel, l.batch * groups, stream, l.batch, l.channels, l.pixels, groups, in,
+                         gamma, beta, eps, mean, inv_std, out);
+}
+
+void group_norm_backward(cudaStream_t stream, const models::ChannelLayout& l, std::size_t groups, const float* in,
+                         const float* dout, const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                         float* dbeta, float* din) {
+  if (l.batch == 0) {
+    if (l.channels == 0) return;
+    MERIDIAN_CUDA_CHECK(cudaMemsetAsync(dgamma, 0, l.channels * sizeof(float), stream));
+    MERIDIAN_CUDA_CHECK(cudaMemsetAsync(dbeta, 0, l.channels * sizeof(float), stream));
+    return;
+  }
+  group_norm_parameter_grad_kernel<<<static_cast<unsigned>(std::min<std::size_t>(l.channels, 65535)), kThreads, 0,
+                                     stream>>>(l.batch, l.channels, l.pixels, groups, in, dout, mean, inv_std, dgamma,
+                                               dbeta);
+  MERIDIAN_CUDA_CHECK_LAUNCH();
+  if (din == nullptr) return;
+  MERIDIAN_LAUNCH_BLOCKS(group_norm_input_grad_kernel, l.batch * groups, stream, l.batch, l.channels, l.pixels, groups,
+                         in, dout, gamma, mean, inv_std, din);
+}
+
+#undef MERIDIAN_LAUNCH_BLOCKS
+
+void average_pool_forward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* in,
+                          float* out) {
+  MERIDIAN_LAUNCH(average_pool_forward_kernel, batch * g.channels * g.out_height() * g.out_width(), stream, dims(g),
+                  batch, in, out);
+}
+
+void average_pool_backward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* dout,
+                           float* din) {
+  MERIDIAN_LAUNCH(average_pool_backward_kernel, batch * g.channels * g.in_height * g.in_width, stream, dims(g), batch,
+                  dout, din);
+}
+
+void global_average_pool_forward(cudaStream_t stream, const models::ChannelLayout& l, const float* in, float* out) {
+  MERIDIAN_LAUNCH(global_average_pool_forward_kernel, l.batch * l.channels, stream, l.batch * l.channels, l.pixels, in,
+                  out);
+}
+
+void global_average_pool_backward(cudaStream_t stream, const models::ChannelLayout& l, const float* dout, float* din) {
+  MERIDIAN_LAUNCH(global_average_pool_backward_kernel, l.size(), stream, l.batch * l.channels, l.pixels, dout, din);
+}
+
+void dropout(cudaStream_t stream, std::size_t n, float p, std::uint64_t key, const float* in, float* out) {
+  MERIDIAN_LAUNCH(dropout_kernel, n, stream, n, p, key, in, out);
 }
 
 #undef MERIDIAN_LAUNCH

@@ -32,6 +32,29 @@ void fill_rows(cudaStream_t stream, std::size_t rows, std::size_t cols, const fl
 void sum(cudaStream_t stream, std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums);
 void relu_forward(cudaStream_t stream, std::size_t n, const float* in, float* out);
 void relu_backward(cudaStream_t stream, std::size_t n, const float* out, const float* dout, float* din);
+void activation_forward(cudaStream_t stream, models::Activation f, std::size_t n, const float* in, float* out);
+void activation_backward(cudaStream_t stream, models::Activation f, std::size_t n, const float* in, const float* out,
+                         const float* dout, float* din);
+void add(cudaStream_t stream, std::size_t n, const float* a, const float* b, float* out);
+void batch_norm_forward(cudaStream_t stream, const models::ChannelLayout& l, bool training, const float* in,
+                        const float* gamma, const float* beta, float eps, float momentum, float* running_mean,
+                        float* running_var, float* mean, float* inv_std, float* out);
+void batch_norm_backward(cudaStream_t stream, const models::ChannelLayout& l, bool training, const float* in,
+                         const float* dout, const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                         float* dbeta, float* din);
+void group_norm_forward(cudaStream_t stream, const models::ChannelLayout& l, std::size_t groups, const float* in,
+                        const float* gamma, const float* beta, float eps, float* mean, float* inv_std, float* out);
+void group_norm_backward(cudaStream_t stream, const models::ChannelLayout& l, std::size_t groups, const float* in,
+                         const float* dout, const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                         float* dbeta, float* din);
+void average_pool_forward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* in,
+                          float* out);
+void average_pool_backward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* dout,
+                           float* din);
+void global_average_pool_forward(cudaStream_t stream, const models::ChannelLayout& l, const float* in, float* out);
+void global_average_pool_backward(cudaStream_t stream, const models::ChannelLayout& l, const float* dout, float* din);
+// Dropout forward and backward alike (the backward pass applies the same mask to the gradient).
+void dropout(cudaStream_t stream, std::size_t n, float p, std::uint64_t key, const float* in, float* out);
 // Per-row losses into row_losses (batch) and dlogits; a row whose label is outside [0, classes) gets a
 // NaN loss and untouched dlogits, and the lowest such row index is written to *first_bad_row (which the
 // caller initializes to batch).

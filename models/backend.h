@@ -1,6 +1,6 @@
 // The compute backend behind every layer, loss and optimizer: GEMM, the per-layer heavy operations and
 // the element-wise loops. The CPU backend (cpu_backend.h, OpenBLAS) is the reference; the CUDA backend
-// of issue 7 implements the same interface with cuBLAS/cuDNN and kernels that call the same
+// (cuda/cuda_backend.h) implements the same interface with cuBLAS/cuDNN and kernels that call the same
 // elementwise_math.h functions.
 //
 // The backend also owns the memory model: every tensor of a model (parameters, gradients, activations,
@@ -37,6 +37,16 @@ struct PoolGeometry {
   std::size_t window = 2, stride = 2;
   std::size_t out_height() const { return (in_height - window) / stride + 1; }
   std::size_t out_width() const { return (in_width - window) / stride + 1; }
+};
+
+// Element-wise activations other than ReLU (elementwise_math.h has the exact formulas).
+enum class Activation { gelu, tanh, sigmoid };
+
+// Layout of a tensor (batch, channels, pixels) for the normalization and pooling operations, pixels being
+// height · width (1 for a vector of features).
+struct ChannelLayout {
+  std::size_t batch = 0, channels = 0, pixels = 1;
+  std::size_t size() const { return batch * channels * pixels; }
 };
 
 class Backend {
@@ -103,6 +113,52 @@ class Backend {
 
   virtual void relu_forward(std::size_t n, const float* in, float* out) = 0;
   virtual void relu_backward(std::size_t n, const float* out, const float* dout, float* din) = 0;
+
+  // out = f(in) element-wise; din = f'(in) ⊙ dout, given the in and out of that forward.
+  virtual void activation_forward(Activation f, std::size_t n, const float* in, float* out) = 0;
+  virtual void activation_backward(Activation f, std::size_t n, const float* in, const float* out,
+                                   const float* dout, float* din) = 0;
+  // out = a + b element-wise (a residual block's sum); out may be a or b.
+  virtual void add(std::size_t n, const float* a, const float* b, float* out) = 0;
+
+  // Batch normalization of in (l.batch, l.channels, l.pixels) per channel, as torch.nn.BatchNorm1d/2d:
+  // out = γ·(in − mean)·inv_std + β with inv_std = 1/√(var + eps). With `training` the statistics are the
+  // batch's (mean and biased variance over batch and pixels), and the running statistics move towards
+  // them: running_mean ← (1 − momentum)·running_mean + momentum·mean and the same for running_var with the
+  // unbiased variance. Without `training` the running statistics are used and left unchanged. Either way
+  // the statistics used are written to mean and inv_std (channels) for the backward pass.
+  virtual void batch_norm_forward(const ChannelLayout& l, bool training, const float* in, const float* gamma,
+                                  const float* beta, float eps, float momentum, float* running_mean,
+                                  float* running_var, float* mean, float* inv_std, float* out) = 0;
+  // Overwrites dgamma and dbeta (channels) and, unless din is null, din from dout, for a forward with the
+  // same `training`, in, gamma and the mean/inv_std it wrote (with `training` the statistics depend on
+  // the input, and din carries that dependence).
+  virtual void batch_norm_backward(const ChannelLayout& l, bool training, const float* in, const float* dout,
+                                   const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                                   float* dbeta, float* din) = 0;
+  // Group normalization, as torch.nn.GroupNorm: each sample's channels fall into `groups` groups of
+  // l.channels / groups consecutive channels, normalized by the mean and biased variance of the group's
+  // values; γ, β are per channel. mean and inv_std are (batch, groups).
+  virtual void group_norm_forward(const ChannelLayout& l, std::size_t groups, const float* in, const float* gamma,
+                                  const float* beta, float eps, float* mean, float* inv_std, float* out) = 0;
+  virtual void group_norm_backward(const ChannelLayout& l, std::size_t groups, const float* in, const float* dout,
+                                   const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                                   float* dbeta, float* din) = 0;
+
+  // Average pooling with geometry g (torch.nn.AvgPool2d, no padding): out (batch, channels, out_h, out_w) =
+  // window means of in; din = each output gradient spread evenly over its window (summed where windows
+  // overlap).
+  virtual void average_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out) = 0;
+  virtual void average_pool_backward(const PoolGeometry& g, std::size_t batch, const float* dout, float* din) = 0;
+  // Global average pooling: out (batch, channels) = the mean over pixels of in (l); din = dout / pixels.
+  virtual void global_average_pool_forward(const ChannelLayout& l, const float* in, float* out) = 0;
+  virtual void global_average_pool_backward(const ChannelLayout& l, const float* dout, float* din) = 0;
+
+  // Inverted dropout of n elements with drop probability p in [0, 1): element i is kept where
+  // math::dropout_keep(key, i, p) and then scaled by 1/(1 − p). The backward pass draws the same mask from
+  // the same key.
+  virtual void dropout_forward(std::size_t n, float p, std::uint64_t key, const float* in, float* out) = 0;
+  virtual void dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) = 0;
 
   // Mean softmax cross-entropy of logits (batch, classes) against labels (batch); writes dlogits, the
   // gradient of the mean. Throws std::out_of_range for a label outside [0, classes).

@@ -296,6 +296,262 @@ void CpuBackend::relu_backward(std::size_t n, const float* out, const float* dou
   for (std::size_t i = 0; i < n; ++i) dx[i] = math::relu_backward(y[i], dy[i]);
 }
 
+void CpuBackend::activation_forward(Activation f, std::size_t n, const float* in, float* out) {
+  const float* __restrict x = in;
+  float* __restrict y = out;
+  switch (f) {
+    case Activation::gelu:
+      for (std::size_t i = 0; i < n; ++i) y[i] = math::gelu(x[i]);
+      return;
+    case Activation::tanh:
+      for (std::size_t i = 0; i < n; ++i) y[i] = math::tanh_forward(x[i]);
+      return;
+    case Activation::sigmoid:
+      for (std::size_t i = 0; i < n; ++i) y[i] = math::sigmoid(x[i]);
+      return;
+  }
+}
+
+void CpuBackend::activation_backward(Activation f, std::size_t n, const float* in, const float* out,
+                                     const float* dout, float* din) {
+  const float* __restrict x = in;
+  const float* __restrict y = out;
+  const float* __restrict dy = dout;
+  float* __restrict dx = din;
+  switch (f) {
+    case Activation::gelu:
+      for (std::size_t i = 0; i < n; ++i) dx[i] = math::gelu_backward(x[i], dy[i]);
+      return;
+    case Activation::tanh:
+      for (std::size_t i = 0; i < n; ++i) dx[i] = math::tanh_backward(y[i], dy[i]);
+      return;
+    case Activation::sigmoid:
+      for (std::size_t i = 0; i < n; ++i) dx[i] = math::sigmoid_backward(y[i], dy[i]);
+      return;
+  }
+}
+
+// Not __restrict: out may be a or b.
+void CpuBackend::add(std::size_t n, const float* a, const float* b, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+namespace {
+
+// Σ (row[i] − mean)² over row[0..n), with the same eight partial sums as row_sum.
+float row_squared_deviation(const float* row, std::size_t n, float mean) {
+  float partial[8] = {};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t j = 0; j < 8; ++j) {
+      const float d = row[i + j] - mean;
+      partial[j] += d * d;
+    }
+  float s = 0.0f;
+  for (; i < n; ++i) s += (row[i] - mean) * (row[i] - mean);
+  for (float p : partial) s += p;
+  return s;
+}
+
+// Σ dy and Σ dy·(x − mean) over n values: the two sums every normalization's backward pass needs.
+void gradient_sums(const float* x, const float* dy, std::size_t n, float mean, float& sum_dy, float& sum_dy_dx) {
+  float a[8] = {}, b[8] = {};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t j = 0; j < 8; ++j) {
+      a[j] += dy[i + j];
+      b[j] += dy[i + j] * (x[i + j] - mean);
+    }
+  for (; i < n; ++i) {
+    sum_dy += dy[i];
+    sum_dy_dx += dy[i] * (x[i] - mean);
+  }
+  for (std::size_t j = 0; j < 8; ++j) {
+    sum_dy += a[j];
+    sum_dy_dx += b[j];
+  }
+}
+
+// y = γ·(x − mean)·inv_std + β over n values, as one multiply-add per element.
+void normalize_row(const float* in, std::size_t n, float mean, float inv_std, float gamma, float beta, float* out) {
+  const float* __restrict x = in;
+  float* __restrict y = out;
+  for (std::size_t i = 0; i < n; ++i) y[i] = math::normalize(x[i], mean, inv_std, gamma, beta);
+}
+
+// dx over n values from the sums of gradient_sums (see math::normalization_input_gradient); `count` is
+// how many values share the statistics.
+void normalization_gradient_row(const float* in, const float* dout, std::size_t n, float mean, float inv_std,
+                                float gamma, float mean_g, float mean_g_xhat, float* din) {
+  const float* __restrict x = in;
+  const float* __restrict dy = dout;
+  float* __restrict dx = din;
+  for (std::size_t i = 0; i < n; ++i)
+    dx[i] = math::normalization_input_gradient(gamma * dy[i], (x[i] - mean) * inv_std, inv_std, mean_g, mean_g_xhat);
+}
+
+}  // namespace
+
+// Two passes per channel (mean, then the squared deviations from it) rather than Σx and Σx² in one: the
+// one-pass variance loses most of its digits when the mean is large next to the spread.
+void CpuBackend::batch_norm_forward(const ChannelLayout& l, bool training, const float* in, const float* gamma,
+                                    const float* beta, float eps, float momentum, float* running_mean,
+                                    float* running_var, float* mean, float* inv_std, float* out) {
+  const std::size_t stride = l.channels * l.pixels, count = l.batch * l.pixels;
+  for (std::size_t c = 0; c < l.channels; ++c) {
+    const float* channel = in + c * l.pixels;
+    if (training) {
+      float sum = 0.0f;
+      for (std::size_t b = 0; b < l.batch; ++b) sum += row_sum(channel + b * stride, l.pixels);
+      const float m = sum / static_cast<float>(count);
+      float squares = 0.0f;
+      for (std::size_t b = 0; b < l.batch; ++b) squares += row_squared_deviation(channel + b * stride, l.pixels, m);
+      const float variance = squares / static_cast<float>(count);
+      // torch keeps the unbiased variance; a batch of one value has none and keeps the biased one (0).
+      const float unbiased = count > 1 ? squares / static_cast<float>(count - 1) : variance;
+      running_mean[c] = math::running_update(running_mean[c], m, momentum);
+      running_var[c] = math::running_update(running_var[c], unbiased, momentum);
+      mean[c] = m;
+      inv_std[c] = math::inverse_std(variance, eps);
+    } else {
+      mean[c] = running_mean[c];
+      inv_std[c] = math::inverse_std(running_var[c], eps);
+    }
+    for (std::size_t b = 0; b < l.batch; ++b)
+      normalize_row(channel + b * stride, l.pixels, mean[c], inv_std[c], gamma[c], beta[c], out + b * stride + c * l.pixels);
+  }
+}
+
+void CpuBackend::batch_norm_backward(const ChannelLayout& l, bool training, const float* in, const float* dout,
+                                     const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                                     float* dbeta, float* din) {
+  const std::size_t stride = l.channels * l.pixels, count = l.batch * l.pixels;
+  for (std::size_t c = 0; c < l.channels; ++c) {
+    float sum_dy = 0.0f, sum_dy_dx = 0.0f;
+    for (std::size_t b = 0; b < l.batch; ++b) {
+      const std::size_t at = b * stride + c * l.pixels;
+      gradient_sums(in + at, dout + at, l.pixels, mean[c], sum_dy, sum_dy_dx);
+    }
+    dbeta[c] = sum_dy;
+    dgamma[c] = sum_dy_dx * inv_std[c];
+    if (din == nullptr) continue;
+    // With running statistics the normalization is a fixed affine map: only its slope remains.
+    const float n = static_cast<float>(count);
+    const float mean_g = training ? gamma[c] * sum_dy / n : 0.0f;
+    const float mean_g_xhat = training ? gamma[c] * dgamma[c] / n : 0.0f;
+    for (std::size_t b = 0; b < l.batch; ++b) {
+      const std::size_t at = b * stride + c * l.pixels;
+      normalization_gradient_row(in + at, dout + at, l.pixels, mean[c], inv_std[c], gamma[c], mean_g, mean_g_xhat,
+                                 din + at);
+    }
+  }
+}
+
+// A group's values are contiguous: channels_per_group · pixels values of one sample.
+void CpuBackend::group_norm_forward(const ChannelLayout& l, std::size_t groups, const float* in, const float* gamma,
+                                    const float* beta, float eps, float* mean, float* inv_std, float* out) {
+  const std::size_t per_group = l.channels / groups, count = per_group * l.pixels;
+  for (std::size_t b = 0; b < l.batch; ++b) {
+    for (std::size_t g = 0; g < groups; ++g) {
+      const std::size_t at = (b * l.channels + g * per_group) * l.pixels, s = b * groups + g;
+      const float m = row_sum(in + at, count) / static_cast<float>(count);
+      mean[s] = m;
+      inv_std[s] = math::inverse_std(row_squared_deviation(in + at, count, m) / static_cast<float>(count), eps);
+      for (std::size_t k = 0; k < per_group; ++k) {
+        const std::size_t c = g * per_group + k, row = at + k * l.pixels;
+        normalize_row(in + row, l.pixels, m, inv_std[s], gamma[c], beta[c], out + row);
+      }
+    }
+  }
+}
+
+void CpuBackend::group_norm_backward(const ChannelLayout& l, std::size_t groups, const float* in, const float* dout,
+                                     const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                                     float* dbeta, float* din) {
+  const std::size_t per_group = l.channels / groups;
+  const float count = static_cast<float>(per_group * l.pixels);
+  std::fill(dgamma, dgamma + l.channels, 0.0f);
+  std::fill(dbeta, dbeta + l.channels, 0.0f);
+  for (std::size_t b = 0; b < l.batch; ++b) {
+    for (std::size_t g = 0; g < groups; ++g) {
+      const std::size_t s = b * groups + g;
+      // Per channel Σ dy and Σ dy·x̂ feed the parameter gradients; γ-weighted they give the group's means
+      // of g = γ·dy and g·x̂ that the input gradient needs.
+      float mean_g = 0.0f, mean_g_xhat = 0.0f;
+      for (std::size_t k = 0; k < per_group; ++k) {
+        const std::size_t c = g * per_group + k, row = (b * l.channels + c) * l.pixels;
+        float sum_dy = 0.0f, sum_dy_dx = 0.0f;
+        gradient_sums(in + row, dout + row, l.pixels, mean[s], sum_dy, sum_dy_dx);
+        dbeta[c] += sum_dy;
+        dgamma[c] += sum_dy_dx * inv_std[s];
+        mean_g += gamma[c] * sum_dy;
+        mean_g_xhat += gamma[c] * sum_dy_dx * inv_std[s];
+      }
+      if (din == nullptr) continue;
+      mean_g /= count;
+      mean_g_xhat /= count;
+      for (std::size_t k = 0; k < per_group; ++k) {
+        const std::size_t c = g * per_group + k, row = (b * l.channels + c) * l.pixels;
+        normalization_gradient_row(in + row, dout + row, l.pixels, mean[s], inv_std[s], gamma[c], mean_g,
+                                   mean_g_xhat, din + row);
+      }
+    }
+  }
+}
+
+void CpuBackend::average_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), plane = g.in_height * g.in_width;
+  const float scale = 1.0f / static_cast<float>(g.window * g.window);
+  for (std::size_t p = 0; p < batch * g.channels; ++p) {
+    const float* src = in + p * plane;
+    for (std::size_t oy = 0; oy < oh; ++oy)
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        float sum = 0.0f;
+        for (std::size_t wy = 0; wy < g.window; ++wy)
+          for (std::size_t wx = 0; wx < g.window; ++wx)
+            sum += src[(oy * g.stride + wy) * g.in_width + ox * g.stride + wx];
+        *out++ = sum * scale;
+      }
+  }
+}
+
+void CpuBackend::average_pool_backward(const PoolGeometry& g, std::size_t batch, const float* dout, float* din) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), plane = g.in_height * g.in_width;
+  const float scale = 1.0f / static_cast<float>(g.window * g.window);
+  std::fill(din, din + batch * g.channels * plane, 0.0f);
+  for (std::size_t p = 0; p < batch * g.channels; ++p) {
+    float* dst = din + p * plane;
+    for (std::size_t oy = 0; oy < oh; ++oy)
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        const float share = *dout++ * scale;
+        for (std::size_t wy = 0; wy < g.window; ++wy)
+          for (std::size_t wx = 0; wx < g.window; ++wx) dst[(oy * g.stride + wy) * g.in_width + ox * g.stride + wx] += share;
+      }
+  }
+}
+
+void CpuBackend::global_average_pool_forward(const ChannelLayout& l, const float* in, float* out) {
+  const float scale = 1.0f / static_cast<float>(l.pixels);
+  for (std::size_t r = 0; r < l.batch * l.channels; ++r) out[r] = row_sum(in + r * l.pixels, l.pixels) * scale;
+}
+
+void CpuBackend::global_average_pool_backward(const ChannelLayout& l, const float* dout, float* din) {
+  const float scale = 1.0f / static_cast<float>(l.pixels);
+  for (std::size_t r = 0; r < l.batch * l.channels; ++r)
+    std::fill(din + r * l.pixels, din + (r + 1) * l.pixels, dout[r] * scale);
+}
+
+void CpuBackend::dropout_forward(std::size_t n, float p, std::uint64_t key, const float* in, float* out) {
+  const float scale = 1.0f / (1.0f - p);
+  const float* __restrict x = in;
+  float* __restrict y = out;
+  for (std::size_t i = 0; i < n; ++i) y[i] = math::dropout(x[i], math::dropout_keep(key, i, p), scale);
+}
+
+void CpuBackend::dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) {
+  dropout_forward(n, p, key, dout, din);  // the same mask and scale: dropout is linear in its input
+}
+
 float CpuBackend::softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
                                         const std::int32_t* labels, float* dlogits) {
   const float scale = 1.0f / static_cast<float>(batch);

@@ -1,6 +1,7 @@
 // The CPU backend: OpenBLAS sgemm for GEMM and plain loops (calling elementwise_math.h) for the rest;
 // its memory is ordinary host memory, its convolution im2col + GEMM (im2col_convolution.h) and its max
-// pooling an argmax record (argmax_max_pooling.h). It is the reference the CUDA backend is checked against. Not thread-safe: one trainer thread uses it;
+// pooling an argmax record (argmax_max_pooling.h). It is the reference the CUDA backend is checked against.
+// Not thread-safe: one trainer thread uses it;
 // set_threads sets OpenBLAS's worker count, which is process-wide in OpenBLAS.
 #pragma once
 
@@ -41,6 +42,27 @@ class CpuBackend final : public Backend {
   void sum(std::size_t rows, std::size_t cols, const float* m, bool over_columns, float* sums) override;
   void relu_forward(std::size_t n, const float* in, float* out) override;
   void relu_backward(std::size_t n, const float* out, const float* dout, float* din) override;
+  void activation_forward(Activation f, std::size_t n, const float* in, float* out) override;
+  void activation_backward(Activation f, std::size_t n, const float* in, const float* out, const float* dout,
+                           float* din) override;
+  void add(std::size_t n, const float* a, const float* b, float* out) override;
+  void batch_norm_forward(const ChannelLayout& l, bool training, const float* in, const float* gamma,
+                          const float* beta, float eps, float momentum, float* running_mean, float* running_var,
+                          float* mean, float* inv_std, float* out) override;
+  void batch_norm_backward(const ChannelLayout& l, bool training, const float* in, const float* dout,
+                           const float* gamma, const float* mean, const float* inv_std, float* dgamma, float* dbeta,
+                           float* din) override;
+  void group_norm_forward(const ChannelLayout& l, std::size_t groups, const float* in, const float* gamma,
+                          const float* beta, float eps, float* mean, float* inv_std, float* out) override;
+  void group_norm_backward(const ChannelLayout& l, std::size_t groups, const float* in, const float* dout,
+                           const float* gamma, const float* mean, const float* inv_std, float* dgamma, float* dbeta,
+                           float* din) override;
+  void average_pool_forward(const PoolGeometry& g, std::size_t batch, const float* in, float* out) override;
+  void average_pool_backward(const PoolGeometry& g, std::size_t batch, const float* dout, float* din) override;
+  void global_average_pool_forward(const ChannelLayout& l, const float* in, float* out) override;
+  void global_average_pool_backward(const ChannelLayout& l, const float* dout, float* din) override;
+  void dropout_forward(std::size_t n, float p, std::uint64_t key, const float* in, float* out) override;
+  void dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) override;
   float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
                               const std::int32_t* labels, float* dlogits) override;
   void argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) override;

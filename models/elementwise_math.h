@@ -1,6 +1,6 @@
 // The per-element math of training, written once for the CPU backend and the CUDA kernels alike:
-// activations, softmax cross-entropy, optimizer updates, push-sum scaling and adding, and the delayed
-// compensation of DESIGN.md §1. Each function works on one element (or one row for the loss) so a CPU
+// activations, normalization, dropout masks, softmax cross-entropy, optimizer updates, push-sum scaling
+// and adding, and the delayed compensation of parameter mixing (docs/algorithms.md). Each function works on one element (or one row for the loss) so a CPU
 // loop or a CUDA thread can call it. All functions are pure apart from their pointer/reference outputs,
 // and thread-safe for disjoint outputs. nvcc 13 compiles this header (only <cmath>, <cstdint>).
 #pragma once
@@ -16,6 +16,64 @@ MERIDIAN_HOST_DEVICE inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
 
 // Gradient of ReLU given its output y (y > 0 exactly where the input was > 0) and the upstream dy.
 MERIDIAN_HOST_DEVICE inline float relu_backward(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+
+// GELU as torch.nn.GELU() (the exact form): x·Φ(x) with Φ the standard normal CDF.
+MERIDIAN_HOST_DEVICE inline float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
+// Gradient of GELU at input x: Φ(x) + x·φ(x), times the upstream dy.
+MERIDIAN_HOST_DEVICE inline float gelu_backward(float x, float dy) {
+  const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+  const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+  return dy * (cdf + x * pdf);
+}
+
+MERIDIAN_HOST_DEVICE inline float tanh_forward(float x) { return tanhf(x); }
+// Gradient of tanh given its output y: 1 − y².
+MERIDIAN_HOST_DEVICE inline float tanh_backward(float y, float dy) { return dy * (1.0f - y * y); }
+
+// The logistic function; the branch keeps expf's argument non-positive, so it never overflows.
+MERIDIAN_HOST_DEVICE inline float sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+// Gradient of the logistic function given its output y: y·(1 − y).
+MERIDIAN_HOST_DEVICE inline float sigmoid_backward(float y, float dy) { return dy * y * (1.0f - y); }
+
+// Normalization (batch norm, group norm): y = γ·(x − mean)·inv_std + β, inv_std = 1/√(var + eps).
+MERIDIAN_HOST_DEVICE inline float inverse_std(float variance, float eps) { return 1.0f / sqrtf(variance + eps); }
+MERIDIAN_HOST_DEVICE inline float normalize(float x, float mean, float inv_std, float gamma, float beta) {
+  return gamma * (x - mean) * inv_std + beta;
+}
+
+// Input gradient of a normalization whose statistics came from the normalized values themselves, for one
+// element: g = γ·dy its scaled upstream gradient, x̂ = (x − mean)·inv_std its normalized value, and
+// mean_g, mean_g_xhat the means of g and g·x̂ over the elements that share its statistics:
+// dx = inv_std·(g − mean_g − x̂·mean_g_xhat).
+MERIDIAN_HOST_DEVICE inline float normalization_input_gradient(float g, float xhat, float inv_std, float mean_g,
+                                                               float mean_g_xhat) {
+  return inv_std * (g - mean_g - xhat * mean_g_xhat);
+}
+
+// Running statistic as torch's batch norm keeps it: r ← (1 − momentum)·r + momentum·value.
+MERIDIAN_HOST_DEVICE inline float running_update(float running, float value, float momentum) {
+  return (1.0f - momentum) * running + momentum * value;
+}
+
+// Dropout mask: element i of the draw `key` is kept with probability 1 − p. A counter-based hash
+// (SplitMix64's finalizer of key and index) rather than a stream, so any thread can draw any element
+// and the CPU and the GPU draw the same mask.
+MERIDIAN_HOST_DEVICE inline bool dropout_keep(std::uint64_t key, std::uint64_t index, float p) {
+  std::uint64_t z = key + (index + 1) * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const float unit = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // 24 bits: exact in [0, 1)
+  return unit >= p;
+}
+// Kept elements are scaled by 1/(1 − p) (inverted dropout, as torch), dropped ones are zero; the same
+// for the gradient.
+MERIDIAN_HOST_DEVICE inline float dropout(float x, bool keep, float scale) { return keep ? x * scale : 0.0f; }
 
 // Softmax cross-entropy of one row of `classes` logits against `label`. Writes
 // dlogits[c] = scale * (softmax(logits)[c] - [c == label]) and returns the row's loss
@@ -43,7 +101,7 @@ MERIDIAN_HOST_DEVICE inline void sgd_update(float& w, float g, float lr, float w
   w -= lr * (g + weight_decay * w);
 }
 
-// Heavy-ball momentum (DESIGN.md §1: u ← m·u + g, w ← w − γ·u), PyTorch's convention without
+// Heavy-ball momentum (u ← m·u + g, w ← w − γ·u), PyTorch's convention without
 // dampening; with `nesterov` the step is g' + m·u (the look-ahead form PyTorch uses).
 MERIDIAN_HOST_DEVICE inline void momentum_update(float& w, float& u, float g, float lr, float momentum,
                                                  float weight_decay, bool nesterov) {
@@ -68,7 +126,7 @@ MERIDIAN_HOST_DEVICE inline void adam_update(float& w, float& m, float& v, float
 MERIDIAN_HOST_DEVICE inline void push_sum_scale(float& x, float share) { x *= share; }
 MERIDIAN_HOST_DEVICE inline void push_sum_add(float& x, float received) { x += received; }
 
-// Delayed compensation for parameter mixing (DESIGN.md §1): x ← x + (m − s), where s is the snapshot
+// Delayed compensation for parameter mixing (docs/algorithms.md): x ← x + (m − s), where s is the snapshot
 // taken at step s and m the mixed value that came back for it; keeps the local progress since s.
 MERIDIAN_HOST_DEVICE inline void delayed_compensation(float& x, float mixed, float snapshot) {
   x += mixed - snapshot;

@@ -1,5 +1,6 @@
 // A layer of a sequential model. Its parameters and their gradients are views into the model's one
-// contiguous buffer (bind), its activations are buffers the model owns, and its own workspace (im2col
+// contiguous buffer (bind), its state (batch norm's running statistics: saved with the model, never a
+// gradient) a view into the model's second buffer (bind_state), its activations are buffers the model owns, and its own workspace (im2col
 // columns, pooling argmax, cuDNN descriptors) is made by the backend, sized once by reserve() and reused by
 // every step. All of them are backend memory (host memory only on the CPU backend).
 //
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,9 +35,20 @@ class Layer {
   // Points the layer at its slice of the model's parameter and gradient buffers (each of
   // parameter_count() floats, backend memory). The spans must outlive the layer's use.
   virtual void bind(std::span<float> parameters, std::span<float> gradients) {}
-  // Draws the parameters into the bound spans, which must be host memory for this call (the model
-  // binds a host staging buffer for it on a device backend).
+  // Model state that is not trained by gradients (batch norm's running statistics): state_count() floats,
+  // bound like the parameters into the model's state buffer (backend memory). Default: none.
+  virtual std::size_t state_count() const { return 0; }
+  virtual void bind_state(std::span<float> state) {}
+  // Draws the parameters into the bound spans and resets the bound state; both must be host memory for
+  // this call (the model binds host staging buffers for it on a device backend). Layers that draw random
+  // numbers while training (dropout) take their seed from `random` here.
   virtual void initialize(SplitMix64& random) {}
+  // Training behaviour (batch statistics, dropout on) or evaluation behaviour (running statistics, dropout
+  // off). A new layer trains. The model sets it before every forward pass.
+  virtual void set_training(bool training) {}
+  // Random draws come from stream `stream` of the layer's seed (default 0): the model gives each of its
+  // batch-splitting replicas its own, so their dropout masks differ.
+  virtual void set_stream(std::uint64_t stream) {}
   // Sizes the layer's workspace, allocated from `backend` (the one later passed to forward/backward), for
   // batches of up to `batch` samples. Allocates only when growing.
   virtual void reserve(Backend& backend, std::size_t batch) {}

@@ -25,18 +25,26 @@ Model::Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::
                                 std::to_string(layers.back()->output_shape().size()) + " features, not " +
                                 std::to_string(classes_) + " classes");
   // Lay every layer's parameters end to end in one buffer, then point each layer at its slice.
-  std::size_t total = 0;
+  // The state buffer the same way.
+  std::size_t total = 0, state_total = 0;
   for (const auto& layer : layers) {
     offsets_.push_back(total);
+    state_offsets_.push_back(state_total);
     total += layer->parameter_count();
+    state_total += layer->state_count();
   }
   parameters_ = BackendBuffer<float>(*backend_, total);
   gradients_ = BackendBuffer<float>(*backend_, total);
+  state_ = BackendBuffer<float>(*backend_, state_total);
   replicas_.resize(1);
   replicas_[0].layers = std::move(layers);
   replicas_[0].gradients = gradients_.span();
+  replicas_[0].state = state_.span();
   replicas_[0].activations.resize(replicas_[0].layers.size());
-  for (std::size_t i = 0; i < layer_count(); ++i) replicas_[0].layers[i]->bind(layer_parameters(i), layer_gradients(i));
+  for (std::size_t i = 0; i < layer_count(); ++i) {
+    replicas_[0].layers[i]->bind(layer_parameters(i), layer_gradients(i));
+    replicas_[0].layers[i]->bind_state(layer_state(i));
+  }
   initialize(seed);
 }
 
@@ -46,6 +54,24 @@ std::span<float> Model::layer_parameters(std::size_t i) {
 
 std::span<float> Model::layer_gradients(std::size_t i) {
   return gradients_.span().subspan(offsets_.at(i), layer(i).parameter_count());
+}
+
+std::span<float> Model::layer_state(std::size_t i) {
+  return state_.span().subspan(state_offsets_.at(i), layer(i).state_count());
+}
+
+void Model::read_state(std::span<float> host) const {
+  if (host.size() != state_.size())
+    throw std::invalid_argument("model " + kind_ + ": reading " + std::to_string(state_.size()) +
+                                " state values into room for " + std::to_string(host.size()));
+  backend_->copy_to_host(host.data(), state_.data(), host.size_bytes());
+}
+
+void Model::write_state(std::span<const float> host) {
+  if (host.size() != state_.size())
+    throw std::invalid_argument("model " + kind_ + ": writing " + std::to_string(host.size()) + " values into " +
+                                std::to_string(state_.size()) + " state values");
+  backend_->copy_from_host(state_.data(), host.data(), host.size_bytes());
 }
 
 void Model::read_parameters(std::span<float> host) const {
@@ -67,19 +93,25 @@ void Model::initialize(std::uint64_t seed) {
   auto& layers = replicas_[0].layers;
   if (backend_->host_addressable()) {
     for (auto& layer : layers) layer->initialize(random);
-    return;
+  } else {
+    // The initializers draw on the host: point the layers at host staging copies for the draw, upload
+    // them, and point the layers back at the backend's buffers. The draws are the same as on the CPU, in
+    // the same order.
+    std::vector<float> staging(parameters_.size()), state_staging(state_.size());
+    const std::span<float> host(staging), host_state(state_staging);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const auto slice = host.subspan(offsets_[i], layers[i]->parameter_count());
+      layers[i]->bind(slice, slice);
+      layers[i]->bind_state(host_state.subspan(state_offsets_[i], layers[i]->state_count()));
+      layers[i]->initialize(random);
+      layers[i]->bind(layer_parameters(i), layer_gradients(i));
+      layers[i]->bind_state(layer_state(i));
+    }
+    write_parameters(staging);
+    write_state(state_staging);
   }
-  // The initializers draw on the host: point the layers at a host staging copy for the draw, upload it,
-  // and point them back at the backend's buffers. The draws are the same as on the CPU, in the same order.
-  std::vector<float> staging(parameters_.size());
-  const std::span<float> host(staging);
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto slice = host.subspan(offsets_[i], layers[i]->parameter_count());
-    layers[i]->bind(slice, slice);
-    layers[i]->initialize(random);
-    layers[i]->bind(layer_parameters(i), layer_gradients(i));
-  }
-  write_parameters(staging);
+  // The replicas' layers are clones made before: remake them so they carry the new draws (dropout seeds).
+  if (replicas_.size() > 1) set_threads(replicas_.size());
 }
 
 void Model::set_threads(std::size_t threads) {
@@ -93,10 +125,14 @@ void Model::set_threads(std::size_t threads) {
     Replica replica;
     replica.own_gradients = BackendBuffer<float>(*backend_, gradients_.size());
     replica.gradients = replica.own_gradients.span();
+    replica.own_state = BackendBuffer<float>(*backend_, state_.size());
+    replica.state = replica.own_state.span();
     for (std::size_t i = 0; i < layer_count(); ++i) {
       replica.layers.push_back(layer(i).clone());
       replica.layers.back()->bind(layer_parameters(i),
                                   replica.gradients.subspan(offsets_[i], layer(i).parameter_count()));
+      replica.layers.back()->bind_state(replica.state.subspan(state_offsets_[i], layer(i).state_count()));
+      replica.layers.back()->set_stream(r);
     }
     replica.activations.resize(layer_count());
     replicas_.push_back(std::move(replica));
@@ -118,6 +154,12 @@ void Model::reserve(Replica& replica, std::size_t batch) {
   replica.reserved_batch = batch;
 }
 
+void Model::set_training(Replica& replica, bool training) {
+  if (replica.training == training) return;
+  for (auto& layer : replica.layers) layer->set_training(training);
+  replica.training = training;
+}
+
 const float* Model::forward(Replica& replica, const float* x, std::size_t batch) {
   reserve(replica, batch);
   const float* in = x;
@@ -129,6 +171,7 @@ const float* Model::forward(Replica& replica, const float* x, std::size_t batch)
 }
 
 float Model::forward_backward(Replica& replica, const float* x, const std::int32_t* labels, std::size_t batch) {
+  set_training(replica, true);
   const float* logits = forward(replica, x, batch);
   const float loss = backend_->softmax_cross_entropy(batch, classes_, logits, labels, replica.grad_a.data());
   float* dout = replica.grad_a.data();
@@ -159,6 +202,7 @@ const std::int32_t* Model::stage_labels(const std::int32_t* labels, std::size_t 
 
 const float* Model::forward(const float* x, std::size_t batch) {
   if (batch == 0) throw std::invalid_argument("model " + kind_ + ": empty batch");
+  set_training(replicas_[0], false);
   return forward(replicas_[0], stage_input(x, batch), batch);
 }
 
@@ -169,6 +213,9 @@ float Model::forward_backward(const float* x, const std::int32_t* labels, std::s
   // Rows [first(r), first(r + 1)) go to replica r; each computes the mean-loss gradient of its rows.
   auto first = [&](std::size_t r) { return batch * r / parts; };
   const std::size_t dim = input_size();
+  // Every part starts from the model's state; the parts' updated states are averaged below.
+  for (std::size_t r = 1; r < parts; ++r)
+    backend_->copy(replicas_[r].state.data(), state_.data(), state_.size() * sizeof(float));
   pool_->run([&](std::size_t r) {
     if (r >= parts) return;
     const std::size_t begin = first(r), rows = first(r + 1) - begin;
@@ -187,6 +234,18 @@ float Model::forward_backward(const float* x, const std::int32_t* labels, std::s
       for (std::size_t i = lo; i < hi; ++i) gradients[i] += w * g[i];
     }
   });
+  // state = Σ_r (rows_r / batch) · state_r: a running statistic that moved by momentum towards each
+  // part's batch statistic ends where it would have moved towards their row-weighted mean.
+  if (!state_.empty()) {
+    const float w0 = static_cast<float>(first(1) - first(0)) / static_cast<float>(batch);
+    float* state = state_.data();
+    for (std::size_t i = 0; i < state_.size(); ++i) state[i] *= w0;
+    for (std::size_t r = 1; r < parts; ++r) {
+      const float w = static_cast<float>(first(r + 1) - first(r)) / static_cast<float>(batch);
+      const float* s = replicas_[r].state.data();
+      for (std::size_t i = 0; i < state_.size(); ++i) state[i] += w * s[i];
+    }
+  }
   double loss = 0.0;
   for (std::size_t r = 0; r < parts; ++r)
     loss += static_cast<double>(replicas_[r].loss) * static_cast<double>(first(r + 1) - first(r));
@@ -214,6 +273,7 @@ Evaluation Model::evaluate(const data::Dataset& dataset, std::size_t chunk) {
   Evaluation result;
   if (dataset.rows == 0) return result;
   Replica& replica = replicas_[0];
+  set_training(replica, false);
   chunk = std::max<std::size_t>(1, std::min(chunk, dataset.rows));
   std::size_t correct = 0;
   double loss_sum = 0.0;
@@ -246,6 +306,7 @@ std::string Model::fingerprint() const {
   for (const auto& layer : replicas_[0].layers) text.append("|").append(layer->describe());
   text.append("|classes=").append(std::to_string(classes_));
   text.append("|params=").append(std::to_string(parameters_.size()));
+  if (!state_.empty()) text.append("|state=").append(std::to_string(state_.size()));
   return text;
 }
 

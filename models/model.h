@@ -1,8 +1,16 @@
 // A sequential classifier whose parameters and gradients each live in one contiguous float buffer
 // (llm.c style): every layer's weights are a view into parameters(), in layer order, so mixing,
-// averaging, compensation and checkpoints work on one span. Activations and workspaces are allocated
-// for the largest batch seen and reused by every later step; a step at or below that size allocates
-// nothing.
+// averaging, compensation and checkpoints work on one span. Model state that is not trained by
+// gradients (batch norm's running statistics) lives likewise in a second contiguous buffer, state(),
+// in layer order: it belongs in a checkpoint next to the parameters, and an algorithm that averages
+// normalization statistics mixes state() as it mixes parameters() (it is empty for models without
+// normalization statistics).
+//
+// Mode: forward_backward() runs the layers in training mode (batch statistics, dropout on); forward(),
+// predict() and evaluate() in evaluation mode (running statistics, dropout off).
+//
+// Activations and workspaces are allocated for the largest batch seen and reused by every later step;
+// a step at or below that size allocates nothing.
 //
 // Memory: every buffer comes from the backend (BackendBuffer), so on the CUDA backend parameters,
 // gradients, activations and workspaces are device memory: a training step uploads only the batch
@@ -14,7 +22,11 @@
 // Threads: set_threads(T) splits each training batch into T row ranges computed at once by T copies
 // of the layer chain that share the parameters (data parallelism inside one step); their gradients
 // are combined into gradients() weighted by rows, so the result is the same mean-loss gradient up to
-// float summation order. Use it with a single-threaded backend so the threads do not oversubscribe.
+// float summation order, except that batch norm then normalizes each part with its own statistics (as
+// data-parallel training without synchronized batch norm). Each copy keeps its own state during the
+// step; afterwards state() is their row-weighted mean, which for the running means is exactly the
+// running mean of the whole batch. Each copy draws its own dropout masks (Layer::set_stream). Use it
+// with a single-threaded backend so the threads do not oversubscribe.
 // Only host-addressable backends take more than one thread (a GPU runs one chain on one stream).
 //
 // Ownership: the model owns its layers and buffers and shares the backend. Not thread-safe: one
@@ -59,6 +71,13 @@ class Model {
   std::span<float> gradients() { return gradients_.span(); }
   std::span<const float> gradients() const { return gradients_.span(); }
   std::size_t parameter_count() const { return parameters_.size(); }
+  // The state buffer in backend memory (see above), state_count() floats; empty when no layer has state.
+  std::span<float> state() { return state_.span(); }
+  std::span<const float> state() const { return state_.span(); }
+  std::size_t state_count() const { return state_.size(); }
+  // host (state_count()) ← state and the reverse, as read_parameters/write_parameters.
+  void read_state(std::span<float> host) const;
+  void write_state(std::span<const float> host);
   // host (parameter_count()) ← parameters, after every operation enqueued before; and the reverse.
   // Throws std::invalid_argument when the host span's size differs.
   void read_parameters(std::span<float> host) const;
@@ -69,7 +88,8 @@ class Model {
   void set_threads(std::size_t threads);
   std::size_t threads() const { return replicas_.size(); }
 
-  // Re-draws all parameters from `seed` (He for hidden layers, Xavier for the output layer, zero biases).
+  // Re-draws all parameters from `seed` (He for hidden layers, Xavier for the output layer, zero biases,
+  // γ = 1 and β = 0 for normalizations) and resets the state (running mean 0, variance 1).
   void initialize(std::uint64_t seed);
 
   // One training step's computation on a batch: x (batch, input_size), labels (batch) in [0, classes),
@@ -86,7 +106,8 @@ class Model {
   // Throws std::invalid_argument when the dataset's row size or classes do not fit the model.
   Evaluation evaluate(const data::Dataset& dataset, std::size_t chunk = 256);
 
-  // Architecture and sizes, e.g. "mlp|in=784x1x1|linear(784->256)|relu|...|classes=10|params=235146".
+  // Architecture and sizes, e.g. "mlp|in=784x1x1|linear(784->256)|relu|...|classes=10|params=235146",
+  // with "|state=N" after the parameter count when the model has state.
   // Peers compare it before mixing parameters.
   std::string fingerprint() const;
   const std::string& kind() const { return kind_; }
@@ -98,6 +119,7 @@ class Model {
   // The slice of parameters()/gradients() that belongs to layer i (empty for parameter-free layers).
   std::span<float> layer_parameters(std::size_t i);
   std::span<float> layer_gradients(std::size_t i);
+  std::span<float> layer_state(std::size_t i);
   Backend& backend() { return *backend_; }
   const Backend& backend() const { return *backend_; }
   // The threads of set_threads() (null with one thread), for the optimizer to update in slices.
@@ -110,6 +132,9 @@ class Model {
     std::vector<std::unique_ptr<Layer>> layers;
     BackendBuffer<float> own_gradients;  // empty for replica 0
     std::span<float> gradients;
+    BackendBuffer<float> own_state;      // empty for replica 0
+    std::span<float> state;
+    bool training = true;                // the mode its layers were last set to
     std::size_t reserved_batch = 0;
     std::vector<BackendBuffer<float>> activations;  // activations[i] = output of layer i, (batch, out_i)
     BackendBuffer<float> grad_a, grad_b;            // ping-pong activation gradients, (batch, widest layer)
@@ -117,6 +142,7 @@ class Model {
   };
 
   void reserve(Replica& replica, std::size_t batch);
+  void set_training(Replica& replica, bool training);
   const float* forward(Replica& replica, const float* x, std::size_t batch);
   float forward_backward(Replica& replica, const float* x, const std::int32_t* labels, std::size_t batch);
   // x and labels in backend memory: the host pointers themselves on a host-addressable backend, else
@@ -127,9 +153,11 @@ class Model {
   std::string kind_;
   std::size_t classes_;
   std::shared_ptr<Backend> backend_;
-  std::vector<std::size_t> offsets_;  // layer i's parameters start at offsets_[i]
+  std::vector<std::size_t> offsets_;        // layer i's parameters start at offsets_[i]
+  std::vector<std::size_t> state_offsets_;  // and its state at state_offsets_[i]
   BackendBuffer<float> parameters_;
   BackendBuffer<float> gradients_;
+  BackendBuffer<float> state_;
   std::vector<Replica> replicas_;
   std::unique_ptr<WorkerPool> pool_;  // null with one thread
   BackendBuffer<float> input_;              // (batch, input_size): the uploaded batch (device backends)

@@ -1,5 +1,6 @@
-// The architectures Meridian trains: logistic regression, an MLP with configurable hidden widths and
-// a LeNet-style CNN. Every site builds the same model from the same arguments and seed.
+// The architectures Meridian trains: logistic regression, an MLP with configurable hidden widths (also
+// with batch norm and dropout), a LeNet-style CNN, He et al.'s CIFAR ResNets, and any network a model file
+// describes (model_file.h). Every site builds the same model from the same arguments and seed.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +24,23 @@ std::unique_ptr<Model> make_mlp(Shape input, const std::vector<std::size_t>& hid
 // too small for the two 5×5 convolutions and pools.
 std::unique_ptr<Model> make_cnn(Shape input, std::size_t classes, std::shared_ptr<Backend> backend,
                                 std::uint64_t seed);
-// By name: "logreg", "mlp" (with `hidden`, empty for the default) or "cnn".
-// Throws std::invalid_argument naming the unknown kind.
+// For tabular data: flatten, then Linear → BatchNorm1d → ReLU → Dropout(p) for each hidden width, then
+// Linear(→ classes).
+std::unique_ptr<Model> make_mlp_bn(Shape input, const std::vector<std::size_t>& hidden, float dropout,
+                                   std::size_t classes, std::shared_ptr<Backend> backend, std::uint64_t seed);
+// He et al.'s CIFAR ResNet with 6n + 2 layers: conv3×3 (→16) → batch norm → ReLU, three stages of n basic
+// blocks (residual_network.h) with 16, 32 and 64 channels, the first block of the second and third stage
+// with stride 2 and a projection shortcut, each block followed by ReLU, then global average pooling and
+// Linear(64 → classes). n = 1 is resnet8, n = 3 resnet20. Any input of at least 1×1 pixels: 1×28×28
+// gives stages of 28, 14 and 7 pixels a side, 3×32×32 of 32, 16 and 8.
+std::unique_ptr<Model> make_resnet(std::size_t blocks_per_stage, Shape input, std::size_t classes,
+                                   std::shared_ptr<Backend> backend, std::uint64_t seed);
+// The built-in architectures' names, for messages and --help: "logreg, mlp, mlp-bn, cnn, resnet8, resnet20".
+const std::vector<std::string>& builtin_models();
+// By name: "logreg", "mlp" or "mlp-bn" (with `hidden`, empty for the default 256,128), "cnn", "resnet8",
+// "resnet20"; anything else is the path of a model file (model_file.h). Throws std::invalid_argument
+// naming the unknown kind when no such file exists, and ModelFileError (an std::invalid_argument) for a
+// file that describes no valid network.
 std::unique_ptr<Model> make_model(const std::string& kind, Shape input, std::size_t classes,
                                   const std::vector<std::size_t>& hidden, std::shared_ptr<Backend> backend,
                                   std::uint64_t seed);

@@ -3,8 +3,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "models/conv2d.h"
-
 namespace meridian::models {
 
 void use_threads(Model& model, Backend& backend, std::size_t threads) {
@@ -14,9 +12,10 @@ void use_threads(Model& model, Backend& backend, std::size_t threads) {
     backend.set_threads(static_cast<int>(threads));
     return;
   }
+  // A convolution anywhere, also inside a residual block: the description names every nested layer.
   bool convolutional = false;
   for (std::size_t i = 0; i < model.layer_count(); ++i)
-    convolutional = convolutional || dynamic_cast<const Conv2d*>(&model.layer(i)) != nullptr;
+    convolutional = convolutional || model.layer(i).describe().find("conv2d(") != std::string::npos;
   if (convolutional) {
     backend.set_threads(1);
     model.set_threads(threads);

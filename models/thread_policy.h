@@ -3,7 +3,8 @@
 // element-wise work is a large share of a step and parallelizes with the batch; GEMM-only models
 // (MLP, logistic regression) let OpenBLAS thread each GEMM instead, which measured faster here for
 // batch 64 (bench/train_throughput.cc, docs/benchmarks.md). Either way the result of a step is the
-// same up to float summation order. A backend that is not host-addressable (the GPU) runs one layer
+// same up to float summation order, except that batch norm normalizes each part of a split batch with
+// the part's statistics (model.h). A backend that is not host-addressable (the GPU) runs one layer
 // chain; the thread count is only recorded on it.
 #pragma once
 

@@ -34,6 +34,11 @@ __global__ void every_function(float* w, float* u, float* v, const float* g, flo
   m::push_sum_scale(w[i], 0.5f);
   m::push_sum_add(w[i], g[i]);
   m::delayed_compensation(w[i], g[i], u[i]);
+  w[i] += m::gelu(w[i]) + m::gelu_backward(w[i], g[i]) + m::tanh_forward(w[i]) + m::tanh_backward(w[i], g[i]);
+  w[i] += m::sigmoid(w[i]) + m::sigmoid_backward(w[i], g[i]) + m::running_update(w[i], g[i], 0.1f);
+  w[i] += m::normalize(w[i], g[i], m::inverse_std(u[i] * u[i], 1e-5f), 1.0f, 0.0f) +
+          m::normalization_input_gradient(g[i], w[i], 1.0f, 0.5f, 0.25f);
+  w[i] = m::dropout(w[i], m::dropout_keep(42ULL, static_cast<unsigned long long>(i), 0.5f), 2.0f);
 }
 )";
   }

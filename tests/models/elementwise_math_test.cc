@@ -62,3 +62,43 @@ TEST_CASE("push-sum scaling and adding, and delayed compensation, of one element
   math::delayed_compensation(x, 4.0f, 1.0f);  // x + (mixed − snapshot)
   CHECK(x == 6.5f);
 }
+
+TEST_CASE("GELU, tanh and sigmoid with their gradients", "[models][math]") {
+  // GELU(x) = x·Φ(x): Φ(1) = 0.8413447, φ(1) = 0.2419707.
+  CHECK(math::gelu(1.0f) == Approx(0.8413447).epsilon(1e-6));
+  CHECK(math::gelu(-1.0f) == Approx(-0.1586553).epsilon(1e-5));
+  CHECK(math::gelu(0.0f) == 0.0f);
+  CHECK(math::gelu_backward(1.0f, 2.0f) == Approx(2.0 * (0.8413447 + 0.2419707)).epsilon(1e-6));
+  CHECK(math::tanh_forward(0.5f) == Approx(std::tanh(0.5)));
+  CHECK(math::tanh_backward(0.5f, 2.0f) == Approx(2.0 * 0.75));
+  CHECK(math::sigmoid(0.0f) == 0.5f);
+  CHECK(math::sigmoid(2.0f) == Approx(1.0 / (1.0 + std::exp(-2.0))));
+  // No overflow at either end.
+  CHECK(math::sigmoid(-200.0f) == 0.0f);
+  CHECK(math::sigmoid(200.0f) == 1.0f);
+  CHECK(math::sigmoid_backward(0.25f, 2.0f) == Approx(2.0 * 0.25 * 0.75));
+}
+
+TEST_CASE("normalization of one element and its input gradient", "[models][math]") {
+  CHECK(math::inverse_std(3.0f, 1.0f) == Approx(0.5f));
+  CHECK(math::normalize(5.0f, 1.0f, 0.5f, 3.0f, -1.0f) == Approx(3.0f * 2.0f - 1.0f));
+  // inv_std·(g − mean_g − x̂·mean_g_xhat)
+  CHECK(math::normalization_input_gradient(2.0f, 0.5f, 4.0f, 1.0f, 0.5f) == Approx(4.0f * (2.0f - 1.0f - 0.25f)));
+  CHECK(math::running_update(1.0f, 3.0f, 0.25f) == Approx(1.5f));
+}
+
+TEST_CASE("dropout masks are a fixed function of key and index", "[models][math]") {
+  std::size_t kept = 0, differ = 0;
+  for (std::uint64_t i = 0; i < 10000; ++i) {
+    const bool keep = math::dropout_keep(7, i, 0.25f);
+    CHECK(keep == math::dropout_keep(7, i, 0.25f));
+    kept += keep ? 1 : 0;
+    differ += keep != math::dropout_keep(8, i, 0.25f) ? 1 : 0;
+  }
+  CHECK(kept == Approx(7500).margin(200));
+  CHECK(differ == Approx(2 * 0.25 * 0.75 * 10000).margin(250));  // other keys, independent masks
+  CHECK_FALSE(math::dropout_keep(7, 0, 1.0f));
+  CHECK(math::dropout_keep(7, 0, 0.0f));
+  CHECK(math::dropout(3.0f, true, 2.0f) == 6.0f);
+  CHECK(math::dropout(3.0f, false, 2.0f) == 0.0f);
+}

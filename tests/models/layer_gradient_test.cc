@@ -7,12 +7,19 @@
 #include <memory>
 #include <vector>
 
+#include "models/activation.h"
+#include "models/average_pool2d.h"
+#include "models/batch_norm.h"
 #include "models/conv2d.h"
 #include "models/cpu_backend.h"
 #include "models/flatten.h"
+#include "models/global_average_pool.h"
+#include "models/group_norm.h"
+#include "models/layer_sequence.h"
 #include "models/linear.h"
 #include "models/max_pool2d.h"
 #include "models/relu.h"
+#include "models/residual_block.h"
 #include "models/split_mix64.h"
 
 using namespace meridian::models;
@@ -34,14 +41,20 @@ double weighted_output(Layer& layer, Backend& backend, const std::vector<float>&
   return sum;
 }
 
-// Checks the input gradient and every parameter gradient of `layer` by central differences.
-void check_layer(Layer& layer, std::size_t batch, std::uint64_t seed, float step = 1e-2f) {
+// Checks the input gradient and every parameter gradient of `layer` by central differences. The layer's
+// state (running statistics) is bound to a buffer drawn around (0, 1) so that evaluation-mode checks
+// see statistics other than the initial ones; `training` picks the mode.
+void check_layer(Layer& layer, std::size_t batch, std::uint64_t seed, float step = 1e-2f, bool training = true) {
   CpuBackend backend;
   SplitMix64 random(seed);
   std::vector<float> params(layer.parameter_count()), grads(layer.parameter_count());
+  std::vector<float> state(layer.state_count());
   layer.bind(params, grads);
+  layer.bind_state(state);
   layer.initialize(random);
+  layer.set_training(training);
   for (float& p : params) p += random.uniform(0.1f);  // non-zero biases too
+  for (float& s : state) s = 1.0f + random.uniform(0.5f);
   layer.reserve(backend, batch);
   std::vector<float> x = random_vector(batch * layer.input_shape().size(), random);
   const std::vector<float> r = random_vector(batch * layer.output_shape().size(), random);
@@ -114,6 +127,90 @@ TEST_CASE("Flatten passes values and gradients through unchanged", "[models][gra
   Flatten layer({2, 3, 2});
   CHECK(layer.output_shape() == Shape{12, 1, 1});
   check_layer(layer, 2, 18);
+}
+
+TEST_CASE("BatchNorm backward matches finite differences", "[models][gradient]") {
+  SECTION("1d over features, training (batch statistics)") {
+    BatchNorm layer({5, 1, 1});
+    check_layer(layer, 4, 21);
+  }
+  SECTION("2d over channels, training (batch statistics)") {
+    BatchNorm layer({3, 3, 2});
+    check_layer(layer, 3, 22);
+  }
+  SECTION("2d over channels, evaluation (running statistics)") {
+    BatchNorm layer({3, 2, 2}, 0.2f, 1e-3f);
+    check_layer(layer, 2, 23, 1e-2f, false);
+  }
+}
+
+TEST_CASE("GroupNorm backward matches finite differences", "[models][gradient]") {
+  SECTION("2 groups of 2 channels") {
+    GroupNorm layer({4, 2, 3}, 2);
+    check_layer(layer, 3, 24);
+  }
+  SECTION("one channel per group (instance norm)") {
+    GroupNorm layer({3, 2, 2}, 3);
+    check_layer(layer, 2, 25);
+  }
+}
+
+TEST_CASE("GELU, tanh and sigmoid backward match finite differences", "[models][gradient]") {
+  for (Activation f : {Activation::gelu, Activation::tanh, Activation::sigmoid}) {
+    ActivationLayer layer({3, 2, 2}, f);
+    check_layer(layer, 3, 26, 1e-3f);
+  }
+}
+
+TEST_CASE("average pooling backward matches finite differences", "[models][gradient]") {
+  SECTION("2x2 window, stride 2") {
+    AveragePool2d layer({2, 4, 6}, 2, 2);
+    check_layer(layer, 2, 27);
+  }
+  SECTION("3x3 window, stride 1 (overlapping windows)") {
+    AveragePool2d layer({1, 5, 4}, 3, 1);
+    check_layer(layer, 2, 28);
+  }
+  SECTION("global") {
+    GlobalAveragePool layer({3, 3, 2});
+    CHECK(layer.output_shape() == Shape{3, 1, 1});
+    check_layer(layer, 2, 29);
+  }
+}
+
+namespace {
+
+std::vector<std::unique_ptr<Layer>> conv_bn(Shape in, std::size_t out_channels, std::size_t stride, bool relu) {
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(std::make_unique<Conv2d>(in, out_channels, 3, stride, 1, InitScheme::he));
+  layers.push_back(std::make_unique<BatchNorm>(layers.back()->output_shape()));
+  if (relu) layers.push_back(std::make_unique<Relu>(layers.back()->output_shape()));
+  return layers;
+}
+
+}  // namespace
+
+TEST_CASE("residual block backward matches finite differences", "[models][gradient]") {
+  SECTION("identity shortcut") {
+    auto body = conv_bn({2, 4, 4}, 2, 1, false);
+    auto more = conv_bn(body.back()->output_shape(), 2, 1, false);
+    body.push_back(std::make_unique<ActivationLayer>(body.back()->output_shape(), Activation::tanh));
+    for (auto& layer : more) body.push_back(std::move(layer));
+    ResidualBlock layer(std::make_unique<LayerSequence>(std::move(body)), nullptr);
+    check_layer(layer, 3, 30);
+  }
+  SECTION("1x1 convolution with stride 2 and batch norm as the shortcut") {
+    auto body = conv_bn({2, 5, 5}, 3, 2, true);
+    auto tail = conv_bn(body.back()->output_shape(), 3, 1, false);
+    for (auto& layer : tail) body.push_back(std::move(layer));
+    std::vector<std::unique_ptr<Layer>> shortcut;
+    shortcut.push_back(std::make_unique<Conv2d>(Shape{2, 5, 5}, 3, 1, 2, 0, InitScheme::he));
+    shortcut.push_back(std::make_unique<BatchNorm>(shortcut.back()->output_shape()));
+    ResidualBlock layer(std::make_unique<LayerSequence>(std::move(body)),
+                        std::make_unique<LayerSequence>(std::move(shortcut)));
+    CHECK(layer.output_shape() == Shape{3, 3, 3});
+    check_layer(layer, 2, 31, 1e-3f);
+  }
 }
 
 TEST_CASE("softmax cross-entropy gradient matches finite differences", "[models][gradient]") {

@@ -1,8 +1,10 @@
 // `meridian train` as a user runs it: a real process on the real Fashion-MNIST files.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -47,4 +49,21 @@ TEST_CASE("meridian train fails clearly on bad input", "[cli][train]") {
   const Result help = run("train --help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("Example:") != std::string::npos);
+}
+
+TEST_CASE("meridian train takes a model file and names the line of a broken one", "[cli][train]") {
+  if (!std::filesystem::exists(std::string(kFashionMnist) + "/train-images-idx3-ubyte.gz")) {
+    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
+    return;
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("meridian-model-file-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "broken.model";
+  std::ofstream(path) << "flatten\nlinear 32\nrelu\nbatch_norm momentum=fast\nlinear classes\n";
+  const Result broken = run("train --model " + path.string() + " --epochs 1");
+  std::filesystem::remove_all(dir);
+  INFO(broken.output);
+  CHECK(broken.exit_code != 0);
+  CHECK(broken.output.find(path.string() + ":4: batch_norm: momentum must be a number, got 'fast'") !=
+        std::string::npos);
 }
