@@ -7,7 +7,7 @@ CUDA  ?= auto
 TYPE  ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance clean help
+.PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance docker-check clean help
 
 all: build
 
@@ -21,6 +21,7 @@ help:
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
 	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang, ASan/UBSan) for FUZZ_RUNS executions (default 1000000)"
 	@echo "make endurance  8 sites for 10 minutes: memory, descriptors, sockets, abandoned rounds (ENDURANCE_ARGS=\"--minutes 2\")"
+	@echo "make docker-check  build the CPU image with a dockerd of its own and check a 4-container federation (root, ~15 min)"
 	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
 
 deps:
@@ -76,6 +77,10 @@ ENDURANCE_ARGS ?=
 endurance:
 	@$(MAKE) --no-print-directory build
 	@MERIDIAN=$(BUILD)/meridian scripts/endurance $(ENDURANCE_ARGS)
+
+# Not part of `make test`: its own dockerd, the image built from scratch, a container federation (root).
+docker-check:
+	@scripts/docker-check
 
 clean:
 	rm -rf $(BUILD) build-sanitize build-fuzz
