@@ -21,7 +21,7 @@ help:
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
 	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang, ASan/UBSan) for FUZZ_RUNS executions (default 1000000)"
 	@echo "make endurance  8 sites for 10 minutes: memory, descriptors, sockets, abandoned rounds (ENDURANCE_ARGS=\"--minutes 2\")"
-	@echo "make docker-check  build the CPU image with a dockerd of its own and check a 4-container federation (root, ~15 min)"
+	@echo "make docker-check  build the CPU image with a dockerd of its own and check a 4-container federation (root; ~30 min first, ~2 min after)"
 	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
 
 deps:
