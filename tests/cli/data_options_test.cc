@@ -67,12 +67,12 @@ nlohmann::json last_json_line(const std::string& output) {
   return nlohmann::json::parse(output.substr(start == std::string::npos ? 0 : start + 1));
 }
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string shell_path(const fs::path& p) { return "'" + p.string() + "'"; }
 
 // `meridian start` alone (--algo local) with the given data options, in `dir`/run; returns the result.
 meridian::tests::CommandOutput start_local(const fs::path& dir, const std::string& data) {
   return run_meridian("start --name a --insecure --algo local --listen tcp://127.0.0.1:0 --metrics-address off "
-                      "--threads 1 --batch 8 --lr 0.1 --run-dir " + quoted(dir / "run") + " " + data);
+                      "--threads 1 --batch 8 --lr 0.1 --run-dir " + shell_path(dir / "run") + " " + data);
 }
 
 }  // namespace
@@ -81,14 +81,15 @@ TEST_CASE("train reads a PNG image folder named by --train and --test and report
   TempDir dir;
   write_image_folder(dir.path() / "train", 24, 1);
   write_image_folder(dir.path() / "test", 8, 9000);
-  const auto r = run_meridian("train --train " + quoted(dir.path() / "train") + " --test " + quoted(dir.path() / "test") +
-                              " --model logreg --epochs 4 --batch 8 --lr 0.1 --optimizer sgd --json");
+  const auto r = run_meridian("train --train " + shell_path(dir.path() / "train") + " --test " + shell_path(dir.path() / "test") +
+                              " --model logreg --epochs 8 --batch 8 --lr 0.1 --json");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto result = last_json_line(r.output);
   CHECK(result["classes"] == 2);
   CHECK(result["test_samples"] == 16);
-  CHECK(result["test_accuracy"].get<double>() == 1.0);
+  const double accuracy = result["test_accuracy"].get<double>();
+  CHECK(accuracy == 1.0);
   CHECK(result["dataset"] == (dir.path() / "train").string());
 }
 
@@ -96,15 +97,15 @@ TEST_CASE("train reads an .npz pair, and without --test reports that there is no
   TempDir dir;
   write_npz(dir.path() / "train.npz", 64, 1);
   write_npz(dir.path() / "test.npz", 32, 5000);
-  const auto r = run_meridian("train --train " + quoted(dir.path() / "train.npz") + " --test " +
-                              quoted(dir.path() / "test.npz") + " --model logreg --epochs 5 --batch 8 --json");
+  const auto r = run_meridian("train --train " + shell_path(dir.path() / "train.npz") + " --test " +
+                              shell_path(dir.path() / "test.npz") + " --model logreg --epochs 5 --batch 8 --json");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto result = last_json_line(r.output);
   CHECK(result["test_samples"] == 32);
   CHECK(result["test_accuracy"].get<double>() >= 0.9);
 
-  const auto alone = run_meridian("train --train " + quoted(dir.path() / "train.npz") + " --model logreg --epochs 1");
+  const auto alone = run_meridian("train --train " + shell_path(dir.path() / "train.npz") + " --model logreg --epochs 1");
   INFO(alone.output);
   CHECK(alone.exit_code == 0);
   CHECK(alone.output.find("no test accuracy: no --test given") != std::string::npos);
@@ -114,7 +115,7 @@ TEST_CASE("a class list naming a class the data lacks is accepted by train, star
   TempDir dir;
   write_image_folder(dir.path() / "train", 16, 1);
   write_image_folder(dir.path() / "test", 8, 9000);
-  const std::string data = "--train " + quoted(dir.path() / "train") + " --test " + quoted(dir.path() / "test") +
+  const std::string data = "--train " + shell_path(dir.path() / "train") + " --test " + shell_path(dir.path() / "test") +
                            " --classes bright,dark,grey";
   const auto trained = run_meridian("train " + data + " --model logreg --epochs 3 --batch 8 --json");
   INFO(trained.output);
@@ -133,16 +134,17 @@ TEST_CASE("a class list naming a class the data lacks is accepted by train, star
 
   // eval: the same test folder with the run's class list gives the run's own final accuracy.
   const std::string checkpoint = result["final_checkpoint"].get<std::string>();
-  const auto evaluated = run_meridian("eval --checkpoint " + quoted(checkpoint) + " --test " +
-                                      quoted(dir.path() / "test") + " --classes bright,dark,grey --json");
+  const auto evaluated = run_meridian("eval --checkpoint " + shell_path(checkpoint) + " --test " +
+                                      shell_path(dir.path() / "test") + " --classes bright,dark,grey --json");
   INFO(evaluated.output);
   REQUIRE(evaluated.exit_code == 0);
-  CHECK(last_json_line(evaluated.output)["test_accuracy"].get<double>() == Approx(accuracy).margin(1e-6));
+  const double evaluated_accuracy = last_json_line(evaluated.output)["test_accuracy"].get<double>();
+  CHECK(evaluated_accuracy == Approx(accuracy).margin(1e-6));
 }
 
 TEST_CASE("bad data options are refused with every problem named by its option", "[cli][data]") {
   TempDir dir;
-  const std::string missing = quoted(dir.path() / "no-such-folder");
+  const std::string missing = shell_path(dir.path() / "no-such-folder");
   SECTION("train") {
     const auto r = run_meridian("train --train " + missing + " --classes a,a --layout hwcn");
     INFO(r.output);
@@ -159,7 +161,7 @@ TEST_CASE("bad data options are refused with every problem named by its option",
     CHECK(r.output.find("--test: applies with --train only") != std::string::npos);
   }
   SECTION("start") {
-    const auto r = start_local(dir.path(), "--train " + missing + " --test " + quoted(dir.path() / "nope.npz") +
+    const auto r = start_local(dir.path(), "--train " + missing + " --test " + shell_path(dir.path() / "nope.npz") +
                                                " --layout hwcn --augment crop:x");
     INFO(r.output);
     CHECK(r.exit_code != 0);
@@ -171,7 +173,7 @@ TEST_CASE("bad data options are refused with every problem named by its option",
   }
   SECTION("start: augmentation of a table") {
     write_npz(dir.path() / "train.npz", 16, 1);
-    const auto r = start_local(dir.path(), "--train " + quoted(dir.path() / "train.npz") + " --augment flip");
+    const auto r = start_local(dir.path(), "--train " + shell_path(dir.path() / "train.npz") + " --augment flip");
     INFO(r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("--augment: augmentation flip needs images") != std::string::npos);
@@ -184,8 +186,8 @@ TEST_CASE("simulate hands --train, --test and --classes to every site, which spl
   write_npz(dir.path() / "test.npz", 32, 5000);
   const fs::path out = dir.path() / "sim";
   const auto r = run_meridian("simulate --sites 2 --algo local --insecure --model logreg --epochs 4 --batch 8 "
-                              "--eval-every 4 --train " + quoted(dir.path() / "train.npz") + " --test " +
-                              quoted(dir.path() / "test.npz") + " --classes 0,1 --out " + quoted(out) + " --json");
+                              "--eval-every 4 --train " + shell_path(dir.path() / "train.npz") + " --test " +
+                              shell_path(dir.path() / "test.npz") + " --classes 0,1 --out " + shell_path(out) + " --json");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   for (const char* site : {"site-0", "site-1"}) {
@@ -196,7 +198,8 @@ TEST_CASE("simulate hands --train, --test and --classes to every site, which spl
     std::ifstream result_file(out / "local" / site / "result.json");
     const auto result = nlohmann::json::parse(result_file);
     CHECK(result["completed"] == true);
-    CHECK(result["test_accuracy"].get<double>() >= 0.9);
+    const double accuracy = result["test_accuracy"].get<double>();
+    CHECK(accuracy >= 0.9);
     // Each site trains on its half: 64 rows / 2 sites / batch 8 = 4 steps an epoch, 4 epochs.
     CHECK(result["steps"] == 16);
   }
