@@ -204,3 +204,19 @@ TEST_CASE("simulate hands --train, --test and --classes to every site, which spl
     CHECK(result["steps"] == 16);
   }
 }
+
+TEST_CASE("start trains on an image folder with --augment crop and flip", "[cli][data]") {
+  TempDir dir;
+  write_image_folder(dir.path() / "train", 16, 1);
+  write_image_folder(dir.path() / "test", 8, 9000);
+  const auto r = start_local(dir.path(), "--train " + shell_path(dir.path() / "train") + " --test " +
+                                             shell_path(dir.path() / "test") + " --augment crop:2,flip --epochs 10 --model logreg");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream result_file(dir.path() / "run" / "result.json");
+  const auto result = nlohmann::json::parse(result_file);
+  CHECK(result["completed"] == true);
+  // Shifted and mirrored, dark images stay dark: the classes remain separable.
+  const double accuracy = result["test_accuracy"].get<double>();
+  CHECK(accuracy >= 0.9);
+}
