@@ -20,6 +20,7 @@ struct EvalOptions {
   std::string dataset = "fashion-mnist";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string train_csv, test_csv, label_column = "label";
+  std::string train, test, classes, layout;
   bool json = false;
 };
 
@@ -33,6 +34,10 @@ int run_eval(const EvalOptions& o) {
   config.train_csv = o.train_csv;
   config.test_csv = o.test_csv;
   config.label_column = o.label_column;
+  config.train = o.train;
+  config.test = o.test;
+  config.classes = o.classes;
+  config.layout = o.layout;
   const auto test = daemon::load_test_data(config);
   std::vector<std::filesystem::path> files(o.checkpoints.begin(), o.checkpoints.end());
   const auto r = daemon::evaluate_checkpoints(files, test);
@@ -60,7 +65,10 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       "  meridian eval --checkpoint meridian-run/checkpoints/checkpoint-00000000000000000936.mrdn\n"
       "  meridian eval --checkpoint runs/a/checkpoints/X.mrdn --checkpoint runs/b/checkpoints/Y.mrdn --json\n"
       "The model is rebuilt from the checkpoint's fingerprint; several checkpoints are averaged (sgp's\n"
-      "push-sum numerators divided by their weights first) and the average is evaluated.");
+      "push-sum numerators divided by their weights first) and the average is evaluated.\n"
+      "  meridian eval --checkpoint X.mrdn --test scans/test --classes benign,malignant\n"
+      "--test takes the paths `meridian start` takes (docs/datasets.md); give the run's --classes, or its\n"
+      "--train, whose class list and CSV scaling then apply to the test data.");
   cmd->add_option("--checkpoint", o->checkpoints, "Checkpoint file (repeat to average several)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -72,6 +80,10 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--test-csv", o->test_csv, "csv: the test file");
   cmd->add_option("--label-column", o->label_column, "csv: name or 0-based index of the label column")
       ->capture_default_str();
+  cmd->add_option("--test", o->test, "Test data by path (image folder, .npz, FEATURES.npy,LABELS.npy, .csv, IDX); replaces --dataset");
+  cmd->add_option("--train", o->train, "With --test: the run's training data (its class list and CSV scaling apply)");
+  cmd->add_option("--classes", o->classes, "With --test: the run's class list a,b,c");
+  cmd->add_option("--layout", o->layout, "With --test: axis order of 4-D NumPy features: nchw | nhwc");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o, &exit_code] { exit_code = run_eval(*o); });
 }

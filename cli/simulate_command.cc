@@ -79,7 +79,8 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
     status.print("simulate: CurveZMQ keys in " + (out_dir / "keys").string() + ", roster " + roster.string());
   }
 
-  if (daemon::parse_dataset(options.site.dataset) != daemon::Dataset::kCsv && options.data_cache != "none") {
+  if (options.site.train.empty() && daemon::parse_dataset(options.site.dataset) != daemon::Dataset::kCsv &&
+      options.data_cache != "none") {
     std::string note;
     const fs::path dir = unpacked_idx_dir(options.site.data_dir, options.data_cache, note);
     if (note.empty()) {
@@ -205,7 +206,17 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       ->group(shared);
   cmd->add_option("--partition", s.partition, "iid | dirichlet:ALPHA (how the dataset is split)")
       ->capture_default_str()->group(shared);
-  cmd->add_option("--dataset", s.dataset, "fashion-mnist | idx | csv")->capture_default_str()->group(shared);
+  cmd->add_option("--train", s.train,
+                  "Training data split across the sites, format from the path: image folder, FILE.npz, "
+                  "FEATURES.npy,LABELS.npy, FILE.csv, IDX (docs/datasets.md); replaces --dataset")
+      ->group(shared);
+  cmd->add_option("--test", s.test, "With --train: the test data every site evaluates on")->group(shared);
+  cmd->add_option("--classes", s.classes, "With --train: the class list a,b,c (default: from the data)")->group(shared);
+  cmd->add_option("--layout", s.layout, "With --train: axis order of 4-D NumPy features: nchw | nhwc")->group(shared);
+  cmd->add_option("--augment", s.augment, "Image augmentation: none | crop:N | flip | crop:N,flip")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--dataset", s.dataset, "fashion-mnist | idx | csv (when --train is not given)")->capture_default_str()->group(shared);
   cmd->add_option("--data-dir", s.data_dir, "Directory of the IDX files")->capture_default_str()->group(shared);
   cmd->add_option("--train-csv", s.train_csv, "csv: training file")->group(shared);
   cmd->add_option("--test-csv", s.test_csv, "csv: test file")->group(shared);

@@ -6,11 +6,13 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "models/data/data_source.h"
 #include "models/data/idx_reader.h"
 #include "daemon/compute_backend.h"
 #include "models/device.h"
@@ -25,6 +27,7 @@ namespace {
 struct TrainOptions {
   std::string dataset = "fashion-mnist";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string train, test, classes, layout, label_column = "label";
   std::string model = "mlp";
   std::vector<std::size_t> hidden;
   std::size_t epochs = 5;
@@ -46,17 +49,63 @@ struct TrainOptions {
 // A JSON string literal with every character that needs it escaped (control characters too).
 std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
+// The options that name data, checked together so that every mistake is reported at once, each
+// naming its option. The same loader and options as `meridian start` (daemon/site_data.h).
+models::data::DataOptions data_options(const TrainOptions& o) {
+  std::vector<std::string> problems;
+  models::data::DataOptions options;
+  options.label_column = o.label_column;
+  if (o.train.empty()) {
+    if (o.dataset != "fashion-mnist") problems.push_back("--dataset: '" + o.dataset + "' is not fashion-mnist (name other data with --train PATH)");
+    for (const auto& [name, value] : {std::pair{"--test", &o.test}, std::pair{"--classes", &o.classes}, std::pair{"--layout", &o.layout}})
+      if (!value->empty()) problems.push_back(std::string(name) + ": applies with --train only (give the training data as --train PATH)");
+  }
+  for (const auto& [name, path] : {std::pair{"--train", &o.train}, std::pair{"--test", &o.test}}) {
+    if (path->empty()) continue;
+    try {
+      (void)models::data::resolve_data_path(*path);
+    } catch (const models::data::DataError& e) {
+      problems.push_back(std::string(name) + ": " + e.what());
+    }
+  }
+  try {
+    if (!o.classes.empty()) options.class_names = models::data::parse_class_list(o.classes);
+  } catch (const std::invalid_argument& e) {
+    problems.push_back(std::string("--classes: ") + e.what());
+  }
+  try {
+    if (!o.layout.empty()) options.layout = models::data::parse_array_layout(o.layout);
+  } catch (const std::invalid_argument& e) {
+    problems.push_back(std::string("--layout: ") + e.what());
+  }
+  if (!problems.empty()) {
+    std::string text = "invalid options:";
+    for (const auto& p : problems) text += "\n  " + p;
+    throw std::invalid_argument(text);
+  }
+  return options;
+}
+
 int run_train(const TrainOptions& o) {
   using clock = std::chrono::steady_clock;
-  if (o.dataset != "fashion-mnist")
-    throw std::invalid_argument("unknown dataset '" + o.dataset + "' (expected fashion-mnist)");
+  const models::data::DataOptions data = data_options(o);
   // The device first: a --device cuda that cannot be honoured fails before the data is read.
   const models::DeviceSelection device = models::select_device(o.device);
-  const models::data::Dataset train = models::data::load_fashion_mnist(o.data_dir, true);
-  const models::data::Dataset test = models::data::load_fashion_mnist(o.data_dir, false);
+  models::data::Dataset train, test;
+  if (o.train.empty()) {
+    train = models::data::load_fashion_mnist(o.data_dir, true);
+    test = models::data::load_fashion_mnist(o.data_dir, false);
+  } else {
+    auto both = models::data::load_train_and_test(o.train, o.test, data);
+    train = std::move(both.train);
+    test = std::move(both.test);
+  }
+  const std::string data_name = o.train.empty() ? o.dataset : o.train;
 
   auto backend = daemon::make_backend(device.device);
-  const models::Shape input{train.channels, train.height, train.width};
+  // A table (CSV, N×F arrays) has no geometry: the models see F features as F×1×1.
+  const models::Shape input = train.channels > 0 ? models::Shape{train.channels, train.height, train.width}
+                                                 : models::Shape{train.dim, 1, 1};
   auto model = models::make_model(o.model, input, train.classes, o.hidden, backend, o.seed);
   models::use_threads(*model, *backend, static_cast<std::size_t>(o.threads));
 
@@ -80,7 +129,7 @@ int run_train(const TrainOptions& o) {
   std::fprintf(stderr,
                "train: %s on %s (%zu train, %zu test), %zu parameters, batch %zu, %s, lr %g %s, %d thread(s), on %s "
                "(%s)\n",
-               model->kind().c_str(), o.dataset.c_str(), train.rows, test.rows, model->parameters().size(), o.batch,
+               model->kind().c_str(), data_name.c_str(), train.rows, test.rows, model->parameters().size(), o.batch,
                o.optimizer.c_str(), static_cast<double>(sched.base_lr), o.schedule.c_str(), o.threads,
                backend->name().c_str(), device.explanation.c_str());
 
@@ -116,26 +165,29 @@ int run_train(const TrainOptions& o) {
     train_seconds += epoch_seconds;
     samples += epoch_samples;
     last_loss = loss_sum / static_cast<double>(epoch_samples);
-    eval = model->evaluate(test);
-    std::fprintf(stderr, "epoch %zu/%zu step %zu/%zu loss %.4f samples/s %.0f test accuracy %.4f\n", epoch, o.epochs,
+    if (test.rows > 0) eval = model->evaluate(test);
+    std::fprintf(stderr, "epoch %zu/%zu step %zu/%zu loss %.4f samples/s %.0f test accuracy %s\n", epoch, o.epochs,
                  epoch_steps, steps_per_epoch, last_loss, static_cast<double>(epoch_samples) / epoch_seconds,
-                 eval.accuracy);
+                 test.rows > 0 ? std::to_string(eval.accuracy).c_str() : "- (no --test)");
   }
   const double samples_per_second = train_seconds > 0.0 ? static_cast<double>(samples) / train_seconds : 0.0;
   if (o.json) {
     std::printf(
-        "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"parameters\": %zu, \"epochs\": %zu, \"batch\": %zu, "
+        "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"classes\": %zu, \"parameters\": %zu, \"epochs\": %zu, \"batch\": %zu, "
         "\"optimizer\": %s, \"lr\": %g, \"schedule\": %s, \"threads\": %d, \"device\": %s, \"seed\": %llu, \"steps\": %zu, "
-        "\"train_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.6f, \"train_seconds\": %.3f, "
+        "\"train_loss\": %.6f, \"test_samples\": %zu, \"test_loss\": %.6f, \"test_accuracy\": %.6f, \"train_seconds\": %.3f, "
         "\"samples_per_second\": %.1f}\n",
-        json_string(o.dataset).c_str(), json_string(model->kind()).c_str(), json_string(model->fingerprint()).c_str(),
-        model->parameters().size(), o.epochs, o.batch, json_string(o.optimizer).c_str(),
+        json_string(data_name).c_str(), json_string(model->kind()).c_str(), json_string(model->fingerprint()).c_str(),
+        model->classes(), model->parameters().size(), o.epochs, o.batch, json_string(o.optimizer).c_str(),
         static_cast<double>(sched.base_lr), json_string(o.schedule).c_str(), o.threads,
-        json_string(backend->name()).c_str(), static_cast<unsigned long long>(o.seed), step, last_loss, eval.loss, eval.accuracy, train_seconds,
+        json_string(backend->name()).c_str(), static_cast<unsigned long long>(o.seed), step, last_loss, test.rows, eval.loss, eval.accuracy, train_seconds,
         samples_per_second);
-  } else {
+  } else if (test.rows > 0) {
     std::printf("test accuracy %.4f (%s, %zu epochs, %.0f samples/s)\n", eval.accuracy, model->kind().c_str(),
                 o.epochs, samples_per_second);
+  } else {
+    std::printf("train loss %.4f, no test accuracy: no --test given (%s, %zu epochs, %.0f samples/s)\n", last_loss,
+                model->kind().c_str(), o.epochs, samples_per_second);
   }
   return 0;
 }
@@ -149,9 +201,20 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "Example:\n"
       "  meridian train --dataset fashion-mnist --model cnn --epochs 5 --batch 64 --threads 2 --json\n"
       "  meridian train --model cnn --device cuda      # on GPU 0; fails with the reason where there is none\n"
+      "  meridian train --train scans/train --test scans/test --classes benign,malignant --model cnn\n"
+      "  meridian train --train site.npz --test test.npz --layout nhwc\n"
+      "--train and --test take the same paths as `meridian start` (an image folder, .npz, FEATURES.npy,LABELS.npy,\n"
+      ".csv or IDX; docs/datasets.md), read by the same loader, so a site can compute its local baseline.\n"
       "Progress (epoch, step, loss, samples/s) goes to stderr; the result (test accuracy, or one JSON object\n"
       "with --json) to stdout.");
-  cmd->add_option("--dataset", options->dataset, "Dataset to train on")->capture_default_str();
+  cmd->add_option("--dataset", options->dataset, "Packaged dataset, used when --train is not given")->capture_default_str();
+  cmd->add_option("--train", options->train,
+                  "Training data, format from the path: image folder, FILE.npz, FEATURES.npy,LABELS.npy, FILE.csv, IDX");
+  cmd->add_option("--test", options->test, "With --train: test data in the same form (without it no test accuracy)");
+  cmd->add_option("--classes", options->classes, "With --train: the class list a,b,c (default: from the data)");
+  cmd->add_option("--layout", options->layout, "With --train: axis order of 4-D NumPy features: nchw | nhwc");
+  cmd->add_option("--label-column", options->label_column, "CSV: name or 0-based index of the label column")
+      ->capture_default_str();
   cmd->add_option("--data-dir", options->data_dir, "Folder with the dataset's IDX files (gzip or raw)")
       ->capture_default_str();
   cmd->add_option("--model", options->model, "Architecture")

@@ -27,6 +27,8 @@
 #include "gossip/dts.h"
 #include "gossip/group_grid.h"
 #include "gossip/tensor_codec.h"
+#include "models/data/image_augmentation.h"
+#include "models/data/npy_reader.h"
 #include "models/data/partition.h"
 #include "models/device.h"
 #include "models/optimizer.h"
@@ -54,7 +56,13 @@ struct SiteConfig {
   std::string run_dir = "meridian-run";  // default home of checkpoints and the control socket
 
   // Data
-  std::string dataset = "fashion-mnist";  // fashion-mnist | idx | csv
+  std::string train;                      // data as a path, format from the path (models/data/data_source.h);
+                                          // "" = --dataset
+  std::string test;                       // with --train: the test data, optional
+  std::string classes;                    // with --train: the class list a,b,c ("" = from the data)
+  std::string layout;                     // with --train: nchw | nhwc for 4-D NumPy features ("" = unstated)
+  std::string augment = "none";           // none | crop:N | flip | crop:N,flip (images only)
+  std::string dataset = "fashion-mnist";  // fashion-mnist | idx | csv (when --train is not given)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // idx and fashion-mnist: the IDX files
   std::string train_csv;                  // csv only
   std::string test_csv;                   // csv only, optional
@@ -205,7 +213,10 @@ struct SiteSettings {
   GridSpec grid;
   gossip::DtsCompensation compensation = gossip::DtsCompensation::kExact;
   Exchange exchange = Exchange::kRing;
-  Dataset dataset = Dataset::kFashionMnist;
+  Dataset dataset = Dataset::kFashionMnist;       // when options.train is empty
+  std::vector<std::string> class_names;           // --classes; empty: from the data
+  models::data::ArrayLayout layout = models::data::ArrayLayout::kUnstated;
+  models::data::AugmentationSpec augmentation;    // --augment
   models::data::PartitionSpec partition;
   peer::WanModel wan;
   peer::PartitionSchedule wan_partition;

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "models/data/csv_reader.h"
+#include "models/data/data_source.h"
+#include "models/data/image_augmentation.h"
 #include "models/data/idx_reader.h"
 #include "models/data/partition.h"
 
@@ -49,6 +51,15 @@ Loaded load(const SiteConfig& config, Dataset dataset, bool want_train,
   return out;
 }
 
+models::data::DataOptions data_options(const SiteSettings& settings, models::data::RowSelection select) {
+  models::data::DataOptions options;
+  options.class_names = settings.class_names;
+  options.layout = settings.layout;
+  options.label_column = settings.options.label_column;
+  options.select = std::move(select);
+  return options;
+}
+
 }  // namespace
 
 SiteData load_site_data(const SiteSettings& settings) {
@@ -68,7 +79,33 @@ SiteData load_site_data(const SiteSettings& settings) {
       return models::data::rows_of_site(labels, models::data::kFashionMnistClasses, spec, site, sites, config.seed);
     };
   }
-  Loaded loaded = load(config, settings.dataset, true, select);
+  Loaded loaded;
+  if (!config.train.empty()) {
+    // Every format takes the selection: IDX converts only the kept rows, the others read all and keep
+    // them. The partition needs the class count before the data is read: the class list's when given
+    // (so every site splits alike), else the labels' own.
+    select = sites > 1 ? models::data::RowSelection([&](std::span<const std::int32_t> labels) {
+      out.whole_train_rows = labels.size();
+      partitioned = true;
+      std::size_t classes = settings.class_names.size();
+      if (classes == 0)
+        for (const auto label : labels) classes = std::max(classes, static_cast<std::size_t>(label) + 1);
+      return models::data::rows_of_site(labels, classes, spec, site, sites, config.seed);
+    })
+                       : models::data::RowSelection{};
+    auto both = models::data::load_train_and_test(config.train, config.test, data_options(settings, select));
+    loaded.train = std::move(both.train);
+    loaded.test = std::move(both.test);
+  } else {
+    loaded = load(config, settings.dataset, true, select);
+  }
+  // The trainer builds the same augmentation before its first step; building it here refuses a
+  // table with --augment at start-up, before the site joins anyone.
+  try {
+    (void)models::data::ImageAugmentation(loaded.train, settings.augmentation, config.seed);
+  } catch (const models::data::DataError& e) {
+    throw models::data::DataError(std::string("--augment: ") + e.what());
+  }
   if (!partitioned) out.whole_train_rows = loaded.train.rows;
   out.train = sites > 1 && !partitioned ? models::data::partition(loaded.train, spec, site, sites, config.seed)
                                         : std::move(loaded.train);
@@ -80,6 +117,22 @@ SiteData load_site_data(const SiteSettings& settings) {
 }
 
 models::data::Dataset load_test_data(const SiteConfig& config) {
+  if (!config.test.empty()) {
+    // The options as given (for `meridian eval`, which has no site to validate): parsed here, their
+    // errors named by option.
+    SiteSettings settings;
+    settings.options = config;
+    try {
+      if (!config.classes.empty()) settings.class_names = models::data::parse_class_list(config.classes);
+      if (!config.layout.empty()) settings.layout = models::data::parse_array_layout(config.layout);
+    } catch (const std::invalid_argument& e) {
+      throw models::data::DataError(std::string(config.classes.empty() ? "--layout: " : "--classes or --layout: ") + e.what());
+    }
+    const auto options = data_options(settings, {});
+    if (config.train.empty()) return models::data::load_dataset(config.test, options);
+    return models::data::load_train_and_test(config.train, config.test, options).test;
+  }
+  if (!config.train.empty()) throw models::data::DataError("--train " + config.train + " has no test set: give --test");
   const auto dataset = parse_dataset(config.dataset);
   if (!dataset) throw models::data::DataError("--dataset '" + config.dataset + "' is not fashion-mnist, idx or csv");
   if (*dataset == Dataset::kCsv && config.test_csv.empty()) {

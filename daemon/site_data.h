@@ -23,13 +23,15 @@ struct SiteData {
   std::uint64_t total_steps = 0;
 };
 
-// Loads the configured dataset, keeps this site's part (partition, site-index, site-count, seed) and
-// applies the run length rule. Throws models::data::DataError naming the file or the problem.
+// Loads the configured data (--train/--test through models/data/data_source.h, else --dataset),
+// keeps this site's part (partition, site-index, site-count, seed) and applies the run length rule. Throws models::data::DataError naming the file or the problem, also
+// when --augment is on and the training data has no image geometry.
 SiteData load_site_data(const SiteSettings& settings);
 
-// Loads only the test set of `config`'s dataset (fashion-mnist / idx: the t10k files; csv: --test-csv,
-// scaled with the training file's statistics). Throws DataError, also when the dataset has no test set
-// or `config.dataset` names none of these.
+// Loads only the test set: --test when given (read with --classes and --layout and, when --train is
+// given too, with the training data's class list and scaling), else that of `config`'s dataset
+// (fashion-mnist / idx: the t10k files; csv: --test-csv, scaled with the training file's statistics).
+// Throws DataError, also when the data has no test set or `config.dataset` names none of these.
 models::data::Dataset load_test_data(const SiteConfig& config);
 
 }  // namespace meridian::daemon

@@ -8,6 +8,7 @@
 
 #include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
+#include "models/data/data_source.h"
 
 namespace meridian::daemon {
 namespace {
@@ -163,6 +164,43 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   }
   if (c.run_dir.empty()) problem("run-dir", "must not be empty (e.g. --run-dir /var/lib/meridian)");
 
+  // --train names data by path; it replaces --dataset, whose csv form has its own paths. The paths are
+  // resolved here (existence and format, no data read) so that a mistyped one is listed with the rest.
+  if (!c.train.empty()) {
+    if (c.dataset != "fashion-mnist") problem("train", "replaces --dataset " + c.dataset + ": give one of them");
+    for (const auto& [option, path] : {std::pair{"train", &c.train}, std::pair{"test", &c.test}}) {
+      if (path->empty()) continue;
+      try {
+        (void)models::data::resolve_data_path(*path);
+      } catch (const models::data::DataError& e) {
+        problem(option, e.what());
+      }
+    }
+  } else {
+    for (const auto& [option, value] : {std::pair{"test", &c.test}, std::pair{"classes", &c.classes},
+                                        std::pair{"layout", &c.layout}}) {
+      if (!value->empty()) problem(option, "applies with --train only (give the training data as --train PATH)");
+    }
+  }
+  if (!c.classes.empty()) {
+    try {
+      settings.class_names = models::data::parse_class_list(c.classes);
+    } catch (const std::invalid_argument& e) {
+      problem("classes", e.what());
+    }
+  }
+  if (!c.layout.empty()) {
+    try {
+      settings.layout = models::data::parse_array_layout(c.layout);
+    } catch (const std::invalid_argument& e) {
+      problem("layout", e.what());
+    }
+  }
+  try {
+    settings.augmentation = models::data::parse_augmentation_spec(c.augment);
+  } catch (const std::invalid_argument& e) {
+    problem("augment", e.what());
+  }
   one_of("dataset", c.dataset, {"fashion-mnist", "idx", "csv"});
   const auto dataset = parse_dataset(c.dataset);
   if (dataset) settings.dataset = *dataset;

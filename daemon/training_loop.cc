@@ -9,6 +9,7 @@
 #include "daemon/cpu_usage.h"
 #include "daemon/progress_line.h"
 #include "daemon/site_daemon_impl.h"
+#include "models/data/image_augmentation.h"
 
 namespace meridian::daemon {
 namespace {
@@ -132,6 +133,8 @@ void SiteDaemon::Impl::train() {
   const std::size_t dim = data.train.dim;
   std::vector<float> x(batch * dim);          // (batch, dim), reused every step
   std::vector<std::int32_t> labels(batch);    // (batch)
+  // With --augment none a plain copy of the rows; load_site_data has already refused a table with it on.
+  const models::data::ImageAugmentation augmentation(data.train, settings.augmentation, data_seed());
   const std::uint64_t eval_every = config.eval_every > 0 ? static_cast<std::uint64_t>(config.eval_every) : data.steps_per_epoch;
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   const auto progress_period = tty ? milliseconds(500) : milliseconds(10000);
@@ -180,12 +183,9 @@ void SiteDaemon::Impl::train() {
     }
     const auto step_start = Clock::now();
     const auto waited_before = channel.trainer_waited();
+    // Batches never straddle epochs, so the position after next() names the batch's epoch.
     const auto rows = order.next(batch);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const float* src = data.train.row(rows[i]);
-      std::copy(src, src + dim, x.data() + i * dim);
-      labels[i] = data.train.labels[rows[i]];
-    }
+    augmentation.gather(rows, order.position().epoch, x.data(), labels.data());
     const float loss = model->forward_backward(x.data(), labels.data(), rows.size());
     if (!std::isfinite(loss)) {
       throw std::runtime_error("training diverged at round " + std::to_string(k) + " (loss " + std::to_string(loss) +
