@@ -1,4 +1,4 @@
-// One checkpoint file: everything a restarted daemon needs to resume where it stopped (DESIGN.md §6).
+// One checkpoint file: everything a restarted daemon needs to resume where it stopped (docs/design.md).
 //
 // File format (all integers little-endian), version 1:
 //   header   "MRDNCKPT" (8 bytes), u32 version, u32 section count, u64 file length in bytes

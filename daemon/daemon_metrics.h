@@ -1,4 +1,4 @@
-// The metrics one daemon exports on /metrics (issue 5), as typed members so that the trainer and the
+// The metrics one daemon exports on /metrics, as typed members so that the trainer and the
 // communication thread set them without spelling metric names. Owns its registry; hand registry() to
 // the MetricsServer.
 //

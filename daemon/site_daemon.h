@@ -1,4 +1,4 @@
-// One site of a federation (DESIGN.md §3): `meridian start` builds a SiteDaemon and runs it in the
+// One site of a federation (docs/design.md): `meridian start` builds a SiteDaemon and runs it in the
 // foreground until the run ends, a signal or `meridian leave` stops it, or an error does.
 //
 // Threads:

@@ -1,4 +1,4 @@
-// Delayed compensation for parameter mixing (DESIGN.md §1), the trainer side of sgp and dsync: after
+// Delayed compensation for parameter mixing (docs/algorithms.md), the trainer side of sgp and dsync: after
 // the local optimizer step s the trainer snapshots x_s (parameters, then normalization statistics, and
 // the push-sum weight if any) and hands it to the communication thread, which returns the mixed m_s.
 // At step s + D the trainer applies x ← x + (m_s − x_s), keeping the local progress made since s.
@@ -50,13 +50,13 @@ namespace meridian::gossip {
 struct DelayedMixingConfig {
   std::uint32_t delay = 0;  // D (τ in overlap mode)
   bool overlap = false;
-  double mix_step = 1.0;  // α in (0, 1]: 1 is DESIGN.md's rule; ≈ 1/D keeps D >= 3 stable
+  double mix_step = 1.0;  // α in (0, 1]: 1 is the plain rule; ≈ 1/D keeps D >= 3 stable
   std::uint64_t reaverage_every = 0;
   bool reaverage_after_view_change = true;
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
 };
 
-// The mix step the daemon uses for a delay D (τ in overlap mode): DESIGN.md's α = 1 where it is stable
+// The mix step the daemon uses for a delay D (τ in overlap mode): the plain rule's α = 1 where it is stable
 // (D <= 2) and α = 1/D beyond, where α = 1 oscillates or diverges.
 constexpr double stable_mix_step(std::uint32_t delay) { return delay >= 3 ? 1.0 / delay : 1.0; }
 

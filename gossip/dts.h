@@ -1,4 +1,4 @@
-// dts — Delayed and Temporally Sparse update (DESIGN.md §1; derivation in docs/algorithms.md), the
+// dts — Delayed and Temporally Sparse update (docs/algorithms.md, with its derivation), the
 // trainer side: it is also the SGD / heavy-ball optimizer, because the compensation must know how a
 // gradient moved the weights and the momentum buffer.
 //

@@ -1,4 +1,4 @@
-// The time-varying directed exponential graph of SGP (DESIGN.md §1): among n ranks, rank r's peer
+// The time-varying directed exponential graph of SGP (docs/algorithms.md): among n ranks, rank r's peer
 // list is r + 2^0, r + 2^1, ..., r + 2^⌊log2(n−1)⌋ (mod n). The offsets are distinct powers of two
 // below n, so the list has no duplicates and never contains r itself. Step k uses the K consecutive
 // entries starting at k mod L (L = length of the list). Every rank reaches every other within

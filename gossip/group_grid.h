@@ -1,4 +1,4 @@
-// The groups of dsync (DESIGN.md §1). Ranks 0..n−1 are laid out row by row in a grid of `columns`
+// The groups of dsync (docs/algorithms.md). Ranks 0..n−1 are laid out row by row in a grid of `columns`
 // columns: rank i sits at row i / columns, column i % columns. Even steps average within rows, odd
 // steps within columns.
 //

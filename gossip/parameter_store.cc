@@ -10,7 +10,7 @@ void HostParameters::assign(const float* in) { std::copy(in, in + params_.size()
 
 void HostParameters::compensate(const float* mixed, const float* snapshot, float step) {
   const std::size_t n = params_.size();
-  // step = 1 is the plain rule of DESIGN.md; its own loop spares the multiplication.
+  // step = 1 is the plain rule of docs/algorithms.md; its own loop spares the multiplication.
   if (step == 1.0f) {
     for (std::size_t i = 0; i < n; ++i) params_[i] += mixed[i] - snapshot[i];
   } else {

@@ -23,7 +23,7 @@ class ParameterStore {
   virtual void read(float* out) = 0;
   // parameters ← in (size()).
   virtual void assign(const float* in) = 0;
-  // parameters += step · (mixed − snapshot), both size() floats: DESIGN.md's delayed compensation
+  // parameters += step · (mixed − snapshot), both size() floats: the delayed compensation of docs/algorithms.md
   // x ← x + (m_s − x_s) with step 1, or the damped form of delayed_mixing.h.
   virtual void compensate(const float* mixed, const float* snapshot, float step) = 0;
 

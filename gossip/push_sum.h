@@ -1,4 +1,4 @@
-// sgp — Stochastic Gradient Push (DESIGN.md §1), the trainer side. The site keeps the push-sum
+// sgp — Stochastic Gradient Push (docs/algorithms.md), the trainer side. The site keeps the push-sum
 // numerator x and weight w (initially the shared start and 1); the model the trainer runs forward and
 // backward on is the de-biased z = x / w. A gradient step goes to the numerator, x ← x − w·update (the
 // caller passes γ·step(g(z)) from its optimizer, whose momentum stays local; in an overlap run with
@@ -6,7 +6,7 @@
 // DelayedMixing: D = 0 is synchronous SGP, overlap is OSGP (τ split between D and the mixer:
 // gossip/osgp_split.h).
 //
-// The factor w is Meridian's, not DESIGN.md §1's x ← x − γ·step(g(z)); the two are the same bits
+// The factor w is Meridian's, not docs/algorithms.md's x ← x − γ·step(g(z)); the two are the same bits
 // whenever w = 1, which holds at every site of a fault-free synchronous run on the exponential graph
 // (each site keeps 1/(K+1) of its weight and receives K shares of 1/(K+1)). When a fault loses mass
 // (shares sent into a partition or to a peer that died), w falls below 1 and the unscaled rule would

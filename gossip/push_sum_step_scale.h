@@ -5,7 +5,7 @@
 //
 // Without shares in flight (a synchronous run, and τ = 1, whose mixer waits for every share of its own
 // step): s = w, so z moves by the update itself whatever w is. In a fault-free run w = 1 and this is
-// DESIGN.md §1's x ← x − update bit for bit; when a fault loses mass (a partition, a dead peer) w stays
+// docs/algorithms.md's x ← x − update bit for bit; when a fault loses mass (a partition, a dead peer) w stays
 // below 1 and the unscaled rule would train that site at 1/w times the learning rate (it diverged at
 // w = 1/2: docs/reliability.md).
 //

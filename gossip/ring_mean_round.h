@@ -1,5 +1,5 @@
 // The exact mean of a tensor over a group of the view in force for a step, by ring all-reduce, with
-// the abandon-and-redo rule of DESIGN.md §1: a round that misses its deadline is abandoned (counted),
+// the abandon-and-redo rule of docs/algorithms.md: a round that misses its deadline is abandoned (counted),
 // its input restored, and redone in the newer view the membership layer announces for the survivors.
 // AverageMixer (the whole view) and GroupMixer (dsync's row or column) differ only in the group they
 // pick and the message kind their rings use; both run their rounds through this.

@@ -1,4 +1,4 @@
-// Lossy tensor compression for mixer messages (DESIGN.md §3): fp16, or top-k (the k entries of largest
+// Lossy tensor compression for mixer messages (docs/design.md): fp16, or top-k (the k entries of largest
 // magnitude with their indices). A codec turns a dense float tensor into a packed float payload that
 // travels in peer::Message::payload, and tells the sender exactly what the receiver will decode, so
 // that the sender can keep the difference (error feedback, gossip/error_feedback.h, or push-sum's

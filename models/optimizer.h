@@ -3,7 +3,7 @@
 // The learning rate of each step comes from the schedule at the optimizer's step counter.
 //
 // State lives in one contiguous buffer exposed as a span: for momentum/Nesterov it is the buffer u of
-// DESIGN.md §1 (u ← m·u + g, w ← w − γ·u), which DTS compensation reads and corrects; for Adam it is
+// docs/algorithms.md (u ← m·u + g, w ← w − γ·u), which DTS compensation reads and corrects; for Adam it is
 // the first moments followed by the second moments. Checkpoints save state() and step_count().
 // The state is allocated from the backend, so on the CUDA backend it is device memory like the
 // parameters it updates: the spans of step() and state() are backend memory (see models/model.h), and

@@ -1,4 +1,4 @@
-// Emulates WAN links on a site's send path (DESIGN.md §5): for each destination, decides when a
+// Emulates WAN links on a site's send path (docs/wan-emulation.md): for each destination, decides when a
 // message handed to the network now would arrive, or that it is lost. Each destination is one link
 // with a FIFO queue: a message leaves after the ones before it have been serialized,
 //   departure = max(now, link_free) + bytes * 8 / bandwidth

@@ -1,4 +1,4 @@
-// The behaviour of one emulated network link (DESIGN.md §5): one-way latency with jitter, bandwidth
+// The behaviour of one emulated network link (docs/wan-emulation.md): one-way latency with jitter, bandwidth
 // (serialization delay) and loss, and its text form for --wan, e.g.
 // "latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.001".
 #pragma once

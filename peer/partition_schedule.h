@@ -1,4 +1,4 @@
-// Emulated network partitions (DESIGN.md §5 extended): for a window of time after a site's transport
+// Emulated network partitions (docs/wan-emulation.md): for a window of time after a site's transport
 // starts, its links to the sites of the other side drop everything, membership traffic included, as
 // a cut cable would. Every site is given the same schedule; each drops what it sends across the cut,
 // so both directions are cut. Text form (--partition):

@@ -18,7 +18,7 @@ std::string_view trim_spaces(std::string_view s) {
   return s;
 }
 
-// One-way latencies in ms of DESIGN.md §5, half the round trips measured between these AWS regions.
+// One-way latencies in ms of docs/wan-emulation.md, half the round trips measured between these AWS regions.
 constexpr std::array<const char*, 4> kWorld4Names = {"oregon", "ohio", "london", "tokyo"};
 constexpr std::array<std::array<int, 4>, 4> kWorld4LatencyMs = {{
     //  OR   OH   LD   TK

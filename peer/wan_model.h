@@ -1,5 +1,5 @@
 // Which LinkSpec applies between two sites: either one spec for every link, or a matrix of regions
-// such as the `world4` preset of DESIGN.md §5 (Oregon, Ohio, London, Tokyo: the regions of the DTS
+// such as the `world4` preset of docs/wan-emulation.md (Oregon, Ohio, London, Tokyo: the regions of the DTS
 // paper, one-way latency = half the measured round trips, 1 ms between sites of one region).
 // Text forms (--wan): "" (no emulation), a link spec ("latency=120ms,bandwidth=50mbit", see
 // link_spec.h), or "world4" optionally followed by jitter/bandwidth/loss fields that apply to every

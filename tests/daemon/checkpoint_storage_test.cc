@@ -1,4 +1,4 @@
-// A live daemon whose checkpoint storage fails mid-run (issue 9): the directory turns read-only, or the
+// A live daemon whose checkpoint storage fails mid-run: the directory turns read-only, or the
 // disk fills up. Each failure is a clear error in the log and a count on /metrics, training goes on to
 // the end, no corrupt or partial checkpoint is left, and the newest valid checkpoint still loads. The
 // final checkpoint cannot be written either, so the daemon reports the finished run and then exits 1

@@ -1,4 +1,4 @@
-// A live daemon under attack (issue 9, hostile input): `meridian start` with CurveZMQ trains sgp with
+// A live daemon under attack: `meridian start` with CurveZMQ trains sgp with
 // an honest peer on 127.0.0.1 while this test process, holding the peer's roster key, sends it
 // malformed, truncated, oversized, wrong-version, wrong-fingerprint, wrong-length, NaN, Inf, huge-weight,
 // stale and duplicated messages. Each must be rejected and counted by cause on the daemon's /metrics,

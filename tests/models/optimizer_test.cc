@@ -1,5 +1,5 @@
 // Optimizer update rules against values computed by hand from the formulas of torch.optim (and
-// DESIGN.md §1 for heavy-ball momentum), the element-wise mixing primitives, and the optimizer's
+// docs/algorithms.md for heavy-ball momentum), the element-wise mixing primitives, and the optimizer's
 // state layout that gossip/ and checkpoints rely on.
 #include <catch2/catch.hpp>
 

@@ -6,7 +6,7 @@ using namespace meridian::peer;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 
-TEST_CASE("world4 has the one-way latencies of DESIGN.md section 5", "[peer][wan][world4]") {
+TEST_CASE("world4 has the one-way latencies of docs/wan-emulation.md", "[peer][wan][world4]") {
   const WanModel w = parse_wan_spec("world4");
   REQUIRE(w.regions() == 4);
   CHECK(w.region_name(0) == "oregon");
