@@ -83,6 +83,7 @@ ZmqTransport::IoLoop::~IoLoop() {
   // Sockets must close before the context terminates; linger was set per socket.
   links_.clear();
   bootstraps_.clear();
+  refusal_links_.clear();
   zap_.reset();
   router_.close();
   ctx_.close();

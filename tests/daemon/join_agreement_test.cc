@@ -115,10 +115,10 @@ TEST_CASE("a site with another model is refused at join, with both architectures
                       with(args_for("beta", 1, table), {"--widths", "16"}));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
-  CHECK(contains(o.joiner_log, "alpha refuses this site: model differs (alpha: mlp|in=2x1x1|linear(2->8)"));
-  CHECK(contains(o.joiner_log, "; this site: mlp|in=2x1x1|linear(2->16)"));
-  CHECK(contains(o.refuser_log, "refused at join: model differs (this site: mlp|in=2x1x1|linear(2->8)"));
-  CHECK(contains(o.refuser_log, "; beta: mlp|in=2x1x1|linear(2->16)"));
+  CHECK(contains(o.joiner_log, "alpha refuses this site: model differs (alpha: mlp|in=2x1x1|flatten|linear(2->8)"));
+  CHECK(contains(o.joiner_log, "; this site: mlp|in=2x1x1|flatten|linear(2->16)"));
+  CHECK(contains(o.refuser_log, "refused at join: model differs (this site: mlp|in=2x1x1|flatten|linear(2->8)"));
+  CHECK(contains(o.refuser_log, "; beta: mlp|in=2x1x1|flatten|linear(2->16)"));
 }
 
 TEST_CASE("a site whose data names other classes is refused at join, with both class lists named", "[daemon][join]") {
