@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/compute_backend.h"
+#include "daemon/federation_terms.h"
 #include "daemon/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
 #include "gossip/average_mixer.h"
@@ -115,6 +116,8 @@ void SiteDaemon::Impl::make_transport() {
     o.roster = peer::Roster::load(config.roster);
   }
   o.validation.model_fingerprint = fingerprint_hash(model->fingerprint());
+  // Refused at join when they differ from a peer's (daemon/federation_terms.h).
+  o.terms = federation_terms(settings, *model, data.train);
   // No tensor a mixer sends is longer than four model-sized vectors (allreduce's re-average packs the
   // parameters with Adam's two moment vectors); the cap also bounds the frames libzmq will buffer.
   o.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1);

@@ -43,6 +43,8 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   };
   while (true) {
     if (stop) return false;
+    // A peer that refused this site's terms will never admit it: stop now with its reason.
+    if (auto refusal = transport->refusal()) throw std::runtime_error(*refusal);
     const auto view = transport->latest_view();
     const bool enough = view.rank_of(config.name) && view.size() >= need &&
                         (!resumed || back_in(view) || Clock::now() - waiting_since >= alone_grace);

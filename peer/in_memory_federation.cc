@@ -34,7 +34,7 @@ InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network,
     if (b != options_.name) bootstraps_.push_back(b);
   driver_.emplace(MembershipConfig{options_.name, endpoint_, options_.region,
                                    options_.incarnation ? options_.incarnation : wall_clock_ms(),
-                                   options_.heartbeat_timeout, options_.view_lead_rounds, is_valid_site_name},
+                                   options_.heartbeat_timeout, options_.view_lead_rounds, is_valid_site_name, {}},
                   MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout},
                   static_cast<MembershipPort&>(*this), Clock::now());
   net_->attach(options_.name);

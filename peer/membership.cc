@@ -249,7 +249,7 @@ MemberListInfo Membership::snapshot() const {
 
 HelloInfo Membership::hello() const {
   const auto& me = self_record();
-  return HelloInfo{me.name, me.address, me.region, me.incarnation, newest_round_};
+  return HelloInfo{me.name, me.address, me.region, me.incarnation, newest_round_, config_.terms, {}};
 }
 
 const MemberRecord* Membership::find(const std::string& name) const {

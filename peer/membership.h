@@ -45,6 +45,8 @@ struct MembershipConfig {
   std::uint64_t view_lead_rounds = 8;  // keep it above the rounds a view change takes to act (D + P)
   // Names this site accepts as members (the roster); empty function: any name.
   std::function<bool(const std::string&)> admissible;
+  // Announced in this site's hello (peer/federation_terms.h).
+  FederationTerms terms;
 };
 
 // What changed because of one input; the transport connects, disconnects and gossips accordingly.

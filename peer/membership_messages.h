@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "peer/federation_terms.h"
 #include "peer/view.h"
 
 namespace meridian::peer {
@@ -17,6 +18,8 @@ struct HelloInfo {
   std::string region;          // WAN region, empty when not configured
   std::uint64_t incarnation = 0;
   std::uint64_t round = 0;
+  FederationTerms terms;  // what must be equal across the federation; empty: not checked
+  std::string refusal;    // not empty: the sender refuses the receiver, for this reason
   friend bool operator==(const HelloInfo&, const HelloInfo&) = default;
 };
 

@@ -20,6 +20,7 @@ std::string_view to_string(RejectCause cause) {
     case RejectCause::kRoundAhead: return "round_ahead";
     case RejectCause::kReplayed: return "replayed";
     case RejectCause::kIncomplete: return "incomplete";
+    case RejectCause::kTerms: return "terms";
   }
   return "unknown";
 }

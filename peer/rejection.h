@@ -30,8 +30,9 @@ enum class RejectCause : std::uint8_t {
   kRoundAhead,     // round further ahead than the accepted window
   kReplayed,       // the same message (sender, kind, view, round, tag, phase, offset) seen before
   kIncomplete,     // a chunked message whose chunks did not all arrive in order; dropped as a whole
+  kTerms,          // a hello whose federation terms (model, algorithm, ...) differ from ours: refused
 };
-inline constexpr std::size_t kRejectCauseCount = 14;
+inline constexpr std::size_t kRejectCauseCount = 15;
 
 // Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
 std::string_view to_string(RejectCause cause);

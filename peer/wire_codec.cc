@@ -35,6 +35,10 @@ bool is_membership_kind(MessageKind kind) {
 constexpr int kMaxMembers = 4096;
 constexpr int kMaxViews = 64;
 constexpr std::size_t kMaxNameBytes = 256;
+// Federation terms in a hello: a handful of fields, each a line of text (a model description, an
+// algorithm and its knobs).
+constexpr std::size_t kMaxTerms = 32;
+constexpr std::size_t kMaxTermBytes = 16384;
 
 template <typename Proto>
 std::optional<Proto> parse(std::string_view body) {
@@ -171,6 +175,12 @@ std::string encode_hello(const HelloInfo& hello) {
   p.set_region(hello.region);
   p.set_incarnation(hello.incarnation);
   p.set_round(hello.round);
+  for (const auto& term : hello.terms) {
+    auto* t = p.add_terms();
+    t->set_name(term.name);
+    t->set_value(term.value);
+  }
+  p.set_refusal(hello.refusal);
   return p.SerializeAsString();
 }
 
@@ -179,7 +189,13 @@ std::optional<HelloInfo> decode_hello(std::string_view body) {
   if (!p || !is_valid_site_name(p->name()) || p->listen_address().size() > kMaxNameBytes ||
       p->region().size() > kMaxNameBytes)
     return std::nullopt;
-  return HelloInfo{p->name(), p->listen_address(), p->region(), p->incarnation(), p->round()};
+  if (p->terms_size() > static_cast<int>(kMaxTerms) || p->refusal().size() > kMaxTermBytes) return std::nullopt;
+  HelloInfo out{p->name(), p->listen_address(), p->region(), p->incarnation(), p->round(), {}, p->refusal()};
+  for (const auto& t : p->terms()) {
+    if (t.name().empty() || t.name().size() > kMaxNameBytes || t.value().size() > kMaxTermBytes) return std::nullopt;
+    out.terms.push_back(Term{t.name(), t.value()});
+  }
+  return out;
 }
 
 std::string encode_members(const MemberListInfo& members) {

@@ -2,7 +2,10 @@
 // roster entry of its CURVE key, or in insecure mode the hello of its connection), decode and
 // validate the header, count it, and hand it on: membership kinds to the membership driver, control
 // messages to the control inbox, mixer messages to reassembly and the sink (zmq_sink_forward.cc).
-// Every refused message is counted by cause and never reaches the caller.
+// Every refused message is counted by cause and never reaches the caller. A hello whose federation
+// terms differ from ours is answered with a refusal (peer/federation_terms.h).
+#include <spdlog/spdlog.h>
+
 #include "peer/zmq_io_loop.h"
 
 namespace meridian::peer {
@@ -24,6 +27,35 @@ std::string hex_id(const zmq::message_t& m) {
 
 void ZmqTransport::IoLoop::reject(RejectCause cause, const std::string& peer, const std::string& detail) {
   t_.rejections_.record(cause, peer, detail);
+}
+
+void ZmqTransport::IoLoop::refuse(const std::string& name, const HelloInfo& hello, const TermsMismatch& mismatch) {
+  reject(RejectCause::kTerms, name, refusal_log_detail(name, mismatch));
+  if (hello.listen_address.empty() || (secure() && !opt_.roster->by_name(name))) return;
+  // The refused site's own listening address carries the answer: it reads nothing on the connection
+  // it greeted us on. A hostile sender in insecure mode could make up names; a few connections at most.
+  constexpr std::size_t kMaxRefusalLinks = 16;
+  auto it = refusal_links_.find(name);
+  if (it != refusal_links_.end() && it->second.address != hello.listen_address) {
+    refusal_links_.erase(it);
+    it = refusal_links_.end();
+  }
+  if (it == refusal_links_.end()) {
+    if (refusal_links_.size() >= kMaxRefusalLinks) refusal_links_.clear();
+    it = refusal_links_.emplace(name, Link{hello.listen_address, open_dealer(hello.listen_address, name), {}, false}).first;
+  }
+  HelloInfo answer = membership().hello();
+  answer.refusal = refusal_reason(opt_.name, mismatch);
+  // One refusal waiting per link is enough: the refused site greets again every heartbeat.
+  if (it->second.queue.empty())
+    enqueue_membership(it->second, name, MessageKind::kHello, encode_hello(answer), Clock::now());
+}
+
+void ZmqTransport::IoLoop::refused_by(const std::string& reason) {
+  std::lock_guard lock(t_.mu_);
+  if (t_.refusal_) return;
+  spdlog::error("'{}': {}", opt_.name, reason);
+  t_.refusal_ = reason;
 }
 
 bool ZmqTransport::IoLoop::receive_one() {
@@ -94,6 +126,19 @@ bool ZmqTransport::IoLoop::receive_one() {
     name = it->second;
   }
   if (name == opt_.name) return drop(RejectCause::kUnknownSender, label, "a peer uses this site's own name");
+
+  // Terms come before the header's model fingerprint: a site with another model hears which model
+  // differs, not a hash. Only an authenticated sender gets here (secure mode: its roster key).
+  if (hello && !hello->refusal.empty()) {
+    refused_by(hello->refusal);
+    return true;
+  }
+  if (hello && !opt_.terms.empty()) {
+    if (auto mismatch = compare_terms(opt_.terms, hello->terms)) {
+      refuse(name, *hello, *mismatch);
+      return true;
+    }
+  }
 
   if (auto r = validator_.check(name, h)) return drop(r->cause, name, r->detail);
 

@@ -111,6 +111,11 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   // Frame receiving (zmq_frame_receiver.cc): reads one message from the ROUTER, if any.
   bool receive_one();
   void reject(RejectCause cause, const std::string& peer, const std::string& detail);
+  // Federation terms (zmq_frame_receiver.cc): answers a hello from `name` whose terms differ from ours
+  // with a refusing hello on a connection of its own, and counts the refusal.
+  void refuse(const std::string& name, const HelloInfo& hello, const TermsMismatch& mismatch);
+  // A refusing hello arrived: logs and keeps the first reason for ZmqTransport::refusal().
+  void refused_by(const std::string& reason);
 
   // Sink and forward (zmq_sink_forward.cc): a validated mixer message from `name`.
   void receive_mixer(const std::string& name, const WireHeader& h, std::size_t payload_bytes);
@@ -141,6 +146,8 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   Reassembler reassembler_;
   std::map<std::string, Link> links_;
   std::vector<Bootstrap> bootstraps_;
+  // Connections that only carry refusals to sites refused at join (never members), by name.
+  std::map<std::string, Link> refusal_links_;
   std::map<std::string, std::string> connection_names_;  // insecure mode: routing id -> hello name
   std::uint64_t next_message_id_ = 1;
   // Partition windows count from here: the transport's start, or the origin it was given, on this

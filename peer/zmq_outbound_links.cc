@@ -144,6 +144,7 @@ bool ZmqTransport::IoLoop::flush(Clock::time_point now) {
     any_blocked = any_blocked || link.blocked;
   }
   for (auto& b : bootstraps_) drain(b.link, nullptr);
+  for (auto& [name, link] : refusal_links_) drain(link, nullptr);
   return any_blocked;
 }
 

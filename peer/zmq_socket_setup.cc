@@ -72,7 +72,7 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
   if (secure()) admissible = [&r = *opt_.roster](const std::string& n) { return r.by_name(n) != nullptr; };
   driver_.emplace(MembershipConfig{opt_.name, t_.endpoint_, opt_.region,
                                    opt_.incarnation ? opt_.incarnation : wall_clock_ms(), opt_.heartbeat_timeout,
-                                   opt_.view_lead_rounds, std::move(admissible)},
+                                   opt_.view_lead_rounds, std::move(admissible), opt_.terms},
                   MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout},
                   static_cast<MembershipPort&>(*this), Clock::now());
   open_bootstraps();
@@ -83,6 +83,7 @@ ZmqTransport::IoLoop::~IoLoop() {
   // Sockets must close before the context terminates; linger was set per socket.
   links_.clear();
   bootstraps_.clear();
+  refusal_links_.clear();
   zap_.reset();
   router_.close();
   ctx_.close();

@@ -306,4 +306,9 @@ TransportStats ZmqTransport::stats() const {
   return stats_;
 }
 
+std::optional<std::string> ZmqTransport::refusal() const {
+  std::lock_guard lock(mu_);
+  return refusal_;
+}
+
 }  // namespace meridian::peer

@@ -103,6 +103,10 @@ struct ZmqTransportOptions {
   std::uint64_t view_lead_rounds = 8;
   std::uint64_t incarnation = 0;               // 0: milliseconds since the epoch (restarts outlive old records)
   ValidationPolicy validation;
+  // What must be equal across the federation (peer/federation_terms.h), announced in every hello. A
+  // peer whose hello carries other terms is refused: it hears the reason in a refusing hello, the
+  // refusal is counted (RejectCause::kTerms), and it never becomes a member. Empty: not checked.
+  FederationTerms terms;
   WireLimits limits;
   int send_high_water_mark = 8192;             // chunks queued in libzmq per peer before sends wait
   // Kernel socket buffer of each TCP connection, in bytes: SO_RCVBUF of the connections peers open to
@@ -173,6 +177,9 @@ class ZmqTransport final : public FederationTransport {
   View latest_view() const override;
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;
+  // The first refusal a peer sent this site ("alpha refuses this site: ..."), nullopt while none came.
+  // A refused site is never admitted by that peer: its caller should stop and show the reason.
+  std::optional<std::string> refusal() const;
 
  private:
   class IoLoop;  // the loop's state: sockets, membership, queues (peer/zmq_io_loop.h)
@@ -212,6 +219,7 @@ class ZmqTransport final : public FederationTransport {
   std::vector<View> views_;                 // copy of the membership's views, for view_for()
   std::vector<MemberStatus> member_status_;  // copy of the membership table, for members()
   std::exception_ptr failure_;
+  std::optional<std::string> refusal_;      // the first refusal a peer sent (refusal())
   bool stopped_ = false;
   int wake_fd_ = -1;  // eventfd: post() writes, the I/O thread polls
   TransportStats stats_;

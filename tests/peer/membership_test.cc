@@ -19,7 +19,7 @@ MembershipConfig config(const std::string& self, std::uint64_t incarnation = 1) 
 }
 
 HelloInfo hello_of(const std::string& name, std::uint64_t inc = 1, std::uint64_t round = 0) {
-  return {name, "tcp://127.0.0.1:1/" + name, "", inc, round};
+  return {name, "tcp://127.0.0.1:1/" + name, "", inc, round, {}, {}};
 }
 
 // Runs gossip among the given memberships until no table changes (all-to-all exchange per pass).

@@ -208,7 +208,7 @@ TEST_CASE("decode_header names what is wrong with a bad frame", "[peer][wire]") 
 }
 
 TEST_CASE("membership bodies round-trip and reject malformed input", "[peer][wire]") {
-  HelloInfo hello{"oregon", "tcp://10.0.0.1:7000", "oregon", 99, 12};
+  HelloInfo hello{"oregon", "tcp://10.0.0.1:7000", "oregon", 99, 12, {}, {}};
   CHECK(decode_hello(encode_hello(hello)) == hello);
   MemberListInfo list;
   list.round = 5;

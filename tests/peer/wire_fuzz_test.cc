@@ -48,7 +48,7 @@ std::vector<std::string> valid_inputs() {
   list.members = {{"a", "tcp://127.0.0.1:1", "ohio", 3, MemberState::kAlive}, {"b", "", "", 1, MemberState::kDead}};
   list.views = {View::of({"a", "b"}, 1, 10)};
   const std::pair<MessageKind, std::string> bodies[] = {
-      {MessageKind::kHello, encode_hello({"a", "tcp://127.0.0.1:1", "tokyo", 1, 2})},
+      {MessageKind::kHello, encode_hello({"a", "tcp://127.0.0.1:1", "tokyo", 1, 2, {{"model", "mlp|in=784x1x1"}}, ""})},
       {MessageKind::kMembers, encode_members(list)},
       {MessageKind::kHeartbeat, encode_heartbeat({1, 2})},
       {MessageKind::kLeave, encode_leave({1})},
@@ -132,7 +132,7 @@ std::vector<std::string> near_valid_inputs() {
     m.body = std::string("\xff\xff\xff", 3);                          // body that is not a Heartbeat
     out.push_back(wire_input(one(m).first, nullptr));
     m.kind = MessageKind::kHello;
-    m.body = encode_hello({"bad name!", "", "", 1, 2});                // invalid site name
+    m.body = encode_hello({"bad name!", "", "", 1, 2, {}, {}});                // invalid site name
     out.push_back(wire_input(one(m).first, nullptr));
     m.kind = MessageKind::kHeartbeat;
     m.body = encode_heartbeat({1, 2});

@@ -163,7 +163,7 @@ TEST_CASE("a site whose key is not in the roster cannot deliver a single message
   s.connect(a.endpoint());
   Message hello;
   hello.kind = MessageKind::kHello;
-  hello.body = encode_hello(HelloInfo{"a", "tcp://127.0.0.1:1", "", 1, 0});
+  hello.body = encode_hello(HelloInfo{"a", "tcp://127.0.0.1:1", "", 1, 0, {}, {}});
   for (int i = 0; i < 20; ++i) {
     for (const Message* m : {&hello}) {
       auto chunk = encode_message(*m, kFingerprint, static_cast<std::uint64_t>(i), WireLimits{})[0];
@@ -237,7 +237,7 @@ TEST_CASE("hostile frames are rejected and counted while the site keeps working"
 
   Message hello;
   hello.kind = MessageKind::kHello;
-  hello.body = encode_hello(HelloInfo{"m", "tcp://127.0.0.1:9", "", 1, 100});
+  hello.body = encode_hello(HelloInfo{"m", "tcp://127.0.0.1:9", "", 1, 100, {}, {}});
   send_frames(encoded(hello));
   REQUIRE(eventually([&] { return knows_all(a, {"a", "m"}); }));
 

@@ -1,0 +1,71 @@
+#include "daemon/federation_terms.h"
+
+#include <sstream>
+
+#include "daemon/algorithms/registry.h"
+
+namespace meridian::daemon {
+
+namespace {
+
+// Shortest text of a knob's value ("0.9", "4"), the same on every site for the same value.
+std::string number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
+peer::FederationTerms federation_terms(const SiteSettings& settings, const models::Model& model,
+                                       const models::data::Dataset& train) {
+  peer::FederationTerms terms;
+  terms.push_back({"model", model.fingerprint()});
+
+  const auto& o = settings.options;
+  std::string algorithm = describe_algorithm(settings);
+  if (o.robust_aggregation) {
+    algorithm += " (clip ";
+    algorithm += number(o.robust_clip);
+    algorithm += ", trim ";
+    algorithm += std::to_string(o.robust_trim);
+    algorithm += ')';
+  }
+  terms.push_back({"algorithm", algorithm});
+
+  // Where optimizer state travels with the parameters, sites with different optimizers would mix
+  // buffers of different meanings (or lengths): the optimizer is part of the terms there only.
+  const auto wire = algorithms::algorithm_for(settings.algo).wire_limits(settings);
+  if (!wire.pin_model_elements || wire.max_model_multiple > 1) {
+    std::string optimizer = o.optimizer;
+    if (o.optimizer == "momentum" || o.optimizer == "nesterov") {
+      optimizer += ' ';
+      optimizer += number(o.momentum);
+    }
+    terms.push_back({"optimizer", optimizer});
+  }
+
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, its bug 105329) on "literal" + string.
+  std::string data = "input ";
+  if (train.channels > 0) {
+    data += std::to_string(train.channels);
+    data += 'x';
+    data += std::to_string(train.height);
+    data += 'x';
+    data += std::to_string(train.width);
+  } else {
+    data += std::to_string(train.dim);
+  }
+  data += ", ";
+  data += std::to_string(train.classes);
+  data += " classes";
+  for (std::size_t i = 0; i < train.class_names.size(); ++i) {
+    data += i == 0 ? " (" : ", ";
+    data += train.class_names[i];
+  }
+  if (!train.class_names.empty()) data += ')';
+  terms.push_back({"data", data});
+  return terms;
+}
+
+}  // namespace meridian::daemon

@@ -1,0 +1,40 @@
+#include "peer/federation_terms.h"
+
+#include <algorithm>
+
+namespace meridian::peer {
+
+namespace {
+
+constexpr const char* kNotAnnounced = "(not announced)";
+
+const Term* find(const FederationTerms& terms, const std::string& name) {
+  auto it = std::find_if(terms.begin(), terms.end(), [&](const Term& t) { return t.name == name; });
+  return it == terms.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+std::optional<TermsMismatch> compare_terms(const FederationTerms& ours, const FederationTerms& theirs) {
+  for (const auto& term : ours) {
+    const Term* other = find(theirs, term.name);
+    if (!other) return TermsMismatch{term.name, term.value, kNotAnnounced};
+    if (other->value != term.value) return TermsMismatch{term.name, term.value, other->value};
+  }
+  // A peer of a newer version may check more than we do; its extra field still makes the terms
+  // differ, since that peer would refuse us for it anyway.
+  for (const auto& term : theirs)
+    if (!find(ours, term.name)) return TermsMismatch{term.name, kNotAnnounced, term.value};
+  return std::nullopt;
+}
+
+std::string refusal_reason(const std::string& refuser, const TermsMismatch& m) {
+  return refuser + " refuses this site: " + m.field + " differs (" + refuser + ": " + m.ours +
+         "; this site: " + m.theirs + ")";
+}
+
+std::string refusal_log_detail(const std::string& refused, const TermsMismatch& m) {
+  return "refused at join: " + m.field + " differs (this site: " + m.ours + "; " + refused + ": " + m.theirs + ")";
+}
+
+}  // namespace meridian::peer

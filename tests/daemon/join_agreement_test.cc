@@ -1,0 +1,147 @@
+// Agreement at join, through real `meridian start` processes on 127.0.0.1: a site whose federation
+// terms (model, algorithm and its shape, optimizer where the algorithm carries it, data schema) differ
+// from the site it joins is refused at once. The joiner exits non-zero with the refusing site's reason,
+// naming the field and both values; the refusing site logs the same and keeps waiting for a proper
+// peer. Nobody hangs: each test waits for the joiner to exit on its own.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/daemon/site_process.h"
+#include "tests/daemon/temp_dir.h"
+
+namespace fs = std::filesystem;
+using meridian::testing::eventually;
+using meridian::testing::SiteProcess;
+using meridian::testing::TempDir;
+
+namespace {
+
+// A small CSV table (two features, a text label): the sites load it in milliseconds.
+fs::path write_table(const fs::path& dir, const std::string& name, const std::vector<std::string>& labels) {
+  fs::create_directories(dir);
+  const fs::path file = dir / name;
+  std::ofstream out(file);
+  out << "x,y,label\n";
+  for (int i = 0; i < 64; ++i) out << i % 7 << "," << (i * 3) % 5 << "," << labels[i % labels.size()] << "\n";
+  return file;
+}
+
+std::vector<std::string> args_for(const std::string& name, int index, const fs::path& table) {
+  return {"--name", name, "--insecure", "--listen", "tcp://127.0.0.1:0", "--metrics-address", "off",
+          "--threads", "1", "--site-index", std::to_string(index), "--site-count", "2",
+          "--dataset", "csv", "--train-csv", table.string(), "--model", "mlp", "--widths", "8",
+          "--epochs", "1", "--batch", "8", "--seed", "3", "--heartbeat-interval", "0.2",
+          "--join-timeout", "600"};
+}
+
+// `args` with each flag/value pair of `changes` set (replaced when present, added otherwise).
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& changes) {
+  for (std::size_t i = 0; i + 1 < changes.size(); i += 2) {
+    auto at = std::find(args.begin(), args.end(), changes[i]);
+    if (at != args.end()) *(at + 1) = changes[i + 1];
+    else args.insert(args.end(), {changes[i], changes[i + 1]});
+  }
+  return args;
+}
+
+struct Outcome {
+  int joiner_exit = 0;
+  std::string joiner_log;
+  std::string refuser_log;
+};
+
+// alpha starts with `alpha_args`, beta joins it with `beta_args`; returns once beta exited (alpha
+// is then stopped).
+Outcome join(const fs::path& root, std::vector<std::string> alpha_args, std::vector<std::string> beta_args) {
+  SiteProcess alpha(root / "alpha", std::move(alpha_args));
+  const std::string endpoint = alpha.endpoint();
+  REQUIRE_FALSE(endpoint.empty());
+  beta_args.insert(beta_args.end(), {"--join", endpoint});
+  SiteProcess beta(root / "beta", std::move(beta_args));
+  Outcome out;
+  // The hang guard is generous; a refused joiner exits within a heartbeat or two.
+  out.joiner_exit = beta.wait_exit(std::chrono::seconds(300));
+  out.joiner_log = beta.log();
+  REQUIRE(eventually([&] { return alpha.log().find("refused at join") != std::string::npos || alpha.exited(); }));
+  CHECK_FALSE(alpha.exited());  // the refusing site carries on, waiting for a proper peer
+  alpha.signal(SIGINT);
+  CHECK(alpha.wait_exit() == 0);
+  out.refuser_log = alpha.log();
+  return out;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a site running another --algo is refused at join, with both algorithms named", "[daemon][join]") {
+  TempDir dir;
+  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--algo", "sgp"}),
+                      with(args_for("beta", 1, table), {"--algo", "allreduce"}));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: sgp, K = "));
+  CHECK(contains(o.joiner_log, "; this site: allreduce)"));
+  CHECK_FALSE(contains(o.joiner_log, "gave up after --join-timeout"));
+  CHECK(contains(o.refuser_log, "refused at join: algorithm differs (this site: sgp, K = "));
+  CHECK(contains(o.refuser_log, "; beta: allreduce)"));
+  CHECK_FALSE(contains(o.refuser_log, "member 'beta' is alive"));
+}
+
+TEST_CASE("a dts site with another delay is refused at join, with both shapes named", "[daemon][join]") {
+  TempDir dir;
+  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--algo", "dts", "--delay", "1"}),
+                      with(args_for("beta", 1, table), {"--algo", "dts", "--delay", "2"}));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: dts, D = 1, "));
+  CHECK(contains(o.joiner_log, "; this site: dts, D = 2, "));
+  CHECK(contains(o.refuser_log, "refused at join: algorithm differs (this site: dts, D = 1, "));
+  CHECK(contains(o.refuser_log, "; beta: dts, D = 2, "));
+}
+
+TEST_CASE("a site with another model is refused at join, with both architectures named", "[daemon][join]") {
+  TempDir dir;
+  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--widths", "8"}),
+                      with(args_for("beta", 1, table), {"--widths", "16"}));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log, "alpha refuses this site: model differs (alpha: mlp|in=2x1x1|flatten|linear(2->8)"));
+  CHECK(contains(o.joiner_log, "; this site: mlp|in=2x1x1|flatten|linear(2->16)"));
+  CHECK(contains(o.refuser_log, "refused at join: model differs (this site: mlp|in=2x1x1|flatten|linear(2->8)"));
+  CHECK(contains(o.refuser_log, "; beta: mlp|in=2x1x1|flatten|linear(2->16)"));
+}
+
+TEST_CASE("a site whose data names other classes is refused at join, with both class lists named", "[daemon][join]") {
+  TempDir dir;
+  const auto pets = write_table(dir.path() / "a", "t.csv", {"cat", "dog"});
+  const auto fruit = write_table(dir.path() / "b", "t.csv", {"apple", "pear"});
+  const auto o = join(dir.path(), args_for("alpha", 0, pets), args_for("beta", 1, fruit));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log, "alpha refuses this site: data differs (alpha: input 2, 2 classes (cat, dog); "
+                               "this site: input 2, 2 classes (apple, pear))"));
+  CHECK(contains(o.refuser_log, "refused at join: data differs (this site: input 2, 2 classes (cat, dog); "
+                                "beta: input 2, 2 classes (apple, pear))"));
+}
+
+TEST_CASE("an allreduce site with another optimizer is refused at join, with both optimizers named", "[daemon][join]") {
+  TempDir dir;
+  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto o = join(dir.path() / "allreduce",
+                      with(args_for("alpha", 0, table), {"--algo", "allreduce", "--optimizer", "momentum"}),
+                      with(args_for("beta", 1, table), {"--algo", "allreduce", "--optimizer", "adam"}));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log, "alpha refuses this site: optimizer differs (alpha: momentum 0.9; this site: adam)"));
+  CHECK(contains(o.refuser_log, "refused at join: optimizer differs (this site: momentum 0.9; beta: adam)"));
+}
