@@ -6,6 +6,8 @@ JOBS  ?= $(shell nproc)
 CUDA  ?= auto
 TYPE  ?= Release
 CMAKE_FLAGS ?=
+# TARGET=NAME builds one CMake target (and what it needs) instead of everything.
+TARGET ?=
 
 .PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance clean help
 
@@ -28,16 +30,18 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(TYPE) -DMERIDIAN_CUDA=$(CUDA) $(CMAKE_FLAGS) > /dev/null
-	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
+	@cmake --build $(BUILD) -j $(JOBS) $(if $(TARGET),--target $(TARGET)) -- --no-print-directory
 
 test:
 	@scripts/install-deps test
 	@$(MAKE) --no-print-directory build
 	@scripts/run-tests $(BUILD)
 
+# The demo needs only the `meridian` command: building the test suite too would triple its wait on a
+# fresh 2-core machine.
 demo:
 	@scripts/install-deps demo
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory build TARGET=meridian
 	@scripts/demo $(BUILD)
 
 bench:

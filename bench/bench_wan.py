@@ -664,7 +664,7 @@ NOTES = {
           "accuracy does not depend on the latency), 0.5 epoch (117 steps). The shapes are D ∈ {0, 4, 8, 16} × "
           "P ∈ {1, 4, 8} and the two of the other experiments (D = 2, P = 16; D = 4, P = 32). They include "
           "P = 1 and D = P, where the exact rule is unstable with momentum 0.9, and P ≥ 8·D, where it is not "
-          "(docs/algorithms.md, \"dts: stability with momentum\"). Compensation: `exact` is DESIGN.md §1 (weights and momentum "
+          "(docs/algorithms.md, \"dts: stability with momentum\"). Compensation: `exact` is the rule of docs/algorithms.md (weights and momentum "
           "buffer); `no-momentum` fixes the weights only (the vanilla rule); `off` applies each average D steps "
           "late without a local step in between (delayed-gradient SGD).",
     "e5": "4 sites, no WAN emulation, the training set split by label with Dirichlet(α) proportions "

@@ -1,4 +1,4 @@
-// models/elementwise_math.h is shared with the CUDA kernels of issue 7: this compiles a kernel that
+// models/elementwise_math.h is shared with the CUDA kernels (cuda/kernels.cu): this compiles a kernel that
 // calls every function with nvcc, when nvcc is installed, so the header cannot drift into something
 // only the host compiler accepts.
 #include <catch2/catch.hpp>
@@ -11,9 +11,10 @@
 #include <string>
 
 TEST_CASE("elementwise_math.h compiles as CUDA device code", "[models][cuda]") {
-  std::string nvcc = "/usr/local/cuda/bin/nvcc";
-  if (!std::filesystem::exists(nvcc)) {
-    WARN("SKIPPED: nvcc not found at " << nvcc);
+  // MERIDIAN_NVCC: the nvcc the build found (tests/CMakeLists.txt), empty when there is none.
+  const std::string nvcc = MERIDIAN_NVCC;
+  if (nvcc.empty() || !std::filesystem::exists(nvcc)) {
+    WARN("SKIPPED: nvcc not found (looked on PATH, $CUDA_PATH, $CUDA_HOME and /usr/local/cuda/bin)");
     return;
   }
   const auto dir = std::filesystem::temp_directory_path() / ("meridian-nvcc-" + std::to_string(::getpid()));

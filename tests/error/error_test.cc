@@ -1,0 +1,59 @@
+#include "error/error.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+namespace {
+
+using meridian::error::enforce;
+using meridian::error::Error;
+using meridian::error::InternalError;
+using meridian::error::PeerError;
+using meridian::error::Tier;
+using meridian::error::UserError;
+
+Tier tier_of_thrown(void (*thrower)()) {
+  try {
+    thrower();
+  } catch (const Error& e) {
+    return e.tier();
+  }
+  FAIL("nothing was thrown");
+  return Tier::kInternal;
+}
+
+}  // namespace
+
+TEST_CASE("each error tier is caught as an Error that names its tier", "[error][unit]") {
+  CHECK(tier_of_thrown([] { throw UserError("bad flag"); }) == Tier::kUser);
+  CHECK(tier_of_thrown([] { throw PeerError("peer went away"); }) == Tier::kPeer);
+  CHECK(tier_of_thrown([] { throw InternalError("broken invariant"); }) == Tier::kInternal);
+  CHECK(meridian::error::tier_name(Tier::kUser) == "user");
+  CHECK(meridian::error::tier_name(Tier::kPeer) == "peer");
+  CHECK(meridian::error::tier_name(Tier::kInternal) == "internal");
+}
+
+TEST_CASE("errors stay std::runtime_errors with their message", "[error][unit]") {
+  try {
+    throw UserError("--algo: unknown value 'sgd2'");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()) == "--algo: unknown value 'sgd2'");
+  }
+}
+
+TEST_CASE("enforce throws an internal error that names the file and line, and only when false", "[error][unit]") {
+  CHECK_NOTHROW(enforce(true, "never shown"));
+  try {
+    enforce(false, "sizes differ");
+    FAIL("enforce(false) did not throw");
+  } catch (const InternalError& e) {
+    const std::string what = e.what();
+    // The path is relative to the repository in a normal build; a compiler launcher that passes relative
+    // paths (ccache with a base directory) may leave a "../" prefix.
+    CHECK(what.find("tests/error/error_test.cc:") != std::string::npos);
+    CHECK(what.find("tests/error/error_test.cc:") < 8);
+    CHECK(what.find(": sizes differ") != std::string::npos);
+    CHECK(e.tier() == Tier::kInternal);
+  }
+}
