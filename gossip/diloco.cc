@@ -151,6 +151,11 @@ void Diloco::reaverage(std::uint64_t k) {
   ++reaverages_;
 }
 
+bool Diloco::touches_parameters(std::uint64_t k) const {
+  return reaverage_due_ || fragments_.synced_after(k).has_value() ||
+         (!pending_.empty() && pending_.front().step + config_.overlap <= k);
+}
+
 void Diloco::finish() { apply_through(UINT64_MAX); }
 
 }  // namespace meridian::gossip

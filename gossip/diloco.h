@@ -87,6 +87,11 @@ class Diloco {
   // due after k, if any (applying it at once when τ = 0). Throws what MixChannel throws.
   void after_step(std::uint64_t k);
 
+  // Whether after_step(k) will read or write the parameters (a sync starts, an exchange is due, or a
+  // re-average is): a trainer whose parameters live on a device copies them to the host and back only
+  // then, every H/F steps instead of every step.
+  bool touches_parameters(std::uint64_t k) const;
+
   // Applies every outstanding exchange (waiting for them). The local progress since each fragment's last
   // sync stays local.
   void finish();

@@ -27,11 +27,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 // What every site ended with.
 struct Run {
   std::vector<std::vector<float>> params, global, momentum;
   std::vector<std::uint64_t> outer_steps, reaverages, abandoned;
   std::size_t max_in_flight = 0;
+  std::uint64_t untouched_steps = 0;  // after_step() calls that touches_parameters() said would not touch θ
+  bool untouched_kept = true;         // and that left θ as it was
 };
 
 // One inner step of site r at step k on its parameters.
@@ -50,11 +56,20 @@ Run run_diloco(SiteCluster& cluster, const DilocoConfig& config, std::vector<std
   run.reaverages.resize(n);
   run.abandoned.resize(n);
   std::vector<std::size_t> in_flight(n);
+  std::vector<std::uint64_t> untouched(n);
+  std::vector<char> kept(n, 1);
   cluster.run([&](std::size_t r, MixChannel& channel) {
     Diloco diloco(config, channel, run.params[r]);
+    std::vector<float> before;
     for (std::uint64_t k = 0; k < steps; ++k) {
       inner(r, k, run.params[r]);
+      const bool touches = diloco.touches_parameters(k);
+      if (!touches) before = run.params[r];
       diloco.after_step(k);
+      if (!touches) {
+        ++untouched[r];
+        if (!same_bits(before, run.params[r])) kept[r] = 0;
+      }
       in_flight[r] = std::max(in_flight[r], diloco.in_flight());
     }
     diloco.finish();
@@ -65,11 +80,11 @@ Run run_diloco(SiteCluster& cluster, const DilocoConfig& config, std::vector<std
     run.abandoned[r] = diloco.abandoned_rounds();
   });
   run.max_in_flight = *std::max_element(in_flight.begin(), in_flight.end());
+  for (std::size_t r = 0; r < n; ++r) {
+    run.untouched_steps += untouched[r];
+    run.untouched_kept = run.untouched_kept && kept[r];
+  }
   return run;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // Plain SGD with a gradient that does not depend on the parameters: different on every site and step.
@@ -275,6 +290,9 @@ TEST_CASE("diloco with overlap and compensation ends where it ends without, when
       INFO("F = " << fragments << ", τ = " << tau);
       // Exchanges stayed outstanding while the trainer went on.
       CHECK(run.max_in_flight >= 1);
+      // Steps that neither start nor apply an exchange leave θ alone, and say so beforehand.
+      CHECK(run.untouched_steps > 0);
+      CHECK(run.untouched_kept);
       for (std::size_t r = 0; r < sites; ++r) {
         CHECK(run.outer_steps[r] == plain.outer_steps[r]);
         for (std::size_t i = 0; i < dim; ++i) {
