@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 # TARGET=NAME builds one CMake target (and what it needs) instead of everything.
 TARGET ?=
 
-.PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance clean help
+.PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance gpu-kit clean help
 
 all: build
 
@@ -23,6 +23,7 @@ help:
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
 	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang, ASan/UBSan) for FUZZ_RUNS executions (default 1000000)"
 	@echo "make endurance  8 sites for 10 minutes: memory, descriptors, sockets, abandoned rounds (ENDURANCE_ARGS=\"--minutes 2\")"
+	@echo "make gpu-kit    CUDA build in build-cuda/ packed into gpu-kit/ (<= 60 MiB) to run on a GPU machine (docs/cuda.md)"
 	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
 
 deps:
@@ -81,5 +82,10 @@ endurance:
 	@$(MAKE) --no-print-directory build
 	@MERIDIAN=$(BUILD)/meridian scripts/endurance $(ENDURANCE_ARGS)
 
+# Needs nvcc, cuBLAS and cuDNN here (no GPU); the kit's run does the rest on the device.
+gpu-kit:
+	@scripts/install-deps demo
+	@JOBS=$(JOBS) scripts/gpu-kit
+
 clean:
-	rm -rf $(BUILD) build-sanitize build-fuzz
+	rm -rf $(BUILD) build-sanitize build-fuzz build-cuda gpu-kit

@@ -1,6 +1,8 @@
 #include "cli/algorithm_variant.h"
 
+#include <algorithm>
 #include <charconv>
+#include <string_view>
 
 namespace meridian::cli {
 namespace {
@@ -88,7 +90,12 @@ void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig
       config.reaverage_every = n;
     }
   }
-  daemon::apply_dts_shape_default(config, delay_given, period_given);
+  // The algorithm's defaults for the knobs given neither in this entry nor as simulate's own flags.
+  daemon::apply_algorithm_defaults(config, [&](std::string_view option) {
+    if (option == "delay") return delay_given;
+    if (option == "period") return period_given;
+    return std::any_of(variant.knobs.begin(), variant.knobs.end(), [&](const auto& knob) { return knob.first == option; });
+  });
 }
 
 }  // namespace meridian::cli

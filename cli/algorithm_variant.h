@@ -28,9 +28,9 @@ struct AlgorithmVariantParse {
 };
 AlgorithmVariantParse parse_algorithm_variant(const std::string& text);
 
-// `base` with the variant's algorithm and knobs applied, then dts' default shape
-// (daemon::apply_dts_shape_default) unless a delay or period was given, as a knob or shared (the
-// `shared_*_given` flags: simulate's own --delay and --period). A value that is not a number where one
+// `base` with the variant's algorithm and knobs applied, then the algorithm's defaults for the knobs
+// given neither here nor shared (daemon::apply_algorithm_defaults; dts: D = 2, P = 16 unless a delay or
+// period was given; the `shared_*_given` flags say whether simulate's own --delay and --period were). A value that is not a number where one
 // is needed becomes an error message (returned in `error`, `base` then partially changed).
 void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, bool shared_delay_given,
                              bool shared_period_given, std::string& error);

@@ -35,7 +35,7 @@ struct InitOptions {
 
 }  // namespace
 
-void add_init_command(CLI::App& app, int& exit_code) {
+void add_init_command(CLI::App& app, int& exit_code, Invocation invocation) {
   auto* cmd = app.add_subcommand("init", "Write a commented configuration file for this site");
   cmd->footer(
       "Every option of 'meridian start' may be given here and is written into the file.\n"
@@ -47,12 +47,16 @@ void add_init_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", options->out, "Write the file here (default: print it on standard output)")
       ->type_name("FILE");
   cmd->add_flag("--force", options->force, "Overwrite --out if it exists");
-  cmd->callback([cmd, options, &exit_code] {
+  cmd->callback([cmd, options, &exit_code, invocation] {
     daemon::apply_site_config_file(*cmd, options->config);
-    daemon::apply_dts_shape_default(*cmd, options->config);
+    daemon::apply_algorithm_defaults(*cmd, options->config);
     auto& config = options->config;
     if (config.name.empty()) config.name = default_site_name();
     daemon::validate_site_config(config);
+    if (invocation == Invocation::kCheck) {
+      exit_code = 0;
+      return;
+    }
     const std::string text = daemon::render_site_config(config);
     if (options->out.empty()) {
       std::cout << text;

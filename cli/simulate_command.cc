@@ -18,6 +18,7 @@
 #include "cli/simulation_layout.h"
 #include "cli/simulation_options.h"
 #include "cli/status_line.h"
+#include "daemon/algorithms/registry.h"
 #include "daemon/checkpoint_model.h"
 #include "daemon/site_data.h"
 
@@ -51,14 +52,18 @@ std::string describe(const SimulationOptions& o) {
          std::to_string(o.threads_per_site) + " thread(s) per site; algorithms: " + algos;
 }
 
+// Throws std::invalid_argument listing every problem of `options` (simulation_problems).
+void check_simulation(const SimulationOptions& options) {
+  const auto problems = simulation_problems(options);
+  if (problems.empty()) return;
+  std::string text = "invalid simulation:";
+  for (const auto& p : problems) text += "\n  " + p;
+  throw std::invalid_argument(text);
+}
+
 int run_simulation(SimulationOptions options, const std::string& algo_list) {
   options.algos = split_algorithm_list(algo_list);
-  const auto problems = simulation_problems(options);
-  if (!problems.empty()) {
-    std::string text = "invalid simulation:";
-    for (const auto& p : problems) text += "\n  " + p;
-    throw std::invalid_argument(text);
-  }
+  check_simulation(options);
   const fs::path out_dir = fs::absolute(options.out_dir).lexically_normal();
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -74,7 +79,7 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
     status.print("simulate: CurveZMQ keys in " + (out_dir / "keys").string() + ", roster " + roster.string());
   }
 
-  if (options.site.dataset != "csv" && options.data_cache != "none") {
+  if (daemon::parse_dataset(options.site.dataset) != daemon::Dataset::kCsv && options.data_cache != "none") {
     std::string note;
     const fs::path dir = unpacked_idx_dir(options.site.data_dir, options.data_cache, note);
     if (note.empty()) {
@@ -144,7 +149,7 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
 
 }  // namespace
 
-void add_simulate_command(CLI::App& app, int& exit_code) {
+void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) {
   auto* cmd = app.add_subcommand("simulate", "Train with N local sites and an emulated WAN; compare algorithms");
   cmd->footer(
       "Starts N real `meridian start` processes on 127.0.0.1 for each algorithm in turn (secure by default:\n"
@@ -165,7 +170,7 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
 
   cmd->add_option("--sites", options->sites, "Number of sites (processes)")->capture_default_str();
   cmd->add_option("--algo", *algo_list,
-                  "Algorithms to compare, comma-separated: allreduce, dts, sgp, dsync, local; each may carry its own "
+                  "Algorithms to compare, comma-separated: " + daemon::algorithms::algorithm_names() + "; each may carry its own "
                   "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange)")
       ->capture_default_str();
   cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
@@ -215,12 +220,12 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--schedule", s.schedule, "constant | step:EPOCHS:FACTOR | cosine")->capture_default_str()->group(shared);
   cmd->add_option("--momentum", s.momentum, "Momentum coefficient")->capture_default_str()->group(shared);
   cmd->add_option("--weight-decay", s.weight_decay, "L2 weight decay")->capture_default_str()->group(shared);
-  cmd->add_option("--delay", s.delay, "D (dts; delayed compensation for sgp and dsync); dts without a delay or period runs D = 2, P = 16")
+  cmd->add_option("--delay", s.delay, "D, with delayed compensation (dts, dsync; sgp overlaps by --tau instead); dts without a delay or period runs D = 2, P = 16")
       ->capture_default_str()->group(shared);
   cmd->add_option("--period", s.period, "P (dts)")->capture_default_str()->group(shared);
   cmd->add_option("--out-peers", s.out_peers, "K (sgp)")->capture_default_str()->group(shared);
   cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
-  cmd->add_option("--grid", s.grid, "dsync: auto | AxB")->capture_default_str()->group(shared);
+  cmd->add_option("--grid", s.grid, "dsync: auto | ROWSxCOLS (e.g. 2x2)")->capture_default_str()->group(shared);
   cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")->capture_default_str()->group(shared);
   cmd->add_option("--round-timeout", s.round_timeout, "Seconds before a mixing round is abandoned and redone")
       ->capture_default_str()->group(shared);
@@ -239,9 +244,15 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", s.seed, "Random seed (initial model, partition, data order)")->capture_default_str()->group(shared);
   cmd->add_option("--device", s.device, "auto | cpu | cuda | cuda:N")->capture_default_str()->group(shared);
 
-  cmd->callback([cmd, options, algo_list, &exit_code] {
+  cmd->callback([cmd, options, algo_list, &exit_code, invocation] {
     options->delay_given = cmd->get_option("--delay")->count() > 0;
     options->period_given = cmd->get_option("--period")->count() > 0;
+    if (invocation == Invocation::kCheck) {
+      options->algos = split_algorithm_list(*algo_list);
+      check_simulation(*options);
+      exit_code = 0;
+      return;
+    }
     try {
       exit_code = run_simulation(*options, *algo_list);
     } catch (const SimulationInterrupted& e) {

@@ -18,7 +18,7 @@ struct SimulationOptions {
   // run-dir, site-index, site-count, region, threads, metrics address) and, per run, the algorithm.
   daemon::SiteConfig site;
   // Whether --delay and --period were given to simulate: dts entries without either (shared or as a
-  // knob) run dts' default shape (daemon::apply_dts_shape_default).
+  // knob) run dts' default shape (daemon::apply_algorithm_defaults).
   bool delay_given = false;
   bool period_given = false;
   int threads_per_site = 1;

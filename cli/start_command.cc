@@ -12,7 +12,7 @@
 
 namespace meridian::cli {
 
-void add_start_command(CLI::App& app, int& exit_code) {
+void add_start_command(CLI::App& app, int& exit_code, Invocation invocation) {
   auto config = std::make_shared<daemon::SiteConfig>();
   auto* cmd = app.add_subcommand("start", "Run this site: join the federation, train, checkpoint, serve metrics");
   cmd->footer(
@@ -33,9 +33,14 @@ void add_start_command(CLI::App& app, int& exit_code) {
       "leave, exit 0; a second Ctrl-C exits at once. SPDLOG_LEVEL=debug in the environment shows membership and round decisions too.\n"
       "See docs/operations.md.");
   daemon::bind_site_options(*cmd, *config);
-  cmd->callback([cmd, config, &exit_code] {
+  cmd->callback([cmd, config, &exit_code, invocation] {
     daemon::apply_site_config_file(*cmd, *config);
-    daemon::apply_dts_shape_default(*cmd, *config);
+    daemon::apply_algorithm_defaults(*cmd, *config);
+    if (invocation == Invocation::kCheck) {
+      (void)daemon::settings_of(*config);
+      exit_code = 0;
+      return;
+    }
     // stdout carries the result line; logs and the progress line go to stderr.
     spdlog::set_default_logger(spdlog::stderr_color_mt("meridian"));
     spdlog::set_pattern("%H:%M:%S.%e %^%l%$ [" + config->name + "] %v");

@@ -10,12 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "gossip/dts.h"
-#include "gossip/tensor_codec.h"
-#include "models/data/partition.h"
-#include "models/device.h"
-#include "peer/partition_schedule.h"
-#include "peer/wan_model.h"
+#include "daemon/algorithms/registry.h"
 
 namespace meridian::daemon {
 namespace {
@@ -123,10 +118,10 @@ const std::vector<OptionSpec>& option_specs() {
         field(model, "batch", "Local batch size", &C::batch),
         field(model, "epochs", "Epochs over the site's part of the data (fractions allowed, e.g. 0.5)", &C::epochs),
         field(model, "eval-every", "Steps between test-set evaluations (0 = once per epoch)", &C::eval_every),
-        field(algo, "algo", "allreduce | dts | sgp | dsync | local", &C::algo),
+        field(algo, "algo", algorithms::algorithm_names(" | "), &C::algo),
         field(algo, "delay",
-              "D: steps a mixed result may arrive late (dts; delayed compensation for sgp, dsync). dts without "
-              "--delay and --period runs D = 2, P = 16",
+              "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync; sgp overlaps by "
+              "--tau instead). dts without --delay and --period runs D = 2, P = 16",
               &C::delay),
         field(algo, "period", "P: dts starts an average every P steps (see --delay for dts' default shape)",
               &C::period),
@@ -198,49 +193,6 @@ const std::vector<OptionSpec>& option_specs() {
   return specs;
 }
 
-bool is_one_of(const std::string& value, std::initializer_list<const char*> allowed) {
-  return std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return value == a; });
-}
-
-std::string join_list(std::initializer_list<const char*> items) {
-  std::string out;
-  for (const char* item : items) out += (out.empty() ? "" : ", ") + std::string(item);
-  return out;
-}
-
-// Whole-string number parsing: "0.5x" is not 0.5.
-template <typename T>
-std::optional<T> parse_number(std::string_view s) {
-  T v{};
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-// Seconds as people write them: 0.5, 3, 1e-3.
-std::string seconds_text(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", seconds);
-  return buf;
-}
-
-// tcp://HOST:PORT with a port in [min_port, 65535].
-bool is_tcp_address(const std::string& address, int min_port) {
-  constexpr std::string_view scheme = "tcp://";
-  if (!address.starts_with(scheme)) return false;
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon <= scheme.size()) return false;
-  const auto port = parse_number<int>(std::string_view(address).substr(colon + 1));
-  return port && *port >= min_port && *port <= 65535;
-}
-
-bool is_site_name(const std::string& name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-           c == '-';
-  });
-}
-
 }  // namespace
 
 std::string SiteConfig::checkpoint_dir_or_default() const {
@@ -249,42 +201,6 @@ std::string SiteConfig::checkpoint_dir_or_default() const {
 
 std::string SiteConfig::control_socket_or_default() const {
   return control_socket.empty() ? run_dir + "/control.sock" : control_socket;
-}
-
-std::optional<ScheduleSpec> parse_schedule(const std::string& text) {
-  if (text == "constant") return ScheduleSpec{};
-  if (text == "cosine") return ScheduleSpec{ScheduleSpec::Kind::kCosine, 0, 1};
-  constexpr std::string_view prefix = "step:";
-  if (!text.starts_with(prefix)) return std::nullopt;
-  const std::string_view rest = std::string_view(text).substr(prefix.size());
-  const auto colon = rest.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  const auto epochs = parse_number<int>(rest.substr(0, colon));
-  const auto factor = parse_number<double>(rest.substr(colon + 1));
-  if (!epochs || *epochs < 1 || !factor || !std::isfinite(*factor) || *factor <= 0) return std::nullopt;
-  return ScheduleSpec{ScheduleSpec::Kind::kStep, *epochs, *factor};
-}
-
-std::chrono::milliseconds heartbeat_milliseconds(double seconds) {
-  return std::chrono::milliseconds(std::llround(seconds * 1000.0));
-}
-
-std::optional<double> partition_origin_unix_seconds(const std::string& text) {
-  double seconds = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
-  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) || seconds <= 0) return std::nullopt;
-  return seconds;
-}
-
-std::optional<GridSpec> parse_grid(const std::string& text) {
-  if (text == "auto") return GridSpec{};
-  const auto x = text.find('x');
-  if (x == std::string::npos) return std::nullopt;
-  const auto rows = parse_number<int>(std::string_view(text).substr(0, x));
-  const auto cols = parse_number<int>(std::string_view(text).substr(x + 1));
-  if (!rows || !cols || *rows < 1 || *cols < 1) return std::nullopt;
-  return GridSpec{*rows, *cols};
 }
 
 void bind_site_options(CLI::App& app, SiteConfig& config) {
@@ -343,36 +259,15 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config) {
   }
 }
 
-void apply_dts_shape_default(SiteConfig& config, bool delay_given, bool period_given) {
-  if (config.algo != "dts" || delay_given || period_given) return;
-  config.delay = kDtsDefaultDelay;
-  config.period = kDtsDefaultPeriod;
+void apply_algorithm_defaults(SiteConfig& config, const std::function<bool(std::string_view option)>& given) {
+  if (const auto* algorithm = algorithms::find_algorithm(config.algo)) algorithm->apply_defaults(config, given);
 }
 
-void apply_dts_shape_default(const CLI::App& app, SiteConfig& config) {
-  const auto given = [&](const char* name) {
-    const CLI::Option* option = app.get_option_no_throw(name);
+void apply_algorithm_defaults(const CLI::App& app, SiteConfig& config) {
+  apply_algorithm_defaults(config, [&](std::string_view name) {
+    const CLI::Option* option = app.get_option_no_throw("--" + std::string(name));
     return option != nullptr && option->count() > 0;
-  };
-  apply_dts_shape_default(config, given("--delay"), given("--period"));
-}
-
-std::string describe_algorithm(const SiteConfig& c) {
-  const std::string d = std::to_string(c.delay);
-  std::string out = c.algo;
-  if (c.algo == "dts") {
-    out += ", D = " + d + ", P = " + std::to_string(c.period);
-    if (c.delay == kDtsDefaultDelay && c.period == kDtsDefaultPeriod) out += " (dts' default shape)";
-    if (c.delay == 0 && c.period == 1) out += " (waits for every average, as allreduce does)";
-    out += ", exchange " + c.exchange + ", compensation " + c.compensation;
-  } else if (c.algo == "sgp") {
-    out += ", K = " + std::to_string(c.out_peers) + " out-peer(s), tau = " + std::to_string(c.tau);
-  } else if (c.algo == "dsync") {
-    out += ", grid " + c.grid + ", D = " + d;
-  }
-  if (c.algo != "allreduce" && c.algo != "local" && c.compression != "none") out += ", compression " + c.compression;
-  if (c.robust_aggregation) out += ", robust aggregation";
-  return out;
+  });
 }
 
 SiteConfig read_site_config_file(const std::string& path) {
@@ -386,190 +281,6 @@ SiteConfig read_site_config_file(const std::string& path) {
   }
   apply_site_config_file(app, config);
   return config;
-}
-
-std::vector<std::string> site_config_problems(const SiteConfig& c) {
-  std::vector<std::string> problems;
-  auto problem = [&](const std::string& option, const std::string& text) {
-    problems.push_back("--" + option + ": " + text);
-  };
-  auto one_of = [&](const std::string& option, const std::string& value, std::initializer_list<const char*> allowed) {
-    if (!is_one_of(value, allowed)) problem(option, "'" + value + "' is not one of " + join_list(allowed));
-  };
-  auto at_least = [&](const std::string& option, long long value, long long min) {
-    if (value < min) problem(option, std::to_string(value) + " is below the minimum " + std::to_string(min));
-  };
-
-  if (!is_site_name(c.name)) {
-    problem("name", c.name.empty() ? "missing (give the site a name, e.g. --name oregon)"
-                                   : "'" + c.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
-  }
-  if (!c.insecure) {
-    if (c.key_dir.empty()) problem("key-dir", "missing (create keys with 'meridian keygen', or use --insecure locally)");
-    if (c.roster.empty()) problem("roster", "missing (list the federation's sites and keys, or use --insecure locally)");
-  }
-  if (!is_tcp_address(c.listen, 0)) problem("listen", "'" + c.listen + "' is not tcp://HOST:PORT (e.g. tcp://0.0.0.0:7400)");
-  if (!c.advertise.empty() && !is_tcp_address(c.advertise, 1)) {
-    problem("advertise", "'" + c.advertise + "' is not tcp://HOST:PORT (e.g. tcp://site.example.org:7400)");
-  }
-  for (const auto& peer : c.join) {
-    // NAME@tcp://HOST:PORT names the site behind the address (needed with a roster that lists no address).
-    const auto at = peer.find('@');
-    const bool named = at != std::string::npos && at > 0 && is_site_name(peer.substr(0, at));
-    if (!is_tcp_address(named ? peer.substr(at + 1) : peer, 1)) problem("join", "'" + peer + "' is not [NAME@]tcp://HOST:PORT (e.g. tcp://10.0.0.2:7400)");
-  }
-  // Membership counts in whole milliseconds; the upper bounds keep the conversion far from overflow, and
-  // the interval's leaves room for a timeout of six intervals, which the hint below suggests.
-  constexpr double kMaxHeartbeatSeconds = 86400;
-  constexpr double kMaxHeartbeatIntervalSeconds = 3600;
-  auto heartbeat_seconds_ok = [&](const std::string& option, double seconds, double most, const char* example) {
-    if (std::isfinite(seconds) && seconds >= 0.001 && seconds <= most) return true;
-    problem(option, "must be a number of seconds from 0.001 to " + seconds_text(most) + " (e.g. " + example + ")");
-    return false;
-  };
-  const bool interval_ok =
-      heartbeat_seconds_ok("heartbeat-interval", c.heartbeat_interval, kMaxHeartbeatIntervalSeconds, "0.5");
-  const bool timeout_ok = heartbeat_seconds_ok("heartbeat-timeout", c.heartbeat_timeout, kMaxHeartbeatSeconds, "3");
-  if (interval_ok && timeout_ok &&
-      heartbeat_milliseconds(c.heartbeat_timeout) <= heartbeat_milliseconds(c.heartbeat_interval)) {
-    // One late heartbeat must not kill a member: the timeout has to span several of them.
-    const char* margin = c.heartbeat_timeout > c.heartbeat_interval ? " (by a whole millisecond at least)" : "";
-    problem("heartbeat-timeout", seconds_text(c.heartbeat_timeout) + " s must exceed --heartbeat-interval " +
-                                     seconds_text(c.heartbeat_interval) + " s" + margin +
-                                     ": make it several intervals plus the round trip of the slowest link (e.g. " +
-                                     seconds_text(6 * c.heartbeat_interval) + ")");
-  }
-  if (c.run_dir.empty()) problem("run-dir", "must not be empty (e.g. --run-dir /var/lib/meridian)");
-
-  one_of("dataset", c.dataset, {"fashion-mnist", "idx", "csv"});
-  if ((c.dataset == "idx" || c.dataset == "fashion-mnist") && c.data_dir.empty()) {
-    problem("data-dir", "missing: the directory with the IDX files");
-  }
-  if (c.dataset == "csv" && c.train_csv.empty()) problem("train-csv", "missing: --dataset csv needs a training file");
-  if (c.label_column.empty()) problem("label-column", "must not be empty (a column name or 0-based index)");
-  try {
-    models::data::parse_partition_spec(c.partition);
-  } catch (const std::invalid_argument& e) {
-    problem("partition", e.what());
-  }
-  at_least("site-count", c.site_count, 1);
-  if (c.site_index < 0 || c.site_index >= std::max(c.site_count, 1)) {
-    problem("site-index", std::to_string(c.site_index) + " is outside 0.." + std::to_string(std::max(c.site_count, 1) - 1) +
-                              " (it must be below --site-count)");
-  }
-
-  one_of("model", c.model, {"logreg", "mlp", "cnn"});
-  if (c.model == "mlp" && c.widths.empty()) problem("widths", "missing: the mlp needs hidden layer widths (e.g. 256,128)");
-  for (int w : c.widths) {
-    if (w < 1) problem("widths", std::to_string(w) + " is not a positive width");
-  }
-  one_of("optimizer", c.optimizer, {"sgd", "momentum", "nesterov", "adam"});
-  if (!(std::isfinite(c.lr) && c.lr > 0)) problem("lr", "must be a positive number (e.g. 0.05)");
-  if (!parse_schedule(c.schedule)) {
-    problem("schedule", "'" + c.schedule + "' is not constant, cosine or step:EPOCHS:FACTOR (e.g. step:2:0.5)");
-  }
-  if (!(c.momentum >= 0 && c.momentum < 1)) problem("momentum", "must be in [0, 1) (e.g. 0.9)");
-  if (!(std::isfinite(c.weight_decay) && c.weight_decay >= 0)) problem("weight-decay", "must be 0 or positive");
-  at_least("batch", c.batch, 1);
-  if (!(std::isfinite(c.epochs) && c.epochs > 0)) problem("epochs", "must be a positive number (e.g. 3 or 0.5)");
-  at_least("eval-every", c.eval_every, 0);
-
-  one_of("algo", c.algo, {"allreduce", "dts", "sgp", "dsync", "local"});
-  at_least("delay", c.delay, 0);
-  at_least("period", c.period, 1);
-  at_least("out-peers", c.out_peers, 1);
-  at_least("tau", c.tau, 1);
-  if (!parse_grid(c.grid)) problem("grid", "'" + c.grid + "' is not auto or ROWSxCOLS (e.g. 2x4)");
-  at_least("reaverage-every", c.reaverage_every, 0);
-  if (!gossip::parse_dts_compensation(c.compensation)) {
-    problem("compensation", "'" + c.compensation + "' is not exact, no-momentum, off or local");
-  } else if (c.compensation != "exact" && c.algo != "dts") {
-    problem("compensation", "applies to dts only (this site runs " + c.algo + ")");
-  }
-  if (const auto spec = gossip::parse_compression(c.compression); !spec) {
-    problem("compression", "'" + c.compression + "' is not none, fp16 or topk:FRACTION with FRACTION in (0, 0.5] (e.g. topk:0.01)");
-  } else if (spec->encoding == gossip::Encoding::kTopK && c.algo != "dts") {
-    problem("compression", "top-k with error feedback applies to dts only (its averages are of gradients; " + c.algo +
-                               " mixes parameters, whose top-k would zero the rest); use fp16 or none");
-  } else if (spec->encoding == gossip::Encoding::kFp16 && c.algo != "dts" && c.algo != "sgp") {
-    problem("compression", "fp16 applies to dts and sgp only (" + c.algo +
-                               " keeps its exact ring all-reduce); use none");
-  }
-  if (c.exchange != "ring" && c.exchange != "direct") {
-    problem("exchange", "'" + c.exchange + "' is not ring or direct");
-  } else if (c.exchange == "direct" && c.algo != "dts") {
-    problem("exchange", "applies to dts only (this site runs " + c.algo + ")");
-  }
-  at_least("robust-trim", c.robust_trim, 0);
-  if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");
-  if (!(std::isfinite(c.byzantine_scale) && c.byzantine_scale >= 0))
-    problem("byzantine-scale", "must be 0 (an honest site) or positive");
-  at_least("min-sites", c.min_sites, 0);
-  if (!(std::isfinite(c.join_timeout) && c.join_timeout > 0)) problem("join-timeout", "must be a positive number of seconds");
-  if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0)) problem("round-timeout", "must be a positive number of seconds");
-
-  // peer/ owns the --wan grammar; a model with regions needs to know which one this site is in.
-  try {
-    const auto wan = peer::parse_wan_spec(c.wan);
-    if (wan.regions() > 1) {
-      if (!wan.region_index(c.region)) {
-        std::string names;
-        for (std::size_t r = 0; r < wan.regions(); ++r) names += (r ? ", " : "") + wan.region_name(r);
-        problem("region", (c.region.empty() ? std::string("missing: name this site's region in")
-                                            : "'" + c.region + "' is not a region of") +
-                              " --wan " + c.wan + " (regions: " + names + ")");
-      }
-    } else if (!c.region.empty()) {
-      problem("region", "only applies with a --wan that has regions, such as world4");
-    }
-  } catch (const std::invalid_argument& e) {
-    problem("wan", e.what());
-  }
-  if (!(std::isfinite(c.slowdown) && c.slowdown >= 1 && c.slowdown <= 1000))
-    problem("slowdown", "must be a factor from 1 (off) to 1000, e.g. 5 for a site five times slower");
-  try {
-    (void)peer::parse_partition_schedule(c.wan_partition);
-  } catch (const std::invalid_argument& e) {
-    problem("wan-partition", e.what());
-  }
-  if (c.wan_partition_origin != "start" && c.wan_partition_origin != "training" &&
-      !partition_origin_unix_seconds(c.wan_partition_origin))
-    problem("wan-partition-origin", "must be start, training or a Unix time in seconds (e.g. from `date +%s`), not \"" +
-                                        c.wan_partition_origin + "\"");
-
-  if (!(std::isfinite(c.checkpoint_interval) && c.checkpoint_interval > 0)) {
-    problem("checkpoint-interval", "must be a positive number of seconds (e.g. 60)");
-  }
-  at_least("checkpoint-keep", c.checkpoint_keep, 1);
-  if (c.metrics_address != "off") {
-    const auto colon = c.metrics_address.rfind(':');
-    const auto port = colon == std::string::npos ? std::nullopt
-                                                 : parse_number<int>(std::string_view(c.metrics_address).substr(colon + 1));
-    if (colon == std::string::npos || colon == 0 || !port || *port < 0 || *port > 65535) {
-      problem("metrics-address", "'" + c.metrics_address + "' is not HOST:PORT or off (e.g. 127.0.0.1:9400)");
-    }
-  }
-  // A Unix socket address holds at most 107 bytes of path.
-  if (c.control_socket_or_default().size() > 107) {
-    problem("control-socket", "path '" + c.control_socket_or_default() +
-                                  "' is longer than a Unix socket allows (107 bytes); choose a shorter one");
-  }
-  // The grammar lives in models/device.h (the trainer resolves the same text); only the wording is ours.
-  try {
-    models::parse_device(c.device);
-  } catch (const models::DeviceError&) {
-    problem("device", "'" + c.device + "' is not auto, cpu, cuda or cuda:N");
-  }
-  at_least("threads", c.threads, 0);
-  return problems;
-}
-
-void validate_site_config(const SiteConfig& config) {
-  const auto problems = site_config_problems(config);
-  if (problems.empty()) return;
-  std::string text = "invalid site configuration:";
-  for (const auto& p : problems) text += "\n  " + p;
-  throw SiteConfigError(text);
 }
 
 std::string render_site_config(const SiteConfig& config) {

@@ -2,17 +2,35 @@
 // parser): identity and network, data and partition, model, optimizer and schedule, algorithm and its
 // knobs, WAN emulation, checkpoints, metrics, control socket, device.
 //
-// Every field is a flag of `meridian start` and a key of the config file with the same name
-// (--checkpoint-dir / checkpoint-dir = "..."); a flag given on the command line wins over the file.
-// `meridian init` writes a commented file (render_site_config) that reads back to the same values.
+// Two forms, and one boundary between them:
+//   - SiteConfig, the options as given: every field is a flag of `meridian start` and a key of the
+//     config file with the same name (--checkpoint-dir / checkpoint-dir = "..."); a flag given on the
+//     command line wins over the file. `meridian init` writes a commented file (render_site_config)
+//     that reads back to the same values. Its texts are not yet checked.
+//   - SiteSettings, the validated, typed configuration: parse_site_settings() reads every option
+//     grammar (algorithm, optimizer, schedule, compression, grid, WAN model, partition schedule,
+//     device, ...) once, into enums and small value types, and lists every problem at once. Past it
+//     nothing compares option names: the daemon and the algorithms (daemon/algorithms/) read types.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "gossip/algorithm.h"
+#include "gossip/dts.h"
+#include "gossip/group_grid.h"
+#include "gossip/tensor_codec.h"
+#include "models/data/partition.h"
+#include "models/device.h"
+#include "models/optimizer.h"
+#include "peer/partition_schedule.h"
+#include "peer/wan_model.h"
 
 namespace CLI {
 class App;
@@ -58,7 +76,7 @@ struct SiteConfig {
 
   // Algorithm
   std::string algo = "sgp";               // allreduce | dts | sgp | dsync | local
-  int delay = 0;                          // D: steps a mixed result may arrive late (dts, dsync, sgp)
+  int delay = 0;                          // D: steps a mixed result may arrive late (dts, dsync)
   int period = 1;                         // P: dts averages every P steps
   int out_peers = 1;                      // K: sgp out-peers per step
   int tau = 1;                            // τ: sgp may run τ steps ahead of the oldest expected message
@@ -122,24 +140,14 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config);
 // a few paths from it, such as the control socket). Throws SiteConfigError naming the file.
 SiteConfig read_site_config_file(const std::string& path);
 
-// dts's shape when neither --delay nor --period is given (on the command line, in the config file, or
-// for simulate as a shared flag or a knob). The fields' own defaults, D = 0 and P = 1, average every step
-// and wait for it: allreduce's schedule, which hides no latency, while hiding it is why one picks dts.
-// D = 2, P = 16 keeps P >= 8·D, the shape that stays stable with momentum (gossip/dts.h), and P <= 16,
-// which docs/results.md's experiment 7 found within 0.5 point of allreduce; it hides a latency of up to
-// about two steps' compute.
-inline constexpr int kDtsDefaultDelay = 2;
-inline constexpr int kDtsDefaultPeriod = 16;
-// Sets that shape when `config` runs dts and neither knob was given; otherwise changes nothing.
-void apply_dts_shape_default(SiteConfig& config, bool delay_given, bool period_given);
-// The same, with "given" read from the options --delay and --period of `app` (bound with
-// bind_site_options; call after apply_site_config_file, whose values count as given).
-void apply_dts_shape_default(const CLI::App& app, SiteConfig& config);
+// Sets the defaults `config`'s algorithm picks for the knobs the user did not give (dts: D = 2, P = 16
+// when neither --delay nor --period is given; daemon/algorithms/dts.h says why). `given` says whether an
+// option, by its long name without "--", was given; an unknown --algo changes nothing.
+void apply_algorithm_defaults(SiteConfig& config, const std::function<bool(std::string_view option)>& given);
+// The same, with "given" read from the options of `app` (bound with bind_site_options; call after
+// apply_site_config_file, whose values count as given).
+void apply_algorithm_defaults(const CLI::App& app, SiteConfig& config);
 
-// The algorithm this site runs with the knobs that shape it, for the start-up log, e.g.
-// "dts, D = 2, P = 16 (dts' default shape), exchange ring, compensation exact". Only the knobs the
-// algorithm reads are named. For a valid config.
-std::string describe_algorithm(const SiteConfig& config);
 
 // Every problem with `config`, each "--option: problem (hint)"; empty when valid.
 std::vector<std::string> site_config_problems(const SiteConfig& config);
@@ -159,9 +167,8 @@ struct ScheduleSpec {
 };
 std::optional<ScheduleSpec> parse_schedule(const std::string& text);
 
-struct GridSpec {
-  int rows = 0, cols = 0;  // both 0 for "auto"
-};
+// --grid: "auto" or ROWSxCOLS (gossip/group_grid.h).
+using GridSpec = gossip::GridSpec;
 std::optional<GridSpec> parse_grid(const std::string& text);
 
 // --heartbeat-interval or --heartbeat-timeout in the milliseconds membership counts in (rounded to the
@@ -171,5 +178,55 @@ std::chrono::milliseconds heartbeat_milliseconds(double seconds);
 // --wan-partition-origin as a Unix time in seconds (finite, positive); nullopt for "start", "training"
 // or anything that is not such a number.
 std::optional<double> partition_origin_unix_seconds(const std::string& text);
+
+
+// --exchange: how dts' window averages travel.
+enum class Exchange { kRing, kDirect };
+// --dataset.
+enum class Dataset { kFashionMnist, kIdx, kCsv };
+// "fashion-mnist", "idx" or "csv"; nullopt for anything else.
+std::optional<Dataset> parse_dataset(const std::string& text);
+// --wan-partition-origin: where the partition windows count from.
+struct PartitionOrigin {
+  enum class Kind { kStart, kTraining, kUnixTime } kind = Kind::kStart;
+  double unix_seconds = 0;  // kUnixTime only
+};
+
+// The validated, typed configuration of one site. `options` keeps the options as given for the plain
+// values (names, addresses, paths, numbers) and for the texts that go into logs and files; every option
+// grammar is read once into the typed fields below, which are what the code past the boundary consults.
+struct SiteSettings {
+  SiteConfig options;
+  gossip::Algorithm algo = gossip::Algorithm::kSgp;
+  models::OptimizerKind optimizer = models::OptimizerKind::momentum;
+  ScheduleSpec schedule;
+  gossip::CompressionSpec compression;
+  GridSpec grid;
+  gossip::DtsCompensation compensation = gossip::DtsCompensation::kExact;
+  Exchange exchange = Exchange::kRing;
+  Dataset dataset = Dataset::kFashionMnist;
+  models::data::PartitionSpec partition;
+  peer::WanModel wan;
+  peer::PartitionSchedule wan_partition;
+  PartitionOrigin wan_partition_origin;
+  models::DeviceRequest device;
+  std::optional<std::string> metrics_address;  // HOST:PORT; nullopt for "off"
+};
+
+// The one boundary from text to types: `config` read and checked, with every problem listed (each
+// "--option: problem (hint)", the list site_config_problems() returns). `settings` is set only when
+// there is none.
+struct SiteSettingsParse {
+  std::optional<SiteSettings> settings;
+  std::vector<std::string> problems;
+};
+SiteSettingsParse parse_site_settings(const SiteConfig& config);
+// The settings of a valid `config`; throws SiteConfigError listing every problem otherwise.
+SiteSettings settings_of(const SiteConfig& config);
+
+// The algorithm `settings` runs with the knobs that shape it, for the start-up log, e.g.
+// "dts, D = 2, P = 16 (dts' default shape), exchange ring, compensation exact". Only the knobs the
+// algorithm reads are named (daemon/algorithms/).
+std::string describe_algorithm(const SiteSettings& settings);
 
 }  // namespace meridian::daemon

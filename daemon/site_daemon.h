@@ -3,7 +3,7 @@
 //
 // Threads:
 //   - the trainer thread: batches, forward/backward, the algorithm's trainer side
-//     (daemon/trainer_algorithm.h), evaluations, checkpoints, the progress line and the run trail;
+//     (daemon/trainer_algorithm.h, made by the algorithm in daemon/algorithms/), evaluations, checkpoints, the progress line and the run trail;
 //   - the communication thread (the thread that calls run()): owns the mixers (gossip::MixServer over
 //     one gossip::Inbox). The ZeroMQ transport's own I/O thread (peer/zmq_transport.h) owns the
 //     network sockets; the mixers reach it through its thread-safe interface;
@@ -38,9 +38,9 @@ namespace meridian::daemon {
 
 class SiteDaemon {
  public:
-  // Validates `config` (throws SiteConfigError listing every problem, AlgorithmConfigError for an
-  // algorithm/optimizer combination that cannot run).
-  explicit SiteDaemon(SiteConfig config);
+  // Validates `config` (throws SiteConfigError listing every problem, those of its algorithm included,
+  // such as an optimizer dts cannot run).
+  explicit SiteDaemon(const SiteConfig& config);
   ~SiteDaemon();
   SiteDaemon(const SiteDaemon&) = delete;
   SiteDaemon& operator=(const SiteDaemon&) = delete;

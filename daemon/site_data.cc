@@ -29,9 +29,10 @@ struct Loaded {
 
 // `select_train` picks the site's rows of a training set read from IDX files (empty: all of them);
 // CSV data is partitioned after reading.
-Loaded load(const SiteConfig& config, bool want_train, const models::data::RowSelection& select_train = {}) {
+Loaded load(const SiteConfig& config, Dataset dataset, bool want_train,
+            const models::data::RowSelection& select_train = {}) {
   Loaded out;
-  if (config.dataset == "csv") {
+  if (dataset == Dataset::kCsv) {
     auto train = models::data::read_csv(config.train_csv, csv_options(config));
     if (!config.test_csv.empty()) {
       auto options = csv_options(config);
@@ -50,23 +51,24 @@ Loaded load(const SiteConfig& config, bool want_train, const models::data::RowSe
 
 }  // namespace
 
-SiteData load_site_data(const SiteConfig& config) {
+SiteData load_site_data(const SiteSettings& settings) {
+  const SiteConfig& config = settings.options;
   const auto sites = static_cast<std::size_t>(config.site_count);
   const auto site = static_cast<std::size_t>(config.site_index);
-  const auto spec = sites > 1 ? models::data::parse_partition_spec(config.partition) : models::data::PartitionSpec{};
+  const auto spec = sites > 1 ? settings.partition : models::data::PartitionSpec{};
   SiteData out;
   // IDX images are converted for this site's rows only: with 16 sites on one machine each would
   // otherwise hold all 60000 rows as floats (188 MB) for a moment.
   bool partitioned = false;
   models::data::RowSelection select;
-  if (sites > 1 && config.dataset != "csv") {
+  if (sites > 1 && settings.dataset != Dataset::kCsv) {
     select = [&](std::span<const std::int32_t> labels) {
       out.whole_train_rows = labels.size();
       partitioned = true;
       return models::data::rows_of_site(labels, models::data::kFashionMnistClasses, spec, site, sites, config.seed);
     };
   }
-  Loaded loaded = load(config, true, select);
+  Loaded loaded = load(config, settings.dataset, true, select);
   if (!partitioned) out.whole_train_rows = loaded.train.rows;
   out.train = sites > 1 && !partitioned ? models::data::partition(loaded.train, spec, site, sites, config.seed)
                                         : std::move(loaded.train);
@@ -78,10 +80,12 @@ SiteData load_site_data(const SiteConfig& config) {
 }
 
 models::data::Dataset load_test_data(const SiteConfig& config) {
-  if (config.dataset == "csv" && config.test_csv.empty()) {
+  const auto dataset = parse_dataset(config.dataset);
+  if (!dataset) throw models::data::DataError("--dataset '" + config.dataset + "' is not fashion-mnist, idx or csv");
+  if (*dataset == Dataset::kCsv && config.test_csv.empty()) {
     throw models::data::DataError("--dataset csv has no test set: give --test-csv");
   }
-  return load(config, config.dataset == "csv").test;
+  return load(config, *dataset, *dataset == Dataset::kCsv).test;
 }
 
 }  // namespace meridian::daemon

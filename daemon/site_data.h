@@ -25,10 +25,11 @@ struct SiteData {
 
 // Loads the configured dataset, keeps this site's part (partition, site-index, site-count, seed) and
 // applies the run length rule. Throws models::data::DataError naming the file or the problem.
-SiteData load_site_data(const SiteConfig& config);
+SiteData load_site_data(const SiteSettings& settings);
 
 // Loads only the test set of `config`'s dataset (fashion-mnist / idx: the t10k files; csv: --test-csv,
-// scaled with the training file's statistics). Throws DataError, also when the dataset has no test set.
+// scaled with the training file's statistics). Throws DataError, also when the dataset has no test set
+// or `config.dataset` names none of these.
 models::data::Dataset load_test_data(const SiteConfig& config);
 
 }  // namespace meridian::daemon

@@ -1,45 +1,27 @@
-// The trainer side of each algorithm (DESIGN.md §1) behind one interface: after forward/backward left
+// The trainer side of an algorithm (docs/algorithms.md) behind one interface: after forward/backward left
 // the local gradient in the model, step(k) applies round k's update with the algorithm's rule, handing
-// snapshots to the communication thread through the MixChannel and applying what comes back.
-//
-//   allreduce  gradient averaged (gossip::average_now), then the configured optimizer; after every view
-//              change the parameters and optimizer state are re-averaged, so a site that rejoins from an
-//              older checkpoint comes back bit-identical to the others
-//   dts        gossip::Dts, which is also the optimizer: --optimizer sgd or momentum only
-//   sgp        gossip::PushSum with overlap τ (--tau); the optimizer's displacement goes to the numerator
-//   dsync      optimizer step, then gossip::DelayedMixing over the group mixer (delay D = --delay)
-//   local      optimizer step only
+// snapshots to the communication thread through the MixChannel and applying what comes back. Each
+// algorithm's own file under daemon/algorithms/ implements it (daemon/algorithms/algorithm.h makes it).
 //
 // On a backend that is not host-addressable (CUDA) the optimizer runs on the device; dsync snapshots and
-// compensates through daemon/backend_parameters.h, the others work on host copies (daemon/host_mirror.h).
-// With D (τ) >= 1, dsync's and sgp's snapshot of step k is a pinned copy that runs alongside step k + 1's
-// forward and backward pass and is handed over at the start of step(k + 1), before the optimizer update;
-// allreduce and dts copy synchronously (docs/cuda.md says why). On the CPU both are the model's own buffers.
+// compensates through daemon/backend_parameters.h, sgp keeps push-sum on the device
+// (daemon/backend_push_sum.h), the others work on host copies (daemon/host_mirror.h). With D (τ) >= 1,
+// dsync's and sgp's snapshot of step k is a pinned copy that runs alongside step k + 1's forward and
+// backward pass and is handed over at the start of step(k + 1), before the optimizer update; allreduce
+// and dts copy synchronously (docs/cuda.md says why). On the CPU both are the model's own buffers.
 //
 // Thread-safety: one trainer thread. Borrows the model and the channel, which must outlive it.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <memory>
 #include <span>
-#include <stdexcept>
 #include <vector>
 
 #include "daemon/checkpoint.h"
 #include "daemon/site_config.h"
-#include "gossip/algorithm.h"
-#include "gossip/mix_channel.h"
 #include "models/lr_schedule.h"
-#include "models/model.h"
 
 namespace meridian::daemon {
-
-// A configuration the algorithm cannot run (e.g. dts with adam); what() says which options and why.
-class AlgorithmConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class TrainerAlgorithm {
  public:
@@ -72,17 +54,8 @@ class TrainerAlgorithm {
   virtual void restore(const Checkpoint& checkpoint) = 0;
 };
 
-// The learning-rate schedule of `config` over a run of `total_steps` with `steps_per_epoch`.
-models::ScheduleConfig schedule_of(const SiteConfig& config, std::uint64_t steps_per_epoch, std::uint64_t total_steps);
-
-// Builds `config.algo`'s trainer side over `model` (whose backend `backend` is). `channel` is unused for local. Throws
-// AlgorithmConfigError for an unsupported combination.
-std::unique_ptr<TrainerAlgorithm> make_trainer_algorithm(const SiteConfig& config, models::Model& model,
-                                                         std::shared_ptr<models::Backend> backend,
-                                                         gossip::MixChannel& channel,
-                                                         const models::ScheduleConfig& schedule);
-
-// Every problem that keeps `config` from running its algorithm (empty when none), for early errors.
-std::vector<std::string> algorithm_config_problems(const SiteConfig& config);
+// The learning-rate schedule of `settings` over a run of `total_steps` with `steps_per_epoch`.
+models::ScheduleConfig schedule_of(const SiteSettings& settings, std::uint64_t steps_per_epoch,
+                                   std::uint64_t total_steps);
 
 }  // namespace meridian::daemon

@@ -16,6 +16,13 @@ GroupGrid group_grid_for(std::size_t n) {
   return GroupGrid{n, c, false};
 }
 
+GroupGrid group_grid_for(std::size_t n, const GridSpec& spec) {
+  if (spec.is_auto()) return group_grid_for(n);
+  if (n <= 1) return GroupGrid{n, 1, true};
+  const std::size_t columns = std::min(n, static_cast<std::size_t>(std::max(spec.cols, 1)));
+  return GroupGrid{n, columns, n % columns == 0};
+}
+
 std::vector<std::size_t> group_at(const GroupGrid& grid, std::size_t rank, std::uint64_t step) {
   std::vector<std::size_t> group;
   if (grid.sites == 0) return group;

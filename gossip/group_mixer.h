@@ -1,5 +1,5 @@
-// dsync's mix: the exact mean within this site's group of the step (gossip/group_grid.h) over the view
-// in force for the step. Groups run their ring all-reduces in parallel with kGroupChunk messages; a
+// dsync's mix: the exact mean within this site's group of the step (gossip/group_grid.h, laid out as
+// the GridSpec asks: the automatic rule or ROWSxCOLS) over the view in force for the step. Groups run their ring all-reduces in parallel with kGroupChunk messages; a
 // site belongs to one group per step, so its ring never sees another group's mail. A round that
 // cannot finish (a group member left or died) is not redone: the site keeps its own values for that
 // step, and every site keeps running in the view announced for each step, so the groups of a step
@@ -21,9 +21,11 @@ namespace meridian::gossip {
 class GroupMixer final : public Mixer {
  public:
   // robust: optional Byzantine-robust group mean instead of the exact one (gossip/robust_options.h).
-  GroupMixer(Inbox& inbox, RoundTimeouts timeouts = {}, RobustOptions robust = {})
+  // grid: the layout of the groups (--grid), the automatic one by default.
+  GroupMixer(Inbox& inbox, RoundTimeouts timeouts = {}, RobustOptions robust = {}, GridSpec grid = {})
       : round_(inbox, timeouts, RingOptions{peer::MessageKind::kGroupChunk, true, RingOptions{}.max_piece, {}}, robust,
-               RingMeanRound::Abandon::kSkip) {}
+               RingMeanRound::Abandon::kSkip),
+        grid_(grid) {}
 
   // `weight` is left unchanged.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
@@ -33,6 +35,7 @@ class GroupMixer final : public Mixer {
 
  private:
   RingMeanRound round_;
+  GridSpec grid_;
 };
 
 }  // namespace meridian::gossip

@@ -83,6 +83,36 @@ std::optional<Message> InMemoryNetwork::take(const std::string& site, std::chron
   return msg;
 }
 
+void InMemoryNetwork::attach(const std::string& site) {
+  std::lock_guard lock(mu_);
+  auto& box = boxes_[site];
+  if (box.attached) throw std::invalid_argument("site '" + site + "' is already a member on this in-memory network");
+  box = Mailbox{{}, true, true};
+}
+
+void InMemoryNetwork::detach(const std::string& site) {
+  std::lock_guard lock(mu_);
+  auto& box = boxes_.at(site);
+  box = Mailbox{{}, false, false};
+  arrived_.notify_all();
+}
+
+std::optional<Message> InMemoryNetwork::take_until(const std::string& site, std::chrono::steady_clock::time_point deadline,
+                                                   const std::atomic<bool>& stop) {
+  std::unique_lock lock(mu_);
+  auto& box = boxes_.at(site);
+  if (!arrived_.wait_until(lock, deadline, [&] { return stop || (box.alive && !box.queue.empty()); }) || stop)
+    return std::nullopt;
+  Message msg = std::move(box.queue.front());
+  box.queue.pop_front();
+  return msg;
+}
+
+void InMemoryNetwork::interrupt() {
+  std::lock_guard lock(mu_);
+  arrived_.notify_all();
+}
+
 View InMemoryNetwork::view_for(std::uint64_t round) const {
   std::lock_guard lock(mu_);
   const View* best = &views_.front();

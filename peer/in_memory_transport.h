@@ -1,7 +1,11 @@
 // In-memory transport: many sites in one process (one thread each), for multi-site tests and
 // in-process simulation. Delivery is immediate and FIFO per (sender, receiver) pair.
+// endpoint() gives a plain Transport whose views are the ones announce()d; a site that runs the
+// membership protocol itself joins as an InMemoryFederation (peer/in_memory_federation.h).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -35,14 +39,25 @@ class InMemoryNetwork : public std::enable_shared_from_this<InMemoryNetwork> {
 
  private:
   friend class InMemoryTransport;
+  friend class InMemoryFederation;
   struct Mailbox {
     std::deque<Message> queue;
     bool alive = true;
+    bool attached = false;  // an InMemoryFederation serves it
   };
 
   explicit InMemoryNetwork(const std::vector<std::string>& sites);
   void deliver(const std::string& from, const std::string& to, Message msg);
   std::optional<Message> take(const std::string& site, std::chrono::milliseconds timeout);
+  // For InMemoryFederation: attach() gives `site` an empty live mailbox (a new site, or one that
+  // crashed or left coming back) and throws std::invalid_argument when another member serves it;
+  // detach() closes it like kill(). take_until() waits until mail for `site` is there, `deadline`
+  // passes or `stop` is set (interrupt() wakes every waiter to look at it).
+  void attach(const std::string& site);
+  void detach(const std::string& site);
+  std::optional<Message> take_until(const std::string& site, std::chrono::steady_clock::time_point deadline,
+                                    const std::atomic<bool>& stop);
+  void interrupt();
   View view_for(std::uint64_t round) const;
 
   mutable std::mutex mu_;

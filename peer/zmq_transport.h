@@ -21,6 +21,9 @@
 // (peer/link_emulator.h) says the link delivers them (at once without emulation); the I/O loop polls
 // no longer than until the earliest one is due. An error on the I/O thread is stored and rethrown as TransportError by the
 // next send() or receive().
+//
+// It implements peer/federation_transport.h; membership is driven by peer/membership_driver.h. The
+// implementation is split by concept over peer/zmq_*.cc, listed in peer/zmq_io_loop.h.
 #pragma once
 
 #include <array>
@@ -40,6 +43,7 @@
 
 #include "peer/buffer_pool.h"
 #include "peer/curve_keys.h"
+#include "peer/federation_transport.h"
 #include "peer/wan_model.h"
 #include "peer/membership_messages.h"
 #include "peer/message_validator.h"
@@ -117,29 +121,7 @@ struct ZmqTransportOptions {
   int io_threads = 2;
 };
 
-// What a site knows about one member, for status displays and tests.
-struct MemberStatus {
-  MemberRecord record;
-  bool connected = false;  // this site has an outgoing connection to it
-  // Round-trip time from heartbeats (smoothed, including any emulated WAN delay); nullopt until
-  // measured. Bytes this site sent to it and received from it (headers and payloads).
-  std::optional<std::chrono::microseconds> rtt;
-  std::uint64_t bytes_out = 0;
-  std::uint64_t bytes_in = 0;
-};
-
-struct TransportStats {
-  std::uint64_t messages_sent = 0;      // whole messages handed to libzmq
-  std::uint64_t bytes_sent = 0;         // header + payload bytes
-  std::uint64_t messages_received = 0;  // whole messages accepted (all kinds)
-  std::uint64_t bytes_received = 0;
-  std::uint64_t dropped_unreachable = 0;  // sends to unknown, dead or departed peers
-  std::uint64_t emulated_lost = 0;        // messages the WAN emulation dropped
-  std::uint64_t zap_admitted = 0;
-  std::uint64_t zap_denied = 0;
-};
-
-class ZmqTransport final : public Transport {
+class ZmqTransport final : public FederationTransport {
  public:
   // Validates the options, binds, and starts the I/O thread (which contacts the bootstrap sites).
   // Throws std::invalid_argument for bad options (naming the option) and TransportError when the
@@ -153,7 +135,7 @@ class ZmqTransport final : public Transport {
 
   const std::string& self() const override { return options_.name; }
   // The address peers connect to (the advertised address, or the endpoint actually bound).
-  const std::string& endpoint() const { return endpoint_; }
+  const std::string& endpoint() const override { return endpoint_; }
 
   // Never blocks on the network. Throws TransportError after leave() or when the I/O thread failed.
   void send(const std::string& to, Message msg) override;
@@ -172,36 +154,28 @@ class ZmqTransport final : public Transport {
   View view_for(std::uint64_t round) const override;
 
   // Received kControl messages (they do not go through receive()).
-  [[nodiscard]] std::optional<Message> receive_control(std::chrono::milliseconds timeout);
+  [[nodiscard]] std::optional<Message> receive_control(std::chrono::milliseconds timeout) override;
 
-  // The site's current round: moves the accepted round window and the effective round of views this
-  // site proposes. Rounds of sent mixer messages advance it too.
-  void set_round(std::uint64_t round);
-  // Like set_round for a round an earlier process of this site ran (a resumed checkpoint): it moves the
-  // round window and proposals, but this process has not run it, so a conflicting view proposal for a
-  // round at or before it may still replace this site's own (peer/membership.h).
-  void resume_round(std::uint64_t round);
-
+  // Rounds, the partition clock and leave() as peer/federation_transport.h says.
+  void set_round(std::uint64_t round) override;
+  void resume_round(std::uint64_t round) override;
   // Starts the partition windows' clock now when the options deferred it; otherwise does nothing.
-  void start_partition_clock();
-
-  // Announces a graceful leave to every live member, waits (at most `linger`) for it to go out, and
-  // stops. Afterwards send() and receive() throw TransportError.
-  void leave(std::chrono::milliseconds linger = std::chrono::milliseconds(1000));
+  void start_partition_clock() override;
+  void leave(std::chrono::milliseconds linger = std::chrono::milliseconds(1000)) override;
 
   // Payload buffers: take_buffer() reuses buffers that sent messages or recycle() gave back; giving
   // received payloads back with recycle() lets the transport receive into already-touched memory.
   std::vector<float> take_buffer(std::size_t elements) override { return pool_.take(elements); }
   void recycle(std::vector<float>&& payload) override { pool_.give(std::move(payload)); }
 
-  std::vector<MemberStatus> members() const;
-  std::vector<std::string> alive_members() const;  // sorted, including this site
-  View latest_view() const;
-  const RejectionCounters& rejections() const { return rejections_; }
-  TransportStats stats() const;
+  std::vector<MemberStatus> members() const override;
+  std::vector<std::string> alive_members() const override;  // sorted, including this site
+  View latest_view() const override;
+  const RejectionCounters& rejections() const override { return rejections_; }
+  TransportStats stats() const override;
 
  private:
-  class IoLoop;  // the I/O thread's state: sockets, membership, queues (zmq_transport.cc)
+  class IoLoop;  // the loop's state: sockets, membership, queues (peer/zmq_io_loop.h)
   struct Command {
     enum class Type { kSend, kSetRound, kResumeRound, kStartPartitionClock, kLeave, kStop } type;
     std::string to;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 
+#include "daemon/algorithms/dts.h"
 #include "daemon/site_config.h"
 #include "tests/daemon/temp_dir.h"
 
@@ -24,7 +25,7 @@ SiteConfig parse(std::vector<std::string> args) {
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
   app.parse(args);
   apply_site_config_file(app, config);
-  apply_dts_shape_default(app, config);
+  apply_algorithm_defaults(app, config);
   return config;
 }
 
@@ -98,7 +99,7 @@ TEST_CASE("every kind of value survives init and --config", "[daemon][config]") 
 TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given keeps the user's shape",
           "[daemon][config]") {
   const auto shape = [](const SiteConfig& c) { return std::pair{c.delay, c.period}; };
-  CHECK(shape(parse({"--algo", "dts"})) == std::pair{kDtsDefaultDelay, kDtsDefaultPeriod});
+  CHECK(shape(parse({"--algo", "dts"})) == std::pair{algorithms::kDtsDefaultDelay, algorithms::kDtsDefaultPeriod});
   CHECK(shape(parse({"--algo", "dts"})) == std::pair{2, 16});
   CHECK(shape(parse({"--algo", "dts", "--delay", "0"})) == std::pair{0, 1});
   CHECK(shape(parse({"--algo", "dts", "--period", "4"})) == std::pair{0, 4});
@@ -121,12 +122,16 @@ TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given
 }
 
 TEST_CASE("the start-up log names the algorithm with the knobs it reads", "[daemon][config]") {
-  CHECK(describe_algorithm(parse({"--algo", "dts"})) == "dts, D = 2, P = 16 (dts' default shape), exchange ring, compensation exact");
-  CHECK_THAT(describe_algorithm(parse({"--algo", "dts", "--delay", "0"})), Catch::Contains("D = 0, P = 1 (waits for every average"));
-  CHECK(describe_algorithm(parse({"--algo", "sgp", "--tau", "4", "--compression", "fp16"})) ==
+  const auto describe = [](std::vector<std::string> args) {
+    args.insert(args.end(), {"--name", "a"});
+    return describe_algorithm(settings_of(parse(args)));
+  };
+  CHECK(describe({"--algo", "dts"}) == "dts, D = 2, P = 16 (dts' default shape), exchange ring, compensation exact");
+  CHECK_THAT(describe({"--algo", "dts", "--delay", "0"}), Catch::Contains("D = 0, P = 1 (waits for every average"));
+  CHECK(describe({"--algo", "sgp", "--tau", "4", "--compression", "fp16"}) ==
         "sgp, K = 1 out-peer(s), tau = 4, compression fp16");
-  CHECK(describe_algorithm(parse({"--algo", "dsync", "--robust-aggregation"})) == "dsync, grid auto, D = 0, robust aggregation");
-  CHECK(describe_algorithm(parse({"--algo", "allreduce"})) == "allreduce");
+  CHECK(describe({"--algo", "dsync", "--robust-aggregation"}) == "dsync, grid auto, D = 0, robust aggregation");
+  CHECK(describe({"--algo", "allreduce"}) == "allreduce");
 }
 
 TEST_CASE("a bad config file names the file and the key", "[daemon][config]") {

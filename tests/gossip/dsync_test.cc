@@ -43,6 +43,82 @@ TEST_CASE("dsync grid: near-square groups, and everyone reaches everyone within 
   }
 }
 
+TEST_CASE("dsync grid: --grid ROWSxCOLS lays out the groups as given, auto follows the rule", "[gossip][dsync]") {
+  // auto is the documented rule (group_grid.h): 4 = 2·2 and 12 = 3·4 exact; 7 ragged with ⌈√7⌉ = 3 columns.
+  for (std::size_t n = 0; n <= 40; ++n) {
+    const auto automatic = group_grid_for(n, GridSpec{});
+    const auto rule = group_grid_for(n);
+    CHECK(automatic.sites == rule.sites);
+    CHECK(automatic.columns == rule.columns);
+    CHECK(automatic.exact == rule.exact);
+  }
+  CHECK(group_grid_for(4).columns == 2);
+  CHECK(group_grid_for(7).columns == 3);
+  CHECK_FALSE(group_grid_for(7).exact);
+
+  // On 4 sites, 1x4 is one row (the step-0 group is everyone) and 2x2 two rows of two.
+  const auto one_row = group_grid_for(4, GridSpec{1, 4});
+  const auto square = group_grid_for(4, GridSpec{2, 2});
+  CHECK(group_at(one_row, 0, 0) == std::vector<std::size_t>{0, 1, 2, 3});
+  CHECK(group_at(one_row, 0, 1) == std::vector<std::size_t>{0});
+  CHECK(group_at(square, 0, 0) == std::vector<std::size_t>{0, 1});
+  CHECK(group_at(square, 0, 1) == std::vector<std::size_t>{0, 2});
+  CHECK(group_at(one_row, 0, 0) != group_at(square, 0, 0));
+  // 4x1: one column, so the odd step is everyone.
+  CHECK(group_at(group_grid_for(4, GridSpec{4, 1}), 2, 1) == std::vector<std::size_t>{0, 1, 2, 3});
+
+  // A view of another size than ROWSxCOLS keeps COLS columns (a short last row), or one row when
+  // smaller than that; information still reaches everyone within reach_steps().
+  CHECK(group_grid_for(5, GridSpec{2, 3}).columns == 3);
+  CHECK_FALSE(group_grid_for(5, GridSpec{2, 3}).exact);
+  CHECK(group_grid_for(2, GridSpec{2, 3}).columns == 2);
+  for (int cols = 1; cols <= 8; ++cols) {
+    for (std::size_t n = 1; n <= 20; ++n) {
+      const auto grid = group_grid_for(n, GridSpec{2, cols});
+      for (std::uint64_t first = 0; first < 2; ++first) {
+        std::vector<std::vector<bool>> knows(n, std::vector<bool>(n, false));
+        for (std::size_t r = 0; r < n; ++r) knows[r][r] = true;
+        for (std::uint64_t step = first; step < first + grid.reach_steps(); ++step) {
+          auto next = knows;
+          for (std::size_t r = 0; r < n; ++r)
+            for (auto other : group_at(grid, r, step))
+              for (std::size_t i = 0; i < n; ++i) next[r][i] = next[r][i] || knows[other][i];
+          knows = next;
+        }
+        INFO("n=" << n << " cols=" << cols << " first step " << first);
+        for (auto& row : knows) CHECK(std::all_of(row.begin(), row.end(), [](bool b) { return b; }));
+      }
+    }
+  }
+}
+
+TEST_CASE("dsync mixes over the grid it is given: 1x4 and 2x2 on 4 sites average different groups",
+          "[gossip][dsync]") {
+  // One mix at step 0 (a row step) of one-hot vectors: what each site holds afterwards is its group.
+  const auto mix_once = [](GridSpec grid) {
+    const std::size_t n = 4;
+    SiteCluster cluster(n, MixerKind::kGroup, {}, 1, {}, {}, 100.0, {}, 0, grid);
+    std::vector<std::vector<float>> params(n, std::vector<float>(n, 0.0f));
+    for (std::size_t r = 0; r < n; ++r) params[r][r] = 1.0f;
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      DelayedMixing dsync({}, channel, params[r]);
+      dsync.after_step(0);
+    });
+    return params;
+  };
+  const auto one_row = mix_once(GridSpec{1, 4});
+  const auto square = mix_once(GridSpec{2, 2});
+  const auto automatic = mix_once(GridSpec{});
+  for (std::size_t r = 0; r < 4; ++r) {
+    INFO("site " << r);
+    CHECK(one_row[r] == std::vector<float>(4, 0.25f));
+    std::vector<float> pair(4, 0.0f);
+    pair[r / 2 * 2] = pair[r / 2 * 2 + 1] = 0.5f;
+    CHECK(square[r] == pair);
+    CHECK(automatic[r] == square[r]);  // 4 sites: the rule picks 2x2
+  }
+}
+
 TEST_CASE("dsync mixes parameters and statistics so every site's information reaches all", "[gossip][dsync]") {
   for (std::size_t n : {4u, 5u, 6u, 7u, 13u}) {
     for (std::uint64_t first : {0u, 1u}) {

@@ -46,10 +46,11 @@ class SiteCluster {
  public:
   // robust: every site's aggregation option. byzantine: ranks whose mixes send scaled garbage
   // (gossip/byzantine_mixer.h) with RMS byzantine_scale times their honest vector's. `compression`
-  // applies to kPushSum (fp16) and kDirectMean (none: dense float32). `staleness` is kPushSum's τ.
+  // applies to kPushSum (fp16) and kDirectMean (none: dense float32). `staleness` is kPushSum's τ,
+  // `grid` kGroup's layout (--grid).
   SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1,
               RobustOptions robust = {}, std::vector<std::size_t> byzantine = {}, double byzantine_scale = 100.0,
-              CompressionSpec compression = {}, std::uint64_t staleness = 0)
+              CompressionSpec compression = {}, std::uint64_t staleness = 0, GridSpec grid = {})
       : names_(site_names(n)), net_(peer::InMemoryNetwork::create(names_)) {
     for (const auto& name : names_) {
       auto s = std::make_unique<TestSite>();
@@ -61,7 +62,7 @@ class SiteCluster {
                                                                    staleness);
       if (kind == MixerKind::kDirectMean)
         s->algorithm = std::make_unique<DirectMeanMixer>(*s->inbox, *s->averager, compression, timeouts);
-      if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts, robust);
+      if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts, robust, grid);
       Mixer* algorithm = s->algorithm ? s->algorithm.get() : s->averager.get();
       // As the daemon wires it: the dense direct exchange takes re-averages too.
       Mixer* averager = kind == MixerKind::kDirectMean && compression.encoding == Encoding::kDense

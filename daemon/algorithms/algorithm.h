@@ -1,0 +1,124 @@
+// What one training algorithm is to the rest of Meridian: everything that makes sgp sgp (or dts dts)
+// lives in that algorithm's own file pair under daemon/algorithms/, and the daemon, `meridian start`,
+// `init` and `simulate` ask it through this interface instead of switching on its name.
+//
+// An algorithm owns:
+//   - its configuration: defaults for the knobs the user left out (apply_defaults), the checks only it
+//     makes (check) and its line in the start-up log (describe_knobs);
+//   - its trainer side (make_trainer, daemon/trainer_algorithm.h) and the mixers its rounds need on the
+//     communication thread (make_mixers);
+//   - what it puts on the wire (wire_limits: the tensor lengths a receiver accepts) and the buffers a
+//     site warms for it (buffer_sizes);
+//   - its checkpoint sections: the trainer's checkpoint_*() and restore() say which it writes and reads.
+// daemon/algorithms/registry.h lists the algorithms, one line each; docs/algorithms.md ("Adding an
+// algorithm") says what a new one implements.
+//
+// Thread-safety: an Algorithm is an immutable description, shared by every thread and every site of
+// the process; what it makes (trainer, mixers) belongs to the thread that asked for it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/site_config.h"
+#include "daemon/trainer_algorithm.h"
+#include "gossip/algorithm.h"
+#include "gossip/inbox.h"
+#include "gossip/mix_channel.h"
+#include "gossip/mixer.h"
+#include "gossip/robust_options.h"
+#include "gossip/round.h"
+#include "gossip/tensor_codec.h"
+#include "models/lr_schedule.h"
+#include "models/model.h"
+
+namespace meridian::daemon::algorithms {
+
+// Whether the user gave an option (on the command line, in the config file, or as a simulate knob),
+// by its long name without "--" (e.g. "delay").
+using OptionGiven = std::function<bool(std::string_view option)>;
+
+// What a receiver accepts from this algorithm's peers (peer/message_validator.h).
+struct WireLimits {
+  bool pin_model_elements = true;       // every tensor is a multiple of the model's length
+  std::uint32_t max_model_multiple = 1;  // ... of at most this many model lengths
+};
+
+// The model-sized buffers a site makes before training (SiteDaemon's buffer warming), in floats.
+struct BufferSizes {
+  std::size_t channel_elements = 0;  // a snapshot or mix result in the MixChannel
+  std::size_t share_elements = 0;    // a share on the links and in the inbox
+};
+
+// What the communication thread hands an algorithm to build its mixers.
+struct MixerContext {
+  const SiteSettings& settings;
+  gossip::Inbox& inbox;
+  gossip::RoundTimeouts timeouts;
+  gossip::RobustOptions robust;
+  gossip::Mixer& exact;  // the ring all-reduce over the view (gossip/average_mixer.h), which always exists
+};
+
+// The mixer an algorithm's rounds run on. `owned` holds it unless it is the context's exact mixer.
+struct MixerSet {
+  std::unique_ptr<gossip::Mixer> owned;
+  gossip::Mixer* mix = nullptr;       // kMix rounds
+  bool reaverage_with_mix = false;    // kReaverage rounds too (else: the exact mixer)
+};
+
+// What the trainer thread hands an algorithm to build its trainer side. All borrowed; they outlive the
+// trainer.
+struct TrainerContext {
+  const SiteSettings& settings;
+  models::Model& model;
+  std::shared_ptr<models::Backend> backend;  // the model's backend
+  gossip::MixChannel& channel;               // unused by an algorithm that does not communicate
+  models::ScheduleConfig schedule;
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+
+  virtual gossip::Algorithm id() const = 0;
+  std::string_view name() const { return gossip::name_of(id()); }
+
+  // --- configuration ---
+  // On the configuration text, before it is validated: fills in the knobs this algorithm picks when
+  // the user gave none (dts: its (D, P) shape). The default changes nothing.
+  virtual void apply_defaults(SiteConfig& config, const OptionGiven& given) const;
+  // Appends every problem that keeps `settings` from running this algorithm, each "--option: problem
+  // (hint)". `settings` holds the parsed options; one that did not parse holds its default there (its
+  // own problem is reported already).
+  virtual void check(const SiteSettings& settings, std::vector<std::string>& problems) const = 0;
+  // Whether it reads --OPTION, for the options only some algorithms read ("compensation", "exchange"):
+  // the configuration refuses a value other than the default for an algorithm that does not read it,
+  // naming those that do. The default reads none.
+  virtual bool reads(std::string_view option) const;
+  // Whether it can send its tensors with `encoding` (--compression); the default only dense ones.
+  virtual bool accepts(gossip::Encoding encoding) const { return encoding == gossip::Encoding::kDense; }
+  // The knobs it reads, for the start-up log after its name ("D = 2, P = 16, ..."); "" for none.
+  virtual std::string describe_knobs(const SiteSettings& settings) const = 0;
+
+  // --- communication ---
+  // False for an algorithm that never mixes (local): no view to wait for, no mixer is served.
+  virtual bool communicates() const { return true; }
+  // Whether the peers wait at the round a site that left comes back at (the ring-based algorithms);
+  // false when they go on without it (push-sum), so a returning site joins at the round they mix.
+  virtual bool peers_wait_for_rejoin() const { return true; }
+  virtual WireLimits wire_limits(const SiteSettings& settings) const = 0;
+  virtual BufferSizes buffer_sizes(const SiteSettings& settings, std::size_t parameters) const = 0;
+  // On the communication thread. The default: every round on the exact mixer.
+  virtual MixerSet make_mixers(const MixerContext& context) const;
+
+  // --- training ---
+  // Its trainer side, for settings check() accepted.
+  virtual std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const = 0;
+};
+
+}  // namespace meridian::daemon::algorithms

@@ -1,0 +1,86 @@
+#include "daemon/algorithms/allreduce.h"
+
+#include <algorithm>
+
+#include "daemon/algorithms/optimizer_trainer.h"
+#include "gossip/synchronous_average.h"
+
+namespace meridian::daemon::algorithms {
+namespace {
+
+class AllReduceTrainer final : public OptimizerTrainer {
+ public:
+  explicit AllReduceTrainer(const TrainerContext& context)
+      : OptimizerTrainer(context), channel_(context.channel), timeout_(mix_wait_timeout(context.settings)) {}
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    // Synchronous copies on a GPU, not a background snapshot: the average of this step's gradient is
+    // needed before this step's optimizer update, so there is no compute to hide the copy behind.
+    mirror_.pull_gradients();
+    const auto report = gossip::average_now(channel_, k, mirror_.gradients(), timeout_);
+    mirror_.push_gradients();
+    abandoned_ += report.abandoned;
+    optimizer_step(local_step);
+    // Every site sees the view change at the same round (views are announced ahead; an abandoned round
+    // is redone by all survivors in the same newer view), so they all re-average here together.
+    if (!have_view_ || report.view_id != view_id_) reaverage(k);
+    have_view_ = true;
+    view_id_ = report.view_id;
+  }
+
+  std::uint64_t rounds_abandoned() const override { return abandoned_; }
+
+ private:
+  // Parameters and optimizer state averaged as one tensor: the ring's all-gather hands every site the
+  // same bits, so the replicas are identical again even after a site came back from a checkpoint.
+  void reaverage(std::uint64_t k) {
+    mirror_.pull_parameters();
+    auto params = mirror_.parameters();
+    auto state = host_state();
+    gossip::MixJob job{k, gossip::RoundTag::kReaverage, channel_.buffer(), 1.0};
+    job.data.resize(params.size() + state.size());
+    std::copy(params.begin(), params.end(), job.data.begin());
+    std::copy(state.begin(), state.end(), job.data.begin() + static_cast<std::ptrdiff_t>(params.size()));
+    channel_.submit(std::move(job), timeout_);
+    auto result = channel_.wait(k, gossip::RoundTag::kReaverage, timeout_);
+    abandoned_ += result.report.abandoned;
+    std::copy(result.data.begin(), result.data.begin() + static_cast<std::ptrdiff_t>(params.size()), params.begin());
+    std::copy(result.data.begin() + static_cast<std::ptrdiff_t>(params.size()), result.data.end(), state.begin());
+    channel_.recycle(std::move(result.data));
+    mirror_.push_parameters();
+    if (mirror_.mirrored()) optimizer_.write_state(state);
+  }
+
+  gossip::MixChannel& channel_;
+  std::chrono::milliseconds timeout_;
+  bool have_view_ = false;
+  std::uint64_t view_id_ = 0;
+  std::uint64_t abandoned_ = 0;
+};
+
+class AllReduce final : public Algorithm {
+ public:
+  gossip::Algorithm id() const override { return gossip::Algorithm::kAllReduce; }
+  void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
+    if (s.options.delay != 0) problems.push_back("--delay: allreduce has no delayed mixing (use dts, sgp or dsync)");
+  }
+  std::string describe_knobs(const SiteSettings&) const override { return ""; }
+  // The re-average packs parameters and optimizer state (Adam: two moment vectors) into one tensor,
+  // which is no whole multiple of the model's length.
+  WireLimits wire_limits(const SiteSettings&) const override { return {false, 1}; }
+  BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
+    return {parameters, parameters};
+  }
+  std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
+    return std::make_unique<AllReduceTrainer>(context);
+  }
+};
+
+}  // namespace
+
+const Algorithm& allreduce_algorithm() {
+  static const AllReduce algorithm;
+  return algorithm;
+}
+
+}  // namespace meridian::daemon::algorithms

@@ -1,0 +1,76 @@
+#include "daemon/algorithms/dsync.h"
+
+#include "daemon/algorithms/optimizer_trainer.h"
+#include "daemon/async_parameter_copy.h"
+#include "daemon/backend_parameters.h"
+#include "gossip/delayed_mixing.h"
+#include "gossip/group_mixer.h"
+
+namespace meridian::daemon::algorithms {
+namespace {
+
+class DsyncTrainer final : public OptimizerTrainer {
+ public:
+  explicit DsyncTrainer(const TrainerContext& context)
+      : OptimizerTrainer(context), store_(parameter_store(context.model)), mixing_(mixing_of(context.settings), context.channel, *store_) {}
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    // On a GPU with D > 0, step k − 1's snapshot was copied while this step's forward and backward pass
+    // ran; it is handed over before the optimizer writes the parameters. Nothing to do on the CPU.
+    mixing_.before_update();
+    optimizer_step(local_step);
+    mixing_.after_step(k);
+  }
+  void finish() override { mixing_.finish(); }
+  std::uint64_t staleness() const override { return mixing_.in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return mixing_.abandoned_rounds(); }
+
+ private:
+  static gossip::DelayedMixingConfig mixing_of(const SiteSettings& settings) {
+    const auto delay = static_cast<std::uint32_t>(settings.options.delay);
+    return gossip::DelayedMixingConfig{delay, false, gossip::stable_mix_step(delay),
+                                       static_cast<std::uint64_t>(settings.options.reaverage_every), true,
+                                       mix_wait_timeout(settings)};
+  }
+  // The model's own host buffer on the CPU; on a device the parameters stay there, the snapshot is read
+  // from it and the delayed compensation runs on it (daemon/backend_parameters.h).
+  static std::unique_ptr<gossip::ParameterStore> parameter_store(models::Model& model) {
+    if (model.backend().host_addressable()) return std::make_unique<gossip::HostParameters>(model.parameters());
+    return std::make_unique<BackendParameters>(model.backend(), model.parameters(),
+                                               make_async_parameter_copy(model.backend(), model.parameter_count()));
+  }
+
+  std::unique_ptr<gossip::ParameterStore> store_;
+  gossip::DelayedMixing mixing_;
+};
+
+class Dsync final : public Algorithm {
+ public:
+  gossip::Algorithm id() const override { return gossip::Algorithm::kDsync; }
+  void check(const SiteSettings&, std::vector<std::string>&) const override {}
+  std::string describe_knobs(const SiteSettings& s) const override {
+    return "grid " + s.options.grid + ", D = " + std::to_string(s.options.delay);
+  }
+  WireLimits wire_limits(const SiteSettings&) const override { return {}; }
+  BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
+    return {parameters, parameters};
+  }
+  MixerSet make_mixers(const MixerContext& c) const override {
+    MixerSet set;
+    set.owned = std::make_unique<gossip::GroupMixer>(c.inbox, c.timeouts, c.robust, c.settings.grid);
+    set.mix = set.owned.get();
+    return set;
+  }
+  std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
+    return std::make_unique<DsyncTrainer>(context);
+  }
+};
+
+}  // namespace
+
+const Algorithm& dsync_algorithm() {
+  static const Dsync algorithm;
+  return algorithm;
+}
+
+}  // namespace meridian::daemon::algorithms

@@ -1,0 +1,147 @@
+#include "daemon/algorithms/dts.h"
+
+#include <algorithm>
+
+#include "daemon/algorithms/optimizer_trainer.h"
+#include "daemon/host_mirror.h"
+#include "gossip/direct_mean_mixer.h"
+#include "gossip/dts.h"
+
+namespace meridian::daemon::algorithms {
+namespace {
+
+bool with_momentum(const SiteSettings& s) { return s.optimizer == models::OptimizerKind::momentum; }
+
+class DtsTrainer final : public TrainerAlgorithm {
+ public:
+  explicit DtsTrainer(const TrainerContext& context)
+      : model_(context.model),
+        mirror_(context.model),
+        schedule_(context.schedule),
+        weight_decay_(static_cast<float>(context.settings.options.weight_decay)),
+        momentum_buffer_(with_momentum(context.settings) ? context.model.parameters().size() : 0),
+        dts_(config_of(context.settings), context.channel, mirror_.parameters(), momentum_buffer_) {}
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    // Synchronous copies on a GPU, not a background snapshot: gossip::Dts updates and snapshots the
+    // parameters on the host, so the gradient must be down before the update and the parameters up
+    // before the next forward pass; the snapshot itself is a host copy inside Dts.
+    mirror_.pull_gradients();
+    auto g = mirror_.gradients();
+    if (weight_decay_ != 0.0f) {
+      // L2 decay folded into the gradient, as torch.optim.SGD does before the momentum update.
+      const auto w = mirror_.parameters();
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] += weight_decay_ * w[i];
+    }
+    dts_.step(k, g, schedule_.at(local_step));
+    mirror_.push_parameters();
+  }
+  void finish() override {
+    dts_.finish();
+    mirror_.push_parameters();
+  }
+  void finish_stopped() override {
+    dts_.stop();
+    mirror_.push_parameters();
+  }
+  std::uint64_t staleness() const override { return dts_.in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return dts_.abandoned_rounds(); }
+  std::span<const float> checkpoint_parameters() const override { return mirror_.parameters(); }
+  std::vector<OptimizerSpan> checkpoint_state() const override {
+    if (momentum_buffer_.empty()) return {};
+    return {OptimizerSpan{"momentum", momentum_buffer_}};
+  }
+  void restore(const Checkpoint& cp) override {
+    check_checkpoint_size(cp.parameters.size(), model_.parameters().size(), "parameters");
+    model_.write_parameters(cp.parameters);
+    mirror_.pull_parameters();
+    if (momentum_buffer_.empty()) return;
+    const auto* u = cp.find_optimizer_state("momentum");
+    if (u == nullptr) throw CheckpointError("checkpoint has no momentum buffer for dts with --optimizer momentum");
+    check_checkpoint_size(u->size(), momentum_buffer_.size(), "momentum buffer");
+    std::copy(u->begin(), u->end(), momentum_buffer_.begin());
+  }
+
+ private:
+  static gossip::DtsConfig config_of(const SiteSettings& s) {
+    // The window average is exact over the ring and the dense direct exchange, not a compressed one.
+    const bool exact_window_mean = s.compression.encoding == gossip::Encoding::kDense;
+    return gossip::DtsConfig{static_cast<std::uint32_t>(s.options.delay), static_cast<std::uint32_t>(s.options.period),
+                             with_momentum(s) ? s.options.momentum : 0.0, s.compensation,
+                             static_cast<std::uint64_t>(s.options.reaverage_every), mix_wait_timeout(s),
+                             exact_window_mean};
+  }
+
+  models::Model& model_;
+  mutable HostMirror mirror_;  // host views for gossip/ (the model's own buffers on the CPU)
+  models::LearningRateSchedule schedule_;
+  float weight_decay_;
+  std::vector<float> momentum_buffer_;  // (n) heavy-ball u; empty for plain SGD
+  gossip::Dts dts_;
+};
+
+// Whether the window's average travels in one direct crossing rather than over the ring.
+bool direct(const SiteSettings& s) {
+  return s.exchange == Exchange::kDirect || s.compression.encoding != gossip::Encoding::kDense;
+}
+
+class Dts final : public Algorithm {
+ public:
+  gossip::Algorithm id() const override { return gossip::Algorithm::kDts; }
+  void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
+    if (given("delay") || given("period")) return;
+    config.delay = kDtsDefaultDelay;
+    config.period = kDtsDefaultPeriod;
+  }
+  void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
+    if (s.optimizer != models::OptimizerKind::sgd && s.optimizer != models::OptimizerKind::momentum) {
+      problems.push_back("--optimizer: dts is its own optimizer and supports sgd or momentum (heavy-ball), not '" +
+                         s.options.optimizer + "' (use --optimizer momentum, or another --algo)");
+    }
+    if (with_momentum(s) && s.options.momentum >= 1) problems.push_back("--momentum: must be below 1 for dts");
+  }
+  bool reads(std::string_view option) const override { return option == "compensation" || option == "exchange"; }
+  bool accepts(gossip::Encoding) const override { return true; }
+  std::string describe_knobs(const SiteSettings& s) const override {
+    const auto& o = s.options;
+    std::string out = "D = " + std::to_string(o.delay) + ", P = " + std::to_string(o.period);
+    if (o.delay == kDtsDefaultDelay && o.period == kDtsDefaultPeriod) out += " (dts' default shape)";
+    if (o.delay == 0 && o.period == 1) out += " (waits for every average, as allreduce does)";
+    out += ", exchange " + o.exchange + ", compensation " + o.compensation;
+    if (s.compression.encoding != gossip::Encoding::kDense) out += ", compression " + o.compression;
+    return out;
+  }
+  // With momentum, the re-average and every window (P > 1) carry the weights and the momentum buffer
+  // as one tensor of two model-sized vectors (gossip/dts.h).
+  WireLimits wire_limits(const SiteSettings& s) const override { return {true, with_momentum(s) ? 2u : 1u}; }
+  // A window carries the weights' and the momentum's displacement; the direct exchange sends and
+  // receives whole windows, so its shares on the links are as long.
+  BufferSizes buffer_sizes(const SiteSettings& s, std::size_t parameters) const override {
+    return {2 * parameters, s.exchange == Exchange::kDirect ? 2 * parameters : parameters};
+  }
+  MixerSet make_mixers(const MixerContext& c) const override {
+    MixerSet set;
+    if (!direct(c.settings)) {
+      set.mix = &c.exact;
+      return set;
+    }
+    set.owned = std::make_unique<gossip::DirectMeanMixer>(c.inbox, c.exact, c.settings.compression, c.timeouts);
+    set.mix = set.owned.get();
+    // The dense direct exchange re-averages in its single crossing (the ring's 2(n - 1) crossings
+    // stall every trainer 6x longer with 4 sites); a compressed one leaves that to the exact ring.
+    set.reaverage_with_mix = c.settings.compression.encoding == gossip::Encoding::kDense;
+    return set;
+  }
+  std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
+    return std::make_unique<DtsTrainer>(context);
+  }
+};
+
+}  // namespace
+
+const Algorithm& dts_algorithm() {
+  static const Dts algorithm;
+  return algorithm;
+}
+
+}  // namespace meridian::daemon::algorithms

@@ -1,0 +1,38 @@
+#include "daemon/algorithms/local.h"
+
+#include "daemon/algorithms/optimizer_trainer.h"
+
+namespace meridian::daemon::algorithms {
+namespace {
+
+class LocalTrainer final : public OptimizerTrainer {
+ public:
+  using OptimizerTrainer::OptimizerTrainer;
+  void step(std::uint64_t, std::uint64_t local_step) override { optimizer_step(local_step); }
+};
+
+class Local final : public Algorithm {
+ public:
+  gossip::Algorithm id() const override { return gossip::Algorithm::kLocal; }
+  void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
+    if (s.options.delay != 0) problems.push_back("--delay: local has no delayed mixing (use dts, sgp or dsync)");
+  }
+  std::string describe_knobs(const SiteSettings&) const override { return ""; }
+  bool communicates() const override { return false; }
+  WireLimits wire_limits(const SiteSettings&) const override { return {}; }
+  BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
+    return {parameters, parameters};
+  }
+  std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
+    return std::make_unique<LocalTrainer>(context);
+  }
+};
+
+}  // namespace
+
+const Algorithm& local_algorithm() {
+  static const Local algorithm;
+  return algorithm;
+}
+
+}  // namespace meridian::daemon::algorithms

@@ -1,0 +1,137 @@
+#include "daemon/algorithms/sgp.h"
+
+#include "daemon/algorithms/optimizer_trainer.h"
+#include "daemon/backend_push_sum.h"
+#include "gossip/delayed_mixing.h"
+#include "gossip/osgp_split.h"
+#include "gossip/push_sum.h"
+#include "gossip/push_sum_mixer.h"
+
+namespace meridian::daemon::algorithms {
+namespace {
+
+// sgp's mixing: overlap (τ split with the mixer, gossip/osgp_split.h), no re-averaging (numerators have
+// no meaningful exact mean).
+gossip::DelayedMixingConfig sgp_mixing(const SiteSettings& settings) {
+  const auto split = gossip::osgp_split(static_cast<std::uint32_t>(settings.options.tau));
+  return gossip::DelayedMixingConfig{split.delay, true, gossip::stable_mix_step(split.delay), 0, false,
+                                     mix_wait_timeout(settings)};
+}
+
+// The factor of sgp's update: a gain only where the mixer leaves shares in flight (τ ≥ 2).
+gossip::PushSumStepScale sgp_step_scale(const SiteSettings& settings) {
+  const auto split = gossip::osgp_split(static_cast<std::uint32_t>(settings.options.tau));
+  return gossip::PushSumStepScale(split.mixer_staleness, static_cast<std::size_t>(settings.options.out_peers));
+}
+
+class SgpTrainer final : public OptimizerTrainer {
+ public:
+  explicit SgpTrainer(const TrainerContext& context)
+      : OptimizerTrainer(context),
+        push_sum_(sgp_mixing(context.settings), context.channel, mirror_.parameters(), sgp_step_scale(context.settings)) {}
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    // The optimizer runs on z (the model); its displacement z_before − z_after is the update that
+    // push-sum applies to the numerator (momentum stays local, as in the paper). z_before is what
+    // push-sum wrote into the model last, which it recomputes from x and w rather than keeping a copy.
+    optimizer_step(local_step);
+    mirror_.pull_parameters();
+    push_sum_.step_in_place(k);
+    mirror_.push_parameters();
+  }
+  void finish() override {
+    push_sum_.finish();
+    mirror_.push_parameters();
+  }
+  std::uint64_t staleness() const override { return push_sum_.mixing().in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return push_sum_.mixing().abandoned_rounds(); }
+  std::span<const float> checkpoint_parameters() const override { return push_sum_.numerator(); }
+  double push_sum_weight() const override { return push_sum_.weight(); }
+  double push_sum_weight_average() const override { return push_sum_.weight_average(); }
+  void restore(const Checkpoint& cp) override {
+    check_checkpoint_size(cp.parameters.size(), model_.parameters().size(), "parameters");
+    push_sum_.restore(cp.parameters, cp.push_sum_weight, cp.push_sum_weight_average);
+    mirror_.push_parameters();
+    restore_state(cp);
+  }
+
+ private:
+  gossip::PushSum push_sum_;
+};
+
+// sgp on a device backend: the numerator, the optimizer's displacement and the push-sum arithmetic stay
+// in device memory (daemon/backend_push_sum.h); only the mixing snapshot and its result cross the bus.
+class SgpOnDeviceTrainer final : public OptimizerTrainer {
+ public:
+  explicit SgpOnDeviceTrainer(const TrainerContext& context)
+      : OptimizerTrainer(context),
+        push_sum_(sgp_mixing(context.settings), context.channel, context.model, sgp_step_scale(context.settings)),
+        before_(context.model.backend(), context.model.parameter_count()) {}
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    // Step k − 1's snapshot of x was copied while this step's forward and backward pass ran; it is
+    // handed over before anything below writes x.
+    push_sum_.before_update();
+    model_.backend().copy(before_.data(), model_.parameters().data(), before_.size() * sizeof(float));
+    optimizer_step(local_step);
+    push_sum_.step(k, before_.data());
+  }
+  void finish() override { push_sum_.finish(); }
+  std::uint64_t staleness() const override { return push_sum_.mixing().in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return push_sum_.mixing().abandoned_rounds(); }
+  std::span<const float> checkpoint_parameters() const override { return push_sum_.numerator(); }
+  double push_sum_weight() const override { return push_sum_.weight(); }
+  double push_sum_weight_average() const override { return push_sum_.weight_average(); }
+  void restore(const Checkpoint& cp) override {
+    check_checkpoint_size(cp.parameters.size(), model_.parameters().size(), "parameters");
+    push_sum_.restore(cp.parameters, cp.push_sum_weight, cp.push_sum_weight_average);
+    restore_state(cp);
+  }
+
+ private:
+  mutable BackendPushSum push_sum_;
+  models::BackendBuffer<float> before_;  // (n) z before the optimizer step, backend memory
+};
+
+class Sgp final : public Algorithm {
+ public:
+  gossip::Algorithm id() const override { return gossip::Algorithm::kSgp; }
+  void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
+    if (s.options.delay != 0) {
+      problems.push_back("--delay: sgp overlaps its mixing by --tau steps; --delay applies to dts and dsync only");
+    }
+  }
+  bool accepts(gossip::Encoding encoding) const override { return encoding != gossip::Encoding::kTopK; }
+  std::string describe_knobs(const SiteSettings& s) const override {
+    std::string out = "K = " + std::to_string(s.options.out_peers) + " out-peer(s), tau = " + std::to_string(s.options.tau);
+    if (s.compression.encoding != gossip::Encoding::kDense) out += ", compression " + s.options.compression;
+    return out;
+  }
+  // Push-sum does not wait for anyone: a returning site joins at the round its peers mix.
+  bool peers_wait_for_rejoin() const override { return false; }
+  WireLimits wire_limits(const SiteSettings&) const override { return {}; }
+  BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
+    return {parameters, parameters};
+  }
+  MixerSet make_mixers(const MixerContext& c) const override {
+    MixerSet set;
+    set.owned = std::make_unique<gossip::PushSumMixer>(
+        c.inbox, static_cast<std::size_t>(c.settings.options.out_peers), c.timeouts, c.robust, c.settings.compression,
+        gossip::osgp_split(static_cast<std::uint32_t>(c.settings.options.tau)).mixer_staleness);
+    set.mix = set.owned.get();
+    return set;
+  }
+  std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
+    if (!context.model.backend().host_addressable()) return std::make_unique<SgpOnDeviceTrainer>(context);
+    return std::make_unique<SgpTrainer>(context);
+  }
+};
+
+}  // namespace
+
+const Algorithm& sgp_algorithm() {
+  static const Sgp algorithm;
+  return algorithm;
+}
+
+}  // namespace meridian::daemon::algorithms

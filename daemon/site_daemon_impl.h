@@ -1,0 +1,150 @@
+// SiteDaemon's inside (daemon/site_daemon.h), shared by the files that implement it, one concept each:
+//   site_daemon.cc     set-up (device, data, model, checkpoints, transport), the communication thread, and
+//                      run(), which starts and joins the threads
+//   start_protocol.cc  before the first step: waiting for the view, the round a rejoining site starts at,
+//                      agreeing on the run's last round
+//   training_loop.cc   the trainer thread: steps, evaluations, checkpoints, progress and the result
+//   site_status.cc     the control thread: status, peers and leave over the control socket, signals,
+//                      network metrics
+// The threads and what they share are described in daemon/site_daemon.h. Private to daemon/.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/algorithms/registry.h"
+#include "daemon/checkpoint_store.h"
+#include "daemon/control_server.h"
+#include "daemon/daemon_metrics.h"
+#include "daemon/directory_lock.h"
+#include "daemon/metrics_server.h"
+#include "daemon/run_plan.h"
+#include "daemon/run_trail.h"
+#include "daemon/site_daemon.h"
+#include "daemon/site_data.h"
+#include "daemon/trainer_algorithm.h"
+#include "gossip/mix_channel.h"
+#include "models/data/batch_order.h"
+#include "models/data/seeded_random.h"
+#include "models/model.h"
+#include "peer/zmq_transport.h"
+
+namespace meridian::daemon {
+
+// Where the site is in its life, for `meridian status`.
+enum class SiteState { kJoining, kTraining, kLeaving, kStopped };
+inline const char* to_string(SiteState s) {
+  switch (s) {
+    case SiteState::kJoining: return "joining";
+    case SiteState::kTraining: return "training";
+    case SiteState::kLeaving: return "leaving";
+    case SiteState::kStopped: return "stopped";
+  }
+  return "?";
+}
+
+// What the trainer publishes for the control socket; guarded by Impl::live_mu.
+struct LiveStatus {
+  std::uint64_t step = 0;  // steps of this run done
+  std::uint64_t epoch = 0;
+  double train_loss = 0;
+  std::optional<double> test_accuracy;
+  std::uint64_t staleness = 0;
+  double push_sum_weight = 1;
+  double samples_per_second = 0;
+  double bytes_per_second = 0;
+  std::string last_checkpoint;
+  std::optional<std::chrono::steady_clock::time_point> checkpoint_time;
+};
+
+struct SiteDaemon::Impl final : ControlHandler {
+  explicit Impl(SiteSettings s)
+      : settings(std::move(s)), config(settings.options), algo(algorithms::algorithm_for(settings.algo)) {}
+
+  const SiteSettings settings;
+  const SiteConfig& config;         // settings.options: names, addresses, paths, numbers
+  const algorithms::Algorithm& algo;  // what this site runs (daemon/algorithms/)
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  // Built by run() before the threads start.
+  std::optional<DirectoryLock> run_lock, checkpoint_lock;
+  SiteData data;
+  std::shared_ptr<models::Backend> backend;
+  std::unique_ptr<models::Model> model;
+  std::unique_ptr<CheckpointStore> store;
+  std::optional<Checkpoint> resume;
+  std::unique_ptr<peer::ZmqTransport> transport;
+  std::unique_ptr<DaemonMetrics> metrics;
+  std::unique_ptr<MetricsServer> metrics_server;
+  std::unique_ptr<RunTrail> trail;
+  gossip::MixChannel channel;
+
+  // Shared between the threads.
+  std::atomic<SiteState> state{SiteState::kJoining};
+  std::atomic<bool> stop{false};          // graceful stop asked (signal or `meridian leave`)
+  std::atomic<bool> trainer_done{false};
+  std::exception_ptr trainer_error;       // written by the trainer before trainer_done
+  std::atomic<bool> observe_rounds{false};  // the trainer wants to know which round peers mix
+  std::atomic<std::uint64_t> observed_round{0};  // round + 1 of the first mixer message seen; 0: none
+  std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
+  std::mutex live_mu;
+  LiveStatus live;
+  PeerPlans plans;                          // heard by the control thread (daemon/run_plan.h)
+  std::atomic<std::uint64_t> run_end{0};    // the run's end round once the trainer knows it; 0 before
+
+  // --- ControlHandler (called on the control thread; site_status.cc) ---
+  StatusReport status() override;
+  std::vector<PeerReport> peers() override;
+  LeaveReport leave() override;
+
+  // --- set-up ---
+  void prepare();
+  void make_transport();
+
+  // --- trainer thread ---
+  void train();
+  void warm_buffers();
+  bool wait_for_view(bool resumed);  // false when stopped while waiting
+  bool taken_back = false;  // set by wait_for_view: the view takes this site back after one without it
+  std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
+  std::uint64_t agree_end_round(const peer::View& view);
+  // Returns the error when the checkpoint could not be written (logged and counted already).
+  std::optional<std::string> write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
+                                              std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round);
+  std::optional<double> evaluate(double& test_loss);
+  double eval_seconds = 0;  // spent in evaluate() so far: progress records carry it
+
+  // --- communication thread ---
+  void communicate();
+  // --- control thread: the control socket, signals, network metrics ---
+  void serve_control();
+  void refresh_network_metrics(std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& last_bytes,
+                               std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected,
+                               std::uint64_t& last_zap_denied);
+
+  // Milliseconds of a --*-timeout given in seconds.
+  static std::chrono::milliseconds seconds_ms(double s) {
+    return std::chrono::milliseconds(static_cast<long long>(std::llround(s * 1000.0)));
+  }
+  static std::string join_names(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  }
+  std::uint64_t data_seed() const {
+    return models::data::SeededRandom::derive(config.seed, 0x6d657269ull + static_cast<std::uint64_t>(config.site_index));
+  }
+};
+
+}  // namespace meridian::daemon

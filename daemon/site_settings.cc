@@ -1,0 +1,352 @@
+// The configuration boundary (daemon/site_config.h): the options as given become typed SiteSettings
+// here, every problem listed at once; the small grammars this daemon owns are parsed here too.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+
+#include "daemon/algorithms/registry.h"
+#include "daemon/site_config.h"
+
+namespace meridian::daemon {
+namespace {
+
+bool is_one_of(const std::string& value, std::initializer_list<const char*> allowed) {
+  return std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return value == a; });
+}
+
+std::string join_list(std::initializer_list<const char*> items) {
+  std::string out;
+  for (const char* item : items) out += (out.empty() ? "" : ", ") + std::string(item);
+  return out;
+}
+
+// Whole-string number parsing: "0.5x" is not 0.5.
+template <typename T>
+std::optional<T> parse_number(std::string_view s) {
+  T v{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// Seconds as people write them: 0.5, 3, 1e-3.
+std::string seconds_text(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", seconds);
+  return buf;
+}
+
+// tcp://HOST:PORT with a port in [min_port, 65535].
+bool is_tcp_address(const std::string& address, int min_port) {
+  constexpr std::string_view scheme = "tcp://";
+  if (!address.starts_with(scheme)) return false;
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon <= scheme.size()) return false;
+  const auto port = parse_number<int>(std::string_view(address).substr(colon + 1));
+  return port && *port >= min_port && *port <= 65535;
+}
+
+bool is_site_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
+}
+
+}  // namespace
+
+std::optional<ScheduleSpec> parse_schedule(const std::string& text) {
+  if (text == "constant") return ScheduleSpec{};
+  if (text == "cosine") return ScheduleSpec{ScheduleSpec::Kind::kCosine, 0, 1};
+  constexpr std::string_view prefix = "step:";
+  if (!text.starts_with(prefix)) return std::nullopt;
+  const std::string_view rest = std::string_view(text).substr(prefix.size());
+  const auto colon = rest.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const auto epochs = parse_number<int>(rest.substr(0, colon));
+  const auto factor = parse_number<double>(rest.substr(colon + 1));
+  if (!epochs || *epochs < 1 || !factor || !std::isfinite(*factor) || *factor <= 0) return std::nullopt;
+  return ScheduleSpec{ScheduleSpec::Kind::kStep, *epochs, *factor};
+}
+
+std::chrono::milliseconds heartbeat_milliseconds(double seconds) {
+  return std::chrono::milliseconds(std::llround(seconds * 1000.0));
+}
+
+std::optional<double> partition_origin_unix_seconds(const std::string& text) {
+  double seconds = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) || seconds <= 0) return std::nullopt;
+  return seconds;
+}
+
+std::optional<Dataset> parse_dataset(const std::string& text) {
+  if (text == "fashion-mnist") return Dataset::kFashionMnist;
+  if (text == "idx") return Dataset::kIdx;
+  if (text == "csv") return Dataset::kCsv;
+  return std::nullopt;
+}
+
+std::optional<GridSpec> parse_grid(const std::string& text) {
+  if (text == "auto") return GridSpec{};
+  const auto x = text.find('x');
+  if (x == std::string::npos) return std::nullopt;
+  const auto rows = parse_number<int>(std::string_view(text).substr(0, x));
+  const auto cols = parse_number<int>(std::string_view(text).substr(x + 1));
+  if (!rows || !cols || *rows < 1 || *cols < 1) return std::nullopt;
+  return GridSpec{*rows, *cols};
+}
+
+std::string describe_algorithm(const SiteSettings& settings) {
+  const auto& algorithm = algorithms::algorithm_for(settings.algo);
+  std::string out(algorithm.name());
+  if (const auto knobs = algorithm.describe_knobs(settings); !knobs.empty()) out += ", " + knobs;
+  if (settings.options.robust_aggregation) out += ", robust aggregation";
+  return out;
+}
+
+SiteSettingsParse parse_site_settings(const SiteConfig& c) {
+  SiteSettings settings;
+  settings.options = c;
+  std::vector<std::string> problems;
+  auto problem = [&](const std::string& option, const std::string& text) {
+    problems.push_back("--" + option + ": " + text);
+  };
+  auto one_of = [&](const std::string& option, const std::string& value, std::initializer_list<const char*> allowed) {
+    if (!is_one_of(value, allowed)) problem(option, "'" + value + "' is not one of " + join_list(allowed));
+  };
+  auto at_least = [&](const std::string& option, long long value, long long min) {
+    if (value < min) problem(option, std::to_string(value) + " is below the minimum " + std::to_string(min));
+  };
+
+  if (!is_site_name(c.name)) {
+    problem("name", c.name.empty() ? "missing (give the site a name, e.g. --name oregon)"
+                                   : "'" + c.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
+  }
+  if (!c.insecure) {
+    if (c.key_dir.empty()) problem("key-dir", "missing (create keys with 'meridian keygen', or use --insecure locally)");
+    if (c.roster.empty()) problem("roster", "missing (list the federation's sites and keys, or use --insecure locally)");
+  }
+  if (!is_tcp_address(c.listen, 0)) problem("listen", "'" + c.listen + "' is not tcp://HOST:PORT (e.g. tcp://0.0.0.0:7400)");
+  if (!c.advertise.empty() && !is_tcp_address(c.advertise, 1)) {
+    problem("advertise", "'" + c.advertise + "' is not tcp://HOST:PORT (e.g. tcp://site.example.org:7400)");
+  }
+  for (const auto& peer : c.join) {
+    // NAME@tcp://HOST:PORT names the site behind the address (needed with a roster that lists no address).
+    const auto at = peer.find('@');
+    const bool named = at != std::string::npos && at > 0 && is_site_name(peer.substr(0, at));
+    if (!is_tcp_address(named ? peer.substr(at + 1) : peer, 1)) problem("join", "'" + peer + "' is not [NAME@]tcp://HOST:PORT (e.g. tcp://10.0.0.2:7400)");
+  }
+  // Membership counts in whole milliseconds; the upper bounds keep the conversion far from overflow, and
+  // the interval's leaves room for a timeout of six intervals, which the hint below suggests.
+  constexpr double kMaxHeartbeatSeconds = 86400;
+  constexpr double kMaxHeartbeatIntervalSeconds = 3600;
+  auto heartbeat_seconds_ok = [&](const std::string& option, double seconds, double most, const char* example) {
+    if (std::isfinite(seconds) && seconds >= 0.001 && seconds <= most) return true;
+    problem(option, "must be a number of seconds from 0.001 to " + seconds_text(most) + " (e.g. " + example + ")");
+    return false;
+  };
+  const bool interval_ok =
+      heartbeat_seconds_ok("heartbeat-interval", c.heartbeat_interval, kMaxHeartbeatIntervalSeconds, "0.5");
+  const bool timeout_ok = heartbeat_seconds_ok("heartbeat-timeout", c.heartbeat_timeout, kMaxHeartbeatSeconds, "3");
+  if (interval_ok && timeout_ok &&
+      heartbeat_milliseconds(c.heartbeat_timeout) <= heartbeat_milliseconds(c.heartbeat_interval)) {
+    // One late heartbeat must not kill a member: the timeout has to span several of them.
+    const char* margin = c.heartbeat_timeout > c.heartbeat_interval ? " (by a whole millisecond at least)" : "";
+    problem("heartbeat-timeout", seconds_text(c.heartbeat_timeout) + " s must exceed --heartbeat-interval " +
+                                     seconds_text(c.heartbeat_interval) + " s" + margin +
+                                     ": make it several intervals plus the round trip of the slowest link (e.g. " +
+                                     seconds_text(6 * c.heartbeat_interval) + ")");
+  }
+  if (c.run_dir.empty()) problem("run-dir", "must not be empty (e.g. --run-dir /var/lib/meridian)");
+
+  one_of("dataset", c.dataset, {"fashion-mnist", "idx", "csv"});
+  const auto dataset = parse_dataset(c.dataset);
+  if (dataset) settings.dataset = *dataset;
+  if (dataset && settings.dataset != Dataset::kCsv && c.data_dir.empty()) {
+    problem("data-dir", "missing: the directory with the IDX files");
+  }
+  if (settings.dataset == Dataset::kCsv && c.train_csv.empty()) problem("train-csv", "missing: --dataset csv needs a training file");
+  if (c.label_column.empty()) problem("label-column", "must not be empty (a column name or 0-based index)");
+  try {
+    settings.partition = models::data::parse_partition_spec(c.partition);
+  } catch (const std::invalid_argument& e) {
+    problem("partition", e.what());
+  }
+  at_least("site-count", c.site_count, 1);
+  if (c.site_index < 0 || c.site_index >= std::max(c.site_count, 1)) {
+    problem("site-index", std::to_string(c.site_index) + " is outside 0.." + std::to_string(std::max(c.site_count, 1) - 1) +
+                              " (it must be below --site-count)");
+  }
+
+  one_of("model", c.model, {"logreg", "mlp", "cnn"});
+  if (c.model == "mlp" && c.widths.empty()) problem("widths", "missing: the mlp needs hidden layer widths (e.g. 256,128)");
+  for (int w : c.widths) {
+    if (w < 1) problem("widths", std::to_string(w) + " is not a positive width");
+  }
+  one_of("optimizer", c.optimizer, {"sgd", "momentum", "nesterov", "adam"});
+  if (is_one_of(c.optimizer, {"sgd", "momentum", "nesterov", "adam"})) settings.optimizer = models::parse_optimizer_kind(c.optimizer);
+  if (!(std::isfinite(c.lr) && c.lr > 0)) problem("lr", "must be a positive number (e.g. 0.05)");
+  if (const auto schedule = parse_schedule(c.schedule)) {
+    settings.schedule = *schedule;
+  } else {
+    problem("schedule", "'" + c.schedule + "' is not constant, cosine or step:EPOCHS:FACTOR (e.g. step:2:0.5)");
+  }
+  if (!(c.momentum >= 0 && c.momentum < 1)) problem("momentum", "must be in [0, 1) (e.g. 0.9)");
+  if (!(std::isfinite(c.weight_decay) && c.weight_decay >= 0)) problem("weight-decay", "must be 0 or positive");
+  at_least("batch", c.batch, 1);
+  if (!(std::isfinite(c.epochs) && c.epochs > 0)) problem("epochs", "must be a positive number (e.g. 3 or 0.5)");
+  at_least("eval-every", c.eval_every, 0);
+
+  const algorithms::Algorithm* algorithm = algorithms::find_algorithm(c.algo);
+  if (algorithm != nullptr) {
+    settings.algo = algorithm->id();
+  } else {
+    problem("algo", "'" + c.algo + "' is not one of " + algorithms::algorithm_names());
+  }
+  // The algorithms that read an option only some read, for the messages below ("dts", "dts and sgp").
+  auto readers = [](auto&& reads) {
+    std::vector<std::string> names;
+    for (const auto* a : algorithms::all_algorithms())
+      if (reads(*a)) names.emplace_back(a->name());
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    return out;
+  };
+  auto only_for = [&](const std::string& option) {
+    problem(option, "applies to " + readers([&](const algorithms::Algorithm& a) { return a.reads(option); }) +
+                        " only (this site runs " + c.algo + ")");
+  };
+  at_least("delay", c.delay, 0);
+  at_least("period", c.period, 1);
+  at_least("out-peers", c.out_peers, 1);
+  at_least("tau", c.tau, 1);
+  if (const auto grid = parse_grid(c.grid)) {
+    settings.grid = *grid;
+  } else {
+    problem("grid", "'" + c.grid + "' is not auto or ROWSxCOLS (e.g. 2x4)");
+  }
+  at_least("reaverage-every", c.reaverage_every, 0);
+  if (const auto compensation = gossip::parse_dts_compensation(c.compensation); !compensation) {
+    problem("compensation", "'" + c.compensation + "' is not exact, no-momentum, off or local");
+  } else {
+    settings.compensation = *compensation;
+    if (*compensation != gossip::DtsCompensation::kExact && algorithm != nullptr && !algorithm->reads("compensation"))
+      only_for("compensation");
+  }
+  if (const auto spec = gossip::parse_compression(c.compression); !spec) {
+    problem("compression", "'" + c.compression + "' is not none, fp16 or topk:FRACTION with FRACTION in (0, 0.5] (e.g. topk:0.01)");
+  } else if (algorithm != nullptr && !algorithm->accepts(spec->encoding)) {
+    const auto accepting = [&](gossip::Encoding e) {
+      return readers([e](const algorithms::Algorithm& a) { return a.accepts(e); });
+    };
+    if (spec->encoding == gossip::Encoding::kTopK) {
+      problem("compression", "top-k with error feedback applies to " + accepting(spec->encoding) +
+                                 " only (its averages are of gradients; " + c.algo +
+                                 " mixes parameters, whose top-k would zero the rest); use fp16 or none");
+    } else {
+      problem("compression", "fp16 applies to " + accepting(spec->encoding) + " only (" + c.algo +
+                                 " keeps its exact ring all-reduce); use none");
+    }
+  } else {
+    settings.compression = *spec;
+  }
+  if (c.exchange != "ring" && c.exchange != "direct") {
+    problem("exchange", "'" + c.exchange + "' is not ring or direct");
+  } else {
+    settings.exchange = c.exchange == "direct" ? Exchange::kDirect : Exchange::kRing;
+    if (settings.exchange == Exchange::kDirect && algorithm != nullptr && !algorithm->reads("exchange"))
+      only_for("exchange");
+  }
+  at_least("robust-trim", c.robust_trim, 0);
+  if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");
+  if (!(std::isfinite(c.byzantine_scale) && c.byzantine_scale >= 0))
+    problem("byzantine-scale", "must be 0 (an honest site) or positive");
+  at_least("min-sites", c.min_sites, 0);
+  if (!(std::isfinite(c.join_timeout) && c.join_timeout > 0)) problem("join-timeout", "must be a positive number of seconds");
+  if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0)) problem("round-timeout", "must be a positive number of seconds");
+
+  // peer/ owns the --wan grammar; a model with regions needs to know which one this site is in.
+  try {
+    settings.wan = peer::parse_wan_spec(c.wan);
+    const auto& wan = settings.wan;
+    if (wan.regions() > 1) {
+      if (!wan.region_index(c.region)) {
+        std::string names;
+        for (std::size_t r = 0; r < wan.regions(); ++r) names += (r ? ", " : "") + wan.region_name(r);
+        problem("region", (c.region.empty() ? std::string("missing: name this site's region in")
+                                            : "'" + c.region + "' is not a region of") +
+                              " --wan " + c.wan + " (regions: " + names + ")");
+      }
+    } else if (!c.region.empty()) {
+      problem("region", "only applies with a --wan that has regions, such as world4");
+    }
+  } catch (const std::invalid_argument& e) {
+    problem("wan", e.what());
+  }
+  if (!(std::isfinite(c.slowdown) && c.slowdown >= 1 && c.slowdown <= 1000))
+    problem("slowdown", "must be a factor from 1 (off) to 1000, e.g. 5 for a site five times slower");
+  try {
+    settings.wan_partition = peer::parse_partition_schedule(c.wan_partition);
+  } catch (const std::invalid_argument& e) {
+    problem("wan-partition", e.what());
+  }
+  if (c.wan_partition_origin == "training") {
+    settings.wan_partition_origin.kind = PartitionOrigin::Kind::kTraining;
+  } else if (const auto seconds = partition_origin_unix_seconds(c.wan_partition_origin)) {
+    settings.wan_partition_origin = {PartitionOrigin::Kind::kUnixTime, *seconds};
+  } else if (c.wan_partition_origin != "start") {
+    problem("wan-partition-origin", "must be start, training or a Unix time in seconds (e.g. from `date +%s`), not \"" +
+                                        c.wan_partition_origin + "\"");
+  }
+
+  if (!(std::isfinite(c.checkpoint_interval) && c.checkpoint_interval > 0)) {
+    problem("checkpoint-interval", "must be a positive number of seconds (e.g. 60)");
+  }
+  at_least("checkpoint-keep", c.checkpoint_keep, 1);
+  if (c.metrics_address != "off") {
+    settings.metrics_address = c.metrics_address;
+    const auto colon = c.metrics_address.rfind(':');
+    const auto port = colon == std::string::npos ? std::nullopt
+                                                 : parse_number<int>(std::string_view(c.metrics_address).substr(colon + 1));
+    if (colon == std::string::npos || colon == 0 || !port || *port < 0 || *port > 65535) {
+      problem("metrics-address", "'" + c.metrics_address + "' is not HOST:PORT or off (e.g. 127.0.0.1:9400)");
+    }
+  }
+  // A Unix socket address holds at most 107 bytes of path.
+  if (c.control_socket_or_default().size() > 107) {
+    problem("control-socket", "path '" + c.control_socket_or_default() +
+                                  "' is longer than a Unix socket allows (107 bytes); choose a shorter one");
+  }
+  // The grammar lives in models/device.h (the trainer resolves the same text); only the wording is ours.
+  try {
+    settings.device = models::parse_device(c.device);
+  } catch (const models::DeviceError&) {
+    problem("device", "'" + c.device + "' is not auto, cpu, cuda or cuda:N");
+  }
+  at_least("threads", c.threads, 0);
+
+  // What only the algorithm knows, on the options as parsed (one that did not parse holds its default).
+  if (algorithm != nullptr) algorithm->check(settings, problems);
+  if (!problems.empty()) return {std::nullopt, std::move(problems)};
+  return {std::move(settings), {}};
+}
+
+std::vector<std::string> site_config_problems(const SiteConfig& config) {
+  return parse_site_settings(config).problems;
+}
+
+SiteSettings settings_of(const SiteConfig& config) {
+  auto parsed = parse_site_settings(config);
+  if (parsed.settings) return std::move(*parsed.settings);
+  std::string text = "invalid site configuration:";
+  for (const auto& p : parsed.problems) text += "\n  " + p;
+  throw SiteConfigError(text);
+}
+
+void validate_site_config(const SiteConfig& config) { (void)settings_of(config); }
+
+}  // namespace meridian::daemon

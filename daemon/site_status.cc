@@ -1,0 +1,140 @@
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "daemon/shutdown_signals.h"
+#include "daemon/site_daemon_impl.h"
+
+namespace meridian::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+}  // namespace
+
+StatusReport SiteDaemon::Impl::status() {
+  StatusReport r;
+  r.site = config.name;
+  r.algorithm = algo.name();
+  r.state = to_string(state.load());
+  r.listen = transport->endpoint();
+  const auto alive = transport->alive_members();
+  const auto members = transport->members();
+  r.peers_alive = static_cast<int>(alive.size());
+  r.peers_known = static_cast<int>(std::max<std::size_t>(members.size(), 1));
+  r.view_id = transport->latest_view().id;
+  r.uptime_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  std::lock_guard lock(live_mu);
+  r.step = live.step;
+  r.epoch = live.epoch;
+  r.train_loss = live.train_loss;
+  r.test_accuracy = live.test_accuracy;
+  r.staleness = live.staleness;
+  r.push_sum_weight = live.push_sum_weight;
+  r.samples_per_second = live.samples_per_second;
+  r.bytes_per_second = live.bytes_per_second;
+  r.last_checkpoint = live.last_checkpoint;
+  if (live.checkpoint_time) {
+    r.checkpoint_age_seconds = std::chrono::duration<double>(Clock::now() - *live.checkpoint_time).count();
+  }
+  return r;
+}
+
+std::vector<PeerReport> SiteDaemon::Impl::peers() {
+  std::vector<PeerReport> out;
+  const auto view = transport->latest_view();
+  for (const auto& m : transport->members()) {
+    PeerReport p;
+    p.name = m.record.name;
+    p.address = m.record.address;
+    p.state = m.record.state == peer::MemberState::kAlive  ? "alive"
+              : m.record.state == peer::MemberState::kDead ? "dead"
+                                                            : "left";
+    if (const auto rank = view.rank_of(m.record.name)) p.rank = static_cast<int>(*rank);
+    if (m.rtt) p.rtt_seconds = std::chrono::duration<double>(*m.rtt).count();
+    p.bytes_sent = m.bytes_out;
+    p.bytes_received = m.bytes_in;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+LeaveReport SiteDaemon::Impl::leave() {
+  LeaveReport r;
+  r.accepted = !stop.exchange(true);
+  r.message = r.accepted ? "leaving: finishing the step in flight, writing a checkpoint, then announcing the leave"
+                         : "already leaving";
+  if (r.accepted) spdlog::info("leave requested over the control socket");
+  return r;
+}
+
+void SiteDaemon::Impl::refresh_network_metrics(
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& last_bytes,
+    std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected, std::uint64_t& last_zap_denied) {
+  const auto members = transport->members();
+  metrics->peers_alive.set(static_cast<double>(transport->alive_members().size()));
+  for (const auto& m : members) {
+    const auto& name = m.record.name;
+    if (name == config.name) continue;
+    if (m.record.state == peer::MemberState::kLeft) {
+      if (last_bytes.erase(name) > 0) metrics->forget_peer(name);
+      continue;
+    }
+    if (m.rtt) metrics->peer_rtt_seconds.with({name}).set(std::chrono::duration<double>(*m.rtt).count());
+    auto& [out, in] = last_bytes[name];
+    // A restarted peer's counters may start again from zero; count only growth.
+    if (m.bytes_out > out) metrics->peer_sent_bytes.with({name}).inc(static_cast<double>(m.bytes_out - out));
+    if (m.bytes_in > in) metrics->peer_received_bytes.with({name}).inc(static_cast<double>(m.bytes_in - in));
+    metrics->peer_sent_bytes.with({name});
+    metrics->peer_received_bytes.with({name});
+    out = m.bytes_out;
+    in = m.bytes_in;
+  }
+  const auto zap_denied = transport->stats().zap_denied;
+  if (zap_denied > last_zap_denied) metrics->zap_denied.inc(static_cast<double>(zap_denied - last_zap_denied));
+  last_zap_denied = zap_denied;
+  const auto rejected = transport->rejections().snapshot();
+  for (std::size_t c = 0; c < rejected.size(); ++c) {
+    auto& counter = metrics->rejected_messages.with({std::string(peer::to_string(static_cast<peer::RejectCause>(c)))});
+    if (rejected[c] > last_rejected[c]) counter.inc(static_cast<double>(rejected[c] - last_rejected[c]));
+    last_rejected[c] = rejected[c];
+  }
+}
+
+void SiteDaemon::Impl::serve_control() {
+  // Its own thread, so that status, peers and leave are answered while the communication thread waits
+  // inside a mix for a slow or dead peer (up to a round deadline plus a view change).
+  zmq::context_t context(1);
+  ControlServer control(context, config.control_socket_or_default(), *this);
+  spdlog::info("control socket {}", control.path());
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last_bytes;
+  std::array<std::uint64_t, peer::kRejectCauseCount> last_rejected{};
+  std::uint64_t last_zap_denied = 0;
+  auto next_refresh = Clock::now();
+  while (!trainer_done) {
+    zmq::pollitem_t item{control.socket().handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, milliseconds(20));
+    if (item.revents & ZMQ_POLLIN) control.serve_pending();
+    while (auto msg = transport->receive_control(milliseconds(0))) {
+      // A peer's plan (daemon/run_plan.h); one that has not started yet hears the run's end from a
+      // site that trains.
+      const auto plan = plans.note(*msg);
+      if (!plan) {
+        spdlog::warn("ignored a control message from '{}' that is not a run plan", msg->from);
+        continue;
+      }
+      if (plan->end_round == 0 && run_end != 0) transport->send(msg->from, plan_message({data.total_steps, run_end}));
+    }
+    if (ShutdownSignals::requested() && !stop.exchange(true)) {
+      spdlog::info("stop requested: finishing the step in flight, then checkpoint and leave (again to exit at once)");
+    }
+    if (Clock::now() >= next_refresh) {
+      refresh_network_metrics(last_bytes, last_rejected, last_zap_denied);
+      next_refresh = Clock::now() + milliseconds(500);
+    }
+  }
+}
+
+}  // namespace meridian::daemon

@@ -1,0 +1,147 @@
+#include <algorithm>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/site_daemon_impl.h"
+
+namespace meridian::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+}  // namespace
+
+bool SiteDaemon::Impl::wait_for_view(bool resumed) {
+  const auto need = static_cast<std::size_t>(config.min_sites > 0 ? config.min_sites : config.site_count);
+  const auto deadline = Clock::now() + seconds_ms(config.join_timeout);
+  auto next_note = Clock::now();
+  std::optional<peer::View> candidate;
+  auto candidate_since = Clock::now();
+  // Views settle within a few heartbeats; starting on one that is about to be replaced would put
+  // this site in other rounds than its peers. Member lists travel with the heartbeats, so a longer
+  // --heartbeat-interval needs a longer wait.
+  const auto settle = std::max(milliseconds(1000), 2 * heartbeat_milliseconds(config.heartbeat_interval));
+  // A resuming site may first hear of a view its previous incarnation was in; the view that takes it
+  // back comes after one that leaves the old incarnation out (peer/membership.h). Only when nobody
+  // leaves it out for a few heartbeat timeouts (the whole federation restarted) does any view do.
+  const auto waiting_since = Clock::now();
+  const auto alone_grace = 2 * heartbeat_milliseconds(config.heartbeat_timeout) + settle;
+  // Both views come after the checkpoint's round: the previous incarnation was alive there, so a view
+  // that left it out before (when the federation formed, say) does not count.
+  const std::uint64_t checkpoint_round = resumed && resume ? resume->step : 0;
+  auto back_in = [&](const peer::View& view) {
+    if (view.effective_round <= checkpoint_round) return false;
+    for (peer::View v = view; v.id > 0 && v.effective_round > checkpoint_round + 1;) {
+      peer::View older = transport->view_for(v.effective_round - 1);
+      if (older.id >= v.id || older.id == 0 || older.effective_round <= checkpoint_round) return false;
+      if (!older.rank_of(config.name)) return true;
+      v = std::move(older);
+    }
+    return false;
+  };
+  while (true) {
+    if (stop) return false;
+    const auto view = transport->latest_view();
+    const bool enough = view.rank_of(config.name) && view.size() >= need &&
+                        (!resumed || back_in(view) || Clock::now() - waiting_since >= alone_grace);
+    if (enough) {
+      if (!candidate || *candidate != view) {
+        candidate = view;
+        candidate_since = Clock::now();
+      } else if (Clock::now() - candidate_since >= settle && resumed && back_in(view)) {
+        // The view that takes this site back was announced for it. It settles like any other: this
+        // site may have proposed it from the stale round it knew while its peers proposed the same id
+        // from theirs, and the greater proposal replaces the other only until this site runs in it.
+        // Its peers wait at its first round for it (within --round-timeout).
+        spdlog::info("view {} from round {}: {} ({} sites), rejoining", view.id, view.effective_round,
+                     join_names(view.members), view.size());
+        taken_back = true;
+        return true;
+      } else if (Clock::now() - candidate_since >= settle) {
+        spdlog::info("view {} from round {}: {} ({} sites){}", view.id, view.effective_round, join_names(view.members),
+                     view.size(), resumed ? ", rejoining" : "");
+        return true;
+      }
+    } else {
+      candidate.reset();
+    }
+    if (Clock::now() > deadline) {
+      throw std::runtime_error("gave up after --join-timeout " + std::to_string(config.join_timeout) + " s: " +
+                               std::to_string(transport->alive_members().size()) + " of " + std::to_string(need) +
+                               " sites reachable (" + join_names(transport->alive_members()) +
+                               "); check --join addresses, the roster and that the other sites are running");
+    }
+    if (Clock::now() >= next_note) {
+      spdlog::info("waiting for {} sites in the view (have {}: {}); --join {}", need, view.size(),
+                   join_names(view.members), config.join.empty() ? "(none: others must join this site)" : join_names(config.join));
+      next_note = Clock::now() + std::chrono::seconds(5);
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+std::uint64_t SiteDaemon::Impl::rejoin_round(const peer::View& view, std::uint64_t fallback) {
+  // The peers mix in round r and wait for this site there: their first message to it in the view that
+  // includes it names r (older mail, sent to the previous incarnation and flushed to this one, does
+  // not count). When nobody sends (the whole federation restarted), the view's round is the common start.
+  observe_min_view = view.id;
+  observe_rounds = true;
+  const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(2);
+  while (Clock::now() < deadline && !stop) {
+    if (const auto r = observed_round.load(); r > 0) {
+      observe_rounds = false;
+      spdlog::info("peers are mixing round {}", r - 1);
+      return r - 1;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  observe_rounds = false;
+  spdlog::info("no peer has sent a round yet: starting at round {}, the view's", fallback);
+  return fallback;
+}
+
+std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view) {
+  // Every member of the starting view says how many steps its data gives it; the run ends after the
+  // smallest. A member that already trains (this site joins a running federation) answers with the
+  // run's end round, which this site then takes. Plans are re-sent each second in case one was sent
+  // before a peer's connection was up.
+  const RunPlan own{data.total_steps, 0};
+  const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(10);
+  auto next_send = Clock::now();
+  while (!stop) {
+    if (Clock::now() >= next_send) {
+      for (const auto& m : view.members)
+        if (m != config.name) transport->send(m, plan_message(own));
+      next_send = Clock::now() + std::chrono::seconds(1);
+    }
+    const auto heard = plans.snapshot();
+    std::uint64_t steps = own.steps;
+    std::size_t missing = 0;
+    for (const auto& m : view.members) {
+      if (m == config.name) continue;
+      const auto it = heard.find(m);
+      if (it == heard.end()) {
+        ++missing;
+        continue;
+      }
+      if (it->second.end_round != 0) {
+        spdlog::info("joining a running federation: '{}' trains until round {}", m, it->second.end_round);
+        return std::max(it->second.end_round, view.effective_round);
+      }
+      steps = std::min(steps, it->second.steps);
+    }
+    const bool late = Clock::now() >= deadline;
+    if (missing == 0 || late) {
+      if (late) spdlog::warn("{} of {} sites sent no plan in time: the run length counts only the others", missing, view.size());
+      if (steps < own.steps)
+        spdlog::info("the run ends after {} steps, as the smallest site's data gives ({} here)", steps, own.steps);
+      return view.effective_round + steps;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return view.effective_round + own.steps;
+}
+
+}  // namespace meridian::daemon

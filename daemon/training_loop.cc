@@ -1,0 +1,346 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/cpu_usage.h"
+#include "daemon/progress_line.h"
+#include "daemon/site_daemon_impl.h"
+
+namespace meridian::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+}  // namespace
+
+std::optional<double> SiteDaemon::Impl::evaluate(double& test_loss) {
+  if (data.test.rows == 0) return std::nullopt;
+  const auto started = Clock::now();
+  const auto e = model->evaluate(data.test);
+  eval_seconds += std::chrono::duration<double>(Clock::now() - started).count();
+  test_loss = e.loss;
+  return e.accuracy;
+}
+
+std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgorithm& algorithm,
+                                                             const models::data::BatchOrder& order, std::uint64_t round,
+                                                             std::uint64_t start_round, std::uint64_t end_round) {
+  const std::uint64_t seed = data_seed();
+  std::array<std::uint8_t, 8> rng{};
+  for (int i = 0; i < 8; ++i) rng[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(seed >> (8 * i));
+  CheckpointView v;
+  v.parameters = algorithm.checkpoint_parameters();
+  v.optimizer_state = algorithm.checkpoint_state();
+  v.push_sum_weight = algorithm.push_sum_weight();
+  v.push_sum_weight_average = algorithm.push_sum_weight_average();
+  v.step = round;
+  v.epoch = order.position().epoch;
+  v.data_position = order.position().offset;
+  v.rng_state = rng;
+  v.model_fingerprint = model->fingerprint();
+  v.algorithm = algo.name();
+  v.start_round = start_round;
+  v.end_round = end_round;
+  const auto status = store->write(v);
+  for (const auto& w : status.warnings) spdlog::warn("{}", w);
+  if (!status.ok) {
+    metrics->checkpoint_failures.inc();
+    // Training goes on (the previous checkpoints are intact: the store never leaves a partial file);
+    // the store retries once per --checkpoint-interval.
+    spdlog::error("checkpoint failed, training goes on with the previous checkpoint kept: {}", status.error);
+    return status.error;
+  }
+  metrics->checkpoints_written.inc();
+  metrics->checkpoint_written();
+  std::lock_guard lock(live_mu);
+  live.last_checkpoint = status.file.string();
+  live.checkpoint_time = Clock::now();
+  return std::nullopt;
+}
+
+void SiteDaemon::Impl::warm_buffers() {
+  // The first touch of a fresh model-sized buffer faults in every page of it: on the 2-core VM of
+  // docs/results.md about 9.5 ms of CPU per 2 MB (against 0.1 ms to write it again), as much as a
+  // whole step's compute there. A run keeps a handful of such buffers in flight (shares on the
+  // emulated links and in the inbox, snapshots and mix results in the channel) and faulted each in
+  // during its first steps. They are made now, while the site waits for its peers: the transport's
+  // pool and the channel's spares hand them out later (heap_retention.h keeps what is freed).
+  const auto [channel_elements, share_elements] = algo.buffer_sizes(settings, model->parameter_count());
+  constexpr std::size_t kBudgetBytes = std::size_t{256} << 20;
+  constexpr std::size_t kChannelBuffers = 6, kTransportBuffers = 8;
+  std::size_t budget = kBudgetBytes;
+  auto affordable = [&](std::size_t elements) {
+    if (elements * sizeof(float) > budget) return false;
+    budget -= elements * sizeof(float);
+    return true;
+  };
+  for (std::size_t i = 0; i < kChannelBuffers && affordable(channel_elements); ++i)
+    channel.recycle(std::vector<float>(channel_elements));
+  for (std::size_t i = 0; i < kTransportBuffers && affordable(share_elements); ++i)
+    transport->recycle(std::vector<float>(share_elements));
+}
+
+void SiteDaemon::Impl::train() {
+  const bool resumed = resume.has_value();
+  std::uint64_t start_round = 0, end_round = data.total_steps, k = 0;
+  if (!algo.communicates()) {
+    if (resumed) {
+      start_round = resume->start_round;
+      end_round = resume->end_round;
+      k = resume->step;
+    }
+  } else {
+    warm_buffers();
+    if (!wait_for_view(resumed)) return;
+    const auto view = transport->latest_view();
+    if (resumed) {
+      start_round = resume->start_round;
+      end_round = resume->end_round;
+      const auto from = std::max<std::uint64_t>(view.effective_round, resume->step);
+      // A view that takes this site back after one without it starts exactly where the peers first
+      // need it: they ran the rounds before without it. Peers that wait for nobody (sgp) may be further
+      // on: there the site joins at the round they are mixing if that is later.
+      k = !taken_back                   ? rejoin_round(view, from)
+          : !algo.peers_wait_for_rejoin() ? std::max(from, rejoin_round(view, from))
+                                          : from;
+      spdlog::info("rejoining at round {} (checkpoint at round {})", k, resume->step);
+    } else {
+      start_round = view.effective_round;
+      end_round = agree_end_round(view);
+      k = start_round;
+    }
+    run_end = end_round;
+  }
+  if (stop) return;
+  state = SiteState::kTraining;
+  if (transport) transport->start_partition_clock();
+
+  models::data::BatchPosition position;
+  if (resumed) position = {resume->epoch, static_cast<std::size_t>(std::min<std::uint64_t>(resume->data_position, data.train.rows))};
+  models::data::BatchOrder order(data.train.rows, data_seed(), position);
+  auto algorithm = algo.make_trainer(algorithms::TrainerContext{
+      settings, *model, backend, channel, schedule_of(settings, data.steps_per_epoch, end_round - start_round)});
+  if (resumed) algorithm->restore(*resume);
+  resume.reset();
+
+  const std::size_t batch = static_cast<std::size_t>(config.batch);
+  const std::size_t dim = data.train.dim;
+  std::vector<float> x(batch * dim);          // (batch, dim), reused every step
+  std::vector<std::int32_t> labels(batch);    // (batch)
+  const std::uint64_t eval_every = config.eval_every > 0 ? static_cast<std::uint64_t>(config.eval_every) : data.steps_per_epoch;
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  const auto progress_period = tty ? milliseconds(500) : milliseconds(10000);
+
+  const auto train_start = Clock::now();
+  const auto cpu_at_start = CpuUsage::now();
+  const auto waited_at_start = channel.trainer_waited();
+  auto last_progress = train_start;
+  std::uint64_t samples_since = 0;
+  std::uint64_t bytes_at_last = 0;
+  double loss_avg = 0;  // exponential moving average of the batch loss
+  bool have_loss = false;
+  std::optional<double> accuracy;
+  std::uint64_t abandoned_reported = 0;
+  const std::uint64_t steps_total = end_round - start_round;
+
+  auto network_bytes = [&] {
+    const auto s = transport ? transport->stats() : peer::TransportStats{};
+    return std::pair<std::uint64_t, std::uint64_t>{s.bytes_sent, s.bytes_received};
+  };
+  // A record carries a test accuracy only when it was measured at that step, so readers never take an
+  // old evaluation for a new one. Between evaluations a record without one goes out every few seconds:
+  // `simulate` follows the steps from these files, and a run that evaluates rarely must still show them.
+  const auto record_period = std::chrono::seconds(5);
+  auto last_record = train_start;
+  auto record_progress = [&](std::uint64_t steps_done, std::optional<double> measured) {
+    const auto [sent, received] = network_bytes();
+    trail->append_progress(ProgressRecord{unix_seconds_now(), config.name, steps_done,
+                                          static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch),
+                                          loss_avg, measured, sent, received, eval_seconds});
+    last_record = Clock::now();
+  };
+
+  std::uint64_t view_in_force = 0;
+  for (; k < end_round && !stop; ++k) {
+    if (transport) {
+      transport->set_round(k);
+      // Views change at the round they announced; the log says when this site switched.
+      const auto view = transport->view_for(k);
+      if (view.id != view_in_force && view.id != 0) {
+        if (view_in_force != 0)
+          spdlog::info("round {}: view {} in force: {} ({} sites){}", k, view.id, join_names(view.members), view.size(),
+                       view.rank_of(config.name) ? "" : "; not in it: training alone until a view takes this site back");
+        view_in_force = view.id;
+      }
+    }
+    const auto step_start = Clock::now();
+    const auto waited_before = channel.trainer_waited();
+    const auto rows = order.next(batch);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const float* src = data.train.row(rows[i]);
+      std::copy(src, src + dim, x.data() + i * dim);
+      labels[i] = data.train.labels[rows[i]];
+    }
+    const float loss = model->forward_backward(x.data(), labels.data(), rows.size());
+    if (!std::isfinite(loss)) {
+      throw std::runtime_error("training diverged at round " + std::to_string(k) + " (loss " + std::to_string(loss) +
+                               "); try a smaller --lr");
+    }
+    const std::uint64_t local_step = k - start_round;
+    algorithm->step(k, local_step);
+    if (config.slowdown > 1) {
+      // An emulated straggler: the whole step (batch, compute, update, its share of the mixing work)
+      // takes `slowdown` times as long, but not the time spent waiting for the mix, which is the
+      // other sites' pace and the network's, not this site's.
+      const auto waited = channel.trainer_waited() - waited_before;
+      const auto own = std::max(Clock::duration::zero(), Clock::now() - step_start - waited);
+      std::this_thread::sleep_for(own * (config.slowdown - 1));
+    }
+    loss_avg = have_loss ? 0.95 * loss_avg + 0.05 * loss : loss;
+    have_loss = true;
+    samples_since += rows.size();
+    const std::uint64_t steps_done = local_step + 1;
+
+    if (steps_done % eval_every == 0 && steps_done < steps_total) {
+      double test_loss = 0;
+      accuracy = evaluate(test_loss);
+      if (accuracy) metrics->test_accuracy.set(*accuracy);
+      record_progress(steps_done, accuracy);
+    } else if (Clock::now() - last_record >= record_period && steps_done < steps_total) {
+      record_progress(steps_done, std::nullopt);
+    }
+    if (store->due()) (void)write_checkpoint(*algorithm, order, k + 1, start_round, end_round);
+
+    const double epoch = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
+    {
+      std::lock_guard lock(live_mu);
+      live.step = steps_done;
+    }
+    metrics->step.set(static_cast<double>(steps_done));
+    metrics->epoch.set(epoch);
+    metrics->train_loss.set(loss_avg);
+    metrics->push_sum_weight.set(algorithm->push_sum_weight());
+    metrics->staleness_steps.set(static_cast<double>(algorithm->staleness()));
+    if (const auto a = algorithm->rounds_abandoned(); a > abandoned_reported) {
+      metrics->rounds_abandoned.inc(static_cast<double>(a - abandoned_reported));
+      abandoned_reported = a;
+    }
+    const auto now = Clock::now();
+    if (now - last_progress >= progress_period || steps_done == steps_total) {
+      const double dt = std::chrono::duration<double>(now - last_progress).count();
+      const auto [sent, received] = network_bytes();
+      const double sps = dt > 0 ? static_cast<double>(samples_since) / dt : 0;
+      const double bps = dt > 0 ? static_cast<double>(sent + received - bytes_at_last) / dt : 0;
+      metrics->samples_per_second.set(sps);
+      Progress p;
+      p.step = steps_done;
+      p.total_steps = steps_total;
+      p.epoch = static_cast<std::uint64_t>(epoch);
+      p.total_epochs = static_cast<std::uint64_t>(std::ceil(config.epochs));
+      p.loss = loss_avg;
+      p.accuracy = accuracy;
+      p.peers_alive = transport ? static_cast<int>(transport->alive_members().size()) : 1;
+      p.peers_known = transport ? static_cast<int>(std::max<std::size_t>(1, transport->members().size())) : 1;
+      p.staleness = algorithm->staleness();
+      p.bytes_per_second = bps;
+      const auto line = format_progress_line(p);
+      if (tty) {
+        std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
+      } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+      std::fflush(stderr);
+      {
+        std::lock_guard lock(live_mu);
+        live.step = steps_done;
+        live.epoch = static_cast<std::uint64_t>(epoch);
+        live.train_loss = loss_avg;
+        live.test_accuracy = accuracy;
+        live.staleness = algorithm->staleness();
+        live.push_sum_weight = algorithm->push_sum_weight();
+        live.samples_per_second = sps;
+        live.bytes_per_second = bps;
+      }
+      last_progress = now;
+      samples_since = 0;
+      bytes_at_last = sent + received;
+    }
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  const bool completed = k >= end_round;
+  state = SiteState::kLeaving;
+  const auto finish_start = Clock::now();
+  const auto loop_cpu = CpuUsage::now() - cpu_at_start;
+  const auto loop_waited = channel.trainer_waited() - waited_at_start;
+  try {
+    if (completed) algorithm->finish();
+    else algorithm->finish_stopped();
+  } catch (const std::exception& e) {
+    if (completed) throw;
+    // Stopping: the round in flight may never complete (peers gone); its correction is abandoned.
+    spdlog::warn("stopping: abandoned the mix in flight: {}", e.what());
+  }
+  const double train_seconds = std::chrono::duration<double>(Clock::now() - train_start).count();
+  const double finish_seconds = std::chrono::duration<double>(Clock::now() - finish_start).count();
+  double test_loss = 0;
+  accuracy = evaluate(test_loss);
+  if (accuracy) metrics->test_accuracy.set(*accuracy);
+  const auto final_checkpoint_error = write_checkpoint(*algorithm, order, k, start_round, end_round);
+  const std::uint64_t steps_done = k - start_round;
+  record_progress(steps_done, accuracy);
+  std::string final_checkpoint;
+  {
+    std::lock_guard lock(live_mu);
+    final_checkpoint = live.last_checkpoint;
+  }
+  // The run's end is reported as usual; a final checkpoint that could not be written then makes the
+  // daemon exit with an error, so that a supervisor notices the site's last state is not durable.
+  auto fail_if_final_checkpoint_missing = [&] {
+    if (!final_checkpoint_error) return;
+    throw std::runtime_error("the final checkpoint could not be written: " + *final_checkpoint_error +
+                             "; the newest valid checkpoint is " +
+                             (final_checkpoint.empty() ? std::string("none (none was ever written)") : final_checkpoint));
+  };
+  const auto [sent, received] = network_bytes();
+  RunResult r;
+  r.site = config.name;
+  r.algo = algo.name();
+  r.steps = steps_done;
+  r.epochs = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
+  r.train_seconds = train_seconds;
+  r.seconds_per_step = steps_done > 0 ? train_seconds / static_cast<double>(steps_done) : 0;
+  r.finish_seconds = finish_seconds;
+  r.loop_wait_seconds = std::chrono::duration<double>(loop_waited).count();
+  r.loop_trainer_cpu_seconds = loop_cpu.thread_seconds;
+  r.loop_process_cpu_seconds = loop_cpu.process_seconds;
+  r.loop_minor_faults = loop_cpu.minor_faults;
+  r.train_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+                  train_seconds;
+  r.test_accuracy = accuracy;
+  r.push_sum_weight = algorithm->push_sum_weight();
+  r.bytes_sent = sent;
+  r.bytes_received = received;
+  r.rounds_abandoned = algorithm->rounds_abandoned();
+  r.final_checkpoint = final_checkpoint;
+  r.completed = completed;
+  trail->write_result(r);
+  if (!completed) {
+    spdlog::info("stopped at round {} ({} of {} steps); checkpoint {}; result {}", k, steps_done, steps_total,
+                 final_checkpoint, trail->result_file().string());
+    fail_if_final_checkpoint_missing();
+    return;
+  }
+  spdlog::info("finished {} steps in {:.1f} s; test accuracy {}; result {}", steps_done, train_seconds,
+               accuracy ? std::to_string(*accuracy) : std::string("n/a"), trail->result_file().string());
+  std::printf("test accuracy %s (%s, %llu steps, %.1f s)\n", accuracy ? std::to_string(*accuracy).c_str() : "n/a",
+              std::string(algo.name()).c_str(), static_cast<unsigned long long>(steps_done), train_seconds);
+  std::fflush(stdout);
+  fail_if_final_checkpoint_missing();
+}
+
+}  // namespace meridian::daemon

@@ -1,0 +1,80 @@
+// The transport as a site of a federation sees it: peer::Transport (what gossip/ uses) plus
+// membership, views, rounds, control messages and the site's lifecycle. A site daemon needs only this
+// interface, so a whole site can run on TCP (peer/zmq_transport.h) or in-process on the in-memory
+// network (peer/in_memory_federation.h). Both drive membership with the same code
+// (peer/membership_driver.h).
+//
+// Errors: as peer/transport.h. Thread-safety: every method may be called from any thread
+// concurrently (status displays and metrics read while the communication thread sends and receives).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "peer/membership_messages.h"
+#include "peer/rejection.h"
+#include "peer/transport.h"
+
+namespace meridian::peer {
+
+// What a site knows about one member, for status displays and tests.
+struct MemberStatus {
+  MemberRecord record;
+  bool connected = false;  // this site has an outgoing connection to it
+  // Round-trip time from heartbeats (smoothed, including any emulated WAN delay); nullopt until
+  // measured. Bytes this site sent to it and received from it (headers and payloads).
+  std::optional<std::chrono::microseconds> rtt;
+  std::uint64_t bytes_out = 0;
+  std::uint64_t bytes_in = 0;
+};
+
+struct TransportStats {
+  std::uint64_t messages_sent = 0;      // whole messages handed to the network
+  std::uint64_t bytes_sent = 0;         // header + payload bytes
+  std::uint64_t messages_received = 0;  // whole messages accepted (all kinds)
+  std::uint64_t bytes_received = 0;
+  std::uint64_t dropped_unreachable = 0;  // sends to unknown, dead or departed peers
+  std::uint64_t emulated_lost = 0;        // messages the WAN emulation dropped
+  std::uint64_t zap_admitted = 0;
+  std::uint64_t zap_denied = 0;
+};
+
+class FederationTransport : public Transport {
+ public:
+  // The address peers reach this site at (for ZeroMQ the advertised or bound endpoint).
+  virtual const std::string& endpoint() const = 0;
+
+  // The next received kControl message (they do not go through receive()), or nullopt when `timeout`
+  // passes first. Throws TransportError once stopped and drained.
+  [[nodiscard]] virtual std::optional<Message> receive_control(std::chrono::milliseconds timeout) = 0;
+
+  // The site's current round: moves the accepted round window and the effective round of views this
+  // site proposes. Rounds of sent mixer messages advance it too.
+  virtual void set_round(std::uint64_t round) = 0;
+  // Like set_round for a round an earlier process of this site ran (a resumed checkpoint): it moves the
+  // round window and proposals, but this process has not run it, so a conflicting view proposal for a
+  // round at or before it may still replace this site's own (peer/membership.h).
+  virtual void resume_round(std::uint64_t round) = 0;
+  // Starts the clock of emulated partitions when it was deferred to the run's first round; otherwise
+  // (or without partition emulation) does nothing.
+  virtual void start_partition_clock() = 0;
+
+  // Announces a graceful leave to every live member, waits (at most `linger`) for it to go out, and
+  // stops. Afterwards send() and receive() throw TransportError. Does nothing when already stopped.
+  virtual void leave(std::chrono::milliseconds linger = std::chrono::milliseconds(1000)) = 0;
+
+  // Every member this site has a record of, this site included.
+  virtual std::vector<MemberStatus> members() const = 0;
+  // Live members' names, sorted, including this site.
+  virtual std::vector<std::string> alive_members() const = 0;
+  // The newest view this site knows (possibly not yet in force).
+  virtual View latest_view() const = 0;
+  // Incoming messages refused, by cause.
+  virtual const RejectionCounters& rejections() const = 0;
+  virtual TransportStats stats() const = 0;
+};
+
+}  // namespace meridian::peer

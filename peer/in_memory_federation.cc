@@ -1,0 +1,249 @@
+#include "peer/in_memory_federation.h"
+
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "peer/roster.h"
+#include "peer/wire_codec.h"
+
+namespace meridian::peer {
+
+namespace {
+
+std::uint64_t wall_clock_ms() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+std::uint64_t message_bytes(const Message& m) { return m.body.size() + m.payload.size() * sizeof(float); }
+
+}  // namespace
+
+InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network, InMemoryFederationOptions options)
+    : net_(std::move(network)), options_(std::move(options)), endpoint_("inmem://" + options_.name) {
+  // The same checks and messages as ZmqTransport's, so that a site configuration behaves alike on both.
+  if (!is_valid_site_name(options_.name))
+    throw std::invalid_argument("site name '" + options_.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
+  if (options_.heartbeat_interval.count() <= 0 || options_.heartbeat_timeout <= options_.heartbeat_interval)
+    throw std::invalid_argument("heartbeat timeout (" + std::to_string(options_.heartbeat_timeout.count()) +
+                                " ms) must exceed the heartbeat interval (" +
+                                std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
+  for (const auto& b : options_.bootstrap)
+    if (b != options_.name) bootstraps_.push_back(b);
+  driver_.emplace(MembershipConfig{options_.name, endpoint_, options_.region,
+                                   options_.incarnation ? options_.incarnation : wall_clock_ms(),
+                                   options_.heartbeat_timeout, options_.view_lead_rounds, is_valid_site_name},
+                  MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout},
+                  static_cast<MembershipPort&>(*this), Clock::now());
+  net_->attach(options_.name);
+  thread_ = std::thread([this] { run(); });
+}
+
+InMemoryFederation::~InMemoryFederation() {
+  stop_thread();
+  std::lock_guard lock(mu_);
+  if (!stopped_) net_->detach(options_.name);
+}
+
+void InMemoryFederation::stop_thread() {
+  if (!thread_.joinable()) return;
+  stop_thread_ = true;
+  net_->interrupt();
+  thread_.join();
+}
+
+void InMemoryFederation::run() {
+  while (!stop_thread_) {
+    Clock::time_point due;
+    {
+      std::lock_guard lock(mu_);
+      driver_->on_timer(Clock::now());
+      due = driver_->next_due();
+    }
+    auto msg = net_->take_until(options_.name, due, stop_thread_);
+    if (!msg) continue;
+    std::lock_guard lock(mu_);
+    handle(std::move(*msg), Clock::now());
+  }
+}
+
+void InMemoryFederation::handle(Message msg, Clock::time_point now) {
+  // The network set msg.from to the true sender, as an authenticated connection names it on TCP.
+  const std::string from = msg.from;
+  auto refuse = [&](const Rejection& r) { rejections_.record(r.cause, from, r.detail); };
+  std::optional<Rejection> refused;
+  switch (msg.kind) {
+    case MessageKind::kHello: {
+      auto hello = decode_hello(msg.body);
+      if (!hello || !is_valid_site_name(hello->name)) {
+        refuse({RejectCause::kMalformed, "hello body is not a well-formed Hello"});
+        return;
+      }
+      if (hello->name != from) {
+        refuse({RejectCause::kUnknownSender, "hello claims the name '" + hello->name + "'"});
+        return;
+      }
+      driver_->on_hello(*hello, now);
+      break;
+    }
+    case MessageKind::kMembers:
+    case MessageKind::kHeartbeat:
+    case MessageKind::kLeave:
+      refused = driver_->on_message(from, msg.kind, msg.body, now);
+      break;
+    case MessageKind::kControl:
+    case MessageKind::kPushSum:
+    case MessageKind::kReduceChunk:
+    case MessageKind::kGroupChunk:
+    case MessageKind::kCompressedShare:
+      refused = driver_->admit(from, msg.kind, now);
+      break;
+  }
+  if (refused) {
+    refuse(*refused);
+    return;
+  }
+  ++stats_.messages_received;
+  stats_.bytes_received += message_bytes(msg);
+  traffic_[from].in += message_bytes(msg);
+  if (msg.kind == MessageKind::kControl || is_mixer_kind(msg.kind)) deliver_locally(std::move(msg));
+}
+
+void InMemoryFederation::deliver_locally(Message msg) {
+  (msg.kind == MessageKind::kControl ? control_inbox_ : inbox_).push_back(std::move(msg));
+  arrived_.notify_all();
+}
+
+void InMemoryFederation::post(const std::string& to, Message msg) {
+  const auto bytes = message_bytes(msg);
+  ++stats_.messages_sent;
+  stats_.bytes_sent += bytes;
+  traffic_[to].out += bytes;
+  contacted_.insert(to);
+  net_->deliver(options_.name, to, std::move(msg));
+}
+
+void InMemoryFederation::send_membership(const std::string& to, MessageKind kind, std::string body, Clock::time_point) {
+  // Like a ZeroMQ link: only to a site with a record, never to itself.
+  if (to == options_.name || !driver_->membership().find(to)) return;
+  Message m;
+  m.kind = kind;
+  m.body = std::move(body);
+  post(to, std::move(m));
+}
+
+void InMemoryFederation::adopt_bootstraps() {
+  std::erase_if(bootstraps_, [&](const std::string& b) { return driver_->membership().is_alive(b); });
+}
+
+void InMemoryFederation::greet_bootstraps(const std::string& hello, Clock::time_point) {
+  for (const auto& b : bootstraps_) {
+    Message m;
+    m.kind = MessageKind::kHello;
+    m.body = hello;
+    post(b, std::move(m));
+  }
+}
+
+void InMemoryFederation::throw_if_stopped() const {
+  if (stopped_) throw TransportError("transport of '" + options_.name + "' is closed");
+}
+
+void InMemoryFederation::note_round(std::uint64_t round, bool own) {
+  std::lock_guard lock(mu_);
+  throw_if_stopped();
+  driver_->note_round(round, own);
+}
+
+void InMemoryFederation::send(const std::string& to, Message msg) {
+  std::lock_guard lock(mu_);
+  throw_if_stopped();
+  if (is_mixer_kind(msg.kind)) driver_->note_round(msg.round, true);
+  msg.from = options_.name;
+  if (to == options_.name) {
+    deliver_locally(std::move(msg));
+    return;
+  }
+  if (!driver_->membership().is_alive(to)) {
+    ++stats_.dropped_unreachable;
+    return;
+  }
+  post(to, std::move(msg));
+}
+
+std::optional<Message> InMemoryFederation::take(std::deque<Message>& box, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  arrived_.wait_for(lock, timeout, [&] { return !box.empty() || stopped_; });
+  if (box.empty()) {
+    throw_if_stopped();
+    return std::nullopt;
+  }
+  Message m = std::move(box.front());
+  box.pop_front();
+  return m;
+}
+
+std::optional<Message> InMemoryFederation::receive(std::chrono::milliseconds timeout) { return take(inbox_, timeout); }
+
+std::optional<Message> InMemoryFederation::receive_control(std::chrono::milliseconds timeout) {
+  return take(control_inbox_, timeout);
+}
+
+View InMemoryFederation::view_for(std::uint64_t round) const {
+  std::lock_guard lock(mu_);
+  const auto& views = driver_->membership().views();
+  const View* best = &views.front();
+  for (const auto& v : views)
+    if (v.effective_round <= round) best = &v;
+  return *best;
+}
+
+View InMemoryFederation::latest_view() const {
+  std::lock_guard lock(mu_);
+  return driver_->membership().latest_view();
+}
+
+void InMemoryFederation::set_round(std::uint64_t round) { note_round(round, true); }
+
+void InMemoryFederation::resume_round(std::uint64_t round) { note_round(round, false); }
+
+void InMemoryFederation::leave(std::chrono::milliseconds) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    driver_->leave(Clock::now());
+    stopped_ = true;
+    spdlog::info("'{}' left the federation", options_.name);
+  }
+  arrived_.notify_all();
+  stop_thread();
+  net_->detach(options_.name);
+}
+
+std::vector<MemberStatus> InMemoryFederation::members() const {
+  std::lock_guard lock(mu_);
+  std::vector<MemberStatus> out;
+  for (const auto& r : driver_->membership().records()) {
+    MemberStatus m{r, contacted_.contains(r.name), driver_->rtt(r.name), 0, 0};
+    if (auto it = traffic_.find(r.name); it != traffic_.end()) {
+      m.bytes_out = it->second.out;
+      m.bytes_in = it->second.in;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<std::string> InMemoryFederation::alive_members() const {
+  std::lock_guard lock(mu_);
+  return driver_->membership().alive_names();
+}
+
+TransportStats InMemoryFederation::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace meridian::peer

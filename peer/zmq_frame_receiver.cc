@@ -1,0 +1,131 @@
+// Receiving in the ZeroMQ transport: read one message's frames from the ROUTER, name its sender (the
+// roster entry of its CURVE key, or in insecure mode the hello of its connection), decode and
+// validate the header, count it, and hand it on: membership kinds to the membership driver, control
+// messages to the control inbox, mixer messages to reassembly and the sink (zmq_sink_forward.cc).
+// Every refused message is counted by cause and never reaches the caller.
+#include "peer/zmq_io_loop.h"
+
+namespace meridian::peer {
+
+namespace {
+
+std::string hex_id(const zmq::message_t& m) {
+  static const char* digits = "0123456789abcdef";
+  std::string out = "connection ";
+  const auto* p = static_cast<const unsigned char*>(m.data());
+  for (std::size_t i = 0; i < m.size() && i < 8; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+void ZmqTransport::IoLoop::reject(RejectCause cause, const std::string& peer, const std::string& detail) {
+  t_.rejections_.record(cause, peer, detail);
+}
+
+bool ZmqTransport::IoLoop::receive_one() {
+  try {
+    if (!router_.recv(rid_, zmq::recv_flags::dontwait)) return false;
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return false;  // interrupted by a signal: the loop polls again
+    throw;
+  }
+  const auto now = Clock::now();
+  // Every rejection drops the message and reports that one was consumed.
+  auto drop = [this](RejectCause cause, const std::string& peer, const std::string& detail) {
+    reject(cause, peer, detail);
+    return true;
+  };
+  const char* user_id = nullptr;
+  std::string label;
+  if (!rid_.more()) {
+    reject(RejectCause::kTruncated, hex_id(rid_), "a message without a header frame");
+    return true;
+  }
+  (void)router_.recv(hdr_);
+  std::optional<std::size_t> payload_bytes;
+  bool extra = false;
+  if (hdr_.more()) {
+    (void)router_.recv(pay_);
+    payload_bytes = pay_.size();
+    bool more = pay_.more();
+    while (more) {
+      (void)router_.recv(extra_);
+      more = extra_.more();
+      extra = true;
+    }
+  }
+  if (secure()) {
+    user_id = zmq_msg_gets(hdr_.handle(), "User-Id");
+    label = user_id ? user_id : hex_id(rid_);
+  } else {
+    auto it = connection_names_.find(rid_.to_string());
+    label = it != connection_names_.end() ? it->second : hex_id(rid_);
+  }
+  if (extra) return drop(RejectCause::kMalformed, label, "more than two frames after the routing id");
+
+  auto decoded = decode_header({static_cast<const std::byte*>(hdr_.data()), hdr_.size()}, payload_bytes, opt_.limits);
+  if (auto* r = std::get_if<Rejection>(&decoded)) return drop(r->cause, label, r->detail);
+  const WireHeader& h = std::get<WireHeader>(decoded);
+
+  // Who sent it: the roster entry of the key (secure) or the hello of this connection (insecure).
+  std::string name;
+  std::optional<HelloInfo> hello;
+  if (h.kind == MessageKind::kHello) {
+    hello = decode_hello(h.body);
+    if (!hello || !is_valid_site_name(hello->name))
+      return drop(RejectCause::kMalformed, label, "hello body is not a well-formed Hello");
+  }
+  if (secure()) {
+    if (!user_id) return drop(RejectCause::kUnknownSender, label, "connection has no authenticated key");
+    name = user_id;
+    if (hello && hello->name != name)
+      return drop(RejectCause::kUnknownSender, label, "hello claims the name '" + hello->name + "'");
+  } else if (hello) {
+    name = hello->name;
+    connection_names_[rid_.to_string()] = name;
+  } else {
+    auto it = connection_names_.find(rid_.to_string());
+    if (it == connection_names_.end())
+      return drop(RejectCause::kUnknownSender, label, "message before any hello on this connection");
+    name = it->second;
+  }
+  if (name == opt_.name) return drop(RejectCause::kUnknownSender, label, "a peer uses this site's own name");
+
+  if (auto r = validator_.check(name, h)) return drop(r->cause, name, r->detail);
+
+  stats_.bytes_received += hdr_.size() + (payload_bytes ? *payload_bytes : 0);
+  traffic_[name].in += hdr_.size() + (payload_bytes ? *payload_bytes : 0);
+  dirty_ = true;
+  switch (h.kind) {
+    case MessageKind::kHello:
+      driver_->on_hello(*hello, now);
+      break;
+    case MessageKind::kMembers:
+    case MessageKind::kHeartbeat:
+    case MessageKind::kLeave:
+      if (auto r = driver_->on_message(name, h.kind, h.body, now)) return drop(r->cause, name, r->detail);
+      break;
+    case MessageKind::kControl: {
+      if (auto r = driver_->admit(name, h.kind, now)) return drop(r->cause, name, r->detail);
+      Message m = h.to_message();
+      m.from = name;
+      deliver(std::move(m));
+      break;
+    }
+    case MessageKind::kPushSum:
+    case MessageKind::kReduceChunk:
+    case MessageKind::kGroupChunk:
+    case MessageKind::kCompressedShare:
+      if (auto r = driver_->admit(name, h.kind, now)) return drop(r->cause, name, r->detail);
+      receive_mixer(name, h, payload_bytes ? *payload_bytes : 0);
+      return true;
+  }
+  ++stats_.messages_received;
+  return true;
+}
+
+}  // namespace meridian::peer

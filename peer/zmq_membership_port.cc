@@ -1,0 +1,57 @@
+// What the membership driver's decisions (peer/membership_driver.h) do to the ZeroMQ transport:
+// membership messages go out on per-peer links, a member that restarted, moved, died or left loses
+// its connection and per-peer state, and a bootstrap connection becomes a member's link once the
+// bootstrap site is known by name.
+#include "peer/zmq_io_loop.h"
+
+namespace meridian::peer {
+
+void ZmqTransport::IoLoop::send_membership(const std::string& to, MessageKind kind, std::string body,
+                                           Clock::time_point now) {
+  if (Link* link = ensure_link(to)) enqueue_membership(*link, to, kind, std::move(body), now);
+}
+
+void ZmqTransport::IoLoop::member_restarted(const std::string& name) { close_link(name); }
+
+void ZmqTransport::IoLoop::member_joined(const std::string& name) {
+  const auto* record = membership().find(name);
+  if (auto it = links_.find(name); it != links_.end() && record && it->second.address != record->address)
+    close_link(name);  // a new incarnation heard of through gossip, listening at a new address
+  // A site that left and came back starts afresh (its partial message and replay records were kept
+  // across its leave for the messages still on their way, see MembershipDriver::admit).
+  reassembler_.forget(name);
+  validator_.forget(name);
+}
+
+void ZmqTransport::IoLoop::member_gone(const std::string& name, bool died) {
+  close_link(name);
+  emulator_.forget(name);
+  if (died) {
+    reassembler_.forget(name);
+    validator_.forget(name);
+  }
+}
+
+void ZmqTransport::IoLoop::adopt_bootstraps() {
+  for (auto it = bootstraps_.begin(); it != bootstraps_.end();) {
+    std::string found;
+    for (const auto& r : membership().alive_others())
+      if ((!it->name.empty() && r.name == it->name) || (it->name.empty() && r.address == it->link.address)) found = r.name;
+    if (found.empty()) {
+      ++it;
+      continue;
+    }
+    // Keep the bootstrap connection as this member's link when it has none: one connection per peer.
+    if (!links_.contains(found)) links_.emplace(found, std::move(it->link));
+    it = bootstraps_.erase(it);
+    dirty_ = true;
+  }
+}
+
+void ZmqTransport::IoLoop::greet_bootstraps(const std::string& hello, Clock::time_point now) {
+  for (auto& b : bootstraps_) enqueue_membership(b.link, b.name, MessageKind::kHello, hello, now);
+}
+
+void ZmqTransport::IoLoop::membership_changed() { dirty_ = true; }
+
+}  // namespace meridian::peer

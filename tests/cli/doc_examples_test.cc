@@ -1,0 +1,204 @@
+// The `meridian ...` commands that docs/ shows, read from the Markdown and parsed by the real command
+// line with Invocation::kCheck (cli/commands.h): each command reads and checks its options as it would
+// before running, so an example with an option, a value or a combination the CLI refuses fails here.
+//
+// What counts as an example: a line of a fenced code block, or an inline code span, that starts with
+// `meridian ` (or a path ending in /meridian), with backslash continuations joined and a leading "$ "
+// prompt dropped. Shell comments and redirections end it. Left out, because they are templates rather
+// than commands: anything with a placeholder (an all-capitals word such as FILE or X, or one of
+// [ ] < > | … ... $ *). A bare `meridian COMMAND` names the command in prose; only its existence is
+// checked. Stand-ins for what an example refers to on the reader's machine: the file after --config is
+// a site configuration naming the site, the one after --checkpoint an existing file, and a `start`
+// fragment without --name or --config gets --name example.
+#include <catch2/catch.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "tests/daemon/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using meridian::cli::Invocation;
+
+struct Example {
+  std::string where;  // docs/x.md:LINE
+  std::string text;
+};
+
+// Splits a shell command line into words (single and double quotes group; no expansion), stopping at
+// a comment or a redirection, pipe, background or list operator.
+std::vector<std::string> shell_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      else word += c;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    if (!in_word && (c == '#' || c == '&' || c == ';' || c == '>' || (c == '2' && i + 1 < line.size() && line[i + 1] == '>')))
+      break;
+    if (!in_word && c == '|' && (i + 1 >= line.size() || std::isspace(static_cast<unsigned char>(line[i + 1])))) break;
+    word += c;
+    in_word = true;
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+bool is_placeholder(const std::string& word) {
+  if (word.find_first_of("[]<>|$*") != std::string::npos) return true;
+  if (word.find("...") != std::string::npos || word.find("\xE2\x80\xA6") != std::string::npos) return true;  // …
+  const bool has_upper = std::any_of(word.begin(), word.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  const bool has_lower = std::any_of(word.begin(), word.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+  return has_upper && !has_lower;
+}
+
+std::vector<Example> doc_examples() {
+  static const std::regex command(R"(^(\S*/)?meridian\s.*)");
+  static const std::regex inline_span(R"(`((\S*/)?meridian [^`]*)`)");
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(fs::path(MERIDIAN_SOURCE_DIR) / "docs"))
+    if (entry.path().extension() == ".md") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::vector<Example> out;
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    std::string line, pending;
+    bool fenced = false;
+    int number = 0, pending_line = 0;
+    const std::string name = "docs/" + file.filename().string();
+    while (std::getline(in, line)) {
+      ++number;
+      const auto first = line.find_first_not_of(" \t");
+      const std::string trimmed = first == std::string::npos ? "" : line.substr(first);
+      if (trimmed.starts_with("```")) {
+        fenced = !fenced;
+        pending.clear();
+        continue;
+      }
+      if (fenced) {
+        if (pending.empty()) pending_line = number;
+        pending += trimmed;
+        if (!pending.empty() && pending.back() == '\\') {
+          pending.back() = ' ';
+          continue;
+        }
+        std::string text = pending.starts_with("$ ") ? pending.substr(2) : pending;
+        pending.clear();
+        if (std::regex_match(text, command)) out.push_back({name + ":" + std::to_string(pending_line), text});
+        continue;
+      }
+      for (std::sregex_iterator it(line.begin(), line.end(), inline_span), end; it != end; ++it)
+        out.push_back({name + ":" + std::to_string(number), (*it)[1].str()});
+    }
+  }
+  return out;
+}
+
+// Parses `words` (without the program name) as `meridian` does, checking instead of running. Throws what
+// the parse or the check throws.
+void check_command_line(std::vector<std::string> words) {
+  CLI::App app{"meridian"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "meridian");
+  int exit_code = 0;
+  meridian::cli::register_commands(app, exit_code, Invocation::kCheck);
+  std::reverse(words.begin(), words.end());  // CLI11 takes a vector in reverse order
+  try {
+    app.parse(words);
+  } catch (const CLI::Success&) {
+    // --version, --help: nothing to check.
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the meridian commands shown in docs/ parse and pass the configuration checks", "[cli][docs]") {
+  meridian::testing::TempDir tmp;
+  const fs::path site_file = tmp.path() / "site.toml";
+  std::ofstream(site_file) << "name = \"example\"\n";
+  const fs::path some_file = tmp.path() / "file";
+  std::ofstream(some_file) << "";
+
+  std::size_t checked = 0, mentions = 0, templates = 0;
+  for (const auto& example : doc_examples()) {
+    auto words = shell_words(example.text);
+    REQUIRE_FALSE(words.empty());
+    words.erase(words.begin());  // the program
+    if (std::any_of(words.begin(), words.end(), is_placeholder)) {
+      ++templates;
+      continue;
+    }
+    INFO(example.where << ": " << example.text);
+    if (words.size() == 1 && !words[0].starts_with("-")) {
+      CLI::App app;
+      int exit_code = 0;
+      meridian::cli::register_commands(app, exit_code, Invocation::kCheck);
+      CHECK_NOTHROW(app.get_subcommand(words[0]));
+      ++mentions;
+      continue;
+    }
+    bool named = false;
+    for (std::size_t i = 0; i + 1 < words.size(); ++i) {
+      if (words[i] == "--config") words[i + 1] = site_file.string();
+      if (words[i] == "--checkpoint") words[i + 1] = some_file.string();
+      if (words[i] == "--config" || words[i] == "--name") named = true;
+    }
+    if (!words.empty() && words[0] == "start" && !named) words.insert(words.end(), {"--name", "example"});
+    CHECK_NOTHROW(check_command_line(words));
+    ++checked;
+  }
+  INFO(checked << " checked, " << mentions << " mentions, " << templates << " templates");
+  // docs/ holds dozens of complete commands (simulate.md, results.md, operations.md, deploy.md); finding
+  // few means the extraction broke, not that the docs are right.
+  CHECK(checked >= 25);
+  CHECK(mentions >= 10);
+}
+
+TEST_CASE("the check path refuses what the configuration refuses, naming the option", "[cli][docs]") {
+  const auto error_of = [](std::vector<std::string> words) {
+    try {
+      check_command_line(std::move(words));
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error_of({"simulate", "--algo", "sgp", "--tau", "0"}), Catch::Contains("--tau"));
+  CHECK_THAT(error_of({"simulate", "--algo", "sgp", "--delay", "2"}), Catch::Contains("--delay: sgp overlaps"));
+  CHECK_THAT(error_of({"start", "--name", "a", "--algo", "dts", "--optimizer", "adam"}),
+             Catch::Contains("dts is its own optimizer"));
+  CHECK_THAT(error_of({"init", "--name", "a", "--grid", "2by2"}), Catch::Contains("--grid"));
+  CHECK_THAT(error_of({"start", "--no-such-flag"}), Catch::Contains("no-such-flag"));
+  CHECK(error_of({"simulate", "--sites", "4", "--algo", "dsync:grid=2x2", "--insecure"}).empty());
+  CHECK(shell_words("meridian start --config a.toml   # comment") == std::vector<std::string>{"meridian", "start", "--config", "a.toml"});
+  CHECK(shell_words("meridian simulate --json > out.json") == std::vector<std::string>{"meridian", "simulate", "--json"});
+  CHECK(is_placeholder("FILE"));
+  CHECK(is_placeholder("mlp|cnn"));
+  CHECK_FALSE(is_placeholder("--algo"));
+}
