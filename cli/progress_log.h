@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/run_trail.h"
+#include "error/error.h"
 
 namespace meridian::cli {
 
@@ -23,9 +24,9 @@ namespace meridian::cli {
 using ProgressRecord = daemon::ProgressRecord;
 
 // A line or file that does not follow the format; what() names the source and the problem.
-class ProgressLogError : public std::runtime_error {
+class ProgressLogError : public error::PeerError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::PeerError::PeerError;
 };
 
 // Parses one line. `source` (e.g. "DIR/progress.jsonl line 3") prefixes errors.

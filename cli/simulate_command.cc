@@ -160,7 +160,7 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       "Every other option is passed to the sites as the `meridian start` option of the same name.\n\n"
       "Examples:\n"
       "  meridian simulate --sites 4 --algo allreduce,sgp --wan world4 --epochs 1\n"
-      "  meridian simulate --sites 8 --algo dts,sgp --wan latency=100ms,bandwidth=50mbit --delay 2 --period 16\n"
+      "  meridian simulate --sites 8 --algo dts,dsync --wan latency=100ms,bandwidth=50mbit --delay 2 --period 16\n"
       "  meridian simulate --sites 4 --algo allreduce,dts:delay=4:period=32:exchange=direct,sgp:tau=4 --wan world4\n"
       "  meridian simulate --sites 4 --algo sgp,dsync --partition dirichlet:0.5 --json > result.json");
   auto options = std::make_shared<SimulationOptions>();

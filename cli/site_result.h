@@ -12,15 +12,16 @@
 #include <string>
 
 #include "daemon/run_trail.h"
+#include "error/error.h"
 
 namespace meridian::cli {
 
 // The result the daemon writes (daemon/run_trail.h): one type for the writer and this reader.
 using SiteResult = daemon::RunResult;
 
-class SiteResultError : public std::runtime_error {
+class SiteResultError : public error::PeerError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::PeerError::PeerError;
 };
 
 // Reads and checks one result.json. Throws SiteResultError naming the file and the problem (missing,

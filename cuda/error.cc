@@ -17,7 +17,7 @@ std::string describe(const char* file, int line, const char* call, const char* n
 }  // namespace
 
 Error::Error(Library library, int code, std::string code_name, const std::string& what)
-    : std::runtime_error(what), library_(library), code_(code), code_name_(std::move(code_name)) {}
+    : error::InternalError(Located{}, what), library_(library), code_(code), code_name_(std::move(code_name)) {}
 
 void throw_runtime_error(cudaError_t status, const char* call, const char* file, int line) {
   const char* name = cudaGetErrorName(status);

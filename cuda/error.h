@@ -19,12 +19,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace meridian::cuda {
 
 // The library whose call failed.
 enum class Library { kRuntime, kCublas, kCudnn };
 
-class Error : public std::runtime_error {
+// The internal tier of Meridian's errors (error/error.h): the platform under the code failed.
+class Error : public error::InternalError {
  public:
   // `code` is the library's status value, `code_name` its symbolic name (cudaErrorNoDevice, ...).
   Error(Library library, int code, std::string code_name, const std::string& what);

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
+
 namespace meridian::daemon {
 
 inline constexpr std::uint32_t kCheckpointVersion = 1;
@@ -74,9 +76,9 @@ struct Checkpoint {
 };
 
 // A file that is not a valid checkpoint; what() names the file and says what is wrong with it.
-class CheckpointError : public std::runtime_error {
+class CheckpointError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 // Writes `data` to `path` atomically: a temporary file in the same directory is written, fsynced and

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/checkpoint.h"
+#include "error/error.h"
 #include "models/data/dataset.h"
 #include "models/model.h"
 
@@ -22,9 +23,9 @@ namespace meridian::daemon {
 
 // A checkpoint that cannot be turned into a model for `data` (unknown architecture, a dataset of another
 // shape, several checkpoints of different models); what() names the file and the problem.
-class CheckpointModelError : public std::runtime_error {
+class CheckpointModelError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 // The model of `checkpoint` (its de-biased parameters), for inputs shaped like `data`. Throws

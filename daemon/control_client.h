@@ -11,14 +11,15 @@
 #include <vector>
 
 #include "daemon/control_protocol.h"
+#include "error/error.h"
 
 namespace meridian::daemon {
 
 // No daemon answers at the socket path; what() says why (no file, stale file, no reply) and how to
 // start or find one.
-class NoDaemonError : public std::runtime_error {
+class NoDaemonError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 class ControlClient {

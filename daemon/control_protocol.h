@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "error/error.h"
+
 namespace meridian::daemon {
 
 inline constexpr int kControlProtocolVersion = 1;
@@ -62,9 +64,9 @@ struct LeaveReport {
 };
 
 // A malformed request or reply; what() says what is wrong.
-class ControlProtocolError : public std::runtime_error {
+class ControlProtocolError : public error::PeerError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::PeerError::PeerError;
 };
 
 std::string encode_request(ControlCommand command);

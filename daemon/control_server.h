@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "daemon/control_protocol.h"
+#include "error/error.h"
 
 namespace meridian::daemon {
 
@@ -29,9 +30,9 @@ class ControlHandler {
   virtual LeaveReport leave() = 0;
 };
 
-class ControlServerError : public std::runtime_error {
+class ControlServerError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 class ControlServer {

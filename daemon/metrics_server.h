@@ -10,12 +10,13 @@
 #include <string>
 
 #include "daemon/metrics_registry.h"
+#include "error/error.h"
 
 namespace meridian::daemon {
 
-class MetricsServerError : public std::runtime_error {
+class MetricsServerError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 class MetricsServer {

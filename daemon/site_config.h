@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "error/error.h"
 #include "gossip/algorithm.h"
 #include "gossip/dts.h"
 #include "gossip/group_grid.h"
@@ -75,7 +76,7 @@ struct SiteConfig {
   int eval_every = 0;                     // steps between test evaluations; 0 = once per epoch
 
   // Algorithm
-  std::string algo = "sgp";               // allreduce | dts | sgp | dsync | local
+  std::string algo = "sgp";               // an algorithm's name (daemon/algorithms/registry.h)
   int delay = 0;                          // D: steps a mixed result may arrive late (dts, dsync)
   int period = 1;                         // P: dts averages every P steps
   int out_peers = 1;                      // K: sgp out-peers per step
@@ -120,9 +121,9 @@ struct SiteConfig {
 
 // Invalid configuration; what() lists every problem, one per line, each naming the option and giving a
 // hint.
-class SiteConfigError : public std::runtime_error {
+class SiteConfigError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 // Adds every SiteConfig field to `app` as a flag bound to `config`, plus --config FILE. Call
@@ -157,7 +158,8 @@ void validate_site_config(const SiteConfig& config);
 // A commented TOML file that bind_site_options + apply_site_config_file read back to `config`.
 std::string render_site_config(const SiteConfig& config);
 
-// Parsed forms of the small option grammars this file owns, for the daemon and for validation.
+// Parsed forms of the small option grammars the daemon owns (daemon/site_settings.cc parses them and
+// the whole configuration; daemon/site_config.cc binds, reads and writes the options as given).
 // (--partition is models/data/partition.h's parse_partition_spec, --wan peer/wan_model.h's
 // parse_wan_spec.)
 struct ScheduleSpec {
@@ -178,7 +180,6 @@ std::chrono::milliseconds heartbeat_milliseconds(double seconds);
 // --wan-partition-origin as a Unix time in seconds (finite, positive); nullopt for "start", "training"
 // or anything that is not such a number.
 std::optional<double> partition_origin_unix_seconds(const std::string& text);
-
 
 // --exchange: how dts' window averages travel.
 enum class Exchange { kRing, kDirect };

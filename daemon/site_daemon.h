@@ -3,7 +3,8 @@
 //
 // Threads:
 //   - the trainer thread: batches, forward/backward, the algorithm's trainer side
-//     (daemon/trainer_algorithm.h, made by the algorithm in daemon/algorithms/), evaluations, checkpoints, the progress line and the run trail;
+//     (daemon/trainer_algorithm.h, made by the algorithm in daemon/algorithms/), evaluations,
+//     checkpoints, the progress line and the run trail;
 //   - the communication thread (the thread that calls run()): owns the mixers (gossip::MixServer over
 //     one gossip::Inbox). The ZeroMQ transport's own I/O thread (peer/zmq_transport.h) owns the
 //     network sockets; the mixers reach it through its thread-safe interface;
@@ -28,6 +29,8 @@
 // Stopping: on the first SIGINT/SIGTERM or `meridian leave` the trainer finishes the step in flight,
 // applies or abandons outstanding mixes, writes a checkpoint, the site announces its leave, and run()
 // returns 0. A normal end also writes result.json (daemon/run_trail.h).
+//
+// The implementation is split by concept (daemon/site_daemon_impl.h lists the files).
 #pragma once
 
 #include <memory>

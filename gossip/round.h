@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::gossip {
 
 using Clock = std::chrono::steady_clock;
@@ -31,9 +33,9 @@ enum class RoundStatus {
 
 // Thrown to the trainer when a mix cannot complete at all: this site was dropped from the view, or no
 // new view came to redo an abandoned round in. The trainer should stop or rejoin.
-class MixError : public std::runtime_error {
+class MixError : public error::PeerError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::PeerError::PeerError;
 };
 
 }  // namespace meridian::gossip

@@ -13,12 +13,14 @@
 #include <string>
 #include <string_view>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 // A malformed --device value, or a request for a CUDA device that is not there.
-class DeviceError : public std::runtime_error {
+class DeviceError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 enum class DeviceKind { kCpu, kCuda };

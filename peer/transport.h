@@ -15,15 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "peer/message.h"
 #include "peer/payload_sink.h"
 #include "peer/view.h"
 
 namespace meridian::peer {
 
-class TransportError : public std::runtime_error {
+class TransportError : public error::PeerError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::PeerError::PeerError;
 };
 
 // What receive_into() returns: the message, and whether its payload went into the sink (then

@@ -10,7 +10,7 @@
 //   - what it puts on the wire (wire_limits: the tensor lengths a receiver accepts) and the buffers a
 //     site warms for it (buffer_sizes);
 //   - its checkpoint sections: the trainer's checkpoint_*() and restore() say which it writes and reads.
-// daemon/algorithms/registry.h lists the algorithms, one line each; docs/algorithms.md ("Adding an
+// daemon/algorithms/registry.cc lists the algorithms, one line each; docs/algorithms.md ("Adding an
 // algorithm") says what a new one implements.
 //
 // Thread-safety: an Algorithm is an immutable description, shared by every thread and every site of

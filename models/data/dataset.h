@@ -9,14 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "models/data/standardization.h"
 
 namespace meridian::models::data {
 
 // Thrown by readers and partitioners for bad input; what() names the file and the problem.
-class DataError : public std::runtime_error {
+class DataError : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 struct Dataset {

@@ -9,7 +9,8 @@
 // [ ] < > | … ... $ *). A bare `meridian COMMAND` names the command in prose; only its existence is
 // checked. Stand-ins for what an example refers to on the reader's machine: the file after --config is
 // a site configuration naming the site, the one after --checkpoint an existing file, and a `start`
-// fragment without --name or --config gets --name example.
+// fragment without --name or --config gets --name example. The example lines of each command's --help
+// footer are checked the same way.
 #include <catch2/catch.hpp>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -136,23 +138,25 @@ void check_command_line(std::vector<std::string> words) {
   }
 }
 
-}  // namespace
-
-TEST_CASE("the meridian commands shown in docs/ parse and pass the configuration checks", "[cli][docs]") {
+// Stand-ins for the files examples name, and what the examples were.
+struct Checker {
   meridian::testing::TempDir tmp;
-  const fs::path site_file = tmp.path() / "site.toml";
-  std::ofstream(site_file) << "name = \"example\"\n";
-  const fs::path some_file = tmp.path() / "file";
-  std::ofstream(some_file) << "";
-
+  fs::path site_file = tmp.path() / "site.toml";
+  fs::path some_file = tmp.path() / "file";
   std::size_t checked = 0, mentions = 0, templates = 0;
-  for (const auto& example : doc_examples()) {
+
+  Checker() {
+    std::ofstream(site_file) << "name = \"example\"\n";
+    std::ofstream(some_file) << "";
+  }
+
+  void check(const Example& example) {
     auto words = shell_words(example.text);
     REQUIRE_FALSE(words.empty());
     words.erase(words.begin());  // the program
     if (std::any_of(words.begin(), words.end(), is_placeholder)) {
       ++templates;
-      continue;
+      return;
     }
     INFO(example.where << ": " << example.text);
     if (words.size() == 1 && !words[0].starts_with("-")) {
@@ -161,7 +165,7 @@ TEST_CASE("the meridian commands shown in docs/ parse and pass the configuration
       meridian::cli::register_commands(app, exit_code, Invocation::kCheck);
       CHECK_NOTHROW(app.get_subcommand(words[0]));
       ++mentions;
-      continue;
+      return;
     }
     bool named = false;
     for (std::size_t i = 0; i + 1 < words.size(); ++i) {
@@ -169,15 +173,53 @@ TEST_CASE("the meridian commands shown in docs/ parse and pass the configuration
       if (words[i] == "--checkpoint") words[i + 1] = some_file.string();
       if (words[i] == "--config" || words[i] == "--name") named = true;
     }
-    if (!words.empty() && words[0] == "start" && !named) words.insert(words.end(), {"--name", "example"});
+    if (words[0] == "start" && !named) words.insert(words.end(), {"--name", "example"});
     CHECK_NOTHROW(check_command_line(words));
     ++checked;
   }
-  INFO(checked << " checked, " << mentions << " mentions, " << templates << " templates");
+};
+
+// The example lines of every command's --help footer ("  meridian ..."), continuations joined.
+std::vector<Example> help_examples() {
+  CLI::App app;
+  int exit_code = 0;
+  meridian::cli::register_commands(app, exit_code, Invocation::kCheck);
+  std::vector<Example> out;
+  for (const auto* command : app.get_subcommands({})) {
+    std::istringstream footer(command->get_footer());
+    std::string line, pending;
+    while (std::getline(footer, line)) {
+      const auto first = line.find_first_not_of(' ');
+      if (first == std::string::npos) continue;
+      pending += line.substr(first);
+      if (pending.back() == '\\') {
+        pending.back() = ' ';
+        continue;
+      }
+      if (pending.starts_with("meridian ")) out.push_back({"meridian " + command->get_name() + " --help", pending});
+      pending.clear();
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the meridian commands shown in docs/ parse and pass the configuration checks", "[cli][docs]") {
+  Checker checker;
+  for (const auto& example : doc_examples()) checker.check(example);
+  INFO(checker.checked << " checked, " << checker.mentions << " mentions, " << checker.templates << " templates");
   // docs/ holds dozens of complete commands (simulate.md, results.md, operations.md, deploy.md); finding
   // few means the extraction broke, not that the docs are right.
-  CHECK(checked >= 25);
-  CHECK(mentions >= 10);
+  CHECK(checker.checked >= 25);
+  CHECK(checker.mentions >= 10);
+}
+
+TEST_CASE("the examples in every command's --help parse and pass the configuration checks", "[cli][docs]") {
+  Checker checker;
+  for (const auto& example : help_examples()) checker.check(example);
+  INFO(checker.checked << " checked, " << checker.templates << " templates");
+  CHECK(checker.checked >= 15);
 }
 
 TEST_CASE("the check path refuses what the configuration refuses, naming the option", "[cli][docs]") {

@@ -131,7 +131,7 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
   CHECK(json.output.find("\"algo\": \"dts\"") != std::string::npos);
   CHECK(json.output.find("\"results_csv\": \"" + (dir.path() / "results.csv").string()) != std::string::npos);
   CHECK(read_file(dir.path() / "dts" / "site-0" / "site.toml").find("insecure = true") != std::string::npos);
-  // dts without a delay or period: its default shape reaches the sites (daemon::apply_dts_shape_default).
+  // dts without a delay or period: its default shape reaches the sites (daemon::apply_algorithm_defaults).
   CHECK(read_file(dir.path() / "dts" / "site-0" / "site.toml").find("\ndelay = 2\n") != std::string::npos);
   CHECK(read_file(dir.path() / "dts" / "site-0" / "site.toml").find("\nperiod = 16\n") != std::string::npos);
 }

@@ -4,6 +4,20 @@
 
 #include <string>
 
+#include "cli/progress_log.h"
+#include "cli/site_result.h"
+#include "daemon/checkpoint.h"
+#include "daemon/checkpoint_model.h"
+#include "daemon/control_client.h"
+#include "daemon/control_protocol.h"
+#include "daemon/control_server.h"
+#include "daemon/metrics_server.h"
+#include "daemon/site_config.h"
+#include "gossip/round.h"
+#include "models/data/dataset.h"
+#include "models/device.h"
+#include "peer/transport.h"
+
 namespace {
 
 using meridian::error::enforce;
@@ -56,4 +70,22 @@ TEST_CASE("enforce throws an internal error that names the file and line, and on
     CHECK(what.find(": sizes differ") != std::string::npos);
     CHECK(e.tier() == Tier::kInternal);
   }
+}
+
+TEST_CASE("Meridian's exception classes carry the tier docs/design.md gives them", "[error][unit]") {
+  using meridian::error::Tier;
+  const auto tier = [](const Error& e) { return e.tier(); };
+  CHECK(tier(meridian::daemon::SiteConfigError("x")) == Tier::kUser);
+  CHECK(tier(meridian::daemon::CheckpointError("x")) == Tier::kUser);
+  CHECK(tier(meridian::daemon::CheckpointModelError("x")) == Tier::kUser);
+  CHECK(tier(meridian::daemon::NoDaemonError("x")) == Tier::kUser);
+  CHECK(tier(meridian::daemon::ControlServerError("x")) == Tier::kUser);
+  CHECK(tier(meridian::daemon::MetricsServerError("x")) == Tier::kUser);
+  CHECK(tier(meridian::models::DeviceError("x")) == Tier::kUser);
+  CHECK(tier(meridian::models::data::DataError("x")) == Tier::kUser);
+  CHECK(tier(meridian::daemon::ControlProtocolError("x")) == Tier::kPeer);
+  CHECK(tier(meridian::peer::TransportError("x")) == Tier::kPeer);
+  CHECK(tier(meridian::gossip::MixError("x")) == Tier::kPeer);
+  CHECK(tier(meridian::cli::SiteResultError("x")) == Tier::kPeer);
+  CHECK(tier(meridian::cli::ProgressLogError("x")) == Tier::kPeer);
 }
