@@ -8,13 +8,6 @@
 
 namespace meridian::gossip {
 
-std::optional<CompressionSpec> parse_diloco_wire(const std::string& text) {
-  if (text == "fp32") return CompressionSpec{Encoding::kDense, CompressionSpec{}.fraction};
-  if (text == "fp16") return CompressionSpec{Encoding::kFp16, CompressionSpec{}.fraction};
-  if (text == "int8") return CompressionSpec{Encoding::kInt8, CompressionSpec{}.fraction};
-  return std::nullopt;
-}
-
 std::string diloco_wire_name(const CompressionSpec& wire) {
   switch (wire.encoding) {
     case Encoding::kDense: return "fp32";

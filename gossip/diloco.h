@@ -48,7 +48,6 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -71,9 +70,7 @@ struct DilocoConfig {
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
 };
 
-// "fp32" | "fp16" | "int8": the wire precision of the pseudo-gradients. nullopt otherwise.
-std::optional<CompressionSpec> parse_diloco_wire(const std::string& text);
-// The name parse_diloco_wire reads back.
+// The wire precision's name for logs: "fp32" (dense), "fp16", "int8".
 std::string diloco_wire_name(const CompressionSpec& wire);
 
 class Diloco {

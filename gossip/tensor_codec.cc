@@ -13,6 +13,7 @@ namespace meridian::gossip {
 std::optional<CompressionSpec> parse_compression(const std::string& text) {
   if (text == "none" || text.empty()) return CompressionSpec{};
   if (text == "fp16") return CompressionSpec{Encoding::kFp16, CompressionSpec{}.fraction};
+  if (text == "int8") return CompressionSpec{Encoding::kInt8, CompressionSpec{}.fraction};
   if (text == "topk") return CompressionSpec{Encoding::kTopK, CompressionSpec{}.fraction};
   if (text.rfind("topk:", 0) == 0) {
     const std::string number = text.substr(5);

@@ -55,10 +55,9 @@ struct CompressionSpec {
   bool operator==(const CompressionSpec&) const = default;
 };
 
-// "none" | "fp16" | "topk" | "topk:FRACTION" (e.g. topk:0.01). Returns nullopt for anything else.
-// int8 is not offered here: only diloco's pseudo-gradients take it (gossip/diloco.h parses its knob).
+// "none" | "fp16" | "int8" | "topk" | "topk:FRACTION" (e.g. topk:0.01). Returns nullopt for anything else.
 std::optional<CompressionSpec> parse_compression(const std::string& text);
-// The text parse_compression reads back ("none", "fp16", "topk:0.01"), and "int8".
+// The text parse_compression reads back ("none", "fp16", "int8", "topk:0.01").
 std::string to_string(const CompressionSpec& spec);
 
 // IEEE-754 binary16 conversions, round to nearest even, saturating at ±65504 (never inf; NaN → 0).

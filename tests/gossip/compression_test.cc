@@ -403,7 +403,7 @@ TEST_CASE("int8 packing: finite words, a power-of-two scale per block, within ma
           "[gossip][compression]") {
   TensorCodec codec(CompressionSpec{Encoding::kInt8, 0.01});
   CHECK(to_string(codec.spec()) == "int8");
-  CHECK_FALSE(parse_compression("int8"));  // diloco's knob only (gossip/diloco.h)
+  CHECK(parse_compression("int8") == codec.spec());
   for (std::size_t n : {0u, 1u, 5u, 256u, 257u, 1000u}) {
     auto values = random_values(n, 4, 2.0f);
     if (n >= 300) {
