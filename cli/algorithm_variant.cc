@@ -7,16 +7,19 @@
 namespace meridian::cli {
 namespace {
 
-const char* const kKnobs = "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange";
+const char* const kKnobs =
+    "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange, fragments, outer-lr, "
+    "outer-momentum";
 
 bool is_knob(const std::string& key) {
   for (const char* k : {"delay", "period", "out-peers", "tau", "grid", "reaverage-every", "compensation", "compression",
-                        "exchange"})
+                        "exchange", "fragments", "outer-lr", "outer-momentum"})
     if (key == k) return true;
   return false;
 }
 
-bool parse_int(const std::string& text, int& out) {
+template <typename T>
+bool parse_number(const std::string& text, T& out) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && end == text.data() + text.size();
 }
@@ -71,8 +74,18 @@ void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig
     else if (key == "compression") config.compression = value;
     else if (key == "exchange") config.exchange = value;
     if (key == "grid" || key == "compensation" || key == "compression" || key == "exchange") continue;
+    // Real knobs (diloco's outer step).
+    if (key == "outer-lr" || key == "outer-momentum") {
+      double x = 0;
+      if (!parse_number(value, x)) {
+        error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a number";
+        return;
+      }
+      (key == "outer-lr" ? config.outer_lr : config.outer_momentum) = x;
+      continue;
+    }
     int n = 0;
-    if (!parse_int(value, n)) {
+    if (!parse_number(value, n)) {
       error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a whole number";
       return;
     }
@@ -88,6 +101,8 @@ void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig
       config.tau = n;
     } else if (key == "reaverage-every") {
       config.reaverage_every = n;
+    } else if (key == "fragments") {
+      config.fragments = n;
     }
   }
   // The algorithm's defaults for the knobs given neither in this entry nor as simulate's own flags.

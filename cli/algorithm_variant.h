@@ -21,7 +21,8 @@ struct AlgorithmVariant {
 // Splits "ALGO[:KNOB=VALUE]..." (no validation of the algorithm name: site_config_problems does that).
 // Returns an error message naming the entry and the problem ("knob without '='", unknown knob, empty
 // value), or the variant; knobs: delay, period, out-peers, tau, grid, reaverage-every, compensation,
-// compression (e.g. dts:delay=8:period=4:compensation=off, dts:compression=topk:0.01).
+// compression, exchange, fragments, outer-lr, outer-momentum (e.g. dts:delay=8:period=4:compensation=off,
+// dts:compression=topk:0.01, diloco:period=64:outer-lr=1:outer-momentum=0).
 struct AlgorithmVariantParse {
   AlgorithmVariant variant;
   std::string error;  // "" when the text is well formed

@@ -163,6 +163,7 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       "  meridian simulate --sites 4 --algo allreduce,sgp --wan world4 --epochs 1\n"
       "  meridian simulate --sites 8 --algo dts,dsync --wan latency=100ms,bandwidth=50mbit --delay 2 --period 16\n"
       "  meridian simulate --sites 4 --algo allreduce,dts:delay=4:period=32:exchange=direct,sgp:tau=4 --wan world4\n"
+      "  meridian simulate --sites 4 --algo allreduce,diloco,diloco:period=64:fragments=4:compression=int8 --epochs 2\n"
       "  meridian simulate --sites 4 --algo sgp,dsync --partition dirichlet:0.5 --json > result.json");
   auto options = std::make_shared<SimulationOptions>();
   options->site.epochs = 1;
@@ -172,7 +173,8 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--sites", options->sites, "Number of sites (processes)")->capture_default_str();
   cmd->add_option("--algo", *algo_list,
                   "Algorithms to compare, comma-separated: " + daemon::algorithms::algorithm_names() + "; each may carry its own "
-                  "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange)")
+                  "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange, "
+                  "fragments, outer-lr, outer-momentum)")
       ->capture_default_str();
   cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
   cmd->add_option("--target-accuracy", options->target_accuracy, "Test accuracy for the 'time to' column, in (0, 1)")
@@ -227,13 +229,16 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--epochs", s.epochs, "Epochs over each site's part (fractions allowed: 0.5)")->capture_default_str()->group(shared);
   cmd->add_option("--batch", s.batch, "Local batch size")->capture_default_str()->group(shared);
   cmd->add_option("--lr", s.lr, "Learning rate")->capture_default_str()->group(shared);
-  cmd->add_option("--optimizer", s.optimizer, "sgd | momentum | nesterov | adam")->capture_default_str()->group(shared);
+  cmd->add_option("--optimizer", s.optimizer, "sgd | momentum | nesterov | adam | adamw")->capture_default_str()->group(shared);
   cmd->add_option("--schedule", s.schedule, "constant | step:EPOCHS:FACTOR | cosine")->capture_default_str()->group(shared);
   cmd->add_option("--momentum", s.momentum, "Momentum coefficient")->capture_default_str()->group(shared);
   cmd->add_option("--weight-decay", s.weight_decay, "L2 weight decay")->capture_default_str()->group(shared);
-  cmd->add_option("--delay", s.delay, "D, with delayed compensation (dts, dsync; sgp overlaps by --tau instead); dts without a delay or period runs D = 2, P = 16")
+  cmd->add_option("--delay", s.delay, "D, with delayed compensation (dts, dsync, diloco's overlap; sgp overlaps by --tau instead); dts without a delay or period runs D = 2, P = 16, diloco D = 2, P = 32")
       ->capture_default_str()->group(shared);
-  cmd->add_option("--period", s.period, "P (dts)")->capture_default_str()->group(shared);
+  cmd->add_option("--period", s.period, "P (dts; diloco's inner steps H)")->capture_default_str()->group(shared);
+  cmd->add_option("--fragments", s.fragments, "F (diloco: fragments synced H/F steps apart)")->capture_default_str()->group(shared);
+  cmd->add_option("--outer-lr", s.outer_lr, "diloco: outer learning rate")->capture_default_str()->group(shared);
+  cmd->add_option("--outer-momentum", s.outer_momentum, "diloco: outer Nesterov momentum")->capture_default_str()->group(shared);
   cmd->add_option("--out-peers", s.out_peers, "K (sgp)")->capture_default_str()->group(shared);
   cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
   cmd->add_option("--grid", s.grid, "dsync: auto | ROWSxCOLS (e.g. 2x2)")->capture_default_str()->group(shared);

@@ -122,7 +122,7 @@ const std::vector<OptionSpec>& option_specs() {
         field(data, "site-count", "Number of parts the dataset is split into (1 = use it all)", &C::site_count),
         field(model, "model", "logreg | mlp | cnn", &C::model),
         field(model, "widths", "Hidden layer widths of the mlp, e.g. 256,128 (logreg and the LeNet-style cnn have fixed layers)", &C::widths),
-        field(model, "optimizer", "sgd | momentum | nesterov | adam", &C::optimizer),
+        field(model, "optimizer", "sgd | momentum | nesterov | adam | adamw (decoupled weight decay)", &C::optimizer),
         field(model, "lr", "Learning rate", &C::lr),
         field(model, "schedule", "Learning-rate schedule: constant | step:EPOCHS:FACTOR (e.g. step:2:0.5) | cosine",
               &C::schedule),
@@ -133,10 +133,10 @@ const std::vector<OptionSpec>& option_specs() {
         field(model, "eval-every", "Steps between test-set evaluations (0 = once per epoch)", &C::eval_every),
         field(algo, "algo", algorithms::algorithm_names(" | "), &C::algo),
         field(algo, "delay",
-              "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync; sgp overlaps by "
-              "--tau instead). dts without --delay and --period runs D = 2, P = 16",
+              "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync, diloco's overlap; sgp "
+              "overlaps by --tau instead). dts without --delay and --period runs D = 2, P = 16; diloco D = 2, P = 32",
               &C::delay),
-        field(algo, "period", "P: dts starts an average every P steps (see --delay for dts' default shape)",
+        field(algo, "period", "P: dts starts an average every P steps; diloco's inner steps H between outer syncs (see --delay for the default shapes)",
               &C::period),
         field(algo, "out-peers", "K: sgp out-peers per step", &C::out_peers),
         field(algo, "tau", "tau: sgp may run this many steps ahead of the oldest message it expects", &C::tau),
@@ -153,12 +153,17 @@ const std::vector<OptionSpec>& option_specs() {
               "(never average)",
               &C::compensation),
         field(algo, "compression",
-              "Mixer messages: none | fp16 (dts, sgp) | topk:FRACTION (dts, with error feedback; e.g. topk:0.01)",
+              "Mixer messages: none | fp16 (dts, sgp, diloco) | int8 (dts, diloco; a scale per block of 256) | "
+              "topk:FRACTION (dts, with error feedback; e.g. topk:0.01)",
               &C::compression),
         field(algo, "exchange",
               "dts: how each average travels: ring (exact ring all-reduce, 2(n-1) link crossings in a row) | direct "
               "(every site sends to every other: one crossing, n-1 copies sent); compressed averages always go direct",
               &C::exchange),
+        field(algo, "fragments",
+              "F: diloco syncs the parameters in F fragments, each every --period steps, H/F steps apart", &C::fragments),
+        field(algo, "outer-lr", "diloco: outer learning rate (FedAvg: 1)", &C::outer_lr),
+        field(algo, "outer-momentum", "diloco: outer Nesterov momentum, in [0, 1) (FedAvg: 0)", &C::outer_momentum),
         field(algo, "robust-aggregation",
               "Byzantine-robust mixing: trimmed mean in group averages, norm clipping of others' contributions "
               "(every site of a federation must agree)",

@@ -74,7 +74,7 @@ struct SiteConfig {
   // Model and optimizer
   std::string model = "mlp";              // logreg | mlp | cnn
   std::vector<int> widths = {256, 128};   // hidden layer widths (mlp only: logreg and cnn have fixed layers)
-  std::string optimizer = "momentum";     // sgd | momentum | nesterov | adam
+  std::string optimizer = "momentum";     // sgd | momentum | nesterov | adam | adamw
   double lr = 0.05;
   std::string schedule = "constant";      // constant | step:EPOCHS:FACTOR | cosine
   double momentum = 0.9;
@@ -95,8 +95,11 @@ struct SiteConfig {
   double round_timeout = 30.0;            // seconds before a mixing round is abandoned and redone
   int reaverage_every = 100;              // steps between exact parameter re-averages; 0 = only on view change
   std::string compensation = "exact";     // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
-  std::string compression = "none";       // none | fp16 (dts, sgp) | topk[:FRACTION] (dts; error feedback)
+  std::string compression = "none";       // none | fp16 (dts, sgp, diloco) | int8 (dts, diloco) | topk[:FRACTION] (dts)
   std::string exchange = "ring";          // dts: ring | direct (how a window's average travels; compression: direct)
+  int fragments = 1;                      // F: diloco syncs F fragments of the parameters H/F steps apart
+  double outer_lr = 0.7;                  // diloco: outer learning rate η
+  double outer_momentum = 0.9;            // diloco: outer Nesterov momentum μ
   bool robust_aggregation = false;        // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
   double robust_clip = 4.0;               // clip others' differences at this many times the own update scale; 0 = off
   int robust_trim = 1;                    // trimmed mean drops this many values at each end; 0 = clip only

@@ -225,8 +225,9 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   for (int w : c.widths) {
     if (w < 1) problem("widths", std::to_string(w) + " is not a positive width");
   }
-  one_of("optimizer", c.optimizer, {"sgd", "momentum", "nesterov", "adam"});
-  if (is_one_of(c.optimizer, {"sgd", "momentum", "nesterov", "adam"})) settings.optimizer = models::parse_optimizer_kind(c.optimizer);
+  one_of("optimizer", c.optimizer, {"sgd", "momentum", "nesterov", "adam", "adamw"});
+  if (is_one_of(c.optimizer, {"sgd", "momentum", "nesterov", "adam", "adamw"}))
+    settings.optimizer = models::parse_optimizer_kind(c.optimizer);
   if (!(std::isfinite(c.lr) && c.lr > 0)) problem("lr", "must be a positive number (e.g. 0.05)");
   if (const auto schedule = parse_schedule(c.schedule)) {
     settings.schedule = *schedule;
@@ -276,7 +277,7 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
       only_for("compensation");
   }
   if (const auto spec = gossip::parse_compression(c.compression); !spec) {
-    problem("compression", "'" + c.compression + "' is not none, fp16 or topk:FRACTION with FRACTION in (0, 0.5] (e.g. topk:0.01)");
+    problem("compression", "'" + c.compression + "' is not none, fp16, int8 or topk:FRACTION with FRACTION in (0, 0.5] (e.g. topk:0.01)");
   } else if (algorithm != nullptr && !algorithm->accepts(spec->encoding)) {
     const auto accepting = [&](gossip::Encoding e) {
       return readers([e](const algorithms::Algorithm& a) { return a.accepts(e); });
@@ -286,8 +287,11 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
                                  " only (its averages are of gradients; " + c.algo +
                                  " mixes parameters, whose top-k would zero the rest); use fp16 or none");
     } else {
-      problem("compression", "fp16 applies to " + accepting(spec->encoding) + " only (" + c.algo +
-                                 " keeps its exact ring all-reduce); use none");
+      problem("compression", gossip::to_string(*spec) + " applies to " + accepting(spec->encoding) + " only (" +
+                                 c.algo +
+                                 (spec->encoding == gossip::Encoding::kFp16 ? " keeps its exact ring all-reduce"
+                                                                            : " does not send it") +
+                                 "); use none");
     }
   } else {
     settings.compression = *spec;
@@ -298,6 +302,14 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     settings.exchange = c.exchange == "direct" ? Exchange::kDirect : Exchange::kRing;
     if (settings.exchange == Exchange::kDirect && algorithm != nullptr && !algorithm->reads("exchange"))
       only_for("exchange");
+  }
+  // diloco's knobs (its own checks judge their ranges), refused with another value than the default
+  // for an algorithm that does not read them.
+  const SiteConfig defaults;
+  for (const auto& [option, as_default] : {std::pair{"fragments", c.fragments == defaults.fragments},
+                                           std::pair{"outer-lr", c.outer_lr == defaults.outer_lr},
+                                           std::pair{"outer-momentum", c.outer_momentum == defaults.outer_momentum}}) {
+    if (!as_default && algorithm != nullptr && !algorithm->reads(option)) only_for(option);
   }
   at_least("robust-trim", c.robust_trim, 0);
   if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");

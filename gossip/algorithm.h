@@ -11,7 +11,7 @@
 
 namespace meridian::gossip {
 
-enum class Algorithm { kAllReduce, kDts, kSgp, kDsync, kLocal };
+enum class Algorithm { kAllReduce, kDts, kSgp, kDsync, kLocal, kDiloco };
 
 inline constexpr auto kAlgorithmNames = std::to_array<std::pair<Algorithm, std::string_view>>({
     {Algorithm::kAllReduce, "allreduce"},
@@ -19,9 +19,10 @@ inline constexpr auto kAlgorithmNames = std::to_array<std::pair<Algorithm, std::
     {Algorithm::kSgp, "sgp"},
     {Algorithm::kDsync, "dsync"},
     {Algorithm::kLocal, "local"},
+    {Algorithm::kDiloco, "diloco"},
 });
 
-// "allreduce", "dts", "sgp", "dsync", "local".
+// "allreduce", "dts", "sgp", "dsync", "local", "diloco".
 constexpr std::string_view name_of(Algorithm a) {
   for (const auto& [id, name] : kAlgorithmNames)
     if (id == a) return name;

@@ -10,7 +10,7 @@ DirectMeanMixer::DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spe
     : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts) {}
 
 std::optional<std::span<const float>> DirectMeanMixer::accept(const peer::Message& msg, std::size_t n) {
-  if (msg.total != n || msg.phase > static_cast<std::uint32_t>(Encoding::kTopK)) return std::nullopt;
+  if (msg.total != n || msg.phase > static_cast<std::uint32_t>(Encoding::kInt8)) return std::nullopt;
   const auto encoding = static_cast<Encoding>(msg.phase);
   if (encoding == Encoding::kDense) {
     // Dense: the payload itself once it is checked (decode would only copy it).

@@ -53,6 +53,8 @@ PushSumMixer::PushSumMixer(Inbox& inbox, std::size_t out_peers, RoundTimeouts ti
       robust_(robust) {
   if (compression.encoding == Encoding::kTopK)
     throw std::invalid_argument("push-sum: top-k compression is not sound for push-sum shares (use fp16 or none)");
+  if (compression.encoding == Encoding::kInt8)
+    throw std::invalid_argument("push-sum: its receivers decode fp16 shares only (use fp16 or none)");
 }
 
 bool PushSumMixer::absorb(peer::Message&& m, std::span<float> data, double& weight, std::size_t sites) {

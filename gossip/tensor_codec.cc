@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@ namespace meridian::gossip {
 std::optional<CompressionSpec> parse_compression(const std::string& text) {
   if (text == "none" || text.empty()) return CompressionSpec{};
   if (text == "fp16") return CompressionSpec{Encoding::kFp16, CompressionSpec{}.fraction};
+  if (text == "int8") return CompressionSpec{Encoding::kInt8, CompressionSpec{}.fraction};
   if (text == "topk") return CompressionSpec{Encoding::kTopK, CompressionSpec{}.fraction};
   if (text.rfind("topk:", 0) == 0) {
     const std::string number = text.substr(5);
@@ -27,6 +29,7 @@ std::string to_string(const CompressionSpec& spec) {
   switch (spec.encoding) {
     case Encoding::kDense: return "none";
     case Encoding::kFp16: return "fp16";
+    case Encoding::kInt8: return "int8";
     case Encoding::kTopK: {
       std::string f = std::to_string(spec.fraction);
       // std::to_string prints six decimals; trailing zeros only make the label longer.
@@ -79,9 +82,92 @@ std::size_t packed_size(const CompressionSpec& spec, std::size_t n) {
       const auto k = static_cast<std::size_t>(std::llround(spec.fraction * static_cast<double>(n)));
       return 2 * std::clamp<std::size_t>(k, 1, n);
     }
+    case Encoding::kInt8: {
+      const std::size_t rest = n % kInt8Block;
+      return n / kInt8Block * (1 + kInt8Block / 4) + (rest ? 1 + (rest + 3) / 4 : 0);
+    }
   }
   return n;
 }
+
+namespace {
+
+// The largest int8 magnitude, 126·2^121: a larger scale would make 126·s overflow to infinity.
+constexpr float kInt8Max = 126.0f * 0x1p121f;
+
+// The int8 scale of a block whose largest magnitude is `max` <= kInt8Max (see the header): the smallest
+// power of two s with max <= 126·s, or 0 for an all-zero block. ilogb puts max in [2^E, 2^(E+1)), so
+// max / 2^(E−6) is in [64, 128): the answer is 2^(E−6) or 2^(E−5). 2^-149, the smallest float, is the
+// floor: below it every element is a multiple of it anyway.
+float int8_scale(float max) {
+  if (max == 0.0f) return 0.0f;
+  int e = std::max(std::ilogb(max) - 6, -149);
+  if (max > 126.0f * std::ldexp(1.0f, e)) ++e;
+  return std::ldexp(1.0f, e);
+}
+
+// A byte: sign-magnitude q, |q| <= 126.
+std::uint32_t int8_byte(int q) { return q < 0 ? 0x80u | static_cast<std::uint32_t>(-q) : static_cast<std::uint32_t>(q); }
+
+// The element a byte stands for, or NaN for a byte no encoder writes (|q| = 127).
+float int8_value(std::uint32_t byte, float scale) {
+  const std::uint32_t magnitude = byte & 0x7fu;
+  if (magnitude > 126u) return std::numeric_limits<float>::quiet_NaN();
+  const float v = static_cast<float>(magnitude) * scale;
+  return byte & 0x80u ? -v : v;
+}
+
+void encode_int8(std::span<const float> values, std::vector<float>& packed, std::span<float> decoded) {
+  const std::size_t n = values.size();
+  std::size_t word = 0;
+  for (std::size_t begin = 0; begin < n; begin += kInt8Block) {
+    const std::size_t end = std::min(n, begin + kInt8Block);
+    // NaN is skipped here and sent as 0; larger magnitudes (infinity too) saturate at kInt8Max.
+    float max = 0.0f;
+    for (std::size_t i = begin; i < end; ++i)
+      if (std::fabs(values[i]) > max) max = std::fabs(values[i]);
+    const float scale = int8_scale(std::min(max, kInt8Max));
+    packed[word++] = scale;
+    for (std::size_t i = begin; i < end; i += 4) {
+      std::uint32_t bits = 0;
+      for (std::size_t j = 0; j < 4; ++j) {
+        int q = 0;
+        // x / s is exact (s is a power of two); nearbyint rounds half to even.
+        if (i + j < end && scale != 0.0f && !std::isnan(values[i + j]))
+          q = static_cast<int>(std::clamp(std::nearbyint(values[i + j] / scale), -126.0f, 126.0f));
+        if (i + j < end) decoded[i + j] = static_cast<float>(q) * scale;
+        bits |= int8_byte(q) << (24 - 8 * j);
+      }
+      packed[word++] = std::bit_cast<float>(bits);
+    }
+  }
+}
+
+bool decode_int8(std::span<const float> packed, std::span<float> out) {
+  const std::size_t n = out.size();
+  if (packed.size() != packed_size(CompressionSpec{Encoding::kInt8, 0.0}, n)) return false;
+  std::size_t word = 0;
+  for (std::size_t begin = 0; begin < n; begin += kInt8Block) {
+    const std::size_t end = std::min(n, begin + kInt8Block);
+    const float scale = packed[word++];
+    // 0, or a power of two no larger than an encoder writes (2^121: 126·s stays finite).
+    int exponent = 0;
+    if (!(scale == 0.0f || (std::isfinite(scale) && scale > 0.0f && std::frexp(scale, &exponent) == 0.5f &&
+                            exponent <= 122)))
+      return false;
+    for (std::size_t i = begin; i < end; i += 4) {
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(packed[word++]);
+      for (std::size_t j = 0; j < 4 && i + j < end; ++j) {
+        const float v = int8_value((bits >> (24 - 8 * j)) & 0xffu, scale);
+        if (std::isnan(v)) return false;
+        out[i + j] = v;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 void TensorCodec::encode(std::span<const float> values, std::vector<float>& packed, std::span<float> decoded) {
   const std::size_t n = values.size();
@@ -125,6 +211,9 @@ void TensorCodec::encode(std::span<const float> values, std::vector<float>& pack
       }
       return;
     }
+    case Encoding::kInt8:
+      encode_int8(values, packed, decoded);
+      return;
   }
 }
 
@@ -168,6 +257,8 @@ bool decode(Encoding encoding, std::span<const float> packed, std::span<float> o
       }
       return true;
     }
+    case Encoding::kInt8:
+      return decode_int8(packed, out);
   }
   return false;
 }

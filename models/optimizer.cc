@@ -19,7 +19,8 @@ Optimizer::Optimizer(const OptimizerConfig& config, const ScheduleConfig& schedu
     case OptimizerKind::sgd: break;
     case OptimizerKind::momentum:
     case OptimizerKind::nesterov: state_ = BackendBuffer<float>(*backend_, size_); break;
-    case OptimizerKind::adam: state_ = BackendBuffer<float>(*backend_, 2 * size_); break;
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw: state_ = BackendBuffer<float>(*backend_, 2 * size_); break;
   }
 }
 
@@ -52,7 +53,7 @@ void Optimizer::step(std::span<float> parameters, std::span<const float> gradien
                                 std::to_string(gradients.size()) + " gradients");
   const float lr = learning_rate();
   float correction1 = 1.0f, correction2 = 1.0f;
-  if (config_.kind == OptimizerKind::adam) {
+  if (config_.kind == OptimizerKind::adam || config_.kind == OptimizerKind::adamw) {
     const double t = static_cast<double>(steps_ + 1);
     correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), t));
     correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t));
@@ -86,6 +87,14 @@ void Optimizer::update(std::size_t begin, std::size_t end, float* w, const float
       backend_->adam_update(n, w, state_.data() + begin, state_.data() + size_ + begin, g, lr, config_.beta1,
                             config_.beta2, config_.eps, config_.weight_decay, correction1, correction2);
       break;
+    case OptimizerKind::adamw:
+      // torch.optim.AdamW decays the weights before the moments see the gradient, and the gradient
+      // carries no decay term. The decay is a plain scale, which the backend's x ← s·x does on either
+      // backend, so AdamW needs no kernel of its own.
+      if (config_.weight_decay != 0.0f) backend_->push_sum_scale(n, w, 1.0f - lr * config_.weight_decay);
+      backend_->adam_update(n, w, state_.data() + begin, state_.data() + size_ + begin, g, lr, config_.beta1,
+                            config_.beta2, config_.eps, 0.0f, correction1, correction2);
+      break;
   }
 }
 
@@ -94,7 +103,8 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
   if (name == "momentum") return OptimizerKind::momentum;
   if (name == "nesterov") return OptimizerKind::nesterov;
   if (name == "adam") return OptimizerKind::adam;
-  throw std::invalid_argument("unknown optimizer '" + name + "' (expected sgd, momentum, nesterov or adam)");
+  if (name == "adamw") return OptimizerKind::adamw;
+  throw std::invalid_argument("unknown optimizer '" + name + "' (expected sgd, momentum, nesterov, adam or adamw)");
 }
 
 }  // namespace meridian::models

@@ -1,10 +1,12 @@
 // Optimizers over a model's contiguous parameter buffer: SGD, heavy-ball momentum, Nesterov momentum
-// (each with L2 weight decay) and Adam, following torch.optim's update rules (elementwise_math.h).
+// (each with L2 weight decay), Adam (L2 weight decay) and AdamW (decoupled weight decay), following
+// torch.optim's update rules (elementwise_math.h). AdamW is torch.optim.AdamW: w ← (1 − γ·λ)·w, then
+// Adam's bias-corrected step with no decay in the gradient.
 // The learning rate of each step comes from the schedule at the optimizer's step counter.
 //
 // State lives in one contiguous buffer exposed as a span: for momentum/Nesterov it is the buffer u of
 // docs/algorithms.md (u ← m·u + g, w ← w − γ·u), which DTS compensation reads and corrects; for Adam it is
-// the first moments followed by the second moments. Checkpoints save state() and step_count().
+// the first moments followed by the second moments (AdamW likewise). Checkpoints save state() and step_count().
 // The state is allocated from the backend, so on the CUDA backend it is device memory like the
 // parameters it updates: the spans of step() and state() are backend memory (see models/model.h), and
 // read_state()/write_state() copy it to and from the host.
@@ -25,13 +27,13 @@
 
 namespace meridian::models {
 
-enum class OptimizerKind { sgd, momentum, nesterov, adam };
+enum class OptimizerKind { sgd, momentum, nesterov, adam, adamw };
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::sgd;
   float momentum = 0.9f;      // momentum/nesterov: m
-  float weight_decay = 0.0f;  // L2 coefficient added to the gradient
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam
+  float weight_decay = 0.0f;  // λ: L2 coefficient added to the gradient; adamw: decoupled decay rate
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam, adamw
 };
 
 class Optimizer {
@@ -53,9 +55,9 @@ class Optimizer {
   float momentum() const;
   const OptimizerConfig& config() const { return config_; }
 
-  // The heavy-ball/Nesterov buffer u (empty for SGD; the first moments for Adam).
+  // The heavy-ball/Nesterov buffer u (empty for SGD; the first moments for Adam and AdamW).
   std::span<float> momentum_buffer();
-  // All optimizer state, contiguous (u; or Adam's m then v; empty for SGD), in backend memory.
+  // All optimizer state, contiguous (u; or Adam's and AdamW's m then v; empty for SGD), in backend memory.
   std::span<float> state() { return state_.span(); }
   std::span<const float> state() const { return state_.span(); }
   // host (state().size()) ← state, and the reverse. Throws std::invalid_argument for another size.
@@ -78,7 +80,7 @@ class Optimizer {
   std::uint64_t steps_ = 0;
 };
 
-// "sgd", "momentum", "nesterov" or "adam"; throws std::invalid_argument otherwise.
+// "sgd", "momentum", "nesterov", "adam" or "adamw"; throws std::invalid_argument otherwise.
 OptimizerKind parse_optimizer_kind(const std::string& name);
 
 }  // namespace meridian::models

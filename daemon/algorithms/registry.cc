@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "daemon/algorithms/allreduce.h"
+#include "daemon/algorithms/diloco.h"
 #include "daemon/algorithms/dsync.h"
 #include "daemon/algorithms/dts.h"
 #include "daemon/algorithms/local.h"
@@ -12,12 +13,13 @@
 namespace meridian::daemon::algorithms {
 
 std::span<const Algorithm* const> all_algorithms() {
-  static const std::array<const Algorithm*, 5> algorithms{
+  static const std::array<const Algorithm*, 6> algorithms{
       &allreduce_algorithm(),
       &dts_algorithm(),
       &sgp_algorithm(),
       &dsync_algorithm(),
       &local_algorithm(),
+      &diloco_algorithm(),
   };
   return algorithms;
 }

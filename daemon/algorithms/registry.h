@@ -22,7 +22,7 @@ const Algorithm& algorithm_for(gossip::Algorithm id);
 // The algorithm called `name` on the command line, or nullptr.
 const Algorithm* find_algorithm(std::string_view name);
 
-// "allreduce, dts, sgp, dsync, local" (`separator` between names) for help texts and messages.
+// "allreduce, dts, sgp, dsync, local, diloco" (`separator` between names) for help texts and messages.
 std::string algorithm_names(std::string_view separator = ", ");
 
 }  // namespace meridian::daemon::algorithms

@@ -101,7 +101,10 @@ class Sgp final : public Algorithm {
       problems.push_back("--delay: sgp overlaps its mixing by --tau steps; --delay applies to dts and dsync only");
     }
   }
-  bool accepts(gossip::Encoding encoding) const override { return encoding != gossip::Encoding::kTopK; }
+  // Push-sum receivers decode fp16 shares only (gossip/push_sum_mixer.h).
+  bool accepts(gossip::Encoding encoding) const override {
+    return encoding == gossip::Encoding::kDense || encoding == gossip::Encoding::kFp16;
+  }
   std::string describe_knobs(const SiteSettings& s) const override {
     std::string out = "K = " + std::to_string(s.options.out_peers) + " out-peer(s), tau = " + std::to_string(s.options.tau);
     if (s.compression.encoding != gossip::Encoding::kDense) out += ", compression " + s.options.compression;

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -396,4 +397,60 @@ TEST_CASE("dts with compensation off applies each average D steps late, and so e
   CHECK(parse_dts_compensation("off") == DtsCompensation::kStale);
   CHECK(parse_dts_compensation("no-momentum") == DtsCompensation::kVanillaRule);
   CHECK_FALSE(parse_dts_compensation("on"));
+}
+
+TEST_CASE("int8 packing: finite words, a power-of-two scale per block, within max|block|/126, stable when re-encoded",
+          "[gossip][compression]") {
+  TensorCodec codec(CompressionSpec{Encoding::kInt8, 0.01});
+  CHECK(to_string(codec.spec()) == "int8");
+  CHECK(parse_compression("int8") == codec.spec());
+  for (std::size_t n : {0u, 1u, 5u, 256u, 257u, 1000u}) {
+    auto values = random_values(n, 4, 2.0f);
+    if (n >= 300) {
+      std::fill(values.begin() + 256, values.begin() + 300, 0.0f);  // a block's head of zeros
+      values[3] = 1e-42f;                                            // subnormal
+    }
+    std::vector<float> packed, decoded(n), out(n);
+    codec.encode(values, packed, decoded);
+    CHECK(packed.size() == n / 256 * 65 + (n % 256 ? 1 + (n % 256 + 3) / 4 : 0));
+    for (float w : packed) CHECK(std::isfinite(w));
+    REQUIRE(decode(Encoding::kInt8, packed, out));
+    CHECK(std::ranges::equal(out, decoded, [](float a, float b) {
+      return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+    }));
+    for (std::size_t begin = 0; begin < n; begin += kInt8Block) {
+      const std::size_t end = std::min(n, begin + kInt8Block);
+      float max = 0;
+      for (std::size_t i = begin; i < end; ++i) max = std::max(max, std::abs(values[i]));
+      for (std::size_t i = begin; i < end; ++i) {
+        INFO("n " << n << ", element " << i);
+        CHECK(std::abs(decoded[i] - values[i]) <= max / 126.0f);
+        // x − q·s is exact: what error feedback keeps is exactly what was cut.
+        CHECK(static_cast<double>(values[i]) - decoded[i] == static_cast<double>(values[i] - decoded[i]));
+      }
+    }
+    std::vector<float> again_packed, again(n);
+    codec.encode(decoded, again_packed, again);
+    CHECK(std::ranges::equal(again, decoded, [](float a, float b) {
+      return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+    }));
+    std::vector<float> wrong(n + 5);
+    CHECK_FALSE(decode(Encoding::kInt8, packed, wrong));
+  }
+  // NaN goes as 0, infinity saturates at a finite value.
+  std::vector<float> odd{std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), -1.0f};
+  std::vector<float> packed, decoded(3);
+  codec.encode(odd, packed, decoded);
+  CHECK(decoded[0] == 0.0f);
+  CHECK(std::isfinite(decoded[1]));
+  CHECK(decoded[1] > 1e38f);
+  // Refused: a scale that is not a power of two, and a byte of magnitude 127.
+  std::vector<float> out(4);
+  std::vector<float> bad_scale{3.0f, std::bit_cast<float>(0x01020304u)};
+  CHECK_FALSE(decode(Encoding::kInt8, bad_scale, out));
+  std::vector<float> bad_byte{1.0f, std::bit_cast<float>(0x0102037fu)};
+  CHECK_FALSE(decode(Encoding::kInt8, bad_byte, out));
+  std::vector<float> good{1.0f, std::bit_cast<float>(0x0102037eu)};
+  REQUIRE(decode(Encoding::kInt8, good, out));
+  CHECK(out == std::vector<float>{1.0f, 2.0f, 3.0f, 126.0f});
 }

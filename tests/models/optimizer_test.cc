@@ -1,15 +1,17 @@
 // Optimizer update rules against values computed by hand from the formulas of torch.optim (and
-// docs/algorithms.md for heavy-ball momentum), the element-wise mixing primitives, and the optimizer's
-// state layout that gossip/ and checkpoints rely on.
+// docs/algorithms.md for heavy-ball momentum) or saved from PyTorch (AdamW: reference/adamw.txt), the
+// element-wise mixing primitives, and the optimizer's state layout that gossip/ and checkpoints rely on.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "models/cpu_backend.h"
 #include "models/optimizer.h"
 #include "models/worker_pool.h"
+#include "reference_arrays.h"
 
 using namespace meridian::models;
 
@@ -91,6 +93,59 @@ TEST_CASE("Adam matches the bias-corrected update", "[models][optimizer]") {
   CHECK(opt.state()[3] == Approx(0.003996f).epsilon(1e-4));  // float rounding of 0.999f
 }
 
+TEST_CASE("AdamW matches torch.optim.AdamW step for step", "[models][optimizer][reference]") {
+  // reference/make_adamw_reference.py wrote reference/adamw.txt with PyTorch in float64.
+  const auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
+                                                                    "/tests/models/reference/adamw.txt");
+  const auto& hp = ref.at("hyperparameters");
+  const auto& start = ref.at("start");
+  const auto& grads = ref.at("gradients");
+  const auto& after = ref.at("parameters_after");
+  const std::size_t n = start.size(), steps = static_cast<std::size_t>(hp[5]);
+  REQUIRE(grads.size() == n * steps);
+  REQUIRE(after.size() == n * steps);
+  OptimizerConfig config;
+  config.kind = parse_optimizer_kind("adamw");
+  config.beta1 = static_cast<float>(hp[1]);
+  config.beta2 = static_cast<float>(hp[2]);
+  config.eps = static_cast<float>(hp[3]);
+  config.weight_decay = static_cast<float>(hp[4]);
+  ScheduleConfig schedule;
+  schedule.base_lr = static_cast<float>(hp[0]);
+  Optimizer opt(config, schedule, n, std::make_shared<CpuBackend>());
+  std::vector<float> w(start.begin(), start.end()), g(n);
+  for (std::size_t step = 0; step < steps; ++step) {
+    for (std::size_t i = 0; i < n; ++i) g[i] = static_cast<float>(grads[step * n + i]);
+    opt.step(w, g);
+    for (std::size_t i = 0; i < n; ++i) {
+      INFO("step " << step << ", parameter " << i);
+      CHECK(w[i] == Approx(after[step * n + i]).epsilon(1e-5).margin(1e-6));
+    }
+  }
+  CHECK(opt.state().size() == 2 * n);  // m then v, as for Adam
+}
+
+TEST_CASE("AdamW decays the weights apart from the gradient, unlike Adam's L2 term", "[models][optimizer]") {
+  // A zero gradient: Adam's L2 term enters the moments (a full step of ±lr after bias correction, what
+  // ever λ), AdamW only scales the weight by 1 − lr·λ.
+  auto adamw = make(OptimizerKind::adamw, 0.1f, 1, 0.5f);
+  auto adam = make(OptimizerKind::adam, 0.1f, 1, 0.5f);
+  std::vector<float> wa{2.0f}, wb{2.0f};
+  adamw.step(wa, std::vector<float>{0.0f});
+  adam.step(wb, std::vector<float>{0.0f});
+  CHECK(wa[0] == Approx(2.0f * (1.0f - 0.1f * 0.5f)).epsilon(1e-7));
+  CHECK(wb[0] == Approx(1.9f).epsilon(1e-6));
+  // Without decay AdamW is Adam, bit for bit.
+  auto plain_w = make(OptimizerKind::adamw, 0.01f, 3), plain = make(OptimizerKind::adam, 0.01f, 3);
+  std::vector<float> x{1.0f, -1.0f, 0.5f}, y = x;
+  for (int step = 0; step < 3; ++step) {
+    const std::vector<float> g{0.3f * step, -0.2f, 1.0f};
+    plain_w.step(x, g);
+    plain.step(y, g);
+  }
+  CHECK(x == y);
+}
+
 TEST_CASE("optimizer validates sizes and coefficients", "[models][optimizer]") {
   auto opt = make(OptimizerKind::sgd, 0.1f, 3);
   std::vector<float> w(2), g(2);
@@ -98,6 +153,7 @@ TEST_CASE("optimizer validates sizes and coefficients", "[models][optimizer]") {
   CHECK_THROWS_AS(make(OptimizerKind::momentum, 0.1f, 3, 0.0f, 1.0f), std::invalid_argument);
   CHECK_THROWS_AS(parse_optimizer_kind("rmsprop"), std::invalid_argument);
   CHECK(parse_optimizer_kind("nesterov") == OptimizerKind::nesterov);
+  CHECK(parse_optimizer_kind("adamw") == OptimizerKind::adamw);
 }
 
 TEST_CASE("the optimizer takes its learning rate from the schedule at its step", "[models][optimizer]") {
@@ -134,7 +190,8 @@ TEST_CASE("push-sum and delayed-compensation primitives", "[models][mixing]") {
 }
 
 TEST_CASE("an update split across a worker pool equals the single-thread update", "[models][optimizer][threads]") {
-  const auto kind = GENERATE(OptimizerKind::sgd, OptimizerKind::momentum, OptimizerKind::nesterov, OptimizerKind::adam);
+  const auto kind = GENERATE(OptimizerKind::sgd, OptimizerKind::momentum, OptimizerKind::nesterov, OptimizerKind::adam,
+                             OptimizerKind::adamw);
   const std::size_t n = 1001;
   auto one = make(kind, 0.05f, n, 0.01f), split = make(kind, 0.05f, n, 0.01f);
   std::vector<float> w1(n), w2(n), g(n);

@@ -1,0 +1,141 @@
+#include "daemon/algorithms/diloco.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "daemon/algorithms/optimizer_trainer.h"
+#include "gossip/diloco.h"
+#include "gossip/direct_mean_mixer.h"
+
+namespace meridian::daemon::algorithms {
+namespace {
+
+constexpr const char* kGlobalSection = "diloco-global";
+constexpr const char* kMomentumSection = "diloco-outer-momentum";
+
+gossip::DilocoConfig config_of(const SiteSettings& s) {
+  gossip::DilocoConfig config;
+  config.inner_steps = static_cast<std::uint32_t>(s.options.period);
+  config.outer_lr = s.options.outer_lr;
+  config.outer_momentum = s.options.outer_momentum;
+  config.overlap = static_cast<std::uint32_t>(s.options.delay);
+  config.fragments = static_cast<std::uint32_t>(s.options.fragments);
+  config.wire = s.compression;
+  config.wait_timeout = mix_wait_timeout(s);
+  return config;
+}
+
+class DilocoTrainer final : public OptimizerTrainer {
+ public:
+  explicit DilocoTrainer(const TrainerContext& context)
+      : OptimizerTrainer(context), diloco_(config_of(context.settings), context.channel, mirror_.parameters()) {}
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    optimizer_step(local_step);
+    // On a device the parameters come down and go back up only at the steps that sync or apply an
+    // exchange: every H/F steps, not every step.
+    const bool touches = diloco_.touches_parameters(k);
+    if (touches) mirror_.pull_parameters();
+    diloco_.after_step(k);
+    if (touches) mirror_.push_parameters();
+  }
+  void finish() override {
+    mirror_.pull_parameters();
+    diloco_.finish();
+    mirror_.push_parameters();
+  }
+  std::uint64_t staleness() const override { return diloco_.in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return diloco_.abandoned_rounds(); }
+  std::vector<OptimizerSpan> checkpoint_state() const override {
+    auto sections = OptimizerTrainer::checkpoint_state();
+    sections.push_back(OptimizerSpan{kGlobalSection, diloco_.global_parameters()});
+    sections.push_back(OptimizerSpan{kMomentumSection, diloco_.outer_momentum()});
+    return sections;
+  }
+  void restore(const Checkpoint& cp) override {
+    OptimizerTrainer::restore(cp);
+    for (const auto& [name, target] : {std::pair{kGlobalSection, diloco_.global_parameters()},
+                                       std::pair{kMomentumSection, diloco_.outer_momentum()}}) {
+      const auto* section = cp.find_optimizer_state(name);
+      if (section == nullptr) throw CheckpointError(std::string("checkpoint has no '") + name + "' section for diloco");
+      check_checkpoint_size(section->size(), target.size(), name);
+      std::copy(section->begin(), section->end(), target.begin());
+    }
+  }
+
+ private:
+  gossip::Diloco diloco_;
+};
+
+// Whether the pseudo-gradients travel in one direct crossing rather than over the ring.
+bool direct(const SiteSettings& s) {
+  return s.exchange == Exchange::kDirect || s.compression.encoding != gossip::Encoding::kDense;
+}
+
+class Diloco final : public Algorithm {
+ public:
+  gossip::Algorithm id() const override { return gossip::Algorithm::kDiloco; }
+  void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
+    if (!given("period")) config.period = kDilocoDefaultInnerSteps;
+    if (!given("delay")) config.delay = std::min(kDilocoDefaultOverlap, config.period);
+  }
+  void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
+    const auto& o = s.options;
+    if (o.delay > o.period)
+      problems.push_back("--delay: diloco's overlap τ = " + std::to_string(o.delay) + " exceeds --period H = " +
+                         std::to_string(o.period) + " (an exchange must land before its fragment syncs again)");
+    if (o.fragments < 1 || o.fragments > o.period)
+      problems.push_back("--fragments: " + std::to_string(o.fragments) + " must be in [1, --period " +
+                         std::to_string(o.period) + "] (one fragment sync per step at most)");
+    if (!(std::isfinite(o.outer_lr) && o.outer_lr > 0)) problems.push_back("--outer-lr: must be positive (e.g. 0.7)");
+    if (!(o.outer_momentum >= 0 && o.outer_momentum < 1))
+      problems.push_back("--outer-momentum: must be in [0, 1) (e.g. 0.9)");
+  }
+  bool reads(std::string_view option) const override {
+    return option == "exchange" || option == "fragments" || option == "outer-lr" || option == "outer-momentum";
+  }
+  bool accepts(gossip::Encoding encoding) const override { return encoding != gossip::Encoding::kTopK; }
+  std::string describe_knobs(const SiteSettings& s) const override {
+    const auto& o = s.options;
+    char outer[64];
+    std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)", o.outer_lr, o.outer_momentum);
+    std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer + "), overlap τ = " +
+                      std::to_string(o.delay) + ", F = " + std::to_string(o.fragments) + " fragment" +
+                      (o.fragments == 1 ? "" : "s") + ", " + outer + ", wire " + gossip::diloco_wire_name(s.compression) +
+                      ", exchange " + (direct(s) ? "direct" : "ring");
+    return out;
+  }
+  // Exchanges carry a fragment's pseudo-gradient (n/F floats, no multiple of the model's length when
+  // F > 1); the re-average after a view change carries (θ_g, m), two model lengths.
+  WireLimits wire_limits(const SiteSettings& s) const override { return {s.options.fragments == 1, 2}; }
+  BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
+    return {2 * parameters, parameters};
+  }
+  MixerSet make_mixers(const MixerContext& c) const override {
+    MixerSet set;
+    if (!direct(c.settings)) {
+      set.mix = &c.exact;
+      return set;
+    }
+    set.owned = std::make_unique<gossip::DirectMeanMixer>(c.inbox, c.exact, c.settings.compression, c.timeouts);
+    set.mix = set.owned.get();
+    // Dense: the re-average of (θ_g, m) takes the single crossing too; compressed: the exact ring.
+    set.reaverage_with_mix = c.settings.compression.encoding == gossip::Encoding::kDense;
+    return set;
+  }
+  std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
+    return std::make_unique<DilocoTrainer>(context);
+  }
+};
+
+}  // namespace
+
+const Algorithm& diloco_algorithm() {
+  static const Diloco algorithm;
+  return algorithm;
+}
+
+}  // namespace meridian::daemon::algorithms

@@ -1,0 +1,25 @@
+// diloco: DiLoCo with Streaming DiLoCo's overlap and fragments (gossip::Diloco, gossip/diloco.h). The
+// configured optimizer (--optimizer; AdamW in the paper) is the inner optimizer and runs every step;
+// every H = --period steps a fragment's pseudo-gradient is averaged exactly over the view and an outer
+// Nesterov step (--outer-lr, --outer-momentum) moves the global parameters. --delay is the overlap τ:
+// the exchange runs during τ further inner steps and is applied with delayed compensation.
+// --fragments F staggers F fragment syncs H/F steps apart. --compression fp16 or int8 sends the
+// pseudo-gradients compressed over the direct exchange (--exchange direct sends dense ones there too;
+// the default is the ring). Checkpoint sections: the parameters, the inner optimizer's state
+// ("optimizer"), and the outer state "diloco-global" (θ_g) and "diloco-outer-momentum" (m).
+#pragma once
+
+#include "daemon/algorithms/algorithm.h"
+
+namespace meridian::daemon::algorithms {
+
+// diloco's shape when --period or --delay is not given. H = 32 inner steps between outer syncs: 32
+// times less traffic than allreduce and, at the simulated WAN latencies, a crossing is a few steps'
+// compute, which τ = 2 overlap covers on a fast link; the paper's H = 500 is for models whose step
+// takes seconds.
+inline constexpr int kDilocoDefaultInnerSteps = 32;
+inline constexpr int kDilocoDefaultOverlap = 2;
+
+const Algorithm& diloco_algorithm();
+
+}  // namespace meridian::daemon::algorithms

@@ -1,0 +1,146 @@
+// diloco as a registered algorithm (daemon/algorithms/diloco.h): its name, default shape and start-up
+// line, its knobs' checks, what it sends, and its checkpoint sections.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+
+#include "daemon/algorithms/registry.h"
+#include "daemon/site_config.h"
+#include "gossip/mix_channel.h"
+#include "models/cpu_backend.h"
+#include "models/model_factory.h"
+
+using namespace meridian::daemon;
+using meridian::gossip::Algorithm;
+
+namespace {
+
+SiteConfig diloco_config() {
+  SiteConfig c;
+  c.name = "a";
+  c.algo = "diloco";
+  return c;
+}
+
+std::string problems_of(const SiteConfig& c) {
+  std::string all;
+  for (const auto& p : site_config_problems(c)) all += p + "\n";
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("diloco is registered, picks its shape when none is given, and says it in the start-up line",
+          "[daemon][config][diloco]") {
+  REQUIRE(algorithms::find_algorithm("diloco") != nullptr);
+  CHECK(algorithms::find_algorithm("diloco")->id() == Algorithm::kDiloco);
+  SiteConfig c = diloco_config();
+  apply_algorithm_defaults(c, [](std::string_view) { return false; });
+  CHECK(c.period == 32);
+  CHECK(c.delay == 2);
+  CHECK(describe_algorithm(settings_of(c)) ==
+        "diloco, H = 32 inner steps (momentum), overlap τ = 2, F = 1 fragment, outer lr 0.7, outer momentum 0.9 "
+        "(Nesterov), wire fp32, exchange ring");
+  // Knobs the user gave stay.
+  SiteConfig given = diloco_config();
+  given.period = 100;
+  given.delay = 0;
+  apply_algorithm_defaults(given, [](std::string_view option) { return option == "period" || option == "delay"; });
+  CHECK(given.period == 100);
+  CHECK(given.delay == 0);
+  given.fragments = 4;
+  given.outer_lr = 1.0;
+  given.outer_momentum = 0.0;
+  given.compression = "int8";
+  given.optimizer = "adamw";
+  CHECK(describe_algorithm(settings_of(given)) ==
+        "diloco, H = 100 inner steps (adamw), overlap τ = 0, F = 4 fragments, outer lr 1, outer momentum 0 "
+        "(Nesterov), wire int8, exchange direct");
+}
+
+TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do not read them", "[daemon][config][diloco]") {
+  SiteConfig c = diloco_config();
+  c.period = 8;
+  c.delay = 9;
+  c.fragments = 9;
+  c.outer_lr = 0;
+  c.outer_momentum = 1;
+  const auto all = problems_of(c);
+  CHECK_THAT(all, Catch::Contains("--delay: diloco's overlap τ = 9 exceeds --period H = 8"));
+  CHECK_THAT(all, Catch::Contains("--fragments: 9 must be in [1, --period 8]"));
+  CHECK_THAT(all, Catch::Contains("--outer-lr: must be positive"));
+  CHECK_THAT(all, Catch::Contains("--outer-momentum: must be in [0, 1)"));
+
+  SiteConfig topk = diloco_config();
+  topk.compression = "topk:0.01";
+  CHECK_THAT(problems_of(topk), Catch::Contains("--compression"));
+  for (const char* wire : {"none", "fp16", "int8"}) {
+    SiteConfig ok = diloco_config();
+    ok.compression = wire;
+    INFO(wire);
+    CHECK(problems_of(ok).empty());
+  }
+
+  SiteConfig other;
+  other.name = "a";
+  other.algo = "allreduce";
+  other.fragments = 2;
+  other.outer_lr = 1.0;
+  other.compression = "int8";
+  const auto refused = problems_of(other);
+  CHECK_THAT(refused, Catch::Contains("--fragments: applies to diloco only (this site runs allreduce)"));
+  CHECK_THAT(refused, Catch::Contains("--outer-lr: applies to diloco only"));
+  CHECK_THAT(refused, Catch::Contains("--compression: int8 applies to dts and diloco only"));
+}
+
+TEST_CASE("diloco sends fragments and (θ_g, m), and pins the model's length only with one fragment",
+          "[daemon][config][diloco]") {
+  const auto& diloco = *algorithms::find_algorithm("diloco");
+  SiteConfig c = diloco_config();
+  CHECK(diloco.wire_limits(settings_of(c)).pin_model_elements);
+  CHECK(diloco.wire_limits(settings_of(c)).max_model_multiple == 2);
+  c.period = 8;
+  c.fragments = 4;
+  CHECK_FALSE(diloco.wire_limits(settings_of(c)).pin_model_elements);
+  CHECK(diloco.buffer_sizes(settings_of(c), 1000).channel_elements == 2000);
+}
+
+TEST_CASE("diloco's checkpoint holds θ_g and the outer momentum, and a restore puts them back",
+          "[daemon][checkpoint][diloco]") {
+  SiteConfig c = diloco_config();
+  c.period = 4;
+  const auto settings = settings_of(c);
+  auto backend = std::make_shared<meridian::models::CpuBackend>();
+  auto model = meridian::models::make_model("logreg", meridian::models::Shape{1, 2, 2}, 3, {}, backend, 7);
+  meridian::gossip::MixChannel channel;
+  meridian::models::ScheduleConfig schedule;
+  const algorithms::TrainerContext context{settings, *model, backend, channel, schedule};
+  auto trainer = algorithms::find_algorithm("diloco")->make_trainer(context);
+  const std::size_t n = model->parameters().size();
+
+  auto section = [&](const std::string& name) -> std::vector<float> {
+    for (const auto& s : trainer->checkpoint_state())
+      if (s.name == name) return {s.values.begin(), s.values.end()};
+    return {};
+  };
+  // At the start θ_g is the parameters and m is zero.
+  const std::vector<float> params(model->parameters().begin(), model->parameters().end());
+  CHECK(section("diloco-global") == params);
+  CHECK(section("diloco-outer-momentum") == std::vector<float>(n, 0.0f));
+
+  Checkpoint cp;
+  cp.parameters.assign(n, 0.5f);
+  cp.optimizer_state.push_back({"optimizer", std::vector<float>(n, 0.25f)});  // the momentum optimizer's u
+  cp.optimizer_state.push_back({"diloco-global", std::vector<float>(n, 1.5f)});
+  cp.optimizer_state.push_back({"diloco-outer-momentum", std::vector<float>(n, -2.0f)});
+  trainer->restore(cp);
+  CHECK(section("diloco-global") == std::vector<float>(n, 1.5f));
+  CHECK(section("diloco-outer-momentum") == std::vector<float>(n, -2.0f));
+  CHECK(section("optimizer") == std::vector<float>(n, 0.25f));
+
+  cp.optimizer_state.pop_back();
+  CHECK_THROWS_AS(trainer->restore(cp), CheckpointError);
+  cp.optimizer_state.push_back({"diloco-outer-momentum", std::vector<float>(n + 1, 0.0f)});
+  CHECK_THROWS_AS(trainer->restore(cp), CheckpointError);
+}
