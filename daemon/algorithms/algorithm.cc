@@ -1,5 +1,7 @@
 #include "daemon/algorithms/algorithm.h"
 
+#include "gossip/direct_mean_mixer.h"
+
 namespace meridian::daemon::algorithms {
 
 void Algorithm::apply_defaults(SiteConfig&, const OptionGiven&) const {}
@@ -9,6 +11,23 @@ bool Algorithm::reads(std::string_view) const { return false; }
 MixerSet Algorithm::make_mixers(const MixerContext& context) const {
   MixerSet set;
   set.mix = &context.exact;
+  return set;
+}
+
+bool exchanges_directly(const SiteSettings& settings) {
+  return settings.exchange == Exchange::kDirect || settings.compression.encoding != gossip::Encoding::kDense;
+}
+
+MixerSet exact_mean_mixers(const MixerContext& context) {
+  MixerSet set;
+  if (!exchanges_directly(context.settings)) {
+    set.mix = &context.exact;
+    return set;
+  }
+  set.owned = std::make_unique<gossip::DirectMeanMixer>(context.inbox, context.exact, context.settings.compression,
+                                                        context.timeouts);
+  set.mix = set.owned.get();
+  set.reaverage_with_mix = context.settings.compression.encoding == gossip::Encoding::kDense;
   return set;
 }
 

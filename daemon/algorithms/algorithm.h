@@ -121,4 +121,13 @@ class Algorithm {
   virtual std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const = 0;
 };
 
+// For the algorithms whose rounds take an exact mean (dts, diloco): whether the mean travels in one
+// direct crossing (--exchange direct, or any compression) rather than over the ring all-reduce.
+bool exchanges_directly(const SiteSettings& settings);
+
+// Their mixers: the exact ring, or a DirectMeanMixer when exchanges_directly(). A dense direct
+// exchange re-averages in its single crossing too (the ring's 2(n − 1) crossings stall every trainer
+// about 6x longer with 4 sites); a compressed one leaves re-averages to the exact ring.
+MixerSet exact_mean_mixers(const MixerContext& context);
+
 }  // namespace meridian::daemon::algorithms

@@ -8,7 +8,6 @@
 
 #include "daemon/algorithms/optimizer_trainer.h"
 #include "gossip/diloco.h"
-#include "gossip/direct_mean_mixer.h"
 
 namespace meridian::daemon::algorithms {
 namespace {
@@ -70,11 +69,6 @@ class DilocoTrainer final : public OptimizerTrainer {
   gossip::Diloco diloco_;
 };
 
-// Whether the pseudo-gradients travel in one direct crossing rather than over the ring.
-bool direct(const SiteSettings& s) {
-  return s.exchange == Exchange::kDirect || s.compression.encoding != gossip::Encoding::kDense;
-}
-
 class Diloco final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kDiloco; }
@@ -105,7 +99,7 @@ class Diloco final : public Algorithm {
     std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer + "), overlap τ = " +
                       std::to_string(o.delay) + ", F = " + std::to_string(o.fragments) + " fragment" +
                       (o.fragments == 1 ? "" : "s") + ", " + outer + ", wire " + gossip::diloco_wire_name(s.compression) +
-                      ", exchange " + (direct(s) ? "direct" : "ring");
+                      ", exchange " + (exchanges_directly(s) ? "direct" : "ring");
     return out;
   }
   // Exchanges carry a fragment's pseudo-gradient (n/F floats, no multiple of the model's length when
@@ -114,18 +108,7 @@ class Diloco final : public Algorithm {
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
     return {2 * parameters, parameters};
   }
-  MixerSet make_mixers(const MixerContext& c) const override {
-    MixerSet set;
-    if (!direct(c.settings)) {
-      set.mix = &c.exact;
-      return set;
-    }
-    set.owned = std::make_unique<gossip::DirectMeanMixer>(c.inbox, c.exact, c.settings.compression, c.timeouts);
-    set.mix = set.owned.get();
-    // Dense: the re-average of (θ_g, m) takes the single crossing too; compressed: the exact ring.
-    set.reaverage_with_mix = c.settings.compression.encoding == gossip::Encoding::kDense;
-    return set;
-  }
+  MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     return std::make_unique<DilocoTrainer>(context);
   }

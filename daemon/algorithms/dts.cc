@@ -4,7 +4,6 @@
 
 #include "daemon/algorithms/optimizer_trainer.h"
 #include "daemon/host_mirror.h"
-#include "gossip/direct_mean_mixer.h"
 #include "gossip/dts.h"
 
 namespace meridian::daemon::algorithms {
@@ -80,11 +79,6 @@ class DtsTrainer final : public TrainerAlgorithm {
   gossip::Dts dts_;
 };
 
-// Whether the window's average travels in one direct crossing rather than over the ring.
-bool direct(const SiteSettings& s) {
-  return s.exchange == Exchange::kDirect || s.compression.encoding != gossip::Encoding::kDense;
-}
-
 class Dts final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kDts; }
@@ -119,19 +113,7 @@ class Dts final : public Algorithm {
   BufferSizes buffer_sizes(const SiteSettings& s, std::size_t parameters) const override {
     return {2 * parameters, s.exchange == Exchange::kDirect ? 2 * parameters : parameters};
   }
-  MixerSet make_mixers(const MixerContext& c) const override {
-    MixerSet set;
-    if (!direct(c.settings)) {
-      set.mix = &c.exact;
-      return set;
-    }
-    set.owned = std::make_unique<gossip::DirectMeanMixer>(c.inbox, c.exact, c.settings.compression, c.timeouts);
-    set.mix = set.owned.get();
-    // The dense direct exchange re-averages in its single crossing (the ring's 2(n - 1) crossings
-    // stall every trainer 6x longer with 4 sites); a compressed one leaves that to the exact ring.
-    set.reaverage_with_mix = c.settings.compression.encoding == gossip::Encoding::kDense;
-    return set;
-  }
+  MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     return std::make_unique<DtsTrainer>(context);
   }

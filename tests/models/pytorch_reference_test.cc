@@ -25,30 +25,11 @@
 #include "models/model.h"
 #include "models/relu.h"
 #include "models/residual_block.h"
+#include "tests/models/reference_arrays.h"
 
 using namespace meridian::models;
 
 namespace {
-
-std::map<std::string, std::vector<double>> read_reference(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::map<std::string, std::vector<double>> arrays;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream header(line);
-    std::string name;
-    std::size_t count = 0;
-    header >> name >> count;
-    std::vector<double> values(count);
-    for (double& v : values) in >> v;
-    REQUIRE(in.good());
-    arrays[name] = std::move(values);
-    std::getline(in, line);  // rest of the values line
-  }
-  return arrays;
-}
 
 // The network of make_reference.py, layer for layer.
 std::unique_ptr<Model> small_network() {
@@ -117,7 +98,7 @@ std::vector<T> as(const std::vector<double>& v) {
 }  // namespace
 
 TEST_CASE("a small network matches PyTorch's forward output, loss and gradients", "[models][reference]") {
-  auto ref = read_reference(std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/reference/small_network.txt");
+  auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/reference/small_network.txt");
   auto model = small_network();
   REQUIRE(model->parameters().size() == ref.at("parameters").size());
   const auto params = as<float>(ref.at("parameters"));
@@ -145,7 +126,7 @@ TEST_CASE("a small network matches PyTorch's forward output, loss and gradients"
 TEST_CASE("batch norm, residual blocks, group norm, pooling and activations match PyTorch in training and "
           "evaluation",
           "[models][reference]") {
-  auto ref = read_reference(std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/reference/normalized_network.txt");
+  auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/reference/normalized_network.txt");
   auto model = normalized_network();
   REQUIRE(model->parameters().size() == ref.at("parameters").size());
   REQUIRE(model->state().size() == ref.at("state").size());
