@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 # TARGET=NAME builds one CMake target (and what it needs) instead of everything.
 TARGET ?=
 
-.PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance gpu-kit docker-check clean help
+.PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance gpu-kit docker-check format clean help
 
 all: build
 
@@ -25,6 +25,7 @@ help:
 	@echo "make endurance  8 sites for 10 minutes: memory, descriptors, sockets, abandoned rounds (ENDURANCE_ARGS=\"--minutes 2\")"
 	@echo "make gpu-kit    CUDA build in build-cuda/ packed into gpu-kit/ (<= 60 MiB) to run on a GPU machine (docs/cuda.md)"
 	@echo "make docker-check  build the CPU image with a dockerd of its own and check a 4-container federation (root; ~30 min first, ~2 min after)"
+	@echo "make format     apply .clang-format to every tracked C++ and CUDA source"
 	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
 
 deps:
@@ -91,6 +92,10 @@ gpu-kit:
 # Not part of `make test`: its own dockerd, the image built from scratch, a container federation (root).
 docker-check:
 	@scripts/docker-check
+
+format:
+	@scripts/install-deps format
+	@git ls-files '*.cc' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) build-sanitize build-fuzz build-cuda gpu-kit

@@ -123,11 +123,11 @@ int main(int argc, char** argv) {
           }
           const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
           const double cpu_seconds = process_cpu_seconds() - cpu_start;
-          std::printf("{\"kind\": \"%s\", \"model\": \"%s\", \"shape\": \"%s\", \"augment\": \"%s\", \"threads\": %d, "
-                      "\"batch\": %zu, \"samples_per_second\": %.0f, \"samples_per_cpu_second\": %.0f}\n",
-                      kind, model_name.c_str(), shape.to_string().c_str(), augmentation.spec().to_string().c_str(),
-                      threads, batch, static_cast<double>(count * batch) / seconds,
-                      static_cast<double>(count * batch) / cpu_seconds);
+          std::printf(
+              "{\"kind\": \"%s\", \"model\": \"%s\", \"shape\": \"%s\", \"augment\": \"%s\", \"threads\": %d, "
+              "\"batch\": %zu, \"samples_per_second\": %.0f, \"samples_per_cpu_second\": %.0f}\n",
+              kind, model_name.c_str(), shape.to_string().c_str(), augmentation.spec().to_string().c_str(), threads,
+              batch, static_cast<double>(count * batch) / seconds, static_cast<double>(count * batch) / cpu_seconds);
           std::fflush(stdout);
         }
       }

@@ -2,7 +2,8 @@
 // logreg, MLP and CNN (models::Model on CudaBackend, batch 64, Nesterov; CPU alongside), the parameter
 // snapshot's device → host bandwidth (pinned, as ParameterSnapshot does it, against a plain pageable
 // copy), and how much of the snapshot copy hides behind compute. Each figure is the median of --repeats
-// timed runs (CUDA events; the model steps on the host clock). Without a usable device it prints "no CUDA device: <reason>" and exits 0.
+// timed runs (CUDA events; the model steps on the host clock). Without a usable device it prints "no CUDA device:
+// <reason>" and exits 0.
 //
 // Usage: build/meridian_bench_cuda_throughput [--repeats N]   (bench/cuda-throughput runs it)
 #include <cuda_runtime_api.h>

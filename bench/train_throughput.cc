@@ -109,9 +109,10 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < steps; ++i) step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("{\"side\": \"meridian\", \"model\": \"%s\", \"threads\": %d, \"batch\": %zu, \"steps\": %zu, "
-                "\"samples_per_second\": %.1f, \"blas\": \"%s\"}\n",
-                model_name.c_str(), threads, batch, steps, static_cast<double>(steps * batch) / seconds, blas.c_str());
+    std::printf(
+        "{\"side\": \"meridian\", \"model\": \"%s\", \"threads\": %d, \"batch\": %zu, \"steps\": %zu, "
+        "\"samples_per_second\": %.1f, \"blas\": \"%s\"}\n",
+        model_name.c_str(), threads, batch, steps, static_cast<double>(steps * batch) / seconds, blas.c_str());
     std::fflush(stdout);
   }
   return 0;

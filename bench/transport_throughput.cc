@@ -188,8 +188,8 @@ std::size_t g_chunk_bytes = WireLimits{}.chunk_bytes;
 
 double run_meridian(bool secure, const fs::path& keydir, std::size_t bytes, int count) {
   const int total = kWarmup + count;
-  Child c = spawn_receiver({"--impl", "meridian", "--secure", secure ? "1" : "0", "--keys", keydir.string(),
-                            "--count", std::to_string(total)});
+  Child c = spawn_receiver({"--impl", "meridian", "--secure", secure ? "1" : "0", "--keys", keydir.string(), "--count",
+                            std::to_string(total)});
   const std::string endpoint = read_line(c.out);
   auto o = transport_options("tx", secure, keydir);
   o.bootstrap = {"rx@" + endpoint};

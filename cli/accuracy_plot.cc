@@ -183,8 +183,8 @@ std::string render_accuracy_svg(const std::vector<CurvePoint>& points, const std
     ly += 22;
   }
   ly += 8;
-  svg += "<path d=\"M" + num(lx + 12) + " " + num(ly - 6) + " L" + num(lx + 18) + " " + num(ly) + " L" +
-         num(lx + 12) + " " + num(ly + 6) + " L" + num(lx + 6) + " " + num(ly) + " Z\" fill=\"#555\"/>\n";
+  svg += "<path d=\"M" + num(lx + 12) + " " + num(ly - 6) + " L" + num(lx + 18) + " " + num(ly) + " L" + num(lx + 12) +
+         " " + num(ly + 6) + " L" + num(lx + 6) + " " + num(ly) + " Z\" fill=\"#555\"/>\n";
   svg += "<text x=\"" + num(lx + 32) + "\" y=\"" + num(ly + 4) + "\">averaged model</text>\n";
   svg += "<text x=\"" + num(lx + 32) + "\" y=\"" + num(ly + 20) + "\" fill=\"#555\">at the end</text>\n";
   ly += 38;

@@ -13,7 +13,7 @@ namespace meridian::cli {
 
 struct AccuracyPlotLabels {
   std::string title = "Test accuracy against wall time";
-  std::string subtitle;  // e.g. "4 sites, WAN world4, mlp, iid"
+  std::string subtitle;        // e.g. "4 sites, WAN world4, mlp, iid"
   double target_accuracy = 0;  // 0: no target line
 };
 

@@ -16,10 +16,10 @@ namespace meridian::cli {
 struct AlgorithmOutcome {
   std::string algo;
   int sites = 0;
-  double launch_time = 0;   // Unix seconds when the sites were started; curves count from here
-  double wall_seconds = 0;  // from launch until the last site ended
-  std::vector<SiteResult> results;         // one per site, in site order
-  std::vector<ProgressRecord> progress;    // every site's records, in the order they were read
+  double launch_time = 0;                   // Unix seconds when the sites were started; curves count from here
+  double wall_seconds = 0;                  // from launch until the last site ended
+  std::vector<SiteResult> results;          // one per site, in site order
+  std::vector<ProgressRecord> progress;     // every site's records, in the order they were read
   std::optional<double> averaged_accuracy;  // test accuracy of the average of the final models
   // The sites were stopped once every one had reached the target (simulate --stop-at-target); their
   // results then cover the steps up to the stop.
@@ -52,18 +52,18 @@ std::optional<double> training_seconds_to_accuracy(const AlgorithmOutcome& outco
 struct ComparisonRow {
   std::string algo;
   int sites = 0;
-  std::optional<double> averaged_accuracy;    // the averaged final model on the test set
-  std::optional<double> mean_site_accuracy;   // mean of the sites' own final test accuracies
-  double seconds_per_step = 0;                // mean over sites of train_seconds / steps
-  std::optional<double> seconds_to_target;    // see seconds_to_accuracy
+  std::optional<double> averaged_accuracy;   // the averaged final model on the test set
+  std::optional<double> mean_site_accuracy;  // mean of the sites' own final test accuracies
+  double seconds_per_step = 0;               // mean over sites of train_seconds / steps
+  std::optional<double> seconds_to_target;   // see seconds_to_accuracy
   // see training_seconds_to_accuracy
   std::optional<double> training_seconds_to_target;
-  double bytes_sent_per_site = 0;             // mean over sites
+  double bytes_sent_per_site = 0;  // mean over sites
   double bytes_received_per_site = 0;
   double steps_per_site = 0;
-  std::uint64_t rounds_abandoned = 0;         // summed over sites
+  std::uint64_t rounds_abandoned = 0;  // summed over sites
   double wall_seconds = 0;
-  bool stopped_at_target = false;             // see AlgorithmOutcome
+  bool stopped_at_target = false;  // see AlgorithmOutcome
 };
 
 ComparisonRow summarize(const AlgorithmOutcome& outcome, double target_accuracy);

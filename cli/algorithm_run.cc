@@ -18,9 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -48,14 +46,13 @@ std::string with_log_tail(const std::string& message, const SiteLaunch& site, st
   return message + "\nlast lines of " + site.log_file.string() + ":\n" + tail;
 }
 
-std::string live_text(const std::string& algo, int running, int total, std::uint64_t step,
-                      std::optional<double> best, double elapsed) {
+std::string live_text(const std::string& algo, int running, int total, std::uint64_t step, std::optional<double> best,
+                      double elapsed) {
   char accuracy[32] = "-";
   if (best) std::snprintf(accuracy, sizeof accuracy, "%.1f%%", *best * 100);
   char text[200];
-  std::snprintf(text, sizeof text, "%-9s  sites running %d/%d  step %llu  best accuracy %s  %s", algo.c_str(),
-                running, total, static_cast<unsigned long long>(step), accuracy,
-                daemon::format_duration(elapsed).c_str());
+  std::snprintf(text, sizeof text, "%-9s  sites running %d/%d  step %llu  best accuracy %s  %s", algo.c_str(), running,
+                total, static_cast<unsigned long long>(step), accuracy, daemon::format_duration(elapsed).c_str());
   return text;
 }
 
@@ -116,8 +113,8 @@ AlgorithmOutcome run_algorithm(const std::string& algo, const std::vector<SiteLa
       const SiteLaunch& site = sites[*failed];
       const int code = *children[*failed].exit_status();
       stop_all(children, settings.grace_seconds, interrupt);
-      const std::string how =
-          code > 128 ? "was killed by signal " + std::to_string(code - 128) : "exited with status " + std::to_string(code);
+      const std::string how = code > 128 ? "was killed by signal " + std::to_string(code - 128)
+                                         : "exited with status " + std::to_string(code);
       throw SimulationFailed(with_log_tail(algo + ": " + site.name + " " + how, site, settings.log_tail_lines));
     }
     if (running == 0) break;
@@ -133,14 +130,15 @@ AlgorithmOutcome run_algorithm(const std::string& algo, const std::vector<SiteLa
       for (std::size_t i = 0; i < children.size(); ++i) {
         const int code = children[i].exit_status().value_or(-1);
         if (code != 0)
-          throw SimulationFailed(with_log_tail(algo + ": " + sites[i].name + " did not stop cleanly (status " +
-                                                   std::to_string(code) + ")",
-                                               sites[i], settings.log_tail_lines));
+          throw SimulationFailed(
+              with_log_tail(algo + ": " + sites[i].name + " did not stop cleanly (status " + std::to_string(code) + ")",
+                            sites[i], settings.log_tail_lines));
       }
       break;
     }
     if (interrupt.count() > 0) {
-      status.print(algo + ": interrupted, stopping " + std::to_string(running) + " site(s) (Ctrl-C again to kill them at once)");
+      status.print(algo + ": interrupted, stopping " + std::to_string(running) +
+                   " site(s) (Ctrl-C again to kill them at once)");
       stop_all(children, settings.grace_seconds, interrupt);
       throw SimulationInterrupted("interrupted: every site of " + algo + " was stopped; logs are in " +
                                   sites.front().run_dir.parent_path().string());
@@ -168,7 +166,8 @@ AlgorithmOutcome run_algorithm(const std::string& algo, const std::vector<SiteLa
     try {
       outcome.results.push_back(read_site_result(s.run_dir / "result.json"));
     } catch (const SiteResultError& e) {
-      throw SimulationFailed(with_log_tail(algo + ": " + s.name + " exited 0 but " + e.what(), s, settings.log_tail_lines));
+      throw SimulationFailed(
+          with_log_tail(algo + ": " + s.name + " exited 0 but " + e.what(), s, settings.log_tail_lines));
     }
     checkpoints.push_back(outcome.results.back().final_checkpoint);
   }

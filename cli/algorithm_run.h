@@ -42,7 +42,7 @@ class SimulationInterrupted : public std::runtime_error {
 struct AlgorithmRunSettings {
   std::filesystem::path program;  // the meridian binary
   double timeout_seconds = 1800;
-  double grace_seconds = 15;      // between SIGTERM and SIGKILL when stopping sites
+  double grace_seconds = 15;  // between SIGTERM and SIGKILL when stopping sites
   std::size_t log_tail_lines = 25;
   // When set, the sites are stopped gracefully (SIGTERM) as soon as every one has reported this test
   // accuracy; each still writes its result (with completed false) and final checkpoint.

@@ -109,7 +109,8 @@ void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig
   daemon::apply_algorithm_defaults(config, [&](std::string_view option) {
     if (option == "delay") return delay_given;
     if (option == "period") return period_given;
-    return std::any_of(variant.knobs.begin(), variant.knobs.end(), [&](const auto& knob) { return knob.first == option; });
+    return std::any_of(variant.knobs.begin(), variant.knobs.end(),
+                       [&](const auto& knob) { return knob.first == option; });
   });
 }
 

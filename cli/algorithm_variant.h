@@ -13,8 +13,8 @@
 namespace meridian::cli {
 
 struct AlgorithmVariant {
-  std::string label;  // the text as given, e.g. "dts:delay=4:period=4"
-  std::string algo;   // the part before the first ':', e.g. "dts"
+  std::string label;                                       // the text as given, e.g. "dts:delay=4:period=4"
+  std::string algo;                                        // the part before the first ':', e.g. "dts"
   std::vector<std::pair<std::string, std::string>> knobs;  // in order, e.g. {"delay","4"}, {"period","4"}
 };
 
@@ -31,8 +31,8 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text);
 
 // `base` with the variant's algorithm and knobs applied, then the algorithm's defaults for the knobs
 // given neither here nor shared (daemon::apply_algorithm_defaults; dts: D = 2, P = 16 unless a delay or
-// period was given; the `shared_*_given` flags say whether simulate's own --delay and --period were). A value that is not a number where one
-// is needed becomes an error message (returned in `error`, `base` then partially changed).
+// period was given; the `shared_*_given` flags say whether simulate's own --delay and --period were). A value that is
+// not a number where one is needed becomes an error message (returned in `error`, `base` then partially changed).
 void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, bool shared_delay_given,
                              bool shared_period_given, std::string& error);
 

@@ -27,8 +27,7 @@ ChildProcess::ChildProcess(const std::filesystem::path& program, const std::vect
   argv.push_back(nullptr);
 
   const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0)
-    throw std::runtime_error("cannot open log file " + log_file.string() + ": " + std::strerror(errno));
+  if (log_fd < 0) throw std::runtime_error("cannot open log file " + log_file.string() + ": " + std::strerror(errno));
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = ::getpid();
 

@@ -48,7 +48,8 @@ std::string format_comparison_table(const std::vector<ComparisonRow>& rows, doub
       {"algorithm", "accuracy", "site acc.", "per step", target, "of it training", "sent/site", "wall time"}};
   for (const auto& r : rows) {
     // A run stopped at the target is marked: its accuracy is where it stopped, not where it would end.
-    cells.push_back({r.stopped_at_target ? r.algo + " (stopped)" : r.algo, percent(r.averaged_accuracy), percent(r.mean_site_accuracy),
+    cells.push_back({r.stopped_at_target ? r.algo + " (stopped)" : r.algo, percent(r.averaged_accuracy),
+                     percent(r.mean_site_accuracy),
                      r.steps_per_site > 0 ? format_step_time(r.seconds_per_step) : kMissing,
                      r.seconds_to_target ? daemon::format_duration(*r.seconds_to_target) : kMissing,
                      r.training_seconds_to_target ? daemon::format_duration(*r.training_seconds_to_target) : kMissing,

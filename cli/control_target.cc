@@ -11,9 +11,10 @@ std::string ControlTarget::socket_path() const {
 }
 
 void add_control_target_options(CLI::App& command, ControlTarget& target) {
-  command.add_option("--socket", target.socket,
-                     "The daemon's control socket (default: from --config, else " +
-                         daemon::SiteConfig{}.control_socket_or_default() + ")")
+  command
+      .add_option("--socket", target.socket,
+                  "The daemon's control socket (default: from --config, else " +
+                      daemon::SiteConfig{}.control_socket_or_default() + ")")
       ->type_name("PATH");
   command.add_option("--config", target.config, "The site's config file, to find its control socket")
       ->type_name("FILE")

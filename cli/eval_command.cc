@@ -42,10 +42,11 @@ int run_eval(const EvalOptions& o) {
   std::vector<std::filesystem::path> files(o.checkpoints.begin(), o.checkpoints.end());
   const auto r = daemon::evaluate_checkpoints(files, test);
   if (o.json) {
-    std::printf("{\"checkpoints\": %zu, \"algorithm\": %s, \"step\": %llu, \"fingerprint\": %s, \"test_samples\": %zu, "
-                "\"test_accuracy\": %.6f, \"test_loss\": %.6f}\n",
-                r.checkpoints, json_string(r.algorithm).c_str(), static_cast<unsigned long long>(r.step),
-                json_string(r.fingerprint).c_str(), r.evaluation.samples, r.evaluation.accuracy, r.evaluation.loss);
+    std::printf(
+        "{\"checkpoints\": %zu, \"algorithm\": %s, \"step\": %llu, \"fingerprint\": %s, \"test_samples\": %zu, "
+        "\"test_accuracy\": %.6f, \"test_loss\": %.6f}\n",
+        r.checkpoints, json_string(r.algorithm).c_str(), static_cast<unsigned long long>(r.step),
+        json_string(r.fingerprint).c_str(), r.evaluation.samples, r.evaluation.accuracy, r.evaluation.loss);
   } else {
     std::printf("test accuracy %.4f  loss %.4f  (%zu samples; %s%s, round %llu)\n", r.evaluation.accuracy,
                 r.evaluation.loss, r.evaluation.samples,
@@ -76,11 +77,13 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"fashion-mnist", "idx", "csv"}))
       ->capture_default_str();
   cmd->add_option("--data-dir", o->data_dir, "IDX files for fashion-mnist and idx")->capture_default_str();
-  cmd->add_option("--train-csv", o->train_csv, "csv: the training file (its scaling and classes apply to the test file)");
+  cmd->add_option("--train-csv", o->train_csv,
+                  "csv: the training file (its scaling and classes apply to the test file)");
   cmd->add_option("--test-csv", o->test_csv, "csv: the test file");
   cmd->add_option("--label-column", o->label_column, "csv: name or 0-based index of the label column")
       ->capture_default_str();
-  cmd->add_option("--test", o->test, "Test data by path (image folder, .npz, FEATURES.npy,LABELS.npy, .csv, IDX); replaces --dataset");
+  cmd->add_option("--test", o->test,
+                  "Test data by path (image folder, .npz, FEATURES.npy,LABELS.npy, .csv, IDX); replaces --dataset");
   cmd->add_option("--train", o->train, "With --test: the run's training data (its class list and CSV scaling apply)");
   cmd->add_option("--classes", o->classes, "With --test: the run's class list a,b,c");
   cmd->add_option("--layout", o->layout, "With --test: axis order of 4-D NumPy features: nchw | nhwc");

@@ -23,7 +23,9 @@ std::string default_site_name() {
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "site";
   std::string name(host);
   name = name.substr(0, name.find('.'));
-  std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-'; }, '-');
+  std::replace_if(
+      name.begin(), name.end(),
+      [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-'; }, '-');
   return name.empty() ? "site" : name.substr(0, 64);
 }
 

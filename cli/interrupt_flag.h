@@ -21,7 +21,8 @@ class InterruptFlag {
   int last_signal() const;
 
  private:
-  struct sigaction previous_int_{}, previous_term_{};
+  struct sigaction previous_int_ {
+  }, previous_term_{};
 };
 
 }  // namespace meridian::cli

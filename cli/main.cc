@@ -7,8 +7,9 @@
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Meridian: train one model across far-apart sites without moving their data.\n"
-               "Run 'meridian <command> --help' for the options and an example of each command."};
+  CLI::App app{
+      "Meridian: train one model across far-apart sites without moving their data.\n"
+      "Run 'meridian <command> --help' for the options and an example of each command."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "meridian 0.1.0");
   int exit_code = 0;

@@ -55,7 +55,8 @@ int run_peer_node(const PeerNodeArgs& a) {
   o.heartbeat_timeout = std::chrono::milliseconds(a.heartbeat_timeout_ms);
   o.validation.model_fingerprint = a.fingerprint;
   if (!a.insecure) {
-    if (a.keys.empty() || a.roster.empty()) throw std::runtime_error("--keys and --roster are required unless --insecure");
+    if (a.keys.empty() || a.roster.empty())
+      throw std::runtime_error("--keys and --roster are required unless --insecure");
     o.keys = peer::read_key_pair(a.keys);
     o.roster = peer::Roster::load(a.roster);
   }
@@ -118,8 +119,9 @@ int run_peer_node(const PeerNodeArgs& a) {
 void add_peer_node_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("peer-node", "Run a bare site (transport and membership only), for tests");
   cmd->group("");  // hidden from --help: a test harness, not a user command
-  cmd->footer("Example:\n  meridian peer-node --name a --insecure\n  meridian peer-node --name b --insecure "
-              "--bootstrap tcp://127.0.0.1:PORT");
+  cmd->footer(
+      "Example:\n  meridian peer-node --name a --insecure\n  meridian peer-node --name b --insecure "
+      "--bootstrap tcp://127.0.0.1:PORT");
   auto a = std::make_shared<PeerNodeArgs>();
   cmd->add_option("--name", a->name, "Site name")->required();
   cmd->add_option("--listen", a->listen, "Bind address (default tcp://127.0.0.1:*)");
@@ -128,7 +130,8 @@ void add_peer_node_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--keys", a->keys, "Key directory written by 'meridian keygen'");
   cmd->add_option("--roster", a->roster, "Roster file");
   cmd->add_option("--region", a->region, "WAN region of this site (e.g. oregon with --wan world4)");
-  cmd->add_option("--wan", a->wan, "Emulated WAN on this site's send path, e.g. world4 or latency=50ms,bandwidth=50mbit");
+  cmd->add_option("--wan", a->wan,
+                  "Emulated WAN on this site's send path, e.g. world4 or latency=50ms,bandwidth=50mbit");
   cmd->add_flag("--insecure", a->insecure, "Plain TCP without encryption or authentication");
   cmd->add_option("--heartbeat-interval-ms", a->heartbeat_interval_ms, "Heartbeat interval");
   cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms, "Silence after which a peer is dead");

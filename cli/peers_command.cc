@@ -18,8 +18,8 @@ void print_peers(const std::vector<daemon::PeerReport>& peers) {
     std::cout << "no peers known yet\n";
     return;
   }
-  std::printf("%-20s %-8s %4s %9s %11s %9s %9s  %s\n", "NAME", "STATE", "RANK", "RTT", "LAST HEARD", "SENT",
-              "RECEIVED", "ADDRESS");
+  std::printf("%-20s %-8s %4s %9s %11s %9s %9s  %s\n", "NAME", "STATE", "RANK", "RTT", "LAST HEARD", "SENT", "RECEIVED",
+              "ADDRESS");
   for (const auto& p : peers) {
     const std::string rank = p.rank ? std::to_string(*p.rank) : "-";
     const std::string rtt = p.rtt_seconds ? daemon::format_duration(*p.rtt_seconds) : "-";

@@ -122,8 +122,9 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   write_text_file(context.results_csv, results_csv(rows, options.target_accuracy));
   write_text_file(context.curves_csv, curves_csv(curves));
   AccuracyPlotLabels labels;
-  labels.subtitle = std::to_string(options.sites) + " sites, WAN " + (options.site.wan.empty() ? "none" : options.site.wan) +
-                    ", " + options.site.model + " on " + options.site.dataset + " (" + options.site.partition + ")";
+  labels.subtitle = std::to_string(options.sites) + " sites, WAN " +
+                    (options.site.wan.empty() ? "none" : options.site.wan) + ", " + options.site.model + " on " +
+                    options.site.dataset + " (" + options.site.partition + ")";
   labels.target_accuracy = options.target_accuracy;
   write_text_file(context.plot_svg, render_accuracy_svg(curves, rows, labels));
 
@@ -131,15 +132,17 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
     std::fputs(comparison_json(rows, context).c_str(), stdout);
   } else {
     std::printf("\n%s\n", format_comparison_table(rows, options.target_accuracy).c_str());
-    std::printf("accuracy: the average of the sites' final models on the test set; site acc.: mean of each site's own\n"
-                "model; per step: mean seconds per training step; to %.1f%%: from the launch until every site reached\n"
-                "it; of it training: the same from the first step (without start-up); sent/site: bytes each site sent,\n"
-                "mean over sites; wall time: from start to the last site's end.\n",
-                options.target_accuracy * 100);
+    std::printf(
+        "accuracy: the average of the sites' final models on the test set; site acc.: mean of each site's own\n"
+        "model; per step: mean seconds per training step; to %.1f%%: from the launch until every site reached\n"
+        "it; of it training: the same from the first step (without start-up); sent/site: bytes each site sent,\n"
+        "mean over sites; wall time: from start to the last site's end.\n",
+        options.target_accuracy * 100);
     if (options.stop_at_target)
-      std::printf("(stopped): --stop-at-target stopped these sites once every one had reached %.1f%%; their\n"
-                  "accuracy is the one at the stop.\n",
-                  options.target_accuracy * 100);
+      std::printf(
+          "(stopped): --stop-at-target stopped these sites once every one had reached %.1f%%; their\n"
+          "accuracy is the one at the stop.\n",
+          options.target_accuracy * 100);
     std::printf("\n");
     std::printf("results  %s\ncurves   %s\nplot     %s\nlogs     %s/<algo>/<site>/log.txt\n",
                 context.results_csv.c_str(), context.curves_csv.c_str(), context.plot_svg.c_str(), out_dir.c_str());
@@ -172,9 +175,11 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
 
   cmd->add_option("--sites", options->sites, "Number of sites (processes)")->capture_default_str();
   cmd->add_option("--algo", *algo_list,
-                  "Algorithms to compare, comma-separated: " + daemon::algorithms::algorithm_names() + "; each may carry its own "
-                  "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange, "
-                  "fragments, outer-lr, outer-momentum)")
+                  "Algorithms to compare, comma-separated: " + daemon::algorithms::algorithm_names() +
+                      "; each may carry its own "
+                      "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, "
+                      "compensation, compression, exchange, "
+                      "fragments, outer-lr, outer-momentum)")
       ->capture_default_str();
   cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
   cmd->add_option("--target-accuracy", options->target_accuracy, "Test accuracy for the 'time to' column, in (0, 1)")
@@ -184,13 +189,15 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
                 "training to the end; its accuracy is then the one at the stop)");
   cmd->add_option("--eval-every", options->eval_every, "Steps between each site's test evaluations (the curves)")
       ->capture_default_str();
-  cmd->add_option("--threads-per-site", options->threads_per_site, "Compute threads of each site")->capture_default_str();
+  cmd->add_option("--threads-per-site", options->threads_per_site, "Compute threads of each site")
+      ->capture_default_str();
   cmd->add_option("--timeout", options->timeout_seconds, "Seconds one algorithm may take before its sites are stopped")
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "Print the comparison as one JSON object on stdout");
   cmd->add_flag("--insecure", s.insecure, "No CurveZMQ keys: plain TCP between the sites");
-  cmd->add_option("--byzantine", options->byzantine_site,
-                  "Fault injection: this site index sends garbage instead of its vectors (-1 = none), e.g. --byzantine 7")
+  cmd->add_option(
+         "--byzantine", options->byzantine_site,
+         "Fault injection: this site index sends garbage instead of its vectors (-1 = none), e.g. --byzantine 7")
       ->capture_default_str();
   cmd->add_option("--byzantine-scale", options->byzantine_scale,
                   "RMS of the --byzantine site's garbage, in multiples of its honest vectors' RMS")
@@ -200,14 +207,14 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
                   "start (none: each site unpacks them)")
       ->capture_default_str();
   // Hidden: the tests run simulate's process handling against a stand-in for `meridian start`.
-  cmd->add_option("--site-program", options->program, "The program each site runs (default: this meridian)")
-      ->group("");
+  cmd->add_option("--site-program", options->program, "The program each site runs (default: this meridian)")->group("");
 
   const std::string shared = "Passed to every site";
   cmd->add_option("--wan", s.wan, "Emulated links: world4 | latency=100ms,jitter=5ms,bandwidth=50mbit,loss=0.01")
       ->group(shared);
   cmd->add_option("--partition", s.partition, "iid | dirichlet:ALPHA (how the dataset is split)")
-      ->capture_default_str()->group(shared);
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--train", s.train,
                   "Training data split across the sites, format from the path: image folder, FILE.npz, "
                   "FEATURES.npy,LABELS.npy, FILE.csv, IDX (docs/datasets.md); replaces --dataset")
@@ -218,46 +225,73 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--augment", s.augment, "Image augmentation: none | crop:N | flip | crop:N,flip")
       ->capture_default_str()
       ->group(shared);
-  cmd->add_option("--dataset", s.dataset, "fashion-mnist | idx | csv (when --train is not given)")->capture_default_str()->group(shared);
+  cmd->add_option("--dataset", s.dataset, "fashion-mnist | idx | csv (when --train is not given)")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--data-dir", s.data_dir, "Directory of the IDX files")->capture_default_str()->group(shared);
   cmd->add_option("--train-csv", s.train_csv, "csv: training file")->group(shared);
   cmd->add_option("--test-csv", s.test_csv, "csv: test file")->group(shared);
   cmd->add_option("--label-column", s.label_column, "csv: label column")->group(shared);
   cmd->add_option("--model", s.model, "logreg | mlp | cnn")->capture_default_str()->group(shared);
   cmd->add_option("--widths", s.widths, "Hidden widths of the mlp, e.g. 256,128 (the cnn's layers are fixed)")
-      ->delimiter(',')->group(shared);
-  cmd->add_option("--epochs", s.epochs, "Epochs over each site's part (fractions allowed: 0.5)")->capture_default_str()->group(shared);
+      ->delimiter(',')
+      ->group(shared);
+  cmd->add_option("--epochs", s.epochs, "Epochs over each site's part (fractions allowed: 0.5)")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--batch", s.batch, "Local batch size")->capture_default_str()->group(shared);
   cmd->add_option("--lr", s.lr, "Learning rate")->capture_default_str()->group(shared);
-  cmd->add_option("--optimizer", s.optimizer, "sgd | momentum | nesterov | adam | adamw")->capture_default_str()->group(shared);
-  cmd->add_option("--schedule", s.schedule, "constant | step:EPOCHS:FACTOR | cosine")->capture_default_str()->group(shared);
+  cmd->add_option("--optimizer", s.optimizer, "sgd | momentum | nesterov | adam | adamw")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--schedule", s.schedule, "constant | step:EPOCHS:FACTOR | cosine")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--momentum", s.momentum, "Momentum coefficient")->capture_default_str()->group(shared);
   cmd->add_option("--weight-decay", s.weight_decay, "L2 weight decay")->capture_default_str()->group(shared);
-  cmd->add_option("--delay", s.delay, "D, with delayed compensation (dts, dsync, diloco's overlap; sgp overlaps by --tau instead); dts without a delay or period runs D = 2, P = 16, diloco D = 2, P = 32")
-      ->capture_default_str()->group(shared);
+  cmd->add_option("--delay", s.delay,
+                  "D, with delayed compensation (dts, dsync, diloco's overlap; sgp overlaps by --tau instead); dts "
+                  "without a delay or period runs D = 2, P = 16, diloco D = 2, P = 32")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--period", s.period, "P (dts; diloco's inner steps H)")->capture_default_str()->group(shared);
-  cmd->add_option("--fragments", s.fragments, "F (diloco: fragments synced H/F steps apart)")->capture_default_str()->group(shared);
+  cmd->add_option("--fragments", s.fragments, "F (diloco: fragments synced H/F steps apart)")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--outer-lr", s.outer_lr, "diloco: outer learning rate")->capture_default_str()->group(shared);
-  cmd->add_option("--outer-momentum", s.outer_momentum, "diloco: outer Nesterov momentum")->capture_default_str()->group(shared);
+  cmd->add_option("--outer-momentum", s.outer_momentum, "diloco: outer Nesterov momentum")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--out-peers", s.out_peers, "K (sgp)")->capture_default_str()->group(shared);
   cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
   cmd->add_option("--grid", s.grid, "dsync: auto | ROWSxCOLS (e.g. 2x2)")->capture_default_str()->group(shared);
-  cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")->capture_default_str()->group(shared);
+  cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--round-timeout", s.round_timeout, "Seconds before a mixing round is abandoned and redone")
-      ->capture_default_str()->group(shared);
+      ->capture_default_str()
+      ->group(shared);
   // Many sites on few cores delay heartbeats by whole seconds: the knobs to keep them from being
   // declared dead falsely.
   cmd->add_option("--heartbeat-interval", s.heartbeat_interval, "Seconds between heartbeats")
-      ->capture_default_str()->group(shared);
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--heartbeat-timeout", s.heartbeat_timeout,
                   "Seconds of silence before a site is declared dead (raise it when the machine is loaded)")
-      ->capture_default_str()->group(shared);
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_flag("--robust-aggregation", s.robust_aggregation,
                 "Byzantine-robust mixing on every site (trimmed mean, norm clipping; docs/reliability.md)")
       ->group(shared);
-  cmd->add_option("--robust-clip", s.robust_clip, "Clip factor of --robust-aggregation")->capture_default_str()->group(shared);
-  cmd->add_option("--robust-trim", s.robust_trim, "Trimmed-mean trim of --robust-aggregation")->capture_default_str()->group(shared);
-  cmd->add_option("--seed", s.seed, "Random seed (initial model, partition, data order)")->capture_default_str()->group(shared);
+  cmd->add_option("--robust-clip", s.robust_clip, "Clip factor of --robust-aggregation")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--robust-trim", s.robust_trim, "Trimmed-mean trim of --robust-aggregation")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--seed", s.seed, "Random seed (initial model, partition, data order)")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--device", s.device, "auto | cpu | cuda | cuda:N")->capture_default_str()->group(shared);
 
   cmd->callback([cmd, options, algo_list, &exit_code, invocation] {

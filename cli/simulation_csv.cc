@@ -33,10 +33,9 @@ std::string results_csv(const std::vector<ComparisonRow>& rows, double target_ac
   for (const auto& r : rows) {
     out += r.algo + "," + std::to_string(r.sites) + "," + number(r.averaged_accuracy) + "," +
            number(r.mean_site_accuracy) + "," + number(r.seconds_per_step) + "," + number(target_accuracy) + "," +
-           number(r.seconds_to_target) + "," + whole(r.bytes_sent_per_site) + "," +
-           whole(r.bytes_received_per_site) + "," + number(r.steps_per_site) + "," +
-           std::to_string(r.rounds_abandoned) + "," + number(r.wall_seconds) + "," +
-           number(r.training_seconds_to_target) + "," + (r.stopped_at_target ? "1" : "0") + "\n";
+           number(r.seconds_to_target) + "," + whole(r.bytes_sent_per_site) + "," + whole(r.bytes_received_per_site) +
+           "," + number(r.steps_per_site) + "," + std::to_string(r.rounds_abandoned) + "," + number(r.wall_seconds) +
+           "," + number(r.training_seconds_to_target) + "," + (r.stopped_at_target ? "1" : "0") + "\n";
   }
   return out;
 }
@@ -44,8 +43,8 @@ std::string results_csv(const std::vector<ComparisonRow>& rows, double target_ac
 std::string curves_csv(const std::vector<CurvePoint>& points) {
   std::string out = "time,algo,site,step,accuracy\n";
   for (const auto& p : points) {
-    out += number(p.seconds) + "," + p.algo + "," + p.site + "," + std::to_string(p.step) + "," +
-           number(p.accuracy) + "\n";
+    out += number(p.seconds) + "," + p.algo + "," + p.site + "," + std::to_string(p.step) + "," + number(p.accuracy) +
+           "\n";
   }
   return out;
 }

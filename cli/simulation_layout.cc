@@ -38,7 +38,9 @@ fs::path create_simulation_identities(const fs::path& out_dir, int sites) {
 std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, const std::string& algo,
                                              const fs::path& out_dir, const std::vector<std::uint16_t>& ports) {
   std::vector<SiteLaunch> sites;
-  const auto address = [&](int i) { return "tcp://127.0.0.1:" + std::to_string(ports.at(static_cast<std::size_t>(i))); };
+  const auto address = [&](int i) {
+    return "tcp://127.0.0.1:" + std::to_string(ports.at(static_cast<std::size_t>(i)));
+  };
   for (int i = 0; i < options.sites; ++i) {
     SiteLaunch s;
     s.name = simulated_site_name(i);
@@ -71,7 +73,8 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     c.control_socket.clear();
     // A Unix socket path must fit in 108 bytes; deep output directories get a short path in /tmp.
     if ((s.run_dir / "control.sock").string().size() > 100)
-      c.control_socket = "/tmp/meridian-sim-" + std::to_string(::getpid()) + "-" + algo + "-" + std::to_string(i) + ".sock";
+      c.control_socket =
+          "/tmp/meridian-sim-" + std::to_string(::getpid()) + "-" + algo + "-" + std::to_string(i) + ".sock";
     c.eval_every = options.eval_every;
     c.byzantine_scale = i == options.byzantine_site ? options.byzantine_scale : 0.0;
     s.arguments = {"start", "--config", (s.run_dir / "site.toml").string()};

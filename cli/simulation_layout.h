@@ -32,8 +32,8 @@ struct SiteLaunch {
 };
 
 // The configuration of every site for `algo` (an --algo entry, knobs included; throws
-// std::invalid_argument for one that simulation_problems would report): `ports[i]` is site i's listening port on 127.0.0.1, and
-// each site bootstraps from all the others. `out_dir` must be absolute (the sites may not share the
+// std::invalid_argument for one that simulation_problems would report): `ports[i]` is site i's listening port on
+// 127.0.0.1, and each site bootstraps from all the others. `out_dir` must be absolute (the sites may not share the
 // caller's working directory forever). Pure: creates nothing.
 std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, const std::string& algo,
                                              const std::filesystem::path& out_dir,

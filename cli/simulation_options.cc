@@ -51,8 +51,7 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
       problems.push_back("--algo: an empty name in the list (e.g. --algo sgp,allreduce)");
       continue;
     }
-    if (std::find(seen.begin(), seen.end(), a) != seen.end())
-      problems.push_back("--algo: '" + a + "' is listed twice");
+    if (std::find(seen.begin(), seen.end(), a) != seen.end()) problems.push_back("--algo: '" + a + "' is listed twice");
     seen.push_back(a);
   }
   if (o.byzantine_site < -1 || o.byzantine_site >= o.sites)
@@ -62,8 +61,7 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
     problems.push_back("--byzantine-scale: must be a positive number (e.g. --byzantine-scale 100)");
   if (o.threads_per_site < 1) problems.push_back("--threads-per-site: must be at least 1 (e.g. --threads-per-site 1)");
   if (o.eval_every < 1) problems.push_back("--eval-every: must be at least 1 step (e.g. --eval-every 50)");
-  if (!(o.target_accuracy > 0 && o.target_accuracy < 1))
-  {
+  if (!(o.target_accuracy > 0 && o.target_accuracy < 1)) {
     char value[32];
     std::snprintf(value, sizeof value, "%g", o.target_accuracy);
     problems.push_back(std::string("--target-accuracy: ") + value +

@@ -22,10 +22,10 @@ struct SimulationOptions {
   bool delay_given = false;
   bool period_given = false;
   int threads_per_site = 1;
-  int eval_every = 50;               // steps between test evaluations of every site (curves, time to target)
-  double target_accuracy = 0.8;      // fraction in (0, 1)
-  bool stop_at_target = false;       // stop an algorithm's sites once every one has reached target_accuracy
-  double timeout_seconds = 1800;     // per algorithm: sites still running then are stopped, the run fails
+  int eval_every = 50;            // steps between test evaluations of every site (curves, time to target)
+  double target_accuracy = 0.8;   // fraction in (0, 1)
+  bool stop_at_target = false;    // stop an algorithm's sites once every one has reached target_accuracy
+  double timeout_seconds = 1800;  // per algorithm: sites still running then are stopped, the run fails
   std::filesystem::path out_dir = "meridian-simulation";
   bool json = false;
   // Fault injection: site index whose contributions are garbage (its site.toml gets byzantine-scale =

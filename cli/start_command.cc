@@ -30,7 +30,8 @@ void add_start_command(CLI::App& app, int& exit_code, Invocation invocation) {
       "one JSON line per evaluation and RUN_DIR/result.json the result at the end. A site restarted with\n"
       "the same --run-dir resumes from its newest valid checkpoint and rejoins. Ctrl-C (or SIGTERM, or\n"
       "'meridian leave') stops gracefully: checkpoint, result.json with \"completed\": false, announce the\n"
-      "leave, exit 0; a second Ctrl-C exits at once. SPDLOG_LEVEL=debug in the environment shows membership and round decisions too.\n"
+      "leave, exit 0; a second Ctrl-C exits at once. SPDLOG_LEVEL=debug in the environment shows membership and round "
+      "decisions too.\n"
       "See docs/operations.md.");
   daemon::bind_site_options(*cmd, *config);
   cmd->callback([cmd, config, &exit_code, invocation] {

@@ -32,10 +32,10 @@ void print_status(const daemon::StatusReport& s) {
             << "throughput  " << throughput << daemon::format_rate(s.bytes_per_second) << "\n"
             << "push-sum w  " << weight << "\n"
             << "checkpoint  "
-            << (s.last_checkpoint.empty() ? std::string("none yet")
-                                          : s.last_checkpoint + " (" +
-                                                daemon::format_duration(s.checkpoint_age_seconds.value_or(NAN)) +
-                                                " ago)")
+            << (s.last_checkpoint.empty()
+                    ? std::string("none yet")
+                    : s.last_checkpoint + " (" + daemon::format_duration(s.checkpoint_age_seconds.value_or(NAN)) +
+                          " ago)")
             << "\n"
             << "uptime      " << daemon::format_duration(s.uptime_seconds) << "\n";
 }

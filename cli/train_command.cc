@@ -56,9 +56,12 @@ models::data::DataOptions data_options(const TrainOptions& o) {
   models::data::DataOptions options;
   options.label_column = o.label_column;
   if (o.train.empty()) {
-    if (o.dataset != "fashion-mnist") problems.push_back("--dataset: '" + o.dataset + "' is not fashion-mnist (name other data with --train PATH)");
-    for (const auto& [name, value] : {std::pair{"--test", &o.test}, std::pair{"--classes", &o.classes}, std::pair{"--layout", &o.layout}})
-      if (!value->empty()) problems.push_back(std::string(name) + ": applies with --train only (give the training data as --train PATH)");
+    if (o.dataset != "fashion-mnist")
+      problems.push_back("--dataset: '" + o.dataset + "' is not fashion-mnist (name other data with --train PATH)");
+    for (const auto& [name, value] :
+         {std::pair{"--test", &o.test}, std::pair{"--classes", &o.classes}, std::pair{"--layout", &o.layout}})
+      if (!value->empty())
+        problems.push_back(std::string(name) + ": applies with --train only (give the training data as --train PATH)");
   }
   for (const auto& [name, path] : {std::pair{"--train", &o.train}, std::pair{"--test", &o.test}}) {
     if (path->empty()) continue;
@@ -104,8 +107,8 @@ int run_train(const TrainOptions& o) {
 
   auto backend = daemon::make_backend(device.device);
   // A table (CSV, N×F arrays) has no geometry: the models see F features as F×1×1.
-  const models::Shape input = train.channels > 0 ? models::Shape{train.channels, train.height, train.width}
-                                                 : models::Shape{train.dim, 1, 1};
+  const models::Shape input =
+      train.channels > 0 ? models::Shape{train.channels, train.height, train.width} : models::Shape{train.dim, 1, 1};
   auto model = models::make_model(o.model, input, train.classes, o.hidden, backend, o.seed);
   models::use_threads(*model, *backend, static_cast<std::size_t>(o.threads));
 
@@ -173,18 +176,21 @@ int run_train(const TrainOptions& o) {
   const double samples_per_second = train_seconds > 0.0 ? static_cast<double>(samples) / train_seconds : 0.0;
   if (o.json) {
     std::printf(
-        "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"classes\": %zu, \"parameters\": %zu, \"epochs\": %zu, \"batch\": %zu, "
-        "\"optimizer\": %s, \"lr\": %g, \"schedule\": %s, \"threads\": %d, \"device\": %s, \"seed\": %llu, \"steps\": %zu, "
-        "\"train_loss\": %.6f, \"test_samples\": %zu, \"test_loss\": %.6f, \"test_accuracy\": %.6f, \"train_seconds\": %.3f, "
+        "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"classes\": %zu, \"parameters\": %zu, \"epochs\": %zu, "
+        "\"batch\": %zu, "
+        "\"optimizer\": %s, \"lr\": %g, \"schedule\": %s, \"threads\": %d, \"device\": %s, \"seed\": %llu, \"steps\": "
+        "%zu, "
+        "\"train_loss\": %.6f, \"test_samples\": %zu, \"test_loss\": %.6f, \"test_accuracy\": %.6f, \"train_seconds\": "
+        "%.3f, "
         "\"samples_per_second\": %.1f}\n",
         json_string(data_name).c_str(), json_string(model->kind()).c_str(), json_string(model->fingerprint()).c_str(),
         model->classes(), model->parameters().size(), o.epochs, o.batch, json_string(o.optimizer).c_str(),
         static_cast<double>(sched.base_lr), json_string(o.schedule).c_str(), o.threads,
-        json_string(backend->name()).c_str(), static_cast<unsigned long long>(o.seed), step, last_loss, test.rows, eval.loss, eval.accuracy, train_seconds,
-        samples_per_second);
+        json_string(backend->name()).c_str(), static_cast<unsigned long long>(o.seed), step, last_loss, test.rows,
+        eval.loss, eval.accuracy, train_seconds, samples_per_second);
   } else if (test.rows > 0) {
-    std::printf("test accuracy %.4f (%s, %zu epochs, %.0f samples/s)\n", eval.accuracy, model->kind().c_str(),
-                o.epochs, samples_per_second);
+    std::printf("test accuracy %.4f (%s, %zu epochs, %.0f samples/s)\n", eval.accuracy, model->kind().c_str(), o.epochs,
+                samples_per_second);
   } else {
     std::printf("train loss %.4f, no test accuracy: no --test given (%s, %zu epochs, %.0f samples/s)\n", last_loss,
                 model->kind().c_str(), o.epochs, samples_per_second);
@@ -207,9 +213,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ".csv or IDX; docs/datasets.md), read by the same loader, so a site can compute its local baseline.\n"
       "Progress (epoch, step, loss, samples/s) goes to stderr; the result (test accuracy, or one JSON object\n"
       "with --json) to stdout.");
-  cmd->add_option("--dataset", options->dataset, "Packaged dataset, used when --train is not given")->capture_default_str();
-  cmd->add_option("--train", options->train,
-                  "Training data, format from the path: image folder, FILE.npz, FEATURES.npy,LABELS.npy, FILE.csv, IDX");
+  cmd->add_option("--dataset", options->dataset, "Packaged dataset, used when --train is not given")
+      ->capture_default_str();
+  cmd->add_option(
+      "--train", options->train,
+      "Training data, format from the path: image folder, FILE.npz, FEATURES.npy,LABELS.npy, FILE.csv, IDX");
   cmd->add_option("--test", options->test, "With --train: test data in the same form (without it no test accuracy)");
   cmd->add_option("--classes", options->classes, "With --train: the class list a,b,c (default: from the data)");
   cmd->add_option("--layout", options->layout, "With --train: axis order of 4-D NumPy features: nchw | nhwc");

@@ -26,8 +26,7 @@ std::string cache_key(const fs::path& data_dir) {
   identity << fs::absolute(data_dir).lexically_normal().string();
   for (const char* stem : kStems) {
     const fs::path gz = data_dir / (std::string(stem) + ".gz");
-    identity << '|' << stem << ':' << fs::file_size(gz) << ':'
-             << fs::last_write_time(gz).time_since_epoch().count();
+    identity << '|' << stem << ':' << fs::file_size(gz) << ':' << fs::last_write_time(gz).time_since_epoch().count();
   }
   std::ostringstream name;
   name << "idx-" << std::hex << std::hash<std::string>{}(identity.str());
@@ -39,7 +38,8 @@ void inflate(const fs::path& gz, const fs::path& raw) {
   std::ofstream out(raw, std::ios::binary | std::ios::trunc);
   if (!out) throw std::runtime_error("cannot create " + raw.string());
   std::vector<char> block(std::size_t{1} << 20);
-  while (const std::size_t n = in.read(block.data(), block.size())) out.write(block.data(), static_cast<std::streamsize>(n));
+  while (const std::size_t n = in.read(block.data(), block.size()))
+    out.write(block.data(), static_cast<std::streamsize>(n));
   out.close();
   if (!out) throw std::runtime_error("cannot write " + raw.string());
 }

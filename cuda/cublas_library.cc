@@ -25,9 +25,9 @@ std::filesystem::path runtime_directory() {
 
 [[noreturn]] void fail(const std::string& what) {
   throw Error(Library::kCublas, static_cast<int>(CUBLAS_STATUS_NOT_INITIALIZED), "CUBLAS_STATUS_NOT_INITIALIZED",
-              "cuBLAS could not be loaded: " + what +
-                  " (hint: install the CUDA toolkit's cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) +
-                  ", or add the directory holding " + soname() + " to LD_LIBRARY_PATH; --device cpu needs none)");
+              "cuBLAS could not be loaded: " + what + " (hint: install the CUDA toolkit's cuBLAS " +
+                  std::to_string(CUBLAS_VER_MAJOR) + ", or add the directory holding " + soname() +
+                  " to LD_LIBRARY_PATH; --device cpu needs none)");
 }
 
 void* open_library() {

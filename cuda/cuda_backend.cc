@@ -81,7 +81,7 @@ cudnnHandle_t CudaBackend::dnn() {
 }
 
 std::unique_ptr<models::Convolution> CudaBackend::make_convolution(const models::ConvGeometry& g,
-                                                                  std::size_t out_channels) {
+                                                                   std::size_t out_channels) {
   return std::make_unique<CudnnConvolution>(dnn(), stream(), g, out_channels);
 }
 
@@ -92,9 +92,9 @@ std::unique_ptr<models::MaxPooling> CudaBackend::make_max_pooling(const models::
 void CudaBackend::gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
                        const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
                        std::size_t ldc) {
-  cuda::gemm(blas_.get(), transpose_a ? Transpose::kYes : Transpose::kNo, transpose_b ? Transpose::kYes : Transpose::kNo,
-             to_int(m, "m"), to_int(n, "n"), to_int(k, "k"), alpha, a, to_int(lda, "lda"), b, to_int(ldb, "ldb"), beta,
-             c, to_int(ldc, "ldc"));
+  cuda::gemm(blas_.get(), transpose_a ? Transpose::kYes : Transpose::kNo,
+             transpose_b ? Transpose::kYes : Transpose::kNo, to_int(m, "m"), to_int(n, "n"), to_int(k, "k"), alpha, a,
+             to_int(lda, "lda"), b, to_int(ldb, "ldb"), beta, c, to_int(ldc, "ldc"));
 }
 
 void CudaBackend::im2col(const models::ConvGeometry& g, std::size_t batch, const float* images, float* columns) {
@@ -132,7 +132,9 @@ void CudaBackend::sum(std::size_t rows, std::size_t cols, const float* m, bool o
   kernels::sum(stream(), rows, cols, m, over_columns, sums);
 }
 
-void CudaBackend::relu_forward(std::size_t n, const float* in, float* out) { kernels::relu_forward(stream(), n, in, out); }
+void CudaBackend::relu_forward(std::size_t n, const float* in, float* out) {
+  kernels::relu_forward(stream(), n, in, out);
+}
 
 void CudaBackend::relu_backward(std::size_t n, const float* out, const float* dout, float* din) {
   kernels::relu_backward(stream(), n, out, dout, din);
@@ -147,19 +149,20 @@ void CudaBackend::activation_backward(models::Activation f, std::size_t n, const
   kernels::activation_backward(stream(), f, n, in, out, dout, din);
 }
 
-void CudaBackend::add(std::size_t n, const float* a, const float* b, float* out) { kernels::add(stream(), n, a, b, out); }
+void CudaBackend::add(std::size_t n, const float* a, const float* b, float* out) {
+  kernels::add(stream(), n, a, b, out);
+}
 
-void CudaBackend::batch_norm_forward(const models::ChannelLayout& l, bool training, const float* in,
-                                     const float* gamma, const float* beta, float eps, float momentum,
-                                     float* running_mean, float* running_var, float* mean, float* inv_std,
-                                     float* out) {
+void CudaBackend::batch_norm_forward(const models::ChannelLayout& l, bool training, const float* in, const float* gamma,
+                                     const float* beta, float eps, float momentum, float* running_mean,
+                                     float* running_var, float* mean, float* inv_std, float* out) {
   kernels::batch_norm_forward(stream(), l, training, in, gamma, beta, eps, momentum, running_mean, running_var, mean,
                               inv_std, out);
 }
 
-void CudaBackend::batch_norm_backward(const models::ChannelLayout& l, bool training, const float* in,
-                                      const float* dout, const float* gamma, const float* mean, const float* inv_std,
-                                      float* dgamma, float* dbeta, float* din) {
+void CudaBackend::batch_norm_backward(const models::ChannelLayout& l, bool training, const float* in, const float* dout,
+                                      const float* gamma, const float* mean, const float* inv_std, float* dgamma,
+                                      float* dbeta, float* din) {
   kernels::batch_norm_backward(stream(), l, training, in, dout, gamma, mean, inv_std, dgamma, dbeta, din);
 }
 
@@ -251,7 +254,9 @@ void CudaBackend::adam_update(std::size_t n, float* w, float* m, float* v, const
                        bias_correction2);
 }
 
-void CudaBackend::push_sum_scale(std::size_t n, float* x, float share) { kernels::push_sum_scale(stream(), n, x, share); }
+void CudaBackend::push_sum_scale(std::size_t n, float* x, float share) {
+  kernels::push_sum_scale(stream(), n, x, share);
+}
 
 void CudaBackend::push_sum_add(std::size_t n, float* x, const float* received) {
   kernels::push_sum_add(stream(), n, x, received);

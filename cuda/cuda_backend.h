@@ -1,17 +1,17 @@
 // The CUDA implementation of models::Backend: GEMM on cuBLAS (full fp32, no TF32), convolution and max
 // pooling layers on cuDNN (cudnn_convolution.h, cudnn_max_pooling.h), everything else as kernels
 // (cuda/kernels.cu) that call the per-element math of models/elementwise_math.h, the same functions the
-// CPU backend runs. Its memory (allocate) is device memory, so a whole models::Model runs on the device. All work is enqueued on the backend's one stream in call order, so the
-// operations of a step need no synchronization between them; only softmax_cross_entropy, which returns
-// the loss to the host, waits for the stream.
+// CPU backend runs. Its memory (allocate) is device memory, so a whole models::Model runs on the device. All work is
+// enqueued on the backend's one stream in call order, so the operations of a step need no synchronization between them;
+// only softmax_cross_entropy, which returns the loss to the host, waits for the stream.
 //
 // Memory: every pointer passed in is device memory on this backend's device (from allocate(), or a
 // DeviceBuffer). copy_to_host waits for the stream; copy_from_host and copy are enqueued on it.
 //
 // Ownership: owns its stream, cuBLAS handle, cuDNN handle (made at the first convolution or pooling) and
 // the small loss workspace (grown to the largest batch, then reused). Memory, convolutions and poolings it
-// made must be destroyed before it. Thread safety: one thread at a time (the trainer), like every Backend; the constructor
-// makes the device current for the calling thread. Throws meridian::cuda::Error when CUDA fails
+// made must be destroyed before it. Thread safety: one thread at a time (the trainer), like every Backend; the
+// constructor makes the device current for the calling thread. Throws meridian::cuda::Error when CUDA fails
 // (construction fails that way on a machine without a usable device).
 #pragma once
 
@@ -85,12 +85,12 @@ class CudaBackend final : public models::Backend {
   void dropout_forward(std::size_t n, float p, std::uint64_t key, const float* in, float* out) override;
   void dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) override;
   // Waits for the stream. Throws std::out_of_range, as the CPU backend, for a label outside [0, classes).
-  float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
-                              const std::int32_t* labels, float* dlogits) override;
+  float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits, const std::int32_t* labels,
+                              float* dlogits) override;
   void argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) override;
   void sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) override;
-  void momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
-                       float weight_decay, bool nesterov) override;
+  void momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum, float weight_decay,
+                       bool nesterov) override;
   void adam_update(std::size_t n, float* w, float* m, float* v, const float* g, float lr, float beta1, float beta2,
                    float eps, float weight_decay, float bias_correction1, float bias_correction2) override;
   void push_sum_scale(std::size_t n, float* x, float share) override;
@@ -111,9 +111,9 @@ class CudaBackend final : public models::Backend {
   Stream stream_;
   BlasHandle blas_;
   std::optional<DnnHandle> dnn_;
-  DeviceBuffer<float> row_losses_;                 // (batch)
+  DeviceBuffer<float> row_losses_;                  // (batch)
   DeviceBuffer<unsigned long long> first_bad_row_;  // (1)
-  PinnedBuffer<float> host_row_losses_;            // (batch)
+  PinnedBuffer<float> host_row_losses_;             // (batch)
   PinnedBuffer<unsigned long long> host_first_bad_row_;
 };
 

@@ -53,8 +53,8 @@ void CudnnConvolution::shape_for(std::size_t batch) {
                                                                    in_.get(), kCandidates, &returned, data));
   const auto d = pick(data, returned, "backward-data convolution");
   cudnnConvolutionBwdFilterAlgoPerf_t filter[kCandidates];
-  MERIDIAN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-      dnn_, in_.get(), out_.get(), convolution_.get(), filter_.get(), kCandidates, &returned, filter));
+  MERIDIAN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn_, in_.get(), out_.get(), convolution_.get(),
+                                                                     filter_.get(), kCandidates, &returned, filter));
   const auto w = pick(filter, returned, "backward-filter convolution");
   forward_algo_ = f.algo;
   data_algo_ = d.algo;

@@ -38,9 +38,8 @@ FilterDescriptor::FilterDescriptor(std::size_t out_channels, std::size_t in_chan
   MERIDIAN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&desc_));
   try {
     MERIDIAN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                                    dim(out_channels, "out_channels"),
-                                                    dim(in_channels, "in_channels"), dim(kernel, "kernel"),
-                                                    dim(kernel, "kernel")));
+                                                    dim(out_channels, "out_channels"), dim(in_channels, "in_channels"),
+                                                    dim(kernel, "kernel"), dim(kernel, "kernel")));
   } catch (...) {
     (void)cudnnDestroyFilterDescriptor(desc_);
     throw;
@@ -59,8 +58,8 @@ ConvolutionDescriptor::ConvolutionDescriptor(std::size_t padding, std::size_t st
   MERIDIAN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&desc_));
   try {
     const int pad = dim(padding, "padding"), step = dim(stride, "stride");
-    MERIDIAN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(desc_, pad, pad, step, step, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                         CUDNN_DATA_FLOAT));
+    MERIDIAN_CUDNN_CHECK(
+        cudnnSetConvolution2dDescriptor(desc_, pad, pad, step, step, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     // CUDNN_DEFAULT_MATH would allow TF32 on Ampere and later: 10-bit mantissas, outside the parity bounds.
     MERIDIAN_CUDNN_CHECK(cudnnSetConvolutionMathType(desc_, CUDNN_FMA_MATH));
   } catch (...) {

@@ -19,8 +19,8 @@ void expect_stride(const char* name, int stride, int row_length) {
 
 }  // namespace
 
-void gemm(cublasHandle_t handle, Transpose trans_a, Transpose trans_b, int m, int n, int k, float alpha,
-          const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+void gemm(cublasHandle_t handle, Transpose trans_a, Transpose trans_b, int m, int n, int k, float alpha, const float* a,
+          int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   if (m < 0 || n < 0 || k < 0) {
     throw std::invalid_argument("gemm: negative size m=" + std::to_string(m) + " n=" + std::to_string(n) +
                                 " k=" + std::to_string(k));
@@ -33,8 +33,8 @@ void gemm(cublasHandle_t handle, Transpose trans_a, Transpose trans_b, int m, in
   if (m == 0 || n == 0) return;
   // Row-major C (m×n) is column-major Cᵀ (n×m): Cᵀ = op(B)ᵀ op(A)ᵀ, so B goes first with n rows, and the
   // transpose flags keep their meaning because a row-major stride is the column-major leading dimension.
-  MERIDIAN_CUBLAS_CHECK(cublas().cublasSgemm_v2(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
-                                       k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+  MERIDIAN_CUBLAS_CHECK(cublas().cublasSgemm_v2(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
 }
 
 }  // namespace meridian::cuda

@@ -18,7 +18,7 @@ namespace meridian::cuda {
 
 enum class Transpose { kNo, kYes };
 
-void gemm(cublasHandle_t handle, Transpose trans_a, Transpose trans_b, int m, int n, int k, float alpha,
-          const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+void gemm(cublasHandle_t handle, Transpose trans_a, Transpose trans_b, int m, int n, int k, float alpha, const float* a,
+          int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
 }  // namespace meridian::cuda

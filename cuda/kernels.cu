@@ -40,8 +40,9 @@ PoolDims dims(const models::PoolGeometry& g) {
   return {g.channels, g.in_height, g.in_width, g.window, g.stride, g.out_height(), g.out_width()};
 }
 
-#define MERIDIAN_GRID_STRIDE(i, n) \
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < (n); i += std::size_t{gridDim.x} * blockDim.x)
+#define MERIDIAN_GRID_STRIDE(i, n)                                                  \
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < (n); \
+       i += std::size_t{gridDim.x} * blockDim.x)
 
 __global__ void im2col_kernel(ConvDims g, std::size_t batch, const float* images, float* columns) {
   const std::size_t oh = g.out_height, ow = g.out_width, k = g.kernel;
@@ -67,15 +68,19 @@ __global__ void col2im_kernel(ConvDims g, std::size_t batch, const float* column
   const std::size_t total = batch * g.in_channels * g.in_height * g.in_width;
   MERIDIAN_GRID_STRIDE(i, total) {
     const std::size_t ix = i % g.in_width, iy = (i / g.in_width) % g.in_height;
-    const std::size_t c = (i / (g.in_width * g.in_height)) % g.in_channels, b = i / (g.in_width * g.in_height * g.in_channels);
+    const std::size_t c = (i / (g.in_width * g.in_height)) % g.in_channels,
+                      b = i / (g.in_width * g.in_height * g.in_channels);
     float acc = 0.0f;
     for (std::size_t ky = 0; ky < k; ++ky) {
       const long long ny = static_cast<long long>(iy + g.padding) - static_cast<long long>(ky);
-      if (ny < 0 || ny % static_cast<long long>(s) != 0 || ny / static_cast<long long>(s) >= static_cast<long long>(oh)) continue;
+      if (ny < 0 || ny % static_cast<long long>(s) != 0 || ny / static_cast<long long>(s) >= static_cast<long long>(oh))
+        continue;
       const std::size_t oy = static_cast<std::size_t>(ny) / s;
       for (std::size_t kx = 0; kx < k; ++kx) {
         const long long nx = static_cast<long long>(ix + g.padding) - static_cast<long long>(kx);
-        if (nx < 0 || nx % static_cast<long long>(s) != 0 || nx / static_cast<long long>(s) >= static_cast<long long>(ow)) continue;
+        if (nx < 0 || nx % static_cast<long long>(s) != 0 ||
+            nx / static_cast<long long>(s) >= static_cast<long long>(ow))
+          continue;
         const std::size_t ox = static_cast<std::size_t>(nx) / s;
         const std::size_t row = (c * k + ky) * k + kx;
         acc += columns[row * per_row + (b * oh + oy) * ow + ox];
@@ -128,8 +133,8 @@ __global__ void max_pool_forward_kernel(PoolDims g, std::size_t batch, const flo
 
 // One thread per input pixel gathers the outputs whose window chose it, in ascending output order (the
 // CPU's scatter order), so overlapping windows (stride < window) need no atomics.
-__global__ void max_pool_backward_kernel(PoolDims g, std::size_t batch, const float* dout,
-                                         const std::int32_t* argmax, float* din) {
+__global__ void max_pool_backward_kernel(PoolDims g, std::size_t batch, const float* dout, const std::int32_t* argmax,
+                                         float* din) {
   const std::size_t oh = g.out_height, ow = g.out_width, plane = g.in_height * g.in_width;
   MERIDIAN_GRID_STRIDE(i, batch * g.channels * plane) {
     const std::size_t at = i % plane, p = i / plane, iy = at / g.in_width, ix = at % g.in_width;
@@ -231,8 +236,7 @@ __global__ void adam_kernel(std::size_t n, float* w, float* m, float* v, const f
                             float beta2, float eps, float weight_decay, float bias_correction1,
                             float bias_correction2) {
   MERIDIAN_GRID_STRIDE(i, n) {
-    math::adam_update(w[i], m[i], v[i], g[i], lr, beta1, beta2, eps, weight_decay, bias_correction1,
-                      bias_correction2);
+    math::adam_update(w[i], m[i], v[i], g[i], lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2);
   }
 }
 
@@ -410,8 +414,8 @@ __global__ void group_norm_parameter_grad_kernel(std::size_t batch, std::size_t 
 
 // One block per (sample, group): the means of g = γ·dy and g·x̂, then the group's input gradient.
 __global__ void group_norm_input_grad_kernel(std::size_t batch, std::size_t channels, std::size_t pixels,
-                                             std::size_t groups, const float* in, const float* dout,
-                                             const float* gamma, const float* mean, const float* inv_std, float* din) {
+                                             std::size_t groups, const float* in, const float* dout, const float* gamma,
+                                             const float* mean, const float* inv_std, float* din) {
   __shared__ float partial[kThreads];
   const std::size_t per_group = channels / groups, count = per_group * pixels;
   for (std::size_t s = blockIdx.x; s < batch * groups; s += gridDim.x) {
@@ -488,26 +492,27 @@ __global__ void dropout_kernel(std::size_t n, float p, std::uint64_t key, const 
 }  // namespace
 
 // Each launcher skips empty work (a zero-sized grid is a launch error) and checks the launch.
-#define MERIDIAN_LAUNCH(kernel, n, stream, ...)                         \
-  do {                                                                  \
-    if ((n) == 0) return;                                               \
-    kernel<<<blocks_for(n), kThreads, 0, (stream)>>>(__VA_ARGS__);      \
-    MERIDIAN_CUDA_CHECK_LAUNCH();                                       \
+#define MERIDIAN_LAUNCH(kernel, n, stream, ...)                    \
+  do {                                                             \
+    if ((n) == 0) return;                                          \
+    kernel<<<blocks_for(n), kThreads, 0, (stream)>>>(__VA_ARGS__); \
+    MERIDIAN_CUDA_CHECK_LAUNCH();                                  \
   } while (false)
 
 void im2col(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batch, const float* images,
             float* columns) {
-  MERIDIAN_LAUNCH(im2col_kernel, g.patch_size() * batch * g.out_height() * g.out_width(), stream, dims(g), batch, images,
-                  columns);
+  MERIDIAN_LAUNCH(im2col_kernel, g.patch_size() * batch * g.out_height() * g.out_width(), stream, dims(g), batch,
+                  images, columns);
 }
 
 void col2im(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batch, const float* columns,
             float* images) {
-  MERIDIAN_LAUNCH(col2im_kernel, batch * g.in_channels * g.in_height * g.in_width, stream, dims(g), batch, columns, images);
+  MERIDIAN_LAUNCH(col2im_kernel, batch * g.in_channels * g.in_height * g.in_width, stream, dims(g), batch, columns,
+                  images);
 }
 
-void sum_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels,
-                  const float* images, float* sums) {
+void sum_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                  float* sums) {
   if (channels == 0) return;
   if (batch * pixels == 0) {
     MERIDIAN_CUDA_CHECK(cudaMemsetAsync(sums, 0, channels * sizeof(float), stream));
@@ -520,8 +525,8 @@ void sum_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, 
 
 void max_pool_forward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* in,
                       float* out, std::int32_t* argmax) {
-  MERIDIAN_LAUNCH(max_pool_forward_kernel, batch * g.channels * g.out_height() * g.out_width(), stream, dims(g), batch, in,
-                  out, argmax);
+  MERIDIAN_LAUNCH(max_pool_forward_kernel, batch * g.channels * g.out_height() * g.out_width(), stream, dims(g), batch,
+                  in, out, argmax);
 }
 
 void max_pool_backward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* dout,
@@ -546,7 +551,7 @@ void sum(cudaStream_t stream, std::size_t rows, std::size_t cols, const float* m
       return;
     }
     row_sums_kernel<<<static_cast<unsigned>(std::min<std::size_t>(rows, 65535)), kThreads, 0, stream>>>(rows, cols, m,
-                                                                                                         sums);
+                                                                                                        sums);
     MERIDIAN_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -577,8 +582,8 @@ void sgd_update(cudaStream_t stream, std::size_t n, float* w, const float* g, fl
   MERIDIAN_LAUNCH(sgd_kernel, n, stream, n, w, g, lr, weight_decay);
 }
 
-void momentum_update(cudaStream_t stream, std::size_t n, float* w, float* u, const float* g, float lr,
-                     float momentum, float weight_decay, bool nesterov) {
+void momentum_update(cudaStream_t stream, std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
+                     float weight_decay, bool nesterov) {
   MERIDIAN_LAUNCH(momentum_kernel, n, stream, n, w, u, g, lr, momentum, weight_decay, nesterov);
 }
 
@@ -615,11 +620,11 @@ void add(cudaStream_t stream, std::size_t n, const float* a, const float* b, flo
 }
 
 // The normalization kernels run one block of kThreads per channel or group (block_sum relies on it).
-#define MERIDIAN_LAUNCH_BLOCKS(kernel, blocks, stream, ...)                                                  \
-  do {                                                                                                     \
-    if ((blocks) == 0) return;                                                                             \
+#define MERIDIAN_LAUNCH_BLOCKS(kernel, blocks, stream, ...)                                                        \
+  do {                                                                                                             \
+    if ((blocks) == 0) return;                                                                                     \
     kernel<<<static_cast<unsigned>(std::min<std::size_t>((blocks), 65535)), kThreads, 0, (stream)>>>(__VA_ARGS__); \
-    MERIDIAN_CUDA_CHECK_LAUNCH();                                                                          \
+    MERIDIAN_CUDA_CHECK_LAUNCH();                                                                                  \
   } while (false)
 
 void batch_norm_forward(cudaStream_t stream, const models::ChannelLayout& l, bool training, const float* in,

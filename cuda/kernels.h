@@ -17,12 +17,10 @@
 
 namespace meridian::cuda::kernels {
 
-void im2col(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batch, const float* images,
-            float* columns);
-void col2im(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batch, const float* columns,
-            float* images);
-void sum_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels,
-                  const float* images, float* sums);
+void im2col(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batch, const float* images, float* columns);
+void col2im(cudaStream_t stream, const models::ConvGeometry& g, std::size_t batch, const float* columns, float* images);
+void sum_channels(cudaStream_t stream, std::size_t batch, std::size_t channels, std::size_t pixels, const float* images,
+                  float* sums);
 void max_pool_forward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* in,
                       float* out, std::int32_t* argmax);
 void max_pool_backward(cudaStream_t stream, const models::PoolGeometry& g, std::size_t batch, const float* dout,
@@ -64,8 +62,8 @@ void softmax_cross_entropy(cudaStream_t stream, std::size_t batch, std::size_t c
 void argmax_rows(cudaStream_t stream, std::size_t batch, std::size_t classes, const float* logits,
                  std::int32_t* predictions);
 void sgd_update(cudaStream_t stream, std::size_t n, float* w, const float* g, float lr, float weight_decay);
-void momentum_update(cudaStream_t stream, std::size_t n, float* w, float* u, const float* g, float lr,
-                     float momentum, float weight_decay, bool nesterov);
+void momentum_update(cudaStream_t stream, std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
+                     float weight_decay, bool nesterov);
 void adam_update(cudaStream_t stream, std::size_t n, float* w, float* m, float* v, const float* g, float lr,
                  float beta1, float beta2, float eps, float weight_decay, float bias_correction1,
                  float bias_correction2);

@@ -16,8 +16,8 @@ ParameterSnapshot::ParameterSnapshot(std::size_t count) : host_(count) {
 
 void ParameterSnapshot::start(const float* device_params, std::size_t count, cudaStream_t compute) {
   if (count != host_.size()) {
-    throw std::length_error("parameter snapshot sized for " + std::to_string(host_.size()) +
-                            " floats was given " + std::to_string(count));
+    throw std::length_error("parameter snapshot sized for " + std::to_string(host_.size()) + " floats was given " +
+                            std::to_string(count));
   }
   if (pending_) {
     // The previous copy may still be writing the buffer that the communication thread is about to read.

@@ -8,7 +8,8 @@
 // backward pass (gossip/delayed_mixing.h, "Background snapshots"); read() stays synchronous.
 //
 // Ownership: borrows the backend and the parameters, which must outlive it; owns two scratch buffers of
-// the parameters' size in backend memory (allocated once) and the background copy, if any. Thread safety: the trainer thread only. Throws what the backend throws.
+// the parameters' size in backend memory (allocated once) and the background copy, if any. Thread safety: the trainer
+// thread only. Throws what the backend throws.
 #pragma once
 
 #include <memory>

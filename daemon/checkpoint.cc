@@ -59,8 +59,8 @@ std::uint64_t get_u64(const std::uint8_t* p) {
 struct PendingSection {
   Section kind;
   std::string name;
-  std::string inline_payload;                // used when `borrowed` is empty
-  std::span<const std::uint8_t> borrowed;    // parameters, optimizer state, RNG state
+  std::string inline_payload;              // used when `borrowed` is empty
+  std::span<const std::uint8_t> borrowed;  // parameters, optimizer state, RNG state
   std::size_t payload_size() const { return borrowed.empty() ? inline_payload.size() : borrowed.size(); }
 };
 
@@ -157,8 +157,7 @@ int write_contents(int fd, const std::vector<PendingSection>& sections) {
     put_u64(head, s.payload_size());
     head += s.name;
     if (int err = emit_string(head)) return err;
-    const int err = s.borrowed.empty() ? emit_string(s.inline_payload)
-                                       : emit(s.borrowed.data(), s.borrowed.size());
+    const int err = s.borrowed.empty() ? emit_string(s.inline_payload) : emit(s.borrowed.data(), s.borrowed.size());
     if (err) return err;
   }
   std::string trailer;
@@ -193,8 +192,7 @@ CheckpointView Checkpoint::view() const {
   return v;
 }
 
-std::optional<std::string> write_checkpoint_file(const std::filesystem::path& path,
-                                                 const CheckpointView& data) {
+std::optional<std::string> write_checkpoint_file(const std::filesystem::path& path, const CheckpointView& data) {
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // Unique within the process (several stores may write at once in tests) and across processes.
   static std::atomic<std::uint64_t> counter{0};
@@ -211,8 +209,8 @@ std::optional<std::string> write_checkpoint_file(const std::filesystem::path& pa
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (fd.get() < 0) {
     // Nothing was created, so there is nothing to remove; report the directory, the usual culprit.
-    return "cannot write checkpoint " + path.string() + ": cannot create a file in " + dir.string() +
-           ": " + errno_text(errno);
+    return "cannot write checkpoint " + path.string() + ": cannot create a file in " + dir.string() + ": " +
+           errno_text(errno);
   }
   if (int err = write_contents(fd.get(), layout(data))) return fail("write", err);
   // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
@@ -223,17 +221,14 @@ std::optional<std::string> write_checkpoint_file(const std::filesystem::path& pa
   Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir_fd.get() < 0 || ::fsync(dir_fd.get()) != 0) {
     // The new file is complete and valid; only its durability across a power loss is in doubt.
-    return "checkpoint " + path.string() + " written but its directory could not be synced: " +
-           errno_text(errno);
+    return "checkpoint " + path.string() + " written but its directory could not be synced: " + errno_text(errno);
   }
   return std::nullopt;
 }
 
 Checkpoint read_checkpoint_file(const std::filesystem::path& path,
                                 const std::optional<std::string>& expected_fingerprint) {
-  const auto bad = [&](const std::string& why) {
-    return CheckpointError("checkpoint " + path.string() + ": " + why);
-  };
+  const auto bad = [&](const std::string& why) { return CheckpointError("checkpoint " + path.string() + ": " + why); };
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad("cannot open: " + errno_text(errno));
   std::error_code ec;
@@ -244,8 +239,7 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
   }
   std::vector<std::uint8_t> bytes(size);
   if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
-    throw bad("read failed after " + std::to_string(in.gcount()) + " of " + std::to_string(size) +
-              " bytes");
+    throw bad("read failed after " + std::to_string(in.gcount()) + " of " + std::to_string(size) + " bytes");
   }
 
   if (std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) {
@@ -259,18 +253,16 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
   const std::uint32_t count = get_u32(bytes.data() + 12);
   const std::uint64_t length = get_u64(bytes.data() + 16);
   if (length != size) {
-    throw bad(size < length ? "truncated: " + std::to_string(size) + " bytes, the header says " +
-                                  std::to_string(length)
-                            : "length mismatch: " + std::to_string(size) + " bytes, the header says " +
-                                  std::to_string(length));
+    throw bad(size < length
+                  ? "truncated: " + std::to_string(size) + " bytes, the header says " + std::to_string(length)
+                  : "length mismatch: " + std::to_string(size) + " bytes, the header says " + std::to_string(length));
   }
   const std::uint8_t* trailer = bytes.data() + size - kTrailerBytes;
   if (std::memcmp(trailer + 4, kEndMark.data(), kEndMark.size()) != 0) {
     throw bad("end marker missing: the file is corrupt");
   }
   const std::uint32_t stored = get_u32(trailer);
-  const auto computed = static_cast<std::uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), bytes.data(),
-                                                           size - kTrailerBytes));
+  const auto computed = static_cast<std::uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), bytes.data(), size - kTrailerBytes));
   if (stored != computed) throw bad("checksum mismatch: the file is corrupt");
 
   // The checksum matched, so what follows only guards against a writer bug, not against bad disks.
@@ -303,9 +295,7 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
         cp.parameters = floats();
         have_params = true;
         break;
-      case Section::kOptimizerState:
-        cp.optimizer_state.push_back({name, floats()});
-        break;
+      case Section::kOptimizerState: cp.optimizer_state.push_back({name, floats()}); break;
       case Section::kPushSumWeight:
         if (payload_len != sizeof(double)) throw bad("push-sum weight section has the wrong size");
         std::memcpy(&cp.push_sum_weight, payload, sizeof(double));
@@ -322,9 +312,7 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
         cp.data_position = get_u64(payload + 16);
         have_progress = true;
         break;
-      case Section::kRngState:
-        cp.rng_state.assign(payload, payload + payload_len);
-        break;
+      case Section::kRngState: cp.rng_state.assign(payload, payload + payload_len); break;
       case Section::kModelFingerprint:
         cp.model_fingerprint.assign(reinterpret_cast<const char*>(payload), payload_len);
         have_fingerprint = true;
@@ -338,8 +326,7 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
         cp.start_round = get_u64(payload);
         cp.end_round = get_u64(payload + 8);
         break;
-      default:
-        break;  // a section a newer writer added that this reader does not need
+      default: break;  // a section a newer writer added that this reader does not need
     }
   }
   if (pos != end) throw bad("unexpected bytes after the last section");
@@ -347,8 +334,8 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
     throw bad("a required section is missing");
   }
   if (expected_fingerprint && cp.model_fingerprint != *expected_fingerprint) {
-    throw bad("model fingerprint '" + cp.model_fingerprint + "' does not match this model's '" +
-              *expected_fingerprint + "' (written for a different model)");
+    throw bad("model fingerprint '" + cp.model_fingerprint + "' does not match this model's '" + *expected_fingerprint +
+              "' (written for a different model)");
   }
   return cp;
 }

@@ -45,13 +45,13 @@ std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoin
     throw CheckpointModelError(source + ": push-sum weight " + std::to_string(checkpoint.push_sum_weight) +
                                " is not positive");
   }
-  const models::Shape input = data.channels > 0 ? models::Shape{data.channels, data.height, data.width}
-                                                : models::Shape{data.dim, 1, 1};
+  const models::Shape input =
+      data.channels > 0 ? models::Shape{data.channels, data.height, data.width} : models::Shape{data.dim, 1, 1};
   auto backend = std::make_shared<models::CpuBackend>(1);
   std::unique_ptr<models::Model> model;
   try {
-    model = models::make_model(kind, input, data.classes, kind == "mlp" ? mlp_hidden_widths(fp) : std::vector<std::size_t>{},
-                               backend, 1);
+    model = models::make_model(kind, input, data.classes,
+                               kind == "mlp" ? mlp_hidden_widths(fp) : std::vector<std::size_t>{}, backend, 1);
   } catch (const std::invalid_argument& e) {
     throw CheckpointModelError(source + ": cannot rebuild the model for this dataset: " + e.what());
   }

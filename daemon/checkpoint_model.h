@@ -44,7 +44,7 @@ struct CheckpointEvaluation {
   std::size_t checkpoints = 0;    // how many were averaged
   std::string fingerprint;
   std::string algorithm;
-  std::uint64_t step = 0;         // the newest step among them
+  std::uint64_t step = 0;  // the newest step among them
 };
 
 // Reads every file (throws CheckpointError for an invalid one), averages their de-biased parameters

@@ -56,8 +56,8 @@ CheckpointWriteStatus CheckpointStore::write(const CheckpointView& data) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) {
-    status.error = "cannot write checkpoint " + status.file.string() + ": cannot create directory " +
-                   dir_.string() + ": " + ec.message();
+    status.error = "cannot write checkpoint " + status.file.string() + ": cannot create directory " + dir_.string() +
+                   ": " + ec.message();
     return status;
   }
   if (auto error = write_checkpoint_file(status.file, data)) {

@@ -21,8 +21,8 @@ namespace meridian::daemon {
 
 struct CheckpointWriteStatus {
   bool ok = false;
-  std::filesystem::path file;  // the checkpoint written (or that would have been written)
-  std::string error;           // when !ok: names the file or directory and the cause; previous files intact
+  std::filesystem::path file;         // the checkpoint written (or that would have been written)
+  std::string error;                  // when !ok: names the file or directory and the cause; previous files intact
   std::vector<std::string> warnings;  // e.g. an old checkpoint that could not be removed by rotation
 };
 

@@ -31,11 +31,10 @@ std::string ControlClient::exchange(const std::string& request) {
       throw NoDaemonError("no daemon is running at " + path_ +
                           " (the socket file is left from a daemon that stopped without cleaning up); " + kStartHint);
     case UnixSocketState::kNotSocket:
-      throw NoDaemonError(path_ + " is not a control socket; point at the daemon's with --socket PATH or --config FILE");
-    case UnixSocketState::kError:
-      throw NoDaemonError("cannot reach the daemon at " + path_ + ": " + probe_error);
-    case UnixSocketState::kListening:
-      break;
+      throw NoDaemonError(path_ +
+                          " is not a control socket; point at the daemon's with --socket PATH or --config FILE");
+    case UnixSocketState::kError: throw NoDaemonError("cannot reach the daemon at " + path_ + ": " + probe_error);
+    case UnixSocketState::kListening: break;
   }
   // A fresh REQ socket per request: after a timeout a REQ socket is stuck waiting for its reply.
   zmq::socket_t socket(impl_->context, zmq::socket_type::req);

@@ -24,8 +24,7 @@ class NoDaemonError : public error::UserError {
 
 class ControlClient {
  public:
-  explicit ControlClient(std::string socket_path,
-                         std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  explicit ControlClient(std::string socket_path, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
   ~ControlClient();
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;

@@ -128,8 +128,8 @@ json reply_payload(std::string_view text, const char* key) {
   if (ok == j.end() || !ok->is_boolean()) throw ControlProtocolError("the daemon's reply has no \"ok\" field");
   if (!ok->get<bool>()) {
     const auto error = j.find("error");
-    throw ControlProtocolError("the daemon says: " +
-                               (error != j.end() && error->is_string() ? error->get<std::string>() : "(no reason given)"));
+    throw ControlProtocolError("the daemon says: " + (error != j.end() && error->is_string() ? error->get<std::string>()
+                                                                                             : "(no reason given)"));
   }
   const auto payload = j.find(key);
   if (payload == j.end()) throw ControlProtocolError(std::string("the daemon's reply has no \"") + key + "\" field");
@@ -165,7 +165,8 @@ ControlCommand decode_request(std::string_view text) {
   const auto version = j.find("version");
   if (version == j.end() || !version->is_number_integer() || version->get<int>() != kControlProtocolVersion) {
     throw ControlProtocolError("unsupported protocol version (this daemon speaks version " +
-                               std::to_string(kControlProtocolVersion) + "; use the meridian command of the same release)");
+                               std::to_string(kControlProtocolVersion) +
+                               "; use the meridian command of the same release)");
   }
   const auto command = j.find("command");
   if (command == j.end() || !command->is_string()) throw ControlProtocolError("the request has no \"command\"");

@@ -25,8 +25,8 @@ const char* to_string(ControlCommand command);
 struct StatusReport {
   std::string site;
   std::string algorithm;
-  std::string state;                    // joining | training | leaving | stopped
-  std::string listen;                   // the address peers connect to
+  std::string state;   // joining | training | leaving | stopped
+  std::string listen;  // the address peers connect to
   std::uint64_t step = 0;
   std::uint64_t epoch = 0;
   double train_loss = 0;
@@ -34,12 +34,12 @@ struct StatusReport {
   int peers_alive = 0;                  // including this site
   int peers_known = 0;                  // including this site
   std::uint64_t view_id = 0;
-  std::uint64_t staleness = 0;          // steps ahead of the oldest expected mixer message
+  std::uint64_t staleness = 0;  // steps ahead of the oldest expected mixer message
   double push_sum_weight = 1;
   double samples_per_second = 0;
-  double bytes_per_second = 0;          // sent + received, recent average
+  double bytes_per_second = 0;  // sent + received, recent average
   double uptime_seconds = 0;
-  std::string last_checkpoint;          // path; empty before the first
+  std::string last_checkpoint;  // path; empty before the first
   std::optional<double> checkpoint_age_seconds;
   bool operator==(const StatusReport&) const = default;
 };
@@ -57,8 +57,8 @@ struct PeerReport {
 };
 
 struct LeaveReport {
-  bool accepted = false;                      // false when already leaving
-  std::string message;                        // for people
+  bool accepted = false;                         // false when already leaving
+  std::string message;                           // for people
   std::optional<std::uint64_t> effective_round;  // the announced round the view changes at
   bool operator==(const LeaveReport&) const = default;
 };

@@ -29,7 +29,8 @@ ControlServer::ControlServer(zmq::context_t& context, std::string path, ControlH
     if (std::filesystem::create_directories(parent, ec)) {
       std::filesystem::permissions(parent, std::filesystem::perms::owner_all, ec);
     }
-    if (ec) throw ControlServerError("control socket " + path_ + ": cannot create " + parent.string() + ": " + ec.message());
+    if (ec)
+      throw ControlServerError("control socket " + path_ + ": cannot create " + parent.string() + ": " + ec.message());
   }
   std::string probe_error;
   switch (probe_unix_socket(path_, &probe_error)) {
@@ -38,15 +39,14 @@ ControlServer::ControlServer(zmq::context_t& context, std::string path, ControlH
                                " is in use by a running daemon; stop it first ('meridian leave') or give this one "
                                "another --run-dir or --control-socket");
     case UnixSocketState::kNotSocket:
-      throw ControlServerError("control socket " + path_ + ": the path exists and is not a socket; remove it or "
+      throw ControlServerError("control socket " + path_ +
+                               ": the path exists and is not a socket; remove it or "
                                "choose another --control-socket");
     case UnixSocketState::kStale:
       ::unlink(path_.c_str());  // left by a daemon that was killed; binding over it is what we want
       break;
-    case UnixSocketState::kError:
-      throw ControlServerError("control socket " + path_ + ": " + probe_error);
-    case UnixSocketState::kAbsent:
-      break;
+    case UnixSocketState::kError: throw ControlServerError("control socket " + path_ + ": " + probe_error);
+    case UnixSocketState::kAbsent: break;
   }
   // A short linger: the reply to `leave` must still go out when the daemon closes the socket right
   // after, but shutdown must not wait long for a client that went away.

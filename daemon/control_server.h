@@ -2,9 +2,9 @@
 // `meridian status`, `peers` and `leave` talk to it (requests and replies: control_protocol.h).
 //
 // Threading: one owning thread (the daemon's control thread) creates the server, puts socket() into
-// its zmq::poll set and calls serve_pending() when it is readable. The server creates no thread; it calls the handler on the
-// polling thread. The socket file is created with mode 0600 (only the daemon's user may make it leave)
-// and removed by the destructor.
+// its zmq::poll set and calls serve_pending() when it is readable. The server creates no thread; it calls the handler
+// on the polling thread. The socket file is created with mode 0600 (only the daemon's user may make it leave) and
+// removed by the destructor.
 #pragma once
 
 #include <cstddef>

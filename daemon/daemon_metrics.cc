@@ -7,8 +7,8 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
       step(registry_.gauge("meridian_step", "Training steps completed by this site.")),
       epoch(registry_.gauge("meridian_epoch", "Epochs of the local data completed.")),
       train_loss(registry_.gauge("meridian_train_loss", "Training loss, averaged over recent local batches.")),
-      test_accuracy(registry_.gauge("meridian_test_accuracy",
-                                    "Test accuracy (fraction in [0, 1]) of the last evaluation.")),
+      test_accuracy(
+          registry_.gauge("meridian_test_accuracy", "Test accuracy (fraction in [0, 1]) of the last evaluation.")),
       samples_per_second(registry_.gauge("meridian_samples_per_second", "Local training samples per second.")),
       push_sum_weight(registry_.gauge("meridian_push_sum_weight", "Push-sum weight w of this site (sgp).")),
       staleness_steps(registry_.gauge("meridian_staleness_steps",
@@ -24,22 +24,20 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
                                             "Checkpoint writes that failed (see the log for the cause).")),
       peer_rtt_seconds(registry_.gauge_family("meridian_peer_rtt_seconds",
                                               "Round-trip time to the peer, from heartbeats.", {"peer"})),
-      peer_sent_bytes(registry_.counter_family("meridian_peer_sent_bytes_total", "Bytes sent to the peer.",
-                                               {"peer"})),
-      peer_received_bytes(registry_.counter_family("meridian_peer_received_bytes_total",
-                                                   "Bytes received from the peer.", {"peer"})),
+      peer_sent_bytes(registry_.counter_family("meridian_peer_sent_bytes_total", "Bytes sent to the peer.", {"peer"})),
+      peer_received_bytes(
+          registry_.counter_family("meridian_peer_received_bytes_total", "Bytes received from the peer.", {"peer"})),
       rejected_messages(registry_.counter_family("meridian_rejected_messages_total",
-                                                 "Incoming messages rejected by validation, by cause.",
-                                                 {"cause"})) {
+                                                 "Incoming messages rejected by validation, by cause.", {"cause"})) {
   registry_.gauge_callback("meridian_checkpoint_age_seconds",
-                           "Seconds since the last checkpoint was written (since start before the first).",
-                           [this] {
+                           "Seconds since the last checkpoint was written (since start before the first).", [this] {
                              const Clock::duration since(Clock::now().time_since_epoch().count() -
                                                          last_durable_.load(std::memory_order_relaxed));
                              return std::chrono::duration<double>(since).count();
                            });
-  registry_.gauge_family("meridian_site_info", "Constant 1, labelled with the site and its algorithm.",
-                         {"site", "algorithm"})
+  registry_
+      .gauge_family("meridian_site_info", "Constant 1, labelled with the site and its algorithm.",
+                    {"site", "algorithm"})
       .with({site, algorithm})
       .set(1.0);
 }

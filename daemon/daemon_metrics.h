@@ -36,7 +36,7 @@ class DaemonMetrics {
   void checkpoint_written(Clock::time_point when = Clock::now());
 
  private:
-  MetricsRegistry registry_;  // declared first: the members below are references into it
+  MetricsRegistry registry_;              // declared first: the members below are references into it
   std::atomic<Clock::rep> last_durable_;  // last checkpoint, or the daemon's start before the first
 
  public:
@@ -52,10 +52,10 @@ class DaemonMetrics {
   Counter& checkpoints_written;
   Counter& zap_denied;
   Counter& checkpoint_failures;
-  Family<Gauge>& peer_rtt_seconds;          // labels: peer
-  Family<Counter>& peer_sent_bytes;         // labels: peer
-  Family<Counter>& peer_received_bytes;     // labels: peer
-  Family<Counter>& rejected_messages;       // labels: cause (as named by the message validator)
+  Family<Gauge>& peer_rtt_seconds;       // labels: peer
+  Family<Counter>& peer_sent_bytes;      // labels: peer
+  Family<Counter>& peer_received_bytes;  // labels: peer
+  Family<Counter>& rejected_messages;    // labels: cause (as named by the message validator)
 };
 
 }  // namespace meridian::daemon

@@ -38,7 +38,8 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
   const auto wire = algorithms::algorithm_for(settings.algo).wire_limits(settings);
   if (!wire.pin_model_elements || wire.max_model_multiple > 1) {
     std::string optimizer = o.optimizer;
-    if (settings.optimizer == models::OptimizerKind::momentum || settings.optimizer == models::OptimizerKind::nesterov) {
+    if (settings.optimizer == models::OptimizerKind::momentum ||
+        settings.optimizer == models::OptimizerKind::nesterov) {
       optimizer += ' ';
       optimizer += number(o.momentum);
     }

@@ -25,13 +25,11 @@ void HostMirror::push_parameters() {
 }
 
 void HostMirror::pull_gradients() {
-  if (mirrored_)
-    model_.backend().copy_to_host(gradients_.data(), model_.gradients().data(), gradients_.size_bytes());
+  if (mirrored_) model_.backend().copy_to_host(gradients_.data(), model_.gradients().data(), gradients_.size_bytes());
 }
 
 void HostMirror::push_gradients() {
-  if (mirrored_)
-    model_.backend().copy_from_host(model_.gradients().data(), gradients_.data(), gradients_.size_bytes());
+  if (mirrored_) model_.backend().copy_from_host(model_.gradients().data(), gradients_.data(), gradients_.size_bytes());
 }
 
 }  // namespace meridian::daemon

@@ -66,8 +66,7 @@ void MetricFamily::render_header(std::string& out, std::string_view type) const 
   out += '\n';
 }
 
-void MetricFamily::render_sample(std::string& out, const std::vector<std::string>& label_values,
-                                 double value) const {
+void MetricFamily::render_sample(std::string& out, const std::vector<std::string>& label_values, double value) const {
   out += name_;
   if (!label_values.empty()) {
     out += '{';
@@ -127,8 +126,7 @@ Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help) 
   return gauge_family(name, help, {}).with({});
 }
 
-void MetricsRegistry::gauge_callback(const std::string& name, const std::string& help,
-                                     std::function<double()> read) {
+void MetricsRegistry::gauge_callback(const std::string& name, const std::string& help, std::function<double()> read) {
   add(std::make_unique<CallbackGauge>(name, help, std::move(read)));
 }
 

@@ -110,8 +110,7 @@ class MetricsRegistry {
   // name or a label name is not a valid Prometheus name or the name is already registered.
   Family<Counter>& counter_family(const std::string& name, const std::string& help,
                                   std::vector<std::string> label_names);
-  Family<Gauge>& gauge_family(const std::string& name, const std::string& help,
-                              std::vector<std::string> label_names);
+  Family<Gauge>& gauge_family(const std::string& name, const std::string& help, std::vector<std::string> label_names);
   Counter& counter(const std::string& name, const std::string& help);
   Gauge& gauge(const std::string& name, const std::string& help);
   // A gauge computed when rendered (e.g. an age). `read` is called from the rendering thread and must

@@ -75,18 +75,20 @@ OptionSpec field(std::string group, std::string name, std::string help, T SiteCo
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = [] {
     using C = SiteConfig;
-    const std::string id = "Identity and network", data = "Data", model = "Model and optimizer",
-                      algo = "Algorithm", wan = "WAN emulation", ops = "Operations";
+    const std::string id = "Identity and network", data = "Data", model = "Model and optimizer", algo = "Algorithm",
+                      wan = "WAN emulation", ops = "Operations";
     return std::vector<OptionSpec>{
         field(id, "name", "Name of this site, unique in the federation (letters, digits, '.', '_', '-')", &C::name),
         field(id, "key-dir", "Directory with this site's CurveZMQ key pair (create it with 'meridian keygen')",
               &C::key_dir),
         field(id, "roster", "Roster file: the sites allowed in the federation, with their public keys", &C::roster),
-        field(id, "listen", "Address to listen on, tcp://HOST:PORT (port 0: any free port, written to RUN_DIR/endpoint)", &C::listen),
+        field(id, "listen",
+              "Address to listen on, tcp://HOST:PORT (port 0: any free port, written to RUN_DIR/endpoint)", &C::listen),
         field(id, "advertise",
               "Address peers connect to, tcp://HOST:PORT (\"\" = the listen address; required with 0.0.0.0)",
               &C::advertise),
-        field(id, "join", "Bootstrap peers to join through, [NAME@]tcp://HOST:PORT (repeat the flag or separate with ',')",
+        field(id, "join",
+              "Bootstrap peers to join through, [NAME@]tcp://HOST:PORT (repeat the flag or separate with ',')",
               &C::join),
         field(id, "insecure", "No encryption or authentication: local experiments only, never across sites",
               &C::insecure),
@@ -108,8 +110,8 @@ const std::vector<OptionSpec>& option_specs() {
               "only some of them",
               &C::classes),
         field(data, "layout", "With --train: axis order of 4-D NumPy features: nchw | nhwc", &C::layout),
-        field(data, "augment", "Image augmentation while training: none | crop:N | flip | crop:N,flip (e.g. crop:4,flip)",
-              &C::augment),
+        field(data, "augment",
+              "Image augmentation while training: none | crop:N | flip | crop:N,flip (e.g. crop:4,flip)", &C::augment),
         field(data, "dataset", "fashion-mnist | idx | csv (used when --train is not given)", &C::dataset),
         field(data, "data-dir", "IDX files (train-images-idx3-ubyte[.gz], ...) for fashion-mnist and idx",
               &C::data_dir),
@@ -121,7 +123,9 @@ const std::vector<OptionSpec>& option_specs() {
         field(data, "site-index", "This site's part of a split dataset, 0..site-count-1", &C::site_index),
         field(data, "site-count", "Number of parts the dataset is split into (1 = use it all)", &C::site_count),
         field(model, "model", "logreg | mlp | cnn", &C::model),
-        field(model, "widths", "Hidden layer widths of the mlp, e.g. 256,128 (logreg and the LeNet-style cnn have fixed layers)", &C::widths),
+        field(model, "widths",
+              "Hidden layer widths of the mlp, e.g. 256,128 (logreg and the LeNet-style cnn have fixed layers)",
+              &C::widths),
         field(model, "optimizer", "sgd | momentum | nesterov | adam | adamw (decoupled weight decay)", &C::optimizer),
         field(model, "lr", "Learning rate", &C::lr),
         field(model, "schedule", "Learning-rate schedule: constant | step:EPOCHS:FACTOR (e.g. step:2:0.5) | cosine",
@@ -136,7 +140,9 @@ const std::vector<OptionSpec>& option_specs() {
               "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync, diloco's overlap; sgp "
               "overlaps by --tau instead). dts without --delay and --period runs D = 2, P = 16; diloco D = 2, P = 32",
               &C::delay),
-        field(algo, "period", "P: dts starts an average every P steps; diloco's inner steps H between outer syncs (see --delay for the default shapes)",
+        field(algo, "period",
+              "P: dts starts an average every P steps; diloco's inner steps H between outer syncs (see --delay for the "
+              "default shapes)",
               &C::period),
         field(algo, "out-peers", "K: sgp out-peers per step", &C::out_peers),
         field(algo, "tau", "tau: sgp may run this many steps ahead of the oldest message it expects", &C::tau),
@@ -144,8 +150,8 @@ const std::vector<OptionSpec>& option_specs() {
         field(algo, "min-sites", "Sites that must be in the view before training starts (0 = --site-count)",
               &C::min_sites),
         field(algo, "join-timeout", "Seconds to wait for --min-sites sites before giving up", &C::join_timeout),
-        field(algo, "round-timeout", "Seconds after which a mixing round is abandoned and redone without the late sites",
-              &C::round_timeout),
+        field(algo, "round-timeout",
+              "Seconds after which a mixing round is abandoned and redone without the late sites", &C::round_timeout),
         field(algo, "reaverage-every", "Steps between exact parameter re-averages (0 = only on a view change)",
               &C::reaverage_every),
         field(algo, "compensation",
@@ -161,7 +167,8 @@ const std::vector<OptionSpec>& option_specs() {
               "(every site sends to every other: one crossing, n-1 copies sent); compressed averages always go direct",
               &C::exchange),
         field(algo, "fragments",
-              "F: diloco syncs the parameters in F fragments, each every --period steps, H/F steps apart", &C::fragments),
+              "F: diloco syncs the parameters in F fragments, each every --period steps, H/F steps apart",
+              &C::fragments),
         field(algo, "outer-lr", "diloco: outer learning rate (FedAvg: 1)", &C::outer_lr),
         field(algo, "outer-momentum", "diloco: outer Nesterov momentum, in [0, 1) (FedAvg: 0)", &C::outer_momentum),
         field(algo, "robust-aggregation",
@@ -180,8 +187,7 @@ const std::vector<OptionSpec>& option_specs() {
               "Fault injection for experiments: > 0 makes this site send random garbage this many times the RMS "
               "of its honest vectors (0 = honest)",
               &C::byzantine_scale),
-        field(wan, "wan",
-              "Emulated links: \"\" (none) | world4 | latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.01",
+        field(wan, "wan", "Emulated links: \"\" (none) | world4 | latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.01",
               &C::wan),
         field(wan, "region", "With --wan world4: oregon | ohio | london | tokyo", &C::region),
         field(wan, "slowdown",
@@ -222,8 +228,9 @@ std::string SiteConfig::control_socket_or_default() const {
 }
 
 void bind_site_options(CLI::App& app, SiteConfig& config) {
-  app.add_option("--config", "Read options from FILE (TOML, as written by 'meridian init'); "
-                             "flags on the command line win over the file")
+  app.add_option("--config",
+                 "Read options from FILE (TOML, as written by 'meridian init'); "
+                 "flags on the command line win over the file")
       ->type_name("FILE")
       ->check(CLI::Validator(CLI::ExistingFile).description(""));  // no ":FILE" after the type in --help
   for (const auto& spec : option_specs()) spec.bind(app, config)->group(spec.group);
@@ -258,8 +265,8 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config) {
     }
     if (option->count() > 0) continue;  // given on the command line, which wins
     const bool empty_list = item.inputs.empty() || (item.inputs.size() == 1 && item.inputs[0].empty());
-    const auto spec = std::find_if(option_specs().begin(), option_specs().end(),
-                                   [&](const OptionSpec& s) { return s.name == key; });
+    const auto spec =
+        std::find_if(option_specs().begin(), option_specs().end(), [&](const OptionSpec& s) { return s.name == key; });
     if (empty_list && spec != option_specs().end() && spec->clear) {
       spec->clear(config);
       continue;

@@ -43,9 +43,9 @@ namespace meridian::daemon {
 
 struct SiteConfig {
   // Identity and network
-  std::string name;                      // unique in the federation; [A-Za-z0-9._-], at most 64 characters
-  std::string key_dir = "keys";          // this site's CurveZMQ key pair (meridian keygen)
-  std::string roster = "roster.toml";    // the sites allowed in the federation
+  std::string name;                    // unique in the federation; [A-Za-z0-9._-], at most 64 characters
+  std::string key_dir = "keys";        // this site's CurveZMQ key pair (meridian keygen)
+  std::string roster = "roster.toml";  // the sites allowed in the federation
   std::string listen = "tcp://0.0.0.0:7400";
   std::string advertise;                 // address peers connect to; "" = the bound address (needed
                                          // when listening on 0.0.0.0)
@@ -64,64 +64,64 @@ struct SiteConfig {
   std::string augment = "none";           // none | crop:N | flip | crop:N,flip (images only)
   std::string dataset = "fashion-mnist";  // fashion-mnist | idx | csv (when --train is not given)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // idx and fashion-mnist: the IDX files
-  std::string train_csv;                  // csv only
-  std::string test_csv;                   // csv only, optional
-  std::string label_column = "label";     // csv only: column name or 0-based index
-  std::string partition = "iid";          // iid | dirichlet:ALPHA (simulations split one dataset)
-  int site_index = 0;                     // this site's part when the dataset is split
-  int site_count = 1;                     // number of parts
+  std::string train_csv;                                       // csv only
+  std::string test_csv;                                        // csv only, optional
+  std::string label_column = "label";                          // csv only: column name or 0-based index
+  std::string partition = "iid";                               // iid | dirichlet:ALPHA (simulations split one dataset)
+  int site_index = 0;                                          // this site's part when the dataset is split
+  int site_count = 1;                                          // number of parts
 
   // Model and optimizer
-  std::string model = "mlp";              // logreg | mlp | cnn
-  std::vector<int> widths = {256, 128};   // hidden layer widths (mlp only: logreg and cnn have fixed layers)
-  std::string optimizer = "momentum";     // sgd | momentum | nesterov | adam | adamw
+  std::string model = "mlp";             // logreg | mlp | cnn
+  std::vector<int> widths = {256, 128};  // hidden layer widths (mlp only: logreg and cnn have fixed layers)
+  std::string optimizer = "momentum";    // sgd | momentum | nesterov | adam | adamw
   double lr = 0.05;
-  std::string schedule = "constant";      // constant | step:EPOCHS:FACTOR | cosine
+  std::string schedule = "constant";  // constant | step:EPOCHS:FACTOR | cosine
   double momentum = 0.9;
   double weight_decay = 0.0;
   int batch = 64;
-  double epochs = 5;                      // over the site's part; fractions allowed (0.5 = half an epoch)
-  int eval_every = 0;                     // steps between test evaluations; 0 = once per epoch
+  double epochs = 5;   // over the site's part; fractions allowed (0.5 = half an epoch)
+  int eval_every = 0;  // steps between test evaluations; 0 = once per epoch
 
   // Algorithm
-  std::string algo = "sgp";               // an algorithm's name (daemon/algorithms/registry.h)
-  int delay = 0;                          // D: steps a mixed result may arrive late (dts, dsync)
-  int period = 1;                         // P: dts averages every P steps
-  int out_peers = 1;                      // K: sgp out-peers per step
-  int tau = 1;                            // τ: sgp may run τ steps ahead of the oldest expected message
-  std::string grid = "auto";              // dsync: auto | AxB
-  int min_sites = 0;                      // sites in the view before training starts; 0 = site-count
-  double join_timeout = 300.0;            // seconds to wait for min-sites before giving up
-  double round_timeout = 30.0;            // seconds before a mixing round is abandoned and redone
-  int reaverage_every = 100;              // steps between exact parameter re-averages; 0 = only on view change
-  std::string compensation = "exact";     // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
-  std::string compression = "none";       // none | fp16 (dts, sgp, diloco) | int8 (dts, diloco) | topk[:FRACTION] (dts)
-  std::string exchange = "ring";          // dts: ring | direct (how a window's average travels; compression: direct)
-  int fragments = 1;                      // F: diloco syncs F fragments of the parameters H/F steps apart
-  double outer_lr = 0.7;                  // diloco: outer learning rate η
-  double outer_momentum = 0.9;            // diloco: outer Nesterov momentum μ
-  bool robust_aggregation = false;        // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
-  double robust_clip = 4.0;               // clip others' differences at this many times the own update scale; 0 = off
-  int robust_trim = 1;                    // trimmed mean drops this many values at each end; 0 = clip only
-  double byzantine_scale = 0;             // fault injection: > 0 makes this site send garbage of this RMS scale
+  std::string algo = "sgp";            // an algorithm's name (daemon/algorithms/registry.h)
+  int delay = 0;                       // D: steps a mixed result may arrive late (dts, dsync)
+  int period = 1;                      // P: dts averages every P steps
+  int out_peers = 1;                   // K: sgp out-peers per step
+  int tau = 1;                         // τ: sgp may run τ steps ahead of the oldest expected message
+  std::string grid = "auto";           // dsync: auto | AxB
+  int min_sites = 0;                   // sites in the view before training starts; 0 = site-count
+  double join_timeout = 300.0;         // seconds to wait for min-sites before giving up
+  double round_timeout = 30.0;         // seconds before a mixing round is abandoned and redone
+  int reaverage_every = 100;           // steps between exact parameter re-averages; 0 = only on view change
+  std::string compensation = "exact";  // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
+  std::string compression = "none";    // none | fp16 (dts, sgp, diloco) | int8 (dts, diloco) | topk[:FRACTION] (dts)
+  std::string exchange = "ring";       // dts: ring | direct (how a window's average travels; compression: direct)
+  int fragments = 1;                   // F: diloco syncs F fragments of the parameters H/F steps apart
+  double outer_lr = 0.7;               // diloco: outer learning rate η
+  double outer_momentum = 0.9;         // diloco: outer Nesterov momentum μ
+  bool robust_aggregation = false;     // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
+  double robust_clip = 4.0;            // clip others' differences at this many times the own update scale; 0 = off
+  int robust_trim = 1;                 // trimmed mean drops this many values at each end; 0 = clip only
+  double byzantine_scale = 0;          // fault injection: > 0 makes this site send garbage of this RMS scale
 
   // WAN emulation
-  std::string wan;                        // "" (none) | world4 | latency=..,jitter=..,bandwidth=..,loss=..
-  std::string region;                     // with world4: oregon | ohio | london | tokyo
-  double slowdown = 1;                    // emulated straggler: each step takes slowdown × its time without
-                                          // waiting for other sites
-  std::string wan_partition;              // "" (none) | "s0,s1|s2,s3@20s+10s;..." (peer/partition_schedule.h)
+  std::string wan;                             // "" (none) | world4 | latency=..,jitter=..,bandwidth=..,loss=..
+  std::string region;                          // with world4: oregon | ohio | london | tokyo
+  double slowdown = 1;                         // emulated straggler: each step takes slowdown × its time without
+                                               // waiting for other sites
+  std::string wan_partition;                   // "" (none) | "s0,s1|s2,s3@20s+10s;..." (peer/partition_schedule.h)
   std::string wan_partition_origin = "start";  // start | training | UNIX_SECONDS: where the windows count from
 
   // Operations
-  std::string checkpoint_dir;             // "" = RUN_DIR/checkpoints
-  double checkpoint_interval = 60.0;      // seconds between checkpoints
+  std::string checkpoint_dir;         // "" = RUN_DIR/checkpoints
+  double checkpoint_interval = 60.0;  // seconds between checkpoints
   int checkpoint_keep = 3;
   std::string metrics_address = "127.0.0.1:9400";  // HOST:PORT, or "off"
-  std::string control_socket;             // "" = RUN_DIR/control.sock
-  std::string device = "auto";            // auto | cpu | cuda | cuda:N
+  std::string control_socket;                      // "" = RUN_DIR/control.sock
+  std::string device = "auto";                     // auto | cpu | cuda | cuda:N
   std::uint64_t seed = 1;
-  int threads = 0;                        // 0 = one per core
+  int threads = 0;  // 0 = one per core
 
   // The paths with their defaults applied.
   std::string checkpoint_dir_or_default() const;
@@ -160,7 +160,6 @@ void apply_algorithm_defaults(SiteConfig& config, const std::function<bool(std::
 // apply_site_config_file, whose values count as given).
 void apply_algorithm_defaults(const CLI::App& app, SiteConfig& config);
 
-
 // Every problem with `config`, each "--option: problem (hint)"; empty when valid.
 std::vector<std::string> site_config_problems(const SiteConfig& config);
 // Throws SiteConfigError listing site_config_problems() when there are any.
@@ -175,7 +174,7 @@ std::string render_site_config(const SiteConfig& config);
 // parse_wan_spec.)
 struct ScheduleSpec {
   enum class Kind { kConstant, kStep, kCosine } kind = Kind::kConstant;
-  int step_epochs = 0;     // step: multiply the rate by step_factor every step_epochs epochs
+  int step_epochs = 0;  // step: multiply the rate by step_factor every step_epochs epochs
   double step_factor = 1;
 };
 std::optional<ScheduleSpec> parse_schedule(const std::string& text);
@@ -216,10 +215,10 @@ struct SiteSettings {
   GridSpec grid;
   gossip::DtsCompensation compensation = gossip::DtsCompensation::kExact;
   Exchange exchange = Exchange::kRing;
-  Dataset dataset = Dataset::kFashionMnist;       // when options.train is empty
-  std::vector<std::string> class_names;           // --classes; empty: from the data
+  Dataset dataset = Dataset::kFashionMnist;  // when options.train is empty
+  std::vector<std::string> class_names;      // --classes; empty: from the data
   models::data::ArrayLayout layout = models::data::ArrayLayout::kUnstated;
-  models::data::AugmentationSpec augmentation;    // --augment
+  models::data::AugmentationSpec augmentation;  // --augment
   models::data::PartitionSpec partition;
   peer::WanModel wan;
   peer::PartitionSchedule wan_partition;

@@ -57,7 +57,8 @@ void SiteDaemon::Impl::prepare() {
                data.train.rows, config.dataset, config.site_index, config.site_count, config.partition, data.test.rows,
                data.steps_per_epoch, data.total_steps);
 
-  const int threads = config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads =
+      config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   backend = make_backend(device.device);
   const models::Shape input = data.train.channels > 0
                                   ? models::Shape{data.train.channels, data.train.height, data.train.width}
@@ -66,9 +67,9 @@ void SiteDaemon::Impl::prepare() {
   model = models::make_model(config.model, input, data.train.classes, widths, backend, config.seed);
   models::use_threads(*model, *backend, static_cast<std::size_t>(threads));
 
-  store = std::make_unique<CheckpointStore>(checkpoint_dir, static_cast<std::size_t>(config.checkpoint_keep),
-                                            std::chrono::duration_cast<Clock::duration>(
-                                                std::chrono::duration<double>(config.checkpoint_interval)));
+  store = std::make_unique<CheckpointStore>(
+      checkpoint_dir, static_cast<std::size_t>(config.checkpoint_keep),
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config.checkpoint_interval)));
   auto loaded = store->load_newest(model->fingerprint());
   for (const auto& skipped : loaded.skipped) spdlog::warn("checkpoint passed over: {}", skipped);
   if (loaded.checkpoint) {
@@ -99,13 +100,14 @@ void SiteDaemon::Impl::make_transport() {
   o.wan_seed = config.seed;
   // A view change acts a few rounds after it takes effect (dts: after D steps at the next window
   // start; dsync: D steps later); the next view must not come before that (peer/membership.h).
-  o.view_lead_rounds = std::max<std::uint64_t>(o.view_lead_rounds,
-                                               static_cast<std::uint64_t>(config.delay + config.period) + 2);
+  o.view_lead_rounds =
+      std::max<std::uint64_t>(o.view_lead_rounds, static_cast<std::uint64_t>(config.delay + config.period) + 2);
   o.partitions = settings.wan_partition;
   const auto& origin = settings.wan_partition_origin;
   if (origin.kind == PartitionOrigin::Kind::kUnixTime)
-    o.partition_origin = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
-        std::chrono::duration<double>(origin.unix_seconds)));
+    o.partition_origin =
+        std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::duration<double>(origin.unix_seconds)));
   o.partition_clock_deferred = origin.kind == PartitionOrigin::Kind::kTraining;
   o.bootstrap = config.join;
   o.insecure = config.insecure;
@@ -133,7 +135,8 @@ void SiteDaemon::Impl::make_transport() {
   // exceed the number of sites the roster lets in; twice that leaves room for mass a restarted site
   // brings back from its checkpoint. A larger weight would let one share outweigh the whole
   // federation. (Insecure mode has no roster, and anyone may join: the wide default stays.)
-  if (o.roster) o.validation.max_weight = 2.0 * static_cast<double>(std::max<std::size_t>(o.roster->entries().size(), 1));
+  if (o.roster)
+    o.validation.max_weight = 2.0 * static_cast<double>(std::max<std::size_t>(o.roster->entries().size(), 1));
   transport = std::make_unique<peer::ZmqTransport>(std::move(o));
   if (resume) transport->resume_round(resume->step);
   trail->write_endpoint(transport->endpoint());

@@ -20,11 +20,10 @@
 // stable for a moment; every site then starts at the view's effective round and the sites agree on
 // the last round (daemon/run_plan.h: the smallest site's step count, so sites whose own data gives
 // them more steps do not wait for rounds the others never start), so all run the same rounds. A site
-// that joins a running federation takes its end round from a peer. A site that resumes from a checkpoint waits to be back in the
-// view (one that follows a view without its previous incarnation, see peer/membership.h) and starts at
-// that view's first round (sgp: or the later round its peers are mixing, seen from their first message
-// to it, since push-sum waits for nobody), keeping its checkpointed model, optimizer state and data
-// position.
+// that joins a running federation takes its end round from a peer. A site that resumes from a checkpoint waits to be
+// back in the view (one that follows a view without its previous incarnation, see peer/membership.h) and starts at that
+// view's first round (sgp: or the later round its peers are mixing, seen from their first message to it, since push-sum
+// waits for nobody), keeping its checkpointed model, optimizer state and data position.
 //
 // Stopping: on the first SIGINT/SIGTERM or `meridian leave` the trainer finishes the step in flight,
 // applies or abandons outstanding mixes, writes a checkpoint, the site announces its leave, and run()

@@ -73,7 +73,7 @@ struct SiteDaemon::Impl final : ControlHandler {
       : settings(std::move(s)), config(settings.options), algo(algorithms::algorithm_for(settings.algo)) {}
 
   const SiteSettings settings;
-  const SiteConfig& config;         // settings.options: names, addresses, paths, numbers
+  const SiteConfig& config;           // settings.options: names, addresses, paths, numbers
   const algorithms::Algorithm& algo;  // what this site runs (daemon/algorithms/)
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
@@ -92,16 +92,16 @@ struct SiteDaemon::Impl final : ControlHandler {
 
   // Shared between the threads.
   std::atomic<SiteState> state{SiteState::kJoining};
-  std::atomic<bool> stop{false};          // graceful stop asked (signal or `meridian leave`)
+  std::atomic<bool> stop{false};  // graceful stop asked (signal or `meridian leave`)
   std::atomic<bool> trainer_done{false};
-  std::exception_ptr trainer_error;       // written by the trainer before trainer_done
-  std::atomic<bool> observe_rounds{false};  // the trainer wants to know which round peers mix
-  std::atomic<std::uint64_t> observed_round{0};  // round + 1 of the first mixer message seen; 0: none
+  std::exception_ptr trainer_error;                // written by the trainer before trainer_done
+  std::atomic<bool> observe_rounds{false};         // the trainer wants to know which round peers mix
+  std::atomic<std::uint64_t> observed_round{0};    // round + 1 of the first mixer message seen; 0: none
   std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
   std::mutex live_mu;
   LiveStatus live;
-  PeerPlans plans;                          // heard by the control thread (daemon/run_plan.h)
-  std::atomic<std::uint64_t> run_end{0};    // the run's end round once the trainer knows it; 0 before
+  PeerPlans plans;                        // heard by the control thread (daemon/run_plan.h)
+  std::atomic<std::uint64_t> run_end{0};  // the run's end round once the trainer knows it; 0 before
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
   StatusReport status() override;
@@ -116,7 +116,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   void train();
   void warm_buffers();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
-  bool taken_back = false;  // set by wait_for_view: the view takes this site back after one without it
+  bool taken_back = false;           // set by wait_for_view: the view takes this site back after one without it
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
   std::uint64_t agree_end_round(const peer::View& view);
   // Returns the error when the checkpoint could not be written (logged and counted already).
@@ -143,7 +143,8 @@ struct SiteDaemon::Impl final : ControlHandler {
     return out;
   }
   std::uint64_t data_seed() const {
-    return models::data::SeededRandom::derive(config.seed, 0x6d657269ull + static_cast<std::uint64_t>(config.site_index));
+    return models::data::SeededRandom::derive(config.seed,
+                                              0x6d657269ull + static_cast<std::uint64_t>(config.site_index));
   }
 };
 

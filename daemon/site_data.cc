@@ -14,9 +14,9 @@ namespace {
 
 models::data::CsvOptions csv_options(const SiteConfig& config) {
   models::data::CsvOptions options;
-  const bool numeric = !config.label_column.empty() &&
-                       std::all_of(config.label_column.begin(), config.label_column.end(),
-                                   [](char c) { return c >= '0' && c <= '9'; });
+  const bool numeric =
+      !config.label_column.empty() &&
+      std::all_of(config.label_column.begin(), config.label_column.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (numeric) {
     options.label_index = std::stoul(config.label_column);
   } else {
@@ -110,7 +110,8 @@ SiteData load_site_data(const SiteSettings& settings) {
   out.train = sites > 1 && !partitioned ? models::data::partition(loaded.train, spec, site, sites, config.seed)
                                         : std::move(loaded.train);
   out.test = std::move(loaded.test);
-  out.steps_per_epoch = std::max<std::uint64_t>(1, out.whole_train_rows / sites / static_cast<std::size_t>(config.batch));
+  out.steps_per_epoch =
+      std::max<std::uint64_t>(1, out.whole_train_rows / sites / static_cast<std::size_t>(config.batch));
   out.total_steps = std::max<std::uint64_t>(
       1, static_cast<std::uint64_t>(std::floor(config.epochs * static_cast<double>(out.steps_per_epoch))));
   return out;
@@ -126,7 +127,8 @@ models::data::Dataset load_test_data(const SiteConfig& config) {
       if (!config.classes.empty()) settings.class_names = models::data::parse_class_list(config.classes);
       if (!config.layout.empty()) settings.layout = models::data::parse_array_layout(config.layout);
     } catch (const std::invalid_argument& e) {
-      throw models::data::DataError(std::string(config.classes.empty() ? "--layout: " : "--classes or --layout: ") + e.what());
+      throw models::data::DataError(std::string(config.classes.empty() ? "--layout: " : "--classes or --layout: ") +
+                                    e.what());
     }
     const auto options = data_options(settings, {});
     if (config.train.empty()) return models::data::load_dataset(config.test, options);

@@ -24,8 +24,9 @@ struct SiteData {
 };
 
 // Loads the configured data (--train/--test through models/data/data_source.h, else --dataset),
-// keeps this site's part (partition, site-index, site-count, seed) and applies the run length rule. Throws models::data::DataError naming the file or the problem, also
-// when --augment is on and the training data has no image geometry.
+// keeps this site's part (partition, site-index, site-count, seed) and applies the run length rule. Throws
+// models::data::DataError naming the file or the problem, also when --augment is on and the training data has no image
+// geometry.
 SiteData load_site_data(const SiteSettings& settings);
 
 // Loads only the test set: --test when given (read with --classes and --layout and, when --train is

@@ -128,10 +128,13 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
                                    : "'" + c.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
   }
   if (!c.insecure) {
-    if (c.key_dir.empty()) problem("key-dir", "missing (create keys with 'meridian keygen', or use --insecure locally)");
-    if (c.roster.empty()) problem("roster", "missing (list the federation's sites and keys, or use --insecure locally)");
+    if (c.key_dir.empty())
+      problem("key-dir", "missing (create keys with 'meridian keygen', or use --insecure locally)");
+    if (c.roster.empty())
+      problem("roster", "missing (list the federation's sites and keys, or use --insecure locally)");
   }
-  if (!is_tcp_address(c.listen, 0)) problem("listen", "'" + c.listen + "' is not tcp://HOST:PORT (e.g. tcp://0.0.0.0:7400)");
+  if (!is_tcp_address(c.listen, 0))
+    problem("listen", "'" + c.listen + "' is not tcp://HOST:PORT (e.g. tcp://0.0.0.0:7400)");
   if (!c.advertise.empty() && !is_tcp_address(c.advertise, 1)) {
     problem("advertise", "'" + c.advertise + "' is not tcp://HOST:PORT (e.g. tcp://site.example.org:7400)");
   }
@@ -139,7 +142,8 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     // NAME@tcp://HOST:PORT names the site behind the address (needed with a roster that lists no address).
     const auto at = peer.find('@');
     const bool named = at != std::string::npos && at > 0 && is_site_name(peer.substr(0, at));
-    if (!is_tcp_address(named ? peer.substr(at + 1) : peer, 1)) problem("join", "'" + peer + "' is not [NAME@]tcp://HOST:PORT (e.g. tcp://10.0.0.2:7400)");
+    if (!is_tcp_address(named ? peer.substr(at + 1) : peer, 1))
+      problem("join", "'" + peer + "' is not [NAME@]tcp://HOST:PORT (e.g. tcp://10.0.0.2:7400)");
   }
   // Membership counts in whole milliseconds; the upper bounds keep the conversion far from overflow, and
   // the interval's leaves room for a timeout of six intervals, which the hint below suggests.
@@ -177,8 +181,8 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
       }
     }
   } else {
-    for (const auto& [option, value] : {std::pair{"test", &c.test}, std::pair{"classes", &c.classes},
-                                        std::pair{"layout", &c.layout}}) {
+    for (const auto& [option, value] :
+         {std::pair{"test", &c.test}, std::pair{"classes", &c.classes}, std::pair{"layout", &c.layout}}) {
       if (!value->empty()) problem(option, "applies with --train only (give the training data as --train PATH)");
     }
   }
@@ -207,7 +211,8 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   if (dataset && settings.dataset != Dataset::kCsv && c.data_dir.empty()) {
     problem("data-dir", "missing: the directory with the IDX files");
   }
-  if (settings.dataset == Dataset::kCsv && c.train_csv.empty()) problem("train-csv", "missing: --dataset csv needs a training file");
+  if (settings.dataset == Dataset::kCsv && c.train_csv.empty())
+    problem("train-csv", "missing: --dataset csv needs a training file");
   if (c.label_column.empty()) problem("label-column", "must not be empty (a column name or 0-based index)");
   try {
     settings.partition = models::data::parse_partition_spec(c.partition);
@@ -216,12 +221,13 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   }
   at_least("site-count", c.site_count, 1);
   if (c.site_index < 0 || c.site_index >= std::max(c.site_count, 1)) {
-    problem("site-index", std::to_string(c.site_index) + " is outside 0.." + std::to_string(std::max(c.site_count, 1) - 1) +
-                              " (it must be below --site-count)");
+    problem("site-index", std::to_string(c.site_index) + " is outside 0.." +
+                              std::to_string(std::max(c.site_count, 1) - 1) + " (it must be below --site-count)");
   }
 
   one_of("model", c.model, {"logreg", "mlp", "cnn"});
-  if (c.model == "mlp" && c.widths.empty()) problem("widths", "missing: the mlp needs hidden layer widths (e.g. 256,128)");
+  if (c.model == "mlp" && c.widths.empty())
+    problem("widths", "missing: the mlp needs hidden layer widths (e.g. 256,128)");
   for (int w : c.widths) {
     if (w < 1) problem("widths", std::to_string(w) + " is not a positive width");
   }
@@ -252,7 +258,8 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     for (const auto* a : algorithms::all_algorithms())
       if (reads(*a)) names.emplace_back(a->name());
     std::string out;
-    for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    for (std::size_t i = 0; i < names.size(); ++i)
+      out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
     return out;
   };
   auto only_for = [&](const std::string& option) {
@@ -277,7 +284,8 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
       only_for("compensation");
   }
   if (const auto spec = gossip::parse_compression(c.compression); !spec) {
-    problem("compression", "'" + c.compression + "' is not none, fp16, int8 or topk:FRACTION with FRACTION in (0, 0.5] (e.g. topk:0.01)");
+    problem("compression", "'" + c.compression +
+                               "' is not none, fp16, int8 or topk:FRACTION with FRACTION in (0, 0.5] (e.g. topk:0.01)");
   } else if (algorithm != nullptr && !algorithm->accepts(spec->encoding)) {
     const auto accepting = [&](gossip::Encoding e) {
       return readers([e](const algorithms::Algorithm& a) { return a.accepts(e); });
@@ -287,11 +295,11 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
                                  " only (its averages are of gradients; " + c.algo +
                                  " mixes parameters, whose top-k would zero the rest); use fp16 or none");
     } else {
-      problem("compression", gossip::to_string(*spec) + " applies to " + accepting(spec->encoding) + " only (" +
-                                 c.algo +
-                                 (spec->encoding == gossip::Encoding::kFp16 ? " keeps its exact ring all-reduce"
-                                                                            : " does not send it") +
-                                 "); use none");
+      problem(
+          "compression",
+          gossip::to_string(*spec) + " applies to " + accepting(spec->encoding) + " only (" + c.algo +
+              (spec->encoding == gossip::Encoding::kFp16 ? " keeps its exact ring all-reduce" : " does not send it") +
+              "); use none");
     }
   } else {
     settings.compression = *spec;
@@ -316,8 +324,10 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   if (!(std::isfinite(c.byzantine_scale) && c.byzantine_scale >= 0))
     problem("byzantine-scale", "must be 0 (an honest site) or positive");
   at_least("min-sites", c.min_sites, 0);
-  if (!(std::isfinite(c.join_timeout) && c.join_timeout > 0)) problem("join-timeout", "must be a positive number of seconds");
-  if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0)) problem("round-timeout", "must be a positive number of seconds");
+  if (!(std::isfinite(c.join_timeout) && c.join_timeout > 0))
+    problem("join-timeout", "must be a positive number of seconds");
+  if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0))
+    problem("round-timeout", "must be a positive number of seconds");
 
   // peer/ owns the --wan grammar; a model with regions needs to know which one this site is in.
   try {
@@ -360,8 +370,9 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   if (c.metrics_address != "off") {
     settings.metrics_address = c.metrics_address;
     const auto colon = c.metrics_address.rfind(':');
-    const auto port = colon == std::string::npos ? std::nullopt
-                                                 : parse_number<int>(std::string_view(c.metrics_address).substr(colon + 1));
+    const auto port = colon == std::string::npos
+                          ? std::nullopt
+                          : parse_number<int>(std::string_view(c.metrics_address).substr(colon + 1));
     if (colon == std::string::npos || colon == 0 || !port || *port < 0 || *port > 65535) {
       problem("metrics-address", "'" + c.metrics_address + "' is not HOST:PORT or off (e.g. 127.0.0.1:9400)");
     }
@@ -385,9 +396,7 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   return {std::move(settings), {}};
 }
 
-std::vector<std::string> site_config_problems(const SiteConfig& config) {
-  return parse_site_settings(config).problems;
-}
+std::vector<std::string> site_config_problems(const SiteConfig& config) { return parse_site_settings(config).problems; }
 
 SiteSettings settings_of(const SiteConfig& config) {
   auto parsed = parse_site_settings(config);

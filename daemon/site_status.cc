@@ -51,7 +51,7 @@ std::vector<PeerReport> SiteDaemon::Impl::peers() {
     p.address = m.record.address;
     p.state = m.record.state == peer::MemberState::kAlive  ? "alive"
               : m.record.state == peer::MemberState::kDead ? "dead"
-                                                            : "left";
+                                                           : "left";
     if (const auto rank = view.rank_of(m.record.name)) p.rank = static_cast<int>(*rank);
     if (m.rtt) p.rtt_seconds = std::chrono::duration<double>(*m.rtt).count();
     p.bytes_sent = m.bytes_out;

@@ -70,14 +70,15 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
       candidate.reset();
     }
     if (Clock::now() > deadline) {
-      throw std::runtime_error("gave up after --join-timeout " + std::to_string(config.join_timeout) + " s: " +
-                               std::to_string(transport->alive_members().size()) + " of " + std::to_string(need) +
-                               " sites reachable (" + join_names(transport->alive_members()) +
+      throw std::runtime_error("gave up after --join-timeout " + std::to_string(config.join_timeout) +
+                               " s: " + std::to_string(transport->alive_members().size()) + " of " +
+                               std::to_string(need) + " sites reachable (" + join_names(transport->alive_members()) +
                                "); check --join addresses, the roster and that the other sites are running");
     }
     if (Clock::now() >= next_note) {
       spdlog::info("waiting for {} sites in the view (have {}: {}); --join {}", need, view.size(),
-                   join_names(view.members), config.join.empty() ? "(none: others must join this site)" : join_names(config.join));
+                   join_names(view.members),
+                   config.join.empty() ? "(none: others must join this site)" : join_names(config.join));
       next_note = Clock::now() + std::chrono::seconds(5);
     }
     std::this_thread::sleep_for(milliseconds(50));
@@ -136,7 +137,9 @@ std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view) {
     }
     const bool late = Clock::now() >= deadline;
     if (missing == 0 || late) {
-      if (late) spdlog::warn("{} of {} sites sent no plan in time: the run length counts only the others", missing, view.size());
+      if (late)
+        spdlog::warn("{} of {} sites sent no plan in time: the run length counts only the others", missing,
+                     view.size());
       if (steps < own.steps)
         spdlog::info("the run ends after {} steps, as the smallest site's data gives ({} here)", steps, own.steps);
       return view.effective_round + steps;

@@ -11,17 +11,13 @@ models::ScheduleConfig schedule_of(const SiteSettings& settings, std::uint64_t s
   s.total_steps = std::max<std::uint64_t>(1, total_steps);
   const auto& spec = settings.schedule;
   switch (spec.kind) {
-    case ScheduleSpec::Kind::kConstant:
-      s.kind = models::ScheduleKind::constant;
-      break;
+    case ScheduleSpec::Kind::kConstant: s.kind = models::ScheduleKind::constant; break;
     case ScheduleSpec::Kind::kStep:
       s.kind = models::ScheduleKind::step;
       s.step_size = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(spec.step_epochs) * steps_per_epoch);
       s.gamma = static_cast<float>(spec.step_factor);
       break;
-    case ScheduleSpec::Kind::kCosine:
-      s.kind = models::ScheduleKind::cosine;
-      break;
+    case ScheduleSpec::Kind::kCosine: s.kind = models::ScheduleKind::cosine; break;
   }
   return s;
 }

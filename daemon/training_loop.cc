@@ -29,8 +29,9 @@ std::optional<double> SiteDaemon::Impl::evaluate(double& test_loss) {
 }
 
 std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgorithm& algorithm,
-                                                             const models::data::BatchOrder& order, std::uint64_t round,
-                                                             std::uint64_t start_round, std::uint64_t end_round) {
+                                                              const models::data::BatchOrder& order,
+                                                              std::uint64_t round, std::uint64_t start_round,
+                                                              std::uint64_t end_round) {
   const std::uint64_t seed = data_seed();
   std::array<std::uint8_t, 8> rng{};
   for (int i = 0; i < 8; ++i) rng[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(seed >> (8 * i));
@@ -106,7 +107,7 @@ void SiteDaemon::Impl::train() {
       // A view that takes this site back after one without it starts exactly where the peers first
       // need it: they ran the rounds before without it. Peers that wait for nobody (sgp) may be further
       // on: there the site joins at the round they are mixing if that is later.
-      k = !taken_back                   ? rejoin_round(view, from)
+      k = !taken_back                     ? rejoin_round(view, from)
           : !algo.peers_wait_for_rejoin() ? std::max(from, rejoin_round(view, from))
                                           : from;
       spdlog::info("rejoining at round {} (checkpoint at round {})", k, resume->step);
@@ -122,7 +123,9 @@ void SiteDaemon::Impl::train() {
   if (transport) transport->start_partition_clock();
 
   models::data::BatchPosition position;
-  if (resumed) position = {resume->epoch, static_cast<std::size_t>(std::min<std::uint64_t>(resume->data_position, data.train.rows))};
+  if (resumed)
+    position = {resume->epoch,
+                static_cast<std::size_t>(std::min<std::uint64_t>(resume->data_position, data.train.rows))};
   models::data::BatchOrder order(data.train.rows, data_seed(), position);
   auto algorithm = algo.make_trainer(algorithms::TrainerContext{
       settings, *model, backend, channel, schedule_of(settings, data.steps_per_epoch, end_round - start_round)});
@@ -131,11 +134,12 @@ void SiteDaemon::Impl::train() {
 
   const std::size_t batch = static_cast<std::size_t>(config.batch);
   const std::size_t dim = data.train.dim;
-  std::vector<float> x(batch * dim);          // (batch, dim), reused every step
-  std::vector<std::int32_t> labels(batch);    // (batch)
+  std::vector<float> x(batch * dim);        // (batch, dim), reused every step
+  std::vector<std::int32_t> labels(batch);  // (batch)
   // With --augment none a plain copy of the rows; load_site_data has already refused a table with it on.
   const models::data::ImageAugmentation augmentation(data.train, settings.augmentation, data_seed());
-  const std::uint64_t eval_every = config.eval_every > 0 ? static_cast<std::uint64_t>(config.eval_every) : data.steps_per_epoch;
+  const std::uint64_t eval_every =
+      config.eval_every > 0 ? static_cast<std::uint64_t>(config.eval_every) : data.steps_per_epoch;
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   const auto progress_period = tty ? milliseconds(500) : milliseconds(10000);
 
@@ -176,8 +180,9 @@ void SiteDaemon::Impl::train() {
       const auto view = transport->view_for(k);
       if (view.id != view_in_force && view.id != 0) {
         if (view_in_force != 0)
-          spdlog::info("round {}: view {} in force: {} ({} sites){}", k, view.id, join_names(view.members), view.size(),
-                       view.rank_of(config.name) ? "" : "; not in it: training alone until a view takes this site back");
+          spdlog::info(
+              "round {}: view {} in force: {} ({} sites){}", k, view.id, join_names(view.members), view.size(),
+              view.rank_of(config.name) ? "" : "; not in it: training alone until a view takes this site back");
         view_in_force = view.id;
       }
     }
@@ -302,9 +307,9 @@ void SiteDaemon::Impl::train() {
   // daemon exit with an error, so that a supervisor notices the site's last state is not durable.
   auto fail_if_final_checkpoint_missing = [&] {
     if (!final_checkpoint_error) return;
-    throw std::runtime_error("the final checkpoint could not be written: " + *final_checkpoint_error +
-                             "; the newest valid checkpoint is " +
-                             (final_checkpoint.empty() ? std::string("none (none was ever written)") : final_checkpoint));
+    throw std::runtime_error(
+        "the final checkpoint could not be written: " + *final_checkpoint_error + "; the newest valid checkpoint is " +
+        (final_checkpoint.empty() ? std::string("none (none was ever written)") : final_checkpoint));
   };
   const auto [sent, received] = network_bytes();
   RunResult r;
@@ -319,8 +324,8 @@ void SiteDaemon::Impl::train() {
   r.loop_trainer_cpu_seconds = loop_cpu.thread_seconds;
   r.loop_process_cpu_seconds = loop_cpu.process_seconds;
   r.loop_minor_faults = loop_cpu.minor_faults;
-  r.train_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
-                  train_seconds;
+  r.train_start =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - train_seconds;
   r.test_accuracy = accuracy;
   r.push_sum_weight = algorithm->push_sum_weight();
   r.bytes_sent = sent;

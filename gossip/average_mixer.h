@@ -5,9 +5,9 @@
 // abandoned (counted), the input is restored, and the mixer waits until the membership layer has
 // announced a newer view (any effective round: membership announces views ahead, but the stuck step
 // cannot wait for that), then redoes the round among that view's members. Later steps keep using that
-// view until view_for(step) is at least as new, so one death costs one deadline, not one per step. The redo is consistent when the dead site dropped
-// out before the round started; a site that dies halfway through the all-gather can leave some
-// survivors with a finished round and others without, which the re-average after every view change
+// view until view_for(step) is at least as new, so one death costs one deadline, not one per step. The redo is
+// consistent when the dead site dropped out before the round started; a site that dies halfway through the all-gather
+// can leave some survivors with a finished round and others without, which the re-average after every view change
 // repairs for dts and dsync.
 #pragma once
 

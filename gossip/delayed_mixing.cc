@@ -41,7 +41,8 @@ void DelayedMixing::note(const MixReport& report) {
   missing_ += report.missing;
   // The first view counts as a change: a site that starts or resumes mid-run is pulled in by the
   // re-average its peers run for the same view change.
-  if ((!have_view_ || report.scheduled_view_id != view_id_) && config_.reaverage_after_view_change) reaverage_due_ = true;
+  if ((!have_view_ || report.scheduled_view_id != view_id_) && config_.reaverage_after_view_change)
+    reaverage_due_ = true;
   have_view_ = true;
   view_id_ = report.scheduled_view_id;
 }

@@ -65,8 +65,8 @@ class DelayedMixing {
   // `weight` is the push-sum weight (sgp) or nullptr. Throws std::invalid_argument when re-averaging
   // is asked for together with a push-sum weight (the exact mean of numerators is not a model), or
   // for a mix_step outside (0, 1].
-  DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params,
-                std::span<float> stats = {}, double* weight = nullptr);
+  DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params, std::span<float> stats = {},
+                double* weight = nullptr);
   // The same over parameters kept elsewhere (device memory: daemon/backend_parameters.h); `params` must
   // outlive this object. Snapshots are read from it and corrections applied through it.
   DelayedMixing(DelayedMixingConfig config, MixChannel& channel, ParameterStore& params, std::span<float> stats = {},
@@ -135,7 +135,7 @@ class DelayedMixing {
   std::span<float> stats_;
   double* weight_;
   std::deque<Snapshot> pending_;
-  std::vector<Due> due_;  // fused_step's mixes, kept between steps for its capacity
+  std::vector<Due> due_;            // fused_step's mixes, kept between steps for its capacity
   bool background_ = false;         // snapshots are read in the background (see above)
   std::optional<MixJob> open_job_;  // the background snapshot being read: its parameters are not there yet
   bool have_view_ = false;

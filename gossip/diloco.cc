@@ -32,13 +32,12 @@ Diloco::Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params
     throw std::invalid_argument("diloco: the outer momentum must be in [0, 1), got " +
                                 std::to_string(config.outer_momentum));
   if (config.overlap > config.inner_steps)
-    throw std::invalid_argument("diloco: overlap τ = " + std::to_string(config.overlap) + " exceeds H = " +
-                                std::to_string(config.inner_steps) +
+    throw std::invalid_argument("diloco: overlap τ = " + std::to_string(config.overlap) +
+                                " exceeds H = " + std::to_string(config.inner_steps) +
                                 " (an exchange must be applied before its fragment syncs again)");
   if (config.wire.encoding == Encoding::kTopK)
     throw std::invalid_argument("diloco: top-k would zero most of each pseudo-gradient; use fp32, fp16 or int8");
-  if (config.wire.encoding != Encoding::kDense)
-    feedback_.assign(fragments_.count(), ErrorFeedback(config.wire));
+  if (config.wire.encoding != Encoding::kDense) feedback_.assign(fragments_.count(), ErrorFeedback(config.wire));
 }
 
 void Diloco::after_step(std::uint64_t k) {

@@ -108,9 +108,9 @@ class Diloco {
 
  private:
   struct Exchange {
-    std::uint64_t step = 0;      // the inner step after which the sync started: its key
+    std::uint64_t step = 0;  // the inner step after which the sync started: its key
     std::uint32_t fragment = 0;
-    std::vector<float> local;    // θ_s over the fragment (τ > 0 only)
+    std::vector<float> local;  // θ_s over the fragment (τ > 0 only)
   };
 
   void start_sync(std::uint64_t k, std::uint32_t f);
@@ -123,8 +123,8 @@ class Diloco {
   MixChannel& channel_;
   std::span<float> params_;  // θ
   DilocoFragments fragments_;
-  std::vector<float> global_;    // (n) θ_g
-  std::vector<float> momentum_;  // (n) m
+  std::vector<float> global_;            // (n) θ_g
+  std::vector<float> momentum_;          // (n) m
   std::vector<ErrorFeedback> feedback_;  // one per fragment; empty when dense
   std::vector<float> delta_;             // (n / F) Δ of the fragment being sent, scratch
   std::vector<float> packed_;            // the codec's packed payload, scratch (the mixer packs its own)

@@ -12,8 +12,8 @@ DilocoFragments::DilocoFragments(std::size_t parameters, std::uint32_t inner_ste
     throw std::invalid_argument("diloco: fragments F = " + std::to_string(fragments) + " must be in [1, H = " +
                                 std::to_string(inner_steps) + "] (one fragment sync per step at most)");
   if (fragments > parameters)
-    throw std::invalid_argument("diloco: " + std::to_string(fragments) + " fragments of " +
-                                std::to_string(parameters) + " parameters would leave one empty");
+    throw std::invalid_argument("diloco: " + std::to_string(fragments) + " fragments of " + std::to_string(parameters) +
+                                " parameters would leave one empty");
 }
 
 std::optional<std::uint32_t> DilocoFragments::synced_after(std::uint64_t k) const {

@@ -75,7 +75,8 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
     // contribution is copied rather than added to zero, which spares a pass and changes no value.
     auto add = [&](std::span<const float> contribution, bool first) {
       if (first) std::copy(contribution.begin(), contribution.end(), data.begin());
-      else for (std::size_t i = 0; i < n; ++i) data[i] += contribution[i];
+      else
+        for (std::size_t i = 0; i < n; ++i) data[i] += contribution[i];
     };
     const auto deadline = Clock::now() + timeouts_.round;
     bool complete = true;
@@ -114,7 +115,8 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
     ++report.abandoned;
     ++abandoned_;
     if (!dense) feedback_.set_residual(residual_);
-    inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.round == step && m.view_id <= view.id; });
+    inbox_.discard_if(
+        [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.view_id <= view.id; });
     view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
   }
 }

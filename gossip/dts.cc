@@ -101,8 +101,8 @@ bool Dts::folds_reaverages() const {
   // The mean must be exact to replace the weights; only this window is outstanding at the next window
   // start when 1 <= D <= P (D = 0 applies it at once); and the corrections sum to zero over the view
   // only when each site applied its own window.
-  const bool corrects_own = config_.compensation == DtsCompensation::kExact ||
-                            config_.compensation == DtsCompensation::kVanillaRule;
+  const bool corrects_own =
+      config_.compensation == DtsCompensation::kExact || config_.compensation == DtsCompensation::kVanillaRule;
   return config_.exact_window_mean && corrects_own && config_.delay >= 1 && config_.delay <= config_.period;
 }
 

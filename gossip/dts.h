@@ -89,9 +89,9 @@ class Dts {
   // Throws std::invalid_argument for P = 0, m outside [0, 1) or a mis-sized momentum buffer.
   Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer);
 
-  // Step k (consecutive k; a site may start or resume at any k the others are at) with the local gradient and learning rate:
-  // corrections due, a pending re-average, the local update, and the window's average started when it
-  // closes. Throws what MixChannel throws (MixError on a deadline, the communication side's errors).
+  // Step k (consecutive k; a site may start or resume at any k the others are at) with the local gradient and learning
+  // rate: corrections due, a pending re-average, the local update, and the window's average started when it closes.
+  // Throws what MixChannel throws (MixError on a deadline, the communication side's errors).
   void step(std::uint64_t k, std::span<const float> grad, double lr);
 
   // Closes a partial window and applies every outstanding correction (waiting for them). After it the
@@ -110,12 +110,12 @@ class Dts {
 
  private:
   struct Window {
-    std::uint64_t step = 0;     // the window's last step: its tag
-    std::vector<float> local;   // what this site sent (for a carried re-average: w, then u, after step s)
-    double lr = 0.0;            // γ of the last step (for the P = 1 momentum payload)
-    double mpow = 1.0;          // m^(L−s)
-    double beta = 0.0;          // Σ_{t=s+1..L} γ_t m^(t−s)
-    bool reaverage = false;     // the exchange carried this site's (w, u) after step s instead: see above
+    std::uint64_t step = 0;    // the window's last step: its tag
+    std::vector<float> local;  // what this site sent (for a carried re-average: w, then u, after step s)
+    double lr = 0.0;           // γ of the last step (for the P = 1 momentum payload)
+    double mpow = 1.0;         // m^(L−s)
+    double beta = 0.0;         // Σ_{t=s+1..L} γ_t m^(t−s)
+    bool reaverage = false;    // the exchange carried this site's (w, u) after step s instead: see above
   };
 
   void close_window(std::uint64_t k, std::span<const float> grad, double lr, bool fold_reaverage);

@@ -1,8 +1,8 @@
 // dsync's mix: the exact mean within this site's group of the step (gossip/group_grid.h, laid out as
-// the GridSpec asks: the automatic rule or ROWSxCOLS) over the view in force for the step. Groups run their ring all-reduces in parallel with kGroupChunk messages; a
-// site belongs to one group per step, so its ring never sees another group's mail. A round that
-// cannot finish (a group member left or died) is not redone: the site keeps its own values for that
-// step, and every site keeps running in the view announced for each step, so the groups of a step
+// the GridSpec asks: the automatic rule or ROWSxCOLS) over the view in force for the step. Groups run their ring
+// all-reduces in parallel with kGroupChunk messages; a site belongs to one group per step, so its ring never sees
+// another group's mail. A round that cannot finish (a group member left or died) is not redone: the site keeps its own
+// values for that step, and every site keeps running in the view announced for each step, so the groups of a step
 // always come from one view (RingMeanRound::Abandon::kSkip). Averaging resumes at the next step
 // whose group is complete, and the re-average after the view change pulls everybody together.
 #pragma once

@@ -15,8 +15,7 @@ std::optional<peer::Message> Inbox::take(const Match& match, Clock::time_point d
   for (;;) {
     auto now = Clock::now();
     // Always poll once, even past the deadline, so mail that is already here is not reported missing.
-    auto left = std::max(std::chrono::milliseconds(0),
-                         std::chrono::ceil<std::chrono::milliseconds>(deadline - now));
+    auto left = std::max(std::chrono::milliseconds(0), std::chrono::ceil<std::chrono::milliseconds>(deadline - now));
     auto msg = transport_.receive(left);
     if (!msg) return std::nullopt;
     if (match(*msg)) return msg;
@@ -33,7 +32,7 @@ std::optional<peer::Message> Inbox::take(const Match& match, Clock::time_point d
 }
 
 std::optional<peer::Received> Inbox::take_into(const Match& wanted, const peer::PayloadSink& sink,
-                                              Clock::time_point deadline) {
+                                               Clock::time_point deadline) {
   for (auto it = stash_.begin(); it != stash_.end(); ++it) {
     if (wanted(*it)) {
       peer::Message msg = std::move(*it);

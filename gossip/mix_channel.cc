@@ -77,7 +77,8 @@ MixResult MixChannel::wait_locked(std::unique_lock<std::mutex>& lock, std::uint6
       }
     }
     rethrow_locked();
-    if (closed_ && jobs_.empty() && running_ == 0) throw MixError("mix channel closed before step " + std::to_string(step) + " was mixed");
+    if (closed_ && jobs_.empty() && running_ == 0)
+      throw MixError("mix channel closed before step " + std::to_string(step) + " was mixed");
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && Clock::now() >= deadline)
       throw MixError("no mix result for step " + std::to_string(step) + " within the deadline");
   }

@@ -12,7 +12,7 @@
 namespace meridian::gossip {
 
 struct MixReport {
-  std::uint64_t view_id = 0;    // the view the mix finally completed in
+  std::uint64_t view_id = 0;  // the view the mix finally completed in
   // The view announced for the step (Transport::view_for): the same on every site for the same step,
   // even when some sites redid an abandoned round in a newer view and others did not need to (dsync's
   // groups). Re-averages after a view change key on it, so that every site runs them at the same step.
@@ -26,7 +26,7 @@ struct MixReport {
 
 // Timing knobs shared by the mixers.
 struct RoundTimeouts {
-  std::chrono::milliseconds round{30000};      // a round not finished by then is abandoned
+  std::chrono::milliseconds round{30000};        // a round not finished by then is abandoned
   std::chrono::milliseconds view_change{60000};  // how long to wait for the view to redo it in
 };
 

@@ -23,8 +23,6 @@ struct OsgpSplit {
   std::uint32_t delay = 0;            // DelayedMixingConfig::delay (overlap mode)
 };
 
-constexpr OsgpSplit osgp_split(std::uint32_t tau) {
-  return tau == 0 ? OsgpSplit{} : OsgpSplit{tau - 1, 1};
-}
+constexpr OsgpSplit osgp_split(std::uint32_t tau) { return tau == 0 ? OsgpSplit{} : OsgpSplit{tau - 1, 1}; }
 
 }  // namespace meridian::gossip

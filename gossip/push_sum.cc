@@ -8,10 +8,7 @@
 namespace meridian::gossip {
 
 PushSum::PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model, PushSumStepScale scale)
-    : model_(model),
-      x_(model.begin(), model.end()),
-      scale_(scale),
-      mixing_(config, channel, x_, {}, &w_) {}
+    : model_(model), x_(model.begin(), model.end()), scale_(scale), mixing_(config, channel, x_, {}, &w_) {}
 
 namespace {
 
@@ -53,9 +50,7 @@ void write_quotients(const float* x, double w, float* z, std::size_t n) {
     case 0:
       for (std::size_t i = 0; i < n; ++i) z[i] = static_cast<float>(x[i] / w);
       break;
-    case 1:
-      std::copy(x, x + n, z);
-      break;
+    case 1: std::copy(x, x + n, z); break;
     default:
       for (std::size_t i = 0; i < n; ++i) z[i] = x[i] / wf;
   }
@@ -136,7 +131,8 @@ void PushSum::step_in_place(std::uint64_t k) {
   const double w = w_;  // the weight the model was last written with; the pass changes w_
   float* x = x_.data();
   const float* z = model_.data();
-  step_with(k, [&](std::size_t begin, std::size_t end) { subtract_displacement(x + begin, z + begin, w, f, end - begin); });
+  step_with(
+      k, [&](std::size_t begin, std::size_t end) { subtract_displacement(x + begin, z + begin, w, f, end - begin); });
 }
 
 void PushSum::restore(std::span<const float> numerator, double weight, double weight_average) {

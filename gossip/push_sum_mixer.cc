@@ -124,8 +124,7 @@ std::size_t PushSumMixer::settle(std::span<float> data, double& weight) {
   const auto kind = peer::MessageKind::kPushSum;
   const std::size_t n = inbox_.transport().view_for(*last_step_).size();
   inbox_.pump(std::chrono::milliseconds(0));
-  for (auto& late :
-       inbox_.take_all([&](const peer::Message& m) { return m.kind == kind && m.round <= *last_step_; }))
+  for (auto& late : inbox_.take_all([&](const peer::Message& m) { return m.kind == kind && m.round <= *last_step_; }))
     if (absorb(std::move(late), data, weight, n)) outstanding_.arrived(late.round, late.from);
   return await_through(*last_step_, data, weight, n);
 }

@@ -3,8 +3,8 @@
 // share received. A share is added whenever it arrives: the shares of this step's in-peers are
 // awaited until the round deadline; shares that arrive late, for an older step, are added to the next
 // mix. A peer that a newer announced view leaves out (membership found it dead, or its old incarnation
-// was superseded by a restart) is neither sent to nor waited for, even before that view is in force: its share stays home, so no mass is lost; a dead
-// peer costs deadlines only until membership notices.
+// was superseded by a restart) is neither sent to nor waited for, even before that view is in force: its share stays
+// home, so no mass is lost; a dead peer costs deadlines only until membership notices.
 //
 // Incoming shares are validated before they touch the model: the payload length must match and the
 // weight must be finite and in (0, n]; anything else is dropped and counted in rejected().

@@ -67,7 +67,8 @@ peer::View RedoView::after_abandon(Inbox& inbox, const peer::View& failed, std::
       return *v;
     }
     if (Clock::now() >= deadline)
-      throw MixError("no view newer than " + std::to_string(failed.id) + " was announced to redo an abandoned round in");
+      throw MixError("no view newer than " + std::to_string(failed.id) +
+                     " was announced to redo an abandoned round in");
     inbox.pump(std::chrono::milliseconds(5));
   }
 }

@@ -12,9 +12,8 @@ Segment segment_of(std::size_t total, std::size_t parts, std::size_t index) {
   return Segment{index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
 }
 
-RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Round& round,
-                               std::span<float> data, Clock::time_point deadline,
-                               const RingOptions& options) {
+RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Round& round, std::span<float> data,
+                               Clock::time_point deadline, const RingOptions& options) {
   const std::string& self = inbox_.transport().self();
   auto me = std::find(group.begin(), group.end(), self);
   if (me == group.end()) throw std::invalid_argument("ring all-reduce: site '" + self + "' is not in the group");

@@ -22,7 +22,7 @@ namespace meridian::gossip {
 
 struct RingOptions {
   peer::MessageKind kind = peer::MessageKind::kReduceChunk;
-  bool average = false;              // divide the sum by the group size (the mean instead of the sum)
+  bool average = false;  // divide the sum by the group size (the mean instead of the sum)
   // Floats per message (1 MiB). Over ZeroMQ a piece that fits one wire chunk (peer::WireLimits::
   // chunk_bytes, 1 MiB by default) is combined straight from the receive buffer; larger ones are
   // reassembled into a pooled buffer first.

@@ -63,14 +63,13 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
             return false;
           },
           Clock::now());
-      return moved_on || std::any_of(group.begin(), group.end(), [&](const std::string& m) {
-               return left_out_after(inbox_.transport(), view, m);
-             });
+      return moved_on || std::any_of(group.begin(), group.end(),
+                                     [&](const std::string& m) { return left_out_after(inbox_.transport(), view, m); });
     };
     const Round round{view.id, step, tag_value};
     const auto deadline = Clock::now() + timeouts_.round;
-    const auto status = robust_ ? robust_->run(group, round, data, deadline, kind)
-                                : ring_.run(group, round, data, deadline, options);
+    const auto status =
+        robust_ ? robust_->run(group, round, data, deadline, kind) : ring_.run(group, round, data, deadline, options);
     inbox_.discard_if([&](const peer::Message& m) {
       return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id <= view.id;
     });

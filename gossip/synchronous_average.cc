@@ -4,8 +4,8 @@
 
 namespace meridian::gossip {
 
-MixReport average_now(MixChannel& channel, std::uint64_t step, std::span<float> grad,
-                      std::chrono::milliseconds timeout, RoundTag tag) {
+MixReport average_now(MixChannel& channel, std::uint64_t step, std::span<float> grad, std::chrono::milliseconds timeout,
+                      RoundTag tag) {
   MixJob job{step, tag, channel.buffer(), 1.0};
   job.data.assign(grad.begin(), grad.end());
   channel.submit(std::move(job), timeout);

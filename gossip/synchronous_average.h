@@ -13,7 +13,7 @@ namespace meridian::gossip {
 
 // Replaces `grad` by its mean over the view in force for `step`, waiting for the communication thread.
 // Returns the mix report. Throws what MixChannel::wait throws.
-MixReport average_now(MixChannel& channel, std::uint64_t step, std::span<float> grad,
-                      std::chrono::milliseconds timeout, RoundTag tag = RoundTag::kMix);
+MixReport average_now(MixChannel& channel, std::uint64_t step, std::span<float> grad, std::chrono::milliseconds timeout,
+                      RoundTag tag = RoundTag::kMix);
 
 }  // namespace meridian::gossip

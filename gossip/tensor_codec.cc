@@ -44,8 +44,8 @@ std::uint16_t float_to_half(float x) {
   const std::uint32_t f = std::bit_cast<std::uint32_t>(x);
   const auto sign = static_cast<std::uint16_t>((f >> 16) & 0x8000u);
   const std::uint32_t abs = f & 0x7fffffffu;
-  if (abs > 0x7f800000u) return 0;                 // NaN: nothing sensible to send
-  if (abs >= 0x477ff000u) return sign | 0x7bffu;   // >= 65520 would round to infinity: saturate
+  if (abs > 0x7f800000u) return 0;                // NaN: nothing sensible to send
+  if (abs >= 0x477ff000u) return sign | 0x7bffu;  // >= 65520 would round to infinity: saturate
   if (abs < 0x38800000u) {
     // Below 2^-14 the half is subnormal, m·2^-24: scaling by 2^24 is exact, and nearbyint rounds
     // to nearest even in the default rounding mode. 1024 lands on the smallest normal, 0x0400.
@@ -107,7 +107,9 @@ float int8_scale(float max) {
 }
 
 // A byte: sign-magnitude q, |q| <= 126.
-std::uint32_t int8_byte(int q) { return q < 0 ? 0x80u | static_cast<std::uint32_t>(-q) : static_cast<std::uint32_t>(q); }
+std::uint32_t int8_byte(int q) {
+  return q < 0 ? 0x80u | static_cast<std::uint32_t>(-q) : static_cast<std::uint32_t>(q);
+}
 
 // The element a byte stands for, or NaN for a byte no encoder writes (|q| = 127).
 float int8_value(std::uint32_t byte, float scale) {
@@ -152,8 +154,8 @@ bool decode_int8(std::span<const float> packed, std::span<float> out) {
     const float scale = packed[word++];
     // 0, or a power of two no larger than an encoder writes (2^121: 126·s stays finite).
     int exponent = 0;
-    if (!(scale == 0.0f || (std::isfinite(scale) && scale > 0.0f && std::frexp(scale, &exponent) == 0.5f &&
-                            exponent <= 122)))
+    if (!(scale == 0.0f ||
+          (std::isfinite(scale) && scale > 0.0f && std::frexp(scale, &exponent) == 0.5f && exponent <= 122)))
       return false;
     for (std::size_t i = begin; i < end; i += 4) {
       const std::uint32_t bits = std::bit_cast<std::uint32_t>(packed[word++]);
@@ -172,8 +174,8 @@ bool decode_int8(std::span<const float> packed, std::span<float> out) {
 void TensorCodec::encode(std::span<const float> values, std::vector<float>& packed, std::span<float> decoded) {
   const std::size_t n = values.size();
   if (decoded.size() != n)
-    throw std::invalid_argument("tensor codec: decoded has " + std::to_string(decoded.size()) +
-                                " elements, values " + std::to_string(n));
+    throw std::invalid_argument("tensor codec: decoded has " + std::to_string(decoded.size()) + " elements, values " +
+                                std::to_string(n));
   packed.resize(packed_size(spec_, n));
   switch (spec_.encoding) {
     case Encoding::kDense:
@@ -200,7 +202,8 @@ void TensorCodec::encode(std::span<const float> values, std::vector<float>& pack
         const float fa = std::fabs(values[a]), fb = std::fabs(values[b]);
         return fa > fb || (fa == fb && a < b);
       };
-      if (k < n) std::nth_element(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k), order_.end(), larger);
+      if (k < n)
+        std::nth_element(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k), order_.end(), larger);
       std::sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k));
       std::fill(decoded.begin(), decoded.end(), 0.0f);
       for (std::size_t j = 0; j < k; ++j) {
@@ -211,9 +214,7 @@ void TensorCodec::encode(std::span<const float> values, std::vector<float>& pack
       }
       return;
     }
-    case Encoding::kInt8:
-      encode_int8(values, packed, decoded);
-      return;
+    case Encoding::kInt8: encode_int8(values, packed, decoded); return;
   }
 }
 
@@ -257,8 +258,7 @@ bool decode(Encoding encoding, std::span<const float> packed, std::span<float> o
       }
       return true;
     }
-    case Encoding::kInt8:
-      return decode_int8(packed, out);
+    case Encoding::kInt8: return decode_int8(packed, out);
   }
   return false;
 }

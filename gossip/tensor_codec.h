@@ -1,8 +1,8 @@
 // Lossy tensor compression for mixer messages (docs/design.md): fp16, int8 with a scale per block, or
-// top-k (the k entries of largest magnitude with their indices). A codec turns a dense float tensor into a packed float payload that
-// travels in peer::Message::payload, and tells the sender exactly what the receiver will decode, so
-// that the sender can keep the difference (error feedback, gossip/error_feedback.h, or push-sum's
-// kept share) and nothing is lost.
+// top-k (the k entries of largest magnitude with their indices). A codec turns a dense float tensor into a packed float
+// payload that travels in peer::Message::payload, and tells the sender exactly what the receiver will decode, so that
+// the sender can keep the difference (error feedback, gossip/error_feedback.h, or push-sum's kept share) and nothing is
+// lost.
 //
 // Packed layouts (the message's `phase` carries the Encoding, its `total` the dense length n):
 //   fp16: ⌈n/2⌉ words; word i holds half(x[2i]) in its high 16 bits and half(x[2i+1]) in its low 16

@@ -116,8 +116,8 @@ class Backend {
 
   // out = f(in) element-wise; din = f'(in) ⊙ dout, given the in and out of that forward.
   virtual void activation_forward(Activation f, std::size_t n, const float* in, float* out) = 0;
-  virtual void activation_backward(Activation f, std::size_t n, const float* in, const float* out,
-                                   const float* dout, float* din) = 0;
+  virtual void activation_backward(Activation f, std::size_t n, const float* in, const float* out, const float* dout,
+                                   float* din) = 0;
   // out = a + b element-wise (a residual block's sum); out may be a or b.
   virtual void add(std::size_t n, const float* a, const float* b, float* out) = 0;
 
@@ -128,8 +128,8 @@ class Backend {
   // unbiased variance. Without `training` the running statistics are used and left unchanged. Either way
   // the statistics used are written to mean and inv_std (channels) for the backward pass.
   virtual void batch_norm_forward(const ChannelLayout& l, bool training, const float* in, const float* gamma,
-                                  const float* beta, float eps, float momentum, float* running_mean,
-                                  float* running_var, float* mean, float* inv_std, float* out) = 0;
+                                  const float* beta, float eps, float momentum, float* running_mean, float* running_var,
+                                  float* mean, float* inv_std, float* out) = 0;
   // Overwrites dgamma and dbeta (channels) and, unless din is null, din from dout, for a forward with the
   // same `training`, in, gamma and the mean/inv_std it wrote (with `training` the statistics depend on
   // the input, and din carries that dependence).
@@ -165,8 +165,7 @@ class Backend {
   virtual float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
                                       const std::int32_t* labels, float* dlogits) = 0;
   // predictions (batch) = argmax over each row of logits (batch, classes).
-  virtual void argmax_rows(std::size_t batch, std::size_t classes, const float* logits,
-                           std::int32_t* predictions) = 0;
+  virtual void argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) = 0;
 
   // Optimizer updates over n parameters (see elementwise_math.h for the exact rules).
   virtual void sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) = 0;

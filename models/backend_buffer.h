@@ -32,7 +32,8 @@ class BackendBuffer {
     data_ = static_cast<T*>(memory_->data());
   }
   BackendBuffer(BackendBuffer&& other) noexcept
-      : memory_(std::move(other.memory_)), data_(std::exchange(other.data_, nullptr)),
+      : memory_(std::move(other.memory_)),
+        data_(std::exchange(other.data_, nullptr)),
         count_(std::exchange(other.count_, 0)) {}
   BackendBuffer& operator=(BackendBuffer&& other) noexcept {
     memory_ = std::move(other.memory_);

@@ -43,7 +43,7 @@ class BatchNorm final : public Layer {
   bool training_ = true;
   std::span<float> gamma_, beta_, gamma_grad_, beta_grad_;  // (C) each
   std::span<float> running_mean_, running_var_;             // (C) each
-  BackendBuffer<float> mean_, inv_std_;  // (C): the statistics the last forward used
+  BackendBuffer<float> mean_, inv_std_;                     // (C): the statistics the last forward used
 };
 
 }  // namespace meridian::models

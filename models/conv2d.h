@@ -19,7 +19,8 @@ class Conv2d final : public Layer {
 
   std::string describe() const override;
   std::unique_ptr<Layer> clone() const override {
-    return std::make_unique<Conv2d>(input_, out_channels_, geometry_.kernel, geometry_.stride, geometry_.padding, init_);
+    return std::make_unique<Conv2d>(input_, out_channels_, geometry_.kernel, geometry_.stride, geometry_.padding,
+                                    init_);
   }
   Shape input_shape() const override { return input_; }
   Shape output_shape() const override;

@@ -312,8 +312,8 @@ void CpuBackend::activation_forward(Activation f, std::size_t n, const float* in
   }
 }
 
-void CpuBackend::activation_backward(Activation f, std::size_t n, const float* in, const float* out,
-                                     const float* dout, float* din) {
+void CpuBackend::activation_backward(Activation f, std::size_t n, const float* in, const float* out, const float* dout,
+                                     float* din) {
   const float* __restrict x = in;
   const float* __restrict y = out;
   const float* __restrict dy = dout;
@@ -418,7 +418,8 @@ void CpuBackend::batch_norm_forward(const ChannelLayout& l, bool training, const
       inv_std[c] = math::inverse_std(running_var[c], eps);
     }
     for (std::size_t b = 0; b < l.batch; ++b)
-      normalize_row(channel + b * stride, l.pixels, mean[c], inv_std[c], gamma[c], beta[c], out + b * stride + c * l.pixels);
+      normalize_row(channel + b * stride, l.pixels, mean[c], inv_std[c], gamma[c], beta[c],
+                    out + b * stride + c * l.pixels);
   }
 }
 
@@ -492,8 +493,8 @@ void CpuBackend::group_norm_backward(const ChannelLayout& l, std::size_t groups,
       mean_g_xhat /= count;
       for (std::size_t k = 0; k < per_group; ++k) {
         const std::size_t c = g * per_group + k, row = (b * l.channels + c) * l.pixels;
-        normalization_gradient_row(in + row, dout + row, l.pixels, mean[s], inv_std[s], gamma[c], mean_g,
-                                   mean_g_xhat, din + row);
+        normalization_gradient_row(in + row, dout + row, l.pixels, mean[s], inv_std[s], gamma[c], mean_g, mean_g_xhat,
+                                   din + row);
       }
     }
   }
@@ -525,7 +526,8 @@ void CpuBackend::average_pool_backward(const PoolGeometry& g, std::size_t batch,
       for (std::size_t ox = 0; ox < ow; ++ox) {
         const float share = *dout++ * scale;
         for (std::size_t wy = 0; wy < g.window; ++wy)
-          for (std::size_t wx = 0; wx < g.window; ++wx) dst[(oy * g.stride + wy) * g.in_width + ox * g.stride + wx] += share;
+          for (std::size_t wx = 0; wx < g.window; ++wx)
+            dst[(oy * g.stride + wy) * g.in_width + ox * g.stride + wx] += share;
       }
   }
 }

@@ -46,9 +46,9 @@ class CpuBackend final : public Backend {
   void activation_backward(Activation f, std::size_t n, const float* in, const float* out, const float* dout,
                            float* din) override;
   void add(std::size_t n, const float* a, const float* b, float* out) override;
-  void batch_norm_forward(const ChannelLayout& l, bool training, const float* in, const float* gamma,
-                          const float* beta, float eps, float momentum, float* running_mean, float* running_var,
-                          float* mean, float* inv_std, float* out) override;
+  void batch_norm_forward(const ChannelLayout& l, bool training, const float* in, const float* gamma, const float* beta,
+                          float eps, float momentum, float* running_mean, float* running_var, float* mean,
+                          float* inv_std, float* out) override;
   void batch_norm_backward(const ChannelLayout& l, bool training, const float* in, const float* dout,
                            const float* gamma, const float* mean, const float* inv_std, float* dgamma, float* dbeta,
                            float* din) override;
@@ -63,12 +63,12 @@ class CpuBackend final : public Backend {
   void global_average_pool_backward(const ChannelLayout& l, const float* dout, float* din) override;
   void dropout_forward(std::size_t n, float p, std::uint64_t key, const float* in, float* out) override;
   void dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) override;
-  float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
-                              const std::int32_t* labels, float* dlogits) override;
+  float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits, const std::int32_t* labels,
+                              float* dlogits) override;
   void argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) override;
   void sgd_update(std::size_t n, float* w, const float* g, float lr, float weight_decay) override;
-  void momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum,
-                       float weight_decay, bool nesterov) override;
+  void momentum_update(std::size_t n, float* w, float* u, const float* g, float lr, float momentum, float weight_decay,
+                       bool nesterov) override;
   void adam_update(std::size_t n, float* w, float* m, float* v, const float* g, float lr, float beta1, float beta2,
                    float eps, float weight_decay, float bias_correction1, float bias_correction2) override;
   void push_sum_scale(std::size_t n, float* x, float share) override;

@@ -42,20 +42,19 @@ DeviceRequest parse_device(std::string_view text) {
 
 DeviceSelection resolve_device(const DeviceRequest& request, const CudaAvailability& cuda) {
   switch (request.kind) {
-    case DeviceRequest::Kind::kCpu:
-      return {{DeviceKind::kCpu, 0}, "cpu: requested"};
+    case DeviceRequest::Kind::kCpu: return {{DeviceKind::kCpu, 0}, "cpu: requested"};
     case DeviceRequest::Kind::kAuto:
       if (cuda.device_count > 0) {
         return {{DeviceKind::kCuda, 0},
                 "auto: " + std::to_string(cuda.device_count) + " CUDA device(s) found; training on cuda:0"};
       }
       return {{DeviceKind::kCpu, 0}, "auto: no CUDA device: " + cuda.reason + "; training on the CPU"};
-    case DeviceRequest::Kind::kCuda:
-      break;
+    case DeviceRequest::Kind::kCuda: break;
   }
   const int index = request.index < 0 ? 0 : request.index;
   const std::string asked = request.index < 0 ? "cuda" : "cuda:" + std::to_string(index);
-  if (cuda.device_count <= 0) throw DeviceError("--device " + asked + ": no CUDA device: " + cuda.reason + kNoDeviceHint);
+  if (cuda.device_count <= 0)
+    throw DeviceError("--device " + asked + ": no CUDA device: " + cuda.reason + kNoDeviceHint);
   if (index >= cuda.device_count) {
     throw DeviceError("--device " + asked + ": this machine has only " + std::to_string(cuda.device_count) +
                       " CUDA device(s) (cuda:0 to cuda:" + std::to_string(cuda.device_count - 1) + ")");

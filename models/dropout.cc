@@ -37,8 +37,7 @@ void Dropout::forward(Backend& backend, const float* in, float* out, std::size_t
   backend.dropout_forward(n, p_, key_, in, out);
 }
 
-void Dropout::backward(Backend& backend, const float*, const float*, const float* dout, float* din,
-                       std::size_t batch) {
+void Dropout::backward(Backend& backend, const float*, const float*, const float* dout, float* din, std::size_t batch) {
   if (din == nullptr) return;
   const std::size_t n = batch * shape_.size();
   if (!training_ || p_ == 0.0f) {

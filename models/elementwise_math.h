@@ -1,8 +1,9 @@
 // The per-element math of training, written once for the CPU backend and the CUDA kernels alike:
 // activations, normalization, dropout masks, softmax cross-entropy, optimizer updates, push-sum scaling
-// and adding, and the delayed compensation of parameter mixing (docs/algorithms.md). Each function works on one element (or one row for the loss) so a CPU
-// loop or a CUDA thread can call it. All functions are pure apart from their pointer/reference outputs,
-// and thread-safe for disjoint outputs. nvcc 13 compiles this header (only <cmath>, <cstdint>).
+// and adding, and the delayed compensation of parameter mixing (docs/algorithms.md). Each function works on one element
+// (or one row for the loss) so a CPU loop or a CUDA thread can call it. All functions are pure apart from their
+// pointer/reference outputs, and thread-safe for disjoint outputs. nvcc 13 compiles this header (only <cmath>,
+// <cstdint>).
 #pragma once
 
 #include <cmath>
@@ -128,8 +129,6 @@ MERIDIAN_HOST_DEVICE inline void push_sum_add(float& x, float received) { x += r
 
 // Delayed compensation for parameter mixing (docs/algorithms.md): x ← x + (m − s), where s is the snapshot
 // taken at step s and m the mixed value that came back for it; keeps the local progress since s.
-MERIDIAN_HOST_DEVICE inline void delayed_compensation(float& x, float mixed, float snapshot) {
-  x += mixed - snapshot;
-}
+MERIDIAN_HOST_DEVICE inline void delayed_compensation(float& x, float mixed, float snapshot) { x += mixed - snapshot; }
 
 }  // namespace meridian::models::math

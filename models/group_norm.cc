@@ -15,8 +15,8 @@ GroupNorm::GroupNorm(Shape shape, std::size_t groups, float eps) : shape_(shape)
 }
 
 std::string GroupNorm::describe() const {
-  return "group_norm(" + std::to_string(groups_) + "," + std::to_string(shape_.channels) + ",eps=" +
-         number_text(eps_) + ")";
+  return "group_norm(" + std::to_string(groups_) + "," + std::to_string(shape_.channels) + ",eps=" + number_text(eps_) +
+         ")";
 }
 
 void GroupNorm::bind(std::span<float> parameters, std::span<float> gradients) {

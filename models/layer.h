@@ -1,8 +1,8 @@
 // A layer of a sequential model. Its parameters and their gradients are views into the model's one
 // contiguous buffer (bind), its state (batch norm's running statistics: saved with the model, never a
-// gradient) a view into the model's second buffer (bind_state), its activations are buffers the model owns, and its own workspace (im2col
-// columns, pooling argmax, cuDNN descriptors) is made by the backend, sized once by reserve() and reused by
-// every step. All of them are backend memory (host memory only on the CPU backend).
+// gradient) a view into the model's second buffer (bind_state), its activations are buffers the model owns, and its own
+// workspace (im2col columns, pooling argmax, cuDNN descriptors) is made by the backend, sized once by reserve() and
+// reused by every step. All of them are backend memory (host memory only on the CPU backend).
 //
 // Not thread-safe; the model drives it from the trainer thread.
 #pragma once

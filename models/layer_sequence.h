@@ -41,7 +41,7 @@ class LayerSequence final : public Layer {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::size_t reserved_batch_ = 0;
   std::vector<BackendBuffer<float>> activations_;  // activations_[i] = output of layer i < size() − 1
-  BackendBuffer<float> grad_a_, grad_b_;            // ping-pong gradients between layers
+  BackendBuffer<float> grad_a_, grad_b_;           // ping-pong gradients between layers
 };
 
 }  // namespace meridian::models

@@ -31,7 +31,8 @@ void Linear::backward(Backend& backend, const float* in, const float* out, const
   backend.gemm(true, false, out_, in_, batch, 1.0f, dout, out_, in, in_, 0.0f, weight_grad_.data(), in_);
   backend.sum(batch, out_, dout, false, bias_grad_.data());
   // din (batch, in) = dout (batch, out) · W (out, in).
-  if (din != nullptr) backend.gemm(false, false, batch, in_, out_, 1.0f, dout, out_, weight_.data(), in_, 0.0f, din, in_);
+  if (din != nullptr)
+    backend.gemm(false, false, batch, in_, out_, 1.0f, dout, out_, weight_.data(), in_, 0.0f, din, in_);
 }
 
 }  // namespace meridian::models

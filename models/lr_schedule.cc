@@ -14,19 +14,17 @@ LearningRateSchedule::LearningRateSchedule(const ScheduleConfig& config) : confi
 
 float LearningRateSchedule::at(std::uint64_t step) const {
   const ScheduleConfig& c = config_;
-  if (step < c.warmup_steps)
-    return c.base_lr * static_cast<float>(step + 1) / static_cast<float>(c.warmup_steps);
+  if (step < c.warmup_steps) return c.base_lr * static_cast<float>(step + 1) / static_cast<float>(c.warmup_steps);
   const std::uint64_t k = step - c.warmup_steps;
   switch (c.kind) {
-    case ScheduleKind::constant:
-      return c.base_lr;
-    case ScheduleKind::step:
-      return c.base_lr * std::pow(c.gamma, static_cast<float>(k / c.step_size));
+    case ScheduleKind::constant: return c.base_lr;
+    case ScheduleKind::step: return c.base_lr * std::pow(c.gamma, static_cast<float>(k / c.step_size));
     case ScheduleKind::cosine: {
       // Decay over the steps left after warm-up; past the end the rate stays at min_lr.
       const std::uint64_t span = c.total_steps > c.warmup_steps ? c.total_steps - c.warmup_steps : 1;
       const double progress = std::min(1.0, static_cast<double>(k) / static_cast<double>(span));
-      return c.min_lr + (c.base_lr - c.min_lr) * static_cast<float>(0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
+      return c.min_lr +
+             (c.base_lr - c.min_lr) * static_cast<float>(0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
     }
   }
   return c.base_lr;

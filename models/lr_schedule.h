@@ -16,7 +16,7 @@ struct ScheduleConfig {
   std::uint64_t warmup_steps = 0;  // linear ramp from base_lr/warmup_steps up to base_lr
   std::uint64_t step_size = 1;     // step: multiply by gamma every step_size steps (after warm-up)
   float gamma = 0.1f;
-  std::uint64_t total_steps = 1;   // cosine: decays from base_lr to min_lr over total_steps (incl. warm-up)
+  std::uint64_t total_steps = 1;  // cosine: decays from base_lr to min_lr over total_steps (incl. warm-up)
   float min_lr = 0.0f;
 };
 

@@ -16,9 +16,9 @@ Model::Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::
   if (!backend_) throw std::invalid_argument("model " + kind_ + ": no backend");
   for (std::size_t i = 1; i < layers.size(); ++i) {
     if (!(layers[i]->input_shape() == layers[i - 1]->output_shape()))
-      throw std::invalid_argument("model " + kind_ + ": layer " + std::to_string(i) + " (" +
-                                  layers[i]->describe() + ") expects " + layers[i]->input_shape().to_string() +
-                                  " but gets " + layers[i - 1]->output_shape().to_string());
+      throw std::invalid_argument("model " + kind_ + ": layer " + std::to_string(i) + " (" + layers[i]->describe() +
+                                  ") expects " + layers[i]->input_shape().to_string() + " but gets " +
+                                  layers[i - 1]->output_shape().to_string());
   }
   if (layers.back()->output_shape().size() != classes_)
     throw std::invalid_argument("model " + kind_ + ": last layer outputs " +
@@ -83,8 +83,8 @@ void Model::read_parameters(std::span<float> host) const {
 
 void Model::write_parameters(std::span<const float> host) {
   if (host.size() != parameters_.size())
-    throw std::invalid_argument("model " + kind_ + ": writing " + std::to_string(host.size()) +
-                                " values into " + std::to_string(parameters_.size()) + " parameters");
+    throw std::invalid_argument("model " + kind_ + ": writing " + std::to_string(host.size()) + " values into " +
+                                std::to_string(parameters_.size()) + " parameters");
   backend_->copy_from_host(parameters_.data(), host.data(), host.size_bytes());
 }
 

@@ -132,9 +132,9 @@ class Model {
     std::vector<std::unique_ptr<Layer>> layers;
     BackendBuffer<float> own_gradients;  // empty for replica 0
     std::span<float> gradients;
-    BackendBuffer<float> own_state;      // empty for replica 0
+    BackendBuffer<float> own_state;  // empty for replica 0
     std::span<float> state;
-    bool training = true;                // the mode its layers were last set to
+    bool training = true;  // the mode its layers were last set to
     std::size_t reserved_batch = 0;
     std::vector<BackendBuffer<float>> activations;  // activations[i] = output of layer i, (batch, out_i)
     BackendBuffer<float> grad_a, grad_b;            // ping-pong activation gradients, (batch, widest layer)
@@ -159,9 +159,9 @@ class Model {
   BackendBuffer<float> gradients_;
   BackendBuffer<float> state_;
   std::vector<Replica> replicas_;
-  std::unique_ptr<WorkerPool> pool_;  // null with one thread
-  BackendBuffer<float> input_;              // (batch, input_size): the uploaded batch (device backends)
-  BackendBuffer<std::int32_t> labels_;      // (batch)
+  std::unique_ptr<WorkerPool> pool_;         // null with one thread
+  BackendBuffer<float> input_;               // (batch, input_size): the uploaded batch (device backends)
+  BackendBuffer<std::int32_t> labels_;       // (batch)
   BackendBuffer<std::int32_t> predictions_;  // (chunk)
   std::vector<std::int32_t> host_predictions_;
 };

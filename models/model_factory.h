@@ -22,8 +22,7 @@ std::unique_ptr<Model> make_mlp(Shape input, const std::vector<std::size_t>& hid
 // LeNet-style: conv5×5 (C→6, pad 2), ReLU, maxpool 2, conv5×5 (6→16), ReLU, maxpool 2, flatten,
 // 400→120→84→classes with ReLU between (on 1×28×28 input). Throws std::invalid_argument for images
 // too small for the two 5×5 convolutions and pools.
-std::unique_ptr<Model> make_cnn(Shape input, std::size_t classes, std::shared_ptr<Backend> backend,
-                                std::uint64_t seed);
+std::unique_ptr<Model> make_cnn(Shape input, std::size_t classes, std::shared_ptr<Backend> backend, std::uint64_t seed);
 // For tabular data: flatten, then Linear → BatchNorm1d → ReLU → Dropout(p) for each hidden width, then
 // Linear(→ classes).
 std::unique_ptr<Model> make_mlp_bn(Shape input, const std::vector<std::size_t>& hidden, float dropout,

@@ -111,7 +111,8 @@ class Parser {
     s.line = number;
     if (!(words >> s.op)) return;  // blank or comment
     const auto rule = grammar().find(s.op);
-    if (rule == grammar().end()) fail(number, "unknown statement '" + s.op + "' (expected one of " + known_statements() + ")");
+    if (rule == grammar().end())
+      fail(number, "unknown statement '" + s.op + "' (expected one of " + known_statements() + ")");
     const Grammar& g = rule->second;
     std::string word;
     while (words >> word) {
@@ -128,9 +129,9 @@ class Parser {
     }
     if (s.args.size() < g.min_args || s.args.size() > g.max_args)
       fail(number, s.op + " takes " + std::to_string(g.min_args) +
-                       (g.max_args != g.min_args ? " or " + std::to_string(g.max_args) : std::string()) +
-                       " argument" + (g.max_args == 1 ? "" : "s") + ", got " + std::to_string(s.args.size()) +
-                       " (usage: " + g.usage + ")");
+                       (g.max_args != g.min_args ? " or " + std::to_string(g.max_args) : std::string()) + " argument" +
+                       (g.max_args == 1 ? "" : "s") + ", got " + std::to_string(s.args.size()) + " (usage: " + g.usage +
+                       ")");
     if (s.op == "model" && !statements_.empty()) fail(number, "'model' must be the first statement");
     statements_.push_back(std::move(s));
   }
@@ -192,9 +193,11 @@ class Parser {
   std::unique_ptr<Layer> build(const Statement& s, Shape shape) {
     const bool image = shape.height * shape.width > 1;
     if (s.op == "conv2d") {
-      if (s.options.count("kernel") == 0) fail(s.line, "conv2d: kernel=K is missing (usage: " + grammar().at("conv2d").usage + ")");
+      if (s.options.count("kernel") == 0)
+        fail(s.line, "conv2d: kernel=K is missing (usage: " + grammar().at("conv2d").usage + ")");
       return std::make_unique<Conv2d>(shape, count(s, "channels", s.args[0], 1), option_count(s, "kernel", 0, 1),
-                                      option_count(s, "stride", 1, 1), option_count(s, "padding", 0, 0), InitScheme::he);
+                                      option_count(s, "stride", 1, 1), option_count(s, "padding", 0, 0),
+                                      InitScheme::he);
     }
     if (s.op == "linear") {
       if (image)
@@ -239,11 +242,12 @@ class Parser {
       Shape shortcut_shape = input;
       auto layers = parse_block(shortcut_shape, &terminator);
       if (terminator == nullptr) fail(s.line, "residual block without 'end'");
-      if (terminator->op == "shortcut") fail(terminator->line, "a second 'shortcut' in the residual block of line " + std::to_string(s.line));
+      if (terminator->op == "shortcut")
+        fail(terminator->line, "a second 'shortcut' in the residual block of line " + std::to_string(s.line));
       if (layers.empty()) fail(section.line, "empty shortcut: leave the section out for the identity");
       if (!(shortcut_shape == body_shape))
-        fail(section.line, "the shortcut outputs " + shortcut_shape.to_string() + " but the body outputs " +
-                               body_shape.to_string());
+        fail(section.line,
+             "the shortcut outputs " + shortcut_shape.to_string() + " but the body outputs " + body_shape.to_string());
       shortcut = std::make_unique<LayerSequence>(std::move(layers));
     } else if (!(body_shape == input)) {
       fail(terminator->line, "the body of the residual block of line " + std::to_string(s.line) + " turns " +

@@ -64,7 +64,9 @@ void Optimizer::step(std::span<float> parameters, std::span<const float> gradien
     update(0, size_, w, g, lr, correction1, correction2);
   } else {
     const std::size_t slices = pool->size();
-    pool->run([&](std::size_t i) { update(size_ * i / slices, size_ * (i + 1) / slices, w, g, lr, correction1, correction2); });
+    pool->run([&](std::size_t i) {
+      update(size_ * i / slices, size_ * (i + 1) / slices, w, g, lr, correction1, correction2);
+    });
   }
   ++steps_;
 }
@@ -75,9 +77,7 @@ void Optimizer::update(std::size_t begin, std::size_t end, float* w, const float
   w += begin;
   g += begin;
   switch (config_.kind) {
-    case OptimizerKind::sgd:
-      backend_->sgd_update(n, w, g, lr, config_.weight_decay);
-      break;
+    case OptimizerKind::sgd: backend_->sgd_update(n, w, g, lr, config_.weight_decay); break;
     case OptimizerKind::momentum:
     case OptimizerKind::nesterov:
       backend_->momentum_update(n, w, state_.data() + begin, g, lr, config_.momentum, config_.weight_decay,

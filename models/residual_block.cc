@@ -18,8 +18,7 @@ ResidualBlock::ResidualBlock(std::unique_ptr<LayerSequence> body, std::unique_pt
 }
 
 std::string ResidualBlock::describe() const {
-  return "residual(body=" + body_->describe() + ",shortcut=" + (shortcut_ ? shortcut_->describe() : "identity") +
-         ")";
+  return "residual(body=" + body_->describe() + ",shortcut=" + (shortcut_ ? shortcut_->describe() : "identity") + ")";
 }
 
 std::unique_ptr<Layer> ResidualBlock::clone() const {

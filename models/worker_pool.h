@@ -52,11 +52,11 @@ class WorkerPool {
   // spin briefly on the atomics before sleeping on the condition variables.
   std::mutex mutex_;
   std::condition_variable start_, done_;
-  Call task_;  // guarded by mutex_
-  std::uint32_t generation_ = 0;               // guarded by mutex_
-  std::atomic<std::uint64_t> claim_{0};       // (generation << 32) | next unclaimed task index
-  std::atomic<std::size_t> finished_{0};      // tasks of the current generation that have finished
-  bool stopping_ = false;  // guarded by mutex_
+  Call task_;                             // guarded by mutex_
+  std::uint32_t generation_ = 0;          // guarded by mutex_
+  std::atomic<std::uint64_t> claim_{0};   // (generation << 32) | next unclaimed task index
+  std::atomic<std::size_t> finished_{0};  // tasks of the current generation that have finished
+  bool stopping_ = false;                 // guarded by mutex_
   std::exception_ptr error_;
   std::vector<std::thread> workers_;
 };

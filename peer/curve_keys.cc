@@ -45,8 +45,8 @@ void write_file(const fs::path& file, const std::string& text, mode_t mode) {
       throw std::runtime_error("cannot open " + tmp + ": " + std::strerror(errno));
     }
   }
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
-                  ::fsync(::fileno(f)) == 0;
+  const bool ok =
+      std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   std::fclose(f);
   ::chmod(tmp.c_str(), mode);  // the umask may have narrowed the public file's mode
   if (!ok || std::rename(tmp.c_str(), file.c_str()) != 0)
@@ -90,7 +90,8 @@ CurveKeyPair read_key_pair(const fs::path& dir) {
     throw std::runtime_error("cannot read secret key " + secret.string() + ": " + std::strerror(errno) +
                              " (create one with 'meridian keygen --out " + dir.string() + "')");
   if (st.st_mode & (S_IRWXG | S_IRWXO))
-    throw std::runtime_error("secret key " + secret.string() + " is accessible by group or others; run chmod 600 on it");
+    throw std::runtime_error("secret key " + secret.string() +
+                             " is accessible by group or others; run chmod 600 on it");
   CurveKeyPair keys;
   keys.secret_key = first_key_line(secret);
   if (!is_z85_key(keys.secret_key))

@@ -12,9 +12,9 @@ namespace meridian::peer {
 namespace {
 
 std::uint64_t wall_clock_ms() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 std::uint64_t message_bytes(const Message& m) { return m.body.size() + m.payload.size() * sizeof(float); }
@@ -32,9 +32,14 @@ InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network,
                                 std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
   for (const auto& b : options_.bootstrap)
     if (b != options_.name) bootstraps_.push_back(b);
-  driver_.emplace(MembershipConfig{options_.name, endpoint_, options_.region,
+  driver_.emplace(MembershipConfig{options_.name,
+                                   endpoint_,
+                                   options_.region,
                                    options_.incarnation ? options_.incarnation : wall_clock_ms(),
-                                   options_.heartbeat_timeout, options_.view_lead_rounds, is_valid_site_name, {}},
+                                   options_.heartbeat_timeout,
+                                   options_.view_lead_rounds,
+                                   is_valid_site_name,
+                                   {}},
                   MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout},
                   static_cast<MembershipPort&>(*this), Clock::now());
   net_->attach(options_.name);
@@ -90,16 +95,12 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
     }
     case MessageKind::kMembers:
     case MessageKind::kHeartbeat:
-    case MessageKind::kLeave:
-      refused = driver_->on_message(from, msg.kind, msg.body, now);
-      break;
+    case MessageKind::kLeave: refused = driver_->on_message(from, msg.kind, msg.body, now); break;
     case MessageKind::kControl:
     case MessageKind::kPushSum:
     case MessageKind::kReduceChunk:
     case MessageKind::kGroupChunk:
-    case MessageKind::kCompressedShare:
-      refused = driver_->admit(from, msg.kind, now);
-      break;
+    case MessageKind::kCompressedShare: refused = driver_->admit(from, msg.kind, now); break;
   }
   if (refused) {
     refuse(*refused);

@@ -34,13 +34,13 @@
 namespace meridian::peer {
 
 struct InMemoryFederationOptions {
-  std::string name;                     // this site's name (is_valid_site_name)
-  std::string region;                   // announced in hello and member info
-  std::vector<std::string> bootstrap;   // names of sites to contact first
+  std::string name;                    // this site's name (is_valid_site_name)
+  std::string region;                  // announced in hello and member info
+  std::vector<std::string> bootstrap;  // names of sites to contact first
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds heartbeat_timeout{3000};
   std::uint64_t view_lead_rounds = 8;
-  std::uint64_t incarnation = 0;        // 0: milliseconds since the epoch (a rejoin outlives old records)
+  std::uint64_t incarnation = 0;  // 0: milliseconds since the epoch (a rejoin outlives old records)
 };
 
 class InMemoryFederation final : public FederationTransport, private MembershipPort {

@@ -13,9 +13,7 @@ class InMemoryTransport final : public Transport {
 
   void send(const std::string& to, Message msg) override { net_->deliver(self_, to, std::move(msg)); }
 
-  std::optional<Message> receive(std::chrono::milliseconds timeout) override {
-    return net_->take(self_, timeout);
-  }
+  std::optional<Message> receive(std::chrono::milliseconds timeout) override { return net_->take(self_, timeout); }
 
   View view_for(std::uint64_t round) const override { return net_->view_for(round); }
 
@@ -97,7 +95,8 @@ void InMemoryNetwork::detach(const std::string& site) {
   arrived_.notify_all();
 }
 
-std::optional<Message> InMemoryNetwork::take_until(const std::string& site, std::chrono::steady_clock::time_point deadline,
+std::optional<Message> InMemoryNetwork::take_until(const std::string& site,
+                                                   std::chrono::steady_clock::time_point deadline,
                                                    const std::atomic<bool>& stop) {
   std::unique_lock lock(mu_);
   auto& box = boxes_.at(site);

@@ -88,11 +88,9 @@ double parse_bandwidth(std::string_view spec, std::string_view value) {
   } else if (q->unit == "gbit") {
     scale = 1e9;
   } else if (q->unit.empty()) {
-    fail(spec, "bandwidth", quoted(value) + " needs a unit: bit, kbit, mbit or gbit (per second)",
-         kExample);
+    fail(spec, "bandwidth", quoted(value) + " needs a unit: bit, kbit, mbit or gbit (per second)", kExample);
   } else {
-    fail(spec, "bandwidth", "unit \"" + q->unit + "\" is unknown; use bit, kbit, mbit or gbit (per second)",
-         kExample);
+    fail(spec, "bandwidth", "unit \"" + q->unit + "\" is unknown; use bit, kbit, mbit or gbit (per second)", kExample);
   }
   if (q->value <= 0) fail(spec, "bandwidth", "must be > 0 (leave bandwidth out for an unlimited link)", kExample);
   return q->value * scale;

@@ -98,7 +98,8 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_poi
 MembershipChange Membership::merge_view(const View& v) {
   MembershipChange change;
   if (v.id == 0) return change;  // the local initial view of some site
-  auto it = std::lower_bound(views_.begin(), views_.end(), v.id, [](const View& a, std::uint64_t id) { return a.id < id; });
+  auto it =
+      std::lower_bound(views_.begin(), views_.end(), v.id, [](const View& a, std::uint64_t id) { return a.id < id; });
   if (it == views_.end() || it->id != v.id) {
     if (it == views_.begin() && views_.size() >= kKeptViews) return change;  // older than anything we keep
     View fresh = v;
@@ -196,9 +197,8 @@ MembershipChange Membership::tick(Clock::time_point now) {
   // A superseded incarnation is out of the next view until some view newer than the one in force
   // when the restart was noticed leaves it out (proposed here or by a peer that noticed first).
   for (auto it = superseded_.begin(); it != superseded_.end();) {
-    const bool announced = std::any_of(views_.begin(), views_.end(), [&](const View& v) {
-      return v.id > it->second && !v.rank_of(it->first);
-    });
+    const bool announced = std::any_of(views_.begin(), views_.end(),
+                                       [&](const View& v) { return v.id > it->second && !v.rank_of(it->first); });
     if (announced || !is_alive(it->first)) {
       it = superseded_.erase(it);
       continue;

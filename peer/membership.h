@@ -51,7 +51,7 @@ struct MembershipConfig {
 
 // What changed because of one input; the transport connects, disconnects and gossips accordingly.
 struct MembershipChange {
-  std::vector<std::string> joined;  // became alive (new, revived or restarted with a higher incarnation)
+  std::vector<std::string> joined;     // became alive (new, revived or restarted with a higher incarnation)
   std::vector<std::string> restarted;  // of `joined`: its hello brought a new incarnation of a live member
   std::vector<std::string> died;
   std::vector<std::string> left;

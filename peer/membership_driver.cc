@@ -7,7 +7,8 @@ namespace meridian::peer {
 namespace {
 
 std::uint64_t micros(MembershipDriver::Clock::time_point t) {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
 }
 
 }  // namespace
@@ -35,8 +36,8 @@ void MembershipDriver::on_hello(const HelloInfo& hello, Clock::time_point now) {
   else maybe_refute_hint(name, now);
 }
 
-std::optional<Rejection> MembershipDriver::on_message(const std::string& from, MessageKind kind,
-                                                      std::string_view body, Clock::time_point now) {
+std::optional<Rejection> MembershipDriver::on_message(const std::string& from, MessageKind kind, std::string_view body,
+                                                      Clock::time_point now) {
   MembershipChange change;
   switch (kind) {
     case MessageKind::kMembers: {
@@ -67,8 +68,7 @@ std::optional<Rejection> MembershipDriver::on_message(const std::string& from, M
       change = membership_.on_leave(from, *lv);
       break;
     }
-    default:
-      return Rejection{RejectCause::kUnknownKind, "not a members, heartbeat or leave message"};
+    default: return Rejection{RejectCause::kUnknownKind, "not a members, heartbeat or leave message"};
   }
   if (const auto* r = membership_.find(from); r && r->state == MemberState::kDead) maybe_refute_hint(from, now);
   process(change, now);

@@ -110,13 +110,13 @@ class MembershipDriver {
   std::uint64_t round_ = 0;
   Clock::time_point next_tick_;
   Clock::time_point last_gossip_all_;
-  Clock::time_point next_probe_;                     // when dead members next hear our table
+  Clock::time_point next_probe_;  // when dead members next hear our table
   bool gossip_due_ = false;
   std::map<std::string, Clock::time_point> hinted_;  // last refutation hint sent to a "dead" member
   struct Echo {
-    std::uint64_t sent_us = 0;          // newest sent_us from this peer
-    Clock::time_point received{};       // when it arrived
-    std::optional<double> rtt_us;       // smoothed round-trip time
+    std::uint64_t sent_us = 0;     // newest sent_us from this peer
+    Clock::time_point received{};  // when it arrived
+    std::optional<double> rtt_us;  // smoothed round-trip time
   };
   std::map<std::string, Echo> echoes_;
   std::mt19937_64 rng_{std::random_device{}()};

@@ -25,8 +25,7 @@ std::optional<Rejection> MessageValidator::check(const std::string& sender, cons
                             h.total / policy_.model_elements >= 1 &&
                             h.total / policy_.model_elements <= std::max<std::uint32_t>(1, policy_.max_model_multiple);
   if (policy_.model_elements != 0 && !whole_models)
-    return Rejection{RejectCause::kTensorLength, "tensor of " + std::to_string(h.total) +
-                                                     " elements, the model has " +
+    return Rejection{RejectCause::kTensorLength, "tensor of " + std::to_string(h.total) + " elements, the model has " +
                                                      std::to_string(policy_.model_elements)};
   if (h.offset > h.total || h.payload_elements > h.total - h.offset)
     return Rejection{RejectCause::kTensorLength, "slice [" + std::to_string(h.offset) + ", +" +
@@ -40,13 +39,13 @@ std::optional<Rejection> MessageValidator::check(const std::string& sender, cons
                                                       std::to_string(policy_.max_weight) + "]"};
   }
   if (h.round + policy_.rounds_behind < round_)
-    return Rejection{RejectCause::kRoundStale,
-                     "round " + std::to_string(h.round) + " is older than the window (current round " +
-                         std::to_string(round_) + ")"};
+    return Rejection{RejectCause::kRoundStale, "round " + std::to_string(h.round) +
+                                                   " is older than the window (current round " +
+                                                   std::to_string(round_) + ")"};
   if (h.round > round_ + policy_.rounds_ahead)
-    return Rejection{RejectCause::kRoundAhead,
-                     "round " + std::to_string(h.round) + " is beyond the window (current round " +
-                         std::to_string(round_) + ")"};
+    return Rejection{
+        RejectCause::kRoundAhead,
+        "round " + std::to_string(h.round) + " is beyond the window (current round " + std::to_string(round_) + ")"};
   if (auto it = seen_.find(sender); it != seen_.end() && it->second.contains(key_of(h)))
     return Rejection{RejectCause::kReplayed, "round " + std::to_string(h.round) + " tag " + std::to_string(h.tag) +
                                                  " phase " + std::to_string(h.phase) + " offset " +

@@ -48,7 +48,8 @@ std::chrono::microseconds parse_time(std::string_view text, std::string_view val
 
 }  // namespace
 
-bool PartitionSchedule::cuts(std::string_view self, std::string_view peer, std::chrono::microseconds since_start) const {
+bool PartitionSchedule::cuts(std::string_view self, std::string_view peer,
+                             std::chrono::microseconds since_start) const {
   for (const auto& w : windows_) {
     if (since_start < w.start || since_start >= w.start + w.length) continue;
     auto group_of = [&](std::string_view name) -> int {

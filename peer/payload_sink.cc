@@ -51,9 +51,9 @@ template <bool kAdd, bool kInPlace, bool kScale>
 // targets); the loader picks the widest the CPU has. The loops only add, multiply and compare,
 // element by element in IEEE single precision, so each clone gives the same bits: sites on different
 // CPUs still agree exactly.
-[[gnu::target_clones("avx512f", "avx2", "default")]]
-bool combine_shape(bool add, bool in_place, const std::byte* src, float* out, const float* addend, float scale,
-                   float* copy, std::size_t n) {
+[[gnu::target_clones("avx512f", "avx2", "default")]] bool combine_shape(bool add, bool in_place, const std::byte* src,
+                                                                        float* out, const float* addend, float scale,
+                                                                        float* copy, std::size_t n) {
   const bool scaled = scale != 1.0f;
   if (!add)
     return scaled ? combine<false, false, true>(src, out, nullptr, scale, copy, n)

@@ -2,7 +2,6 @@
 
 #include "peer/finite_copy.h"
 
-
 namespace meridian::peer {
 
 void Reassembler::release(Partial& p) {
@@ -17,9 +16,8 @@ void Reassembler::forget(const std::string& sender) {
   partial_.erase(it);
 }
 
-Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader& h,
-                                     std::span<const std::byte> payload, const PayloadSink* sink,
-                                     std::span<float> copy) {
+Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader& h, std::span<const std::byte> payload,
+                                     const PayloadSink* sink, std::span<float> copy) {
   Result result;
   auto it = partial_.find(sender);
   if (it != partial_.end() && it->second.message_id != h.message_id) {
@@ -51,8 +49,8 @@ Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader
       msg.from = sender;
       if (sink->accepts(msg, h.payload_elements)) {
         if (!sink->apply(payload, copy)) {
-          result.rejections.push_back({RejectCause::kNonFinite, "NaN or infinity in the payload of message " +
-                                                                    std::to_string(h.message_id)});
+          result.rejections.push_back(
+              {RejectCause::kNonFinite, "NaN or infinity in the payload of message " + std::to_string(h.message_id)});
           return result;
         }
         result.complete = std::move(msg);
@@ -72,20 +70,19 @@ Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader
     if (last) partial_.erase(it);
     return result;
   }
-  if (h.chunk_index != p.next_index || h.chunk_count != p.chunk_count ||
-      h.payload_elements != p.msg.payload.size() || h.chunk_offset != p.filled) {
-    result.rejections.push_back({RejectCause::kIncomplete, "message " + std::to_string(h.message_id) + " chunk " +
-                                                               std::to_string(h.chunk_index) +
-                                                               " does not follow chunk " +
-                                                               std::to_string(p.next_index)});
+  if (h.chunk_index != p.next_index || h.chunk_count != p.chunk_count || h.payload_elements != p.msg.payload.size() ||
+      h.chunk_offset != p.filled) {
+    result.rejections.push_back({RejectCause::kIncomplete,
+                                 "message " + std::to_string(h.message_id) + " chunk " + std::to_string(h.chunk_index) +
+                                     " does not follow chunk " + std::to_string(p.next_index)});
     release(p);
     p.poisoned = true;
     if (last) partial_.erase(it);
     return result;
   }
   if (!copy_finite(payload.data(), p.msg.payload.data() + p.filled, h.chunk_elements)) {
-    result.rejections.push_back({RejectCause::kNonFinite, "NaN or infinity in the payload of message " +
-                                                              std::to_string(h.message_id)});
+    result.rejections.push_back(
+        {RejectCause::kNonFinite, "NaN or infinity in the payload of message " + std::to_string(h.message_id)});
     release(p);
     p.poisoned = true;
     if (last) partial_.erase(it);

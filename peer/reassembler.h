@@ -25,9 +25,9 @@ class Reassembler {
   explicit Reassembler(BufferPool& pool) : pool_(pool) {}
 
   struct Result {
-    std::optional<Message> complete;     // set when this chunk completed a message (from = sender)
-    std::vector<Rejection> rejections;   // messages dropped because of this chunk (0, 1 or 2)
-    bool sunk = false;                   // `complete`'s payload went into the sink (and is empty)
+    std::optional<Message> complete;    // set when this chunk completed a message (from = sender)
+    std::vector<Rejection> rejections;  // messages dropped because of this chunk (0, 1 or 2)
+    bool sunk = false;                  // `complete`'s payload went into the sink (and is empty)
   };
 
   // Adds one chunk whose header passed decode_header, with its payload frame (chunk_elements floats).

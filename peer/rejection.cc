@@ -33,9 +33,10 @@ void RejectionCounters::record(RejectCause cause, const std::string& peer, std::
   std::lock_guard lock(mu_);
   if (logged_.size() >= kMaxLoggedPairs) return;
   if (!logged_.emplace(cause, peer).second) return;
-  spdlog::warn("rejected a message from peer '{}': {} ({}); further '{}' rejections from this peer are "
-               "counted, not logged",
-               peer, to_string(cause), detail, to_string(cause));
+  spdlog::warn(
+      "rejected a message from peer '{}': {} ({}); further '{}' rejections from this peer are "
+      "counted, not logged",
+      peer, to_string(cause), detail, to_string(cause));
 }
 
 std::uint64_t RejectionCounters::count(RejectCause cause) const {

@@ -64,9 +64,8 @@ Message WireHeader::to_message() const {
   return m;
 }
 
-std::vector<EncodedChunk> encode_message(const Message& msg, std::uint64_t model_fingerprint,
-                                         std::uint64_t message_id, const WireLimits& limits,
-                                         std::optional<std::size_t> payload_elements) {
+std::vector<EncodedChunk> encode_message(const Message& msg, std::uint64_t model_fingerprint, std::uint64_t message_id,
+                                         const WireLimits& limits, std::optional<std::size_t> payload_elements) {
   if (limits.chunk_bytes < sizeof(float)) throw std::invalid_argument("wire chunk size must hold one float");
   const std::size_t per_chunk = limits.chunk_bytes / sizeof(float);
   const std::size_t n = payload_elements.value_or(msg.payload.size());
@@ -110,14 +109,13 @@ std::variant<WireHeader, Rejection> decode_header(std::span<const std::byte> hea
   auto reject = [](RejectCause c, std::string d) { return Rejection{c, std::move(d)}; };
   if (header_frame.size() > limits.max_header_bytes)
     return reject(RejectCause::kOversized, "header frame of " + std::to_string(header_frame.size()) +
-                                               " bytes exceeds the cap of " +
-                                               std::to_string(limits.max_header_bytes));
+                                               " bytes exceeds the cap of " + std::to_string(limits.max_header_bytes));
   wire::Header h;
   if (!h.ParseFromArray(header_frame.data(), static_cast<int>(header_frame.size())))
     return reject(RejectCause::kMalformed, "header frame is not a well-formed protobuf Header");
   if (h.protocol_version() != kProtocolVersion)
-    return reject(RejectCause::kVersion, "protocol version " + std::to_string(h.protocol_version()) +
-                                             ", expected " + std::to_string(kProtocolVersion));
+    return reject(RejectCause::kVersion, "protocol version " + std::to_string(h.protocol_version()) + ", expected " +
+                                             std::to_string(kProtocolVersion));
   auto kind = from_wire(h.kind());
   if (!kind) return reject(RejectCause::kUnknownKind, "message kind " + std::to_string(h.kind()));
 
@@ -126,8 +124,8 @@ std::variant<WireHeader, Rejection> decode_header(std::span<const std::byte> hea
                                                " elements exceeds the cap of " +
                                                std::to_string(limits.max_payload_elements));
   if (h.chunk_count() == 0 || h.chunk_count() > limits.max_chunks || h.chunk_index() >= h.chunk_count())
-    return reject(RejectCause::kMalformed, "chunk " + std::to_string(h.chunk_index()) + " of " +
-                                               std::to_string(h.chunk_count()));
+    return reject(RejectCause::kMalformed,
+                  "chunk " + std::to_string(h.chunk_index()) + " of " + std::to_string(h.chunk_count()));
   // Overflow-safe: offset <= payload and elements <= payload - offset.
   if (h.chunk_offset() > h.payload_elements() || h.chunk_elements() > h.payload_elements() - h.chunk_offset())
     return reject(RejectCause::kMalformed, "chunk slice lies outside the message payload");
@@ -139,8 +137,7 @@ std::variant<WireHeader, Rejection> decode_header(std::span<const std::byte> hea
     return reject(RejectCause::kMalformed, "membership message with a tensor payload");
 
   const std::size_t expected_bytes = static_cast<std::size_t>(h.chunk_elements()) * sizeof(float);
-  if (h.chunk_elements() > 0 && !payload_frame_bytes)
-    return reject(RejectCause::kTruncated, "payload frame missing");
+  if (h.chunk_elements() > 0 && !payload_frame_bytes) return reject(RejectCause::kTruncated, "payload frame missing");
   if (payload_frame_bytes && *payload_frame_bytes != expected_bytes) {
     return reject(*payload_frame_bytes < expected_bytes ? RejectCause::kTruncated : RejectCause::kMalformed,
                   "payload frame of " + std::to_string(*payload_frame_bytes) + " bytes, header says " +
@@ -224,8 +221,8 @@ std::optional<MemberListInfo> decode_members(std::string_view body) {
   MemberListInfo out;
   out.round = p->round();
   for (const auto& q : p->members()) {
-    if (!is_valid_site_name(q.name()) || q.address().size() > kMaxNameBytes ||
-        q.region().size() > kMaxNameBytes || q.state() < wire::Member::ALIVE || q.state() > wire::Member::LEFT)
+    if (!is_valid_site_name(q.name()) || q.address().size() > kMaxNameBytes || q.region().size() > kMaxNameBytes ||
+        q.state() < wire::Member::ALIVE || q.state() > wire::Member::LEFT)
       return std::nullopt;
     out.members.push_back({q.name(), q.address(), q.region(), q.incarnation(), static_cast<MemberState>(q.state())});
   }

@@ -42,7 +42,8 @@ void ZmqTransport::IoLoop::refuse(const std::string& name, const HelloInfo& hell
   }
   if (it == refusal_links_.end()) {
     if (refusal_links_.size() >= kMaxRefusalLinks) refusal_links_.clear();
-    it = refusal_links_.emplace(name, Link{hello.listen_address, open_dealer(hello.listen_address, name), {}, false}).first;
+    it = refusal_links_.emplace(name, Link{hello.listen_address, open_dealer(hello.listen_address, name), {}, false})
+             .first;
   }
   HelloInfo answer = membership().hello();
   answer.refusal = refusal_reason(opt_.name, mismatch);
@@ -146,9 +147,7 @@ bool ZmqTransport::IoLoop::receive_one() {
   traffic_[name].in += hdr_.size() + (payload_bytes ? *payload_bytes : 0);
   dirty_ = true;
   switch (h.kind) {
-    case MessageKind::kHello:
-      driver_->on_hello(*hello, now);
-      break;
+    case MessageKind::kHello: driver_->on_hello(*hello, now); break;
     case MessageKind::kMembers:
     case MessageKind::kHeartbeat:
     case MessageKind::kLeave:

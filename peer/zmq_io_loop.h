@@ -93,8 +93,7 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   Link* ensure_link(const std::string& name);
   void close_link(const std::string& name);
   void enqueue(Link& link, const std::string& to, Message&& msg, Clock::time_point now);
-  void enqueue_membership(Link& link, const std::string& to, MessageKind kind, std::string body,
-                          Clock::time_point now);
+  void enqueue_membership(Link& link, const std::string& to, MessageKind kind, std::string body, Clock::time_point now);
   void handle_send(std::string to, Message msg);
   void handle_leave(std::chrono::milliseconds linger);
   // Hands what is due to libzmq; returns whether a link is blocked.
@@ -154,20 +153,21 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   // (steady) clock; nullopt while a deferred clock has not started (nothing is cut).
   std::optional<Clock::time_point> partition_origin_ =
       opt_.partition_clock_deferred ? std::nullopt
-      : opt_.partition_origin       ? std::optional(Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                                                                 std::chrono::system_clock::now() - *opt_.partition_origin))
-                                    : std::optional(Clock::now());
+      : opt_.partition_origin
+          ? std::optional(Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::system_clock::now() -
+                                                                                     *opt_.partition_origin))
+          : std::optional(Clock::now());
   bool stop_ = false;
   bool dirty_ = true;
   TransportStats stats_;
   LinkEmulator emulator_;
-  std::optional<std::size_t> region_;          // this site's region in the WAN model
+  std::optional<std::size_t> region_;  // this site's region in the WAN model
   std::set<std::string> unknown_region_logged_;
   struct PeerBytes {
     std::uint64_t in = 0, out = 0;
   };
   std::map<std::string, PeerBytes> traffic_;
-  bool delivered_ = false;                  // deliver() ran (or a message was sunk) since step() began
+  bool delivered_ = false;  // deliver() ran (or a message was sunk) since step() began
   const PayloadSink* sink_ = nullptr;
   std::optional<Message> sunk_;
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames

@@ -9,14 +9,15 @@ namespace meridian::peer {
 
 bool ZmqTransport::IoLoop::cut_off(const std::string& to, Clock::time_point now) const {
   return !to.empty() && !opt_.partitions.empty() && partition_origin_ &&
-         opt_.partitions.cuts(opt_.name, to, std::chrono::duration_cast<std::chrono::microseconds>(now - *partition_origin_));
+         opt_.partitions.cuts(opt_.name, to,
+                              std::chrono::duration_cast<std::chrono::microseconds>(now - *partition_origin_));
 }
 
 std::optional<ZmqTransport::IoLoop::Clock::time_point> ZmqTransport::IoLoop::due_time(const std::string& to,
-                                                                                     MessageKind kind,
-                                                                                     std::size_t bytes,
-                                                                                     Clock::time_point now) {
-  if (cut_off(to, now)) return std::nullopt;  // an emulated partition drops everything, membership included
+                                                                                      MessageKind kind,
+                                                                                      std::size_t bytes,
+                                                                                      Clock::time_point now) {
+  if (cut_off(to, now)) return std::nullopt;           // an emulated partition drops everything, membership included
   if (!opt_.wan.emulates() || to.empty()) return now;  // bootstrap links: name (and region) unknown yet
   const LinkSpec* spec = nullptr;
   if (opt_.wan.regions() == 1) {
@@ -27,9 +28,10 @@ std::optional<ZmqTransport::IoLoop::Clock::time_point> ZmqTransport::IoLoop::due
     const auto theirs = opt_.wan.region_index(record->region);
     if (!theirs) {
       if (unknown_region_logged_.insert(to).second)
-        spdlog::warn("'{}': peer '{}' announces region '{}', which the WAN model '{}' does not have; its link is "
-                     "not emulated",
-                     opt_.name, to, record->region, opt_.wan.spec());
+        spdlog::warn(
+            "'{}': peer '{}' announces region '{}', which the WAN model '{}' does not have; its link is "
+            "not emulated",
+            opt_.name, to, record->region, opt_.wan.spec());
       return now;
     }
     spec = &opt_.wan.link(*region_, *theirs);

@@ -36,7 +36,8 @@ void ZmqTransport::IoLoop::adopt_bootstraps() {
   for (auto it = bootstraps_.begin(); it != bootstraps_.end();) {
     std::string found;
     for (const auto& r : membership().alive_others())
-      if ((!it->name.empty() && r.name == it->name) || (it->name.empty() && r.address == it->link.address)) found = r.name;
+      if ((!it->name.empty() && r.name == it->name) || (it->name.empty() && r.address == it->link.address))
+        found = r.name;
     if (found.empty()) {
       ++it;
       continue;

@@ -84,8 +84,8 @@ void ZmqTransport::IoLoop::enqueue(Link& link, const std::string& to, Message&& 
     o.bytes = c.header.size() + c.elements * sizeof(float);
     o.last_chunk = i + 1 == chunks.size();
     if (c.elements > 0) {
-      o.payload = zmq::message_t(holder->data.data() + c.offset, c.elements * sizeof(float), release_payload,
-                                 holder.get());
+      o.payload =
+          zmq::message_t(holder->data.data() + c.offset, c.elements * sizeof(float), release_payload, holder.get());
       o.has_payload = true;
     }
     link.queue.push_back(std::move(o));
@@ -124,7 +124,8 @@ bool ZmqTransport::IoLoop::flush(Clock::time_point now) {
     link.blocked = false;
     while (!link.queue.empty() && link.queue.front().due <= now) {
       Outgoing& o = link.queue.front();
-      const auto flags = o.has_payload ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait;
+      const auto flags =
+          o.has_payload ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait;
       if (!link.dealer.send(o.header, flags)) {
         link.blocked = true;
         return;
@@ -165,8 +166,8 @@ void ZmqTransport::IoLoop::handle_leave(std::chrono::milliseconds linger) {
     if (!pending) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const int remaining = static_cast<int>(
-      std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+  const int remaining = static_cast<int>(std::max<std::int64_t>(
+      0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
   for (auto& [name, link] : links_) link.dealer.set(zmq::sockopt::linger, remaining);
   spdlog::info("'{}' left the federation", opt_.name);
   stop_ = true;

@@ -15,9 +15,9 @@ namespace {
 constexpr std::uint64_t kIncomingIoThreads = 1;
 
 std::uint64_t wall_clock_ms() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 }  // namespace
@@ -47,7 +47,8 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
   // connection that announces a larger one before buffering it, so a member cannot make us allocate
   // gigabytes only for decode_header to refuse them afterwards.
   {
-    const std::uint64_t payload_cap = std::min<std::uint64_t>(opt_.limits.max_payload_elements, INT64_MAX / 8) * sizeof(float);
+    const std::uint64_t payload_cap =
+        std::min<std::uint64_t>(opt_.limits.max_payload_elements, INT64_MAX / 8) * sizeof(float);
     router_.set(zmq::sockopt::maxmsgsize,
                 static_cast<std::int64_t>(std::max<std::uint64_t>(opt_.limits.max_header_bytes, payload_cap)));
   }
@@ -70,11 +71,11 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
   // The membership starts once the bound endpoint (our advertised address) is known.
   std::function<bool(const std::string&)> admissible = is_valid_site_name;
   if (secure()) admissible = [&r = *opt_.roster](const std::string& n) { return r.by_name(n) != nullptr; };
-  driver_.emplace(MembershipConfig{opt_.name, t_.endpoint_, opt_.region,
-                                   opt_.incarnation ? opt_.incarnation : wall_clock_ms(), opt_.heartbeat_timeout,
-                                   opt_.view_lead_rounds, std::move(admissible), opt_.terms},
-                  MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout},
-                  static_cast<MembershipPort&>(*this), Clock::now());
+  driver_.emplace(
+      MembershipConfig{opt_.name, t_.endpoint_, opt_.region, opt_.incarnation ? opt_.incarnation : wall_clock_ms(),
+                       opt_.heartbeat_timeout, opt_.view_lead_rounds, std::move(admissible), opt_.terms},
+      MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout}, static_cast<MembershipPort&>(*this),
+      Clock::now());
   open_bootstraps();
   t_.views_ = membership().views();
 }
@@ -101,7 +102,8 @@ void ZmqTransport::IoLoop::open_bootstraps() {
       if (!entry)
         throw std::invalid_argument("bootstrap '" + spec +
                                     "': no roster entry lists this address, so its key is unknown; write it as "
-                                    "NAME@" + address);
+                                    "NAME@" +
+                                    address);
       name = entry->name;
     }
     if (secure() && !opt_.roster->by_name(name))

@@ -33,9 +33,10 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options) : options_(std::move(opt
     throw std::invalid_argument("socket buffer size (" + std::to_string(options_.socket_buffer_bytes) +
                                 " bytes) must be positive, or 0 for the OS default");
   if (options_.insecure) {
-    spdlog::warn("*** INSECURE: site '{}' uses plain TCP: no encryption, no authentication; anyone who can reach "
-                 "{} can read the model and inject messages. Use only for local experiments. ***",
-                 options_.name, options_.listen);
+    spdlog::warn(
+        "*** INSECURE: site '{}' uses plain TCP: no encryption, no authentication; anyone who can reach "
+        "{} can read the model and inject messages. Use only for local experiments. ***",
+        options_.name, options_.listen);
   } else {
     if (!options_.keys) throw std::invalid_argument("secure mode needs the site's key pair (see 'meridian keygen')");
     if (!options_.roster) throw std::invalid_argument("secure mode needs a roster file");

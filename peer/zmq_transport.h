@@ -19,8 +19,8 @@
 // thread runs the loop, and read results under a mutex.
 // Outgoing messages wait in a per-peer FIFO queue until the time the WAN emulation
 // (peer/link_emulator.h) says the link delivers them (at once without emulation); the I/O loop polls
-// no longer than until the earliest one is due. An error on the I/O thread is stored and rethrown as TransportError by the
-// next send() or receive().
+// no longer than until the earliest one is due. An error on the I/O thread is stored and rethrown as TransportError by
+// the next send() or receive().
 //
 // It implements peer/federation_transport.h; membership is driven by peer/membership_driver.h. The
 // implementation is split by concept over peer/zmq_*.cc, listed in peer/zmq_io_loop.h.
@@ -57,26 +57,26 @@ namespace meridian::peer {
 
 // One message the WAN emulation scheduled (see ZmqTransportOptions::on_emulated_send).
 struct EmulatedSend {
-  std::string to;                                // the destination site
-  MessageKind kind = MessageKind::kPushSum;      // membership traffic is emulated too
-  std::size_t bytes = 0;                         // on the emulated link: headers and payloads of all its chunks
+  std::string to;                                  // the destination site
+  MessageKind kind = MessageKind::kPushSum;        // membership traffic is emulated too
+  std::size_t bytes = 0;                           // on the emulated link: headers and payloads of all its chunks
   std::chrono::steady_clock::time_point enqueued;  // when it was handed to the emulated link
   std::chrono::steady_clock::time_point due;       // when the link delivers it: it is really sent then
 };
 
 struct ZmqTransportOptions {
-  std::string name;                            // this site's name (in secure mode: its roster entry)
-  std::string listen = "tcp://127.0.0.1:*";    // ROUTER bind address; '*' or port 0 picks a free port
-  std::string advertise;                       // address peers connect to; empty: the bound endpoint
-                                               // (required when listening on 0.0.0.0 or [::])
-  std::string region;                          // WAN region announced in hello and member info
+  std::string name;                          // this site's name (in secure mode: its roster entry)
+  std::string listen = "tcp://127.0.0.1:*";  // ROUTER bind address; '*' or port 0 picks a free port
+  std::string advertise;                     // address peers connect to; empty: the bound endpoint
+                                             // (required when listening on 0.0.0.0 or [::])
+  std::string region;                        // WAN region announced in hello and member info
   // WAN emulation on this site's send path (peer/wan_model.h, e.g. parse_wan_spec("world4")): every
   // message to a peer leaves when the emulated link delivers it. With a multi-region model, `region`
   // must be one of its regions and peers' links follow the regions they announce. Loss applies to
   // mixer messages only: membership traffic is delayed like the rest but never dropped, as a TCP
   // stream would deliver it.
   WanModel wan;
-  std::uint64_t wan_seed = 0;                  // jitter and loss draws (mixed with the site name)
+  std::uint64_t wan_seed = 0;  // jitter and loss draws (mixed with the site name)
   // Emulated partitions (peer/partition_schedule.h): while a window cuts this site from a peer, every
   // message to it (membership included) is dropped and counted in emulated_lost. Times count from
   // `partition_origin` (a wall-clock moment, so that sites started apart cut at the same moment), or
@@ -95,20 +95,20 @@ struct ZmqTransportOptions {
   // Sites to contact first: "tcp://host:port" or "NAME@tcp://host:port". In secure mode a bare
   // address must match a roster entry's address (the peer's key is needed to connect).
   std::vector<std::string> bootstrap;
-  bool insecure = false;                       // plain TCP, no authentication (logs a warning)
-  std::optional<CurveKeyPair> keys;            // required unless insecure
-  std::optional<Roster> roster;                // required unless insecure
+  bool insecure = false;             // plain TCP, no authentication (logs a warning)
+  std::optional<CurveKeyPair> keys;  // required unless insecure
+  std::optional<Roster> roster;      // required unless insecure
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds heartbeat_timeout{3000};
   std::uint64_t view_lead_rounds = 8;
-  std::uint64_t incarnation = 0;               // 0: milliseconds since the epoch (restarts outlive old records)
+  std::uint64_t incarnation = 0;  // 0: milliseconds since the epoch (restarts outlive old records)
   ValidationPolicy validation;
   // What must be equal across the federation (peer/federation_terms.h), announced in every hello. A
   // peer whose hello carries other terms is refused: it hears the reason in a refusing hello, the
   // refusal is counted (RejectCause::kTerms), and it never becomes a member. Empty: not checked.
   FederationTerms terms;
   WireLimits limits;
-  int send_high_water_mark = 8192;             // chunks queued in libzmq per peer before sends wait
+  int send_high_water_mark = 8192;  // chunks queued in libzmq per peer before sends wait
   // Kernel socket buffer of each TCP connection, in bytes: SO_RCVBUF of the connections peers open to
   // this site (they only carry data in), SO_SNDBUF of the ones it opens to them (they only carry data
   // out). 0 keeps the OS default and its autotuning, which a WAN link needs: a fixed buffer caps a
@@ -116,7 +116,7 @@ struct ZmqTransportOptions {
   // tiny: on loopback 256 KiB keeps a sender at most that far ahead of its reader, so the reader copies
   // bytes still in cache instead of megabytes queued long enough to leave it (bench/allreduce.cc).
   int socket_buffer_bytes = 0;
-  std::size_t pooled_buffers = 8;              // idle payload buffers kept for reuse
+  std::size_t pooled_buffers = 8;  // idle payload buffers kept for reuse
   // libzmq I/O threads (ZMQ_IO_THREADS). With two or more, the first serves the connections peers open
   // to this site (all receiving: reads, CURVE decryption) and the others the ones this site opens (all
   // sending), so a collective that receives and forwards at once does both copies in parallel instead
@@ -216,22 +216,22 @@ class ZmqTransport final : public FederationTransport {
   std::deque<Message> inbox_;
   std::deque<Message> control_inbox_;
   std::deque<Command> commands_;
-  std::vector<View> views_;                 // copy of the membership's views, for view_for()
+  std::vector<View> views_;                  // copy of the membership's views, for view_for()
   std::vector<MemberStatus> member_status_;  // copy of the membership table, for members()
   std::exception_ptr failure_;
-  std::optional<std::string> refusal_;      // the first refusal a peer sent (refusal())
+  std::optional<std::string> refusal_;  // the first refusal a peer sent (refusal())
   bool stopped_ = false;
   int wake_fd_ = -1;  // eventfd: post() writes, the I/O thread polls
   TransportStats stats_;
 
   // The loop and who runs it (see Threads above). Lock order: loop_mu_ before mu_.
   std::mutex loop_mu_;
-  std::condition_variable loop_cv_;                // the I/O thread parks here during a caller's lease
-  std::atomic<std::int64_t> lease_until_{0};       // steady_clock ticks
+  std::condition_variable loop_cv_;           // the I/O thread parks here during a caller's lease
+  std::atomic<std::int64_t> lease_until_{0};  // steady_clock ticks
   std::atomic<bool> caller_in_loop_{false};
-  std::atomic<int> callers_waiting_{0};            // callers blocked on loop_mu_: the I/O thread parks
-  std::atomic<bool> broken_{false};                // the loop threw on a caller's thread
-  bool caller_driven_ = false;                     // callers may run the loop (no WAN emulation)
+  std::atomic<int> callers_waiting_{0};  // callers blocked on loop_mu_: the I/O thread parks
+  std::atomic<bool> broken_{false};      // the loop threw on a caller's thread
+  bool caller_driven_ = false;           // callers may run the loop (no WAN emulation)
   std::unique_ptr<IoLoop> loop_;
   std::thread thread_;
 };

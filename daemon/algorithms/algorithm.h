@@ -45,7 +45,7 @@ using OptionGiven = std::function<bool(std::string_view option)>;
 
 // What a receiver accepts from this algorithm's peers (peer/message_validator.h).
 struct WireLimits {
-  bool pin_model_elements = true;       // every tensor is a multiple of the model's length
+  bool pin_model_elements = true;        // every tensor is a multiple of the model's length
   std::uint32_t max_model_multiple = 1;  // ... of at most this many model lengths
 };
 
@@ -67,8 +67,8 @@ struct MixerContext {
 // The mixer an algorithm's rounds run on. `owned` holds it unless it is the context's exact mixer.
 struct MixerSet {
   std::unique_ptr<gossip::Mixer> owned;
-  gossip::Mixer* mix = nullptr;       // kMix rounds
-  bool reaverage_with_mix = false;    // kReaverage rounds too (else: the exact mixer)
+  gossip::Mixer* mix = nullptr;     // kMix rounds
+  bool reaverage_with_mix = false;  // kReaverage rounds too (else: the exact mixer)
 };
 
 // What the trainer thread hands an algorithm to build its trainer side. All borrowed; they outlive the

@@ -96,10 +96,11 @@ class Diloco final : public Algorithm {
     const auto& o = s.options;
     char outer[64];
     std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)", o.outer_lr, o.outer_momentum);
-    std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer + "), overlap τ = " +
-                      std::to_string(o.delay) + ", F = " + std::to_string(o.fragments) + " fragment" +
-                      (o.fragments == 1 ? "" : "s") + ", " + outer + ", wire " + gossip::diloco_wire_name(s.compression) +
-                      ", exchange " + (exchanges_directly(s) ? "direct" : "ring");
+    std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
+                      "), overlap τ = " + std::to_string(o.delay) + ", F = " + std::to_string(o.fragments) +
+                      " fragment" + (o.fragments == 1 ? "" : "s") + ", " + outer + ", wire " +
+                      gossip::diloco_wire_name(s.compression) + ", exchange " +
+                      (exchanges_directly(s) ? "direct" : "ring");
     return out;
   }
   // Exchanges carry a fragment's pseudo-gradient (n/F floats, no multiple of the model's length when

@@ -12,7 +12,9 @@ namespace {
 class DsyncTrainer final : public OptimizerTrainer {
  public:
   explicit DsyncTrainer(const TrainerContext& context)
-      : OptimizerTrainer(context), store_(parameter_store(context.model)), mixing_(mixing_of(context.settings), context.channel, *store_) {}
+      : OptimizerTrainer(context),
+        store_(parameter_store(context.model)),
+        mixing_(mixing_of(context.settings), context.channel, *store_) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // On a GPU with D > 0, step k − 1's snapshot was copied while this step's forward and backward pass
@@ -28,8 +30,11 @@ class DsyncTrainer final : public OptimizerTrainer {
  private:
   static gossip::DelayedMixingConfig mixing_of(const SiteSettings& settings) {
     const auto delay = static_cast<std::uint32_t>(settings.options.delay);
-    return gossip::DelayedMixingConfig{delay, false, gossip::stable_mix_step(delay),
-                                       static_cast<std::uint64_t>(settings.options.reaverage_every), true,
+    return gossip::DelayedMixingConfig{delay,
+                                       false,
+                                       gossip::stable_mix_step(delay),
+                                       static_cast<std::uint64_t>(settings.options.reaverage_every),
+                                       true,
                                        mix_wait_timeout(settings)};
   }
   // The model's own host buffer on the CPU; on a device the parameters stay there, the snapshot is read

@@ -65,9 +65,12 @@ class DtsTrainer final : public TrainerAlgorithm {
   static gossip::DtsConfig config_of(const SiteSettings& s) {
     // The window average is exact over the ring and the dense direct exchange, not a compressed one.
     const bool exact_window_mean = s.compression.encoding == gossip::Encoding::kDense;
-    return gossip::DtsConfig{static_cast<std::uint32_t>(s.options.delay), static_cast<std::uint32_t>(s.options.period),
-                             with_momentum(s) ? s.options.momentum : 0.0, s.compensation,
-                             static_cast<std::uint64_t>(s.options.reaverage_every), mix_wait_timeout(s),
+    return gossip::DtsConfig{static_cast<std::uint32_t>(s.options.delay),
+                             static_cast<std::uint32_t>(s.options.period),
+                             with_momentum(s) ? s.options.momentum : 0.0,
+                             s.compensation,
+                             static_cast<std::uint64_t>(s.options.reaverage_every),
+                             mix_wait_timeout(s),
                              exact_window_mean};
   }
 

@@ -28,8 +28,8 @@ void check_checkpoint_size(std::size_t got, std::size_t want, const std::string&
 OptimizerTrainer::OptimizerTrainer(const TrainerContext& context)
     : model_(context.model),
       mirror_(context.model),
-      optimizer_(optimizer_of(context.settings), context.schedule, context.model.parameters().size(),
-                 context.backend) {}
+      optimizer_(optimizer_of(context.settings), context.schedule, context.model.parameters().size(), context.backend) {
+}
 
 std::span<const float> OptimizerTrainer::checkpoint_parameters() const {
   mirror_.pull_parameters();

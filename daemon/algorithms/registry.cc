@@ -14,12 +14,8 @@ namespace meridian::daemon::algorithms {
 
 std::span<const Algorithm* const> all_algorithms() {
   static const std::array<const Algorithm*, 6> algorithms{
-      &allreduce_algorithm(),
-      &dts_algorithm(),
-      &sgp_algorithm(),
-      &dsync_algorithm(),
-      &local_algorithm(),
-      &diloco_algorithm(),
+      &allreduce_algorithm(), &dts_algorithm(),   &sgp_algorithm(),
+      &dsync_algorithm(),     &local_algorithm(), &diloco_algorithm(),
   };
   return algorithms;
 }
@@ -40,7 +36,8 @@ const Algorithm* find_algorithm(std::string_view name) {
 
 std::string algorithm_names(std::string_view separator) {
   std::string out;
-  for (const Algorithm* a : all_algorithms()) out += (out.empty() ? "" : std::string(separator)) + std::string(a->name());
+  for (const Algorithm* a : all_algorithms())
+    out += (out.empty() ? "" : std::string(separator)) + std::string(a->name());
   return out;
 }
 

@@ -14,8 +14,8 @@ namespace {
 // no meaningful exact mean).
 gossip::DelayedMixingConfig sgp_mixing(const SiteSettings& settings) {
   const auto split = gossip::osgp_split(static_cast<std::uint32_t>(settings.options.tau));
-  return gossip::DelayedMixingConfig{split.delay, true, gossip::stable_mix_step(split.delay), 0, false,
-                                     mix_wait_timeout(settings)};
+  return gossip::DelayedMixingConfig{split.delay, true,  gossip::stable_mix_step(split.delay),
+                                     0,           false, mix_wait_timeout(settings)};
 }
 
 // The factor of sgp's update: a gain only where the mixer leaves shares in flight (τ ≥ 2).
@@ -28,7 +28,8 @@ class SgpTrainer final : public OptimizerTrainer {
  public:
   explicit SgpTrainer(const TrainerContext& context)
       : OptimizerTrainer(context),
-        push_sum_(sgp_mixing(context.settings), context.channel, mirror_.parameters(), sgp_step_scale(context.settings)) {}
+        push_sum_(sgp_mixing(context.settings), context.channel, mirror_.parameters(),
+                  sgp_step_scale(context.settings)) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // The optimizer runs on z (the model); its displacement z_before − z_after is the update that
@@ -106,7 +107,8 @@ class Sgp final : public Algorithm {
     return encoding == gossip::Encoding::kDense || encoding == gossip::Encoding::kFp16;
   }
   std::string describe_knobs(const SiteSettings& s) const override {
-    std::string out = "K = " + std::to_string(s.options.out_peers) + " out-peer(s), tau = " + std::to_string(s.options.tau);
+    std::string out =
+        "K = " + std::to_string(s.options.out_peers) + " out-peer(s), tau = " + std::to_string(s.options.tau);
     if (s.compression.encoding != gossip::Encoding::kDense) out += ", compression " + s.options.compression;
     return out;
   }

@@ -24,8 +24,8 @@ BatchOrder::BatchOrder(std::size_t rows, std::uint64_t seed, BatchPosition start
     : seed_(seed), position_(start), order_(rows) {
   if (rows == 0) throw std::invalid_argument("batch order: the dataset has no rows");
   if (start.offset > rows) {
-    throw std::invalid_argument("batch order: position offset " + std::to_string(start.offset) +
-                                " is beyond the " + std::to_string(rows) + " rows of an epoch");
+    throw std::invalid_argument("batch order: position offset " + std::to_string(start.offset) + " is beyond the " +
+                                std::to_string(rows) + " rows of an epoch");
   }
   fill_permutation(order_, seed_, position_.epoch);
 }

@@ -38,9 +38,7 @@ CompressedFile::~CompressedFile() {
 }
 
 CompressedFile::CompressedFile(CompressedFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      file_(std::exchange(other.file_, nullptr)),
-      size_on_disk_(other.size_on_disk_) {}
+    : path_(std::move(other.path_)), file_(std::exchange(other.file_, nullptr)), size_on_disk_(other.size_on_disk_) {}
 
 CompressedFile& CompressedFile::operator=(CompressedFile&& other) noexcept {
   if (this != &other) {

@@ -172,8 +172,8 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
     }
     const auto it = std::find(column_names.begin(), column_names.end(), options.label_column);
     if (it == column_names.end()) {
-      throw DataError(path + ": no label column '" + options.label_column + "' in the header (columns: " +
-                      join(column_names) + ")");
+      throw DataError(path + ": no label column '" + options.label_column +
+                      "' in the header (columns: " + join(column_names) + ")");
     }
     label_col = static_cast<std::size_t>(it - column_names.begin());
   } else if (options.label_index) {
@@ -206,11 +206,10 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
       const auto v = parse_number(rec.fields[c]);
       if (!v || !std::isfinite(*v)) {
         // Columns are counted from 1 here, as spreadsheets and editors show them.
-        const std::string column = "column " + std::to_string(c + 1) +
-                                   (options.header ? " (" + column_names[c] + ")" : std::string());
+        const std::string column =
+            "column " + std::to_string(c + 1) + (options.header ? " (" + column_names[c] + ")" : std::string());
         throw DataError(path + ": line " + std::to_string(rec.line) + ", " + column + ": " +
-                        quote_for_message(rec.fields[c]) + " is not " +
-                        (v ? "a finite number" : "a number"));
+                        quote_for_message(rec.fields[c]) + " is not " + (v ? "a finite number" : "a number"));
       }
       d.features.push_back(static_cast<float>(*v));
     }

@@ -44,7 +44,8 @@ bool has_idx_images_magic(const std::string& path) {
 std::string idx_labels_by_name(const std::string& images) {
   const fs::path p(images);
   std::string name = p.filename().string();
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"images-idx3", "labels-idx1"}, {"images.idx3", "labels.idx1"}}) {
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"images-idx3", "labels-idx1"}, {"images.idx3", "labels.idx1"}}) {
     const auto at = name.find(from);
     if (at == std::string::npos) continue;
     name.replace(at, from.size(), to);
@@ -55,14 +56,16 @@ std::string idx_labels_by_name(const std::string& images) {
     }
     return labels;
   }
-  throw DataError(images + ": IDX images without labels: the name holds no 'images-idx3' to find the labels file "
-                           "by; name both as IMAGES,LABELS");
+  throw DataError(images +
+                  ": IDX images without labels: the name holds no 'images-idx3' to find the labels file "
+                  "by; name both as IMAGES,LABELS");
 }
 
 CsvOptions csv_options(const DataOptions& options) {
   CsvOptions csv;
   const std::string& column = options.label_column;
-  if (!column.empty() && std::all_of(column.begin(), column.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+  if (!column.empty() &&
+      std::all_of(column.begin(), column.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
     csv.label_index = std::stoul(column);
   } else {
     csv.label_column = column;
@@ -155,7 +158,8 @@ DataPath resolve_data_path(const std::string& text) {
     if (out.labels_path.find(',') != std::string::npos || out.path.empty() || out.labels_path.empty()) {
       throw DataError(text + ": a pair is written FEATURES,LABELS (two paths, one comma)");
     }
-    if (!exists(out.labels_path)) throw DataError(out.labels_path + ": no such file (the labels of the pair " + text + ")");
+    if (!exists(out.labels_path))
+      throw DataError(out.labels_path + ": no such file (the labels of the pair " + text + ")");
   }
   std::error_code ec;
   if (!exists(out.path)) throw DataError(out.path + ": no such file or folder");
@@ -189,7 +193,8 @@ DataPath resolve_data_path(const std::string& text) {
     out.format = DataFormat::kCsv;
     return out;
   }
-  throw DataError(out.path + ": cannot tell the data format from the path (expected " + std::string(kKnownFormats) + ")");
+  throw DataError(out.path + ": cannot tell the data format from the path (expected " + std::string(kKnownFormats) +
+                  ")");
 }
 
 Dataset load_dataset(const std::string& path, const DataOptions& options) {
@@ -200,17 +205,10 @@ Dataset load_dataset(const std::string& path, const DataOptions& options) {
     case DataFormat::kImageFolder:
       d = read_image_folder(where.path, ImageFolderOptions{options.class_names, options.channels});
       break;
-    case DataFormat::kNpz:
-      d = read_npz(where.path, npy_options(options));
-      break;
-    case DataFormat::kNpy:
-      d = read_npy(where.path, where.labels_path, npy_options(options));
-      break;
-    case DataFormat::kCsv:
-      d = read_csv(where.path, csv_options(options));
-      break;
-    case DataFormat::kIdx:
-      break;
+    case DataFormat::kNpz: d = read_npz(where.path, npy_options(options)); break;
+    case DataFormat::kNpy: d = read_npy(where.path, where.labels_path, npy_options(options)); break;
+    case DataFormat::kCsv: d = read_csv(where.path, csv_options(options)); break;
+    case DataFormat::kIdx: break;
   }
   if (!options.select) return d;
   const std::vector<std::size_t> kept = options.select(d.labels);

@@ -19,8 +19,8 @@ Dataset Dataset::subset(std::span<const std::size_t> row_indices) const {
   for (std::size_t i = 0; i < row_indices.size(); ++i) {
     const std::size_t r = row_indices[i];
     if (r >= rows) {
-      throw DataError("subset: row " + std::to_string(r) + " is out of range (dataset has " +
-                      std::to_string(rows) + " rows)");
+      throw DataError("subset: row " + std::to_string(r) + " is out of range (dataset has " + std::to_string(rows) +
+                      " rows)");
     }
     std::copy_n(row(r), dim, out.features.data() + i * dim);
     out.labels[i] = labels[r];

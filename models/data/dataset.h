@@ -22,8 +22,8 @@ class DataError : public error::UserError {
 
 struct Dataset {
   std::size_t rows = 0;
-  std::size_t dim = 0;        // features per row (784 for 28x28 images)
-  std::size_t classes = 0;    // labels are in [0, classes)
+  std::size_t dim = 0;               // features per row (784 for 28x28 images)
+  std::size_t classes = 0;           // labels are in [0, classes)
   std::vector<float> features;       // (rows, dim), row-major
   std::vector<std::int32_t> labels;  // (rows)
   // Image geometry when the rows are images (channels, height, width); all 0 for tabular data.

@@ -31,15 +31,14 @@ std::string hex32(std::uint32_t v) {
 }
 
 // Reads the magic and the `dims` sizes that follow it; checks the magic.
-std::vector<std::uint32_t> read_header(CompressedFile& file, std::uint32_t magic, std::size_t dims,
-                                       const char* kind) {
+std::vector<std::uint32_t> read_header(CompressedFile& file, std::uint32_t magic, std::size_t dims, const char* kind) {
   std::array<unsigned char, 16> buf{};
   // The magic first, on its own: a file of the other IDX kind may be shorter than this header.
   file.read_exact(buf.data(), 4, "the IDX magic number");
   const std::uint32_t got = big_endian_u32(buf.data());
   if (got != magic) {
-    throw DataError(file.path() + ": wrong magic number " + std::to_string(got) + " (" + hex32(got) +
-                    "), expected " + std::to_string(magic) + " (" + hex32(magic) + ") for IDX " + kind);
+    throw DataError(file.path() + ": wrong magic number " + std::to_string(got) + " (" + hex32(got) + "), expected " +
+                    std::to_string(magic) + " (" + hex32(magic) + ") for IDX " + kind);
   }
   file.read_exact(buf.data() + 4, 4 * dims, "the IDX header");
   std::vector<std::uint32_t> sizes(dims);
@@ -117,8 +116,7 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path,
   const auto sizes = read_header(file, kImagesMagic, 3, "images (unsigned bytes, 3 dimensions)");
   const std::size_t count = sizes[0], height = sizes[1], width = sizes[2];
   if (height == 0 || width == 0) {
-    throw DataError(images_path + ": image size " + std::to_string(height) + "x" + std::to_string(width) +
-                    " is empty");
+    throw DataError(images_path + ": image size " + std::to_string(height) + "x" + std::to_string(width) + " is empty");
   }
   // height * width fits in 64 bits (both < 2^32); the product with count may not.
   const std::uintmax_t pixels = std::uintmax_t{height} * width;
@@ -146,9 +144,9 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path,
   std::size_t next_kept = 0;  // with a selection: the first entry of `kept` not yet converted
   for (std::size_t first = 0; first < count; first += images_per_block) {
     const std::size_t n = std::min(images_per_block, count - first);
-    file.read_exact(bytes.data(), n * d.dim,
-                    "images " + std::to_string(first) + ".." + std::to_string(first + n - 1) + " of " +
-                        std::to_string(count));
+    file.read_exact(
+        bytes.data(), n * d.dim,
+        "images " + std::to_string(first) + ".." + std::to_string(first + n - 1) + " of " + std::to_string(count));
     auto convert = [&](std::size_t image, std::size_t row) {
       const unsigned char* in = bytes.data() + (image - first) * d.dim;
       float* out = d.features.data() + row * d.dim;

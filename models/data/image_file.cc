@@ -27,7 +27,9 @@ std::string read_bytes(const std::string& path) {
   return bytes;
 }
 
-bool is_png(const std::string& b) { return b.size() >= 8 && png_sig_cmp(reinterpret_cast<png_const_bytep>(b.data()), 0, 8) == 0; }
+bool is_png(const std::string& b) {
+  return b.size() >= 8 && png_sig_cmp(reinterpret_cast<png_const_bytep>(b.data()), 0, 8) == 0;
+}
 bool is_jpeg(const std::string& b) { return b.size() >= 3 && b.compare(0, 3, "\xFF\xD8\xFF") == 0; }
 
 // libpng's simplified API reports errors through the png_image's message instead of longjmp.
@@ -40,7 +42,8 @@ struct PngImage {
 };
 
 ImageInfo begin_png(PngImage& png, const std::string& path, const std::string& bytes) {
-  if (png_image_begin_read_from_memory(&png.image, bytes.data(), bytes.size()) == 0) unreadable(path, png.image.message);
+  if (png_image_begin_read_from_memory(&png.image, bytes.data(), bytes.size()) == 0)
+    unreadable(path, png.image.message);
   return {png.image.width, png.image.height, (png.image.format & PNG_FORMAT_FLAG_COLOR) != 0};
 }
 

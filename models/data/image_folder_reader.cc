@@ -84,8 +84,9 @@ Dataset read_image_folder(const std::string& dir, const ImageFolderOptions& opti
     if (fs::is_directory(p, ec)) class_dirs.push_back(p);
   }
   if (class_dirs.empty()) {
-    throw DataError(dir + ": holds no class subfolder (expected one subfolder per class, each holding PNG or JPEG "
-                          "images)");
+    throw DataError(dir +
+                    ": holds no class subfolder (expected one subfolder per class, each holding PNG or JPEG "
+                    "images)");
   }
   Dataset d;
   d.class_names = options.class_names;
@@ -134,7 +135,8 @@ Dataset read_image_folder(const std::string& dir, const ImageFolderOptions& opti
     ImageInfo decoded;
     const auto pixels = decode_image(items[r].path, d.channels, &decoded);
     if (decoded.width != d.width || decoded.height != d.height) {
-      throw DataError(items[r].path + ": decodes to " + size_text(decoded) + " but its header said " + size_text(items[r].info));
+      throw DataError(items[r].path + ": decodes to " + size_text(decoded) + " but its header said " +
+                      size_text(items[r].info));
     }
     // Decoded (y, x, c) to the Dataset's (c, y, x).
     float* out = d.features.data() + r * d.dim;

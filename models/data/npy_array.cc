@@ -49,7 +49,8 @@ class HeaderParser {
       expect(':');
       if (key == "descr") {
         skip_space();
-        if (peek() == '[') fail("structured dtypes (a list as 'descr') are not supported; save one plain array per field");
+        if (peek() == '[')
+          fail("structured dtypes (a list as 'descr') are not supported; save one plain array per field");
         out.descr = string_literal();
         have_descr = true;
       } else if (key == "fortran_order") {
@@ -87,14 +88,16 @@ class HeaderParser {
   void expect(char c) {
     skip_space();
     if (peek() != c) {
-      fail(std::string("expected '") + c + "' at offset " + std::to_string(at_) + " of the header '" + printable(text_) + "'");
+      fail(std::string("expected '") + c + "' at offset " + std::to_string(at_) + " of the header '" +
+           printable(text_) + "'");
     }
     ++at_;
   }
   std::string string_literal() {
     skip_space();
     const char quote = peek();
-    if (quote != '\'' && quote != '"') fail("expected a quoted string at offset " + std::to_string(at_) + " of the header");
+    if (quote != '\'' && quote != '"')
+      fail("expected a quoted string at offset " + std::to_string(at_) + " of the header");
     const std::size_t end = text_.find(quote, at_ + 1);
     if (end == std::string_view::npos) fail("unterminated string in the header");
     std::string s(text_.substr(at_ + 1, end - at_ - 1));
@@ -146,10 +149,9 @@ class HeaderParser {
 // Splits a descr such as '<f4', '|u1', '>i8', '<U12' into kind, size and byte order.
 void parse_descr(NpyArray& a, const std::string& where) {
   const std::string& d = a.descr;
-  auto bad = [&](const std::string& why) {
-    throw DataError(where + ": dtype '" + d + "' " + why);
-  };
-  if (d.size() >= 2 && d[1] == 'O') bad("holds Python objects (pickles), which are not read; save numbers or fixed-width strings");
+  auto bad = [&](const std::string& why) { throw DataError(where + ": dtype '" + d + "' " + why); };
+  if (d.size() >= 2 && d[1] == 'O')
+    bad("holds Python objects (pickles), which are not read; save numbers or fixed-width strings");
   if (d.size() < 3 || (d[0] != '<' && d[0] != '>' && d[0] != '|' && d[0] != '=')) bad("is not a NumPy type string");
   a.kind = d[1];
   if (std::string_view("fiubUS").find(a.kind) == std::string_view::npos) bad("is not a number or text type");

@@ -195,7 +195,8 @@ void fill_labels(Dataset& d, const NpyArray& l, const std::string& where, const 
       d.class_names.erase(std::unique(d.class_names.begin(), d.class_names.end()), d.class_names.end());
     }
     std::map<std::string, std::int32_t> index;
-    for (std::size_t c = 0; c < d.class_names.size(); ++c) index.emplace(d.class_names[c], static_cast<std::int32_t>(c));
+    for (std::size_t c = 0; c < d.class_names.size(); ++c)
+      index.emplace(d.class_names[c], static_cast<std::int32_t>(c));
     for (std::size_t r = 0; r < d.rows; ++r) {
       const auto it = index.find(text[r]);
       if (it == index.end()) {

@@ -25,8 +25,8 @@ void assign_iid(std::vector<std::uint32_t>& site_of, std::size_t sites, SeededRa
   for (std::size_t i = 0; i < order.size(); ++i) site_of[order[i]] = static_cast<std::uint32_t>(i % sites);
 }
 
-void assign_dirichlet(std::vector<std::uint32_t>& site_of, std::span<const std::int32_t> labels,
-                      std::size_t classes, double alpha, std::size_t sites, SeededRandom& rng) {
+void assign_dirichlet(std::vector<std::uint32_t>& site_of, std::span<const std::int32_t> labels, std::size_t classes,
+                      double alpha, std::size_t sites, SeededRandom& rng) {
   std::vector<std::vector<std::size_t>> by_class(classes);
   for (std::size_t i = 0; i < labels.size(); ++i) by_class[static_cast<std::size_t>(labels[i])].push_back(i);
   std::vector<std::vector<std::size_t>> rows_of(sites);
@@ -40,9 +40,9 @@ void assign_dirichlet(std::vector<std::uint32_t>& site_of, std::span<const std::
     std::size_t begin = 0;
     for (std::size_t s = 0; s < sites; ++s) {
       cumulative += p[s];
-      const std::size_t end = s + 1 == sites
-                                  ? rows.size()
-                                  : std::min(rows.size(), static_cast<std::size_t>(std::llround(cumulative * rows.size())));
+      const std::size_t end =
+          s + 1 == sites ? rows.size()
+                         : std::min(rows.size(), static_cast<std::size_t>(std::llround(cumulative * rows.size())));
       for (std::size_t k = begin; k < std::max(begin, end); ++k) rows_of[s].push_back(rows[k]);
       begin = std::max(begin, end);
     }

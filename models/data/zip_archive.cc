@@ -30,7 +30,8 @@ void ZipArchive::Close::operator()(zip* archive) const {
 ZipArchive::ZipArchive(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path_, ec)) {
-    throw DataError(path_ + ": cannot open: " + (std::filesystem::exists(path_, ec) ? "not a regular file" : "no such file"));
+    throw DataError(path_ +
+                    ": cannot open: " + (std::filesystem::exists(path_, ec) ? "not a regular file" : "no such file"));
   }
   int code = 0;
   archive_.reset(zip_open(path_.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
@@ -41,8 +42,8 @@ ZipArchive::ZipArchive(std::string path) : path_(std::move(path)) {
   for (zip_int64_t i = 0; i < entries; ++i) {
     const char* name = zip_get_name(archive_.get(), static_cast<zip_uint64_t>(i), 0);
     if (name == nullptr) {
-      throw DataError(path_ + ": entry " + std::to_string(i) + " has no readable name: " +
-                      zip_strerror(archive_.get()));
+      throw DataError(path_ + ": entry " + std::to_string(i) +
+                      " has no readable name: " + zip_strerror(archive_.get()));
     }
     names_.emplace_back(name);
   }
@@ -72,8 +73,8 @@ std::string ZipArchive::read(const std::string& name) const {
     throw DataError(where + ": announces " + std::to_string(st.size) + " bytes but holds only " +
                     std::to_string(st.comp_size) + " compressed bytes");
   }
-  std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(archive_.get(), static_cast<zip_uint64_t>(index), 0),
-                                                          zip_fclose);
+  std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(
+      zip_fopen_index(archive_.get(), static_cast<zip_uint64_t>(index), 0), zip_fclose);
   if (!file) throw DataError(where + ": cannot open: " + zip_strerror(archive_.get()));
   std::string content(static_cast<std::size_t>(st.size), '\0');
   std::size_t done = 0;
@@ -81,8 +82,8 @@ std::string ZipArchive::read(const std::string& name) const {
     const zip_int64_t got = zip_fread(file.get(), content.data() + done, content.size() - done);
     if (got < 0) throw DataError(where + ": cannot be read: " + zip_file_strerror(file.get()));
     if (got == 0) {
-      throw DataError(where + ": truncated: holds " + std::to_string(done) + " of the " + std::to_string(content.size()) +
-                      " bytes the archive announces");
+      throw DataError(where + ": truncated: holds " + std::to_string(done) + " of the " +
+                      std::to_string(content.size()) + " bytes the archive announces");
     }
     done += static_cast<std::size_t>(got);
   }

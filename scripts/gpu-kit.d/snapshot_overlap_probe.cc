@@ -72,7 +72,8 @@ nlohmann::json probe(const Case& c, int repeats) {
   const cudaStream_t stream = backend->stream();
   const float* params = model->parameters().data();
 
-  const double compute_ms = time_ms(stream, repeats, [&] { model->forward_backward(x.data(), labels.data(), c.batch); });
+  const double compute_ms =
+      time_ms(stream, repeats, [&] { model->forward_backward(x.data(), labels.data(), c.batch); });
   const double copy_ms = time_ms(stream, repeats, [&] {
     copy->start(params, n);
     copy->guard_writes();
@@ -99,10 +100,9 @@ nlohmann::json probe(const Case& c, int repeats) {
     if (!widths.empty()) widths += ',';
     widths += std::to_string(w);
   }
-  return {{"model", c.kind},        {"hidden_widths", widths}, {"parameters", n},
-          {"batch", c.batch},       {"compute_ms", compute_ms}, {"copy_ms", copy_ms},
-          {"both_ms", both_ms},     {"hidden", hidden},         {"overlaps", hidden >= 0.5},
-          {"snapshot_exact", same}, {"repeats", repeats}};
+  return {{"model", c.kind},           {"hidden_widths", widths}, {"parameters", n},    {"batch", c.batch},
+          {"compute_ms", compute_ms},  {"copy_ms", copy_ms},      {"both_ms", both_ms}, {"hidden", hidden},
+          {"overlaps", hidden >= 0.5}, {"snapshot_exact", same},  {"repeats", repeats}};
 }
 
 }  // namespace

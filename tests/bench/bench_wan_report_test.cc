@@ -13,8 +13,8 @@ namespace {
 
 std::string row(const std::string& algo, double sps, double acc) {
   std::ostringstream o;
-  o << R"({"algo": ")" << algo << R"(", "sites": 4, "test_accuracy": )" << acc
-    << R"(, "mean_site_accuracy": )" << acc << R"(, "seconds_per_step": )" << sps
+  o << R"({"algo": ")" << algo << R"(", "sites": 4, "test_accuracy": )" << acc << R"(, "mean_site_accuracy": )" << acc
+    << R"(, "seconds_per_step": )" << sps
     << R"(, "seconds_to_target": null, "bytes_sent_per_site": 2000000, "bytes_received_per_site": 2000000,)"
     << R"( "steps_per_site": 40, "rounds_abandoned": 0, "wall_seconds": 12})";
   return o.str();
@@ -35,8 +35,7 @@ std::string read(const std::filesystem::path& p) {
 
 }  // namespace
 
-TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differences from simulate's JSON",
-          "[bench]") {
+TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differences from simulate's JSON", "[bench]") {
   if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0) {
     WARN("SKIPPED: python3 is not installed");
     return;
@@ -48,15 +47,19 @@ TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differenc
     std::ofstream raw(dir / "raw.json");
     raw << R"({"meta": {"commit": "abc1234", "plan": "quick"}, "e1": [)"
         << record("s4-local-r0", row("local", 0.05, 0.5), "") << ","
-        << record("s4-l100-r0", row("allreduce", 0.5, 0.5) + "," + row("dts:delay=8:period=8", 0.0625, 0.5), R"(, "latency_ms": 100, "repeat": 0)")
+        << record("s4-l100-r0", row("allreduce", 0.5, 0.5) + "," + row("dts:delay=8:period=8", 0.0625, 0.5),
+                  R"(, "latency_ms": 100, "repeat": 0)")
         << "," << record("s4-local-r1", row("local", 0.05, 0.5), "") << ","
-        << record("s4-l100-r1", row("allreduce", 0.25, 0.5) + "," + row("dts:delay=8:period=8", 0.05, 0.5), R"(, "latency_ms": 100, "repeat": 1)")
+        << record("s4-l100-r1", row("allreduce", 0.25, 0.5) + "," + row("dts:delay=8:period=8", 0.05, 0.5),
+                  R"(, "latency_ms": 100, "repeat": 1)")
         << R"(], "e4": [)"
-        << record("ablation", row("allreduce", 0.1, 0.80) + "," + row("dts:delay=8:period=4:compensation=off", 0.1, 0.765), "")
+        << record("ablation",
+                  row("allreduce", 0.1, 0.80) + "," + row("dts:delay=8:period=4:compensation=off", 0.1, 0.765), "")
         << "]}";
   }
-  const std::string command = "python3 " + std::string(MERIDIAN_SOURCE_DIR) + "/bench/bench_wan.py --quick --report-only --out " +
-                              dir.string() + " --doc " + (dir / "results.md").string() + " >/dev/null 2>&1";
+  const std::string command = "python3 " + std::string(MERIDIAN_SOURCE_DIR) +
+                              "/bench/bench_wan.py --quick --report-only --out " + dir.string() + " --doc " +
+                              (dir / "results.md").string() + " >/dev/null 2>&1";
   REQUIRE(std::system(command.c_str()) == 0);
   const std::string doc = read(dir / "results.md");
   INFO(doc);

@@ -52,14 +52,16 @@ void write_npz(const fs::path& path, std::size_t rows, std::uint32_t salt) {
   for (std::size_t r = 0; r < rows; ++r) {
     const bool positive = r % 2 == 1;
     x.push_back((positive ? 1.0f : -1.0f) + static_cast<float>(noise(salt + static_cast<std::uint32_t>(r))) / 256.0f);
-    for (int f = 1; f < 4; ++f) x.push_back(static_cast<float>(noise(salt + static_cast<std::uint32_t>(r * 4 + f))) / 64.0f);
+    for (int f = 1; f < 4; ++f)
+      x.push_back(static_cast<float>(noise(salt + static_cast<std::uint32_t>(r * 4 + f))) / 64.0f);
     y.push_back(positive ? 1 : 0);
   }
   const std::string shape_x = "(" + std::to_string(rows) + ", 4)", shape_y = "(" + std::to_string(rows) + ",)";
-  meridian::testing::write_zip(path.string(),
-                               {{"x.npy", meridian::testing::npy_bytes("<f4", shape_x, meridian::testing::raw_bytes(x))},
-                                {"y.npy", meridian::testing::npy_bytes("<i8", shape_y, meridian::testing::raw_bytes(y))}},
-                               true);
+  meridian::testing::write_zip(
+      path.string(),
+      {{"x.npy", meridian::testing::npy_bytes("<f4", shape_x, meridian::testing::raw_bytes(x))},
+       {"y.npy", meridian::testing::npy_bytes("<i8", shape_y, meridian::testing::raw_bytes(y))}},
+      true);
 }
 
 nlohmann::json last_json_line(const std::string& output) {
@@ -71,8 +73,10 @@ std::string shell_path(const fs::path& p) { return "'" + p.string() + "'"; }
 
 // `meridian start` alone (--algo local) with the given data options, in `dir`/run; returns the result.
 meridian::tests::CommandOutput start_local(const fs::path& dir, const std::string& data) {
-  return run_meridian("start --name a --insecure --algo local --listen tcp://127.0.0.1:0 --metrics-address off "
-                      "--threads 1 --batch 8 --lr 0.1 --run-dir " + shell_path(dir / "run") + " " + data);
+  return run_meridian(
+      "start --name a --insecure --algo local --listen tcp://127.0.0.1:0 --metrics-address off "
+      "--threads 1 --batch 8 --lr 0.1 --run-dir " +
+      shell_path(dir / "run") + " " + data);
 }
 
 }  // namespace
@@ -81,8 +85,8 @@ TEST_CASE("train reads a PNG image folder named by --train and --test and report
   TempDir dir;
   write_image_folder(dir.path() / "train", 24, 1);
   write_image_folder(dir.path() / "test", 8, 9000);
-  const auto r = run_meridian("train --train " + shell_path(dir.path() / "train") + " --test " + shell_path(dir.path() / "test") +
-                              " --model logreg --epochs 8 --batch 8 --lr 0.1 --json");
+  const auto r = run_meridian("train --train " + shell_path(dir.path() / "train") + " --test " +
+                              shell_path(dir.path() / "test") + " --model logreg --epochs 8 --batch 8 --lr 0.1 --json");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto result = last_json_line(r.output);
@@ -105,7 +109,8 @@ TEST_CASE("train reads an .npz pair, and without --test reports that there is no
   CHECK(result["test_samples"] == 32);
   CHECK(result["test_accuracy"].get<double>() >= 0.9);
 
-  const auto alone = run_meridian("train --train " + shell_path(dir.path() / "train.npz") + " --model logreg --epochs 1");
+  const auto alone =
+      run_meridian("train --train " + shell_path(dir.path() / "train.npz") + " --model logreg --epochs 1");
   INFO(alone.output);
   CHECK(alone.exit_code == 0);
   CHECK(alone.output.find("no test accuracy: no --test given") != std::string::npos);
@@ -115,8 +120,8 @@ TEST_CASE("a class list naming a class the data lacks is accepted by train, star
   TempDir dir;
   write_image_folder(dir.path() / "train", 16, 1);
   write_image_folder(dir.path() / "test", 8, 9000);
-  const std::string data = "--train " + shell_path(dir.path() / "train") + " --test " + shell_path(dir.path() / "test") +
-                           " --classes bright,dark,grey";
+  const std::string data = "--train " + shell_path(dir.path() / "train") + " --test " +
+                           shell_path(dir.path() / "test") + " --classes bright,dark,grey";
   const auto trained = run_meridian("train " + data + " --model logreg --epochs 3 --batch 8 --json");
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
@@ -185,9 +190,11 @@ TEST_CASE("simulate hands --train, --test and --classes to every site, which spl
   write_npz(dir.path() / "train.npz", 64, 1);
   write_npz(dir.path() / "test.npz", 32, 5000);
   const fs::path out = dir.path() / "sim";
-  const auto r = run_meridian("simulate --sites 2 --algo local --insecure --model logreg --epochs 4 --batch 8 "
-                              "--eval-every 4 --train " + shell_path(dir.path() / "train.npz") + " --test " +
-                              shell_path(dir.path() / "test.npz") + " --classes 0,1 --out " + shell_path(out) + " --json");
+  const auto r = run_meridian(
+      "simulate --sites 2 --algo local --insecure --model logreg --epochs 4 --batch 8 "
+      "--eval-every 4 --train " +
+      shell_path(dir.path() / "train.npz") + " --test " + shell_path(dir.path() / "test.npz") +
+      " --classes 0,1 --out " + shell_path(out) + " --json");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   for (const char* site : {"site-0", "site-1"}) {
@@ -210,7 +217,8 @@ TEST_CASE("start trains on an image folder with --augment crop and flip", "[cli]
   write_image_folder(dir.path() / "train", 16, 1);
   write_image_folder(dir.path() / "test", 8, 9000);
   const auto r = start_local(dir.path(), "--train " + shell_path(dir.path() / "train") + " --test " +
-                                             shell_path(dir.path() / "test") + " --augment crop:2,flip --epochs 10 --model logreg");
+                                             shell_path(dir.path() / "test") +
+                                             " --augment crop:2,flip --epochs 10 --model logreg");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   std::ifstream result_file(dir.path() / "run" / "result.json");

@@ -62,7 +62,8 @@ std::vector<std::string> shell_words(const std::string& line) {
       in_word = false;
       continue;
     }
-    if (!in_word && (c == '#' || c == '&' || c == ';' || c == '>' || (c == '2' && i + 1 < line.size() && line[i + 1] == '>')))
+    if (!in_word &&
+        (c == '#' || c == '&' || c == ';' || c == '>' || (c == '2' && i + 1 < line.size() && line[i + 1] == '>')))
       break;
     if (!in_word && c == '|' && (i + 1 >= line.size() || std::isspace(static_cast<unsigned char>(line[i + 1])))) break;
     word += c;
@@ -240,8 +241,10 @@ TEST_CASE("the check path refuses what the configuration refuses, naming the opt
   CHECK_THAT(error_of({"init", "--name", "a", "--grid", "2by2"}), Catch::Contains("--grid"));
   CHECK_THAT(error_of({"start", "--no-such-flag"}), Catch::Contains("no-such-flag"));
   CHECK(error_of({"simulate", "--sites", "4", "--algo", "dsync:grid=2x2", "--insecure"}).empty());
-  CHECK(shell_words("meridian start --config a.toml   # comment") == std::vector<std::string>{"meridian", "start", "--config", "a.toml"});
-  CHECK(shell_words("meridian simulate --json > out.json") == std::vector<std::string>{"meridian", "simulate", "--json"});
+  CHECK(shell_words("meridian start --config a.toml   # comment") ==
+        std::vector<std::string>{"meridian", "start", "--config", "a.toml"});
+  CHECK(shell_words("meridian simulate --json > out.json") ==
+        std::vector<std::string>{"meridian", "simulate", "--json"});
   CHECK(is_placeholder("FILE"));
   CHECK(is_placeholder("mlp|cnn"));
   CHECK_FALSE(is_placeholder("--algo"));

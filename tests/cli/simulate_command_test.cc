@@ -60,8 +60,9 @@ Result run_with_fake_sites(const char* mode, const std::string& args) {
 }  // namespace
 
 TEST_CASE("simulate rejects bad arguments with messages that name the option", "[cli][simulate]") {
-  const Result r = run("simulate --sites 0 --algo sgp,fedavg --wan world5 --partition dirichlet:-1 --target-accuracy 80"
-                       " --heartbeat-timeout 0.2");
+  const Result r =
+      run("simulate --sites 0 --algo sgp,fedavg --wan world5 --partition dirichlet:-1 --target-accuracy 80"
+          " --heartbeat-timeout 0.2");
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("--sites: 0 is not in 1..64") != std::string::npos);
   CHECK(r.output.find("'fedavg' is not one of") != std::string::npos);
@@ -77,12 +78,12 @@ TEST_CASE("simulate rejects bad arguments with messages that name the option", "
   CHECK(help.output.find("--site-program") == std::string::npos);  // a test seam, not for users
 }
 
-TEST_CASE("simulate collects every site's progress and result into the table, CSV files and plot",
-          "[cli][simulate]") {
+TEST_CASE("simulate collects every site's progress and result into the table, CSV files and plot", "[cli][simulate]") {
   meridian::testing::TempDir dir;
-  const Result r = run("simulate --sites 3 --algo local,sgp --wan world4 --target-accuracy 0.75"
-                       " --heartbeat-interval 1 --heartbeat-timeout 15 --out " +
-                       dir.path().string() + " --site-program " + kFakeSite);
+  const Result r =
+      run("simulate --sites 3 --algo local,sgp --wan world4 --target-accuracy 0.75"
+          " --heartbeat-interval 1 --heartbeat-timeout 15 --out " +
+          dir.path().string() + " --site-program " + kFakeSite);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // Fake accuracies (fake_site.sh): site i reports 0.6i, 0.7i, 0.8i; its own final model 0.8i.
@@ -115,8 +116,9 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
       const std::string config = read_file(site / "site.toml");
       CHECK(config.find("algo = \"" + std::string(algo) + "\"") != std::string::npos);
       CHECK(config.find("site-index = " + std::to_string(i)) != std::string::npos);
-      CHECK(config.find(std::string("region = \"") + (i == 0 ? "oregon" : i == 1 ? "ohio" : "london")) !=
-            std::string::npos);
+      CHECK(config.find(std::string("region = \"") + (i == 0   ? "oregon"
+                                                      : i == 1 ? "ohio"
+                                                               : "london")) != std::string::npos);
       CHECK(config.find("metrics-address = \"off\"") != std::string::npos);
       CHECK(config.find("heartbeat-interval = 1.0\n") != std::string::npos);
       CHECK(config.find("heartbeat-timeout = 15.0\n") != std::string::npos);
@@ -138,7 +140,8 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
 
 TEST_CASE("simulate stops every site when one fails and shows that site's log", "[cli][simulate]") {
   meridian::testing::TempDir dir;
-  const Result failed = run_with_fake_sites("fail", "simulate --sites 3 --algo sgp --insecure --out " + dir.path().string());
+  const Result failed =
+      run_with_fake_sites("fail", "simulate --sites 3 --algo sgp --insecure --out " + dir.path().string());
   INFO(failed.output);
   CHECK(failed.exit_code == 1);
   CHECK(failed.output.find("sgp: site-1 exited with status 3") != std::string::npos);
@@ -155,8 +158,10 @@ TEST_CASE("--stop-at-target stops the sites once every one has reached the targe
           "[cli][simulate]") {
   meridian::testing::TempDir dir;
   // The fake sites never end on their own (fake_site.sh, mode target): only the stop ends them.
-  const Result r = run_with_fake_sites("target", "simulate --sites 3 --algo sgp --insecure --json --target-accuracy 0.75 "
-                                                 "--stop-at-target --timeout 120 --out " + dir.path().string());
+  const Result r = run_with_fake_sites("target",
+                                       "simulate --sites 3 --algo sgp --insecure --json --target-accuracy 0.75 "
+                                       "--stop-at-target --timeout 120 --out " +
+                                           dir.path().string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("sgp: every site reached 75.0%; stopping 3 site(s)") != std::string::npos);
@@ -170,8 +175,10 @@ TEST_CASE("--stop-at-target stops the sites once every one has reached the targe
   CHECK(lines_of(read_file(dir.path() / "results.csv"))[1].ends_with(",1"));
 
   // Below the target the run is not stopped: a site that never reaches it keeps its algorithm running.
-  const Result below = run_with_fake_sites("target", "simulate --sites 2 --algo sgp --insecure --target-accuracy 0.9 "
-                                                     "--stop-at-target --timeout 3 --out " + dir.path().string());
+  const Result below = run_with_fake_sites("target",
+                                           "simulate --sites 2 --algo sgp --insecure --target-accuracy 0.9 "
+                                           "--stop-at-target --timeout 3 --out " +
+                                               dir.path().string());
   INFO(below.output);
   CHECK(below.exit_code == 1);
   CHECK(below.output.find("still running after --timeout") != std::string::npos);
@@ -218,9 +225,10 @@ TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-M
   meridian::testing::TempDir dir;
   // Logistic regression, a tenth of an epoch (46 steps of 64 per site): seconds, not minutes. Secure
   // (the default), with a small emulated latency so the WAN path is on.
-  const Result r = run("simulate --sites 2 --algo local,allreduce --model logreg --epochs 0.1 --lr 0.1 "
-                       "--eval-every 15 --target-accuracy 0.5 --wan latency=2ms --timeout 120 --out " +
-                       dir.path().string());
+  const Result r =
+      run("simulate --sites 2 --algo local,allreduce --model logreg --epochs 0.1 --lr 0.1 "
+          "--eval-every 15 --target-accuracy 0.5 --wan latency=2ms --timeout 120 --out " +
+          dir.path().string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto table = r.output.substr(r.output.find("\nalgorithm ") + 1);
@@ -254,8 +262,10 @@ TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-M
   CHECK(std::stod(allreduce[7]) > std::stod(fields(results[1])[7]));
 
   const auto curves = lines_of(read_file(dir.path() / "curves.csv"));
-  CHECK(std::count_if(curves.begin(), curves.end(), [](const std::string& l) { return l.find(",local,") != std::string::npos; }) >= 2);
-  CHECK(std::count_if(curves.begin(), curves.end(), [](const std::string& l) { return l.find(",allreduce,") != std::string::npos; }) >= 2);
+  CHECK(std::count_if(curves.begin(), curves.end(),
+                      [](const std::string& l) { return l.find(",local,") != std::string::npos; }) >= 2);
+  CHECK(std::count_if(curves.begin(), curves.end(),
+                      [](const std::string& l) { return l.find(",allreduce,") != std::string::npos; }) >= 2);
   const std::string svg = read_file(dir.path() / "accuracy.svg");
   CHECK(svg.find("<polyline") != std::string::npos);
   CHECK(svg.find("averaged model</title>") != std::string::npos);

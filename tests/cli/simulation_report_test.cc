@@ -230,7 +230,8 @@ TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are
   {
     std::ofstream out(file);
     out << R"({"time": 1.5, "site": "site-0", "step": 10, "epoch": 0, "train_loss": 0.5, "test_accuracy": 0.75,)"
-        << R"( "bytes_sent": 10, "bytes_received": 20})" << "\n"
+        << R"( "bytes_sent": 10, "bytes_received": 20})"
+        << "\n"
         << R"({"time": 2.5, "site": "site-0", "step": 20, "epoch": 1, "train_loss": null, "test_accuracy": null,)";
   }
   auto first = follower.read_new();
@@ -241,7 +242,8 @@ TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are
   CHECK(first[0].bytes_received == 20);
   {
     std::ofstream out(file, std::ios::app);
-    out << R"( "bytes_sent": 30, "bytes_received": 40, "eval_seconds": 0.25})" << "\n";
+    out << R"( "bytes_sent": 30, "bytes_received": 40, "eval_seconds": 0.25})"
+        << "\n";
   }
   auto second = follower.read_new();
   REQUIRE(second.size() == 1);
@@ -253,7 +255,8 @@ TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are
   {
     std::ofstream out(file, std::ios::app);
     out << R"({"time": 3, "site": "site-0", "step": 30, "epoch": 1, "train_loss": 0.1, "test_accuracy": 7,)"
-        << R"( "bytes_sent": 1, "bytes_received": 1})" << "\n";
+        << R"( "bytes_sent": 1, "bytes_received": 1})"
+        << "\n";
   }
   try {
     follower.read_new();
@@ -309,7 +312,8 @@ TEST_CASE("simulation options are checked before anything starts", "[cli][simula
   o.target_accuracy = 80;
   const auto problems = simulation_problems(o);
   const auto has = [&](const std::string& text) {
-    return std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.find(text) != std::string::npos; });
+    return std::any_of(problems.begin(), problems.end(),
+                       [&](const std::string& p) { return p.find(text) != std::string::npos; });
   };
   CHECK(has("--sites: 0 is not in 1..64"));
   CHECK(has("'sgp' is listed twice"));
@@ -363,7 +367,8 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
   CHECK(config.compression == "topk:0.05");
   CHECK(config.compensation == "off");
   CHECK(config.delay == 8);
-  apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config, false, false, error);
+  apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config, false,
+                          false, error);
   CHECK(error.empty());
   CHECK(config.exchange == "direct");
   CHECK_THAT(parse_algorithm_variant("dts:compression=fp16:0.05").error, Catch::Contains("not KNOB=VALUE"));
@@ -377,7 +382,8 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
   o.algos = {"dts:delay=4", "dts:delay=-1", "sgp:tau=x"};
   const auto problems = simulation_problems(o);
   const auto has = [&](const std::string& text) {
-    return std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.find(text) != std::string::npos; });
+    return std::any_of(problems.begin(), problems.end(),
+                       [&](const std::string& p) { return p.find(text) != std::string::npos; });
   };
   CHECK(has("--delay"));  // site_config_problems on the entry's own value
   CHECK(has("'sgp:tau=x'"));

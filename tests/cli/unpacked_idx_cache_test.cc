@@ -20,7 +20,9 @@ const char* const kStems[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyt
                               "t10k-labels-idx1-ubyte"};
 
 // The content stands in for IDX bytes: the cache copies whatever the gzip holds.
-std::string content_of(const std::string& stem, int version) { return stem + " bytes, version " + std::to_string(version); }
+std::string content_of(const std::string& stem, int version) {
+  return stem + " bytes, version " + std::to_string(version);
+}
 
 void write_sources(const ScratchDir& dir, int version) {
   for (const char* stem : kStems) dir.write(std::string(stem) + ".gz", gzip_bytes(content_of(stem, version)));

@@ -306,7 +306,8 @@ TEST_CASE("CUDA optimizer updates and mixing primitives match the CPU", "[cuda][
     std::vector<float> w = w0, m = m0, v = v0;
     auto d_w = upload(w0, gpu), d_m = upload(m0, gpu), d_v = upload(v0, gpu);
     for (int t = 1; t <= 3; ++t) {
-      const float c1 = 1.0f - std::pow(0.9f, static_cast<float>(t)), c2 = 1.0f - std::pow(0.999f, static_cast<float>(t));
+      const float c1 = 1.0f - std::pow(0.9f, static_cast<float>(t)),
+                  c2 = 1.0f - std::pow(0.999f, static_cast<float>(t));
       cpu.adam_update(n, w.data(), m.data(), v.data(), g.data(), 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, c1, c2);
       gpu.adam_update(n, d_w.data(), d_m.data(), d_v.data(), d_g.data(), 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, c1, c2);
     }

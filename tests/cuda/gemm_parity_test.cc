@@ -19,12 +19,15 @@
 using namespace meridian::cuda;
 
 TEST_CASE("gemm rejects bad sizes before touching the device", "[cuda][gemm]") {
-  CHECK_THROWS_AS(gemm(nullptr, Transpose::kNo, Transpose::kNo, -1, 2, 2, 1.0f, nullptr, 2, nullptr, 2, 0.0f, nullptr, 2),
-                  std::invalid_argument);
-  CHECK_THROWS_WITH(gemm(nullptr, Transpose::kNo, Transpose::kNo, 2, 3, 4, 1.0f, nullptr, 3, nullptr, 3, 0.0f, nullptr, 3),
-                    "gemm: lda = 3 is smaller than a row of 4 elements");
-  CHECK_THROWS_WITH(gemm(nullptr, Transpose::kYes, Transpose::kNo, 2, 3, 4, 1.0f, nullptr, 2, nullptr, 3, 0.0f, nullptr, 2),
-                    "gemm: ldc = 2 is smaller than a row of 3 elements");
+  CHECK_THROWS_AS(
+      gemm(nullptr, Transpose::kNo, Transpose::kNo, -1, 2, 2, 1.0f, nullptr, 2, nullptr, 2, 0.0f, nullptr, 2),
+      std::invalid_argument);
+  CHECK_THROWS_WITH(
+      gemm(nullptr, Transpose::kNo, Transpose::kNo, 2, 3, 4, 1.0f, nullptr, 3, nullptr, 3, 0.0f, nullptr, 3),
+      "gemm: lda = 3 is smaller than a row of 4 elements");
+  CHECK_THROWS_WITH(
+      gemm(nullptr, Transpose::kYes, Transpose::kNo, 2, 3, 4, 1.0f, nullptr, 2, nullptr, 3, 0.0f, nullptr, 2),
+      "gemm: ldc = 2 is smaller than a row of 3 elements");
   // An empty product enqueues nothing.
   CHECK_NOTHROW(gemm(nullptr, Transpose::kNo, Transpose::kNo, 0, 3, 4, 1.0f, nullptr, 4, nullptr, 3, 0.0f, nullptr, 3));
 }
@@ -37,14 +40,17 @@ TEST_CASE("row-major cuBLAS gemm matches the CPU reference", "[cuda][gemm][parit
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   constexpr double u = 1.0 / (1 << 24);
 
-  for (const auto [m, n, k] : {std::array{1, 1, 1}, std::array{7, 13, 29}, std::array{64, 10, 784}, std::array{33, 65, 130}}) {
+  for (const auto [m, n, k] :
+       {std::array{1, 1, 1}, std::array{7, 13, 29}, std::array{64, 10, 784}, std::array{33, 65, 130}}) {
     for (const Transpose ta : {Transpose::kNo, Transpose::kYes}) {
       for (const Transpose tb : {Transpose::kNo, Transpose::kYes}) {
         const bool at = ta == Transpose::kYes, bt = tb == Transpose::kYes;
         INFO("m=" << m << " n=" << n << " k=" << k << " transA=" << at << " transB=" << bt);
         const int lda = at ? m : k, ldb = bt ? k : n, ldc = n;
-        std::vector<float> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(k) * n), c(static_cast<std::size_t>(m) * n);
-        for (auto* v : {&a, &b, &c}) for (float& x : *v) x = uniform(rng);
+        std::vector<float> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(k) * n),
+            c(static_cast<std::size_t>(m) * n);
+        for (auto* v : {&a, &b, &c})
+          for (float& x : *v) x = uniform(rng);
         const float alpha = 0.75f, beta = -0.5f;
 
         DeviceBuffer<float> da(a.size()), db(b.size()), dc(c.size());

@@ -64,7 +64,8 @@ std::vector<float> download(CudaBackend& gpu, const float* device, std::size_t n
   return host;
 }
 
-void check_close(const std::vector<float>& cpu, const std::vector<float>& gpu, double relative, const std::string& what) {
+void check_close(const std::vector<float>& cpu, const std::vector<float>& gpu, double relative,
+                 const std::string& what) {
   REQUIRE(cpu.size() == gpu.size());
   std::size_t bad = 0;
   double worst = 0.0;
@@ -131,8 +132,11 @@ TEST_CASE("batch norm and group norm on the GPU match the CPU in training and ev
   for (const bool training : {true, false}) {
     INFO((training ? "training" : "evaluation"));
     check_layer([] { return std::make_unique<BatchNorm>(Shape{16, 7, 7}); }, 4, training, 1e-4, "batch_norm2d");
-    check_layer([] { return std::make_unique<BatchNorm>(Shape{33, 1, 1}, 0.3f, 1e-3f); }, 5, training, 1e-4,
-                "batch_norm1d");
+    check_layer(
+        [] {
+          return std::make_unique<BatchNorm>(Shape{33, 1, 1}, 0.3f, 1e-3f);
+        },
+        5, training, 1e-4, "batch_norm1d");
   }
   check_layer([] { return std::make_unique<GroupNorm>(Shape{8, 5, 5}, 4); }, 3, true, 1e-4, "group_norm");
 }
@@ -152,8 +156,11 @@ TEST_CASE("residual blocks on the GPU match the CPU", "[cuda][parity][layers]") 
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   check_layer([] { return make_basic_block(Shape{8, 10, 10}, 8, 1); }, 3, true, 1e-4, "identity basic block");
   check_layer([] { return make_basic_block(Shape{8, 10, 10}, 16, 2); }, 3, true, 1e-4, "projection basic block");
-  check_layer([] { return make_basic_block(Shape{8, 10, 10}, 16, 2); }, 3, false, 1e-4,
-              "projection basic block (evaluation)");
+  check_layer(
+      [] {
+        return make_basic_block(Shape{8, 10, 10}, 16, 2);
+      },
+      3, false, 1e-4, "projection basic block (evaluation)");
 }
 
 TEST_CASE("a training step of resnet8 and mlp-bn on the GPU matches the CPU, running statistics included",

@@ -72,7 +72,8 @@ std::vector<float> download(CudaBackend& gpu, const float* device, std::size_t n
   return host;
 }
 
-void check_close(const std::vector<float>& cpu, const std::vector<float>& gpu, double relative, const std::string& what) {
+void check_close(const std::vector<float>& cpu, const std::vector<float>& gpu, double relative,
+                 const std::string& what) {
   REQUIRE(cpu.size() == gpu.size());
   std::size_t bad = 0;
   double worst = 0.0;
@@ -153,12 +154,21 @@ Step train(const std::string& kind, OptimizerKind optimizer, std::shared_ptr<Bac
 
 TEST_CASE("cuDNN convolution layers equal the CPU's im2col + GEMM within the GEMM bound", "[cuda][parity][layers]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
-  check_layer([] { return std::make_unique<Conv2d>(Shape{1, 28, 28}, 6, 5, 1, 2, InitScheme::he); }, 4, 1e-4,
-              "conv2d(1->6,k5,p2)");
-  check_layer([] { return std::make_unique<Conv2d>(Shape{6, 14, 14}, 16, 5, 1, 0, InitScheme::he); }, 3, 1e-4,
-              "conv2d(6->16,k5)");
-  check_layer([] { return std::make_unique<Conv2d>(Shape{3, 9, 7}, 4, 3, 2, 1, InitScheme::he); }, 2, 1e-4,
-              "conv2d(3->4,k3,s2,p1)");
+  check_layer(
+      [] {
+        return std::make_unique<Conv2d>(Shape{1, 28, 28}, 6, 5, 1, 2, InitScheme::he);
+      },
+      4, 1e-4, "conv2d(1->6,k5,p2)");
+  check_layer(
+      [] {
+        return std::make_unique<Conv2d>(Shape{6, 14, 14}, 16, 5, 1, 0, InitScheme::he);
+      },
+      3, 1e-4, "conv2d(6->16,k5)");
+  check_layer(
+      [] {
+        return std::make_unique<Conv2d>(Shape{3, 9, 7}, 4, 3, 2, 1, InitScheme::he);
+      },
+      2, 1e-4, "conv2d(3->4,k3,s2,p1)");
 }
 
 TEST_CASE("cuDNN max pooling equals the CPU's exactly on tie-free inputs", "[cuda][parity][layers]") {

@@ -43,8 +43,10 @@ TEST_CASE("without a device every owner fails with cuda::Error naming where", "[
   CHECK_THAT(error_of([] { Event e; }), Catch::Contains("cuda/event.cc:") && Catch::Contains("cudaEventCreate"));
   CHECK_THAT(error_of([] { DeviceBuffer<float> b(16); }), Catch::Contains("cudaMalloc"));
   CHECK_THAT(error_of([] { PinnedBuffer<float> b(16); }), Catch::Contains("cudaMallocHost"));
-  CHECK_THAT(error_of([] { BlasHandle h(nullptr); }), Catch::Contains("cuda/blas_handle.cc:") && Catch::Contains("cublasCreate"));
-  CHECK_THAT(error_of([] { DnnHandle h(nullptr); }), Catch::Contains("cuda/dnn_handle.cc:") && Catch::Contains("cudnnCreate"));
+  CHECK_THAT(error_of([] { BlasHandle h(nullptr); }),
+             Catch::Contains("cuda/blas_handle.cc:") && Catch::Contains("cublasCreate"));
+  CHECK_THAT(error_of([] { DnnHandle h(nullptr); }),
+             Catch::Contains("cuda/dnn_handle.cc:") && Catch::Contains("cudnnCreate"));
   CHECK_THAT(error_of([] { ParameterSnapshot s(16); }), Catch::Contains("cudaMallocHost"));
   // Empty buffers allocate nothing, so they exist even without a device.
   DeviceBuffer<float> empty(0);

@@ -6,11 +6,11 @@
 
 #include "models/device.h"
 
-#define MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE()                                          \
-  do {                                                                               \
+#define MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE()                                              \
+  do {                                                                                   \
     const ::meridian::models::CudaAvailability cuda_ = ::meridian::models::probe_cuda(); \
-    if (cuda_.device_count == 0) {                                                   \
-      WARN("SKIPPED: no CUDA device: " << cuda_.reason);                             \
-      return;                                                                        \
-    }                                                                                \
+    if (cuda_.device_count == 0) {                                                       \
+      WARN("SKIPPED: no CUDA device: " << cuda_.reason);                                 \
+      return;                                                                            \
+    }                                                                                    \
   } while (false)

@@ -99,8 +99,7 @@ struct BackendTrainer {
 
 }  // namespace
 
-TEST_CASE("sgp's device-side trainer matches gossip::PushSum bit for bit on the CPU backend",
-          "[daemon][sgp][mixing]") {
+TEST_CASE("sgp's device-side trainer matches gossip::PushSum bit for bit on the CPU backend", "[daemon][sgp][mixing]") {
   const std::size_t sites = 4, steps = 12;
   std::mt19937 rng(5);
   std::vector<std::vector<float>> start(sites, std::vector<float>(8));

@@ -99,11 +99,33 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
     WARN("SKIPPED: cannot mount a tmpfs here: " << mount.error());
     return;
   }
-  SiteProcess site(dir.path() / "run",
-                   {"--name", "solo", "--insecure", "--listen", "tcp://127.0.0.1:0", "--metrics-address", "127.0.0.1:0",
-                    "--threads", "1", "--algo", "local", "--model", "mlp", "--widths", "64", "--epochs", "5",
-                    "--eval-every", "100000", "--checkpoint-dir", checkpoints.string(), "--checkpoint-interval", "0.2",
-                    "--checkpoint-keep", "1", "--seed", "5"});
+  SiteProcess site(dir.path() / "run", {"--name",
+                                        "solo",
+                                        "--insecure",
+                                        "--listen",
+                                        "tcp://127.0.0.1:0",
+                                        "--metrics-address",
+                                        "127.0.0.1:0",
+                                        "--threads",
+                                        "1",
+                                        "--algo",
+                                        "local",
+                                        "--model",
+                                        "mlp",
+                                        "--widths",
+                                        "64",
+                                        "--epochs",
+                                        "5",
+                                        "--eval-every",
+                                        "100000",
+                                        "--checkpoint-dir",
+                                        checkpoints.string(),
+                                        "--checkpoint-interval",
+                                        "0.2",
+                                        "--checkpoint-keep",
+                                        "1",
+                                        "--seed",
+                                        "5"});
   std::smatch m;
   std::string log;
   REQUIRE(eventually([&] {
@@ -152,12 +174,14 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
 
 TEST_CASE("a checkpoint directory that turns read-only mid-run: clear error, training goes on, old checkpoint intact",
           "[daemon][checkpoint][storage]") {
-  run_with_failing_storage("4m", [](TmpfsMount& mount) { return mount.make_read_only(); }, "Read-only file system");
+  run_with_failing_storage(
+      "4m", [](TmpfsMount& mount) { return mount.make_read_only(); }, "Read-only file system");
 }
 
 TEST_CASE("a checkpoint disk that fills up mid-run: clear error, training goes on, no partial checkpoint",
           "[daemon][checkpoint][storage]") {
   // One checkpoint of this model (about 400 KB: parameters and momentum) fits, a second beside it does not:
   // rotation removes the old one only after the new one is complete, so every later write runs out of space.
-  run_with_failing_storage("600k", [](TmpfsMount&) { return true; }, "No space left on device");
+  run_with_failing_storage(
+      "600k", [](TmpfsMount&) { return true; }, "No space left on device");
 }

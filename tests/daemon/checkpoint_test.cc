@@ -110,8 +110,7 @@ TEST_CASE("a single-bit flip in any byte of a checkpoint is detected", "[daemon]
   }
 }
 
-TEST_CASE("corrupt checkpoints are rejected with a message naming the file and the problem",
-          "[daemon][checkpoint]") {
+TEST_CASE("corrupt checkpoints are rejected with a message naming the file and the problem", "[daemon][checkpoint]") {
   TempDir tmp;
   const auto file = tmp.path() / "cp.mrdn";
   REQUIRE_FALSE(write_checkpoint_file(file, sample(3, 100).view()));
@@ -182,8 +181,7 @@ TEST_CASE("the store keeps the newest K checkpoints and loads the newest", "[dae
   CHECK(store.list().size() == 3);
 }
 
-TEST_CASE("a corrupt or truncated newest checkpoint is reported and the previous one used",
-          "[daemon][checkpoint]") {
+TEST_CASE("a corrupt or truncated newest checkpoint is reported and the previous one used", "[daemon][checkpoint]") {
   TempDir tmp;
   CheckpointStore store(tmp.path(), 5);
   for (std::uint64_t step : {1, 2, 3}) REQUIRE(store.write(sample(step).view()).ok);
@@ -201,10 +199,9 @@ TEST_CASE("a corrupt or truncated newest checkpoint is reported and the previous
   CHECK(loaded.checkpoint->step == 1);
   CHECK(loaded.file == store.path_for_step(1));
   REQUIRE(loaded.skipped.size() == 2);
-  CHECK_THAT(loaded.skipped[0], Catch::Matchers::Contains(newest.string()) &&
-                                    Catch::Matchers::Contains("truncated"));
-  CHECK_THAT(loaded.skipped[1], Catch::Matchers::Contains(middle.string()) &&
-                                    Catch::Matchers::Contains("checksum mismatch"));
+  CHECK_THAT(loaded.skipped[0], Catch::Matchers::Contains(newest.string()) && Catch::Matchers::Contains("truncated"));
+  CHECK_THAT(loaded.skipped[1],
+             Catch::Matchers::Contains(middle.string()) && Catch::Matchers::Contains("checksum mismatch"));
 
   // When the model changed, every checkpoint of the old model is passed over with the reason.
   const auto other = store.load_newest(std::string("logreg:784-10"));
@@ -213,16 +210,15 @@ TEST_CASE("a corrupt or truncated newest checkpoint is reported and the previous
   CHECK_THAT(other.skipped[2], Catch::Matchers::Contains("does not match this model"));
 }
 
-TEST_CASE("an unwritable checkpoint directory gives a clear error and does not throw",
-          "[daemon][checkpoint]") {
+TEST_CASE("an unwritable checkpoint directory gives a clear error and does not throw", "[daemon][checkpoint]") {
   TempDir tmp;
   // A directory under a regular file cannot be created, even by root.
   std::ofstream(tmp.path() / "plain-file") << "not a directory";
   CheckpointStore store(tmp.path() / "plain-file" / "ckpt", 2);
   const auto status = store.write(sample(1).view());
   CHECK_FALSE(status.ok);
-  CHECK_THAT(status.error, Catch::Matchers::Contains("plain-file/ckpt") &&
-                               Catch::Matchers::Contains("Not a directory"));
+  CHECK_THAT(status.error,
+             Catch::Matchers::Contains("plain-file/ckpt") && Catch::Matchers::Contains("Not a directory"));
   CHECK_FALSE(store.load_newest().checkpoint);
 }
 
@@ -238,8 +234,8 @@ TEST_CASE("a write that fails midway (disk full) leaves no partial file and keep
   // The small checkpoints fit under the limit; the big one fails part-way through its parameters.
   with_file_size_limit(64 * 1024, [&] { status = store.write(sample(3, 100000).view()); });
   CHECK_FALSE(status.ok);
-  CHECK_THAT(status.error, Catch::Matchers::Contains(store.path_for_step(3).string()) &&
-                               Catch::Matchers::Contains("write"));
+  CHECK_THAT(status.error,
+             Catch::Matchers::Contains(store.path_for_step(3).string()) && Catch::Matchers::Contains("write"));
   CHECK(store.list() == before);
   // No temporary file is left behind either: only the two good checkpoints remain.
   CHECK(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()) == 2);

@@ -167,7 +167,8 @@ TEST_CASE("a client talks to a server polled by another thread", "[daemon][contr
 
     // A handler that throws becomes an error reply; the server keeps serving.
     daemon.fail_status = true;
-    CHECK_THROWS_WITH(client.status(), Contains("the daemon says: the daemon could not answer: trainer state unavailable"));
+    CHECK_THROWS_WITH(client.status(),
+                      Contains("the daemon says: the daemon could not answer: trainer state unavailable"));
     daemon.fail_status = false;
     CHECK(client.status().step == 1200);
 
@@ -220,7 +221,8 @@ TEST_CASE("the client says clearly when no daemon is there", "[daemon][control]"
   std::ofstream(plain) << "x";
   CHECK_THROWS_WITH(ControlClient(plain).status(), Contains("is not a control socket"));
   CHECK_THROWS_WITH(ControlServer(context, plain, daemon), Contains("is not a socket"));
-  CHECK_THROWS_WITH(ControlServer(context, "/tmp/" + std::string(120, 'x'), daemon), Contains("longer than a Unix socket allows"));
+  CHECK_THROWS_WITH(ControlServer(context, "/tmp/" + std::string(120, 'x'), daemon),
+                    Contains("longer than a Unix socket allows"));
 }
 
 TEST_CASE("the reply to leave arrives even when the daemon closes the socket right after", "[daemon][control]") {

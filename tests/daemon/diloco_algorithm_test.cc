@@ -59,7 +59,8 @@ TEST_CASE("diloco is registered, picks its shape when none is given, and says it
         "(Nesterov), wire int8, exchange direct");
 }
 
-TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do not read them", "[daemon][config][diloco]") {
+TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do not read them",
+          "[daemon][config][diloco]") {
   SiteConfig c = diloco_config();
   c.period = 8;
   c.delay = 9;

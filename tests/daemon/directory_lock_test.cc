@@ -9,9 +9,9 @@
 #include "daemon/directory_lock.h"
 #include "tests/daemon/temp_dir.h"
 
+using Catch::Matchers::Contains;
 using meridian::daemon::DirectoryLock;
 using meridian::testing::TempDir;
-using Catch::Matchers::Contains;
 
 TEST_CASE("a directory is locked by one owner at a time", "[daemon][lock]") {
   TempDir tmp;

@@ -68,12 +68,36 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
   }
   std::ofstream(dir.path() / "roster.txt") << roster;
   auto args = [&](const std::string& name, int index) {
-    return std::vector<std::string>{"--name", name, "--key-dir", (dir.path() / ("keys-" + name)).string(),
-                                    "--roster", (dir.path() / "roster.txt").string(), "--listen", "tcp://127.0.0.1:0",
-                                    "--metrics-address", index == 0 ? "127.0.0.1:0" : "off", "--threads", "1",
-                                    "--site-index", std::to_string(index), "--site-count", "2", "--algo", "sgp",
-                                    "--model", "mlp", "--widths", "64", "--epochs", "4", "--eval-every", "100000",
-                                    "--round-timeout", "5", "--seed", "3"};
+    return std::vector<std::string>{"--name",
+                                    name,
+                                    "--key-dir",
+                                    (dir.path() / ("keys-" + name)).string(),
+                                    "--roster",
+                                    (dir.path() / "roster.txt").string(),
+                                    "--listen",
+                                    "tcp://127.0.0.1:0",
+                                    "--metrics-address",
+                                    index == 0 ? "127.0.0.1:0" : "off",
+                                    "--threads",
+                                    "1",
+                                    "--site-index",
+                                    std::to_string(index),
+                                    "--site-count",
+                                    "2",
+                                    "--algo",
+                                    "sgp",
+                                    "--model",
+                                    "mlp",
+                                    "--widths",
+                                    "64",
+                                    "--epochs",
+                                    "4",
+                                    "--eval-every",
+                                    "100000",
+                                    "--round-timeout",
+                                    "5",
+                                    "--seed",
+                                    "3"};
   };
   SiteProcess a(dir.path() / "a", args("a", 0));
   const std::string a_endpoint = a.endpoint();
@@ -205,7 +229,7 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
   attack("round_stale", frames(share(0), fingerprint));
   attack("round_ahead", frames(share(future * 1000), fingerprint));
   const auto valid = frames(share(future + 6), fingerprint);
-  send(valid);  // accepted once (stashed for a round the run never reaches)...
+  send(valid);                // accepted once (stashed for a round the run never reaches)...
   attack("replayed", valid);  // ...and its copy is a replay
 
   // What a failure shows: each cause's count against what was sent, and a's log.
@@ -216,12 +240,14 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
       text += cause + ": " + std::to_string(rejected(now, cause)) + " of " + std::to_string(count) + "\n";
     return text + "log of a:\n" + a.log();
   };
-  const bool all_counted = eventually([&] {
-    const auto now = scrape(port);
-    for (const auto& [cause, count] : expected)
-      if (rejected(now, cause) < count) return false;
-    return true;
-  }, std::chrono::seconds(60));
+  const bool all_counted = eventually(
+      [&] {
+        const auto now = scrape(port);
+        for (const auto& [cause, count] : expected)
+          if (rejected(now, cause) < count) return false;
+        return true;
+      },
+      std::chrono::seconds(60));
   INFO(counted());
   REQUIRE(all_counted);
   const auto after_attack = scrape(port);
@@ -243,5 +269,6 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
   CHECK(std::isfinite(checkpoint.push_sum_weight));
   CHECK(checkpoint.push_sum_weight > 0);
   CHECK(checkpoint.push_sum_weight < 4);
-  CHECK(std::all_of(checkpoint.parameters.begin(), checkpoint.parameters.end(), [](float v) { return std::isfinite(v); }));
+  CHECK(std::all_of(checkpoint.parameters.begin(), checkpoint.parameters.end(),
+                    [](float v) { return std::isfinite(v); }));
 }

@@ -33,11 +33,37 @@ fs::path write_table(const fs::path& dir, const std::string& name, const std::ve
 }
 
 std::vector<std::string> args_for(const std::string& name, int index, const fs::path& table) {
-  return {"--name", name, "--insecure", "--listen", "tcp://127.0.0.1:0", "--metrics-address", "off",
-          "--threads", "1", "--site-index", std::to_string(index), "--site-count", "2",
-          "--dataset", "csv", "--train-csv", table.string(), "--model", "mlp", "--widths", "8",
-          "--epochs", "1", "--batch", "8", "--seed", "3", "--heartbeat-interval", "0.2",
-          "--join-timeout", "600"};
+  return {"--name",
+          name,
+          "--insecure",
+          "--listen",
+          "tcp://127.0.0.1:0",
+          "--metrics-address",
+          "off",
+          "--threads",
+          "1",
+          "--site-index",
+          std::to_string(index),
+          "--site-count",
+          "2",
+          "--dataset",
+          "csv",
+          "--train-csv",
+          table.string(),
+          "--model",
+          "mlp",
+          "--widths",
+          "8",
+          "--epochs",
+          "1",
+          "--batch",
+          "8",
+          "--seed",
+          "3",
+          "--heartbeat-interval",
+          "0.2",
+          "--join-timeout",
+          "600"};
 }
 
 // `args` with each flag/value pair of `changes` set (replaced when present, added otherwise).
@@ -128,10 +154,12 @@ TEST_CASE("a site whose data names other classes is refused at join, with both c
   const auto o = join(dir.path(), args_for("alpha", 0, pets), args_for("beta", 1, fruit));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
-  CHECK(contains(o.joiner_log, "alpha refuses this site: data differs (alpha: input 2, 2 classes (cat, dog); "
-                               "this site: input 2, 2 classes (apple, pear))"));
-  CHECK(contains(o.refuser_log, "refused at join: data differs (this site: input 2, 2 classes (cat, dog); "
-                                "beta: input 2, 2 classes (apple, pear))"));
+  CHECK(contains(o.joiner_log,
+                 "alpha refuses this site: data differs (alpha: input 2, 2 classes (cat, dog); "
+                 "this site: input 2, 2 classes (apple, pear))"));
+  CHECK(contains(o.refuser_log,
+                 "refused at join: data differs (this site: input 2, 2 classes (cat, dog); "
+                 "beta: input 2, 2 classes (apple, pear))"));
 }
 
 TEST_CASE("an allreduce site with another optimizer is refused at join, with both optimizers named", "[daemon][join]") {

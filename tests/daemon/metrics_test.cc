@@ -13,8 +13,8 @@
 #include "tests/daemon/temp_dir.h"
 
 using namespace meridian::daemon;
-using meridian::testing::http_get;
 using Catch::Matchers::Contains;
+using meridian::testing::http_get;
 
 namespace {
 
@@ -112,8 +112,8 @@ TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics]
   const auto body = meridian::testing::http_body(response);
   for (const char* name :
        {"meridian_step 1200", "meridian_epoch 3", "meridian_train_loss 0.4123", "meridian_test_accuracy 0.862",
-        "meridian_samples_per_second 5400.5", "meridian_push_sum_weight 0.97", "meridian_staleness_steps 1", "meridian_peers_alive 4",
-        "meridian_rounds_abandoned_total 1", "meridian_peer_rtt_seconds{peer=\"tokyo\"} 0.2",
+        "meridian_samples_per_second 5400.5", "meridian_push_sum_weight 0.97", "meridian_staleness_steps 1",
+        "meridian_peers_alive 4", "meridian_rounds_abandoned_total 1", "meridian_peer_rtt_seconds{peer=\"tokyo\"} 0.2",
         "meridian_peer_sent_bytes_total{peer=\"tokyo\"} 1048576",
         "meridian_peer_received_bytes_total{peer=\"tokyo\"} 524288",
         "meridian_rejected_messages_total{cause=\"non_finite\"} 2", "meridian_checkpoint_age_seconds ",

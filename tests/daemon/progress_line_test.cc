@@ -7,8 +7,7 @@
 
 using namespace meridian::daemon;
 
-TEST_CASE("the progress line shows step, epoch, loss, accuracy, peers, staleness and traffic",
-          "[daemon][progress]") {
+TEST_CASE("the progress line shows step, epoch, loss, accuracy, peers, staleness and traffic", "[daemon][progress]") {
   Progress p;
   p.step = 1200;
   p.total_steps = 5000;

@@ -178,45 +178,83 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.listen = "0.0.0.0:7400"; }, "--listen: '0.0.0.0:7400' is not tcp://HOST:PORT"},
       {[](SiteConfig& c) { c.join = {"tcp://host"}; }, "--join: 'tcp://host' is not [NAME@]tcp://HOST:PORT"},
       {[](SiteConfig& c) { c.join = {"tcp://host:0"}; }, "--join: 'tcp://host:0'"},
-      {[](SiteConfig& c) { c.heartbeat_interval = 0; }, "--heartbeat-interval: must be a number of seconds from 0.001 to 3600 (e.g. 0.5)"},
-      {[](SiteConfig& c) { c.heartbeat_interval = 3601; }, "--heartbeat-interval: must be a number of seconds from 0.001 to 3600 (e.g. 0.5)"},
+      {[](SiteConfig& c) { c.heartbeat_interval = 0; },
+       "--heartbeat-interval: must be a number of seconds from 0.001 to 3600 (e.g. 0.5)"},
+      {[](SiteConfig& c) { c.heartbeat_interval = 3601; },
+       "--heartbeat-interval: must be a number of seconds from 0.001 to 3600 (e.g. 0.5)"},
       {[](SiteConfig& c) { c.heartbeat_interval = -1; }, "--heartbeat-interval: must be a number of seconds"},
-      {[](SiteConfig& c) { c.heartbeat_timeout = std::nan(""); }, "--heartbeat-timeout: must be a number of seconds from 0.001 to 86400 (e.g. 3)"},
-      {[](SiteConfig& c) { c.heartbeat_timeout = std::numeric_limits<double>::infinity(); }, "--heartbeat-timeout: must be a number of seconds"},
+      {[](SiteConfig& c) { c.heartbeat_timeout = std::nan(""); },
+       "--heartbeat-timeout: must be a number of seconds from 0.001 to 86400 (e.g. 3)"},
+      {[](SiteConfig& c) { c.heartbeat_timeout = std::numeric_limits<double>::infinity(); },
+       "--heartbeat-timeout: must be a number of seconds"},
       {[](SiteConfig& c) { c.heartbeat_timeout = 0.0004; }, "--heartbeat-timeout: must be a number of seconds"},
       {[](SiteConfig& c) { c.heartbeat_timeout = 0.5; },
-       "--heartbeat-timeout: 0.5 s must exceed --heartbeat-interval 0.5 s: make it several intervals plus the round trip "
+       "--heartbeat-timeout: 0.5 s must exceed --heartbeat-interval 0.5 s: make it several intervals plus the round "
+       "trip "
        "of the slowest link (e.g. 3)"},
-      {[](SiteConfig& c) { c.heartbeat_interval = 10; c.heartbeat_timeout = 4; }, "--heartbeat-timeout: 4 s must exceed --heartbeat-interval 10 s"},
+      {[](SiteConfig& c) {
+         c.heartbeat_interval = 10;
+         c.heartbeat_timeout = 4;
+       },
+       "--heartbeat-timeout: 4 s must exceed --heartbeat-interval 10 s"},
       // Membership counts whole milliseconds: these two are the same interval there.
-      {[](SiteConfig& c) { c.heartbeat_interval = 0.0011; c.heartbeat_timeout = 0.0012; }, "--heartbeat-timeout: 0.0012 s must exceed --heartbeat-interval 0.0011 s (by a whole millisecond at least)"},
+      {[](SiteConfig& c) {
+         c.heartbeat_interval = 0.0011;
+         c.heartbeat_timeout = 0.0012;
+       },
+       "--heartbeat-timeout: 0.0012 s must exceed --heartbeat-interval 0.0011 s (by a whole millisecond at least)"},
       {[](SiteConfig& c) { c.dataset = "cifar"; }, "--dataset: 'cifar' is not one of fashion-mnist, idx, csv"},
       {[](SiteConfig& c) { c.dataset = "csv"; }, "--train-csv: missing"},
       {[](SiteConfig& c) { c.partition = "dirichlet:0"; }, "--partition: partition \"dirichlet:0\": alpha"},
       {[](SiteConfig& c) { c.partition = "dirichlet:x"; }, "--partition: partition \"dirichlet:x\""},
-      {[](SiteConfig& c) { c.site_index = 4; c.site_count = 4; }, "--site-index: 4 is outside 0..3"},
+      {[](SiteConfig& c) {
+         c.site_index = 4;
+         c.site_count = 4;
+       },
+       "--site-index: 4 is outside 0..3"},
       {[](SiteConfig& c) { c.compensation = "on"; }, "--compensation: 'on' is not exact, no-momentum, off or local"},
-      {[](SiteConfig& c) { c.algo = "sgp"; c.compensation = "off"; }, "--compensation: applies to dts only"},
+      {[](SiteConfig& c) {
+         c.algo = "sgp";
+         c.compensation = "off";
+       },
+       "--compensation: applies to dts only"},
       {[](SiteConfig& c) { c.exchange = "mesh"; }, "--exchange: 'mesh' is not ring or direct"},
-      {[](SiteConfig& c) { c.algo = "dsync"; c.exchange = "direct"; }, "--exchange: applies to dts and diloco only"},
+      {[](SiteConfig& c) {
+         c.algo = "dsync";
+         c.exchange = "direct";
+       },
+       "--exchange: applies to dts and diloco only"},
       {[](SiteConfig& c) { c.compression = "zip"; }, "--compression: 'zip' is not none, fp16, int8 or topk:FRACTION"},
-      {[](SiteConfig& c) { c.algo = "sgp"; c.compression = "topk:0.01"; }, "--compression: top-k with error feedback applies to dts only"},
-      {[](SiteConfig& c) { c.algo = "allreduce"; c.compression = "fp16"; }, "--compression: fp16 applies to dts, sgp and diloco only"},
+      {[](SiteConfig& c) {
+         c.algo = "sgp";
+         c.compression = "topk:0.01";
+       },
+       "--compression: top-k with error feedback applies to dts only"},
+      {[](SiteConfig& c) {
+         c.algo = "allreduce";
+         c.compression = "fp16";
+       },
+       "--compression: fp16 applies to dts, sgp and diloco only"},
       {[](SiteConfig& c) { c.robust_clip = -1; }, "--robust-clip: must be 0 (off) or positive"},
       {[](SiteConfig& c) { c.robust_trim = -1; }, "--robust-trim:"},
       {[](SiteConfig& c) { c.byzantine_scale = -2; }, "--byzantine-scale: must be 0 (an honest site) or positive"},
       {[](SiteConfig& c) { c.model = "resnet"; }, "--model: 'resnet' is not one of logreg, mlp, cnn"},
       {[](SiteConfig& c) { c.widths = {}; }, "--widths: missing: the mlp needs hidden layer widths"},
-      {[](SiteConfig& c) { c.widths = {64, 0}; }, "--widths: 0 is not a positive width"},
+      {[](SiteConfig& c) {
+         c.widths = {64, 0};
+       },
+       "--widths: 0 is not a positive width"},
       {[](SiteConfig& c) { c.optimizer = "lbfgs"; }, "--optimizer: 'lbfgs' is not one of"},
       {[](SiteConfig& c) { c.lr = 0; }, "--lr: must be a positive number"},
       {[](SiteConfig& c) { c.lr = std::nan(""); }, "--lr: must be a positive number"},
-      {[](SiteConfig& c) { c.schedule = "step:2"; }, "--schedule: 'step:2' is not constant, cosine or step:EPOCHS:FACTOR"},
+      {[](SiteConfig& c) { c.schedule = "step:2"; },
+       "--schedule: 'step:2' is not constant, cosine or step:EPOCHS:FACTOR"},
       {[](SiteConfig& c) { c.momentum = 1; }, "--momentum: must be in [0, 1)"},
       {[](SiteConfig& c) { c.weight_decay = -1; }, "--weight-decay: must be 0 or positive"},
       {[](SiteConfig& c) { c.batch = 0; }, "--batch: 0 is below the minimum 1"},
       {[](SiteConfig& c) { c.epochs = -2; }, "--epochs: must be a positive number (e.g. 3 or 0.5)"},
-      {[](SiteConfig& c) { c.algo = "fedavg"; }, "--algo: 'fedavg' is not one of allreduce, dts, sgp, dsync, local, diloco"},
+      {[](SiteConfig& c) { c.algo = "fedavg"; },
+       "--algo: 'fedavg' is not one of allreduce, dts, sgp, dsync, local, diloco"},
       {[](SiteConfig& c) { c.delay = -1; }, "--delay: -1 is below the minimum 0"},
       {[](SiteConfig& c) { c.period = 0; }, "--period: 0 is below the minimum 1"},
       {[](SiteConfig& c) { c.out_peers = 0; }, "--out-peers: 0"},
@@ -224,16 +262,24 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.grid = "2by4"; }, "--grid: '2by4' is not auto or ROWSxCOLS"},
       {[](SiteConfig& c) { c.grid = "0x4"; }, "--grid: '0x4'"},
       {[](SiteConfig& c) { c.wan = "latency=120"; }, "--wan: link spec \"latency=120\": latency \"120\" needs a unit"},
-      {[](SiteConfig& c) { c.wan = "latency=1ms,bw=5mbit"; }, "--wan: link spec \"latency=1ms,bw=5mbit\": unknown field \"bw\""},
+      {[](SiteConfig& c) { c.wan = "latency=1ms,bw=5mbit"; },
+       "--wan: link spec \"latency=1ms,bw=5mbit\": unknown field \"bw\""},
       {[](SiteConfig& c) { c.wan = "bandwidth=fast"; }, "--wan: link spec \"bandwidth=fast\": bandwidth"},
       {[](SiteConfig& c) { c.wan = "loss=1"; }, "--wan: link spec \"loss=1\": loss \"1\" is outside [0, 1)"},
       {[](SiteConfig& c) { c.wan = "latency=1ms,latency=2ms"; }, "latency is given twice"},
       {[](SiteConfig& c) { c.wan = "bandwidth=0mbit"; }, "bandwidth must be > 0"},
-      {[](SiteConfig& c) { c.wan = "latency=1ms,world4"; }, "--wan: link spec \"latency=1ms,world4\": field \"world4\""},
-      {[](SiteConfig& c) { c.wan = "world4,jitter=5ms"; }, "--region: missing: name this site's region in --wan world4,jitter=5ms (regions: oregon, ohio, london, tokyo)"},
-      {[](SiteConfig& c) { c.wan = "world4"; }, "--region: missing: name this site's region in --wan world4 (regions: oregon, ohio, london, tokyo)"},
+      {[](SiteConfig& c) { c.wan = "latency=1ms,world4"; },
+       "--wan: link spec \"latency=1ms,world4\": field \"world4\""},
+      {[](SiteConfig& c) { c.wan = "world4,jitter=5ms"; },
+       "--region: missing: name this site's region in --wan world4,jitter=5ms (regions: oregon, ohio, london, tokyo)"},
+      {[](SiteConfig& c) { c.wan = "world4"; },
+       "--region: missing: name this site's region in --wan world4 (regions: oregon, ohio, london, tokyo)"},
       {[](SiteConfig& c) { c.region = "tokyo"; }, "--region: only applies with a --wan that has regions"},
-      {[](SiteConfig& c) { c.region = "tokyo"; c.wan = "latency=5ms"; }, "--region: only applies with a --wan that has regions"},
+      {[](SiteConfig& c) {
+         c.region = "tokyo";
+         c.wan = "latency=5ms";
+       },
+       "--region: only applies with a --wan that has regions"},
       {[](SiteConfig& c) { c.checkpoint_interval = 0; }, "--checkpoint-interval: must be a positive number"},
       {[](SiteConfig& c) { c.checkpoint_keep = 0; }, "--checkpoint-keep: 0 is below the minimum 1"},
       {[](SiteConfig& c) { c.metrics_address = "9400"; }, "--metrics-address: '9400' is not HOST:PORT or off"},

@@ -44,10 +44,33 @@ const meridian::models::data::Dataset& test_set() {
 
 std::vector<std::string> site_args(const std::string& name, int index, int count, const std::string& algo,
                                    const std::string& epochs) {
-  return {"--name", name, "--insecure", "--listen", "tcp://127.0.0.1:0", "--metrics-address", "off",
-          "--threads", "1", "--site-index", std::to_string(index), "--site-count", std::to_string(count),
-          "--algo", algo, "--epochs", epochs, "--seed", "7", "--lr", "0.05", "--optimizer", "momentum",
-          "--round-timeout", "3", "--checkpoint-interval", "0.5"};
+  return {"--name",
+          name,
+          "--insecure",
+          "--listen",
+          "tcp://127.0.0.1:0",
+          "--metrics-address",
+          "off",
+          "--threads",
+          "1",
+          "--site-index",
+          std::to_string(index),
+          "--site-count",
+          std::to_string(count),
+          "--algo",
+          algo,
+          "--epochs",
+          epochs,
+          "--seed",
+          "7",
+          "--lr",
+          "0.05",
+          "--optimizer",
+          "momentum",
+          "--round-timeout",
+          "3",
+          "--checkpoint-interval",
+          "0.5"};
 }
 
 // Starts `count` sites; site 0 first, the others join it.
@@ -165,7 +188,8 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
   INFO("allreduce " << accuracy["allreduce"] << " dts " << accuracy["dts"] << " sgp " << accuracy["sgp"] << " dsync "
                     << accuracy["dsync"]);
   CHECK(accuracy["allreduce"] > 0.80);
-  for (const std::string algo : {"dts", "sgp", "dsync"}) CHECK(std::abs(accuracy[algo] - accuracy["allreduce"]) < 0.015);
+  for (const std::string algo : {"dts", "sgp", "dsync"})
+    CHECK(std::abs(accuracy[algo] - accuracy["allreduce"]) < 0.015);
 }
 
 // The victim comes back at once, before its peers notice the old process died: membership takes the
@@ -184,9 +208,9 @@ TEST_CASE("a site that evaluates rarely still records its steps, without an accu
   TempDir dir;
   // 50 epochs alone with no evaluation before the end: only the records between evaluations can show
   // the steps while it runs.
-  SiteProcess site(dir.path() / "s0", {"--name", "s0", "--insecure", "--listen", "tcp://127.0.0.1:0",
-                                       "--metrics-address", "off", "--threads", "1", "--algo", "local",
-                                       "--epochs", "50", "--eval-every", "1000000", "--seed", "7"});
+  SiteProcess site(dir.path() / "s0",
+                   {"--name", "s0", "--insecure", "--listen", "tcp://127.0.0.1:0", "--metrics-address", "off",
+                    "--threads", "1", "--algo", "local", "--epochs", "50", "--eval-every", "1000000", "--seed", "7"});
   const auto trail_file = site.run_dir() / "progress.jsonl";
   std::vector<nlohmann::json> records;
   const auto read_records = [&] {
@@ -213,14 +237,16 @@ TEST_CASE("a site that evaluates rarely still records its steps, without an accu
   CHECK_FALSE(records.back()["test_accuracy"].is_null());
 }
 
-TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[daemon][multiprocess][fault]") {
+TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes",
+          "[daemon][multiprocess][fault]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
   const std::string algo = "dts";
   TempDir dir;
-  const std::vector<std::string> knobs = {"--eval-every", "100", "--delay", "1", "--period", "2", "--reaverage-every", "25"};
+  const std::vector<std::string> knobs = {"--eval-every", "100", "--delay",           "1",
+                                          "--period",     "2",   "--reaverage-every", "25"};
   auto sites = start_sites(dir.path(), 3, algo, "4", knobs);
   auto& victim = sites[2];
   // Mid-run: it has written a checkpoint and the run has made progress since.
@@ -277,11 +303,30 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
   }
   std::ofstream(dir.path() / "roster.txt") << roster;
   auto args = [&](const std::string& name, int index) {
-    return std::vector<std::string>{"--name", name, "--key-dir", (dir.path() / ("keys-" + name)).string(),
-                                    "--roster", (dir.path() / "roster.txt").string(), "--listen", "tcp://127.0.0.1:0",
-                                    "--metrics-address", index == 0 ? "127.0.0.1:0" : "off", "--threads", "1",
-                                    "--site-index", std::to_string(index), "--site-count", "2", "--algo", "sgp",
-                                    "--epochs", "50", "--eval-every", "20", "--round-timeout", "3"};
+    return std::vector<std::string>{"--name",
+                                    name,
+                                    "--key-dir",
+                                    (dir.path() / ("keys-" + name)).string(),
+                                    "--roster",
+                                    (dir.path() / "roster.txt").string(),
+                                    "--listen",
+                                    "tcp://127.0.0.1:0",
+                                    "--metrics-address",
+                                    index == 0 ? "127.0.0.1:0" : "off",
+                                    "--threads",
+                                    "1",
+                                    "--site-index",
+                                    std::to_string(index),
+                                    "--site-count",
+                                    "2",
+                                    "--algo",
+                                    "sgp",
+                                    "--epochs",
+                                    "50",
+                                    "--eval-every",
+                                    "20",
+                                    "--round-timeout",
+                                    "3"};
   };
   SiteProcess a(dir.path() / "a", args("a", 0));
   auto b_args = args("b", 1);
@@ -337,11 +382,13 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
 
   // b hears the leave (not a timeout) and keeps training alone.
   meridian::daemon::ControlClient b_control((b.run_dir() / "control.sock").string());
-  CHECK(eventually([&] {
-    for (const auto& p : b_control.peers())
-      if (p.name == "a") return p.state == "left";
-    return false;
-  }, std::chrono::seconds(30)));
+  CHECK(eventually(
+      [&] {
+        for (const auto& p : b_control.peers())
+          if (p.name == "a") return p.state == "left";
+        return false;
+      },
+      std::chrono::seconds(30)));
   // `meridian leave` over the control socket stops b the same graceful way.
   const auto leave = b_control.leave();
   CHECK(leave.accepted);
@@ -483,9 +530,8 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
     return std::string("unknown");
   };
   {
-    const bool all_alive = eventually([&] {
-      return state_of(patient_control, "quiet") == "alive" && state_of(watcher_control, "quiet") == "alive";
-    });
+    const bool all_alive = eventually(
+        [&] { return state_of(patient_control, "quiet") == "alive" && state_of(watcher_control, "quiet") == "alive"; });
     INFO(logs());
     REQUIRE(all_alive);
   }
@@ -511,7 +557,8 @@ TEST_CASE("start refuses a heartbeat timeout that does not exceed the interval, 
                         "plus the round trip of the slowest link (e.g. 12)") != std::string::npos);
 }
 
-TEST_CASE("sites whose data give them different step counts all end after the smallest", "[daemon][multiprocess][plan]") {
+TEST_CASE("sites whose data give them different step counts all end after the smallest",
+          "[daemon][multiprocess][plan]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;

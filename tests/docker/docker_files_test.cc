@@ -183,10 +183,9 @@ TEST_CASE("the docker scripts pass shellcheck", "[docker]") {
     WARN("SKIPPED: shellcheck is not installed (apt install shellcheck)");
     return;
   }
-  const auto r = run_command({"shellcheck", (kSource / "docker" / "entrypoint.sh").string(),
-                              (kSource / "docker" / "make-federation").string(),
-                              (kSource / "docker" / "runtime-packages").string(),
-                              (kSource / "docker" / "check-runtime-stage").string()});
+  const auto r = run_command(
+      {"shellcheck", (kSource / "docker" / "entrypoint.sh").string(), (kSource / "docker" / "make-federation").string(),
+       (kSource / "docker" / "runtime-packages").string(), (kSource / "docker" / "check-runtime-stage").string()});
   INFO(r.output);
   CHECK(r.exit_code == 0);
 }
@@ -196,11 +195,13 @@ TEST_CASE("the entrypoint names a missing key pair or roster and passes other co
   const auto entrypoint = (kSource / "docker" / "entrypoint.sh").string();
   const auto bin_dir = fs::path(MERIDIAN_BINARY).parent_path().string();
   auto run = [&](const std::vector<std::string>& args) {
-    std::vector<std::string> argv{"env", "PATH=" + bin_dir + ":/usr/bin:/bin",
+    std::vector<std::string> argv{"env",
+                                  "PATH=" + bin_dir + ":/usr/bin:/bin",
                                   "MERIDIAN_KEY_DIR=" + (dir.path() / "keys").string(),
                                   "MERIDIAN_ROSTER=" + (dir.path() / "roster.txt").string(),
                                   "MERIDIAN_RUN_DIR=" + (dir.path() / "run").string(),
-                                  "MERIDIAN_CONFIG=" + (dir.path() / "site.toml").string(), entrypoint};
+                                  "MERIDIAN_CONFIG=" + (dir.path() / "site.toml").string(),
+                                  entrypoint};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_command(argv);
   };
@@ -225,8 +226,8 @@ TEST_CASE("the Dockerfiles' HEALTHCHECK is a status command meridian accepts", "
   for (const char* name : {"Dockerfile", "Dockerfile.cuda"}) {
     INFO(name);
     const auto lines = lines_of(read_text(kSource / "docker" / name));
-    const auto at = std::find_if(lines.begin(), lines.end(),
-                                 [](const std::string& l) { return l.rfind("HEALTHCHECK ", 0) == 0; });
+    const auto at =
+        std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("HEALTHCHECK ", 0) == 0; });
     REQUIRE(at != lines.end());
     REQUIRE(at + 1 != lines.end());
     // The instruction continues on the next line: "  CMD <shell command>".
@@ -236,8 +237,8 @@ TEST_CASE("the Dockerfiles' HEALTHCHECK is a status command meridian accepts", "
     CHECK(command.find("meridian status") != std::string::npos);
     // No daemon runs at the run directory: a well-formed command exits 1 naming the socket, where a
     // flag the CLI does not know would be a usage error with another exit code.
-    const auto r = run_command({"env", "PATH=" + bin_dir + ":/usr/bin:/bin", "MERIDIAN_RUN_DIR=" + dir.path().string(),
-                                "sh", "-c", command});
+    const auto r = run_command(
+        {"env", "PATH=" + bin_dir + ":/usr/bin:/bin", "MERIDIAN_RUN_DIR=" + dir.path().string(), "sh", "-c", command});
     INFO(r.output);
     CHECK(r.exit_code == 1);
     CHECK(r.output.find((dir.path() / "control.sock").string()) != std::string::npos);

@@ -13,9 +13,9 @@
 namespace meridian::testing {
 
 struct FederationSite {
-  std::filesystem::path file;     // docker/sites/NAME.toml
-  daemon::SiteConfig config;      // as `meridian start --config FILE` reads it
-  std::string host;               // the IPv4 address of config.listen
+  std::filesystem::path file;  // docker/sites/NAME.toml
+  daemon::SiteConfig config;   // as `meridian start --config FILE` reads it
+  std::string host;            // the IPv4 address of config.listen
 };
 
 // "tcp://HOST:PORT" -> HOST; throws when `address` has another shape.

@@ -175,9 +175,9 @@ TEST_CASE("the compose sites agree on their members across network namespaces wi
   }
   auto intruder_argv = NamespaceNetwork::exec_in(intruder_ns);
   intruder_argv.insert(intruder_argv.end(),
-                       {MERIDIAN_BINARY, "peer-node", "--name", "intruder", "--keys", intruder_keys.string(), "--roster",
-                        intruder_roster.string(), "--listen", "tcp://" + intruder_host + ":7400", "--bootstrap",
-                        fed.sites[0].config.listen});
+                       {MERIDIAN_BINARY, "peer-node", "--name", "intruder", "--keys", intruder_keys.string(),
+                        "--roster", intruder_roster.string(), "--listen", "tcp://" + intruder_host + ":7400",
+                        "--bootstrap", fed.sites[0].config.listen});
   NodeProcess intruder(intruder_argv, (fed.dir.path() / "intruder.log").string());
   if (fed.nodes[0]->wait_prefix("zap-denied ").empty())
     FAIL("oregon never refused the intruder's handshake\n" << fed.logs());
@@ -199,8 +199,7 @@ bool start_command_exists() {
   return help.find("\n  start ") != std::string::npos;
 }
 
-TEST_CASE("the compose sites train together across network namespaces with CURVE and world4",
-          "[docker][netns]") {
+TEST_CASE("the compose sites train together across network namespaces with CURVE and world4", "[docker][netns]") {
   if (const auto reason = NamespaceNetwork::unavailable_reason()) {
     WARN("SKIPPED: cannot create network namespaces here: " << *reason);
     return;

@@ -55,10 +55,10 @@ TEST_CASE("fp16: every half survives the round trip and rounding is to nearest e
   CHECK(float_to_half(1.0f) == 0x3c00);
   CHECK(float_to_half(-2.0f) == 0xc000);
   CHECK(float_to_half(65504.0f) == 0x7bff);
-  CHECK(float_to_half(1e9f) == 0x7bff);                      // saturates instead of inf
+  CHECK(float_to_half(1e9f) == 0x7bff);  // saturates instead of inf
   CHECK(float_to_half(-INFINITY) == 0xfbff);
-  CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);      // smallest subnormal
-  CHECK(float_to_half(std::ldexp(1.0f, -26)) == 0x0000);      // below half of it: flushed
+  CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
+  CHECK(float_to_half(std::ldexp(1.0f, -26)) == 0x0000);  // below half of it: flushed
   // Halfway between 1 and the next half (1 + 2^-10) goes to the even one, 1; just above goes up.
   CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);
   CHECK(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);
@@ -110,7 +110,8 @@ TEST_CASE("fp16 packing: finite words, decode gives what encode promised", "[gos
 TEST_CASE("top-k keeps the k largest magnitudes with their indices", "[gossip][compression]") {
   TensorCodec codec(*parse_compression("topk:0.1"));
   std::vector<float> values(50);
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 37) % 50) * (i % 2 ? -1.0f : 1.0f);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>((i * 37) % 50) * (i % 2 ? -1.0f : 1.0f);
   std::vector<float> packed, decoded(values.size()), out(values.size());
   codec.encode(values, packed, decoded);
   REQUIRE(packed.size() == 10);  // k = 5 values, 5 indices
@@ -159,8 +160,7 @@ TEST_CASE("error feedback: sent + residual equals input + previous residual exac
       }
     }
     // Nothing is lost: what was not sent yet is the residual (up to the float sums above).
-    for (std::size_t i = 0; i < n; ++i)
-      CHECK(std::fabs(in_sum[i] - sent_sum[i] - feedback.residual()[i]) < 1e-5);
+    for (std::size_t i = 0; i < n; ++i) CHECK(std::fabs(in_sum[i] - sent_sum[i] - feedback.residual()[i]) < 1e-5);
   }
 }
 
@@ -277,8 +277,7 @@ TEST_CASE("direct exchange: a dense re-average takes the single crossing, a comp
   }
 }
 
-TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean residual",
-          "[gossip][compression][dts]") {
+TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean residual", "[gossip][compression][dts]") {
   const std::size_t sites = 4, dim = 64;
   const std::uint64_t steps = 30;
   const double lr = 0.1;
@@ -358,7 +357,8 @@ TEST_CASE("fp16 push-sum keeps the mass home and reaches consensus", "[gossip][c
 }
 
 TEST_CASE("push-sum refuses top-k compression", "[gossip][compression][sgp]") {
-  CHECK_THROWS_AS(SiteCluster(2, MixerKind::kPushSum, {}, 1, {}, {}, 100.0, *parse_compression("topk:0.1")), std::invalid_argument);
+  CHECK_THROWS_AS(SiteCluster(2, MixerKind::kPushSum, {}, 1, {}, {}, 100.0, *parse_compression("topk:0.1")),
+                  std::invalid_argument);
 }
 
 TEST_CASE("dts with compensation off applies each average D steps late, and so ends where allreduce ends",
@@ -371,7 +371,8 @@ TEST_CASE("dts with compensation off applies each average D steps late, and so e
     return static_cast<float>(std::cos(0.3 * k + j + 0.5 * i));
   };
   for (double m : {0.0, 0.9}) {
-    const auto w_ref = testing::allreduce_momentum_reference(sites, dim, steps, m, [](std::uint64_t) { return 0.05; }, gradient);
+    const auto w_ref = testing::allreduce_momentum_reference(
+        sites, dim, steps, m, [](std::uint64_t) { return 0.05; }, gradient);
     for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{0, 1}, {3, 1}, {4, 2}}) {
       SiteCluster cluster(sites, MixerKind::kAverage);
       std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
@@ -408,7 +409,7 @@ TEST_CASE("int8 packing: finite words, a power-of-two scale per block, within ma
     auto values = random_values(n, 4, 2.0f);
     if (n >= 300) {
       std::fill(values.begin() + 256, values.begin() + 300, 0.0f);  // a block's head of zeros
-      values[3] = 1e-42f;                                            // subnormal
+      values[3] = 1e-42f;                                           // subnormal
     }
     std::vector<float> packed, decoded(n), out(n);
     codec.encode(values, packed, decoded);

@@ -98,7 +98,8 @@ void fixed_gradient_step(std::size_t r, std::uint64_t k, std::span<float> params
 TEST_CASE("diloco fragments: contiguous, one sync per step at staggered offsets, by absolute step",
           "[gossip][diloco]") {
   const DilocoFragments one(10, 4, 1);
-  for (std::uint64_t k = 0; k < 12; ++k) CHECK(one.synced_after(k) == ((k + 1) % 4 == 0 ? std::optional<std::uint32_t>(0) : std::nullopt));
+  for (std::uint64_t k = 0; k < 12; ++k)
+    CHECK(one.synced_after(k) == ((k + 1) % 4 == 0 ? std::optional<std::uint32_t>(0) : std::nullopt));
   CHECK(one.begin(0) == 0);
   CHECK(one.end(0) == 10);
 
@@ -203,7 +204,7 @@ TEST_CASE("diloco with H = 1, outer lr 1 and no momentum is allreduce of paramet
     schedule.base_lr = 0.05f;
     for (std::size_t r = 0; r < sites; ++r)
       opts.push_back(std::make_unique<meridian::models::Optimizer>(oc, schedule, dim,
-                                                                  std::make_shared<meridian::models::CpuBackend>()));
+                                                                   std::make_shared<meridian::models::CpuBackend>()));
     return opts;
   };
   auto adamw_step = [&](std::vector<std::unique_ptr<meridian::models::Optimizer>>& opts) {
@@ -268,8 +269,9 @@ TEST_CASE("diloco's outer step moves with the local update, not against it", "[g
   }
 }
 
-TEST_CASE("diloco with overlap and compensation ends where it ends without, when gradients do not depend on the parameters",
-          "[gossip][diloco]") {
+TEST_CASE(
+    "diloco with overlap and compensation ends where it ends without, when gradients do not depend on the parameters",
+    "[gossip][diloco]") {
   const std::size_t sites = 3, dim = 6;
   const std::uint64_t steps = 24;
   const std::vector<std::vector<float>> start(sites, std::vector<float>(dim, 1.0f));
@@ -313,8 +315,8 @@ TEST_CASE("diloco overlap keeps the exchange in flight for τ steps, and no long
   config.inner_steps = 4;
   config.fragments = 2;
   config.overlap = 3;
-  auto run = run_diloco(cluster, config, {std::vector<float>(4, 1.0f), std::vector<float>(4, 1.0f)}, 16,
-                        fixed_gradient_step);
+  auto run =
+      run_diloco(cluster, config, {std::vector<float>(4, 1.0f), std::vector<float>(4, 1.0f)}, 16, fixed_gradient_step);
   CHECK(run.max_in_flight == 2);
   CHECK(run.outer_steps[0] == 8);
 }
@@ -338,10 +340,9 @@ TEST_CASE("diloco's fp16 and int8 pseudo-gradients: the outer mean within the co
     for (std::size_t r = 0; r < sites; ++r)
       for (std::size_t i = 0; i < dim; ++i)  // magnitudes that differ by block, and tiny ones
         v[r][i] = std::normal_distribution<float>(0.0f, i < 256 ? 1e-3f : (i < 512 ? 3.0f : 1e-6f))(rng);
-    auto run = run_diloco(cluster, config, std::vector<std::vector<float>>(sites, std::vector<float>(dim, 0.0f)), 1,
-                          [&](std::size_t r, std::uint64_t, std::span<float> p) {
-                            std::copy(v[r].begin(), v[r].end(), p.begin());
-                          });
+    auto run = run_diloco(
+        cluster, config, std::vector<std::vector<float>>(sites, std::vector<float>(dim, 0.0f)), 1,
+        [&](std::size_t r, std::uint64_t, std::span<float> p) { std::copy(v[r].begin(), v[r].end(), p.begin()); });
     double worst_error = 0;
     for (std::size_t i = 0; i < dim; ++i) {
       double exact = 0, bound = 0, magnitude = 0;
@@ -513,7 +514,9 @@ TEST_CASE("diloco refuses nonsense knobs and names its wire precisions", "[gossi
   CHECK_THROWS_AS(with([](DilocoConfig& c) { c.overlap = 5; })(), std::invalid_argument);
   CHECK_THROWS_AS(with([](DilocoConfig& c) { c.outer_momentum = 1.0; })(), std::invalid_argument);
   CHECK_THROWS_AS(with([](DilocoConfig& c) { c.outer_lr = 0.0; })(), std::invalid_argument);
-  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.wire = CompressionSpec{Encoding::kTopK, 0.01}; })(),
+  CHECK_THROWS_AS(with([](DilocoConfig& c) {
+                    c.wire = CompressionSpec{Encoding::kTopK, 0.01};
+                  })(),
                   std::invalid_argument);
   CHECK_NOTHROW(with([](DilocoConfig& c) { c.overlap = 4; })());
   CHECK(diloco_wire_name(*parse_compression("none")) == "fp32");

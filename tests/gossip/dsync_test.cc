@@ -92,8 +92,7 @@ TEST_CASE("dsync grid: --grid ROWSxCOLS lays out the groups as given, auto follo
   }
 }
 
-TEST_CASE("dsync mixes over the grid it is given: 1x4 and 2x2 on 4 sites average different groups",
-          "[gossip][dsync]") {
+TEST_CASE("dsync mixes over the grid it is given: 1x4 and 2x2 on 4 sites average different groups", "[gossip][dsync]") {
   // One mix at step 0 (a row step) of one-hot vectors: what each site holds afterwards is its group.
   const auto mix_once = [](GridSpec grid) {
     const std::size_t n = 4;

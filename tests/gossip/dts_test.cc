@@ -62,13 +62,15 @@ Run run_dts(std::size_t sites, DtsConfig config, MixerKind exchange = MixerKind:
 
 double max_error(const std::vector<float>& got, const std::vector<double>& want) {
   double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i])));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i])));
   return worst;
 }
 
 }  // namespace
 
-TEST_CASE("allreduce SGD matches the single-process reference and keeps replicas bit-identical", "[gossip][allreduce]") {
+TEST_CASE("allreduce SGD matches the single-process reference and keeps replicas bit-identical",
+          "[gossip][allreduce]") {
   const std::size_t sites = 4;
   const double m = 0.9;
   SiteCluster cluster(sites, MixerKind::kAverage);
@@ -85,33 +87,36 @@ TEST_CASE("allreduce SGD matches the single-process reference and keeps replicas
     }
   });
   CHECK(max_error(params[0], allreduce_reference(sites, m)) < 1e-5);
-  for (std::size_t j = 1; j < sites; ++j) CHECK(std::memcmp(params[j].data(), params[0].data(), kDim * sizeof(float)) == 0);
+  for (std::size_t j = 1; j < sites; ++j)
+    CHECK(std::memcmp(params[j].data(), params[0].data(), kDim * sizeof(float)) == 0);
 }
 
 TEST_CASE("dts reaches allreduce's parameters for any delay and period, over the ring or the direct exchange",
           "[gossip][dts]") {
   const std::size_t sites = 4;
-  for (auto [exchange, m] : std::vector<std::pair<MixerKind, double>>{
-           {MixerKind::kAverage, 0.0}, {MixerKind::kAverage, 0.9}, {MixerKind::kDirectMean, 0.0}, {MixerKind::kDirectMean, 0.9}}) {
+  for (auto [exchange, m] : std::vector<std::pair<MixerKind, double>>{{MixerKind::kAverage, 0.0},
+                                                                      {MixerKind::kAverage, 0.9},
+                                                                      {MixerKind::kDirectMean, 0.0},
+                                                                      {MixerKind::kDirectMean, 0.9}}) {
     auto reference = allreduce_reference(sites, m);
     for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{
              {0, 1}, {1, 1}, {2, 1}, {5, 1}, {0, 3}, {1, 2}, {3, 2}, {2, 3}, {4, 4}, {7, 3}})
-    for (bool fold : {false, true}) {
-      DtsConfig config;
-      config.delay = d;
-      config.period = p;
-      config.momentum = m;
-      // Periodic re-averages, carried by the window before them where the shape allows it.
-      config.exact_window_mean = fold;
-      config.reaverage_every = fold ? 5 : 0;
-      auto run = run_dts(sites, config, exchange);
-      INFO((exchange == MixerKind::kAverage ? "ring" : "direct") << " m=" << m << " D=" << d << " P=" << p
-                                                                  << (fold ? " re-averaging every 5 steps" : ""));
-      for (const auto& w : run.params) CHECK(max_error(w, reference) < 2e-5);
-      // Several averages in flight, never more than ⌈D/P⌉ + 1.
-      CHECK(run.max_in_flight <= (d + p - 1) / p + 1);
-      if (d >= 2 * p) CHECK(run.max_in_flight >= 2);
-    }
+      for (bool fold : {false, true}) {
+        DtsConfig config;
+        config.delay = d;
+        config.period = p;
+        config.momentum = m;
+        // Periodic re-averages, carried by the window before them where the shape allows it.
+        config.exact_window_mean = fold;
+        config.reaverage_every = fold ? 5 : 0;
+        auto run = run_dts(sites, config, exchange);
+        INFO((exchange == MixerKind::kAverage ? "ring" : "direct")
+             << " m=" << m << " D=" << d << " P=" << p << (fold ? " re-averaging every 5 steps" : ""));
+        for (const auto& w : run.params) CHECK(max_error(w, reference) < 2e-5);
+        // Several averages in flight, never more than ⌈D/P⌉ + 1.
+        CHECK(run.max_in_flight <= (d + p - 1) / p + 1);
+        if (d >= 2 * p) CHECK(run.max_in_flight >= 2);
+      }
   }
 }
 
@@ -243,30 +248,31 @@ TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gos
     return static_cast<float>(static_cast<int>((k * 7 + j * 5 + i * 3) % 9) - 4);
   };
   for (double m : {0.0, 0.5}) {
-    const auto w_ref = testing::allreduce_momentum_reference(sites, dim, steps, m, [](std::uint64_t) { return 0.125; }, g_of);
+    const auto w_ref = testing::allreduce_momentum_reference(
+        sites, dim, steps, m, [](std::uint64_t) { return 0.125; }, g_of);
     for (auto [d, p] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 1}, {2, 1}, {3, 2}, {2, 3}})
-    for (bool fold : {false, true}) {
-      SiteCluster cluster(sites, MixerKind::kAverage);
-      std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
-      cluster.run([&](std::size_t r, MixChannel& channel) {
-        std::vector<float> u(dim, 0.0f), g(dim);
-        DtsConfig config;
-        config.delay = d;
-        config.period = p;
-        config.momentum = m;
-        config.exact_window_mean = fold;
-        config.reaverage_every = fold ? 3 : 0;
-        Dts dts(config, channel, params[r], u);
-        for (std::uint64_t k = 0; k < steps; ++k) {
-          for (std::size_t i = 0; i < dim; ++i) g[i] = g_of(k, r, i);
-          dts.step(k, g, 0.125);
-        }
-        dts.finish();
-      });
-      INFO("m=" << m << " D=" << d << " P=" << p << (fold ? " re-averaging every 3 steps" : ""));
-      for (const auto& w : params)
-        for (std::size_t i = 0; i < dim; ++i) CHECK(double(w[i]) == w_ref[i]);
-    }
+      for (bool fold : {false, true}) {
+        SiteCluster cluster(sites, MixerKind::kAverage);
+        std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f));
+        cluster.run([&](std::size_t r, MixChannel& channel) {
+          std::vector<float> u(dim, 0.0f), g(dim);
+          DtsConfig config;
+          config.delay = d;
+          config.period = p;
+          config.momentum = m;
+          config.exact_window_mean = fold;
+          config.reaverage_every = fold ? 3 : 0;
+          Dts dts(config, channel, params[r], u);
+          for (std::uint64_t k = 0; k < steps; ++k) {
+            for (std::size_t i = 0; i < dim; ++i) g[i] = g_of(k, r, i);
+            dts.step(k, g, 0.125);
+          }
+          dts.finish();
+        });
+        INFO("m=" << m << " D=" << d << " P=" << p << (fold ? " re-averaging every 3 steps" : ""));
+        for (const auto& w : params)
+          for (std::size_t i = 0; i < dim; ++i) CHECK(double(w[i]) == w_ref[i]);
+      }
   }
 }
 
@@ -340,22 +346,34 @@ TEST_CASE("dts carries a re-average due at a window start in the window before i
   // periodic ones at the starts 4, 8 and 12 travel with the windows closing at 3, 7 and 11 (which send
   // w and u instead of W and U; the last one is applied by finish(), where the separate one never comes).
   const auto [folded, folded_count] = run(true, DtsCompensation::kExact);
-  CHECK(folded == std::vector<Job>{{1, mix, 2 * n}, {2, reaverage, 2 * n}, {3, mix, 2 * n}, {5, mix, 2 * n},
-                                   {7, mix, 2 * n}, {9, mix, 2 * n}, {11, mix, 2 * n}});
+  CHECK(folded == std::vector<Job>{{1, mix, 2 * n},
+                                   {2, reaverage, 2 * n},
+                                   {3, mix, 2 * n},
+                                   {5, mix, 2 * n},
+                                   {7, mix, 2 * n},
+                                   {9, mix, 2 * n},
+                                   {11, mix, 2 * n}});
   CHECK(folded_count == 4);
   // Not with a compressed (inexact) mean, nor when the site never applied its own window.
-  for (auto [exact, compensation] : std::vector<std::pair<bool, DtsCompensation>>{
-           {false, DtsCompensation::kExact}, {true, DtsCompensation::kStale}}) {
+  for (auto [exact, compensation] : std::vector<std::pair<bool, DtsCompensation>>{{false, DtsCompensation::kExact},
+                                                                                  {true, DtsCompensation::kStale}}) {
     const auto [separate, count] = run(exact, compensation);
-    CHECK(separate == std::vector<Job>{{1, mix, 2 * n}, {2, reaverage, 2 * n}, {3, mix, 2 * n}, {4, reaverage, 2 * n},
-                                       {5, mix, 2 * n}, {7, mix, 2 * n}, {8, reaverage, 2 * n}, {9, mix, 2 * n},
+    CHECK(separate == std::vector<Job>{{1, mix, 2 * n},
+                                       {2, reaverage, 2 * n},
+                                       {3, mix, 2 * n},
+                                       {4, reaverage, 2 * n},
+                                       {5, mix, 2 * n},
+                                       {7, mix, 2 * n},
+                                       {8, reaverage, 2 * n},
+                                       {9, mix, 2 * n},
                                        {11, mix, 2 * n}});
     CHECK(count == 3);
   }
 }
 
-TEST_CASE("dts at a site that starts at a window start leaves the periodic re-average there to the window the others closed",
-          "[gossip][dts]") {
+TEST_CASE(
+    "dts at a site that starts at a window start leaves the periodic re-average there to the window the others closed",
+    "[gossip][dts]") {
   // A site that rejoins at round 26 (P = 2, re-averages every 25 steps: one is due at the window start
   // 26). Where re-averages travel with windows, the others carried it in the window closing at 25, which
   // this site was not in; a separate re-average here would wait for a round nobody else joins (a rejoin

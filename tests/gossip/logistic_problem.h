@@ -42,7 +42,7 @@ inline Problem make_problem() {
 
 // Mean loss and gradient over samples [begin, end) at w (double precision).
 inline double loss_and_gradient(const Problem& p, std::size_t begin, std::size_t end, const std::vector<double>& w,
-                         std::vector<double>* grad) {
+                                std::vector<double>* grad) {
   double loss = 0;
   if (grad) grad->assign(kDim, 0.0);
   for (std::size_t s = begin; s < end; ++s) {

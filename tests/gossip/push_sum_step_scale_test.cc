@@ -156,8 +156,7 @@ TEST_CASE("the push-sum step never moves z by more than the gain bound, whatever
   }
 }
 
-TEST_CASE("with shares in flight the gain restores the consensus rate that the w-scaled step loses",
-          "[gossip][sgp]") {
+TEST_CASE("with shares in flight the gain restores the consensus rate that the w-scaled step loses", "[gossip][sgp]") {
   // Every share in flight for 2 steps (τ = 3): a site holds half its mass, the w-scaled step moves the
   // consensus by half the update, and G = 2 makes up for all of it. A synchronous run's consensus
   // moves by 1 per step (every site's update is 1).
@@ -171,8 +170,7 @@ TEST_CASE("with shares in flight the gain restores the consensus rate that the w
   for (double g : gained.max_z_step) CHECK(g <= 2.0 * (1 + kRounding));
 }
 
-TEST_CASE("with links of different lengths the gain recovers most of the consensus rate",
-          "[gossip][sgp]") {
+TEST_CASE("with links of different lengths the gain recovers most of the consensus rate", "[gossip][sgp]") {
   // Shares in flight for 0 to 2 steps, different per direction, so the sites hold different weights
   // (as between sites that run at different speeds).
   const std::size_t n = 8;

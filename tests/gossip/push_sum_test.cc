@@ -27,8 +27,12 @@ struct Trace {
   std::vector<std::vector<float>> final_x, final_z;   // [site] after finish()
   std::vector<double> final_w;
   Trace(std::size_t steps, std::size_t sites)
-      : x(steps, std::vector<std::vector<float>>(sites)), z(x), w(steps, std::vector<double>(sites)),
-        final_x(sites), final_z(sites), final_w(sites) {}
+      : x(steps, std::vector<std::vector<float>>(sites)),
+        z(x),
+        w(steps, std::vector<double>(sites)),
+        final_x(sites),
+        final_z(sites),
+        final_w(sites) {}
 };
 
 Trace run_push_sum(SiteCluster& cluster, const std::vector<std::vector<float>>& start, std::uint64_t steps,
@@ -293,8 +297,8 @@ TEST_CASE("push-sum's model is x / w rounded once to float, whatever w", "[gossi
     sgp.restore(numerator, w);
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < numerator.size(); ++i)
-      wrong += std::bit_cast<std::uint32_t>(model[i]) !=
-               std::bit_cast<std::uint32_t>(static_cast<float>(numerator[i] / w));
+      wrong +=
+          std::bit_cast<std::uint32_t>(model[i]) != std::bit_cast<std::uint32_t>(static_cast<float>(numerator[i] / w));
     CHECK(wrong == 0);
   }
 }

@@ -27,7 +27,8 @@ std::vector<std::vector<float>> random_inputs(std::size_t sites, std::size_t siz
 
 // Runs one ring all-reduce on every site of `group` (a sub-list of the network's sites is allowed)
 // and returns each member's result.
-std::vector<std::vector<float>> reduce_on_threads(const std::vector<std::string>& all, const std::vector<std::string>& group,
+std::vector<std::vector<float>> reduce_on_threads(const std::vector<std::string>& all,
+                                                  const std::vector<std::string>& group,
                                                   std::vector<std::vector<float>> data, const RingOptions& options,
                                                   std::vector<RoundStatus>& status) {
   auto net = peer::InMemoryNetwork::create(all);

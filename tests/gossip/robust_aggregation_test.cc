@@ -109,8 +109,9 @@ Outcome train(MixerKind kind, bool robust, bool attacked, const Problem& problem
 
 }  // namespace
 
-TEST_CASE("with robust aggregation, one garbage-sending site of 8 costs under 2 accuracy points; without, training collapses",
-          "[gossip][robust]") {
+TEST_CASE(
+    "with robust aggregation, one garbage-sending site of 8 costs under 2 accuracy points; without, training collapses",
+    "[gossip][robust]") {
   const Problem problem = make_problem();
   const double best = optimal_loss(problem);
   const std::pair<MixerKind, const char*> algorithms[] = {
@@ -121,10 +122,10 @@ TEST_CASE("with robust aggregation, one garbage-sending site of 8 costs under 2 
     const Outcome defended = train(kind, true, true, problem, best);
     const Outcome undefended = train(kind, false, true, problem, best);
     INFO(name << ": worst honest accuracy / loss above the optimum after " << kRobustSteps << " steps:"
-              << " clean " << clean.worst_accuracy << " / " << clean.worst_gap
-              << "; clean, robust on " << clean_robust.worst_accuracy << " / " << clean_robust.worst_gap
-              << "; one Byzantine, robust on " << defended.worst_accuracy << " / " << defended.worst_gap
-              << "; one Byzantine, robust off " << undefended.worst_accuracy << " / " << undefended.worst_gap);
+              << " clean " << clean.worst_accuracy << " / " << clean.worst_gap << "; clean, robust on "
+              << clean_robust.worst_accuracy << " / " << clean_robust.worst_gap << "; one Byzantine, robust on "
+              << defended.worst_accuracy << " / " << defended.worst_gap << "; one Byzantine, robust off "
+              << undefended.worst_accuracy << " / " << undefended.worst_gap);
     CHECK(clean_robust.worst_accuracy >= clean.worst_accuracy - 0.02);
     CHECK(defended.worst_accuracy >= clean.worst_accuracy - 0.02);
     CHECK(defended.worst_gap < 0.05);
@@ -132,14 +133,15 @@ TEST_CASE("with robust aggregation, one garbage-sending site of 8 costs under 2 
   }
 }
 
-TEST_CASE("the own update scale starts unknown, then follows how far the own vector moved between mixes", "[gossip][robust]") {
+TEST_CASE("the own update scale starts unknown, then follows how far the own vector moved between mixes",
+          "[gossip][robust]") {
   UpdateScale scale;
   const std::vector<float> first{0, 0}, moved{3, 4}, again{3, 4};
   CHECK_FALSE(scale.on_input(0, first));  // no previous output yet
   scale.on_output(0, first);
   CHECK(*scale.on_input(0, moved) == Approx(5.0));  // the first measurement is the scale
   scale.on_output(0, moved);
-  CHECK(*scale.on_input(0, again) == Approx(4.5));  // 0.9 · 5 + 0.1 · 0
-  CHECK_FALSE(scale.on_input(1, moved));            // tags are separate
+  CHECK(*scale.on_input(0, again) == Approx(4.5));              // 0.9 · 5 + 0.1 · 0
+  CHECK_FALSE(scale.on_input(1, moved));                        // tags are separate
   CHECK_FALSE(scale.on_input(0, std::vector<float>{1, 2, 3}));  // a different size starts afresh
 }

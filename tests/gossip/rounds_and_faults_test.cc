@@ -133,7 +133,7 @@ TEST_CASE("an abandoned round that a peer has moved past is skipped, not redone,
   const auto report = mixer.mix(5, RoundTag::kMix, data, weight);
   peer.join();
   CHECK(report.abandoned >= 1);
-  CHECK(report.view_id == 0);  // as b reports the step it completed in view 0
+  CHECK(report.view_id == 0);                     // as b reports the step it completed in view 0
   CHECK(data == std::vector<float>{1.0f, 2.0f});  // a keeps its own values
   // b's step-7 mail is still there for a's next round.
   CHECK(inbox.take([](const meridian::peer::Message& m) { return m.round == 7; }, Clock::now()).has_value());
@@ -272,7 +272,7 @@ TEST_CASE("a dts site that joins mid-window agrees on windows by step number and
     abandoned[r] = dts.abandoned_rounds();
   });
   for (std::size_t r = 0; r < n; ++r) CHECK(abandoned[r] == 0);
-  CHECK(reaverages[0] == 2);     // its first view, then the view that takes the third site in
+  CHECK(reaverages[0] == 2);  // its first view, then the view that takes the third site in
   CHECK(reaverages[1] == 2);
   CHECK(reaverages[late] == 1);  // its first view: the same round as the others' second
   CHECK(relative_spread(params, {0, 1, 2}) < 1e-5);

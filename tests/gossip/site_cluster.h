@@ -58,16 +58,14 @@ class SiteCluster {
       s->inbox = std::make_unique<Inbox>(*s->transport);
       s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts, RingOptions{}.max_piece, robust);
       if (kind == MixerKind::kPushSum)
-        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust, compression,
-                                                                   staleness);
+        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust, compression, staleness);
       if (kind == MixerKind::kDirectMean)
         s->algorithm = std::make_unique<DirectMeanMixer>(*s->inbox, *s->averager, compression, timeouts);
       if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts, robust, grid);
       Mixer* algorithm = s->algorithm ? s->algorithm.get() : s->averager.get();
       // As the daemon wires it: the dense direct exchange takes re-averages too.
-      Mixer* averager = kind == MixerKind::kDirectMean && compression.encoding == Encoding::kDense
-                            ? algorithm
-                            : s->averager.get();
+      Mixer* averager =
+          kind == MixerKind::kDirectMean && compression.encoding == Encoding::kDense ? algorithm : s->averager.get();
       const std::size_t rank = sites_.size();
       if (std::find(byzantine.begin(), byzantine.end(), rank) != byzantine.end()) {
         s->byzantine_algorithm = std::make_unique<ByzantineMixer>(*algorithm, byzantine_scale, 1000 + rank);

@@ -100,7 +100,8 @@ TEST_CASE("meridian devices reports what auto selects and rejects a misspelt dev
   CHECK(typo.output.find("invalid --device 'gpu'") != std::string::npos);
 }
 
-TEST_CASE("meridian train --device cuda fails cleanly, with a hint, where there is no GPU", "[models][device][process]") {
+TEST_CASE("meridian train --device cuda fails cleanly, with a hint, where there is no GPU",
+          "[models][device][process]") {
   const CudaAvailability cuda = probe_cuda();
   if (cuda.device_count > 0) {
     WARN("SKIPPED: this machine has a CUDA device, so --device cuda does not fail here");

@@ -50,7 +50,7 @@ TEST_CASE("optimizer updates of one element", "[models][math]") {
   math::adam_update(wa, m, v, 0.5f, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 1.0f - 0.9f, 1.0f - 0.999f);
   CHECK(m == Approx(0.05f).epsilon(1e-5));
   CHECK(v == Approx(0.00025f).epsilon(1e-4));  // 1 − 0.999f is 0.0010000467
-  CHECK(wa == Approx(1.0f - 0.01f));  // the first bias-corrected Adam step is lr·sign(g)
+  CHECK(wa == Approx(1.0f - 0.01f));           // the first bias-corrected Adam step is lr·sign(g)
 }
 
 TEST_CASE("push-sum scaling and adding, and delayed compensation, of one element", "[models][math]") {

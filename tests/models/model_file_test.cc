@@ -66,7 +66,8 @@ linear classes
         "residual(body=[conv2d(4->4,k3,s1,p1)|batch_norm2d(4,momentum=0.1,eps=1e-05)],shortcut=identity)|"
         "residual(body=[conv2d(4->6,k3,s2,p1)],shortcut=[conv2d(4->6,k1,s2,p0)|group_norm(3,6,eps=1e-05)])|gelu|"
         "avg_pool2d(k2,s2)|global_avg_pool|dropout(0.25)|linear(6->5)|sigmoid|linear(5->5)|tanh|linear(5->3)|"
-        "classes=3|params=" + std::to_string(model->parameter_count()) + "|state=16");
+        "classes=3|params=" +
+            std::to_string(model->parameter_count()) + "|state=16");
   // It trains: one step on a batch of two.
   std::vector<float> x(2 * 64, 0.5f);
   x[3] = -1.0f;
@@ -75,15 +76,16 @@ linear classes
 }
 
 TEST_CASE("the fingerprint changes with every setting of a model file", "[models][model-file]") {
-  const std::string base = "conv2d 4 kernel=3 padding=1\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n";
+  const std::string base =
+      "conv2d 4 kernel=3 padding=1\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n";
   const std::string fingerprint = parse(base)->fingerprint();
-  for (const std::string changed : {
-           "conv2d 4 kernel=3 padding=0\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n",
-           "conv2d 4 kernel=3 padding=1\nbatch_norm momentum=0.3\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n",
-           "conv2d 4 kernel=3 padding=1\nbatch_norm eps=1e-4\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n",
-           "conv2d 4 kernel=3 padding=1\nbatch_norm\ngelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n",
-           "conv2d 4 kernel=3 padding=1\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.4\nlinear classes\n",
-           "model other\nconv2d 4 kernel=3 padding=1\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n"}) {
+  for (const std::string changed :
+       {"conv2d 4 kernel=3 padding=0\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n",
+        "conv2d 4 kernel=3 padding=1\nbatch_norm momentum=0.3\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n",
+        "conv2d 4 kernel=3 padding=1\nbatch_norm eps=1e-4\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n",
+        "conv2d 4 kernel=3 padding=1\nbatch_norm\ngelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n",
+        "conv2d 4 kernel=3 padding=1\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.4\nlinear classes\n",
+        "model other\nconv2d 4 kernel=3 padding=1\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n"}) {
     INFO(changed);
     CHECK(parse(changed)->fingerprint() != fingerprint);
   }
@@ -100,8 +102,7 @@ TEST_CASE("broken model files get a message naming the line and the problem", "[
         "test.model:3: conv2d: kernel=K is missing (usage: conv2d CHANNELS kernel=K [stride=S] [padding=P])");
   CHECK(problem("conv2d four kernel=3\n") == "test.model:1: conv2d: channels must be a whole number >= 1, got 'four'");
   CHECK(problem("conv2d 4 kernel=3 stride=0\n") == "test.model:1: conv2d: stride must be a whole number >= 1, got '0'");
-  CHECK(problem("conv2d 4 kernel=11\n") ==
-        "test.model:1: conv2d: kernel 11 does not fit input 1x8x8 with padding 0");
+  CHECK(problem("conv2d 4 kernel=11\n") == "test.model:1: conv2d: kernel 11 does not fit input 1x8x8 with padding 0");
   CHECK(problem("batch_norm momentum=fast\n") == "test.model:1: batch_norm: momentum must be a number, got 'fast'");
   CHECK(problem("batch_norm momentum=2\n") == "test.model:1: batch_norm: momentum 2 is outside [0, 1]");
   CHECK(problem("relu\ndropout\n") == "test.model:2: dropout takes 1 argument, got 0 (usage: dropout P)");

@@ -199,8 +199,8 @@ TEST_CASE("the worker pool runs every index once and rethrows a task's exception
   for (int round = 0; round < 50; ++round) pool.run([&](std::size_t i) { ++hits[i]; });
   CHECK(hits == std::vector<int>{50, 50, 50});
   CHECK_THROWS_AS(pool.run([](std::size_t i) {
-                    if (i == 2) throw std::runtime_error("task 2 failed");
-                  }),
+    if (i == 2) throw std::runtime_error("task 2 failed");
+  }),
                   std::runtime_error);
   pool.run([&](std::size_t i) { ++hits[i]; });  // still usable afterwards
   CHECK(hits == std::vector<int>{51, 51, 51});

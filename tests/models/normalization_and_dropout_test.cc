@@ -80,9 +80,10 @@ TEST_CASE("batch norm moves its running statistics in training and normalizes wi
     CHECK(out[6 + c * 3] == Approx((x[6 + c * 3] - state[c]) / std::sqrt(state[2 + c] + 1e-5)).epsilon(1e-5));
 }
 
-TEST_CASE("a model keeps running statistics in its state buffer, outside the parameters and the fingerprint's "
-          "parameter count",
-          "[models][normalization]") {
+TEST_CASE(
+    "a model keeps running statistics in its state buffer, outside the parameters and the fingerprint's "
+    "parameter count",
+    "[models][normalization]") {
   auto model = small_model(7);
   CHECK(model->parameter_count() == (4 * 6 + 6) + 2 * 6 + (6 * 3 + 3));
   REQUIRE(model->state_count() == 2 * 6);

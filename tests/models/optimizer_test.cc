@@ -58,9 +58,9 @@ TEST_CASE("heavy-ball momentum follows u <- m u + g, w <- w - lr u", "[models][o
 TEST_CASE("the momentum buffer is live state: a correction to u changes the next step", "[models][optimizer]") {
   auto opt = make(OptimizerKind::momentum, 0.1f, 1);
   std::vector<float> w{0.0f};
-  opt.step(w, std::vector<float>{1.0f});   // u = 1, w = -0.1
-  opt.momentum_buffer()[0] += 0.5f;        // what DTS does: u ← u + m^(D−1)·δ
-  opt.step(w, std::vector<float>{0.0f});   // u = 0.9·1.5 = 1.35, w = -0.1 - 0.135
+  opt.step(w, std::vector<float>{1.0f});  // u = 1, w = -0.1
+  opt.momentum_buffer()[0] += 0.5f;       // what DTS does: u ← u + m^(D−1)·δ
+  opt.step(w, std::vector<float>{0.0f});  // u = 0.9·1.5 = 1.35, w = -0.1 - 0.135
   CHECK(w[0] == Approx(-0.235f));
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("Adam matches the bias-corrected update", "[models][optimizer]") {
   const double m_hat = -0.18 / 0.19, v_hat = 0.003996 / (1.0 - 0.999 * 0.999);
   CHECK(w[1] == Approx(1.01 - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8)).epsilon(1e-6));
   CHECK(w[0] == Approx(0.98f).epsilon(1e-6));
-  REQUIRE(opt.state().size() == 4);  // m then v
+  REQUIRE(opt.state().size() == 4);                          // m then v
   CHECK(opt.state()[3] == Approx(0.003996f).epsilon(1e-4));  // float rounding of 0.999f
 }
 

@@ -98,7 +98,8 @@ std::vector<T> as(const std::vector<double>& v) {
 }  // namespace
 
 TEST_CASE("a small network matches PyTorch's forward output, loss and gradients", "[models][reference]") {
-  auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/reference/small_network.txt");
+  auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
+                                                              "/tests/models/reference/small_network.txt");
   auto model = small_network();
   REQUIRE(model->parameters().size() == ref.at("parameters").size());
   const auto params = as<float>(ref.at("parameters"));
@@ -123,10 +124,12 @@ TEST_CASE("a small network matches PyTorch's forward output, loss and gradients"
   }
 }
 
-TEST_CASE("batch norm, residual blocks, group norm, pooling and activations match PyTorch in training and "
-          "evaluation",
-          "[models][reference]") {
-  auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/reference/normalized_network.txt");
+TEST_CASE(
+    "batch norm, residual blocks, group norm, pooling and activations match PyTorch in training and "
+    "evaluation",
+    "[models][reference]") {
+  auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
+                                                              "/tests/models/reference/normalized_network.txt");
   auto model = normalized_network();
   REQUIRE(model->parameters().size() == ref.at("parameters").size());
   REQUIRE(model->state().size() == ref.at("state").size());

@@ -104,7 +104,8 @@ TEST_CASE("a secure site refuses a joiner with other terms; the joiner hears why
 
   REQUIRE(eventually([&] { return beta.refusal().has_value(); }));
   CHECK(*beta.refusal() ==
-        "alpha refuses this site: model differs (alpha: mlp|in=2x1x1|linear(2->8); this site: mlp|in=2x1x1|linear(2->16))");
+        "alpha refuses this site: model differs (alpha: mlp|in=2x1x1|linear(2->8); this site: "
+        "mlp|in=2x1x1|linear(2->16))");
   CHECK(alpha.rejections().count(RejectCause::kTerms) >= 1);
   CHECK(alpha.rejections().count(RejectCause::kFingerprint) == 0);
   CHECK(alpha.alive_members() == std::vector<std::string>{"alpha"});

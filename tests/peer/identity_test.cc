@@ -43,8 +43,8 @@ TEST_CASE("key pairs are written with private secret files and read back", "[pee
 
 TEST_CASE("keygen command writes a key pair and prints the public key", "[peer][identity][cli]") {
   const auto dir = temp_dir();
-  const std::string cmd = std::string(MERIDIAN_BINARY) + " keygen --out " + (dir / "k").string() + " > " +
-                          (dir / "out.txt").string();
+  const std::string cmd =
+      std::string(MERIDIAN_BINARY) + " keygen --out " + (dir / "k").string() + " > " + (dir / "out.txt").string();
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream printed(dir / "out.txt");
   std::string key;
@@ -63,7 +63,8 @@ TEST_CASE("roster parses names, keys and optional addresses and names bad lines"
   CHECK(roster.by_name("ohio") == nullptr);
   CHECK(Roster::parse(roster.to_text()).entries().size() == 2);
 
-  CHECK_THROWS_WITH(Roster::parse("a " + k1 + "\nb " + k1 + "\n", "r.txt"), Catch::Contains("r.txt line 2") && Catch::Contains("share one public key"));
+  CHECK_THROWS_WITH(Roster::parse("a " + k1 + "\nb " + k1 + "\n", "r.txt"),
+                    Catch::Contains("r.txt line 2") && Catch::Contains("share one public key"));
   CHECK_THROWS_WITH(Roster::parse("a notakey\n"), Catch::Contains("line 1") && Catch::Contains("Z85"));
   CHECK_THROWS_WITH(Roster::parse("a\n"), Catch::Contains("NAME PUBLIC_KEY"));
   CHECK_THROWS_WITH(Roster::parse("a " + k1 + " http://x\n"), Catch::Contains("tcp://"));

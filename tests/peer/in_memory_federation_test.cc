@@ -46,8 +46,8 @@ std::unique_ptr<FederationTransport> join(const std::shared_ptr<InMemoryNetwork>
 }
 
 // Starts one site of a federation named `name`, bootstrapping from `first` (nullptr for the first site).
-using SiteFactory = std::function<std::unique_ptr<FederationTransport>(const std::string& name,
-                                                                       const FederationTransport* first)>;
+using SiteFactory =
+    std::function<std::unique_ptr<FederationTransport>(const std::string& name, const FederationTransport* first)>;
 
 SiteFactory in_memory_sites() {
   auto net = InMemoryNetwork::create({});
@@ -146,8 +146,7 @@ TEST_CASE("in-memory federation: four sites join from one bootstrap, exchange me
   join_exchange_and_leave(in_memory_sites());
 }
 
-TEST_CASE("ZeroMQ federation: the same scenario through the FederationTransport interface",
-          "[peer][zmq][federation]") {
+TEST_CASE("ZeroMQ federation: the same scenario through the FederationTransport interface", "[peer][zmq][federation]") {
   join_exchange_and_leave(zmq_sites());
 }
 

@@ -40,22 +40,20 @@ TEST_CASE("bad link specs name the field and show a valid example", "[peer][wan]
     const char* text;
     const char* says;
   };
-  for (const Case& c : {Case{"latency=120", "latency \"120\" needs a unit: us, ms or s"},
-                        Case{"latency=120min", "latency unit \"min\" is unknown"},
-                        Case{"latency=fast", "latency \"fast\" is not a number"},
-                        Case{"latency=-5ms", "latency must not be negative"},
-                        Case{"jitter=10", "jitter \"10\" needs a unit"},
-                        Case{"bandwidth=50", "bandwidth \"50\" needs a unit: bit, kbit, mbit or gbit"},
-                        Case{"bandwidth=50mb", "bandwidth unit \"mb\" is unknown"},
-                        Case{"bandwidth=0mbit", "leave bandwidth out for an unlimited link"},
-                        Case{"loss=1", "loss \"1\" is outside [0, 1)"},
-                        Case{"loss=-0.1", "loss \"-0.1\" is outside [0, 1)"},
-                        Case{"loss=high", "loss \"high\" is not a probability"},
-                        Case{"delay=5ms", "unknown field \"delay\"; known fields are latency, jitter, bandwidth and loss"},
-                        Case{"latency=5ms,latency=6ms", "latency is given twice"},
-                        Case{"latency", "field \"latency\" is not key=value"},
-                        Case{"latency=5ms,,loss=0", "empty field"},
-                        Case{"latency=5ms,", "empty field"}}) {
+  for (const Case& c :
+       {Case{"latency=120", "latency \"120\" needs a unit: us, ms or s"},
+        Case{"latency=120min", "latency unit \"min\" is unknown"},
+        Case{"latency=fast", "latency \"fast\" is not a number"}, Case{"latency=-5ms", "latency must not be negative"},
+        Case{"jitter=10", "jitter \"10\" needs a unit"},
+        Case{"bandwidth=50", "bandwidth \"50\" needs a unit: bit, kbit, mbit or gbit"},
+        Case{"bandwidth=50mb", "bandwidth unit \"mb\" is unknown"},
+        Case{"bandwidth=0mbit", "leave bandwidth out for an unlimited link"},
+        Case{"loss=1", "loss \"1\" is outside [0, 1)"}, Case{"loss=-0.1", "loss \"-0.1\" is outside [0, 1)"},
+        Case{"loss=high", "loss \"high\" is not a probability"},
+        Case{"delay=5ms", "unknown field \"delay\"; known fields are latency, jitter, bandwidth and loss"},
+        Case{"latency=5ms,latency=6ms", "latency is given twice"},
+        Case{"latency", "field \"latency\" is not key=value"}, Case{"latency=5ms,,loss=0", "empty field"},
+        Case{"latency=5ms,", "empty field"}}) {
     INFO(c.text);
     CHECK_THROWS_AS(parse_link_spec(c.text), std::invalid_argument);
     CHECK_THROWS_WITH(parse_link_spec(c.text), Contains(c.says) && Contains(std::string("\"") + c.text + "\""));

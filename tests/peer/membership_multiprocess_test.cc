@@ -45,10 +45,17 @@ struct Cluster {
   }
 
   NodeProcess& start(int i) {
-    std::vector<std::string> args{"peer-node", "--name", names[i], "--keys", (dir / names[i]).string(),
-                                  "--roster", (dir / "roster.txt").string(),
-                                  "--heartbeat-interval-ms", std::to_string(kIntervalMs),
-                                  "--heartbeat-timeout-ms", std::to_string(kTimeoutMs)};
+    std::vector<std::string> args{"peer-node",
+                                  "--name",
+                                  names[i],
+                                  "--keys",
+                                  (dir / names[i]).string(),
+                                  "--roster",
+                                  (dir / "roster.txt").string(),
+                                  "--heartbeat-interval-ms",
+                                  std::to_string(kIntervalMs),
+                                  "--heartbeat-timeout-ms",
+                                  std::to_string(kTimeoutMs)};
     if (!bootstrap.empty()) {
       args.push_back("--bootstrap");
       args.push_back(bootstrap);
@@ -86,7 +93,8 @@ struct Cluster {
       if (ok) return true;
       std::this_thread::sleep_for(20ms);
     }
-    for (int i : who) UNSCOPED_INFO(names[i] << ": '" << nodes[i]->latest("members ") << "' '" << nodes[i]->latest("view ") << "'");
+    for (int i : who)
+      UNSCOPED_INFO(names[i] << ": '" << nodes[i]->latest("members ") << "' '" << nodes[i]->latest("view ") << "'");
     return false;
   }
 };

@@ -77,7 +77,8 @@ TEST_CASE("a silent member is declared dead after the timeout and before twice t
   CHECK(a.latest_view().members == std::vector<std::string>{"a", "c"});
 }
 
-TEST_CASE("stale gossip does not revive a dead member; a restart with a higher incarnation does", "[peer][membership]") {
+TEST_CASE("stale gossip does not revive a dead member; a restart with a higher incarnation does",
+          "[peer][membership]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0);
   a.on_hello(hello_of("b", 5), t0);
@@ -201,8 +202,9 @@ TEST_CASE("names outside the roster are never admitted", "[peer][membership]") {
   CHECK(a.alive_names() == std::vector<std::string>{"a", "b"});
 }
 
-TEST_CASE("a restart noticed before the death is announced as two views: without the old incarnation, then with the new",
-          "[peer][membership]") {
+TEST_CASE(
+    "a restart noticed before the death is announced as two views: without the old incarnation, then with the new",
+    "[peer][membership]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0), b(config("b"), t0), c(config("c", 1), t0);
   for (auto* s : {&b, &c}) a.on_hello(s->hello(), t0);

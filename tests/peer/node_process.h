@@ -76,7 +76,8 @@ class NodeProcess {
         if (pred(lines_[next_])) return lines_[next_++];
       if (eof_) return "";
       // Always look at least once (a zero timeout just checks), then give up at the deadline.
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd p{stdout_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(std::clamp<long>(left.count(), 0, 100))) <= 0) {
         if (left.count() <= 0) return "";

@@ -28,14 +28,10 @@ TEST_CASE("a partition cuts the groups of a window from each other while it last
 
 TEST_CASE("a malformed partition schedule is refused with a message naming the problem", "[peer][partition]") {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"s0,s1", "GROUPS@START+LENGTH"},
-      {"s0|s1@20s", "START+LENGTH"},
-      {"s0,s1@1s+1s", "at least two groups"},
-      {"s0|s0@1s+1s", "in two groups"},
-      {"s0|,s1@1s+1s", "empty site name"},
-      {"s0|s1@1+1s", "needs a unit"},
-      {"s0|s1@-1s+1s", "not a duration"},
-      {"s0|s1@1s+0s", "length must be above 0"},
+      {"s0,s1", "GROUPS@START+LENGTH"},       {"s0|s1@20s", "START+LENGTH"},
+      {"s0,s1@1s+1s", "at least two groups"}, {"s0|s0@1s+1s", "in two groups"},
+      {"s0|,s1@1s+1s", "empty site name"},    {"s0|s1@1+1s", "needs a unit"},
+      {"s0|s1@-1s+1s", "not a duration"},     {"s0|s1@1s+0s", "length must be above 0"},
   };
   for (const auto& [text, problem] : bad) {
     INFO(text);

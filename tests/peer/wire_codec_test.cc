@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::uint64_t kFingerprint = 0xfeedface12345678ull;
 
-std::span<const std::byte> bytes(const std::string& s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
+std::span<const std::byte> bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
 
 Message tensor_message(std::size_t n, MessageKind kind = MessageKind::kPushSum) {
   Message m;
@@ -32,7 +34,8 @@ Message tensor_message(std::size_t n, MessageKind kind = MessageKind::kPushSum) 
 }
 
 WireHeader decode_ok(const EncodedChunk& c, const WireLimits& limits = {}) {
-  auto r = decode_header(bytes(c.header), c.elements ? std::optional<std::size_t>(c.elements * 4) : std::nullopt, limits);
+  auto r =
+      decode_header(bytes(c.header), c.elements ? std::optional<std::size_t>(c.elements * 4) : std::nullopt, limits);
   REQUIRE(std::holds_alternative<WireHeader>(r));
   return std::get<WireHeader>(r);
 }
@@ -77,7 +80,8 @@ TEST_CASE("wire codec round-trips every field of a tensor message in one chunk",
 }
 
 TEST_CASE("messages above the chunk size are chunked and reassembled exactly", "[peer][wire]") {
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{257}, std::size_t{1021}}) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{257}, std::size_t{1021}}) {
     WireLimits limits;
     limits.chunk_bytes = 256 * sizeof(float);
     const Message m = tensor_message(n, MessageKind::kReduceChunk);

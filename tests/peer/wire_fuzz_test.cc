@@ -14,8 +14,8 @@
 #include "tests/peer/wire_input.h"
 
 using namespace meridian::peer;
-using meridian::testing::WirePipeline;
 using meridian::testing::wire_input;
+using meridian::testing::WirePipeline;
 namespace fs = std::filesystem;
 
 namespace {
@@ -85,42 +85,42 @@ std::vector<std::string> near_valid_inputs() {
     return std::pair{c.header, payload};
   };
   auto [header, payload] = one(push_sum(16));
-  out.push_back(wire_input(header, nullptr));                          // truncated: payload frame missing
+  out.push_back(wire_input(header, nullptr));  // truncated: payload frame missing
   const std::string short_payload = payload.substr(0, 10);
-  out.push_back(wire_input(header, &short_payload));                   // truncated payload frame
+  out.push_back(wire_input(header, &short_payload));  // truncated payload frame
   const std::string long_payload = payload + "xxxx";
-  out.push_back(wire_input(header, &long_payload));                    // payload longer than the header says
+  out.push_back(wire_input(header, &long_payload));                          // payload longer than the header says
   out.push_back(wire_input(header.substr(0, header.size() / 2), &payload));  // header cut in half
   {
-    auto [h, p] = one(push_sum(16), fp + 1);                           // wrong model fingerprint
+    auto [h, p] = one(push_sum(16), fp + 1);  // wrong model fingerprint
     out.push_back(wire_input(h, &p));
   }
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     Message m = push_sum(16);
-    m.payload[5] = bad;                                                // non-finite payload
+    m.payload[5] = bad;  // non-finite payload
     auto [h, p] = one(m);
     out.push_back(wire_input(h, &p));
   }
   for (double w : {1e300, -1.0, 0.0, std::numeric_limits<double>::quiet_NaN()}) {
     Message m = push_sum(16);
-    m.weight = w;                                                      // weight out of range or not finite
+    m.weight = w;  // weight out of range or not finite
     auto [h, p] = one(m);
     out.push_back(wire_input(h, &p));
   }
   for (std::uint64_t round : {std::uint64_t{0}, std::uint64_t{1} << 40}) {
     Message m = push_sum(16);
-    m.round = round;                                                   // stale, far ahead
+    m.round = round;  // stale, far ahead
     auto [h, p] = one(m);
     out.push_back(wire_input(h, &p));
   }
   {
     Message m = push_sum(16);
-    m.offset = 10;                                                     // slice outside the tensor
+    m.offset = 10;  // slice outside the tensor
     auto [h, p] = one(m);
     out.push_back(wire_input(h, &p));
   }
   {
-    auto chunks = encode_message(push_sum(200), fp, id++, limits);     // a chunked message without its middle
+    auto chunks = encode_message(push_sum(200), fp, id++, limits);  // a chunked message without its middle
     for (std::size_t i : {std::size_t{0}, chunks.size() - 1}) {
       const std::string p(chunks[i].elements * 4, '\0');
       out.push_back(wire_input(chunks[i].header, &p));
@@ -129,17 +129,17 @@ std::vector<std::string> near_valid_inputs() {
   {
     Message m;
     m.kind = MessageKind::kHeartbeat;
-    m.body = std::string("\xff\xff\xff", 3);                          // body that is not a Heartbeat
+    m.body = std::string("\xff\xff\xff", 3);  // body that is not a Heartbeat
     out.push_back(wire_input(one(m).first, nullptr));
     m.kind = MessageKind::kHello;
-    m.body = encode_hello({"bad name!", "", "", 1, 2, {}, {}});                // invalid site name
+    m.body = encode_hello({"bad name!", "", "", 1, 2, {}, {}});  // invalid site name
     out.push_back(wire_input(one(m).first, nullptr));
     m.kind = MessageKind::kHeartbeat;
     m.body = encode_heartbeat({1, 2});
     const std::string stray(8, '\0');
-    out.push_back(wire_input(one(m).first, &stray));                   // membership kind with a payload
+    out.push_back(wire_input(one(m).first, &stray));  // membership kind with a payload
   }
-  out.push_back(wire_input(std::string(100, '\xff'), nullptr));         // not protobuf at all
+  out.push_back(wire_input(std::string(100, '\xff'), nullptr));  // not protobuf at all
   return out;
 }
 
@@ -165,7 +165,8 @@ std::string mutate(std::string s, std::mt19937_64& rng, const std::vector<std::s
         if (!s.empty()) s[pick(s.size())] ^= static_cast<char>(1u << pick(8));
         break;
       case 1:  // overwrite a byte with an interesting value
-        if (!s.empty()) s[pick(s.size())] = static_cast<char>(std::array<int, 6>{0, 1, 0x7f, 0x80, 0xff, 0x08}[pick(6)]);
+        if (!s.empty())
+          s[pick(s.size())] = static_cast<char>(std::array<int, 6>{0, 1, 0x7f, 0x80, 0xff, 0x08}[pick(6)]);
         break;
       case 2:  // truncate
         s.resize(pick(s.size() + 1));

@@ -64,8 +64,8 @@ class WirePipeline {
     (void)peer::decode_leave(h->body);
     if (validator_.check("fuzz", *h)) return false;
     if (!peer::is_mixer_kind(h->kind)) return false;
-    auto result = reassembler_.add(
-        "fuzz", *h, {reinterpret_cast<const std::byte*>(data + 2 + len), payload_bytes.value_or(0)});
+    auto result =
+        reassembler_.add("fuzz", *h, {reinterpret_cast<const std::byte*>(data + 2 + len), payload_bytes.value_or(0)});
     if (!result.complete) return false;
     validator_.accept("fuzz", *result.complete);
     pool_.give(std::move(result.complete->payload));

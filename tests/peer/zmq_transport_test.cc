@@ -144,7 +144,9 @@ TEST_CASE("three sites agree on members and views; a leave is seen and the view 
     REQUIRE(it != members.end());
     CHECK(it->record.state == MemberState::kLeft);
   }
-  REQUIRE(eventually([&] { return a.latest_view().members == std::vector<std::string>{"a", "b"} && a.latest_view() == b.latest_view(); }));
+  REQUIRE(eventually([&] {
+    return a.latest_view().members == std::vector<std::string>{"a", "b"} && a.latest_view() == b.latest_view();
+  }));
   CHECK(a.latest_view().id > v.id);
 }
 
@@ -415,8 +417,7 @@ TEST_CASE("a socket buffer size applies to the connections that carry data, whic
   for (int size : out) CHECK(size == 2 * 48 * 1024);
 }
 
-TEST_CASE("sites with one and with several libzmq I/O threads exchange multi-chunk payloads both ways",
-          "[peer][zmq]") {
+TEST_CASE("sites with one and with several libzmq I/O threads exchange multi-chunk payloads both ways", "[peer][zmq]") {
   // One I/O thread serves every connection; with more, receiving and sending connections are on
   // different threads. Both must carry whole messages in both directions, in order.
   Federation fed({"a", "b"});

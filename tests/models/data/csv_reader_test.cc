@@ -9,9 +9,9 @@
 #include "tests/models/data/scratch_dir.h"
 
 using namespace meridian::models::data;
+using Catch::Matchers::Contains;
 using meridian::testing::gzip_bytes;
 using meridian::testing::ScratchDir;
-using Catch::Matchers::Contains;
 
 namespace {
 

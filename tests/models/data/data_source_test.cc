@@ -14,13 +14,13 @@
 #include "tests/models/data/scratch_dir.h"
 
 using namespace meridian::models::data;
+using Catch::Matchers::Contains;
 using meridian::testing::gzip_bytes;
 using meridian::testing::npy_bytes;
 using meridian::testing::raw_bytes;
 using meridian::testing::ScratchDir;
 using meridian::testing::write_png;
 using meridian::testing::write_zip;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -31,7 +31,9 @@ std::string be32(std::uint32_t v) {
 }
 
 // IDX: three 1x2 images with labels 0, 4, 2.
-std::string idx_images() { return be32(2051) + be32(3) + be32(1) + be32(2) + std::string("\x00\xff\x10\x20\x30\x40", 6); }
+std::string idx_images() {
+  return be32(2051) + be32(3) + be32(1) + be32(2) + std::string("\x00\xff\x10\x20\x30\x40", 6);
+}
 std::string idx_labels() { return be32(2049) + be32(3) + std::string("\x00\x04\x02", 3); }
 
 std::string text_labels(const std::vector<std::string>& labels) {
@@ -89,7 +91,8 @@ TEST_CASE("the data format is taken from the path", "[data][source]") {
              Contains(dir.file("nothing.npz") + ": no such file or folder"));
   CHECK_THAT(error_of([&] { resolve_data_path(x + "," + dir.file("gone.npy")); }),
              Contains(dir.file("gone.npy") + ": no such file"));
-  CHECK_THAT(error_of([&] { resolve_data_path(csv + "," + y); }), Contains("only .npy features and IDX images take a labels file"));
+  CHECK_THAT(error_of([&] { resolve_data_path(csv + "," + y); }),
+             Contains("only .npy features and IDX images take a labels file"));
   CHECK_THAT(error_of([&] { resolve_data_path(odd_images); }),
              Contains(odd_images + ": IDX images without labels") && Contains("IMAGES,LABELS"));
   const auto lonely = dir.write("t10k-images-idx3-ubyte", idx_images());
@@ -107,7 +110,8 @@ TEST_CASE("load_dataset reads every format into a Dataset with class names", "[d
   const std::vector<float> table = {1, 2, 3, 4};
   dir.write("x.npy", npy_bytes("<f4", "(2, 2)", raw_bytes(table)));
   dir.write("y.npy", text_labels({"no", "yes"}));
-  write_zip(dir.file("d.npz"), {{"x.npy", npy_bytes("<f4", "(2, 2)", raw_bytes(table))}, {"y.npy", text_labels({"no", "yes"})}}, true);
+  write_zip(dir.file("d.npz"),
+            {{"x.npy", npy_bytes("<f4", "(2, 2)", raw_bytes(table))}, {"y.npy", text_labels({"no", "yes"})}}, true);
   dir.write("d.csv", "a,b,label\n1,2,no\n3,4,yes\n");
   for (const std::string& path : {dir.file("x.npy") + "," + dir.file("y.npy"), dir.file("d.npz"), dir.file("d.csv")}) {
     INFO(path);
@@ -144,12 +148,17 @@ TEST_CASE("load_dataset reads every format into a Dataset with class names", "[d
   CHECK(load_dataset(dir.file("d.csv"), some).rows == 2);
 }
 
-TEST_CASE("load_train_and_test reads the test set with the training set's classes and checks shapes", "[data][source]") {
+TEST_CASE("load_train_and_test reads the test set with the training set's classes and checks shapes",
+          "[data][source]") {
   ScratchDir dir;
   const std::string train = dir.file("train.npz"), test = dir.file("test.npz");
-  write_zip(train, {{"x.npy", npy_bytes("|u1", "(3, 2, 2)", std::string(12, '\x10'))}, {"y.npy", text_labels({"b", "c", "a"})}}, false);
+  write_zip(
+      train,
+      {{"x.npy", npy_bytes("|u1", "(3, 2, 2)", std::string(12, '\x10'))}, {"y.npy", text_labels({"b", "c", "a"})}},
+      false);
   // The test file holds only class 'c': it still maps to the training set's label 2.
-  write_zip(test, {{"x.npy", npy_bytes("|u1", "(1, 2, 2)", std::string(4, '\x20'))}, {"y.npy", text_labels({"c"})}}, false);
+  write_zip(test, {{"x.npy", npy_bytes("|u1", "(1, 2, 2)", std::string(4, '\x20'))}, {"y.npy", text_labels({"c"})}},
+            false);
   const TrainAndTest both = load_train_and_test(train, test);
   CHECK(both.train.class_names == std::vector<std::string>{"a", "b", "c"});
   CHECK(both.test.class_names == both.train.class_names);
@@ -157,12 +166,14 @@ TEST_CASE("load_train_and_test reads the test set with the training set's classe
   CHECK(load_train_and_test(train, "").test.rows == 0);
 
   const std::string wide = dir.file("wide.npz");
-  write_zip(wide, {{"x.npy", npy_bytes("|u1", "(1, 2, 3)", std::string(6, '\x20'))}, {"y.npy", text_labels({"a"})}}, false);
+  write_zip(wide, {{"x.npy", npy_bytes("|u1", "(1, 2, 3)", std::string(6, '\x20'))}, {"y.npy", text_labels({"a"})}},
+            false);
   CHECK_THAT(error_of([&] { load_train_and_test(train, wide); }),
              Contains(wide + ": 6 features per row (images 1x2x3, channels x height x width), but " + train +
                       " has 4 features per row (images 1x2x2"));
   const std::string other = dir.file("other.npz");
-  write_zip(other, {{"x.npy", npy_bytes("|u1", "(1, 2, 2)", std::string(4, '\x20'))}, {"y.npy", text_labels({"d"})}}, false);
+  write_zip(other, {{"x.npy", npy_bytes("|u1", "(1, 2, 2)", std::string(4, '\x20'))}, {"y.npy", text_labels({"d"})}},
+            false);
   CHECK_THAT(error_of([&] { load_train_and_test(train, other); }),
              Contains(other + ": array 'y': row 0: label 'd' is not one of the 3 known classes: a, b, c"));
 

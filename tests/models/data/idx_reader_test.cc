@@ -13,9 +13,9 @@
 #include "tests/models/data/scratch_dir.h"
 
 using namespace meridian::models::data;
+using Catch::Matchers::Contains;
 using meridian::testing::gzip_bytes;
 using meridian::testing::ScratchDir;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -99,15 +99,14 @@ TEST_CASE("IDX reader with a row selection keeps exactly those rows, as a subset
   CHECK(part.features == expected.features);
   CHECK(part.features[6] == 20.0f * (1.0f / 255.0f));  // the last image, not the second
 
-  const Dataset none = read_idx(images, labels, 10, [](std::span<const std::int32_t>) {
-    return std::vector<std::size_t>{};
-  });
+  const Dataset none =
+      read_idx(images, labels, 10, [](std::span<const std::int32_t>) { return std::vector<std::size_t>{}; });
   CHECK(none.rows == 0);
   CHECK(none.features.empty());
 
   SECTION("a selection out of order or past the end is refused") {
-    for (const std::vector<std::size_t>& bad : {std::vector<std::size_t>{2, 0}, std::vector<std::size_t>{1, 1},
-                                                std::vector<std::size_t>{3}}) {
+    for (const std::vector<std::size_t>& bad :
+         {std::vector<std::size_t>{2, 0}, std::vector<std::size_t>{1, 1}, std::vector<std::size_t>{3}}) {
       CHECK_THROWS_AS(read_idx(images, labels, 10, [&](std::span<const std::int32_t>) { return bad; }),
                       std::invalid_argument);
     }

@@ -72,7 +72,8 @@ TEST_CASE("augmentation specs parse and print", "[data][augment]") {
   CHECK(parse_augmentation_spec("crop:2").to_string() == "crop:2");
   CHECK(AugmentationSpec{4, true}.to_string() == "crop:4,flip");
   CHECK(AugmentationSpec{}.to_string() == "none");
-  for (const char* bad : {"", "crop", "crop:", "crop:-1", "crop:65", "crop:2x", "flip,flip", "crop:1,crop:2", "rotate", "flip,"}) {
+  for (const char* bad :
+       {"", "crop", "crop:", "crop:-1", "crop:65", "crop:2x", "flip,flip", "crop:1,crop:2", "rotate", "flip,"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_augmentation_spec(bad), std::invalid_argument);
   }
@@ -96,7 +97,8 @@ TEST_CASE("augmentation matches pad, crop and flip done by hand on tiny images",
     dxs.insert(draw.dx);
     dys.insert(draw.dy);
     flips += draw.flip ? 1 : 0;
-    const std::vector<float> got(x.begin() + static_cast<long>(i * d.dim), x.begin() + static_cast<long>((i + 1) * d.dim));
+    const std::vector<float> got(x.begin() + static_cast<long>(i * d.dim),
+                                 x.begin() + static_cast<long>((i + 1) * d.dim));
     CHECK(got == reference(d, rows[i], pad, draw));
   }
   // Every offset occurs, and both orientations.
@@ -144,7 +146,7 @@ TEST_CASE("augmentation off is a plain copy, and needs images when on", "[data][
   Dataset table = d;
   table.channels = table.height = table.width = 0;
   CHECK_NOTHROW(ImageAugmentation(table, {}, 1));
-  CHECK_THROWS_WITH(ImageAugmentation(table, {0, true}, 1), Contains("augmentation flip needs images") &&
-                                                                 Contains("table of 9 features per row"));
+  CHECK_THROWS_WITH(ImageAugmentation(table, {0, true}, 1),
+                    Contains("augmentation flip needs images") && Contains("table of 9 features per row"));
   CHECK_THROWS_WITH(ImageAugmentation(d, {3, false}, 1), Contains("the padding must be below the image size (3x3)"));
 }

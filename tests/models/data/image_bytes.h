@@ -19,7 +19,10 @@ inline void write_png(const std::string& path, std::size_t width, std::size_t he
   image.version = PNG_IMAGE_VERSION;
   image.width = static_cast<png_uint_32>(width);
   image.height = static_cast<png_uint_32>(height);
-  image.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 2 ? PNG_FORMAT_GA : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+  image.format = channels == 1   ? PNG_FORMAT_GRAY
+                 : channels == 2 ? PNG_FORMAT_GA
+                 : channels == 3 ? PNG_FORMAT_RGB
+                                 : PNG_FORMAT_RGBA;
   if (png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr) == 0) {
     throw std::runtime_error("png write failed for " + path + ": " + image.message);
   }

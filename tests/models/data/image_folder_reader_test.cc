@@ -13,10 +13,10 @@
 #include "tests/models/data/scratch_dir.h"
 
 using namespace meridian::models::data;
+using Catch::Matchers::Contains;
 using meridian::testing::ScratchDir;
 using meridian::testing::write_jpeg;
 using meridian::testing::write_png;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -75,7 +75,8 @@ TEST_CASE("image folder reader reads grayscale PNGs by class, then file name", "
   CHECK(d.row(2)[5] == Approx(55 / 255.0f));
 }
 
-TEST_CASE("image folder reader reads RGB channel-major and makes gray images RGB when any is colour", "[data][images]") {
+TEST_CASE("image folder reader reads RGB channel-major and makes gray images RGB when any is colour",
+          "[data][images]") {
   ScratchDir dir;
   write_png(in(dir, "c/rgb.png"), 3, 2, 3, pattern(3, 20));
   write_png(in(dir, "c/gray.png"), 3, 2, 1, pattern(1, 90));

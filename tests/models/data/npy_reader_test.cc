@@ -14,12 +14,12 @@
 #include "tests/models/data/scratch_dir.h"
 
 using namespace meridian::models::data;
+using Catch::Matchers::Contains;
 using meridian::testing::gzip_bytes;
 using meridian::testing::npy_bytes;
 using meridian::testing::raw_bytes;
 using meridian::testing::ScratchDir;
 using meridian::testing::write_zip;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -83,8 +83,8 @@ TEST_CASE("npy reader reads float64, big-endian and gzip-compressed arrays alike
 TEST_CASE("npy reader scales uint8 images to [0, 1] and reads N x H x W as one channel", "[data][npy]") {
   ScratchDir dir;
   const std::vector<std::uint8_t> px = {0, 51, 255, 102, 10, 20, 30, 40};
-  const Dataset d = read_npy(dir.write("x.npy", npy_bytes("|u1", "(2, 2, 2)", raw_bytes(px))),
-                             dir.write("y.npy", kLabelsNpy));
+  const Dataset d =
+      read_npy(dir.write("x.npy", npy_bytes("|u1", "(2, 2, 2)", raw_bytes(px))), dir.write("y.npy", kLabelsNpy));
   CHECK(d.channels == 1);
   CHECK(d.height == 2);
   CHECK(d.width == 2);
@@ -185,13 +185,15 @@ TEST_CASE("npy reader refuses broken files, naming the file and the problem", "[
     FAIL("no error for the broken features file");
     return std::string();
   };
-  CHECK_THAT(features_error("PK\x03\x04 not numpy"), Contains("not a NumPy .npy array") && Contains("expected '\\x93NUMPY'"));
+  CHECK_THAT(features_error("PK\x03\x04 not numpy"),
+             Contains("not a NumPy .npy array") && Contains("expected '\\x93NUMPY'"));
   CHECK_THAT(features_error(std::string("\x93NUMPY\x01\x00\x76", 9)), Contains("truncated") && Contains("header"));
   CHECK_THAT(features_error(kTableNpy.substr(0, 40)), Contains("truncated: the .npy header announces 118 bytes"));
   CHECK_THAT(features_error(std::string("\x93NUMPY\x07\x00", 8) + "xx"), Contains("format version 7.0 is not known"));
   CHECK_THAT(features_error(kTableNpy.substr(0, kTableNpy.size() - 4)),
              Contains("truncated: shape (2, 3) of '<f4' needs 24 bytes of data, the file holds 20"));
-  CHECK_THAT(features_error(kTableNpy + "xx"), Contains("shape (2, 3) of '<f4' needs 24 bytes of data, the file holds 26"));
+  CHECK_THAT(features_error(kTableNpy + "xx"),
+             Contains("shape (2, 3) of '<f4' needs 24 bytes of data, the file holds 26"));
   CHECK_THAT(features_error(npy_bytes("<i8", "(2, 3)", std::string(48, '\0'))),
              Contains("features have dtype '<i8'; expected float32 ('<f4'), float64 ('<f8') or uint8 ('|u1')"));
   CHECK_THAT(features_error(npy_bytes("<f4", "(6,)", raw_bytes(kTable))),
@@ -206,11 +208,14 @@ TEST_CASE("npy reader refuses broken files, naming the file and the problem", "[
   CHECK_THAT(features_error(npy_bytes("<f4", "(2, 3)", raw_bytes(kTable), "True")),
              Contains("fortran_order is True; save a C-ordered array"));
   CHECK_THAT(features_error(npy_bytes("|O", "(2, 3)", std::string(48, '\0'))), Contains("Python objects"));
-  CHECK_THAT(features_error(std::string("\x93NUMPY\x01\x00\x0c\x00{'descr': 1}", 22)), Contains("expected a quoted string"));
-  CHECK_THAT(features_error(std::string("\x93NUMPY\x01\x00\x10\x00{'shape': (2,)}", 26)), Contains("header lacks 'descr'"));
+  CHECK_THAT(features_error(std::string("\x93NUMPY\x01\x00\x0c\x00{'descr': 1}", 22)),
+             Contains("expected a quoted string"));
+  CHECK_THAT(features_error(std::string("\x93NUMPY\x01\x00\x10\x00{'shape': (2,)}", 26)),
+             Contains("header lacks 'descr'"));
   std::vector<float> nan_table = kTable;
   nan_table[4] = std::numeric_limits<float>::quiet_NaN();
-  CHECK_THAT(features_error(npy_bytes("<f4", "(2, 3)", raw_bytes(nan_table))), Contains("row 1, value 1 (in file order) is NaN"));
+  CHECK_THAT(features_error(npy_bytes("<f4", "(2, 3)", raw_bytes(nan_table))),
+             Contains("row 1, value 1 (in file order) is NaN"));
 
   auto labels_error = [&](const std::string& bytes, NpyOptions options = {}) {
     const auto path = dir.write("bad-labels.npy", bytes);
@@ -238,7 +243,8 @@ TEST_CASE("npy reader refuses broken files, naming the file and the problem", "[
              Contains("label 2 of row 1 is out of range (expected 0..1 for the 2 classes cat, dog)"));
   CHECK_THAT(labels_error(std::string()), Contains("not a NumPy .npy array"));
 
-  CHECK_THROWS_WITH(read_npy(dir.file("absent.npy"), labels), Contains(dir.file("absent.npy")) && Contains("cannot open"));
+  CHECK_THROWS_WITH(read_npy(dir.file("absent.npy"), labels),
+                    Contains(dir.file("absent.npy")) && Contains("cannot open"));
 }
 
 TEST_CASE("npz reader refuses archives that are not zip files or are damaged", "[data][npy]") {

@@ -13,7 +13,9 @@ using namespace meridian::models::data;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/data/numpy/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/data/numpy/" + name;
+}
 
 }  // namespace
 

@@ -115,8 +115,8 @@ TEST_CASE("Dirichlet label skew grows as alpha shrinks", "[data][partition]") {
   auto mean_skew = [&](const std::string& spec_text) {
     double sum = 0;
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
-      sum += label_skew(assign_sites(data.labels, 10, parse_partition_spec(spec_text), sites, seed), data.labels,
-                        10, sites);
+      sum += label_skew(assign_sites(data.labels, 10, parse_partition_spec(spec_text), sites, seed), data.labels, 10,
+                        sites);
     }
     return sum / 5;
   };
