@@ -25,7 +25,7 @@
 using meridian::testing::FederationSite;
 using meridian::testing::NamespaceNetwork;
 using meridian::testing::NodeProcess;
-using meridian::testing::run_command;
+using meridian::tests::run_command;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -124,7 +124,7 @@ struct NamespaceFederation {
 }  // namespace
 
 TEST_CASE("the compose sites agree on their members across network namespaces with CURVE and world4",
-          "[docker][netns]") {
+          "[docker][netns][process]") {
   if (const auto reason = NamespaceNetwork::unavailable_reason()) {
     WARN("SKIPPED: cannot create network namespaces here: " << *reason);
     return;
@@ -199,7 +199,8 @@ bool start_command_exists() {
   return help.find("\n  start ") != std::string::npos;
 }
 
-TEST_CASE("the compose sites train together across network namespaces with CURVE and world4", "[docker][netns]") {
+TEST_CASE("the compose sites train together across network namespaces with CURVE and world4",
+          "[docker][netns][process]") {
   if (const auto reason = NamespaceNetwork::unavailable_reason()) {
     WARN("SKIPPED: cannot create network namespaces here: " << *reason);
     return;

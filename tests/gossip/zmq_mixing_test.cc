@@ -18,6 +18,7 @@
 #include "peer/roster.h"
 #include "peer/wan_model.h"
 #include "peer/zmq_transport.h"
+#include "tests/support/eventually.h"
 
 using namespace meridian;
 using namespace meridian::gossip;
@@ -25,15 +26,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Polls `cond`; the bound only guards against a hang, it is no performance claim.
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds guard = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + guard;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
+using meridian::tests::eventually;
 
 struct Federation {
   std::vector<std::string> names;
@@ -89,7 +82,7 @@ struct Federation {
 
 }  // namespace
 
-TEST_CASE("mixers over ZeroMQ: exact average, push-sum mass, dsync groups", "[gossip][zmq]") {
+TEST_CASE("mixers over ZeroMQ: exact average, push-sum mass, dsync groups", "[gossip][zmq][cluster]") {
   Federation fed({"a", "b", "c"});
   const peer::View view = fed.agreed_view(fed.names);
   const std::uint64_t step = view.effective_round;  // the first step all three run in
@@ -141,7 +134,7 @@ TEST_CASE("mixers over ZeroMQ: exact average, push-sum mass, dsync groups", "[go
 }
 
 TEST_CASE("over ZeroMQ, a crashed site's round is abandoned and redone by the survivors in the next view",
-          "[gossip][zmq][faults]") {
+          "[gossip][zmq][faults][cluster]") {
   Federation fed({"a", "b", "c"});
   const peer::View view = fed.agreed_view(fed.names);
   fed.sites[2].reset();  // c crashes: no leave message; the others notice by missed heartbeats
@@ -170,7 +163,7 @@ TEST_CASE("over ZeroMQ, a crashed site's round is abandoned and redone by the su
 // count is a behaviour (how many mixes went by), not a time; Σx and Σw are exact once settle() has
 // brought the shares in flight home (the dyadic argument of push_sum_test.cc, 12 steps).
 TEST_CASE("over 150 ms links, push-sum with staleness bound 8 runs ahead of its peers' shares, and no further",
-          "[gossip][zmq][sgp][wan]") {
+          "[gossip][zmq][sgp][wan][cluster]") {
   const std::uint64_t tau = GENERATE(as<std::uint64_t>{}, 0, 8);
   INFO("staleness bound " << tau);
   Federation fed({"a", "b", "c"}, peer::parse_wan_spec("latency=150ms"));
@@ -208,6 +201,8 @@ TEST_CASE("over 150 ms links, push-sum with staleness bound 8 runs ahead of its 
 
 #else
 
-TEST_CASE("mixers over ZeroMQ", "[gossip][zmq]") { WARN("SKIPPED: peer/zmq_transport.h is not in this tree yet"); }
+TEST_CASE("mixers over ZeroMQ", "[gossip][zmq][cluster]") {
+  WARN("SKIPPED: peer/zmq_transport.h is not in this tree yet");
+}
 
 #endif

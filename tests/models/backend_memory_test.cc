@@ -16,7 +16,7 @@
 
 using namespace meridian::models;
 
-TEST_CASE("CPU backend buffers start zeroed and grow without shrinking", "[models][memory]") {
+TEST_CASE("CPU backend buffers start zeroed and grow without shrinking", "[models][memory][unit]") {
   CpuBackend backend;
   CHECK(backend.host_addressable());
   BackendBuffer<float> buffer(backend, 5);
@@ -35,7 +35,7 @@ TEST_CASE("CPU backend buffers start zeroed and grow without shrinking", "[model
   CHECK(empty.data() == nullptr);
 }
 
-TEST_CASE("model parameters and optimizer state copy to and from the host", "[models][memory]") {
+TEST_CASE("model parameters and optimizer state copy to and from the host", "[models][memory][unit]") {
   auto backend = std::make_shared<CpuBackend>(1);
   auto model = make_mlp({4, 1, 1}, {3}, 2, backend, 1);
   std::vector<float> values(model->parameter_count());
@@ -61,7 +61,7 @@ TEST_CASE("model parameters and optimizer state copy to and from the host", "[mo
   CHECK_THROWS_AS(optimizer.write_state(values), std::invalid_argument);
 }
 
-TEST_CASE("on the CPU the daemon's host mirror is the model's own buffers", "[models][memory][daemon]") {
+TEST_CASE("on the CPU the daemon's host mirror is the model's own buffers", "[models][memory][daemon][unit]") {
   auto backend = std::make_shared<CpuBackend>(1);
   auto model = make_logreg({1, 4, 4}, 3, backend, 1);
   meridian::daemon::HostMirror mirror(*model);
@@ -73,7 +73,7 @@ TEST_CASE("on the CPU the daemon's host mirror is the model's own buffers", "[mo
   CHECK(model->parameters()[0] == 42.0f);
 }
 
-TEST_CASE("a model with more than one thread refuses nothing on the CPU", "[models][memory]") {
+TEST_CASE("a model with more than one thread refuses nothing on the CPU", "[models][memory][unit]") {
   auto backend = std::make_shared<CpuBackend>(1);
   auto model = make_cnn({1, 12, 12}, 2, backend, 1);
   CHECK_NOTHROW(model->set_threads(2));

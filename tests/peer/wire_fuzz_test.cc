@@ -196,7 +196,8 @@ std::string mutate(std::string s, std::mt19937_64& rng, const std::vector<std::s
 
 }  // namespace
 
-TEST_CASE("the receive pipeline survives 100,000 mutated frames and still accepts valid ones", "[peer][wire][fuzz]") {
+TEST_CASE("the receive pipeline survives 100,000 mutated frames and still accepts valid ones",
+          "[peer][wire][fuzz][unit]") {
   auto seeds = valid_inputs();
   const auto corpus = stored(kCorpus);
   CHECK(corpus.size() >= 8);
@@ -229,7 +230,8 @@ TEST_CASE("the receive pipeline survives 100,000 mutated frames and still accept
   CHECK(pipeline.feed(reinterpret_cast<const std::uint8_t*>(input.data()), input.size()));
 }
 
-TEST_CASE("every stored corpus and regression input goes through the pipeline without harm", "[peer][wire][fuzz]") {
+TEST_CASE("every stored corpus and regression input goes through the pipeline without harm",
+          "[peer][wire][fuzz][unit]") {
   auto inputs = stored(kCorpus);
   const auto regressions = stored(kRegressions);
   inputs.insert(inputs.end(), regressions.begin(), regressions.end());
