@@ -21,6 +21,7 @@
 #include "daemon/algorithms/registry.h"
 #include "daemon/checkpoint_model.h"
 #include "daemon/site_data.h"
+#include "error/error.h"
 
 namespace meridian::cli {
 namespace {
@@ -31,7 +32,7 @@ void write_text_file(const fs::path& file, const std::string& text) {
   std::ofstream out(file, std::ios::trunc | std::ios::binary);
   out << text;
   out.close();
-  if (!out) throw std::runtime_error("cannot write " + file.string());
+  if (!out) throw error::UserError("cannot write " + file.string());
 }
 
 // The averaged final model's accuracy: the daemon's checkpoint reader de-biases (sgp) and averages the
@@ -52,13 +53,13 @@ std::string describe(const SimulationOptions& o) {
          std::to_string(o.threads_per_site) + " thread(s) per site; algorithms: " + algos;
 }
 
-// Throws std::invalid_argument listing every problem of `options` (simulation_problems).
+// Throws error::UserError listing every problem of `options` (simulation_problems).
 void check_simulation(const SimulationOptions& options) {
   const auto problems = simulation_problems(options);
   if (problems.empty()) return;
   std::string text = "invalid simulation:";
   for (const auto& p : problems) text += "\n  " + p;
-  throw std::invalid_argument(text);
+  throw error::UserError(text);
 }
 
 int run_simulation(SimulationOptions options, const std::string& algo_list) {
@@ -67,7 +68,7 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   const fs::path out_dir = fs::absolute(options.out_dir).lexically_normal();
   std::error_code ec;
   fs::create_directories(out_dir, ec);
-  if (ec) throw std::runtime_error("cannot create --out " + out_dir.string() + ": " + ec.message());
+  if (ec) throw error::UserError("cannot create --out " + out_dir.string() + ": " + ec.message());
 
   // Progress and notes go to stderr so that --json leaves stdout to the JSON object alone.
   StatusLine status(stderr);

@@ -15,6 +15,7 @@
 #include "models/data/data_source.h"
 #include "models/data/idx_reader.h"
 #include "daemon/compute_backend.h"
+#include "error/error.h"
 #include "models/device.h"
 #include "models/minibatcher.h"
 #include "models/model_factory.h"
@@ -86,7 +87,7 @@ models::data::DataOptions data_options(const TrainOptions& o) {
   if (!problems.empty()) {
     std::string text = "invalid options:";
     for (const auto& p : problems) text += "\n  " + p;
-    throw std::invalid_argument(text);
+    throw error::UserError(text);
   }
   return options;
 }
@@ -158,8 +159,8 @@ int run_train(const TrainOptions& o) {
     for (std::size_t n; step < total_steps && (n = batches.next()) > 0;) {
       const float loss = model->forward_backward(batches.features(), batches.labels(), n);
       if (!std::isfinite(loss))
-        throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss " +
-                                 std::to_string(loss) + "); try a smaller --lr");
+        throw error::UserError("training diverged at step " + std::to_string(step) + " (loss " + std::to_string(loss) +
+                               "); try a smaller --lr");
       optimizer.step(model->parameters(), model->gradients(), model->pool());
       loss_sum += loss * static_cast<double>(n);
       epoch_samples += n;

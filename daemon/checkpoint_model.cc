@@ -52,7 +52,7 @@ std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoin
   try {
     model = models::make_model(kind, input, data.classes,
                                kind == "mlp" ? mlp_hidden_widths(fp) : std::vector<std::size_t>{}, backend, 1);
-  } catch (const std::invalid_argument& e) {
+  } catch (const error::UserError& e) {
     throw CheckpointModelError(source + ": cannot rebuild the model for this dataset: " + e.what());
   }
   if (model->fingerprint() != fp) {

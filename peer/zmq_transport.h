@@ -128,7 +128,7 @@ struct ZmqTransportOptions {
 class ZmqTransport final : public FederationTransport {
  public:
   // Validates the options, binds, and starts the I/O thread (which contacts the bootstrap sites).
-  // Throws std::invalid_argument for bad options (naming the option) and TransportError when the
+  // Throws error::UserError for bad options (naming the option) and TransportError when the
   // address cannot be bound.
   explicit ZmqTransport(ZmqTransportOptions options);
   // Stops the I/O thread without announcing a leave (like a crash, but tidy); pending sends are dropped.

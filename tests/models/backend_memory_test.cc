@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/host_mirror.h"
+#include "error/error.h"
 #include "models/backend_buffer.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
@@ -46,8 +47,8 @@ TEST_CASE("model parameters and optimizer state copy to and from the host", "[mo
   model->read_parameters(back);
   CHECK(back == values);
   std::vector<float> wrong(values.size() + 1);
-  CHECK_THROWS_AS(model->write_parameters(wrong), std::invalid_argument);
-  CHECK_THROWS_AS(model->read_parameters(wrong), std::invalid_argument);
+  CHECK_THROWS_AS(model->write_parameters(wrong), meridian::error::InternalError);
+  CHECK_THROWS_AS(model->read_parameters(wrong), meridian::error::InternalError);
 
   OptimizerConfig config;
   config.kind = OptimizerKind::adam;
@@ -58,7 +59,7 @@ TEST_CASE("model parameters and optimizer state copy to and from the host", "[mo
   std::vector<float> state_back(state.size());
   optimizer.read_state(state_back);
   CHECK(state_back == state);
-  CHECK_THROWS_AS(optimizer.write_state(values), std::invalid_argument);
+  CHECK_THROWS_AS(optimizer.write_state(values), meridian::error::InternalError);
 }
 
 TEST_CASE("on the CPU the daemon's host mirror is the model's own buffers", "[models][memory][daemon]") {
