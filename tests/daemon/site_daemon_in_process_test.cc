@@ -68,6 +68,7 @@ SiteConfig site_config(const fs::path& root, const std::string& name, int index,
   // Deaths are not what these tests are about: a starved thread must never look like one.
   c.heartbeat_timeout = 30;
   c.checkpoint_interval = 3600;
+  c.join_timeout = 60;  // a hang guard: a site that never sees its peers fails instead of waiting
   return c;
 }
 
@@ -113,6 +114,13 @@ class SiteThread {
   std::optional<meridian::daemon::StatusReport> status() const {
     try {
       return control().status();
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  std::optional<std::vector<meridian::daemon::PeerReport>> peers() const {
+    try {
+      return control().peers();
     } catch (const std::exception&) {
       return std::nullopt;
     }
@@ -246,28 +254,36 @@ TEST_CASE("a site joins a running in-process federation: the others take it into
   }
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
-  // The data is split in three, but two sites are enough to start.
+  // The data is split in three, but two sites are enough to start. Forty epochs of a third (12480
+  // steps) leave the late site time to load its data and join long before the run's end.
   auto config = [&](const std::string& name, int index) {
-    auto c = site_config(dir.path(), name, index, 3, 2);
+    auto c = site_config(dir.path(), name, index, 3, 40);
     c.min_sites = 2;
     return c;
   };
   SiteThread s0(config("s0", 0), net, {});
   SiteThread s1(config("s1", 1), net, {"s0"});
-  REQUIRE(eventually([&] { return s0.training_past(5) || s0.done(); }));
-  REQUIRE_FALSE(s0.done());
-  const auto before = s0.control().status();
-  CHECK(before.peers_alive == 2);
+  std::optional<meridian::daemon::StatusReport> before;
+  REQUIRE(eventually([&] { return s0.training_past(1) || s0.done(); }));
+  REQUIRE((before = s0.status()));
+  CHECK(before->peers_alive == 2);
 
   SiteThread late(config("s2", 2), net, {"s1"});
   // s0 hears of s2 through s1 and puts it in a new view.
-  CHECK(eventually([&] {
-    if (s0.done()) return false;
-    for (const auto& p : s0.control().peers())
-      if (p.name == "s2") return p.state == "alive" && p.rank.has_value();
-    return false;
+  bool in_view = false;
+  std::uint64_t view_id = 0;
+  REQUIRE(eventually([&] {
+    if (s0.done()) return true;
+    const auto peers = s0.peers();
+    const auto status = s0.status();
+    if (!peers || !status) return false;
+    for (const auto& p : *peers)
+      if (p.name == "s2") in_view = p.state == "alive" && p.rank.has_value();
+    view_id = status->view_id;
+    return in_view;
   }));
-  CHECK(s0.control().status().view_id > before.view_id);
+  CHECK(in_view);
+  CHECK(view_id > before->view_id);
 
   for (auto* s : {&s0, &s1, &late}) {
     const int rc = s->wait();
@@ -278,7 +294,7 @@ TEST_CASE("a site joins a running in-process federation: the others take it into
   const auto joined = late.result();
   CHECK(first["completed"] == true);
   CHECK(joined["completed"] == true);
-  CHECK(first["steps"].get<int>() == 624);
+  CHECK(first["steps"].get<int>() == 12480);
   // The late site took the run's end round from its peers, so it ran fewer steps and ended with them.
   CHECK(joined["steps"].get<int>() < first["steps"].get<int>());
   CHECK(meridian::daemon::read_checkpoint_file(late.final_checkpoint()).step ==
