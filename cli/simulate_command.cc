@@ -10,6 +10,7 @@
 
 #include "cli/accuracy_plot.h"
 #include "cli/algorithm_run.h"
+#include "cli/algorithm_variant.h"
 #include "cli/commands.h"
 #include "cli/comparison_table.h"
 #include "cli/interrupt_flag.h"
@@ -177,10 +178,7 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--sites", options->sites, "Number of sites (processes)")->capture_default_str();
   cmd->add_option("--algo", *algo_list,
                   "Algorithms to compare, comma-separated: " + daemon::algorithms::algorithm_names() +
-                      "; each may carry its own "
-                      "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, "
-                      "compensation, compression, exchange, "
-                      "fragments, outer-lr, outer-momentum)")
+                      "; each may carry its own knobs: dts:delay=4:period=2 (" + algorithm_variant_knobs() + ")")
       ->capture_default_str();
   cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
   cmd->add_option("--target-accuracy", options->target_accuracy, "Test accuracy for the 'time to' column, in (0, 1)")
@@ -256,13 +254,7 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       ->capture_default_str()
       ->group(shared);
   cmd->add_option("--period", s.period, "P (dts; diloco's inner steps H)")->capture_default_str()->group(shared);
-  cmd->add_option("--fragments", s.fragments, "F (diloco: fragments synced H/F steps apart)")
-      ->capture_default_str()
-      ->group(shared);
-  cmd->add_option("--outer-lr", s.outer_lr, "diloco: outer learning rate")->capture_default_str()->group(shared);
-  cmd->add_option("--outer-momentum", s.outer_momentum, "diloco: outer Nesterov momentum")
-      ->capture_default_str()
-      ->group(shared);
+  daemon::bind_algorithm_options(*cmd, s, shared);  // the options the algorithms declare for themselves
   cmd->add_option("--out-peers", s.out_peers, "K (sgp)")->capture_default_str()->group(shared);
   cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
   cmd->add_option("--grid", s.grid, "dsync: auto | ROWSxCOLS (e.g. 2x2)")->capture_default_str()->group(shared);
