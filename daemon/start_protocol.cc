@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/human_format.h"
 #include "daemon/site_daemon_impl.h"
 
 namespace meridian::daemon {
@@ -70,9 +71,9 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
       candidate.reset();
     }
     if (Clock::now() > deadline) {
-      throw error::PeerError("gave up after --join-timeout " + std::to_string(config.join_timeout) +
-                             " s: " + std::to_string(transport->alive_members().size()) + " of " +
-                             std::to_string(need) + " sites reachable (" + join_names(transport->alive_members()) +
+      throw error::PeerError("gave up after --join-timeout " + format_duration(config.join_timeout) + ": " +
+                             std::to_string(transport->alive_members().size()) + " of " + std::to_string(need) +
+                             " sites reachable (" + join_names(transport->alive_members()) +
                              "); check --join addresses, the roster and that the other sites are running");
     }
     if (Clock::now() >= next_note) {
