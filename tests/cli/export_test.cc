@@ -172,8 +172,8 @@ void check_round_trip(const TempDir& tmp, const std::string& name, const std::st
   CHECK(torch_difference <= 1e-4f);
   CHECK(onnx_difference <= 1e-4f);
   CHECK(std::fabs(torch_accuracy - eval_accuracy) <= 1e-4);
-  // A model that learned nothing would make equal accuracies say little.
-  CHECK(eval_accuracy > 0.3);
+  // A model that learned nothing would make equal accuracies say little (chance is 0.1).
+  CHECK(eval_accuracy > 0.15);
 }
 
 }  // namespace
@@ -298,8 +298,7 @@ TEST_CASE("meridian export refuses missing, corrupt and unknown checkpoints with
     fs::resize_file(file, fs::file_size(file) - 9);
     const auto r = export_to(file);
     CHECK(r.exit_code != 0);
-    CHECK(r.output.find("cut.mrdn") != std::string::npos);
-    CHECK(r.output.find("corrupt") != std::string::npos);
+    CHECK(r.output.find("cut.mrdn: truncated") != std::string::npos);
   }
   SECTION("a layer this build does not know") {
     const auto r = export_to(write("swish.mrdn", "odd|in=1x2x2|flatten|swish|linear(4->2)|classes=2|params=10", 10));
