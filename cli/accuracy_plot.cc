@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string_view>
 
 namespace meridian::cli {
 namespace {
@@ -13,6 +14,7 @@ const char* const kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E6
 
 constexpr double kWidth = 820, kHeight = 500;
 constexpr double kLeft = 70, kRight = 170, kTop = 62, kBottom = 56;  // margins around the plot area
+constexpr double kLegendGap = 16, kLegendIndent = 32;  // plot edge to legend symbols, symbols to their text
 
 std::string escape(const std::string& text) {
   std::string out;
@@ -89,10 +91,17 @@ std::string render_accuracy_svg(const std::vector<CurvePoint>& points, const std
   const double x_step = nice_step(x_max, 8);
   axes.x_max = std::ceil(x_max / x_step) * x_step;
 
+  // The legend sits right of the plot area. A long variant name (dts:delay=4:period=32:exchange=direct)
+  // widens the canvas instead of running off its edge: 8 px per character bounds DejaVu Sans at 13 px.
+  std::size_t longest_label = std::string_view("one line per site").size();
+  for (const auto& r : rows) longest_label = std::max(longest_label, r.algo.size());
+  for (const auto& p : points) longest_label = std::max(longest_label, p.algo.size());
+  const double width = std::max(kWidth, kWidth - kRight + kLegendGap + kLegendIndent + 8.0 * longest_label + 12);
+
   std::string svg;
   svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth) + "\" height=\"" + num(kHeight) +
-         "\" viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(kHeight) +
+         "\" viewBox=\"0 0 " + num(width) + " " + num(kHeight) +
          "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"13\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"" + num(kLeft) + "\" y=\"24\" font-size=\"17\" font-weight=\"bold\">" + escape(labels.title) +
@@ -175,11 +184,11 @@ std::string render_accuracy_svg(const std::vector<CurvePoint>& points, const std
 
   // Legend, right of the plot area.
   double ly = top + 8;
-  const double lx = right + 16;
+  const double lx = right + kLegendGap;
   for (const auto& algo : algos) {
     svg += "<line x1=\"" + num(lx) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(lx + 24) + "\" y2=\"" + num(ly) +
            "\" stroke=\"" + colour(algo) + "\" stroke-width=\"3\"/>\n";
-    svg += "<text x=\"" + num(lx + 32) + "\" y=\"" + num(ly + 4) + "\">" + escape(algo) + "</text>\n";
+    svg += "<text x=\"" + num(lx + kLegendIndent) + "\" y=\"" + num(ly + 4) + "\">" + escape(algo) + "</text>\n";
     ly += 22;
   }
   ly += 8;

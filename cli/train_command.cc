@@ -34,14 +34,16 @@ struct TrainOptions {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string train, test, classes, layout, label_column = "label";
   std::string model = "mlp";
-  std::vector<std::size_t> hidden;
-  std::size_t epochs = 5;
+  std::vector<std::size_t> widths;
+  double epochs = 5;
   std::size_t batch = 64;
   double lr = 0.0;  // 0: the optimizer's default
-  std::string optimizer = "nesterov";
+  // The same defaults as `meridian start`, so that a site's local baseline trains with the recipe its
+  // federation uses unless asked otherwise.
+  std::string optimizer = "momentum";
   double momentum = 0.9;
   double weight_decay = 0.0;
-  std::string schedule = "cosine";
+  std::string schedule = "constant";
   double warmup_epochs = 0.0;
   std::size_t decay_epochs = 2;
   double decay_factor = 0.1;
@@ -143,12 +145,17 @@ int run_train(const TrainOptions& o) {
   // A table (CSV, N×F arrays) has no geometry: the models see F features as F×1×1.
   const models::Shape input =
       train.channels > 0 ? models::Shape{train.channels, train.height, train.width} : models::Shape{train.dim, 1, 1};
-  auto model = models::make_model(o.model, input, train.classes, o.hidden, backend, o.seed);
+  auto model = models::make_model(o.model, input, train.classes, o.widths, backend, o.seed);
   models::use_threads(*model, *backend, static_cast<std::size_t>(o.threads));
 
   models::Minibatcher batches(train, o.batch, o.seed + 1);
   const std::size_t steps_per_epoch = batches.batches_per_epoch();
-  const std::size_t total_steps = steps_per_epoch * o.epochs;
+  // Fractions of an epoch are allowed, as in `start`: the last epoch stops part of the way through.
+  const std::size_t total_steps =
+      std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(o.epochs * static_cast<double>(steps_per_epoch))));
+  const std::size_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
+  char epochs_text[32];
+  std::snprintf(epochs_text, sizeof epochs_text, "%g", o.epochs);
 
   models::OptimizerConfig opt;
   opt.kind = models::parse_optimizer_kind(o.optimizer);
@@ -156,7 +163,10 @@ int run_train(const TrainOptions& o) {
   opt.weight_decay = static_cast<float>(o.weight_decay);
   models::ScheduleConfig sched;
   sched.kind = models::parse_schedule_kind(o.schedule);
-  sched.base_lr = static_cast<float>(o.lr > 0.0 ? o.lr : (opt.kind == models::OptimizerKind::adam ? 0.001 : 0.05));
+  sched.base_lr = static_cast<float>(
+      o.lr > 0.0
+          ? o.lr
+          : (opt.kind == models::OptimizerKind::adam || opt.kind == models::OptimizerKind::adamw ? 0.001 : 0.05));
   sched.warmup_steps = static_cast<std::uint64_t>(std::llround(o.warmup_epochs * static_cast<double>(steps_per_epoch)));
   sched.step_size = std::max<std::uint64_t>(1, o.decay_epochs * steps_per_epoch);
   sched.gamma = static_cast<float>(o.decay_factor);
@@ -174,12 +184,12 @@ int run_train(const TrainOptions& o) {
   std::size_t samples = 0, step = 0;
   double last_loss = 0.0;
   models::Evaluation eval;
-  for (std::size_t epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
     const auto epoch_start = clock::now();
     auto last_print = epoch_start;
     double loss_sum = 0.0;
     std::size_t epoch_samples = 0, epoch_steps = 0;
-    for (std::size_t n; (n = batches.next()) > 0;) {
+    for (std::size_t n; step < total_steps && (n = batches.next()) > 0;) {
       const float loss = model->forward_backward(batches.features(), batches.labels(), n);
       if (!std::isfinite(loss))
         throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss " +
@@ -192,7 +202,7 @@ int run_train(const TrainOptions& o) {
       const auto now = clock::now();
       if (now - last_print > std::chrono::seconds(2)) {
         const double elapsed = std::chrono::duration<double>(now - epoch_start).count();
-        std::fprintf(stderr, "epoch %zu/%zu step %zu/%zu loss %.4f samples/s %.0f\n", epoch, o.epochs, epoch_steps,
+        std::fprintf(stderr, "epoch %zu/%zu step %zu/%zu loss %.4f samples/s %.0f\n", epoch, epochs, epoch_steps,
                      steps_per_epoch, loss_sum / static_cast<double>(epoch_samples),
                      static_cast<double>(epoch_samples) / elapsed);
         last_print = now;
@@ -203,7 +213,7 @@ int run_train(const TrainOptions& o) {
     samples += epoch_samples;
     last_loss = loss_sum / static_cast<double>(epoch_samples);
     if (test.rows > 0) eval = model->evaluate(test);
-    std::fprintf(stderr, "epoch %zu/%zu step %zu/%zu loss %.4f samples/s %.0f test accuracy %s\n", epoch, o.epochs,
+    std::fprintf(stderr, "epoch %zu/%zu step %zu/%zu loss %.4f samples/s %.0f test accuracy %s\n", epoch, epochs,
                  epoch_steps, steps_per_epoch, last_loss, static_cast<double>(epoch_samples) / epoch_seconds,
                  test.rows > 0 ? std::to_string(eval.accuracy).c_str() : "- (no --test)");
   }
@@ -211,7 +221,7 @@ int run_train(const TrainOptions& o) {
   const double samples_per_second = train_seconds > 0.0 ? static_cast<double>(samples) / train_seconds : 0.0;
   if (o.json) {
     std::printf(
-        "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"classes\": %zu, \"parameters\": %zu, \"epochs\": %zu, "
+        "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"classes\": %zu, \"parameters\": %zu, \"epochs\": %s, "
         "\"batch\": %zu, "
         "\"optimizer\": %s, \"lr\": %g, \"schedule\": %s, \"threads\": %d, \"device\": %s, \"seed\": %llu, \"steps\": "
         "%zu, "
@@ -219,16 +229,16 @@ int run_train(const TrainOptions& o) {
         "%.3f, "
         "\"samples_per_second\": %.1f}\n",
         json_string(data_name).c_str(), json_string(model->kind()).c_str(), json_string(model->fingerprint()).c_str(),
-        model->classes(), model->parameters().size(), o.epochs, o.batch, json_string(o.optimizer).c_str(),
+        model->classes(), model->parameters().size(), epochs_text, o.batch, json_string(o.optimizer).c_str(),
         static_cast<double>(sched.base_lr), json_string(o.schedule).c_str(), o.threads,
         json_string(backend->name()).c_str(), static_cast<unsigned long long>(o.seed), step, last_loss, test.rows,
         eval.loss, eval.accuracy, train_seconds, samples_per_second);
   } else if (test.rows > 0) {
-    std::printf("test accuracy %.4f (%s, %zu epochs, %.0f samples/s)\n", eval.accuracy, model->kind().c_str(), o.epochs,
-                samples_per_second);
+    std::printf("test accuracy %.4f (%s, %s epochs, %.0f samples/s)\n", eval.accuracy, model->kind().c_str(),
+                epochs_text, samples_per_second);
   } else {
-    std::printf("train loss %.4f, no test accuracy: no --test given (%s, %zu epochs, %.0f samples/s)\n", last_loss,
-                model->kind().c_str(), o.epochs, samples_per_second);
+    std::printf("train loss %.4f, no test accuracy: no --test given (%s, %s epochs, %.0f samples/s)\n", last_loss,
+                model->kind().c_str(), epochs_text, samples_per_second);
   }
   return 0;
 }
@@ -247,7 +257,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "--train and --test take the same paths as `meridian start` (an image folder, .npz, FEATURES.npy,LABELS.npy,\n"
       ".csv or IDX; docs/datasets.md), read by the same loader, so a site can compute its local baseline.\n"
       "Progress (epoch, step, loss, samples/s) goes to stderr; the result (test accuracy, or one JSON object\n"
-      "with --json) to stdout.");
+      "with --json) to stdout. The optimizer and schedule default to start's (momentum, constant); the\n"
+      "accuracy figures in docs/models.md add --optimizer nesterov --schedule cosine.");
   cmd->add_option("--dataset", options->dataset, "Packaged dataset, used when --train is not given")
       ->capture_default_str();
   cmd->add_option(
@@ -263,17 +274,20 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--model", options->model, "Architecture")
       ->check(CLI::IsMember(models::builtin_models()) | CLI::ExistingFile)
       ->capture_default_str();
-  cmd->add_option("--hidden", options->hidden, "MLP hidden widths (default 256 128)")->delimiter(',');
-  cmd->add_option("--epochs", options->epochs, "Passes over the training set")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
+  cmd->add_option("--widths,--hidden", options->widths,
+                  "Hidden layer widths of the mlp, e.g. 256,128 (default 256,128; as start's --widths, which "
+                  "--hidden also names)")
+      ->delimiter(',');
+  cmd->add_option("--epochs", options->epochs, "Passes over the training set (fractions allowed, e.g. 0.5)")
+      ->check(CLI::Range(1e-6, 100000.0))
       ->capture_default_str();
   cmd->add_option("--batch", options->batch, "Mini-batch size")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
       ->capture_default_str();
-  cmd->add_option("--lr", options->lr, "Base learning rate (default 0.05, or 0.001 for adam)")
+  cmd->add_option("--lr", options->lr, "Base learning rate (default 0.05, or 0.001 for adam and adamw)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--optimizer", options->optimizer, "Optimizer")
-      ->check(CLI::IsMember({"sgd", "momentum", "nesterov", "adam"}))
+      ->check(CLI::IsMember({"sgd", "momentum", "nesterov", "adam", "adamw"}))
       ->capture_default_str();
   cmd->add_option("--momentum", options->momentum, "Momentum coefficient (momentum, nesterov)")
       ->check(CLI::Range(0.0, 0.999999))

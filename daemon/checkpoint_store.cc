@@ -102,10 +102,39 @@ CheckpointLoadResult CheckpointStore::load_newest(const std::optional<std::strin
       result.file = file;
       return result;
     } catch (const CheckpointError& e) {
-      result.skipped.push_back(std::string(e.what()) + "; trying an older checkpoint");
+      // The reader names the file ("checkpoint FILE: why"); the reason alone is kept.
+      std::string reason = e.what();
+      const std::string prefix = "checkpoint " + file.string() + ": ";
+      if (reason.starts_with(prefix)) reason.erase(0, prefix.size());
+      result.skipped.push_back({file, std::move(reason)});
     }
   }
   return result;
+}
+
+std::vector<std::string> CheckpointStore::set_aside(const CheckpointLoadResult& loaded) const {
+  std::vector<std::string> notes;
+  for (const auto& passed : loaded.skipped) {
+    std::filesystem::path target = passed.file.string() + ".set-aside";
+    std::error_code ec;
+    for (int n = 1; std::filesystem::exists(target, ec) && n < 1000; ++n)
+      target = passed.file.string() + ".set-aside." + std::to_string(n);
+    std::filesystem::rename(passed.file, target, ec);
+    notes.push_back(ec ? "cannot set " + passed.file.string() + " aside: " + ec.message()
+                       : "kept " + passed.file.string() + " as " + target.string() + " (" + passed.reason + ")");
+  }
+  return notes;
+}
+
+std::string PassedOverCheckpoint::line() const {
+  return "checkpoint " + file.string() + ": " + reason + "; trying an older checkpoint";
+}
+
+std::optional<std::string> fresh_start_message(const std::filesystem::path& dir, const CheckpointLoadResult& loaded) {
+  if (loaded.checkpoint || loaded.skipped.empty()) return std::nullopt;
+  const PassedOverCheckpoint& newest = loaded.skipped.front();
+  return "no valid checkpoint in " + dir.string() + " (newest: " + newest.file.filename().string() + ", " +
+         newest.reason + "); starting fresh";
 }
 
 }  // namespace meridian::daemon

@@ -26,12 +26,25 @@ struct CheckpointWriteStatus {
   std::vector<std::string> warnings;  // e.g. an old checkpoint that could not be removed by rotation
 };
 
+// A checkpoint file that could not be used, and why ("checksum mismatch ...", "truncated ...", "does not
+// match this model ...": the reader's words without the file name).
+struct PassedOverCheckpoint {
+  std::filesystem::path file;
+  std::string reason;
+  // "checkpoint FILE: REASON; trying an older checkpoint", the line the daemon logs.
+  std::string line() const;
+};
+
 struct CheckpointLoadResult {
   std::optional<Checkpoint> checkpoint;  // nullopt when no valid checkpoint exists
   std::filesystem::path file;            // where `checkpoint` came from
-  // One line per newer file that was passed over, naming it and why (corrupt, truncated, other model).
-  std::vector<std::string> skipped;
+  // Every newer file that was passed over, newest first.
+  std::vector<PassedOverCheckpoint> skipped;
 };
+
+// When files were passed over and none was usable: "no valid checkpoint in DIR (newest: FILE, REASON);
+// starting fresh". nullopt when a checkpoint was loaded or there was none at all.
+std::optional<std::string> fresh_start_message(const std::filesystem::path& dir, const CheckpointLoadResult& loaded);
 
 class CheckpointStore {
  public:
@@ -65,6 +78,11 @@ class CheckpointStore {
 
   // The checkpoint files present, newest first (unreadable directory: empty).
   std::vector<std::filesystem::path> list() const;
+
+  // Renames every passed-over file of `loaded` to FILE.set-aside (FILE.set-aside.N when that exists), out
+  // of rotation: a later write would otherwise replace it (the same step) or rotate it away, and an
+  // operator may want it back. Returns one line per file: where it went, or why it could not be moved.
+  std::vector<std::string> set_aside(const CheckpointLoadResult& loaded) const;
 
  private:
   std::filesystem::path dir_;

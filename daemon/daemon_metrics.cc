@@ -6,10 +6,12 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
     : last_durable_(Clock::now().time_since_epoch().count()),
       step(registry_.gauge("meridian_step", "Training steps completed by this site.")),
       epoch(registry_.gauge("meridian_epoch", "Epochs of the local data completed.")),
-      train_loss(registry_.gauge("meridian_train_loss", "Training loss, averaged over recent local batches.")),
-      test_accuracy(
-          registry_.gauge("meridian_test_accuracy", "Test accuracy (fraction in [0, 1]) of the last evaluation.")),
-      samples_per_second(registry_.gauge("meridian_samples_per_second", "Local training samples per second.")),
+      train_loss(
+          registry_.gauge_once_measured("meridian_train_loss", "Training loss, averaged over recent local batches.")),
+      test_accuracy(registry_.gauge_once_measured("meridian_test_accuracy",
+                                                  "Test accuracy (fraction in [0, 1]) of the last evaluation.")),
+      samples_per_second(
+          registry_.gauge_once_measured("meridian_samples_per_second", "Local training samples per second.")),
       push_sum_weight(registry_.gauge("meridian_push_sum_weight", "Push-sum weight w of this site (sgp).")),
       staleness_steps(registry_.gauge("meridian_staleness_steps",
                                       "Steps this site is ahead of the oldest mixer message it still expects.")),

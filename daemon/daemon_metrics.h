@@ -6,7 +6,8 @@
 // push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, peer_rtt_seconds{peer},
 // peer_sent_bytes_total{peer}, peer_received_bytes_total{peer}, rejected_messages_total{cause},
 // zap_denied_total, checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds,
-// site_info{site,algorithm}.
+// site_info{site,algorithm}. train_loss, test_accuracy and samples_per_second are absent until first
+// measured (the first progress report, the first evaluation), never a made-up 0.
 //
 // Thread-safety: every member may be updated from any thread (see metrics_registry.h).
 #pragma once

@@ -126,6 +126,12 @@ Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help) 
   return gauge_family(name, help, {}).with({});
 }
 
+Gauge& MetricsRegistry::gauge_once_measured(const std::string& name, const std::string& help) {
+  Gauge& g = gauge(name, help);
+  g.clear();
+  return g;
+}
+
 void MetricsRegistry::gauge_callback(const std::string& name, const std::string& help, std::function<double()> read) {
   add(std::make_unique<CallbackGauge>(name, help, std::move(read)));
 }

@@ -26,20 +26,35 @@ class Counter {
  public:
   void inc(double by = 1.0) { value_.fetch_add(by, std::memory_order_relaxed); }
   double value() const { return value_.load(std::memory_order_relaxed); }
+  bool present() const { return true; }  // a counter is always exposed, from 0
 
  private:
   std::atomic<double> value_{0.0};
 };
 
-// A value that goes up and down (step, loss, RTT).
+// A value that goes up and down (step, loss, RTT). A gauge may be absent: cleared, it is left out of
+// the exposition until the next set() or add(), so that a value nobody measured yet (the accuracy
+// before the first evaluation) reads as missing rather than as 0.
 class Gauge {
  public:
-  void set(double v) { value_.store(v, std::memory_order_relaxed); }
-  void add(double by) { value_.fetch_add(by, std::memory_order_relaxed); }
+  void set(double v) {
+    value_.store(v, std::memory_order_relaxed);
+    present_.store(true, std::memory_order_release);
+  }
+  void add(double by) {
+    value_.fetch_add(by, std::memory_order_relaxed);
+    present_.store(true, std::memory_order_release);
+  }
+  void clear() {
+    present_.store(false, std::memory_order_release);
+    value_.store(0.0, std::memory_order_relaxed);
+  }
   double value() const { return value_.load(std::memory_order_relaxed); }
+  bool present() const { return present_.load(std::memory_order_acquire); }
 
  private:
   std::atomic<double> value_{0.0};
+  std::atomic<bool> present_{true};
 };
 
 // Formats a sample value as the exposition format wants it (shortest round-trip form, +Inf, -Inf, NaN).
@@ -96,7 +111,8 @@ class Family final : public MetricFamily {
   void render(std::string& out) const override {
     render_header(out, std::is_same_v<Metric, Counter> ? "counter" : "gauge");
     std::lock_guard lock(mutex_);
-    for (const auto& [labels, metric] : children_) render_sample(out, labels, metric->value());
+    for (const auto& [labels, metric] : children_)
+      if (metric->present()) render_sample(out, labels, metric->value());
   }
 
  private:
@@ -113,6 +129,8 @@ class MetricsRegistry {
   Family<Gauge>& gauge_family(const std::string& name, const std::string& help, std::vector<std::string> label_names);
   Counter& counter(const std::string& name, const std::string& help);
   Gauge& gauge(const std::string& name, const std::string& help);
+  // A gauge that starts absent (Gauge::clear): exposed from its first set() on.
+  Gauge& gauge_once_measured(const std::string& name, const std::string& help);
   // A gauge computed when rendered (e.g. an age). `read` is called from the rendering thread and must
   // be thread-safe; whatever it captures must outlive the registry.
   void gauge_callback(const std::string& name, const std::string& help, std::function<double()> read);

@@ -71,7 +71,10 @@ void SiteDaemon::Impl::prepare() {
       checkpoint_dir, static_cast<std::size_t>(config.checkpoint_keep),
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config.checkpoint_interval)));
   auto loaded = store->load_newest(model->fingerprint());
-  for (const auto& skipped : loaded.skipped) spdlog::warn("checkpoint passed over: {}", skipped);
+  for (const auto& skipped : loaded.skipped) spdlog::warn("checkpoint passed over: {}", skipped.line());
+  if (const auto fresh = fresh_start_message(store->dir(), loaded)) spdlog::warn("{}", *fresh);
+  // Out of rotation, never deleted: the next write would replace or rotate them away.
+  for (const auto& note : store->set_aside(loaded)) spdlog::warn("{}", note);
   if (loaded.checkpoint) {
     if (gossip::parse_algorithm(loaded.checkpoint->algorithm) != settings.algo) {
       throw std::runtime_error("checkpoint " + loaded.file.string() + " was written by --algo " +

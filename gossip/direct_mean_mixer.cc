@@ -43,6 +43,10 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
     own_.resize(n);
   }
   MixReport report;
+  // Re-averages after a view change key on the view announced for the step (gossip/mixer.h); left at 0,
+  // every mix here looked like a change to dts and diloco whose re-average takes the ring, so they ran an
+  // exact ring re-average after every compressed exchange.
+  report.scheduled_view_id = transport.view_for(step).id;
   peer::View view = redo_.for_step(transport, step);
   for (;;) {
     const auto rank = view.rank_of(transport.self());

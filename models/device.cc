@@ -4,6 +4,7 @@
 
 #if MERIDIAN_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #endif
 
 namespace meridian::models {
@@ -13,6 +14,16 @@ namespace {
 std::string accepted(std::string_view text) {
   return "invalid --device '" + std::string(text) + "': expected auto, cpu, cuda or cuda:N (N = 0, 1, ...)";
 }
+
+#if MERIDIAN_HAVE_CUDA
+// Whether the NVIDIA driver's library can be loaded at all (the runtime loads the same name).
+bool driver_library_present() {
+  void* library = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (library == nullptr) return false;
+  ::dlclose(library);
+  return true;
+}
+#endif
 
 }  // namespace
 
@@ -68,10 +79,13 @@ CudaAvailability probe_cuda() {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status == cudaSuccess && count > 0) return {count, ""};
   if (status == cudaSuccess) return {0, "the CUDA runtime reports 0 devices"};
+  // The runtime says "insufficient driver" both when the driver is too old and when there is none at all.
+  // No driver library is the common case, a machine without a GPU, and deserves a plain sentence rather
+  // than the runtime's alarming one.
+  if (status == cudaErrorInsufficientDriver && !driver_library_present())
+    return {0, "no NVIDIA driver on this machine (libcuda.so.1 not found)"};
   std::string reason = std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status);
-  // The runtime says "insufficient driver" both when the driver is too old and when there is none at all
-  // (libcuda.so.1 missing), which is the common case on a machine without a GPU.
-  if (status == cudaErrorInsufficientDriver) reason += ": no NVIDIA driver, or one older than CUDA 13 needs";
+  if (status == cudaErrorInsufficientDriver) reason += ": the NVIDIA driver is older than CUDA 13 needs";
   return {0, reason + ")"};
 #else
   return {0, "this build has no CUDA backend (nvcc was not found at build time, or it was built with CUDA=0)"};

@@ -91,6 +91,20 @@ TEST_CASE("time to accuracy waits for the slowest site and is missing when a sit
   CHECK_FALSE(seconds_to_accuracy({}, 2, 0.1));
 }
 
+TEST_CASE("a comparison row's per-site means of whole numbers are exact", "[cli][simulate][unit]") {
+  AlgorithmOutcome o;
+  o.algo = "dts";
+  o.sites = 6;
+  for (int i = 0; i < 6; ++i) {
+    o.results.push_back(result("site-" + std::to_string(i), 0.1, 0.8, 49));
+    o.results.back().steps = 49;
+  }
+  const ComparisonRow row = summarize(o, 0.9);
+  CHECK(row.steps_per_site == 49.0);  // adding 49 / 6 six times gives 48.99999999999999
+  CHECK(row.bytes_sent_per_site == 49.0);
+  CHECK_THAT(comparison_json({row}, ComparisonContext{}), Catch::Matchers::Contains("\"steps_per_site\": 49.0,"));
+}
+
 TEST_CASE("a comparison row averages the sites' results", "[cli][simulate]") {
   const ComparisonRow row = summarize(two_site_outcome(), 0.8);
   CHECK(row.algo == "sgp");
@@ -220,6 +234,25 @@ TEST_CASE("the accuracy plot is an SVG document with a line per site and a legen
   CHECK(empty.find("no evaluations") != std::string::npos);
   CHECK(empty.find("nan") == std::string::npos);
   CHECK(empty.find("inf") == std::string::npos);
+}
+
+TEST_CASE("a long algorithm variant widens the plot so that its legend entry fits", "[cli][simulate][unit]") {
+  AlgorithmOutcome o = two_site_outcome();
+  o.algo = "dts:delay=4:period=32:exchange=direct";
+  const std::string svg = render_accuracy_svg(accuracy_curve(o), {summarize(o, 0.8)}, {});
+  std::smatch m;
+  REQUIRE(std::regex_search(svg, m, std::regex("<svg [^>]*width=\"([0-9.]+)\"")));
+  const double width = std::stod(m[1]);
+  REQUIRE(std::regex_search(svg, m,
+                            std::regex("<text x=\"([0-9.]+)\" y=\"[0-9.]+\">dts:delay=4:period=32:exchange=direct<")));
+  // 8 px per character is more than DejaVu Sans needs at 13 px.
+  CHECK(std::stod(m[1]) + 8.0 * o.algo.size() <= width);
+  CHECK(width > 820);
+  // A short name keeps a narrower canvas, never narrower than the usual 820 px.
+  const std::string plain = render_accuracy_svg(accuracy_curve(two_site_outcome()), {}, {});
+  REQUIRE(std::regex_search(plain, m, std::regex("<svg [^>]*width=\"([0-9.]+)\"")));
+  CHECK(std::stod(m[1]) >= 820);
+  CHECK(std::stod(m[1]) < width);
 }
 
 TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are named", "[cli][simulate]") {

@@ -14,7 +14,9 @@
 namespace fs = std::filesystem;
 using meridian::daemon::Checkpoint;
 using meridian::daemon::CheckpointError;
+using meridian::daemon::CheckpointLoadResult;
 using meridian::daemon::CheckpointStore;
+using meridian::daemon::fresh_start_message;
 using meridian::daemon::read_checkpoint_file;
 using meridian::daemon::write_checkpoint_file;
 using meridian::testing::TempDir;
@@ -199,15 +201,18 @@ TEST_CASE("a corrupt or truncated newest checkpoint is reported and the previous
   CHECK(loaded.checkpoint->step == 1);
   CHECK(loaded.file == store.path_for_step(1));
   REQUIRE(loaded.skipped.size() == 2);
-  CHECK_THAT(loaded.skipped[0], Catch::Matchers::Contains(newest.string()) && Catch::Matchers::Contains("truncated"));
-  CHECK_THAT(loaded.skipped[1],
+  CHECK_THAT(loaded.skipped[0].line(),
+             Catch::Matchers::Contains(newest.string()) && Catch::Matchers::Contains("truncated"));
+  CHECK(loaded.skipped[0].file == newest);
+  CHECK_THAT(loaded.skipped[1].line(),
              Catch::Matchers::Contains(middle.string()) && Catch::Matchers::Contains("checksum mismatch"));
+  CHECK(loaded.skipped[1].reason.starts_with("checksum mismatch"));
 
   // When the model changed, every checkpoint of the old model is passed over with the reason.
   const auto other = store.load_newest(std::string("logreg:784-10"));
   CHECK_FALSE(other.checkpoint);
   REQUIRE(other.skipped.size() == 3);
-  CHECK_THAT(other.skipped[2], Catch::Matchers::Contains("does not match this model"));
+  CHECK_THAT(other.skipped[2].line(), Catch::Matchers::Contains("does not match this model"));
 }
 
 TEST_CASE("an unwritable checkpoint directory gives a clear error and does not throw", "[daemon][checkpoint]") {
@@ -279,4 +284,41 @@ TEST_CASE("periodic checkpoints are due once per interval, failed attempts inclu
   CheckpointStore every_time(tmp.path(), 2);
   CHECK(every_time.due());
   CHECK_THROWS_AS(CheckpointStore(tmp.path(), 0), std::invalid_argument);
+}
+
+TEST_CASE("passed-over checkpoints are set aside out of rotation, and a fresh start names the newest",
+          "[daemon][checkpoint][unit]") {
+  TempDir tmp;
+  CheckpointStore store(tmp.path(), 2);
+  for (std::uint64_t step : {1, 2}) REQUIRE(store.write(sample(step).view()).ok);
+  for (std::uint64_t step : {1, 2}) {
+    auto bytes = read_bytes(store.path_for_step(step));
+    bytes[200] ^= 1;
+    write_bytes(store.path_for_step(step), bytes);
+  }
+  const auto loaded = store.load_newest();
+  REQUIRE_FALSE(loaded.checkpoint);
+  REQUIRE(loaded.skipped.size() == 2);
+  const auto message = fresh_start_message(tmp.path(), loaded);
+  REQUIRE(message);
+  CHECK(message->starts_with("no valid checkpoint in " + tmp.path().string() +
+                             " (newest: " + store.path_for_step(2).filename().string() + ", checksum mismatch"));
+  CHECK(message->ends_with("); starting fresh"));
+
+  // A file of the same name set aside earlier is not overwritten.
+  std::ofstream(store.path_for_step(2).string() + ".set-aside") << "an earlier one";
+  const auto notes = store.set_aside(loaded);
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0].starts_with("kept " + store.path_for_step(2).string() + " as " + store.path_for_step(2).string() +
+                             ".set-aside.1 (checksum mismatch"));
+  CHECK(store.list().empty());
+  // Rotation never reaches them: three more writes with keep = 2 leave the three set-aside files.
+  for (std::uint64_t step : {3, 4, 5}) REQUIRE(store.write(sample(step).view()).ok);
+  CHECK(store.list().size() == 2);
+  std::size_t set_aside = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path()))
+    if (e.path().string().find(".set-aside") != std::string::npos) ++set_aside;
+  CHECK(set_aside == 3);
+  CHECK(fresh_start_message(tmp.path(), store.load_newest()) == std::nullopt);  // a valid one again
+  CHECK(fresh_start_message(tmp.path() / "none", CheckpointLoadResult{}) == std::nullopt);
 }

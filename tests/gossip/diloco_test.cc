@@ -377,6 +377,28 @@ TEST_CASE("diloco's fp16 and int8 pseudo-gradients: the outer mean within the co
   }
 }
 
+TEST_CASE("compressed diloco re-averages once for the first view, not after every exchange",
+          "[gossip][diloco][compression][cluster]") {
+  // The direct exchange reports the view announced for the step like the ring does; when it reported
+  // none, every compressed exchange looked like a view change and was followed by a ring re-average of
+  // (θ_g, m), twice the model's size on the wire each time.
+  const std::size_t sites = 3, dim = 300;
+  for (Encoding encoding : {Encoding::kFp16, Encoding::kInt8}) {
+    const CompressionSpec spec{encoding, 0.01};
+    SiteCluster cluster(sites, MixerKind::kDirectMean, {}, 1, {}, {}, 100.0, spec);
+    DilocoConfig config;
+    config.inner_steps = 2;
+    config.wire = spec;
+    auto run = run_diloco(cluster, config, std::vector<std::vector<float>>(sites, std::vector<float>(dim, 0.5f)), 12,
+                          fixed_gradient_step);
+    for (std::size_t r = 0; r < sites; ++r) {
+      INFO(to_string(spec) << ", site " << r);
+      CHECK(run.outer_steps[r] == 6);
+      CHECK(run.reaverages[r] == 1);
+    }
+  }
+}
+
 TEST_CASE("diloco's wire error feedback: what rounding cut goes out with the fragment's next sync",
           "[gossip][diloco][compression]") {
   // Every sync the site moves θ by the same v from θ_g. Over R syncs the outer means add up to R·Δ within

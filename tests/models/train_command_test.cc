@@ -67,3 +67,25 @@ TEST_CASE("meridian train takes a model file and names the line of a broken one"
   CHECK(broken.output.find(path.string() + ":4: batch_norm: momentum must be a number, got 'fast'") !=
         std::string::npos);
 }
+
+TEST_CASE("meridian train takes start's names and defaults: --widths, fractional --epochs, momentum and constant",
+          "[cli][train][process]") {
+  if (!std::filesystem::exists(std::string(kFashionMnist) + "/train-images-idx3-ubyte.gz")) {
+    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
+    return;
+  }
+  // A quarter epoch at batch 240 is 62.5 of 250 steps, rounded to 63 (60000 rows).
+  const Result r = run("train --model mlp --widths 32,16 --epochs 0.25 --batch 240 --json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("momentum, lr 0.05 constant") != std::string::npos);
+  CHECK(r.output.find("epoch 1/1 step 63/250 loss") != std::string::npos);
+  CHECK(std::regex_search(r.output, std::regex("\"epochs\": 0.25,")));
+  CHECK(std::regex_search(r.output, std::regex("\"steps\": 63,")));
+  // 784·32 + 32 + 32·16 + 16 + 16·10 + 10 parameters: the widths reached the model.
+  CHECK(std::regex_search(r.output, std::regex("\"parameters\": 25818,")));
+  const Result old_name = run("train --model mlp --hidden 8 --epochs 0.01 --json");
+  INFO(old_name.output);
+  CHECK(old_name.exit_code == 0);
+  CHECK(std::regex_search(old_name.output, std::regex("\"parameters\": 6370,")));  // 784·8 + 8 + 8·10 + 10
+}

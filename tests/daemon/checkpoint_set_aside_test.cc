@@ -1,0 +1,83 @@
+// A site whose checkpoints cannot be used says so in one line and keeps the files, out of rotation, for
+// the operator: a real `meridian start` on a checkpoint directory with a damaged checkpoint.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tests/daemon/site_process.h"
+#include "tests/daemon/temp_dir.h"
+
+namespace fs = std::filesystem;
+using meridian::testing::SiteProcess;
+using meridian::testing::TempDir;
+
+namespace {
+
+std::vector<std::string> one_site(const std::string& epochs) {
+  return {"--name",
+          "solo",
+          "--insecure",
+          "--listen",
+          "tcp://127.0.0.1:0",
+          "--metrics-address",
+          "off",
+          "--threads",
+          "1",
+          "--algo",
+          "local",
+          "--epochs",
+          epochs,
+          "--seed",
+          "7",
+          "--eval-every",
+          "1000000"};
+}
+
+std::string bytes_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("a site whose only checkpoint is damaged starts fresh, says why, and keeps the file aside",
+          "[daemon][checkpoint][process]") {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  const fs::path run = dir.path() / "solo";
+  fs::path damaged;
+  std::string damaged_bytes;
+  {
+    SiteProcess first(run, one_site("0.02"));
+    INFO(first.log());
+    REQUIRE(first.wait_exit() == 0);
+    const auto files = first.checkpoints();
+    REQUIRE(files.size() == 1);  // the final checkpoint
+    damaged = files.front();
+    damaged_bytes = bytes_of(damaged);
+    REQUIRE(damaged_bytes.size() > 1000);
+    damaged_bytes[damaged_bytes.size() / 2] ^= 0x40;  // a parameter byte: only the checksum can tell
+    std::ofstream(damaged, std::ios::binary | std::ios::trunc) << damaged_bytes;
+  }
+  SiteProcess again(run, one_site("0.02"));
+  INFO(again.log());
+  REQUIRE(again.wait_exit() == 0);
+  const std::string log = again.log();
+  CHECK(log.find("no valid checkpoint in " + (run / "checkpoints").string() +
+                 " (newest: " + damaged.filename().string() + ", checksum mismatch") != std::string::npos);
+  CHECK(log.find("); starting fresh") != std::string::npos);
+  CHECK(log.find("resuming from") == std::string::npos);
+  // The damaged file is kept byte for byte beside the new run's checkpoint, which replaced nothing.
+  const fs::path kept = damaged.string() + ".set-aside";
+  REQUIRE(fs::exists(kept));
+  CHECK(bytes_of(kept) == damaged_bytes);
+  CHECK(log.find("kept " + damaged.string() + " as " + kept.string()) != std::string::npos);
+  CHECK(again.checkpoints().size() == 1);
+}
