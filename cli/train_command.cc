@@ -114,7 +114,7 @@ void save_model(const TrainOptions& o, const models::Model& model, const models:
   daemon::CheckpointView view;
   view.parameters = parameters;
   view.step = steps;
-  view.epoch = o.epochs;
+  view.epoch = static_cast<std::uint64_t>(o.epochs);  // whole epochs completed
   view.model_fingerprint = model.fingerprint();
   view.algorithm = "train";
   view.model_state = state;
