@@ -43,10 +43,6 @@ def read_safetensors(path):
     return tensors, metadata
 
 
-def _flat(shape):
-    return shape[1] * shape[2] == 1
-
-
 class _Sequence(nn.Module):
     """Meridian's layers in order. Between layers a value of shape C×1×1 is (N, C), any other (N, C, H, W)."""
 
@@ -59,7 +55,7 @@ class _Sequence(nn.Module):
         n = x.shape[0]
         for spec, layer in zip(self.specs, self.layers):
             c, h, w = spec["input"]
-            if spec["op"] in ("linear",) or (spec["op"] == "batch_norm" and h * w == 1):
+            if spec["op"] == "linear" or (spec["op"] == "batch_norm" and h * w == 1):
                 x = x.reshape(n, c * h * w)
             elif spec["op"] in ("conv2d", "max_pool2d", "avg_pool2d", "global_avg_pool", "batch_norm", "group_norm"):
                 x = x.reshape(n, c, h, w)
