@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "gossip/inbox.h"
+#include "error/error.h"
 #include "gossip/ring_allreduce.h"
 #include "peer/zmq_transport.h"
 
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
       gossip::RingOptions ring_options;
       ring_options.max_piece = piece;
       auto status = ring.run(group, round, data, gossip::Clock::now() + std::chrono::seconds(120), ring_options);
-      if (status != gossip::RoundStatus::kCompleted) throw std::runtime_error("a ring round was abandoned");
+      if (status != gossip::RoundStatus::kCompleted) throw error::PeerError("a ring round was abandoned");
     };
     std::vector<float> barrier(1);
     std::vector<float> times;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "models/cpu_backend.h"
+#include "error/error.h"
 #include "models/data/batch_order.h"
 #include "models/data/image_augmentation.h"
 #include "models/model_factory.h"
@@ -37,7 +38,7 @@ double process_cpu_seconds() {
 Shape parse_shape(const std::string& text) {
   Shape s;
   if (std::sscanf(text.c_str(), "%zux%zux%zu", &s.channels, &s.height, &s.width) != 3) {
-    throw std::invalid_argument("--shape '" + text + "' is not CxHxW (e.g. 1x28x28)");
+    throw meridian::error::UserError("--shape '" + text + "' is not CxHxW (e.g. 1x28x28)");
   }
   return s;
 }

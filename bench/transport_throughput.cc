@@ -33,6 +33,8 @@
 
 #include "peer/zmq_transport.h"
 
+#include "error/error.h"
+
 namespace fs = std::filesystem;
 using namespace meridian::peer;
 using Clock = std::chrono::steady_clock;
@@ -106,7 +108,7 @@ struct Child {
 
 Child spawn_receiver(const std::vector<std::string>& args) {
   int p[2];
-  if (::pipe(p) != 0) throw std::runtime_error("pipe");
+  if (::pipe(p) != 0) throw meridian::error::InternalError("pipe");
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(p[1], STDOUT_FILENO);
@@ -126,7 +128,7 @@ Child spawn_receiver(const std::vector<std::string>& args) {
 
 std::string read_line(FILE* f) {
   char buf[512];
-  if (!std::fgets(buf, sizeof buf, f)) throw std::runtime_error("receiver did not start");
+  if (!std::fgets(buf, sizeof buf, f)) throw meridian::error::PeerError("receiver did not start");
   std::string s(buf);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
@@ -136,7 +138,7 @@ void finish(Child& c) {
   int status = 0;
   ::waitpid(c.pid, &status, 0);
   std::fclose(c.out);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("receiver failed");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw meridian::error::PeerError("receiver failed");
 }
 
 // Returns bytes per second.
@@ -200,7 +202,7 @@ double run_meridian(bool secure, const fs::path& keydir, std::size_t bytes, int 
   Clock::time_point start;
   int acked = 0;
   auto wait_ack = [&] {
-    if (!t.receive_control(std::chrono::seconds(60))) throw std::runtime_error("no acknowledgement");
+    if (!t.receive_control(std::chrono::seconds(60))) throw meridian::error::PeerError("no acknowledgement");
     ++acked;
   };
   for (int i = 0; i < total; ++i) {

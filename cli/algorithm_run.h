@@ -17,6 +17,7 @@
 #include "cli/simulation_layout.h"
 #include "cli/status_line.h"
 #include "daemon/site_config.h"
+#include "error/error.h"
 
 namespace meridian::cli {
 
@@ -28,15 +29,15 @@ using AveragedModelEvaluator =
 
 // A site failed, the deadline passed, or a file the sites wrote was malformed. what() says which site
 // and why, and ends with the site's log tail when there is one.
-class SimulationFailed : public std::runtime_error {
+class SimulationFailed : public error::PeerError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::PeerError::PeerError;
 };
 
 // The user interrupted (Ctrl-C or SIGTERM); every site has been stopped.
-class SimulationInterrupted : public std::runtime_error {
+class SimulationInterrupted : public error::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using error::UserError::UserError;
 };
 
 struct AlgorithmRunSettings {

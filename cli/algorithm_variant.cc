@@ -1,21 +1,43 @@
 #include "cli/algorithm_variant.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <string_view>
+#include <variant>
+
+#include "daemon/algorithms/registry.h"
 
 namespace meridian::cli {
 namespace {
 
-const char* const kKnobs =
-    "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange, fragments, outer-lr, "
-    "outer-momentum";
+// The shared knobs an entry may carry, by name, with the field each sets. A text knob's value is judged
+// by site_config_problems; a whole one must parse here. The options an algorithm declares for itself
+// follow these (daemon/algorithms/registry.h).
+struct SharedKnob {
+  std::string_view name;
+  std::variant<int daemon::SiteConfig::*, std::string daemon::SiteConfig::*> field;
+};
+using C = daemon::SiteConfig;
+constexpr std::array<SharedKnob, 9> kSharedKnobs{{
+    {"delay", &C::delay},
+    {"period", &C::period},
+    {"out-peers", &C::out_peers},
+    {"tau", &C::tau},
+    {"grid", &C::grid},
+    {"reaverage-every", &C::reaverage_every},
+    {"compensation", &C::compensation},
+    {"compression", &C::compression},
+    {"exchange", &C::exchange},
+}};
 
-bool is_knob(const std::string& key) {
-  for (const char* k : {"delay", "period", "out-peers", "tau", "grid", "reaverage-every", "compensation", "compression",
-                        "exchange", "fragments", "outer-lr", "outer-momentum"})
-    if (key == k) return true;
-  return false;
+const SharedKnob* find_shared_knob(std::string_view name) {
+  const auto it = std::find_if(kSharedKnobs.begin(), kSharedKnobs.end(), [&](const auto& k) { return k.name == name; });
+  return it == kSharedKnobs.end() ? nullptr : &*it;
+}
+
+bool is_knob(std::string_view key) {
+  return find_shared_knob(key) != nullptr || daemon::algorithms::find_algorithm_option(key) != nullptr;
 }
 
 template <typename T>
@@ -25,6 +47,13 @@ bool parse_number(const std::string& text, T& out) {
 }
 
 }  // namespace
+
+std::string algorithm_variant_knobs() {
+  std::string out;
+  for (const auto& knob : kSharedKnobs) out += (out.empty() ? "" : ", ") + std::string(knob.name);
+  for (const auto* option : daemon::algorithms::all_algorithm_options()) out += ", " + std::string(option->name);
+  return out;
+}
 
 AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
   AlgorithmVariantParse result;
@@ -51,7 +80,7 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
     }
     std::string key = part.substr(0, equals), value = part.substr(equals + 1);
     if (!is_knob(key)) {
-      result.error = where + "unknown knob '" + key + "' (knobs: " + kKnobs + ")";
+      result.error = where + "unknown knob '" + key + "' (knobs: " + algorithm_variant_knobs() + ")";
       return result;
     }
     if (value.empty()) {
@@ -66,51 +95,35 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
 void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, bool shared_delay_given,
                              bool shared_period_given, std::string& error) {
   config.algo = variant.algo;
-  bool delay_given = shared_delay_given, period_given = shared_period_given;
+  const auto not_a = [&](const std::string& key, const std::string& value, std::string_view type) {
+    error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a " + std::string(type);
+  };
   for (const auto& [key, value] : variant.knobs) {
-    // Text knobs; site_config_problems judges their values.
-    if (key == "grid") config.grid = value;
-    else if (key == "compensation") config.compensation = value;
-    else if (key == "compression") config.compression = value;
-    else if (key == "exchange") config.exchange = value;
-    if (key == "grid" || key == "compensation" || key == "compression" || key == "exchange") continue;
-    // Real knobs (diloco's outer step).
-    if (key == "outer-lr" || key == "outer-momentum") {
-      double x = 0;
-      if (!parse_number(value, x)) {
-        error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a number";
-        return;
+    if (const auto* knob = find_shared_knob(key)) {
+      if (const auto* text = std::get_if<std::string C::*>(&knob->field)) {
+        config.*(*text) = value;
+        continue;
       }
-      (key == "outer-lr" ? config.outer_lr : config.outer_momentum) = x;
+      int n = 0;
+      if (!parse_number(value, n)) return not_a(key, value, "whole number");
+      config.*std::get<int C::*>(knob->field) = n;
       continue;
     }
-    int n = 0;
-    if (!parse_number(value, n)) {
-      error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a whole number";
-      return;
-    }
-    if (key == "delay") {
-      config.delay = n;
-      delay_given = true;
-    } else if (key == "period") {
-      config.period = n;
-      period_given = true;
-    } else if (key == "out-peers") {
-      config.out_peers = n;
-    } else if (key == "tau") {
-      config.tau = n;
-    } else if (key == "reaverage-every") {
-      config.reaverage_every = n;
-    } else if (key == "fragments") {
-      config.fragments = n;
-    }
+    // An option its algorithm declared (parse_algorithm_variant accepted no other key).
+    const auto* option = daemon::algorithms::find_algorithm_option(key);
+    const auto parsed = daemon::algorithms::parse_option_value(*option, value);
+    if (!parsed) return not_a(key, value, daemon::algorithms::option_type_words(*option));
+    config.algorithm_options.set(*option, *parsed);
   }
   // The algorithm's defaults for the knobs given neither in this entry nor as simulate's own flags.
-  daemon::apply_algorithm_defaults(config, [&](std::string_view option) {
-    if (option == "delay") return delay_given;
-    if (option == "period") return period_given;
+  const auto in_entry = [&](std::string_view option) {
     return std::any_of(variant.knobs.begin(), variant.knobs.end(),
                        [&](const auto& knob) { return knob.first == option; });
+  };
+  daemon::apply_algorithm_defaults(config, [&](std::string_view option) {
+    if (option == "delay") return shared_delay_given || in_entry(option);
+    if (option == "period") return shared_period_given || in_entry(option);
+    return in_entry(option);
   });
 }
 

@@ -18,21 +18,26 @@ struct AlgorithmVariant {
   std::vector<std::pair<std::string, std::string>> knobs;  // in order, e.g. {"delay","4"}, {"period","4"}
 };
 
+// The knobs an entry may carry, for help texts and messages: "delay, period, out-peers, tau, grid,
+// reaverage-every, compensation, compression, exchange", then every option an algorithm declares for
+// itself (daemon/algorithms/registry.h, all_algorithm_options).
+std::string algorithm_variant_knobs();
+
 // Splits "ALGO[:KNOB=VALUE]..." (no validation of the algorithm name: site_config_problems does that).
 // Returns an error message naming the entry and the problem ("knob without '='", unknown knob, empty
-// value), or the variant; knobs: delay, period, out-peers, tau, grid, reaverage-every, compensation,
-// compression, exchange, fragments, outer-lr, outer-momentum (e.g. dts:delay=8:period=4:compensation=off,
-// dts:compression=topk:0.01, diloco:period=64:outer-lr=1:outer-momentum=0).
+// value), or the variant; the knobs are algorithm_variant_knobs() (e.g. dts:delay=8:period=4:compensation=off,
+// dts:compression=topk:0.01).
 struct AlgorithmVariantParse {
   AlgorithmVariant variant;
   std::string error;  // "" when the text is well formed
 };
 AlgorithmVariantParse parse_algorithm_variant(const std::string& text);
 
-// `base` with the variant's algorithm and knobs applied, then the algorithm's defaults for the knobs
-// given neither here nor shared (daemon::apply_algorithm_defaults; dts: D = 2, P = 16 unless a delay or
-// period was given; the `shared_*_given` flags say whether simulate's own --delay and --period were). A value that is
-// not a number where one is needed becomes an error message (returned in `error`, `base` then partially changed).
+// `base` with the variant's algorithm and knobs applied (a declared option's value parsed to its type), then the
+// algorithm's defaults for the knobs given neither here nor shared (daemon::apply_algorithm_defaults; dts: D = 2, P =
+// 16 unless a delay or period was given; the `shared_*_given` flags say whether simulate's own --delay and --period
+// were). A value that is not a number where one is needed becomes an error message (returned in `error`, `base` then
+// partially changed).
 void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, bool shared_delay_given,
                              bool shared_period_given, std::string& error);
 

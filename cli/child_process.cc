@@ -12,6 +12,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::cli {
 
 ChildProcess::ChildProcess(const std::filesystem::path& program, const std::vector<std::string>& arguments,
@@ -27,7 +29,7 @@ ChildProcess::ChildProcess(const std::filesystem::path& program, const std::vect
   argv.push_back(nullptr);
 
   const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) throw std::runtime_error("cannot open log file " + log_file.string() + ": " + std::strerror(errno));
+  if (log_fd < 0) throw error::UserError("cannot open log file " + log_file.string() + ": " + std::strerror(errno));
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = ::getpid();
 
@@ -36,7 +38,7 @@ ChildProcess::ChildProcess(const std::filesystem::path& program, const std::vect
     const int error = errno;
     ::close(log_fd);
     if (null_fd >= 0) ::close(null_fd);
-    throw std::runtime_error("cannot start " + program.string() + ": fork: " + std::strerror(error));
+    throw error::InternalError("cannot start " + program.string() + ": fork: " + std::strerror(error));
   }
   if (pid == 0) {
     ::setpgid(0, 0);

@@ -17,9 +17,9 @@ namespace meridian::cli {
 
 class ChildProcess {
  public:
-  // Starts `program` with `arguments` (argv[1..]). Throws std::runtime_error naming the log file when
-  // it cannot be opened, or the program when fork fails. A program that cannot be executed shows up as
-  // exit code 127 with the reason in the log.
+  // Starts `program` with `arguments` (argv[1..]). Throws error::UserError naming the log file when
+  // it cannot be opened, error::InternalError naming the program when fork fails. A program that cannot be executed
+  // shows up as exit code 127 with the reason in the log.
   ChildProcess(const std::filesystem::path& program, const std::vector<std::string>& arguments,
                const std::filesystem::path& log_file);
   // Kills (SIGKILL) and reaps the child if it is still running.

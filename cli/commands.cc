@@ -13,6 +13,7 @@ void register_commands(CLI::App& app, int& exit_code, Invocation invocation) {
   add_train_command(app, exit_code);
   add_start_command(app, exit_code, invocation);
   add_eval_command(app, exit_code);
+  add_export_command(app, exit_code);
   add_simulate_command(app, exit_code, invocation);
   if (invocation == Invocation::kCheck) {
     // These check nothing beyond what CLI11's parse does (names, types, existing files); checking

@@ -26,6 +26,7 @@ void add_devices_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_start_command(CLI::App& app, int& exit_code, Invocation invocation = Invocation::kRun);
 void add_eval_command(CLI::App& app, int& exit_code);
+void add_export_command(CLI::App& app, int& exit_code);
 void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation = Invocation::kRun);
 
 }  // namespace meridian::cli

@@ -15,7 +15,7 @@ struct ControlTarget {
   double timeout_seconds = 5;
   bool json = false;
 
-  // The socket path to use. Throws std::runtime_error for an unreadable --config.
+  // The socket path to use. Throws daemon::SiteConfigError (an error::UserError) for an unreadable --config.
   std::string socket_path() const;
 };
 

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "daemon/site_config.h"
+#include "error/error.h"
 
 namespace meridian::cli {
 namespace {
@@ -66,12 +67,12 @@ void add_init_command(CLI::App& app, int& exit_code, Invocation invocation) {
       return;
     }
     if (std::filesystem::exists(options->out) && !options->force) {
-      throw std::runtime_error(options->out + " already exists (pass --force to overwrite it)");
+      throw error::UserError(options->out + " already exists (pass --force to overwrite it)");
     }
     std::ofstream file(options->out, std::ios::trunc);
     file << text;
     file.close();
-    if (!file) throw std::runtime_error("cannot write " + options->out + ": " + std::strerror(errno));
+    if (!file) throw error::UserError("cannot write " + options->out + ": " + std::strerror(errno));
     std::cout << "wrote " << options->out << " for site '" << config.name << "'\n"
               << "next: create keys with 'meridian keygen', list the sites in " << config.roster
               << ", then run 'meridian start --config " << options->out << "'\n";

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::cli {
 namespace {
 
@@ -20,7 +22,7 @@ extern "C" void count_signal(int signal) {
 }  // namespace
 
 InterruptFlag::InterruptFlag() {
-  if (installed.exchange(true)) throw std::logic_error("InterruptFlag: only one may exist at a time");
+  if (installed.exchange(true)) throw error::InternalError("InterruptFlag: only one may exist at a time");
   signals_received = 0;
   last_signal_received = 0;
   struct sigaction action {};

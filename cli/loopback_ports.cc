@@ -12,13 +12,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace meridian::cli {
 namespace {
 
 class Socket {
  public:
   Socket() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    if (fd_ < 0) throw std::runtime_error(std::string("cannot create a TCP socket: ") + std::strerror(errno));
+    if (fd_ < 0) throw error::InternalError(std::string("cannot create a TCP socket: ") + std::strerror(errno));
   }
   ~Socket() { ::close(fd_); }
   Socket(Socket&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
@@ -40,10 +42,10 @@ std::uint16_t bind_loopback(const Socket& s, std::uint16_t port) {
   socklen_t length = sizeof address;
   if (::bind(s.fd(), reinterpret_cast<sockaddr*>(&address), sizeof address) < 0) {
     if (errno == EADDRINUSE || errno == EACCES) return 0;
-    throw std::runtime_error(std::string("cannot bind a port on 127.0.0.1: ") + std::strerror(errno));
+    throw error::InternalError(std::string("cannot bind a port on 127.0.0.1: ") + std::strerror(errno));
   }
   if (::getsockname(s.fd(), reinterpret_cast<sockaddr*>(&address), &length) < 0)
-    throw std::runtime_error(std::string("cannot read a bound port on 127.0.0.1: ") + std::strerror(errno));
+    throw error::InternalError(std::string("cannot read a bound port on 127.0.0.1: ") + std::strerror(errno));
   return ntohs(address.sin_port);
 }
 
@@ -80,7 +82,7 @@ std::vector<std::uint16_t> free_loopback_ports(int count) {
   for (int i = 0; i < count; ++i) {
     Socket& s = held.emplace_back();
     const auto port = bind_loopback(s, 0);
-    if (port == 0) throw std::runtime_error("cannot find a free port on 127.0.0.1: every ephemeral port is taken");
+    if (port == 0) throw error::InternalError("cannot find a free port on 127.0.0.1: every ephemeral port is taken");
     ports.push_back(port);
   }
   return ports;

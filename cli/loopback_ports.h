@@ -12,7 +12,7 @@ namespace meridian::cli {
 // be taken as the source port of another site's outgoing connection before its own site binds it,
 // which happened when several sites connect at once. Only when fewer than `count` ports are free there
 // does it fall back to ports the kernel picks (127.0.0.1:0). Another listener may still take one
-// first; the site then fails to start and says so in its log. Throws std::runtime_error when a socket
+// first; the site then fails to start and says so in its log. Throws error::InternalError when a socket
 // cannot be created or no port can be bound.
 std::vector<std::uint16_t> free_loopback_ports(int count);
 

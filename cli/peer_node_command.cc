@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "error/error.h"
 #include "peer/zmq_transport.h"
 
 namespace meridian::cli {
@@ -56,7 +57,7 @@ int run_peer_node(const PeerNodeArgs& a) {
   o.validation.model_fingerprint = a.fingerprint;
   if (!a.insecure) {
     if (a.keys.empty() || a.roster.empty())
-      throw std::runtime_error("--keys and --roster are required unless --insecure");
+      throw error::UserError("--keys and --roster are required unless --insecure");
     o.keys = peer::read_key_pair(a.keys);
     o.roster = peer::Roster::load(a.roster);
   }

@@ -10,6 +10,7 @@
 
 #include "cli/accuracy_plot.h"
 #include "cli/algorithm_run.h"
+#include "cli/algorithm_variant.h"
 #include "cli/commands.h"
 #include "cli/comparison_table.h"
 #include "cli/interrupt_flag.h"
@@ -21,6 +22,7 @@
 #include "daemon/algorithms/registry.h"
 #include "daemon/checkpoint_model.h"
 #include "daemon/site_data.h"
+#include "error/error.h"
 
 namespace meridian::cli {
 namespace {
@@ -31,7 +33,7 @@ void write_text_file(const fs::path& file, const std::string& text) {
   std::ofstream out(file, std::ios::trunc | std::ios::binary);
   out << text;
   out.close();
-  if (!out) throw std::runtime_error("cannot write " + file.string());
+  if (!out) throw error::UserError("cannot write " + file.string());
 }
 
 // The averaged final model's accuracy: the daemon's checkpoint reader de-biases (sgp) and averages the
@@ -52,13 +54,13 @@ std::string describe(const SimulationOptions& o) {
          std::to_string(o.threads_per_site) + " thread(s) per site; algorithms: " + algos;
 }
 
-// Throws std::invalid_argument listing every problem of `options` (simulation_problems).
+// Throws error::UserError listing every problem of `options` (simulation_problems).
 void check_simulation(const SimulationOptions& options) {
   const auto problems = simulation_problems(options);
   if (problems.empty()) return;
   std::string text = "invalid simulation:";
   for (const auto& p : problems) text += "\n  " + p;
-  throw std::invalid_argument(text);
+  throw error::UserError(text);
 }
 
 int run_simulation(SimulationOptions options, const std::string& algo_list) {
@@ -67,7 +69,7 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   const fs::path out_dir = fs::absolute(options.out_dir).lexically_normal();
   std::error_code ec;
   fs::create_directories(out_dir, ec);
-  if (ec) throw std::runtime_error("cannot create --out " + out_dir.string() + ": " + ec.message());
+  if (ec) throw error::UserError("cannot create --out " + out_dir.string() + ": " + ec.message());
 
   // Progress and notes go to stderr so that --json leaves stdout to the JSON object alone.
   StatusLine status(stderr);
@@ -176,10 +178,7 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--sites", options->sites, "Number of sites (processes)")->capture_default_str();
   cmd->add_option("--algo", *algo_list,
                   "Algorithms to compare, comma-separated: " + daemon::algorithms::algorithm_names() +
-                      "; each may carry its own "
-                      "knobs: dts:delay=4:period=2 (delay, period, out-peers, tau, grid, reaverage-every, "
-                      "compensation, compression, exchange, "
-                      "fragments, outer-lr, outer-momentum)")
+                      "; each may carry its own knobs: dts:delay=4:period=2 (" + algorithm_variant_knobs() + ")")
       ->capture_default_str();
   cmd->add_option("--out", options->out_dir, "Output directory (results, plot, logs)")->capture_default_str();
   cmd->add_option("--target-accuracy", options->target_accuracy, "Test accuracy for the 'time to' column, in (0, 1)")
@@ -255,13 +254,7 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       ->capture_default_str()
       ->group(shared);
   cmd->add_option("--period", s.period, "P (dts; diloco's inner steps H)")->capture_default_str()->group(shared);
-  cmd->add_option("--fragments", s.fragments, "F (diloco: fragments synced H/F steps apart)")
-      ->capture_default_str()
-      ->group(shared);
-  cmd->add_option("--outer-lr", s.outer_lr, "diloco: outer learning rate")->capture_default_str()->group(shared);
-  cmd->add_option("--outer-momentum", s.outer_momentum, "diloco: outer Nesterov momentum")
-      ->capture_default_str()
-      ->group(shared);
+  daemon::bind_algorithm_options(*cmd, s, shared);  // the options the algorithms declare for themselves
   cmd->add_option("--out-peers", s.out_peers, "K (sgp)")->capture_default_str()->group(shared);
   cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
   cmd->add_option("--grid", s.grid, "dsync: auto | ROWSxCOLS (e.g. 2x2)")->capture_default_str()->group(shared);

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "cli/algorithm_variant.h"
+#include "error/error.h"
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
 
@@ -31,7 +32,7 @@ fs::path create_simulation_identities(const fs::path& out_dir, int sites) {
   std::ofstream out(file, std::ios::trunc);
   out << "# The sites of this simulation (written by meridian simulate).\n" << roster.to_text();
   out.close();
-  if (!out) throw std::runtime_error("cannot write " + file.string());
+  if (!out) throw error::UserError("cannot write " + file.string());
   return file;
 }
 
@@ -52,7 +53,7 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     const AlgorithmVariantParse parsed = parse_algorithm_variant(algo);
     std::string error = parsed.error;
     if (error.empty()) apply_algorithm_variant(parsed.variant, c, options.delay_given, options.period_given, error);
-    if (!error.empty()) throw std::invalid_argument(error);
+    if (!error.empty()) throw error::UserError(error);
     c.listen = address(i);
     c.join.clear();
     // Every other site as a bootstrap: no site is special, and a slow starter delays nobody.
@@ -88,15 +89,15 @@ void prepare_site_directories(const std::vector<SiteLaunch>& sites) {
   std::error_code ec;
   const fs::path algo_dir = sites.front().run_dir.parent_path();
   fs::remove_all(algo_dir, ec);
-  if (ec) throw std::runtime_error("cannot clear " + algo_dir.string() + ": " + ec.message());
+  if (ec) throw error::UserError("cannot clear " + algo_dir.string() + ": " + ec.message());
   for (const auto& s : sites) {
     fs::create_directories(s.run_dir, ec);
-    if (ec) throw std::runtime_error("cannot create " + s.run_dir.string() + ": " + ec.message());
+    if (ec) throw error::UserError("cannot create " + s.run_dir.string() + ": " + ec.message());
     const fs::path file = s.run_dir / "site.toml";
     std::ofstream out(file, std::ios::trunc);
     out << daemon::render_site_config(s.config);
     out.close();
-    if (!out) throw std::runtime_error("cannot write " + file.string());
+    if (!out) throw error::UserError("cannot write " + file.string());
   }
 }
 

@@ -19,7 +19,7 @@ namespace meridian::cli {
 
 // Creates OUT/keys/<site>/ for every site (keeping key pairs that already exist there, so a rerun
 // into the same directory keeps its identities) and writes OUT/roster.txt listing them. Returns the
-// roster's path. Throws std::runtime_error naming the file on failure.
+// roster's path. Throws error::UserError naming the file on failure.
 std::filesystem::path create_simulation_identities(const std::filesystem::path& out_dir, int sites);
 
 // One site of one algorithm's run, ready to start.
@@ -32,7 +32,7 @@ struct SiteLaunch {
 };
 
 // The configuration of every site for `algo` (an --algo entry, knobs included; throws
-// std::invalid_argument for one that simulation_problems would report): `ports[i]` is site i's listening port on
+// error::UserError for one that simulation_problems would report): `ports[i]` is site i's listening port on
 // 127.0.0.1, and each site bootstraps from all the others. `out_dir` must be absolute (the sites may not share the
 // caller's working directory forever). Pure: creates nothing.
 std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, const std::string& algo,
@@ -40,7 +40,7 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
                                              const std::vector<std::uint16_t>& ports);
 
 // Replaces OUT/<algo>/ with fresh site directories holding each site's site.toml. Throws
-// std::runtime_error naming the path on failure.
+// error::UserError naming the path on failure.
 void prepare_site_directories(const std::vector<SiteLaunch>& sites);
 
 }  // namespace meridian::cli

@@ -1,8 +1,11 @@
 // `meridian train`: trains one model on this site alone (no network) and reports test accuracy.
 // It is the single-site reference the distributed runs are compared with.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -12,9 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "daemon/checkpoint.h"
+#include "error/error.h"
 #include "models/data/data_source.h"
 #include "models/data/idx_reader.h"
 #include "daemon/compute_backend.h"
+#include "error/error.h"
 #include "models/device.h"
 #include "models/minibatcher.h"
 #include "models/model_factory.h"
@@ -45,6 +51,7 @@ struct TrainOptions {
   int threads = 1;
   std::string device = "auto";
   std::uint64_t seed = 1;
+  std::string save;  // checkpoint file for the final model; empty: none
   bool json = false;
 };
 
@@ -86,9 +93,37 @@ models::data::DataOptions data_options(const TrainOptions& o) {
   if (!problems.empty()) {
     std::string text = "invalid options:";
     for (const auto& p : problems) text += "\n  " + p;
-    throw std::invalid_argument(text);
+    throw error::UserError(text);
   }
   return options;
+}
+
+// Writes the final model as a checkpoint in the format `meridian start` writes (daemon/checkpoint.h),
+// so that `meridian eval` and `meridian export` read it: parameters, batch norm's running statistics,
+// the inputs' standardization (CSV data) and, for a model file, its text.
+void save_model(const TrainOptions& o, const models::Model& model, const models::data::Dataset& train,
+                std::size_t steps) {
+  std::vector<float> parameters(model.parameter_count()), state(model.state_count());
+  model.read_parameters(parameters);
+  if (!state.empty()) model.read_state(state);
+  std::string model_file;
+  const auto& builtins = models::builtin_models();
+  if (std::find(builtins.begin(), builtins.end(), o.model) == builtins.end()) {
+    std::ifstream in(o.model, std::ios::binary);
+    model_file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  daemon::CheckpointView view;
+  view.parameters = parameters;
+  view.step = steps;
+  view.epoch = static_cast<std::uint64_t>(o.epochs);  // whole epochs completed
+  view.model_fingerprint = model.fingerprint();
+  view.algorithm = "train";
+  view.model_state = state;
+  view.input_mean = train.standardization.mean;
+  view.input_stddev = train.standardization.stddev;
+  view.model_file = model_file;
+  if (const auto problem = daemon::write_checkpoint_file(o.save, view)) throw error::UserError("--save: " + *problem);
+  std::fprintf(stderr, "train: saved the model to %s\n", o.save.c_str());
 }
 
 int run_train(const TrainOptions& o) {
@@ -158,8 +193,8 @@ int run_train(const TrainOptions& o) {
     for (std::size_t n; step < total_steps && (n = batches.next()) > 0;) {
       const float loss = model->forward_backward(batches.features(), batches.labels(), n);
       if (!std::isfinite(loss))
-        throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss " +
-                                 std::to_string(loss) + "); try a smaller --lr");
+        throw error::UserError("training diverged at step " + std::to_string(step) + " (loss " + std::to_string(loss) +
+                               "); try a smaller --lr");
       optimizer.step(model->parameters(), model->gradients(), model->pool());
       loss_sum += loss * static_cast<double>(n);
       epoch_samples += n;
@@ -183,6 +218,7 @@ int run_train(const TrainOptions& o) {
                  epoch_steps, steps_per_epoch, last_loss, static_cast<double>(epoch_samples) / epoch_seconds,
                  test.rows > 0 ? std::to_string(eval.accuracy).c_str() : "- (no --test)");
   }
+  if (!o.save.empty()) save_model(o, *model, train, step);
   const double samples_per_second = train_seconds > 0.0 ? static_cast<double>(samples) / train_seconds : 0.0;
   if (o.json) {
     std::printf(
@@ -273,6 +309,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", options->device, std::string(models::kDeviceOptionHelp))->capture_default_str();
   cmd->add_option("--seed", options->seed, "Seed for initialization and batch order")->capture_default_str();
   cmd->add_flag("--json", options->json, "Print one JSON object with the result on stdout");
+  cmd->add_option("--save", options->save,
+                  "Write the final model to this checkpoint file (read by `meridian eval` and `meridian export`)");
   cmd->callback([options, &exit_code] { exit_code = run_train(*options); });
 }
 

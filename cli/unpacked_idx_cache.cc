@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "error/error.h"
 #include "models/data/compressed_file.h"
 
 namespace meridian::cli {
@@ -36,12 +37,12 @@ std::string cache_key(const fs::path& data_dir) {
 void inflate(const fs::path& gz, const fs::path& raw) {
   models::data::CompressedFile in(gz.string());
   std::ofstream out(raw, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("cannot create " + raw.string());
+  if (!out) throw error::UserError("cannot create " + raw.string());
   std::vector<char> block(std::size_t{1} << 20);
   while (const std::size_t n = in.read(block.data(), block.size()))
     out.write(block.data(), static_cast<std::streamsize>(n));
   out.close();
-  if (!out) throw std::runtime_error("cannot write " + raw.string());
+  if (!out) throw error::UserError("cannot write " + raw.string());
 }
 
 bool complete(const fs::path& dir) {

@@ -9,6 +9,7 @@
 #include "cuda/error.h"
 #include "cuda/gemm.h"
 #include "cuda/kernels.h"
+#include "error/error.h"
 
 namespace meridian::cuda {
 
@@ -17,8 +18,8 @@ namespace {
 // cuBLAS takes int sizes; a model whose matrices exceed them is not something to truncate silently.
 int to_int(std::size_t value, const char* what) {
   if (value > static_cast<std::size_t>(INT_MAX)) {
-    throw std::overflow_error(std::string("CudaBackend::gemm: ") + what + " = " + std::to_string(value) +
-                              " exceeds cuBLAS's int range");
+    throw error::InternalError(std::string("CudaBackend::gemm: ") + what + " = " + std::to_string(value) +
+                               " exceeds cuBLAS's int range");
   }
   return static_cast<int>(value);
 }
@@ -37,7 +38,7 @@ CudaBackend::CudaBackend(int device_index)
 void CudaBackend::use_on_this_thread() { use_device(device_); }
 
 void CudaBackend::set_threads(int threads) {
-  if (threads < 1) throw std::invalid_argument("CudaBackend: threads must be >= 1, got " + std::to_string(threads));
+  if (threads < 1) throw error::UserError("CudaBackend: threads must be >= 1, got " + std::to_string(threads));
   threads_ = threads;
 }
 
@@ -225,8 +226,8 @@ float CudaBackend::softmax_cross_entropy(std::size_t batch, std::size_t classes,
   if (bad < batch) {
     std::int32_t label = 0;
     MERIDIAN_CUDA_CHECK(cudaMemcpy(&label, labels + bad, sizeof label, cudaMemcpyDeviceToHost));
-    throw std::out_of_range("softmax_cross_entropy: label " + std::to_string(label) + " of sample " +
-                            std::to_string(bad) + " is outside [0, " + std::to_string(classes) + ")");
+    throw error::UserError("softmax_cross_entropy: label " + std::to_string(label) + " of sample " +
+                           std::to_string(bad) + " is outside [0, " + std::to_string(classes) + ")");
   }
   // The mean in double over the rows in order, exactly as the CPU backend forms it.
   double total = 0.0;

@@ -84,7 +84,7 @@ class CudaBackend final : public models::Backend {
   void global_average_pool_backward(const models::ChannelLayout& l, const float* dout, float* din) override;
   void dropout_forward(std::size_t n, float p, std::uint64_t key, const float* in, float* out) override;
   void dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) override;
-  // Waits for the stream. Throws std::out_of_range, as the CPU backend, for a label outside [0, classes).
+  // Waits for the stream. Throws error::UserError, as the CPU backend, for a label outside [0, classes).
   float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits, const std::int32_t* labels,
                               float* dlogits) override;
   void argmax_rows(std::size_t batch, std::size_t classes, const float* logits, std::int32_t* predictions) override;

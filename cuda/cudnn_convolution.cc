@@ -6,6 +6,7 @@
 
 #include "cuda/error.h"
 #include "cuda/kernels.h"
+#include "error/error.h"
 
 namespace meridian::cuda {
 
@@ -22,7 +23,7 @@ auto pick(const Perf* perf, int returned, const char* what) {
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC) chosen = &perf[i];
   for (int i = 0; i < returned && chosen == nullptr; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS) chosen = &perf[i];
-  if (chosen == nullptr) throw std::runtime_error(std::string("cuDNN offers no usable ") + what + " algorithm");
+  if (chosen == nullptr) throw error::InternalError(std::string("cuDNN offers no usable ") + what + " algorithm");
   return *chosen;
 }
 

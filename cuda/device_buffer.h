@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "cuda/error.h"
+#include "error/error.h"
 
 namespace meridian::cuda {
 
@@ -48,13 +49,13 @@ class DeviceBuffer {
 
   // Enqueues host → device on `stream`. With pageable `host` memory the call returns only after the
   // runtime has staged it; pass pinned memory (PinnedBuffer) for a truly asynchronous copy. Throws
-  // std::length_error when the sizes differ.
+  // error::InternalError when the sizes differ.
   void copy_from_host(std::span<const T> host, cudaStream_t stream) {
     expect_size(host.size());
     if (count_ > 0) MERIDIAN_CUDA_CHECK(cudaMemcpyAsync(data_, host.data(), bytes(), cudaMemcpyHostToDevice, stream));
   }
   // Enqueues device → host on `stream`; `host` is valid once the stream (or an event after the copy) has
-  // finished. Throws std::length_error when the sizes differ.
+  // finished. Throws error::InternalError when the sizes differ.
   void copy_to_host(std::span<T> host, cudaStream_t stream) const {
     expect_size(host.size());
     if (count_ > 0) MERIDIAN_CUDA_CHECK(cudaMemcpyAsync(host.data(), data_, bytes(), cudaMemcpyDeviceToHost, stream));
@@ -67,8 +68,9 @@ class DeviceBuffer {
  private:
   void expect_size(std::size_t host_count) const {
     if (host_count != count_) {
-      throw std::length_error("device buffer of " + std::to_string(count_) + " elements cannot be copied to or from " +
-                              std::to_string(host_count) + " host elements");
+      throw error::InternalError("device buffer of " + std::to_string(count_) +
+                                 " elements cannot be copied to or from " + std::to_string(host_count) +
+                                 " host elements");
     }
   }
   void reset() noexcept {

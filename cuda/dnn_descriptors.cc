@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cuda/error.h"
+#include "error/error.h"
 
 namespace meridian::cuda {
 
@@ -13,8 +14,8 @@ namespace {
 
 int dim(std::size_t value, const char* what) {
   if (value > static_cast<std::size_t>(INT_MAX))
-    throw std::overflow_error(std::string("cuDNN descriptor: ") + what + " = " + std::to_string(value) +
-                              " exceeds cuDNN's int range");
+    throw error::InternalError(std::string("cuDNN descriptor: ") + what + " = " + std::to_string(value) +
+                               " exceeds cuDNN's int range");
   return static_cast<int>(value);
 }
 

@@ -26,7 +26,7 @@ class TensorDescriptor {
   TensorDescriptor(const TensorDescriptor&) = delete;
   TensorDescriptor& operator=(const TensorDescriptor&) = delete;
 
-  // A dense NCHW float tensor (n, c, h, w). Throws std::overflow_error beyond cuDNN's int range.
+  // A dense NCHW float tensor (n, c, h, w). Throws error::InternalError beyond cuDNN's int range.
   void set(std::size_t n, std::size_t c, std::size_t h, std::size_t w);
   cudnnTensorDescriptor_t get() const noexcept { return desc_; }
 

@@ -5,6 +5,7 @@
 
 #include "cuda/cublas_library.h"
 #include "cuda/error.h"
+#include "error/error.h"
 
 namespace meridian::cuda {
 
@@ -12,8 +13,8 @@ namespace {
 
 void expect_stride(const char* name, int stride, int row_length) {
   if (stride < row_length || stride < 1) {
-    throw std::invalid_argument(std::string("gemm: ") + name + " = " + std::to_string(stride) +
-                                " is smaller than a row of " + std::to_string(row_length) + " elements");
+    throw error::InternalError(std::string("gemm: ") + name + " = " + std::to_string(stride) +
+                               " is smaller than a row of " + std::to_string(row_length) + " elements");
   }
 }
 
@@ -22,8 +23,8 @@ void expect_stride(const char* name, int stride, int row_length) {
 void gemm(cublasHandle_t handle, Transpose trans_a, Transpose trans_b, int m, int n, int k, float alpha, const float* a,
           int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   if (m < 0 || n < 0 || k < 0) {
-    throw std::invalid_argument("gemm: negative size m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                                " k=" + std::to_string(k));
+    throw error::InternalError("gemm: negative size m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                               " k=" + std::to_string(k));
   }
   const bool ta = trans_a == Transpose::kYes;
   const bool tb = trans_b == Transpose::kYes;

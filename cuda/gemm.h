@@ -8,7 +8,7 @@
 // Cᵀ = op(B)ᵀ · op(A)ᵀ with the operands swapped, and nothing is copied or transposed in memory.
 //
 // All pointers are device memory; the work is enqueued on the handle's stream. Throws
-// meridian::cuda::Error when cuBLAS rejects the call, std::invalid_argument for negative sizes or strides
+// meridian::cuda::Error when cuBLAS rejects the call, error::InternalError for negative sizes or strides
 // smaller than a row.
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cuda/error.h"
+#include "error/error.h"
 
 namespace meridian::cuda {
 
@@ -16,12 +17,12 @@ ParameterSnapshot::ParameterSnapshot(std::size_t count) : host_(count) {
 
 void ParameterSnapshot::start(const float* device_params, std::size_t count, cudaStream_t compute) {
   if (count != host_.size()) {
-    throw std::length_error("parameter snapshot sized for " + std::to_string(host_.size()) + " floats was given " +
-                            std::to_string(count));
+    throw error::InternalError("parameter snapshot sized for " + std::to_string(host_.size()) + " floats was given " +
+                               std::to_string(count));
   }
   if (pending_) {
     // The previous copy may still be writing the buffer that the communication thread is about to read.
-    throw std::logic_error("parameter snapshot started again before the previous copy was waited for");
+    throw error::InternalError("parameter snapshot started again before the previous copy was waited for");
   }
   // Event + wait instead of copying on `compute` itself: the copy engine then works alongside the
   // kernels of the next step instead of queueing behind them.

@@ -12,8 +12,8 @@
 //
 // Ownership: owns the pinned host buffer, the copy stream and two events; move-only. Thread safety: one
 // thread at a time. Throws meridian::cuda::Error when CUDA fails (at construction when there is no
-// device), std::length_error when `count` differs from the size given at construction, and
-// std::logic_error when start() is called while the previous copy has not been waited for.
+// device), error::InternalError when `count` differs from the size given at construction, and
+// when start() is called while the previous copy has not been waited for.
 #pragma once
 
 #include <cuda_runtime_api.h>

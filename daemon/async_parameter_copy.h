@@ -7,8 +7,8 @@
 // guard_writes() before enqueuing anything that writes them; wait() when the bytes are needed.
 //
 // Ownership: an implementation owns its host buffer; it borrows the parameters from start() to wait().
-// Thread safety: one thread. Throws what the backend throws (meridian::cuda::Error), std::length_error
-// for a count other than the constructed one, std::logic_error for a start() before the previous wait().
+// Thread safety: one thread. Throws what the backend throws (meridian::cuda::Error), and
+// error::InternalError for a count other than the constructed one or a start() before the previous wait().
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace meridian::daemon {
 
 BackendPushSum::BackendPushSum(gossip::DelayedMixingConfig config, gossip::MixChannel& channel, models::Model& model,
@@ -45,10 +47,10 @@ void BackendPushSum::finish() {
 
 void BackendPushSum::restore(std::span<const float> numerator, double weight, double weight_average) {
   if (numerator.size() != x_.size())
-    throw std::invalid_argument("sgp: checkpoint numerator has " + std::to_string(numerator.size()) +
-                                " elements, model " + std::to_string(x_.size()));
+    throw error::UserError("sgp: checkpoint numerator has " + std::to_string(numerator.size()) + " elements, model " +
+                           std::to_string(x_.size()));
   if (!std::isfinite(weight) || weight <= 0.0)
-    throw std::invalid_argument("sgp: checkpoint push-sum weight " + std::to_string(weight) + " is not positive");
+    throw error::UserError("sgp: checkpoint push-sum weight " + std::to_string(weight) + " is not positive");
   scale_.resume(weight_average);
   model_.backend().copy_from_host(x_.data(), numerator.data(), numerator.size_bytes());
   w_ = weight;

@@ -41,7 +41,7 @@ class BackendPushSum {
   void before_update() { mixing_.before_update(); }
   // Applies every outstanding mix and refreshes the model.
   void finish();
-  // As gossip::PushSum::restore: throws std::invalid_argument for a mis-sized numerator or a weight or
+  // As gossip::PushSum::restore: throws error::UserError for a mis-sized numerator or a weight or
   // weight average that is not finite and positive.
   void restore(std::span<const float> numerator, double weight, double weight_average = 1.0);
 

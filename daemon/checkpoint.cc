@@ -34,8 +34,11 @@ enum class Section : std::uint32_t {
   kRngState = 5,
   kModelFingerprint = 6,
   kAlgorithm = 7,
-  kRunRounds = 8,             // u64 start round, u64 end round (optional)
-  kPushSumWeightAverage = 9,  // f64 (optional)
+  kRunRounds = 8,              // u64 start round, u64 end round (optional)
+  kPushSumWeightAverage = 9,   // f64 (optional)
+  kModelState = 10,            // floats (optional)
+  kInputStandardization = 11,  // the means, then as many standard deviations (optional)
+  kModelFile = 12,             // text (optional)
 };
 
 void put_u32(std::string& out, std::uint32_t v) {
@@ -92,6 +95,17 @@ std::vector<PendingSection> layout(const CheckpointView& data) {
   put_u64(rounds, data.start_round);
   put_u64(rounds, data.end_round);
   sections.push_back({Section::kRunRounds, "run_rounds", rounds, {}});
+  if (!data.model_state.empty())
+    sections.push_back({Section::kModelState, "model_state", {}, bytes_of(data.model_state)});
+  if (!data.input_mean.empty()) {
+    // One section for both halves, so that a file cannot hold means without standard deviations.
+    std::string standardization(data.input_mean.size_bytes() + data.input_stddev.size_bytes(), '\0');
+    std::memcpy(standardization.data(), data.input_mean.data(), data.input_mean.size_bytes());
+    std::memcpy(standardization.data() + data.input_mean.size_bytes(), data.input_stddev.data(),
+                data.input_stddev.size_bytes());
+    sections.push_back({Section::kInputStandardization, "input_standardization", standardization, {}});
+  }
+  if (!data.model_file.empty()) sections.push_back({Section::kModelFile, "model_file", data.model_file, {}});
   return sections;
 }
 
@@ -189,6 +203,10 @@ CheckpointView Checkpoint::view() const {
   v.algorithm = algorithm;
   v.start_round = start_round;
   v.end_round = end_round;
+  v.model_state = model_state;
+  v.input_mean = input_mean;
+  v.input_stddev = input_stddev;
+  v.model_file = model_file;
   return v;
 }
 
@@ -326,6 +344,15 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
         cp.start_round = get_u64(payload);
         cp.end_round = get_u64(payload + 8);
         break;
+      case Section::kModelState: cp.model_state = floats(); break;
+      case Section::kInputStandardization: {
+        auto values = floats();
+        if (values.size() % 2 != 0) throw bad("input standardization section has an odd number of values");
+        cp.input_mean.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2));
+        cp.input_stddev.assign(values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
+        break;
+      }
+      case Section::kModelFile: cp.model_file.assign(reinterpret_cast<const char*>(payload), payload_len); break;
       default: break;  // a section a newer writer added that this reader does not need
     }
   }

@@ -5,8 +5,10 @@
 //   sections u32 kind, u32 name length, u64 payload length, name bytes, payload bytes
 //   trailer  u32 CRC-32 (zlib) of every byte before it, "ENDC" (4 bytes)
 // Sections are found by kind (and by name for optimizer state), so a reader skips kinds it does not
-// know; a change that older readers cannot skip bumps the version. Float payloads are IEEE-754 binary32
-// in little-endian order, which is the host order on every platform Meridian builds for.
+// know; a change that older readers cannot skip bumps the version. Optional sections added later (older
+// files lack them and read as empty): the model's state buffer (batch norm's running statistics), the
+// input standardization the model was trained with, and the text of the model file that describes it. Float payloads
+// are IEEE-754 binary32 in little-endian order, which is the host order on every platform Meridian builds for.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +48,11 @@ struct CheckpointView {
   // restarted site knows where the run ends. Optional section (0, 0 when absent).
   std::uint64_t start_round = 0;
   std::uint64_t end_round = 0;
+  // Optional sections, each written only when not empty:
+  std::span<const float> model_state;   // models::Model::state(): batch norm's running statistics
+  std::span<const float> input_mean;    // the per-feature standardization x' = (x - mean) / stddev the
+  std::span<const float> input_stddev;  // model's inputs were given (CSV data); same size as input_mean
+  std::string model_file;               // the model file's text, for a model not built into Meridian
 };
 
 // What a reader returns: owns its data.
@@ -67,6 +74,9 @@ struct Checkpoint {
   std::string algorithm;
   std::uint64_t start_round = 0;
   std::uint64_t end_round = 0;
+  std::vector<float> model_state;  // empty in a file without the section
+  std::vector<float> input_mean, input_stddev;
+  std::string model_file;
 
   // The optimizer state named `name`, or nullptr.
   const std::vector<float>* find_optimizer_state(const std::string& name) const;

@@ -6,6 +6,7 @@
 
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
+#include "models/model_file.h"
 
 namespace meridian::daemon {
 namespace {
@@ -38,8 +39,11 @@ std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoin
                                                      const std::string& source) {
   const std::string& fp = checkpoint.model_fingerprint;
   const std::string kind = fp.substr(0, fp.find('|'));
-  if (kind != "logreg" && kind != "mlp" && kind != "cnn") {
-    throw CheckpointModelError(source + ": the model fingerprint '" + fp + "' names no known architecture");
+  const auto& builtins = models::builtin_models();
+  const bool builtin = std::find(builtins.begin(), builtins.end(), kind) != builtins.end();
+  if (!builtin && checkpoint.model_file.empty()) {
+    throw CheckpointModelError(source + ": the model fingerprint '" + fp +
+                               "' names no built-in architecture and the checkpoint holds no model file");
   }
   if (!(checkpoint.push_sum_weight > 0) || !std::isfinite(checkpoint.push_sum_weight)) {
     throw CheckpointModelError(source + ": push-sum weight " + std::to_string(checkpoint.push_sum_weight) +
@@ -50,9 +54,13 @@ std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoin
   auto backend = std::make_shared<models::CpuBackend>(1);
   std::unique_ptr<models::Model> model;
   try {
-    model = models::make_model(kind, input, data.classes,
-                               kind == "mlp" ? mlp_hidden_widths(fp) : std::vector<std::size_t>{}, backend, 1);
-  } catch (const std::invalid_argument& e) {
+    // A model file's text names the model itself (its `model` line) or takes the kind as its name.
+    model = builtin ? models::make_model(
+                          kind, input, data.classes,
+                          kind == "mlp" || kind == "mlp-bn" ? mlp_hidden_widths(fp) : std::vector<std::size_t>{},
+                          backend, 1)
+                    : models::parse_model_file(checkpoint.model_file, kind, input, data.classes, backend, 1);
+  } catch (const error::UserError& e) {
     throw CheckpointModelError(source + ": cannot rebuild the model for this dataset: " + e.what());
   }
   if (model->fingerprint() != fp) {
@@ -65,6 +73,12 @@ std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoin
   }
   std::copy(checkpoint.parameters.begin(), checkpoint.parameters.end(), model->parameters().begin());
   debias(model->parameters(), checkpoint.push_sum_weight);
+  if (checkpoint.model_state.size() != model->state_count()) {
+    throw CheckpointModelError(source + ": holds " + std::to_string(checkpoint.model_state.size()) +
+                               " values of model state (batch norm's running statistics), the model has " +
+                               std::to_string(model->state_count()));
+  }
+  if (model->state_count() > 0) model->write_state(checkpoint.model_state);
   return model;
 }
 

@@ -1,7 +1,8 @@
 // Models rebuilt from checkpoints, for `meridian eval` and for `meridian simulate`'s averaged model:
-// the architecture comes from the checkpoint's model fingerprint (kind, hidden widths, classes), the
-// input shape from the dataset it is evaluated on, and the rebuilt model's fingerprint must equal the
-// stored one.
+// the architecture comes from the checkpoint's model fingerprint (kind, hidden widths, classes) or, for a
+// model file, from the file's text stored in the checkpoint; the input shape from the dataset it is
+// evaluated on; and the rebuilt model's fingerprint must equal the stored one. The model's state (batch
+// norm's running statistics) comes from the checkpoint's state section, which must fit the model.
 //
 // Push-sum de-biasing: an sgp checkpoint holds the numerator x and the weight w; the model is z = x / w.
 // Every function here applies it, so callers never see a biased numerator.

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "error/error.h"
+
 namespace meridian::daemon {
 namespace {
 
@@ -39,8 +41,8 @@ std::optional<long> temp_file_pid(const std::string& name) {
 
 CheckpointStore::CheckpointStore(std::filesystem::path dir, std::size_t keep, Clock::duration interval)
     : dir_(std::move(dir)), keep_(keep), interval_(interval), last_attempt_(Clock::now()) {
-  if (keep_ == 0) throw std::invalid_argument("CheckpointStore: keep must be at least 1");
-  if (interval_ < Clock::duration::zero()) throw std::invalid_argument("CheckpointStore: negative interval");
+  if (keep_ == 0) throw error::UserError("CheckpointStore: keep must be at least 1");
+  if (interval_ < Clock::duration::zero()) throw error::UserError("CheckpointStore: negative interval");
 }
 
 std::filesystem::path CheckpointStore::path_for_step(std::uint64_t step) const {

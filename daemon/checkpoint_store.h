@@ -51,7 +51,7 @@ class CheckpointStore {
   using Clock = std::chrono::steady_clock;
 
   // Does not touch the file system; `dir` is created by the first write. keep >= 1. `interval` is
-  // the period due() follows (zero: always due). Throws std::invalid_argument for keep == 0 or a
+  // the period due() follows (zero: always due). Throws error::UserError for keep == 0 or a
   // negative interval.
   CheckpointStore(std::filesystem::path dir, std::size_t keep, Clock::duration interval = Clock::duration::zero());
 

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "error/error.h"
+
 namespace meridian::daemon {
 namespace {
 
@@ -86,17 +88,17 @@ void MetricFamily::render_sample(std::string& out, const std::vector<std::string
 
 void MetricsRegistry::add(std::unique_ptr<MetricFamily> family) {
   if (!is_metric_name(family->name(), true)) {
-    throw std::invalid_argument("'" + family->name() + "' is not a valid Prometheus metric name");
+    throw error::InternalError("'" + family->name() + "' is not a valid Prometheus metric name");
   }
   for (const auto& label : family->label_names()) {
     if (!is_metric_name(label, false) || label.starts_with("__")) {
-      throw std::invalid_argument("'" + label + "' is not a valid label name (metric " + family->name() + ")");
+      throw error::InternalError("'" + label + "' is not a valid label name (metric " + family->name() + ")");
     }
   }
   std::lock_guard lock(mutex_);
   for (const auto& f : families_) {
     if (f->name() == family->name()) {
-      throw std::invalid_argument("metric " + family->name() + " is registered twice");
+      throw error::InternalError("metric " + family->name() + " is registered twice");
     }
   }
   families_.push_back(std::move(family));

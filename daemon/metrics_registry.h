@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "error/error.h"
+
 namespace meridian::daemon {
 
 // A value that only goes up (events, bytes). Prometheus names of counters end in "_total".
@@ -88,11 +90,11 @@ class Family final : public MetricFamily {
   using MetricFamily::MetricFamily;
 
   // The child for `label_values` (one per label name, in order), created at 0 on first use.
-  // Throws std::invalid_argument when the number of values does not match the label names.
+  // Throws error::InternalError when the number of values does not match the label names.
   Metric& with(const std::vector<std::string>& label_values) {
     if (label_values.size() != label_names().size()) {
-      throw std::invalid_argument("metric " + name() + " takes " + std::to_string(label_names().size()) +
-                                  " label values, got " + std::to_string(label_values.size()));
+      throw error::InternalError("metric " + name() + " takes " + std::to_string(label_names().size()) +
+                                 " label values, got " + std::to_string(label_values.size()));
     }
     std::lock_guard lock(mutex_);
     auto& slot = children_[label_values];
@@ -122,7 +124,7 @@ class Family final : public MetricFamily {
 
 class MetricsRegistry {
  public:
-  // Each registers a family under a new name and returns it. Throws std::invalid_argument when the
+  // Each registers a family under a new name and returns it. Throws error::InternalError when the
   // name or a label name is not a valid Prometheus name or the name is already registered.
   Family<Counter>& counter_family(const std::string& name, const std::string& help,
                                   std::vector<std::string> label_names);

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "error/error.h"
+
 namespace meridian::daemon {
 namespace {
 
@@ -16,11 +18,11 @@ void write_atomically(const std::filesystem::path& path, const std::string& text
     std::ofstream out(tmp, std::ios::trunc);
     out << text;
     out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
+    if (!out) throw error::UserError("cannot write " + tmp);
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp + " to " + path.string() + ": " + ec.message());
+  if (ec) throw error::UserError("cannot rename " + tmp + " to " + path.string() + ": " + ec.message());
 }
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
@@ -45,7 +47,7 @@ void RunTrail::append_progress(const ProgressRecord& r) const {
   // A diverged loss is NaN, which JSON cannot hold; dump() writes null for it.
   out << line.dump() << '\n';
   out.flush();
-  if (!out) throw std::runtime_error("cannot append to " + progress_file().string());
+  if (!out) throw error::UserError("cannot append to " + progress_file().string());
 }
 
 void RunTrail::write_result(const RunResult& r) const {

@@ -70,11 +70,11 @@ class RunTrail {
  public:
   explicit RunTrail(std::filesystem::path run_dir) : dir_(std::move(run_dir)) {}
 
-  // Appends one line to progress.jsonl (flushed). Throws std::runtime_error naming the file on failure.
+  // Appends one line to progress.jsonl (flushed). Throws error::UserError naming the file on failure.
   void append_progress(const ProgressRecord& record) const;
-  // Writes result.json atomically (temporary file, then rename). Throws std::runtime_error naming the file.
+  // Writes result.json atomically (temporary file, then rename). Throws error::UserError naming the file.
   void write_result(const RunResult& result) const;
-  // Writes the endpoint file atomically. Throws std::runtime_error naming the file.
+  // Writes the endpoint file atomically. Throws error::UserError naming the file.
   void write_endpoint(const std::string& endpoint) const;
 
   std::filesystem::path progress_file() const { return dir_ / "progress.jsonl"; }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "daemon/algorithms/registry.h"
 
@@ -72,7 +73,40 @@ OptionSpec field(std::string group, std::string name, std::string help, T SiteCo
   return spec;
 }
 
-const std::vector<OptionSpec>& option_specs() {
+// An option an algorithm declares, bound as `meridian start` binds a field of the same type: same type
+// name, same default shown, same conversion errors.
+template <typename T>
+CLI::Option* bind_declared(CLI::App& app, SiteConfig& config, const algorithms::AlgorithmOption& option,
+                           std::string_view help) {
+  algorithms::OptionValues* values = &config.algorithm_options;
+  const algorithms::AlgorithmOption* declared = &option;
+  return app
+      .add_option_function<T>(
+          "--" + std::string(option.name), [values, declared](const T& value) { values->set(*declared, value); },
+          std::string(help))
+      ->default_function(
+          [values, declared] { return CLI::detail::checked_to_string<T, T>(std::get<T>(values->get(*declared))); })
+      ->capture_default_str();
+}
+
+CLI::Option* bind_declared(CLI::App& app, SiteConfig& config, const algorithms::AlgorithmOption& option,
+                           std::string_view help) {
+  return option.is_whole() ? bind_declared<int>(app, config, option, help)
+                           : bind_declared<double>(app, config, option, help);
+}
+
+OptionSpec declared_field(std::string group, const algorithms::AlgorithmOption& option) {
+  OptionSpec spec{std::move(group), std::string(option.name), std::string(option.help), nullptr, nullptr, nullptr};
+  spec.bind = [&option](CLI::App& app, SiteConfig& config) { return bind_declared(app, config, option, option.help); };
+  spec.toml = [&option](const SiteConfig& config) {
+    return std::visit([](auto value) { return toml_value(value); }, config.algorithm_options.get(option));
+  };
+  return spec;
+}
+
+// The shared options, in the order of the help and of `meridian init`'s file. The entry with no name
+// stands for the options the algorithms declare (option_specs puts them there).
+const std::vector<OptionSpec>& shared_option_specs() {
   static const std::vector<OptionSpec> specs = [] {
     using C = SiteConfig;
     const std::string id = "Identity and network", data = "Data", model = "Model and optimizer", algo = "Algorithm",
@@ -166,11 +200,7 @@ const std::vector<OptionSpec>& option_specs() {
               "dts: how each average travels: ring (exact ring all-reduce, 2(n-1) link crossings in a row) | direct "
               "(every site sends to every other: one crossing, n-1 copies sent); compressed averages always go direct",
               &C::exchange),
-        field(algo, "fragments",
-              "F: diloco syncs the parameters in F fragments, each every --period steps, H/F steps apart",
-              &C::fragments),
-        field(algo, "outer-lr", "diloco: outer learning rate (FedAvg: 1)", &C::outer_lr),
-        field(algo, "outer-momentum", "diloco: outer Nesterov momentum, in [0, 1) (FedAvg: 0)", &C::outer_momentum),
+        OptionSpec{algo, "", "", nullptr, nullptr, nullptr},  // the algorithms' own options
         field(algo, "robust-aggregation",
               "Byzantine-robust mixing: trimmed mean in group averages, norm clipping of others' contributions "
               "(every site of a federation must agree)",
@@ -217,6 +247,20 @@ const std::vector<OptionSpec>& option_specs() {
   return specs;
 }
 
+// Every option: the shared ones with the algorithms' own in their place. Built on each call, as an
+// algorithm registered by a test adds options.
+std::vector<OptionSpec> option_specs() {
+  std::vector<OptionSpec> specs;
+  for (const auto& spec : shared_option_specs()) {
+    if (!spec.name.empty()) {
+      specs.push_back(spec);
+      continue;
+    }
+    for (const auto* option : algorithms::all_algorithm_options()) specs.push_back(declared_field(spec.group, *option));
+  }
+  return specs;
+}
+
 }  // namespace
 
 std::string SiteConfig::checkpoint_dir_or_default() const {
@@ -236,6 +280,11 @@ void bind_site_options(CLI::App& app, SiteConfig& config) {
   for (const auto& spec : option_specs()) spec.bind(app, config)->group(spec.group);
 }
 
+void bind_algorithm_options(CLI::App& app, SiteConfig& config, const std::string& group) {
+  for (const auto* option : algorithms::all_algorithm_options())
+    bind_declared(app, config, *option, option->brief)->group(group);
+}
+
 void apply_site_config_file(CLI::App& app, SiteConfig& config) {
   const CLI::Option* config_option = app.get_option_no_throw("--config");
   if (config_option == nullptr || config_option->count() == 0) return;
@@ -246,6 +295,7 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config) {
   } catch (const CLI::Error& e) {
     throw SiteConfigError("config file " + file + ": cannot be read: " + e.what());
   }
+  const auto specs = option_specs();
   for (const auto& item : items) {
     if (!item.parents.empty()) {
       // CLI11 reports a section as "++"/"--" markers and its keys with parents.
@@ -265,9 +315,8 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config) {
     }
     if (option->count() > 0) continue;  // given on the command line, which wins
     const bool empty_list = item.inputs.empty() || (item.inputs.size() == 1 && item.inputs[0].empty());
-    const auto spec =
-        std::find_if(option_specs().begin(), option_specs().end(), [&](const OptionSpec& s) { return s.name == key; });
-    if (empty_list && spec != option_specs().end() && spec->clear) {
+    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.name == key; });
+    if (empty_list && spec != specs.end() && spec->clear) {
       spec->clear(config);
       continue;
     }

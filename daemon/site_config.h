@@ -4,9 +4,11 @@
 //
 // Two forms, and one boundary between them:
 //   - SiteConfig, the options as given: every field is a flag of `meridian start` and a key of the
-//     config file with the same name (--checkpoint-dir / checkpoint-dir = "..."); a flag given on the
-//     command line wins over the file. `meridian init` writes a commented file (render_site_config)
-//     that reads back to the same values. Its texts are not yet checked.
+//     config file with the same name (--checkpoint-dir / checkpoint-dir = "..."), and so is every option
+//     an algorithm declares for itself (daemon/algorithms/algorithm_option.h; its value is in
+//     algorithm_options); a flag given on the command line wins over the file. `meridian init` writes
+//     a commented file (render_site_config) that reads back to the same values. Its texts are not yet
+//     checked.
 //   - SiteSettings, the validated, typed configuration: parse_site_settings() reads every option
 //     grammar (algorithm, optimizer, schedule, compression, grid, WAN model, partition schedule,
 //     device, ...) once, into enums and small value types, and lists every problem at once. Past it
@@ -22,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/algorithms/algorithm_option.h"
 #include "error/error.h"
 #include "gossip/algorithm.h"
 #include "gossip/dts.h"
@@ -97,13 +100,12 @@ struct SiteConfig {
   std::string compensation = "exact";  // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
   std::string compression = "none";    // none | fp16 (dts, sgp, diloco) | int8 (dts, diloco) | topk[:FRACTION] (dts)
   std::string exchange = "ring";       // dts: ring | direct (how a window's average travels; compression: direct)
-  int fragments = 1;                   // F: diloco syncs F fragments of the parameters H/F steps apart
-  double outer_lr = 0.7;               // diloco: outer learning rate η
-  double outer_momentum = 0.9;         // diloco: outer Nesterov momentum μ
   bool robust_aggregation = false;     // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
   double robust_clip = 4.0;            // clip others' differences at this many times the own update scale; 0 = off
   int robust_trim = 1;                 // trimmed mean drops this many values at each end; 0 = clip only
   double byzantine_scale = 0;          // fault injection: > 0 makes this site send garbage of this RMS scale
+  // The values of the options each algorithm declares for itself (daemon/algorithms/algorithm_option.h).
+  algorithms::OptionValues algorithm_options;
 
   // WAN emulation
   std::string wan;                             // "" (none) | world4 | latency=..,jitter=..,bandwidth=..,loss=..
@@ -141,6 +143,11 @@ class SiteConfigError : public error::UserError {
 // apply_site_config_file() then validate_site_config() in the command's callback.
 // `config` must outlive `app`'s parsing.
 void bind_site_options(CLI::App& app, SiteConfig& config);
+
+// Adds the options the algorithms declare (daemon/algorithms/registry.h, all_algorithm_options) to `app`
+// as flags bound to `config`, with their brief help texts, in `group`: for a command that passes them on
+// to sites (simulate). `config` must outlive `app`'s parsing.
+void bind_algorithm_options(CLI::App& app, SiteConfig& config, const std::string& group);
 
 // If --config FILE was given, reads FILE with CLI11's TOML reader and sets every option the command
 // line did not set. Throws SiteConfigError naming the file and the key for an unknown key, a section,

@@ -44,11 +44,11 @@ void SiteDaemon::Impl::prepare() {
   spdlog::info("device: {}", device.explanation);
   std::string error;
   run_lock = DirectoryLock::acquire(config.run_dir, error);
-  if (!run_lock) throw std::runtime_error(error);
+  if (!run_lock) throw error::UserError(error);
   const std::filesystem::path checkpoint_dir = config.checkpoint_dir_or_default();
   if (!config.checkpoint_dir.empty()) {
     checkpoint_lock = DirectoryLock::acquire(checkpoint_dir, error);
-    if (!checkpoint_lock) throw std::runtime_error(error);
+    if (!checkpoint_lock) throw error::UserError(error);
   }
   trail = std::make_unique<RunTrail>(config.run_dir);
 
@@ -77,9 +77,9 @@ void SiteDaemon::Impl::prepare() {
   for (const auto& note : store->set_aside(loaded)) spdlog::warn("{}", note);
   if (loaded.checkpoint) {
     if (gossip::parse_algorithm(loaded.checkpoint->algorithm) != settings.algo) {
-      throw std::runtime_error("checkpoint " + loaded.file.string() + " was written by --algo " +
-                               loaded.checkpoint->algorithm + ", this site runs " + std::string(algo.name()) +
-                               " (use another --checkpoint-dir to start afresh)");
+      throw error::UserError("checkpoint " + loaded.file.string() + " was written by --algo " +
+                             loaded.checkpoint->algorithm + ", this site runs " + std::string(algo.name()) +
+                             " (use another --checkpoint-dir to start afresh)");
     }
     spdlog::info("resuming from {} (round {}, run rounds {}..{})", loaded.file.string(), loaded.checkpoint->step,
                  loaded.checkpoint->start_round, loaded.checkpoint->end_round);
@@ -94,57 +94,29 @@ void SiteDaemon::Impl::prepare() {
 }
 
 void SiteDaemon::Impl::make_transport() {
-  peer::ZmqTransportOptions o;
-  o.name = config.name;
-  o.listen = config.listen;
-  o.advertise = config.advertise;
-  o.region = config.region;
-  o.wan = settings.wan;
-  o.wan_seed = config.seed;
+  SiteTransportSpec spec{settings};
   // A view change acts a few rounds after it takes effect (dts: after D steps at the next window
   // start; dsync: D steps later); the next view must not come before that (peer/membership.h).
-  o.view_lead_rounds =
-      std::max<std::uint64_t>(o.view_lead_rounds, static_cast<std::uint64_t>(config.delay + config.period) + 2);
-  o.partitions = settings.wan_partition;
-  const auto& origin = settings.wan_partition_origin;
-  if (origin.kind == PartitionOrigin::Kind::kUnixTime)
-    o.partition_origin =
-        std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::duration<double>(origin.unix_seconds)));
-  o.partition_clock_deferred = origin.kind == PartitionOrigin::Kind::kTraining;
-  o.bootstrap = config.join;
-  o.insecure = config.insecure;
-  o.heartbeat_interval = heartbeat_milliseconds(config.heartbeat_interval);
-  o.heartbeat_timeout = heartbeat_milliseconds(config.heartbeat_timeout);
-  if (!config.insecure) {
-    o.keys = peer::read_key_pair(config.key_dir);
-    o.roster = peer::Roster::load(config.roster);
-  }
-  o.validation.model_fingerprint = fingerprint_hash(model->fingerprint());
+  spec.view_lead_rounds =
+      std::max<std::uint64_t>(spec.view_lead_rounds, static_cast<std::uint64_t>(config.delay + config.period) + 2);
+  spec.validation.model_fingerprint = fingerprint_hash(model->fingerprint());
   // Refused at join when they differ from a peer's (daemon/federation_terms.h).
-  o.terms = federation_terms(settings, *model, data.train);
+  spec.terms = federation_terms(settings, *model, data.train);
   // No tensor a mixer sends is longer than four model-sized vectors (allreduce's re-average packs the
   // parameters with Adam's two moment vectors); the cap also bounds the frames libzmq will buffer.
-  o.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1);
+  spec.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1);
   // Operators (and the hostile-input test) match this against the fingerprints named in rejections.
   spdlog::info("model {}: {} parameters, wire fingerprint {:016x}", model->fingerprint(), model->parameters().size(),
-               o.validation.model_fingerprint);
+               spec.validation.model_fingerprint);
   spdlog::info("algorithm: {}", describe_algorithm(settings));
   // The tensor lengths this algorithm's peers send (daemon/algorithms/).
   const auto wire = algo.wire_limits(settings);
-  if (wire.pin_model_elements) o.validation.model_elements = model->parameters().size();
-  o.validation.max_model_multiple = wire.max_model_multiple;
-  // Push-sum mass starts at one per site and is only split, never created, so no honest share can
-  // exceed the number of sites the roster lets in; twice that leaves room for mass a restarted site
-  // brings back from its checkpoint. A larger weight would let one share outweigh the whole
-  // federation. (Insecure mode has no roster, and anyone may join: the wide default stays.)
-  if (o.roster)
-    o.validation.max_weight = 2.0 * static_cast<double>(std::max<std::size_t>(o.roster->entries().size(), 1));
-  transport = std::make_unique<peer::ZmqTransport>(std::move(o));
+  if (wire.pin_model_elements) spec.validation.model_elements = model->parameters().size();
+  spec.validation.max_model_multiple = wire.max_model_multiple;
+  transport = daemon_options.transport ? daemon_options.transport(spec) : make_zmq_transport(spec);
+  if (!transport) throw error::InternalError("the transport factory of site '" + config.name + "' made no transport");
   if (resume) transport->resume_round(resume->step);
   trail->write_endpoint(transport->endpoint());
-  spdlog::info("site {} listening on {} ({})", config.name, transport->endpoint(),
-               config.insecure ? "INSECURE: no encryption, no authentication" : "CurveZMQ, roster " + config.roster);
 }
 
 void SiteDaemon::Impl::communicate() {
@@ -194,13 +166,14 @@ void SiteDaemon::Impl::communicate() {
   }
 }
 
-SiteDaemon::SiteDaemon(const SiteConfig& config) : impl_(std::make_unique<Impl>(settings_of(config))) {}
+SiteDaemon::SiteDaemon(const SiteConfig& config, SiteDaemonOptions options)
+    : impl_(std::make_unique<Impl>(settings_of(config), std::move(options))) {}
 
 SiteDaemon::~SiteDaemon() = default;
 
 int SiteDaemon::run() {
   Impl& d = *impl_;
-  ShutdownSignals::install();
+  if (d.daemon_options.handle_signals) ShutdownSignals::install();
   d.prepare();
   d.make_transport();
 

@@ -6,8 +6,8 @@
 //     (daemon/trainer_algorithm.h, made by the algorithm in daemon/algorithms/), evaluations,
 //     checkpoints, the progress line and the run trail;
 //   - the communication thread (the thread that calls run()): owns the mixers (gossip::MixServer over
-//     one gossip::Inbox). The ZeroMQ transport's own I/O thread (peer/zmq_transport.h) owns the
-//     network sockets; the mixers reach it through its thread-safe interface;
+//     one gossip::Inbox). The transport's own thread (the ZeroMQ transport's I/O thread owns the network
+//     sockets, peer/zmq_transport.h) is reached through its thread-safe interface;
 //   - the control thread: owns the control socket, notices signals and refreshes the network metrics,
 //     so that `meridian status`, `peers` and `leave` are answered while a mix waits for a slow or
 //     dead peer;
@@ -29,20 +29,35 @@
 // applies or abandons outstanding mixes, writes a checkpoint, the site announces its leave, and run()
 // returns 0. A normal end also writes result.json (daemon/run_trail.h).
 //
+// The network: the daemon sees its federation only through peer::FederationTransport (membership,
+// views, rounds, control messages, leave), made by a factory (daemon/site_daemon_transport.h): ZeroMQ
+// over TCP by default, or the in-memory network, on which several daemons run as threads of one process.
+//
 // The implementation is split by concept (daemon/site_daemon_impl.h lists the files).
 #pragma once
 
 #include <memory>
 
 #include "daemon/site_config.h"
+#include "daemon/site_daemon_transport.h"
 
 namespace meridian::daemon {
+
+// How a daemon is embedded in its process.
+struct SiteDaemonOptions {
+  // Makes the site's transport; empty: make_zmq_transport (what `meridian start` runs on).
+  TransportFactory transport;
+  // Whether run() installs the process-wide SIGINT/SIGTERM handlers (daemon/shutdown_signals.h) and
+  // stops on them. Off, the daemon ignores signals and stops only at the run's end, on an error or on
+  // `leave` over its control socket: for several daemons in one process.
+  bool handle_signals = true;
+};
 
 class SiteDaemon {
  public:
   // Validates `config` (throws SiteConfigError listing every problem, those of its algorithm included,
   // such as an optimizer dts cannot run).
-  explicit SiteDaemon(const SiteConfig& config);
+  explicit SiteDaemon(const SiteConfig& config, SiteDaemonOptions options = {});
   ~SiteDaemon();
   SiteDaemon(const SiteDaemon&) = delete;
   SiteDaemon& operator=(const SiteDaemon&) = delete;

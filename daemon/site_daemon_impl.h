@@ -1,6 +1,7 @@
 // SiteDaemon's inside (daemon/site_daemon.h), shared by the files that implement it, one concept each:
 //   site_daemon.cc     set-up (device, data, model, checkpoints, transport), the communication thread, and
 //                      run(), which starts and joins the threads
+//   site_daemon_transport.cc  the default transport: ZeroMQ from the settings
 //   start_protocol.cc  before the first step: waiting for the view, the round a rejoining site starts at,
 //                      agreeing on the run's last round
 //   training_loop.cc   the trainer thread: steps, evaluations, checkpoints, progress and the result
@@ -34,11 +35,12 @@
 #include "daemon/site_daemon.h"
 #include "daemon/site_data.h"
 #include "daemon/trainer_algorithm.h"
+#include "error/error.h"
 #include "gossip/mix_channel.h"
 #include "models/data/batch_order.h"
 #include "models/data/seeded_random.h"
 #include "models/model.h"
-#include "peer/zmq_transport.h"
+#include "peer/federation_transport.h"
 
 namespace meridian::daemon {
 
@@ -69,12 +71,16 @@ struct LiveStatus {
 };
 
 struct SiteDaemon::Impl final : ControlHandler {
-  explicit Impl(SiteSettings s)
-      : settings(std::move(s)), config(settings.options), algo(algorithms::algorithm_for(settings.algo)) {}
+  Impl(SiteSettings s, SiteDaemonOptions o)
+      : settings(std::move(s)),
+        config(settings.options),
+        algo(algorithms::algorithm_for(settings.algo)),
+        daemon_options(std::move(o)) {}
 
   const SiteSettings settings;
-  const SiteConfig& config;           // settings.options: names, addresses, paths, numbers
-  const algorithms::Algorithm& algo;  // what this site runs (daemon/algorithms/)
+  const SiteConfig& config;                // settings.options: names, addresses, paths, numbers
+  const algorithms::Algorithm& algo;       // what this site runs (daemon/algorithms/)
+  const SiteDaemonOptions daemon_options;  // the transport factory and signal handling
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   // Built by run() before the threads start.
@@ -84,7 +90,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::unique_ptr<models::Model> model;
   std::unique_ptr<CheckpointStore> store;
   std::optional<Checkpoint> resume;
-  std::unique_ptr<peer::ZmqTransport> transport;
+  std::unique_ptr<peer::FederationTransport> transport;
   std::unique_ptr<DaemonMetrics> metrics;
   std::unique_ptr<MetricsServer> metrics_server;
   std::unique_ptr<RunTrail> trail;

@@ -266,6 +266,11 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     problem(option, "applies to " + readers([&](const algorithms::Algorithm& a) { return a.reads(option); }) +
                         " only (this site runs " + c.algo + ")");
   };
+  auto only_for_declaring = [&](const algorithms::AlgorithmOption& option) {
+    problem(std::string(option.name), "applies to " +
+                                          readers([&](const algorithms::Algorithm& a) { return a.declares(option); }) +
+                                          " only (this site runs " + c.algo + ")");
+  };
   at_least("delay", c.delay, 0);
   at_least("period", c.period, 1);
   at_least("out-peers", c.out_peers, 1);
@@ -311,13 +316,11 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     if (settings.exchange == Exchange::kDirect && algorithm != nullptr && !algorithm->reads("exchange"))
       only_for("exchange");
   }
-  // diloco's knobs (its own checks judge their ranges), refused with another value than the default
-  // for an algorithm that does not read them.
-  const SiteConfig defaults;
-  for (const auto& [option, as_default] : {std::pair{"fragments", c.fragments == defaults.fragments},
-                                           std::pair{"outer-lr", c.outer_lr == defaults.outer_lr},
-                                           std::pair{"outer-momentum", c.outer_momentum == defaults.outer_momentum}}) {
-    if (!as_default && algorithm != nullptr && !algorithm->reads(option)) only_for(option);
+  // The options algorithms declare for themselves: the declaring algorithm judges their ranges below;
+  // another refuses a value other than the default.
+  for (const auto* option : algorithms::all_algorithm_options()) {
+    if (c.algorithm_options.differs_from_default(*option) && algorithm != nullptr && !algorithm->declares(*option))
+      only_for_declaring(*option);
   }
   at_least("robust-trim", c.robust_trim, 0);
   if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");
@@ -390,8 +393,16 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   }
   at_least("threads", c.threads, 0);
 
-  // What only the algorithm knows, on the options as parsed (one that did not parse holds its default).
-  if (algorithm != nullptr) algorithm->check(settings, problems);
+  // What only the algorithm knows, on the options as parsed (one that did not parse holds its default),
+  // then the ranges its own options declare.
+  if (algorithm != nullptr) {
+    algorithm->check(settings, problems);
+    for (const auto* option : algorithm->options()) {
+      if (option->range == nullptr) continue;
+      if (auto text = option->range(c.algorithm_options.get(*option)); !text.empty())
+        problem(std::string(option->name), text);
+    }
+  }
   if (!problems.empty()) return {std::nullopt, std::move(problems)};
   return {std::move(settings), {}};
 }

@@ -127,7 +127,7 @@ void SiteDaemon::Impl::serve_control() {
       }
       if (plan->end_round == 0 && run_end != 0) transport->send(msg->from, plan_message({data.total_steps, run_end}));
     }
-    if (ShutdownSignals::requested() && !stop.exchange(true)) {
+    if (daemon_options.handle_signals && ShutdownSignals::requested() && !stop.exchange(true)) {
       spdlog::info("stop requested: finishing the step in flight, then checkpoint and leave (again to exit at once)");
     }
     if (Clock::now() >= next_refresh) {

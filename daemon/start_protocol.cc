@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/human_format.h"
 #include "daemon/site_daemon_impl.h"
 
 namespace meridian::daemon {
@@ -44,7 +45,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   while (true) {
     if (stop) return false;
     // A peer that refused this site's terms will never admit it: stop now with its reason.
-    if (auto refusal = transport->refusal()) throw std::runtime_error(*refusal);
+    if (auto refusal = transport->refusal()) throw error::UserError(*refusal);
     const auto view = transport->latest_view();
     const bool enough = view.rank_of(config.name) && view.size() >= need &&
                         (!resumed || back_in(view) || Clock::now() - waiting_since >= alone_grace);
@@ -70,10 +71,10 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
       candidate.reset();
     }
     if (Clock::now() > deadline) {
-      throw std::runtime_error("gave up after --join-timeout " + std::to_string(config.join_timeout) +
-                               " s: " + std::to_string(transport->alive_members().size()) + " of " +
-                               std::to_string(need) + " sites reachable (" + join_names(transport->alive_members()) +
-                               "); check --join addresses, the roster and that the other sites are running");
+      throw error::PeerError("gave up after --join-timeout " + format_duration(config.join_timeout) + ": " +
+                             std::to_string(transport->alive_members().size()) + " of " + std::to_string(need) +
+                             " sites reachable (" + join_names(transport->alive_members()) +
+                             "); check --join addresses, the roster and that the other sites are running");
     }
     if (Clock::now() >= next_note) {
       spdlog::info("waiting for {} sites in the view (have {}: {}); --join {}", need, view.size(),

@@ -193,8 +193,8 @@ void SiteDaemon::Impl::train() {
     augmentation.gather(rows, order.position().epoch, x.data(), labels.data());
     const float loss = model->forward_backward(x.data(), labels.data(), rows.size());
     if (!std::isfinite(loss)) {
-      throw std::runtime_error("training diverged at round " + std::to_string(k) + " (loss " + std::to_string(loss) +
-                               "); try a smaller --lr");
+      throw error::UserError("training diverged at round " + std::to_string(k) + " (loss " + std::to_string(loss) +
+                             "); try a smaller --lr");
     }
     const std::uint64_t local_step = k - start_round;
     algorithm->step(k, local_step);
@@ -307,9 +307,9 @@ void SiteDaemon::Impl::train() {
   // daemon exit with an error, so that a supervisor notices the site's last state is not durable.
   auto fail_if_final_checkpoint_missing = [&] {
     if (!final_checkpoint_error) return;
-    throw std::runtime_error(
-        "the final checkpoint could not be written: " + *final_checkpoint_error + "; the newest valid checkpoint is " +
-        (final_checkpoint.empty() ? std::string("none (none was ever written)") : final_checkpoint));
+    throw error::UserError("the final checkpoint could not be written: " + *final_checkpoint_error +
+                           "; the newest valid checkpoint is " +
+                           (final_checkpoint.empty() ? std::string("none (none was ever written)") : final_checkpoint));
   };
   const auto [sent, received] = network_bytes();
   RunResult r;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
 #include "gossip/synchronous_average.h"
 
 namespace meridian::gossip {
@@ -28,10 +29,10 @@ DelayedMixing::DelayedMixing(DelayedMixingConfig config, MixChannel& channel, Pa
 
 void DelayedMixing::check_config() {
   if (weight_ && config_.reaverage_every != 0)
-    throw std::invalid_argument("delayed mixing: re-averaging does not apply to push-sum numerators");
+    throw error::InternalError("delayed mixing: re-averaging does not apply to push-sum numerators");
   if (weight_) config_.reaverage_after_view_change = false;
   if (!(config_.mix_step > 0.0 && config_.mix_step <= 1.0))
-    throw std::invalid_argument("delayed mixing: mix_step must be in (0, 1]");
+    throw error::UserError("delayed mixing: mix_step must be in (0, 1]");
   // With D = 0 the mix of step k is applied at once, so its snapshot is needed at once.
   background_ = config_.delay > 0 && params_->background_read();
 }
@@ -109,8 +110,8 @@ void DelayedMixing::reaverage(std::uint64_t k) {
 void DelayedMixing::after_step(std::uint64_t k) {
   if (open_job_) {
     // Handing it over now would read parameters that the optimizer update may already have overwritten.
-    throw std::logic_error("delayed mixing: after_step(" + std::to_string(k) + ") before the snapshot of step " +
-                           std::to_string(open_job_->step) + " was handed over with before_update()");
+    throw error::InternalError("delayed mixing: after_step(" + std::to_string(k) + ") before the snapshot of step " +
+                               std::to_string(open_job_->step) + " was handed over with before_update()");
   }
   if (config_.delay > 0) {
     if (config_.overlap) apply_ready();

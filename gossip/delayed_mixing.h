@@ -62,9 +62,9 @@ constexpr double stable_mix_step(std::uint32_t delay) { return delay >= 3 ? 1.0 
 
 class DelayedMixing {
  public:
-  // `weight` is the push-sum weight (sgp) or nullptr. Throws std::invalid_argument when re-averaging
-  // is asked for together with a push-sum weight (the exact mean of numerators is not a model), or
-  // for a mix_step outside (0, 1].
+  // `weight` is the push-sum weight (sgp) or nullptr. Throws error::InternalError when re-averaging
+  // is asked for together with a push-sum weight (the exact mean of numerators is not a model), and
+  // error::UserError for a mix_step outside (0, 1].
   DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params, std::span<float> stats = {},
                 double* weight = nullptr);
   // The same over parameters kept elsewhere (device memory: daemon/backend_parameters.h); `params` must
@@ -73,7 +73,7 @@ class DelayedMixing {
                 double* weight = nullptr);
 
   // Call after the local optimizer step k (consecutive k; a site may start or resume at any k the
-  // others are at). Throws what MixChannel throws; std::logic_error when a background snapshot of the
+  // others are at). Throws what MixChannel throws; error::InternalError when a background snapshot of the
   // previous step was not handed over with before_update().
   void after_step(std::uint64_t k);
 

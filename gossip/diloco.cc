@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "gossip/synchronous_average.h"
 
 namespace meridian::gossip {
@@ -26,17 +27,16 @@ Diloco::Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params
       global_(params.begin(), params.end()),
       momentum_(params.size(), 0.0f) {
   if (!(std::isfinite(config.outer_lr) && config.outer_lr > 0.0))
-    throw std::invalid_argument("diloco: the outer learning rate must be positive, got " +
-                                std::to_string(config.outer_lr));
+    throw error::UserError("diloco: the outer learning rate must be positive, got " + std::to_string(config.outer_lr));
   if (!(config.outer_momentum >= 0.0 && config.outer_momentum < 1.0))
-    throw std::invalid_argument("diloco: the outer momentum must be in [0, 1), got " +
-                                std::to_string(config.outer_momentum));
+    throw error::UserError("diloco: the outer momentum must be in [0, 1), got " +
+                           std::to_string(config.outer_momentum));
   if (config.overlap > config.inner_steps)
-    throw std::invalid_argument("diloco: overlap τ = " + std::to_string(config.overlap) +
-                                " exceeds H = " + std::to_string(config.inner_steps) +
-                                " (an exchange must be applied before its fragment syncs again)");
+    throw error::UserError("diloco: overlap τ = " + std::to_string(config.overlap) +
+                           " exceeds H = " + std::to_string(config.inner_steps) +
+                           " (an exchange must be applied before its fragment syncs again)");
   if (config.wire.encoding == Encoding::kTopK)
-    throw std::invalid_argument("diloco: top-k would zero most of each pseudo-gradient; use fp32, fp16 or int8");
+    throw error::UserError("diloco: top-k would zero most of each pseudo-gradient; use fp32, fp16 or int8");
   if (config.wire.encoding != Encoding::kDense) feedback_.assign(fragments_.count(), ErrorFeedback(config.wire));
 }
 

@@ -75,7 +75,7 @@ std::string diloco_wire_name(const CompressionSpec& wire);
 
 class Diloco {
  public:
-  // θ_g starts as a copy of `params`, m at zero. Throws std::invalid_argument for a knob outside its
+  // θ_g starts as a copy of `params`, m at zero. Throws error::UserError for a knob outside its
   // range (above), F > params.size(), or a top-k wire.
   Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params);
 

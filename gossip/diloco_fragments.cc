@@ -3,17 +3,19 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace meridian::gossip {
 
 DilocoFragments::DilocoFragments(std::size_t parameters, std::uint32_t inner_steps, std::uint32_t fragments)
     : parameters_(parameters), inner_steps_(inner_steps), fragments_(fragments) {
-  if (inner_steps == 0) throw std::invalid_argument("diloco: H (inner steps) must be at least 1");
+  if (inner_steps == 0) throw error::UserError("diloco: H (inner steps) must be at least 1");
   if (fragments == 0 || fragments > inner_steps)
-    throw std::invalid_argument("diloco: fragments F = " + std::to_string(fragments) + " must be in [1, H = " +
-                                std::to_string(inner_steps) + "] (one fragment sync per step at most)");
+    throw error::UserError("diloco: fragments F = " + std::to_string(fragments) + " must be in [1, H = " +
+                           std::to_string(inner_steps) + "] (one fragment sync per step at most)");
   if (fragments > parameters)
-    throw std::invalid_argument("diloco: " + std::to_string(fragments) + " fragments of " + std::to_string(parameters) +
-                                " parameters would leave one empty");
+    throw error::UserError("diloco: " + std::to_string(fragments) + " fragments of " + std::to_string(parameters) +
+                           " parameters would leave one empty");
 }
 
 std::optional<std::uint32_t> DilocoFragments::synced_after(std::uint64_t k) const {

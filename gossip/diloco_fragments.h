@@ -18,7 +18,7 @@ namespace meridian::gossip {
 
 class DilocoFragments {
  public:
-  // Throws std::invalid_argument unless H >= 1, 1 <= F <= H and F <= n (no fragment is empty).
+  // Throws error::UserError unless H >= 1, 1 <= F <= H and F <= n (no fragment is empty).
   DilocoFragments(std::size_t parameters, std::uint32_t inner_steps, std::uint32_t fragments);
 
   std::uint32_t count() const { return fragments_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "gossip/synchronous_average.h"
 
 namespace meridian::gossip {
@@ -25,12 +26,11 @@ std::optional<DtsCompensation> parse_dts_compensation(const std::string& text) {
 
 Dts::Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer)
     : config_(config), channel_(channel), params_(params), u_(momentum_buffer) {
-  if (config_.period == 0) throw std::invalid_argument("dts: period P must be at least 1");
-  if (!(config_.momentum >= 0.0 && config_.momentum < 1.0))
-    throw std::invalid_argument("dts: momentum must be in [0, 1)");
+  if (config_.period == 0) throw error::UserError("dts: period P must be at least 1");
+  if (!(config_.momentum >= 0.0 && config_.momentum < 1.0)) throw error::UserError("dts: momentum must be in [0, 1)");
   if (config_.momentum != 0.0 && u_.size() != params_.size())
-    throw std::invalid_argument("dts: momentum buffer has " + std::to_string(u_.size()) + " elements, parameters " +
-                                std::to_string(params_.size()));
+    throw error::InternalError("dts: momentum buffer has " + std::to_string(u_.size()) + " elements, parameters " +
+                               std::to_string(params_.size()));
   window_w_.assign(params_.size(), 0.0f);
   if (payload_of(config_) == Payload::kWindowWU) window_u_.assign(params_.size(), 0.0f);
 }
@@ -187,8 +187,8 @@ void Dts::close_window(std::uint64_t k, std::span<const float> grad, double lr, 
 
 void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
   if (grad.size() != params_.size())
-    throw std::invalid_argument("dts: gradient has " + std::to_string(grad.size()) + " elements, parameters " +
-                                std::to_string(params_.size()));
+    throw error::InternalError("dts: gradient has " + std::to_string(grad.size()) + " elements, parameters " +
+                               std::to_string(params_.size()));
   if (!stepped_) {
     // A site that starts or resumes at a window start did not close the window before it. Where
     // re-averages travel with windows, a periodic one due here went with that window among the sites

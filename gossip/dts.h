@@ -86,7 +86,8 @@ struct DtsConfig {
 class Dts {
  public:
   // `momentum_buffer` must have params.size() elements when config.momentum != 0 (else it is unused).
-  // Throws std::invalid_argument for P = 0, m outside [0, 1) or a mis-sized momentum buffer.
+  // Throws error::UserError for P = 0 or m outside [0, 1), error::InternalError for a mis-sized momentum
+  // buffer.
   Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer);
 
   // Step k (consecutive k; a site may start or resume at any k the others are at) with the local gradient and learning

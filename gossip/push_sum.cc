@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace meridian::gossip {
 
 PushSum::PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model, PushSumStepScale scale)
@@ -95,8 +97,8 @@ void PushSum::step_with(std::uint64_t k, const std::function<void(std::size_t, s
 
 void PushSum::step(std::uint64_t k, std::span<const float> update) {
   if (update.size() != x_.size())
-    throw std::invalid_argument("sgp: update has " + std::to_string(update.size()) + " elements, model " +
-                                std::to_string(x_.size()));
+    throw error::InternalError("sgp: update has " + std::to_string(update.size()) + " elements, model " +
+                               std::to_string(x_.size()));
   // s = w without shares in flight, so that z = x / w moves by the update itself whatever w is; with
   // w = 1 the product is exact and this is x ← x − update. With shares in flight s = w·g
   // (gossip/push_sum_step_scale.h).
@@ -110,9 +112,9 @@ void PushSum::step(std::uint64_t k, std::span<const float> update) {
 
 void PushSum::step(std::uint64_t k, std::span<const float> before, std::span<const float> after) {
   if (before.size() != x_.size() || after.size() != x_.size())
-    throw std::invalid_argument("sgp: the model before and after the step have " + std::to_string(before.size()) +
-                                " and " + std::to_string(after.size()) + " elements, the numerator " +
-                                std::to_string(x_.size()));
+    throw error::InternalError("sgp: the model before and after the step have " + std::to_string(before.size()) +
+                               " and " + std::to_string(after.size()) + " elements, the numerator " +
+                               std::to_string(x_.size()));
   const float f = update_factor();
   float* x = x_.data();
   const float* b = before.data();
@@ -137,10 +139,10 @@ void PushSum::step_in_place(std::uint64_t k) {
 
 void PushSum::restore(std::span<const float> numerator, double weight, double weight_average) {
   if (numerator.size() != x_.size())
-    throw std::invalid_argument("sgp: checkpoint numerator has " + std::to_string(numerator.size()) +
-                                " elements, model " + std::to_string(x_.size()));
+    throw error::UserError("sgp: checkpoint numerator has " + std::to_string(numerator.size()) + " elements, model " +
+                           std::to_string(x_.size()));
   if (!std::isfinite(weight) || weight <= 0.0)
-    throw std::invalid_argument("sgp: checkpoint push-sum weight " + std::to_string(weight) + " is not positive");
+    throw error::UserError("sgp: checkpoint push-sum weight " + std::to_string(weight) + " is not positive");
   scale_.resume(weight_average);
   std::copy(numerator.begin(), numerator.end(), x_.begin());
   w_ = weight;

@@ -35,7 +35,7 @@ class PushSum {
   PushSum(DelayedMixingConfig config, MixChannel& channel, std::span<float> model, PushSumStepScale scale = {});
 
   // x ← x − update, mixes (per the config), then writes z = x / w into the model buffer.
-  // Throws std::invalid_argument for a mis-sized update, and what MixChannel throws.
+  // Throws error::InternalError for a mis-sized update, and what MixChannel throws.
   void step(std::uint64_t k, std::span<const float> update);
   // The same with update = before − after (the model before and after the optimizer step), formed in
   // the same pass as x's update: the same float operations as step(k, before − after), one pass fewer.
@@ -53,7 +53,7 @@ class PushSum {
   // Resumes from a checkpoint (numerator, weight and weight average as numerator(), weight() and
   // weight_average() returned them; 1, the average's start, for a checkpoint without one) and refreshes
   // the model. Call between steps with no mix in flight (D = 0, or after finish()).
-  // Throws std::invalid_argument for a mis-sized numerator or a weight or average that is not finite and
+  // Throws error::UserError for a mis-sized numerator or a weight or average that is not finite and
   // positive.
   void restore(std::span<const float> numerator, double weight, double weight_average = 1.0);
 

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "error/error.h"
 #include "gossip/exponential_graph.h"
 #include "gossip/redo_view.h"
 #include "gossip/robust_combine.h"
@@ -52,9 +53,9 @@ PushSumMixer::PushSumMixer(Inbox& inbox, std::size_t out_peers, RoundTimeouts ti
       staleness_(staleness),
       robust_(robust) {
   if (compression.encoding == Encoding::kTopK)
-    throw std::invalid_argument("push-sum: top-k compression is not sound for push-sum shares (use fp16 or none)");
+    throw error::UserError("push-sum: top-k compression is not sound for push-sum shares (use fp16 or none)");
   if (compression.encoding == Encoding::kInt8)
-    throw std::invalid_argument("push-sum: its receivers decode fp16 shares only (use fp16 or none)");
+    throw error::UserError("push-sum: its receivers decode fp16 shares only (use fp16 or none)");
 }
 
 bool PushSumMixer::absorb(peer::Message&& m, std::span<float> data, double& weight, std::size_t sites) {

@@ -44,7 +44,7 @@ namespace meridian::gossip {
 class PushSumMixer final : public Mixer {
  public:
   // `out_peers` is K, the number of out-peers per step (clamped to the graph's period). `compression`
-  // must be none or fp16 (throws std::invalid_argument for top-k). `staleness` is τ (see above).
+  // must be none or fp16 (throws error::UserError for top-k). `staleness` is τ (see above).
   PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {}, RobustOptions robust = {},
                CompressionSpec compression = {}, std::uint64_t staleness = 0);
 

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace meridian::gossip {
 
 double PushSumStepScale::gain_bound(std::uint64_t mixer_staleness, std::size_t out_peers) {
@@ -22,8 +24,8 @@ double PushSumStepScale::factor(double w) {
 
 void PushSumStepScale::resume(double weight_average) {
   if (!std::isfinite(weight_average) || weight_average <= 0.0)
-    throw std::invalid_argument("sgp: checkpoint push-sum weight average " + std::to_string(weight_average) +
-                                " is not positive");
+    throw error::UserError("sgp: checkpoint push-sum weight average " + std::to_string(weight_average) +
+                           " is not positive");
   smoothed_ = weight_average;
   gain_ = gain_from_average();
 }

@@ -59,7 +59,7 @@ class PushSumStepScale {
   // ŵ, for a checkpoint: a restarted site resumes with the gain it had instead of building it up again
   // over the first tens of steps, during which its updates would reach the consensus slower.
   double weight_average() const { return smoothed_; }
-  // Resumes from a checkpoint's ŵ (what weight_average() returned). Throws std::invalid_argument unless
+  // Resumes from a checkpoint's ŵ (what weight_average() returned). Throws error::UserError unless
   // it is finite and positive.
   void resume(double weight_average);
 

@@ -4,6 +4,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::gossip {
 
 Segment segment_of(std::size_t total, std::size_t parts, std::size_t index) {
@@ -16,7 +18,7 @@ RoundStatus RingAllReduce::run(const std::vector<std::string>& group, const Roun
                                Clock::time_point deadline, const RingOptions& options) {
   const std::string& self = inbox_.transport().self();
   auto me = std::find(group.begin(), group.end(), self);
-  if (me == group.end()) throw std::invalid_argument("ring all-reduce: site '" + self + "' is not in the group");
+  if (me == group.end()) throw error::InternalError("ring all-reduce: site '" + self + "' is not in the group");
   const std::size_t n = group.size();
   const std::size_t r = static_cast<std::size_t>(me - group.begin());
   if (n == 1 || data.empty()) return RoundStatus::kCompleted;

@@ -44,7 +44,7 @@ class RingAllReduce {
   // members in ring order (every member must pass the same list, the same round and the same size).
   // Returns kCompleted, or kAbandoned when a message did not arrive by `deadline`; after kAbandoned
   // the contents of `data` are unspecified (the caller keeps its own copy to redo the round).
-  // Throws std::invalid_argument if this site is not in `group`.
+  // Throws error::InternalError if this site is not in `group`.
   RoundStatus run(const std::vector<std::string>& group, const Round& round, std::span<float> data,
                   Clock::time_point deadline, const RingOptions& options = {});
 

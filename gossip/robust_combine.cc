@@ -5,16 +5,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace meridian::gossip {
 
 void trimmed_mean(const std::vector<std::span<const float>>& vectors, std::size_t trim, std::span<float> out,
                   double outlier_mads) {
   const std::size_t g = vectors.size();
   if (g <= 2 * trim)
-    throw std::invalid_argument("trimmed mean of " + std::to_string(g) + " vectors cannot drop " +
-                                std::to_string(trim) + " at each end");
+    throw error::InternalError("trimmed mean of " + std::to_string(g) + " vectors cannot drop " + std::to_string(trim) +
+                               " at each end");
   for (const auto& v : vectors)
-    if (v.size() != out.size()) throw std::invalid_argument("trimmed mean: vectors of different sizes");
+    if (v.size() != out.size()) throw error::InternalError("trimmed mean: vectors of different sizes");
   // Small g: insertion sort beats std::sort's set-up, and its order is total for finite values.
   auto sort = [](std::vector<float>& v) {
     for (std::size_t a = 1; a < v.size(); ++a)

@@ -16,7 +16,7 @@ namespace meridian::gossip {
 // pulled towards the attacker's side by the honest value cut at the other end.
 // The result depends only on the multiset of vectors, not their order (values are sorted and summed in
 // sorted order), so every member of a group computes the same bits. Requires vectors.size() > 2·trim
-// and every vector of out.size() elements; throws std::invalid_argument otherwise.
+// and every vector of out.size() elements; throws error::InternalError otherwise.
 void trimmed_mean(const std::vector<std::span<const float>>& vectors, std::size_t trim, std::span<float> out,
                   double outlier_mads = 0.0);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "gossip/robust_combine.h"
 
 namespace meridian::gossip {
@@ -11,7 +12,7 @@ RoundStatus RobustGroupMean::run(const std::vector<std::string>& group, const Ro
                                  Clock::time_point deadline, peer::MessageKind kind) {
   const std::string& self = inbox_.transport().self();
   if (std::find(group.begin(), group.end(), self) == group.end())
-    throw std::invalid_argument("robust group mean: site '" + self + "' is not in the group");
+    throw error::InternalError("robust group mean: site '" + self + "' is not in the group");
   const auto scale = scale_.on_input(round.tag, data);
   if (group.size() == 1 || data.empty()) {
     scale_.on_output(round.tag, data);

@@ -28,7 +28,7 @@ class RobustGroupMean {
 
   // Replaces `data` by the robust mean over `group` (ring order does not matter; every member passes
   // the same list). Returns kAbandoned when a member's vector did not arrive by `deadline` (then `data`
-  // is unchanged). Throws std::invalid_argument if this site is not in `group`.
+  // is unchanged). Throws error::InternalError if this site is not in `group`.
   RoundStatus run(const std::vector<std::string>& group, const Round& round, std::span<float> data,
                   Clock::time_point deadline, peer::MessageKind kind);
 

@@ -8,6 +8,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::gossip {
 
 std::optional<CompressionSpec> parse_compression(const std::string& text) {
@@ -174,8 +176,8 @@ bool decode_int8(std::span<const float> packed, std::span<float> out) {
 void TensorCodec::encode(std::span<const float> values, std::vector<float>& packed, std::span<float> decoded) {
   const std::size_t n = values.size();
   if (decoded.size() != n)
-    throw std::invalid_argument("tensor codec: decoded has " + std::to_string(decoded.size()) + " elements, values " +
-                                std::to_string(n));
+    throw error::InternalError("tensor codec: decoded has " + std::to_string(decoded.size()) + " elements, values " +
+                               std::to_string(n));
   packed.resize(packed_size(spec_, n));
   switch (spec_.encoding) {
     case Encoding::kDense:
@@ -193,7 +195,7 @@ void TensorCodec::encode(std::span<const float> values, std::vector<float>& pack
       return;
     case Encoding::kTopK: {
       if (n >= (std::size_t{1} << 24))
-        throw std::invalid_argument("tensor codec: top-k needs fewer than 2^24 elements, got " + std::to_string(n));
+        throw error::UserError("tensor codec: top-k needs fewer than 2^24 elements, got " + std::to_string(n));
       const std::size_t k = packed.size() / 2;
       order_.resize(n);
       std::iota(order_.begin(), order_.end(), 0u);

@@ -71,8 +71,8 @@ class TensorCodec {
   const CompressionSpec& spec() const { return spec_; }
 
   // Packs `values` into `packed` (resized; reuse it across calls) and writes into `decoded` (same size
-  // as `values`) exactly what decode() will produce from `packed`. Throws std::invalid_argument when
-  // decoded.size() != values.size(), or for top-k when values.size() >= 2^24.
+  // as `values`) exactly what decode() will produce from `packed`. Throws error::InternalError when
+  // decoded.size() != values.size(), error::UserError for top-k when values.size() >= 2^24.
   void encode(std::span<const float> values, std::vector<float>& packed, std::span<float> decoded);
 
  private:

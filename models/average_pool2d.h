@@ -8,7 +8,7 @@ namespace meridian::models {
 
 class AveragePool2d final : public Layer {
  public:
-  // Throws std::invalid_argument when the window does not fit the input.
+  // Throws error::UserError when the window does not fit the input.
   AveragePool2d(Shape input, std::size_t window, std::size_t stride);
 
   std::string describe() const override;

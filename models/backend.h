@@ -161,7 +161,7 @@ class Backend {
   virtual void dropout_backward(std::size_t n, float p, std::uint64_t key, const float* dout, float* din) = 0;
 
   // Mean softmax cross-entropy of logits (batch, classes) against labels (batch); writes dlogits, the
-  // gradient of the mean. Throws std::out_of_range for a label outside [0, classes).
+  // gradient of the mean. Throws error::UserError for a label outside [0, classes).
   virtual float softmax_cross_entropy(std::size_t batch, std::size_t classes, const float* logits,
                                       const std::int32_t* labels, float* dlogits) = 0;
   // predictions (batch) = argmax over each row of logits (batch, classes).

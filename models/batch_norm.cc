@@ -3,14 +3,15 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "models/number_text.h"
 
 namespace meridian::models {
 
 BatchNorm::BatchNorm(Shape shape, float momentum, float eps) : shape_(shape), momentum_(momentum), eps_(eps) {
   if (!(momentum >= 0.0f && momentum <= 1.0f))
-    throw std::invalid_argument("batch_norm: momentum " + number_text(momentum) + " is outside [0, 1]");
-  if (!(eps > 0.0f)) throw std::invalid_argument("batch_norm: eps " + number_text(eps) + " must be > 0");
+    throw error::UserError("batch_norm: momentum " + number_text(momentum) + " is outside [0, 1]");
+  if (!(eps > 0.0f)) throw error::UserError("batch_norm: eps " + number_text(eps) + " must be > 0");
 }
 
 std::string BatchNorm::describe() const {

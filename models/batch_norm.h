@@ -15,7 +15,7 @@ namespace meridian::models {
 
 class BatchNorm final : public Layer {
  public:
-  // Throws std::invalid_argument for momentum outside [0, 1] or eps <= 0.
+  // Throws error::UserError for momentum outside [0, 1] or eps <= 0.
   explicit BatchNorm(Shape shape, float momentum = 0.1f, float eps = 1e-5f);
 
   // "batch_norm1d(C,...)" for feature vectors, "batch_norm2d(C,...)" for images; momentum and eps included.

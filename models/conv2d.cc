@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 Conv2d::Conv2d(Shape input, std::size_t out_channels, std::size_t kernel, std::size_t stride, std::size_t padding,
@@ -9,8 +11,8 @@ Conv2d::Conv2d(Shape input, std::size_t out_channels, std::size_t kernel, std::s
     : input_(input), out_channels_(out_channels), init_(init) {
   geometry_ = ConvGeometry{input.channels, input.height, input.width, kernel, stride, padding};
   if (kernel == 0 || stride == 0 || input.height + 2 * padding < kernel || input.width + 2 * padding < kernel)
-    throw std::invalid_argument("conv2d: kernel " + std::to_string(kernel) + " does not fit input " +
-                                input.to_string() + " with padding " + std::to_string(padding));
+    throw error::UserError("conv2d: kernel " + std::to_string(kernel) + " does not fit input " + input.to_string() +
+                           " with padding " + std::to_string(padding));
 }
 
 std::string Conv2d::describe() const {

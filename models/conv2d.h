@@ -13,7 +13,7 @@ namespace meridian::models {
 
 class Conv2d final : public Layer {
  public:
-  // Throws std::invalid_argument when the kernel does not fit the padded input.
+  // Throws error::UserError when the kernel does not fit the padded input.
   Conv2d(Shape input, std::size_t out_channels, std::size_t kernel, std::size_t stride, std::size_t padding,
          InitScheme init);
 

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "error/error.h"
 #include "models/argmax_max_pooling.h"
 #include "models/elementwise_math.h"
 #include "models/im2col_convolution.h"
@@ -19,7 +20,7 @@ namespace meridian::models {
 CpuBackend::CpuBackend(int threads) { set_threads(threads); }
 
 void CpuBackend::set_threads(int threads) {
-  if (threads < 1) throw std::invalid_argument("CpuBackend: threads must be >= 1, got " + std::to_string(threads));
+  if (threads < 1) throw error::UserError("CpuBackend: threads must be >= 1, got " + std::to_string(threads));
   threads_ = threads;
   openblas_set_num_threads(threads);
 }
@@ -560,8 +561,8 @@ float CpuBackend::softmax_cross_entropy(std::size_t batch, std::size_t classes, 
   double total = 0.0;
   for (std::size_t b = 0; b < batch; ++b) {
     if (labels[b] < 0 || static_cast<std::size_t>(labels[b]) >= classes)
-      throw std::out_of_range("softmax_cross_entropy: label " + std::to_string(labels[b]) + " of sample " +
-                              std::to_string(b) + " is outside [0, " + std::to_string(classes) + ")");
+      throw error::UserError("softmax_cross_entropy: label " + std::to_string(labels[b]) + " of sample " +
+                             std::to_string(b) + " is outside [0, " + std::to_string(classes) + ")");
     total += math::softmax_cross_entropy_row(logits + b * classes, static_cast<int>(classes), labels[b], scale,
                                              dlogits + b * classes);
   }

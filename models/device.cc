@@ -83,7 +83,7 @@ CudaAvailability probe_cuda() {
   // No driver library is the common case, a machine without a GPU, and deserves a plain sentence rather
   // than the runtime's alarming one.
   if (status == cudaErrorInsufficientDriver && !driver_library_present())
-    return {0, "no NVIDIA driver on this machine (libcuda.so.1 not found)"};
+    return {0, "no NVIDIA driver (no libcuda.so.1)"};
   std::string reason = std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status);
   if (status == cudaErrorInsufficientDriver) reason += ": the NVIDIA driver is older than CUDA 13 needs";
   return {0, reason + ")"};

@@ -2,12 +2,13 @@
 
 #include <stdexcept>
 
+#include "error/error.h"
 #include "models/number_text.h"
 
 namespace meridian::models {
 
 Dropout::Dropout(Shape shape, float p) : shape_(shape), p_(p) {
-  if (!(p >= 0.0f && p < 1.0f)) throw std::invalid_argument("dropout: p " + number_text(p) + " is outside [0, 1)");
+  if (!(p >= 0.0f && p < 1.0f)) throw error::UserError("dropout: p " + number_text(p) + " is outside [0, 1)");
 }
 
 std::string Dropout::describe() const { return "dropout(" + number_text(p_) + ")"; }

@@ -15,7 +15,7 @@ namespace meridian::models {
 
 class Dropout final : public Layer {
  public:
-  // Throws std::invalid_argument for p outside [0, 1).
+  // Throws error::UserError for p outside [0, 1).
   Dropout(Shape shape, float p);
 
   std::string describe() const override;

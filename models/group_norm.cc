@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "models/number_text.h"
 
 namespace meridian::models {
 
 GroupNorm::GroupNorm(Shape shape, std::size_t groups, float eps) : shape_(shape), groups_(groups), eps_(eps) {
   if (groups == 0 || shape.channels % groups != 0)
-    throw std::invalid_argument("group_norm: " + std::to_string(groups) + " groups do not divide " +
-                                std::to_string(shape.channels) + " channels");
-  if (!(eps > 0.0f)) throw std::invalid_argument("group_norm: eps " + number_text(eps) + " must be > 0");
+    throw error::UserError("group_norm: " + std::to_string(groups) + " groups do not divide " +
+                           std::to_string(shape.channels) + " channels");
+  if (!(eps > 0.0f)) throw error::UserError("group_norm: eps " + number_text(eps) + " must be > 0");
 }
 
 std::string GroupNorm::describe() const {

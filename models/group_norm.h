@@ -11,7 +11,7 @@ namespace meridian::models {
 
 class GroupNorm final : public Layer {
  public:
-  // Throws std::invalid_argument when groups is 0 or does not divide the channels, or eps <= 0.
+  // Throws error::UserError when groups is 0 or does not divide the channels, or eps <= 0.
   GroupNorm(Shape shape, std::size_t groups, float eps = 1e-5f);
 
   std::string describe() const override;

@@ -3,15 +3,17 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 LayerSequence::LayerSequence(std::vector<std::unique_ptr<Layer>> layers) : layers_(std::move(layers)) {
-  if (layers_.empty()) throw std::invalid_argument("layer sequence: no layers");
+  if (layers_.empty()) throw error::UserError("layer sequence: no layers");
   for (std::size_t i = 1; i < layers_.size(); ++i)
     if (!(layers_[i]->input_shape() == layers_[i - 1]->output_shape()))
-      throw std::invalid_argument("layer sequence: " + layers_[i]->describe() + " expects " +
-                                  layers_[i]->input_shape().to_string() + " but gets " +
-                                  layers_[i - 1]->output_shape().to_string() + " from " + layers_[i - 1]->describe());
+      throw error::UserError("layer sequence: " + layers_[i]->describe() + " expects " +
+                             layers_[i]->input_shape().to_string() + " but gets " +
+                             layers_[i - 1]->output_shape().to_string() + " from " + layers_[i - 1]->describe());
   activations_.resize(layers_.size() - 1);
 }
 

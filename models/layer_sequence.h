@@ -13,7 +13,7 @@ namespace meridian::models {
 
 class LayerSequence final : public Layer {
  public:
-  // Throws std::invalid_argument when `layers` is empty or a layer's input shape differs from the
+  // Throws error::UserError when `layers` is empty or a layer's input shape differs from the
   // previous layer's output shape.
   explicit LayerSequence(std::vector<std::unique_ptr<Layer>> layers);
 

@@ -4,12 +4,14 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 LearningRateSchedule::LearningRateSchedule(const ScheduleConfig& config) : config_(config) {
-  if (!(config.base_lr > 0.0f)) throw std::invalid_argument("learning rate must be > 0");
-  if (config.step_size == 0) throw std::invalid_argument("step schedule: step size must be >= 1");
-  if (config.total_steps == 0) throw std::invalid_argument("cosine schedule: total steps must be >= 1");
+  if (!(config.base_lr > 0.0f)) throw error::UserError("learning rate must be > 0");
+  if (config.step_size == 0) throw error::UserError("step schedule: step size must be >= 1");
+  if (config.total_steps == 0) throw error::UserError("cosine schedule: total steps must be >= 1");
 }
 
 float LearningRateSchedule::at(std::uint64_t step) const {
@@ -34,7 +36,7 @@ ScheduleKind parse_schedule_kind(const std::string& name) {
   if (name == "constant") return ScheduleKind::constant;
   if (name == "step") return ScheduleKind::step;
   if (name == "cosine") return ScheduleKind::cosine;
-  throw std::invalid_argument("unknown schedule '" + name + "' (expected constant, step or cosine)");
+  throw error::UserError("unknown schedule '" + name + "' (expected constant, step or cosine)");
 }
 
 }  // namespace meridian::models

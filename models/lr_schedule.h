@@ -22,7 +22,7 @@ struct ScheduleConfig {
 
 class LearningRateSchedule {
  public:
-  // Throws std::invalid_argument for a non-positive base rate, step_size 0 or total_steps 0.
+  // Throws error::UserError for a non-positive base rate, step_size 0 or total_steps 0.
   explicit LearningRateSchedule(const ScheduleConfig& config);
   // γ for the 0-based step k.
   float at(std::uint64_t step) const;
@@ -32,7 +32,7 @@ class LearningRateSchedule {
   ScheduleConfig config_;
 };
 
-// "constant", "step" or "cosine"; throws std::invalid_argument otherwise.
+// "constant", "step" or "cosine"; throws error::UserError otherwise.
 ScheduleKind parse_schedule_kind(const std::string& name);
 
 }  // namespace meridian::models

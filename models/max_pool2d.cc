@@ -2,12 +2,13 @@
 
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 MaxPool2d::MaxPool2d(Shape input, std::size_t window, std::size_t stride) : input_(input) {
   if (window == 0 || stride == 0 || input.height < window || input.width < window)
-    throw std::invalid_argument("max_pool2d: window " + std::to_string(window) + " does not fit input " +
-                                input.to_string());
+    throw error::UserError("max_pool2d: window " + std::to_string(window) + " does not fit input " + input.to_string());
   geometry_ = PoolGeometry{input.channels, input.height, input.width, window, stride};
 }
 

@@ -13,7 +13,7 @@ namespace meridian::models {
 
 class MaxPool2d final : public Layer {
  public:
-  // Throws std::invalid_argument when the window does not fit the input.
+  // Throws error::UserError when the window does not fit the input.
   MaxPool2d(Shape input, std::size_t window, std::size_t stride);
 
   std::string describe() const override;

@@ -6,12 +6,14 @@
 #include <stdexcept>
 #include <utility>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 Minibatcher::Minibatcher(const data::Dataset& dataset, std::size_t batch, std::uint64_t seed)
     : dataset_(dataset), batch_(batch), random_(seed) {
-  if (batch == 0) throw std::invalid_argument("minibatcher: batch size must be >= 1");
-  if (dataset.rows == 0) throw std::invalid_argument("minibatcher: the dataset is empty");
+  if (batch == 0) throw error::UserError("minibatcher: batch size must be >= 1");
+  if (dataset.rows == 0) throw error::UserError("minibatcher: the dataset is empty");
   order_.resize(dataset.rows);
   std::iota(order_.begin(), order_.end(), std::size_t{0});
   features_.resize(batch * dataset.dim);

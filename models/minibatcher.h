@@ -16,7 +16,7 @@ namespace meridian::models {
 
 class Minibatcher {
  public:
-  // Throws std::invalid_argument for batch == 0 or an empty dataset.
+  // Throws error::UserError for batch == 0 or an empty dataset.
   Minibatcher(const data::Dataset& dataset, std::size_t batch, std::uint64_t seed);
 
   // Gathers the next batch of the current epoch and returns its size; returns 0 once the epoch is

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "error/error.h"
 #include "models/split_mix64.h"
 
 namespace meridian::models {
@@ -12,18 +13,18 @@ namespace meridian::models {
 Model::Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::size_t classes,
              std::shared_ptr<Backend> backend, std::uint64_t seed)
     : kind_(std::move(kind)), classes_(classes), backend_(std::move(backend)) {
-  if (layers.empty()) throw std::invalid_argument("model " + kind_ + ": no layers");
-  if (!backend_) throw std::invalid_argument("model " + kind_ + ": no backend");
+  if (layers.empty()) throw error::UserError("model " + kind_ + ": no layers");
+  if (!backend_) throw error::InternalError("model " + kind_ + ": no backend");
   for (std::size_t i = 1; i < layers.size(); ++i) {
     if (!(layers[i]->input_shape() == layers[i - 1]->output_shape()))
-      throw std::invalid_argument("model " + kind_ + ": layer " + std::to_string(i) + " (" + layers[i]->describe() +
-                                  ") expects " + layers[i]->input_shape().to_string() + " but gets " +
-                                  layers[i - 1]->output_shape().to_string());
+      throw error::UserError("model " + kind_ + ": layer " + std::to_string(i) + " (" + layers[i]->describe() +
+                             ") expects " + layers[i]->input_shape().to_string() + " but gets " +
+                             layers[i - 1]->output_shape().to_string());
   }
   if (layers.back()->output_shape().size() != classes_)
-    throw std::invalid_argument("model " + kind_ + ": last layer outputs " +
-                                std::to_string(layers.back()->output_shape().size()) + " features, not " +
-                                std::to_string(classes_) + " classes");
+    throw error::UserError("model " + kind_ + ": last layer outputs " +
+                           std::to_string(layers.back()->output_shape().size()) + " features, not " +
+                           std::to_string(classes_) + " classes");
   // Lay every layer's parameters end to end in one buffer, then point each layer at its slice.
   // The state buffer the same way.
   std::size_t total = 0, state_total = 0;
@@ -62,29 +63,29 @@ std::span<float> Model::layer_state(std::size_t i) {
 
 void Model::read_state(std::span<float> host) const {
   if (host.size() != state_.size())
-    throw std::invalid_argument("model " + kind_ + ": reading " + std::to_string(state_.size()) +
-                                " state values into room for " + std::to_string(host.size()));
+    throw error::InternalError("model " + kind_ + ": reading " + std::to_string(state_.size()) +
+                               " state values into room for " + std::to_string(host.size()));
   backend_->copy_to_host(host.data(), state_.data(), host.size_bytes());
 }
 
 void Model::write_state(std::span<const float> host) {
   if (host.size() != state_.size())
-    throw std::invalid_argument("model " + kind_ + ": writing " + std::to_string(host.size()) + " values into " +
-                                std::to_string(state_.size()) + " state values");
+    throw error::InternalError("model " + kind_ + ": writing " + std::to_string(host.size()) + " values into " +
+                               std::to_string(state_.size()) + " state values");
   backend_->copy_from_host(state_.data(), host.data(), host.size_bytes());
 }
 
 void Model::read_parameters(std::span<float> host) const {
   if (host.size() != parameters_.size())
-    throw std::invalid_argument("model " + kind_ + ": reading " + std::to_string(parameters_.size()) +
-                                " parameters into room for " + std::to_string(host.size()));
+    throw error::InternalError("model " + kind_ + ": reading " + std::to_string(parameters_.size()) +
+                               " parameters into room for " + std::to_string(host.size()));
   backend_->copy_to_host(host.data(), parameters_.data(), host.size_bytes());
 }
 
 void Model::write_parameters(std::span<const float> host) {
   if (host.size() != parameters_.size())
-    throw std::invalid_argument("model " + kind_ + ": writing " + std::to_string(host.size()) + " values into " +
-                                std::to_string(parameters_.size()) + " parameters");
+    throw error::InternalError("model " + kind_ + ": writing " + std::to_string(host.size()) + " values into " +
+                               std::to_string(parameters_.size()) + " parameters");
   backend_->copy_from_host(parameters_.data(), host.data(), host.size_bytes());
 }
 
@@ -115,10 +116,10 @@ void Model::initialize(std::uint64_t seed) {
 }
 
 void Model::set_threads(std::size_t threads) {
-  if (threads == 0) throw std::invalid_argument("model " + kind_ + ": threads must be >= 1");
+  if (threads == 0) throw error::UserError("model " + kind_ + ": threads must be >= 1");
   if (threads > 1 && !backend_->host_addressable())
-    throw std::invalid_argument("model " + kind_ + ": the " + backend_->name() +
-                                " backend runs one layer chain; threads must be 1");
+    throw error::UserError("model " + kind_ + ": the " + backend_->name() +
+                           " backend runs one layer chain; threads must be 1");
   pool_.reset();
   replicas_.resize(1);
   for (std::size_t r = 1; r < threads; ++r) {
@@ -201,13 +202,13 @@ const std::int32_t* Model::stage_labels(const std::int32_t* labels, std::size_t 
 }
 
 const float* Model::forward(const float* x, std::size_t batch) {
-  if (batch == 0) throw std::invalid_argument("model " + kind_ + ": empty batch");
+  if (batch == 0) throw error::InternalError("model " + kind_ + ": empty batch");
   set_training(replicas_[0], false);
   return forward(replicas_[0], stage_input(x, batch), batch);
 }
 
 float Model::forward_backward(const float* x, const std::int32_t* labels, std::size_t batch) {
-  if (batch == 0) throw std::invalid_argument("model " + kind_ + ": empty batch");
+  if (batch == 0) throw error::InternalError("model " + kind_ + ": empty batch");
   const std::size_t parts = std::min(replicas_.size(), batch / 2);
   if (parts <= 1) return forward_backward(replicas_[0], stage_input(x, batch), stage_labels(labels, batch), batch);
   // Rows [first(r), first(r + 1)) go to replica r; each computes the mean-loss gradient of its rows.
@@ -265,11 +266,11 @@ void Model::predict(const float* x, std::size_t batch, std::int32_t* predictions
 
 Evaluation Model::evaluate(const data::Dataset& dataset, std::size_t chunk) {
   if (dataset.dim != input_size())
-    throw std::invalid_argument("model " + kind_ + " takes " + std::to_string(input_size()) +
-                                " features per sample, the dataset has " + std::to_string(dataset.dim));
+    throw error::UserError("model " + kind_ + " takes " + std::to_string(input_size()) +
+                           " features per sample, the dataset has " + std::to_string(dataset.dim));
   if (dataset.classes > classes_)
-    throw std::invalid_argument("model " + kind_ + " has " + std::to_string(classes_) + " classes, the dataset " +
-                                std::to_string(dataset.classes));
+    throw error::UserError("model " + kind_ + " has " + std::to_string(classes_) + " classes, the dataset " +
+                           std::to_string(dataset.classes));
   Evaluation result;
   if (dataset.rows == 0) return result;
   Replica& replica = replicas_[0];

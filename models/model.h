@@ -56,7 +56,7 @@ struct Evaluation {
 class Model {
  public:
   // `kind` names the architecture ("mlp", "cnn", ...). Layers must chain (each input shape equals the
-  // previous output shape) and the last must output `classes` features; throws std::invalid_argument
+  // previous output shape) and the last must output `classes` features; throws error::UserError
   // otherwise. Parameters are initialized from `seed` (same seed, same model on every site).
   Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::size_t classes,
         std::shared_ptr<Backend> backend, std::uint64_t seed);
@@ -79,12 +79,12 @@ class Model {
   void read_state(std::span<float> host) const;
   void write_state(std::span<const float> host);
   // host (parameter_count()) ← parameters, after every operation enqueued before; and the reverse.
-  // Throws std::invalid_argument when the host span's size differs.
+  // Throws error::InternalError when the host span's size differs.
   void read_parameters(std::span<float> host) const;
   void write_parameters(std::span<const float> host);
 
   // Threads used by forward_backward (>= 1; batches smaller than 2 rows per thread use one). Throws
-  // std::invalid_argument for 0, or for more than 1 on a backend that is not host-addressable.
+  // error::UserError for 0, or for more than 1 on a backend that is not host-addressable.
   void set_threads(std::size_t threads);
   std::size_t threads() const { return replicas_.size(); }
 
@@ -95,7 +95,8 @@ class Model {
   // One training step's computation on a batch: x (batch, input_size), labels (batch) in [0, classes),
   // both host memory (uploaded into the backend's memory when it is not host-addressable).
   // Overwrites gradients() with the gradient of the mean loss and returns that mean loss.
-  // Throws std::invalid_argument for batch == 0, std::out_of_range for a bad label.
+  // Throws = 0, std::out_of_range for a bad label=error::InternalError for batch == 0, error::UserError for a bad
+  // label== 0, std::out_of_range for a bad label.
   float forward_backward(const float* x, const std::int32_t* labels, std::size_t batch);
   // Logits (batch, classes) for x (batch, input_size, host memory), in backend memory; the pointer is
   // valid until the next call.
@@ -103,7 +104,7 @@ class Model {
   // Arg-max class of each row of x (batch, input_size); both host memory.
   void predict(const float* x, std::size_t batch, std::int32_t* predictions);
   // Accuracy and mean loss over a whole dataset, in chunks of `chunk` rows.
-  // Throws std::invalid_argument when the dataset's row size or classes do not fit the model.
+  // Throws error::UserError when the dataset's row size or classes do not fit the model.
   Evaluation evaluate(const data::Dataset& dataset, std::size_t chunk = 256);
 
   // Architecture and sizes, e.g. "mlp|in=784x1x1|linear(784->256)|relu|...|classes=10|params=235146",

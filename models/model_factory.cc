@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "models/batch_norm.h"
 #include "models/conv2d.h"
 #include "models/dropout.h"
@@ -52,7 +53,7 @@ std::unique_ptr<Model> make_mlp(Shape input, const std::vector<std::size_t>& hid
   LayerChain chain(input);
   chain.add<Flatten>(chain.shape());
   for (std::size_t width : hidden) {
-    if (width == 0) throw std::invalid_argument("mlp: hidden width 0");
+    if (width == 0) throw error::UserError("mlp: hidden width 0");
     chain.add<Linear>(chain.shape().size(), width, InitScheme::he);
     chain.add<Relu>(chain.shape());
   }
@@ -63,7 +64,7 @@ std::unique_ptr<Model> make_mlp(Shape input, const std::vector<std::size_t>& hid
 std::unique_ptr<Model> make_cnn(Shape input, std::size_t classes, std::shared_ptr<Backend> backend,
                                 std::uint64_t seed) {
   if (input.height < 12 || input.width < 12)
-    throw std::invalid_argument("cnn: input " + input.to_string() + " is too small (needs at least 12x12 images)");
+    throw error::UserError("cnn: input " + input.to_string() + " is too small (needs at least 12x12 images)");
   LayerChain chain(input);
   chain.add<Conv2d>(chain.shape(), 6, 5, 1, 2, InitScheme::he);
   chain.add<Relu>(chain.shape());
@@ -85,7 +86,7 @@ std::unique_ptr<Model> make_mlp_bn(Shape input, const std::vector<std::size_t>& 
   LayerChain chain(input);
   chain.add<Flatten>(chain.shape());
   for (std::size_t width : hidden) {
-    if (width == 0) throw std::invalid_argument("mlp-bn: hidden width 0");
+    if (width == 0) throw error::UserError("mlp-bn: hidden width 0");
     chain.add<Linear>(chain.shape().size(), width, InitScheme::he);
     chain.add<BatchNorm>(chain.shape());
     chain.add<Relu>(chain.shape());
@@ -97,7 +98,7 @@ std::unique_ptr<Model> make_mlp_bn(Shape input, const std::vector<std::size_t>& 
 
 std::unique_ptr<Model> make_resnet(std::size_t blocks_per_stage, Shape input, std::size_t classes,
                                    std::shared_ptr<Backend> backend, std::uint64_t seed) {
-  if (blocks_per_stage == 0) throw std::invalid_argument("resnet: at least one block per stage");
+  if (blocks_per_stage == 0) throw error::UserError("resnet: at least one block per stage");
   LayerChain chain(input);
   chain.add<Conv2d>(chain.shape(), 16, 3, 1, 1, InitScheme::he);
   chain.add<BatchNorm>(chain.shape());
@@ -134,8 +135,8 @@ std::unique_ptr<Model> make_model(const std::string& kind, Shape input, std::siz
   if (!std::filesystem::is_regular_file(kind, error)) {
     std::string names;
     for (const auto& name : builtin_models()) names += name + ", ";
-    throw std::invalid_argument("unknown model '" + kind + "' (expected " + names +
-                                "or the path of a model file, see docs/models.md)");
+    throw error::UserError("unknown model '" + kind + "' (expected " + names +
+                           "or the path of a model file, see docs/models.md)");
   }
   return load_model_file(kind, input, classes, std::move(backend), seed);
 }

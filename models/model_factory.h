@@ -20,7 +20,7 @@ std::unique_ptr<Model> make_logreg(Shape input, std::size_t classes, std::shared
 std::unique_ptr<Model> make_mlp(Shape input, const std::vector<std::size_t>& hidden, std::size_t classes,
                                 std::shared_ptr<Backend> backend, std::uint64_t seed);
 // LeNet-style: conv5×5 (C→6, pad 2), ReLU, maxpool 2, conv5×5 (6→16), ReLU, maxpool 2, flatten,
-// 400→120→84→classes with ReLU between (on 1×28×28 input). Throws std::invalid_argument for images
+// 400→120→84→classes with ReLU between (on 1×28×28 input). Throws error::UserError for images
 // too small for the two 5×5 convolutions and pools.
 std::unique_ptr<Model> make_cnn(Shape input, std::size_t classes, std::shared_ptr<Backend> backend, std::uint64_t seed);
 // For tabular data: flatten, then Linear → BatchNorm1d → ReLU → Dropout(p) for each hidden width, then
@@ -37,8 +37,8 @@ std::unique_ptr<Model> make_resnet(std::size_t blocks_per_stage, Shape input, st
 // The built-in architectures' names, for messages and --help: "logreg, mlp, mlp-bn, cnn, resnet8, resnet20".
 const std::vector<std::string>& builtin_models();
 // By name: "logreg", "mlp" or "mlp-bn" (with `hidden`, empty for the default 256,128), "cnn", "resnet8",
-// "resnet20"; anything else is the path of a model file (model_file.h). Throws std::invalid_argument
-// naming the unknown kind when no such file exists, and ModelFileError (an std::invalid_argument) for a
+// "resnet20"; anything else is the path of a model file (model_file.h). Throws error::UserError
+// naming the unknown kind when no such file exists, and ModelFileError (an error::UserError) for a
 // file that describes no valid network.
 std::unique_ptr<Model> make_model(const std::string& kind, Shape input, std::size_t classes,
                                   const std::vector<std::size_t>& hidden, std::shared_ptr<Backend> backend,

@@ -185,7 +185,7 @@ class Parser {
       return build(s, shape);
     } catch (const ModelFileError&) {
       throw;
-    } catch (const std::invalid_argument& e) {
+    } catch (const error::UserError& e) {
       fail(s.line, e.what());  // a layer's own check (a kernel that does not fit, ...)
     }
   }

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "error/error.h"
 #include "models/model.h"
 
 namespace meridian::models {
@@ -33,9 +34,9 @@ namespace meridian::models {
 // A model file that cannot be read or describes no valid network for the input. what() is
 // "SOURCE:LINE: problem" (or "SOURCE: problem" when no line is to blame), naming what was found and what
 // was expected.
-class ModelFileError : public std::invalid_argument {
+class ModelFileError : public error::UserError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using error::UserError::UserError;
 };
 
 // The network that `text` describes, for samples of shape `input` and `classes` classes. `source` names

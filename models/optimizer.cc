@@ -4,17 +4,19 @@
 #include <stdexcept>
 #include <utility>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 Optimizer::Optimizer(const OptimizerConfig& config, const ScheduleConfig& schedule, std::size_t parameters,
                      std::shared_ptr<Backend> backend)
     : config_(config), schedule_(schedule), size_(parameters), backend_(std::move(backend)) {
-  if (!backend_) throw std::invalid_argument("optimizer: no backend");
+  if (!backend_) throw error::InternalError("optimizer: no backend");
   if (config.momentum < 0.0f || config.momentum >= 1.0f)
-    throw std::invalid_argument("optimizer: momentum must be in [0, 1), got " + std::to_string(config.momentum));
+    throw error::UserError("optimizer: momentum must be in [0, 1), got " + std::to_string(config.momentum));
   if (config.beta1 < 0.0f || config.beta1 >= 1.0f || config.beta2 < 0.0f || config.beta2 >= 1.0f)
-    throw std::invalid_argument("optimizer: Adam betas must be in [0, 1)");
-  if (config.weight_decay < 0.0f) throw std::invalid_argument("optimizer: weight decay must be >= 0");
+    throw error::UserError("optimizer: Adam betas must be in [0, 1)");
+  if (config.weight_decay < 0.0f) throw error::UserError("optimizer: weight decay must be >= 0");
   switch (config.kind) {
     case OptimizerKind::sgd: break;
     case OptimizerKind::momentum:
@@ -34,23 +36,23 @@ std::span<float> Optimizer::momentum_buffer() {
 
 void Optimizer::read_state(std::span<float> host) const {
   if (host.size() != state_.size())
-    throw std::invalid_argument("optimizer: reading " + std::to_string(state_.size()) + " state values into room for " +
-                                std::to_string(host.size()));
+    throw error::InternalError("optimizer: reading " + std::to_string(state_.size()) + " state values into room for " +
+                               std::to_string(host.size()));
   backend_->copy_to_host(host.data(), state_.data(), host.size_bytes());
 }
 
 void Optimizer::write_state(std::span<const float> host) {
   if (host.size() != state_.size())
-    throw std::invalid_argument("optimizer: writing " + std::to_string(host.size()) + " values into " +
-                                std::to_string(state_.size()) + " state values");
+    throw error::InternalError("optimizer: writing " + std::to_string(host.size()) + " values into " +
+                               std::to_string(state_.size()) + " state values");
   backend_->copy_from_host(state_.data(), host.data(), host.size_bytes());
 }
 
 void Optimizer::step(std::span<float> parameters, std::span<const float> gradients, WorkerPool* pool) {
   if (parameters.size() != size_ || gradients.size() != size_)
-    throw std::invalid_argument("optimizer: built for " + std::to_string(size_) + " parameters, got " +
-                                std::to_string(parameters.size()) + " parameters and " +
-                                std::to_string(gradients.size()) + " gradients");
+    throw error::InternalError("optimizer: built for " + std::to_string(size_) + " parameters, got " +
+                               std::to_string(parameters.size()) + " parameters and " +
+                               std::to_string(gradients.size()) + " gradients");
   const float lr = learning_rate();
   float correction1 = 1.0f, correction2 = 1.0f;
   if (config_.kind == OptimizerKind::adam || config_.kind == OptimizerKind::adamw) {
@@ -104,7 +106,7 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
   if (name == "nesterov") return OptimizerKind::nesterov;
   if (name == "adam") return OptimizerKind::adam;
   if (name == "adamw") return OptimizerKind::adamw;
-  throw std::invalid_argument("unknown optimizer '" + name + "' (expected sgd, momentum, nesterov, adam or adamw)");
+  throw error::UserError("unknown optimizer '" + name + "' (expected sgd, momentum, nesterov, adam or adamw)");
 }
 
 }  // namespace meridian::models

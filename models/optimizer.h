@@ -38,14 +38,14 @@ struct OptimizerConfig {
 
 class Optimizer {
  public:
-  // `parameters` is the number of floats updated. Throws std::invalid_argument for a momentum outside
+  // `parameters` is the number of floats updated. Throws error::UserError for a momentum outside
   // [0, 1) or Adam betas outside [0, 1).
   Optimizer(const OptimizerConfig& config, const ScheduleConfig& schedule, std::size_t parameters,
             std::shared_ptr<Backend> backend);
 
   // One update w ← update(w, g) with γ = learning_rate(); then advances the step counter. With a
   // pool, each of its threads updates one slice of the buffer (the rules are element-wise, so the
-  // result is identical). Throws std::invalid_argument when the spans' sizes differ from the optimizer's.
+  // result is identical). Throws error::InternalError when the spans' sizes differ from the optimizer's.
   void step(std::span<float> parameters, std::span<const float> gradients, WorkerPool* pool = nullptr);
 
   // γ of the next step() (the schedule at step_count()).
@@ -60,7 +60,7 @@ class Optimizer {
   // All optimizer state, contiguous (u; or Adam's and AdamW's m then v; empty for SGD), in backend memory.
   std::span<float> state() { return state_.span(); }
   std::span<const float> state() const { return state_.span(); }
-  // host (state().size()) ← state, and the reverse. Throws std::invalid_argument for another size.
+  // host (state().size()) ← state, and the reverse. Throws error::InternalError for another size.
   void read_state(std::span<float> host) const;
   void write_state(std::span<const float> host);
   std::uint64_t step_count() const { return steps_; }
@@ -80,7 +80,7 @@ class Optimizer {
   std::uint64_t steps_ = 0;
 };
 
-// "sgd", "momentum", "nesterov", "adam" or "adamw"; throws std::invalid_argument otherwise.
+// "sgd", "momentum", "nesterov", "adam" or "adamw"; throws error::UserError otherwise.
 OptimizerKind parse_optimizer_kind(const std::string& name);
 
 }  // namespace meridian::models

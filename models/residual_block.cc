@@ -2,19 +2,21 @@
 
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 ResidualBlock::ResidualBlock(std::unique_ptr<LayerSequence> body, std::unique_ptr<LayerSequence> shortcut)
     : body_(std::move(body)), shortcut_(std::move(shortcut)) {
-  if (!body_) throw std::invalid_argument("residual: no body");
+  if (!body_) throw error::InternalError("residual: no body");
   const Shape in = body_->input_shape(), out = body_->output_shape();
   if (!shortcut_ && !(in == out))
-    throw std::invalid_argument("residual: the body maps " + in.to_string() + " to " + out.to_string() +
-                                ", so the identity shortcut cannot be added; give a shortcut");
+    throw error::UserError("residual: the body maps " + in.to_string() + " to " + out.to_string() +
+                           ", so the identity shortcut cannot be added; give a shortcut");
   if (shortcut_ && !(shortcut_->input_shape() == in && shortcut_->output_shape() == out))
-    throw std::invalid_argument("residual: the body maps " + in.to_string() + " to " + out.to_string() +
-                                " but the shortcut maps " + shortcut_->input_shape().to_string() + " to " +
-                                shortcut_->output_shape().to_string());
+    throw error::UserError("residual: the body maps " + in.to_string() + " to " + out.to_string() +
+                           " but the shortcut maps " + shortcut_->input_shape().to_string() + " to " +
+                           shortcut_->output_shape().to_string());
 }
 
 std::string ResidualBlock::describe() const {

@@ -13,7 +13,7 @@ namespace meridian::models {
 
 class ResidualBlock final : public Layer {
  public:
-  // `shortcut` null means the identity. Throws std::invalid_argument when the body is null or the
+  // `shortcut` null means the identity. Throws error::InternalError when the body is null, error::UserError when the
   // shortcut's (or, for the identity, the input's) shape differs from the body's in input or output.
   ResidualBlock(std::unique_ptr<LayerSequence> body, std::unique_ptr<LayerSequence> shortcut);
 

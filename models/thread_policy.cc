@@ -3,10 +3,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace meridian::models {
 
 void use_threads(Model& model, Backend& backend, std::size_t threads) {
-  if (threads == 0) throw std::invalid_argument("threads must be >= 1");
+  if (threads == 0) throw error::UserError("threads must be >= 1");
   if (!backend.host_addressable()) {
     model.set_threads(1);
     backend.set_threads(static_cast<int>(threads));

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::models {
 namespace {
 
@@ -12,7 +14,7 @@ constexpr int kSpins = 20000;
 }  // namespace
 
 WorkerPool::WorkerPool(std::size_t threads) {
-  if (threads == 0) throw std::invalid_argument("worker pool: threads must be >= 1");
+  if (threads == 0) throw error::UserError("worker pool: threads must be >= 1");
   for (std::size_t i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
 

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::peer {
 
 namespace fs = std::filesystem;
@@ -20,7 +22,7 @@ namespace {
 
 std::string first_key_line(const fs::path& file) {
   std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read key file " + file.string() + ": " + std::strerror(errno));
+  if (!in) throw error::UserError("cannot read key file " + file.string() + ": " + std::strerror(errno));
   std::string line;
   while (std::getline(in, line)) {
     auto start = line.find_first_not_of(" \t\r");
@@ -28,7 +30,7 @@ std::string first_key_line(const fs::path& file) {
     auto end = line.find_last_not_of(" \t\r");
     return line.substr(start, end - start + 1);
   }
-  throw std::runtime_error("key file " + file.string() + " holds no key");
+  throw error::UserError("key file " + file.string() + " holds no key");
 }
 
 void write_file(const fs::path& file, const std::string& text, mode_t mode) {
@@ -38,11 +40,11 @@ void write_file(const fs::path& file, const std::string& text, mode_t mode) {
   std::FILE* f = nullptr;
   {
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
-    if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + std::strerror(errno));
+    if (fd < 0) throw error::UserError("cannot create " + tmp + ": " + std::strerror(errno));
     f = ::fdopen(fd, "w");
     if (!f) {
       ::close(fd);
-      throw std::runtime_error("cannot open " + tmp + ": " + std::strerror(errno));
+      throw error::UserError("cannot open " + tmp + ": " + std::strerror(errno));
     }
   }
   const bool ok =
@@ -50,7 +52,7 @@ void write_file(const fs::path& file, const std::string& text, mode_t mode) {
   std::fclose(f);
   ::chmod(tmp.c_str(), mode);  // the umask may have narrowed the public file's mode
   if (!ok || std::rename(tmp.c_str(), file.c_str()) != 0)
-    throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+    throw error::UserError("cannot write " + file.string() + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -65,18 +67,18 @@ bool is_z85_key(std::string_view key) {
 CurveKeyPair generate_curve_key_pair() {
   std::array<char, 41> pub{}, sec{};
   if (zmq_curve_keypair(pub.data(), sec.data()) != 0)
-    throw std::runtime_error(std::string("cannot generate a CurveZMQ key pair: ") + zmq_strerror(zmq_errno()) +
-                             " (libzmq built without CURVE?)");
+    throw error::InternalError(std::string("cannot generate a CurveZMQ key pair: ") + zmq_strerror(zmq_errno()) +
+                               " (libzmq built without CURVE?)");
   return {pub.data(), sec.data()};
 }
 
 void write_key_pair(const CurveKeyPair& keys, const fs::path& dir, bool overwrite) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error("cannot create key directory " + dir.string() + ": " + ec.message());
+  if (ec) throw error::UserError("cannot create key directory " + dir.string() + ": " + ec.message());
   const fs::path secret = dir / "secret.key", pub = dir / "public.key";
   if (!overwrite && fs::exists(secret))
-    throw std::runtime_error(secret.string() + " already exists; refusing to overwrite a site's identity");
+    throw error::UserError(secret.string() + " already exists; refusing to overwrite a site's identity");
   write_file(secret, "# Meridian CurveZMQ secret key. Keep this file private (mode 0600).\n" + keys.secret_key + "\n",
              0600);
   write_file(pub, "# Meridian CurveZMQ public key. Put it in the federation's roster.\n" + keys.public_key + "\n",
@@ -87,18 +89,17 @@ CurveKeyPair read_key_pair(const fs::path& dir) {
   const fs::path secret = dir / "secret.key";
   struct stat st {};
   if (::stat(secret.c_str(), &st) != 0)
-    throw std::runtime_error("cannot read secret key " + secret.string() + ": " + std::strerror(errno) +
-                             " (create one with 'meridian keygen --out " + dir.string() + "')");
+    throw error::UserError("cannot read secret key " + secret.string() + ": " + std::strerror(errno) +
+                           " (create one with 'meridian keygen --out " + dir.string() + "')");
   if (st.st_mode & (S_IRWXG | S_IRWXO))
-    throw std::runtime_error("secret key " + secret.string() +
-                             " is accessible by group or others; run chmod 600 on it");
+    throw error::UserError("secret key " + secret.string() + " is accessible by group or others; run chmod 600 on it");
   CurveKeyPair keys;
   keys.secret_key = first_key_line(secret);
   if (!is_z85_key(keys.secret_key))
-    throw std::runtime_error("secret key " + secret.string() + " is not a 40-character Z85 CurveZMQ key");
+    throw error::UserError("secret key " + secret.string() + " is not a 40-character Z85 CurveZMQ key");
   std::array<char, 41> pub{};
   if (zmq_curve_public(pub.data(), keys.secret_key.c_str()) != 0)
-    throw std::runtime_error("cannot derive the public key from " + secret.string());
+    throw error::UserError("cannot derive the public key from " + secret.string());
   keys.public_key = pub.data();
   return keys;
 }

@@ -75,6 +75,10 @@ class FederationTransport : public Transport {
   // Incoming messages refused, by cause.
   virtual const RejectionCounters& rejections() const = 0;
   virtual TransportStats stats() const = 0;
+  // The first refusal a peer sent this site because their federation terms differ ("alpha refuses
+  // this site: ..."), nullopt while none came. A refused site is never admitted by that peer: its
+  // caller should stop and show the reason.
+  virtual std::optional<std::string> refusal() const = 0;
 };
 
 }  // namespace meridian::peer

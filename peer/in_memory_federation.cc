@@ -32,16 +32,12 @@ InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network,
                                 std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
   for (const auto& b : options_.bootstrap)
     if (b != options_.name) bootstraps_.push_back(b);
-  driver_.emplace(MembershipConfig{options_.name,
-                                   endpoint_,
-                                   options_.region,
-                                   options_.incarnation ? options_.incarnation : wall_clock_ms(),
-                                   options_.heartbeat_timeout,
-                                   options_.view_lead_rounds,
-                                   is_valid_site_name,
-                                   {}},
-                  MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout},
-                  static_cast<MembershipPort&>(*this), Clock::now());
+  driver_.emplace(
+      MembershipConfig{options_.name, endpoint_, options_.region,
+                       options_.incarnation ? options_.incarnation : wall_clock_ms(), options_.heartbeat_timeout,
+                       options_.view_lead_rounds, is_valid_site_name, options_.terms},
+      MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout}, static_cast<MembershipPort&>(*this),
+      Clock::now());
   net_->attach(options_.name);
   thread_ = std::thread([this] { run(); });
 }
@@ -90,6 +86,21 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
         refuse({RejectCause::kUnknownSender, "hello claims the name '" + hello->name + "'"});
         return;
       }
+      // Terms as on TCP (peer/zmq_frame_receiver.cc): a refusal is kept for refusal(), a peer with
+      // other terms is refused before it can become a member.
+      if (!hello->refusal.empty()) {
+        if (!refusal_) {
+          spdlog::error("'{}': {}", options_.name, hello->refusal);
+          refusal_ = hello->refusal;
+        }
+        return;
+      }
+      if (!options_.terms.empty()) {
+        if (auto mismatch = compare_terms(options_.terms, hello->terms)) {
+          refuse_terms(from, *mismatch);
+          return;
+        }
+      }
       driver_->on_hello(*hello, now);
       break;
     }
@@ -115,6 +126,16 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
 void InMemoryFederation::deliver_locally(Message msg) {
   (msg.kind == MessageKind::kControl ? control_inbox_ : inbox_).push_back(std::move(msg));
   arrived_.notify_all();
+}
+
+void InMemoryFederation::refuse_terms(const std::string& from, const TermsMismatch& mismatch) {
+  rejections_.record(RejectCause::kTerms, from, refusal_log_detail(from, mismatch));
+  HelloInfo answer = driver_->membership().hello();
+  answer.refusal = refusal_reason(options_.name, mismatch);
+  Message m;
+  m.kind = MessageKind::kHello;
+  m.body = encode_hello(answer);
+  post(from, std::move(m));
 }
 
 void InMemoryFederation::post(const std::string& to, Message msg) {
@@ -245,6 +266,11 @@ std::vector<std::string> InMemoryFederation::alive_members() const {
 TransportStats InMemoryFederation::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
+}
+
+std::optional<std::string> InMemoryFederation::refusal() const {
+  std::lock_guard lock(mu_);
+  return refusal_;
 }
 
 }  // namespace meridian::peer

@@ -3,11 +3,13 @@
 // Membership runs the same protocol as over TCP, driven by the same code (peer/membership_driver.h):
 // a new member greets its bootstrap sites, members gossip their tables, heartbeats detect deaths
 // (InMemoryNetwork::kill() is a crash), leave() is announced, and views are proposed and agreed on
-// as peer/membership.h says. Membership messages carry the same encoded bodies as on the wire.
+// as peer/membership.h says. Membership messages carry the same encoded bodies as on the wire. Federation
+// terms are checked at join as on TCP: a site whose hello carries other terms is refused, counted
+// (RejectCause::kTerms) and told why in a refusing hello, which its refusal() then returns.
 //
 // Unlike ZmqTransport it emulates no WAN and no partitions, encrypts nothing and runs no message
-// validation beyond membership: the network names every sender truthfully, and a message from a site
-// that is not a member is refused and counted like on TCP. Byte counts are bodies plus payloads.
+// validation beyond membership and terms: the network names every sender truthfully, and a message from
+// a site that is not a member is refused and counted like on TCP. Byte counts are bodies plus payloads.
 //
 // Threads: one internal thread per member reads its mail and runs the membership timers; every
 // public method is thread-safe.
@@ -27,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "peer/federation_terms.h"
 #include "peer/federation_transport.h"
 #include "peer/in_memory_transport.h"
 #include "peer/membership_driver.h"
@@ -41,6 +44,8 @@ struct InMemoryFederationOptions {
   std::chrono::milliseconds heartbeat_timeout{3000};
   std::uint64_t view_lead_rounds = 8;
   std::uint64_t incarnation = 0;  // 0: milliseconds since the epoch (a rejoin outlives old records)
+  // Announced in every hello; a peer whose hello carries other terms is refused. Empty: not checked.
+  FederationTerms terms;
 };
 
 class InMemoryFederation final : public FederationTransport, private MembershipPort {
@@ -78,6 +83,7 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   View latest_view() const override;
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;
+  std::optional<std::string> refusal() const override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -88,6 +94,8 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   void note_round(std::uint64_t round, bool own);
   std::optional<Message> take(std::deque<Message>& box, std::chrono::milliseconds timeout);
   void deliver_locally(Message msg);
+  // A hello from `from` whose terms differ from ours: counted, and answered with a refusing hello.
+  void refuse_terms(const std::string& from, const TermsMismatch& mismatch);
   void throw_if_stopped() const;
 
   // MembershipPort: called by the driver with mu_ held.
@@ -118,6 +126,7 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   };
   std::map<std::string, PeerBytes> traffic_;
   TransportStats stats_;
+  std::optional<std::string> refusal_;  // the first refusal a peer sent (refusal())
   bool stopped_ = false;
 
   std::atomic<bool> stop_thread_{false};

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::peer {
 
 class InMemoryTransport final : public Transport {
@@ -34,7 +36,7 @@ InMemoryNetwork::InMemoryNetwork(const std::vector<std::string>& sites) {
 std::unique_ptr<Transport> InMemoryNetwork::endpoint(const std::string& site) {
   {
     std::lock_guard lock(mu_);
-    if (!boxes_.contains(site)) throw std::invalid_argument("in-memory network has no site '" + site + "'");
+    if (!boxes_.contains(site)) throw error::InternalError("in-memory network has no site '" + site + "'");
   }
   return std::make_unique<InMemoryTransport>(shared_from_this(), site);
 }
@@ -84,7 +86,7 @@ std::optional<Message> InMemoryNetwork::take(const std::string& site, std::chron
 void InMemoryNetwork::attach(const std::string& site) {
   std::lock_guard lock(mu_);
   auto& box = boxes_[site];
-  if (box.attached) throw std::invalid_argument("site '" + site + "' is already a member on this in-memory network");
+  if (box.attached) throw error::PeerError("site '" + site + "' is already a member on this in-memory network");
   box = Mailbox{{}, true, true};
 }
 

@@ -25,7 +25,7 @@ class InMemoryNetwork : public std::enable_shared_from_this<InMemoryNetwork> {
   // Creates a network whose first view holds `sites` (id 0, effective from round 0).
   static std::shared_ptr<InMemoryNetwork> create(const std::vector<std::string>& sites);
 
-  // The transport of one site. Throws std::invalid_argument if `site` is not in the network.
+  // The transport of one site. Throws error::InternalError if `site` is not in the network.
   std::unique_ptr<Transport> endpoint(const std::string& site);
 
   // Simulates a crash: messages to and from `site` are dropped from now on; its pending mail is lost.
@@ -50,7 +50,7 @@ class InMemoryNetwork : public std::enable_shared_from_this<InMemoryNetwork> {
   void deliver(const std::string& from, const std::string& to, Message msg);
   std::optional<Message> take(const std::string& site, std::chrono::milliseconds timeout);
   // For InMemoryFederation: attach() gives `site` an empty live mailbox (a new site, or one that
-  // crashed or left coming back) and throws std::invalid_argument when another member serves it;
+  // crashed or left coming back) and throws error::PeerError when another member serves it;
   // detach() closes it like kill(). take_until() waits until mail for `site` is there, `deadline`
   // passes or `stop` is set (interrupt() wakes every waiter to look at it).
   void attach(const std::string& site);

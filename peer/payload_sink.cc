@@ -1,5 +1,6 @@
 #include "peer/payload_sink.h"
 
+#include "error/error.h"
 #include "peer/finite_copy.h"
 
 #include <algorithm>
@@ -70,12 +71,12 @@ template <bool kAdd, bool kInPlace, bool kScale>
 bool PayloadSink::apply(std::span<const std::byte> payload, std::span<float> copy) const {
   const std::size_t n = elements;
   if (payload.size() != n * sizeof(float))
-    throw std::invalid_argument("payload sink: a payload of " + std::to_string(payload.size()) +
-                                " bytes for a sink of " + std::to_string(n) + " floats");
+    throw error::PeerError("payload sink: a payload of " + std::to_string(payload.size()) + " bytes for a sink of " +
+                           std::to_string(n) + " floats");
   if ((!out.empty() && out.size() != n) || (!addend.empty() && addend.size() != n) ||
       (!copy.empty() && copy.size() != n))
-    throw std::invalid_argument("payload sink: output, addend and copy must have " + std::to_string(n) +
-                                " elements or none");
+    throw error::InternalError("payload sink: output, addend and copy must have " + std::to_string(n) +
+                               " elements or none");
   if (n == 0) return true;  // empty spans may hold null pointers, which memcpy must not see
   float* o = out.empty() ? nullptr : out.data();
   float* c = copy.empty() ? nullptr : copy.data();

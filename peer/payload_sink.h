@@ -48,8 +48,8 @@ struct PayloadSink {
   // `copy` is not empty (`elements` floats, which may be the payload's own memory), into `copy` too.
   // Returns false, and stops, at the first block that holds a NaN or an infinity: that block and the
   // rest are never written, the blocks before it are (so a refused payload never puts a non-finite
-  // value anywhere, but the outputs are then partly written). Throws std::invalid_argument when a
-  // length is not `elements`.
+  // value anywhere, but the outputs are then partly written). Throws error::PeerError when the
+  // payload's length is not `elements`, error::InternalError when another span's is.
   [[nodiscard]] bool apply(std::span<const std::byte> payload, std::span<float> copy = {}) const;
 };
 

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "peer/curve_keys.h"
 
 namespace meridian::peer {
@@ -17,14 +18,14 @@ bool is_valid_site_name(std::string_view name) {
 
 void Roster::add(Entry e) {
   if (!is_valid_site_name(e.name))
-    throw std::invalid_argument("site name '" + e.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
+    throw error::UserError("site name '" + e.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
   if (!is_z85_key(e.public_key))
-    throw std::invalid_argument("public key of '" + e.name + "' is not a 40-character Z85 CurveZMQ key");
+    throw error::UserError("public key of '" + e.name + "' is not a 40-character Z85 CurveZMQ key");
   if (!e.address.empty() && e.address.rfind("tcp://", 0) != 0)
-    throw std::invalid_argument("address of '" + e.name + "' must look like tcp://host:port, got '" + e.address + "'");
-  if (by_name(e.name)) throw std::invalid_argument("site '" + e.name + "' is listed twice");
+    throw error::UserError("address of '" + e.name + "' must look like tcp://host:port, got '" + e.address + "'");
+  if (by_name(e.name)) throw error::UserError("site '" + e.name + "' is listed twice");
   if (const auto* other = by_key(e.public_key))
-    throw std::invalid_argument("sites '" + other->name + "' and '" + e.name + "' share one public key");
+    throw error::UserError("sites '" + other->name + "' and '" + e.name + "' share one public key");
   entries_.push_back(std::move(e));
 }
 
@@ -39,15 +40,15 @@ Roster Roster::parse(std::string_view text, const std::string& source) {
     Entry e{first, {}, {}};
     std::string extra;
     if (!(fields >> e.public_key))
-      throw std::runtime_error(source + " line " + std::to_string(lineno) + ": expected 'NAME PUBLIC_KEY [ADDRESS]'");
+      throw error::UserError(source + " line " + std::to_string(lineno) + ": expected 'NAME PUBLIC_KEY [ADDRESS]'");
     fields >> e.address;
     if (fields >> extra)
-      throw std::runtime_error(source + " line " + std::to_string(lineno) + ": unexpected '" + extra +
-                               "' after the address");
+      throw error::UserError(source + " line " + std::to_string(lineno) + ": unexpected '" + extra +
+                             "' after the address");
     try {
       roster.add(std::move(e));
-    } catch (const std::invalid_argument& err) {
-      throw std::runtime_error(source + " line " + std::to_string(lineno) + ": " + err.what());
+    } catch (const error::UserError& err) {
+      throw error::UserError(source + " line " + std::to_string(lineno) + ": " + err.what());
     }
   }
   return roster;
@@ -55,11 +56,11 @@ Roster Roster::parse(std::string_view text, const std::string& source) {
 
 Roster Roster::load(const std::filesystem::path& file) {
   std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read roster " + file.string());
+  if (!in) throw error::UserError("cannot read roster " + file.string());
   std::stringstream text;
   text << in.rdbuf();
   Roster r = parse(text.str(), "roster " + file.string());
-  if (r.entries().empty()) throw std::runtime_error("roster " + file.string() + " lists no site");
+  if (r.entries().empty()) throw error::UserError("roster " + file.string() + " lists no site");
   return r;
 }
 

@@ -24,9 +24,9 @@ class Roster {
     std::string address;  // empty when not given
   };
 
-  // Parses roster text; `source` names it in errors. Throws std::runtime_error "SOURCE line N: ...".
+  // Parses roster text; `source` names it in errors. Throws error::UserError "SOURCE line N: ...".
   static Roster parse(std::string_view text, const std::string& source = "roster");
-  // Reads and parses a roster file. Throws std::runtime_error naming the file.
+  // Reads and parses a roster file. Throws error::UserError naming the file.
   static Roster load(const std::filesystem::path& file);
 
   const Entry* by_name(std::string_view name) const;
@@ -37,7 +37,7 @@ class Roster {
   // Roster text in the format above (round-trips through parse).
   std::string to_text() const;
 
-  void add(Entry e);  // throws std::invalid_argument on a bad or duplicate entry
+  void add(Entry e);  // throws error::UserError on a bad or duplicate entry
 
  private:
   std::vector<Entry> entries_;

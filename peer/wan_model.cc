@@ -4,6 +4,8 @@
 #include <array>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::peer {
 
 namespace {
@@ -64,8 +66,8 @@ std::optional<std::size_t> WanModel::region_index(std::string_view name) const {
 
 const LinkSpec& WanModel::link(std::size_t from_region, std::size_t to_region) const {
   if (from_region >= regions() || to_region >= regions()) {
-    throw std::out_of_range("wan model: region " + std::to_string(std::max(from_region, to_region)) +
-                            " is out of range (" + std::to_string(regions()) + " regions)");
+    throw error::InternalError("wan model: region " + std::to_string(std::max(from_region, to_region)) +
+                               " is out of range (" + std::to_string(regions()) + " regions)");
   }
   return links_[from_region * regions() + to_region];
 }
@@ -75,7 +77,7 @@ const LinkSpec& WanModel::link(std::string_view from_region, std::string_view to
     if (auto i = region_index(name)) return *i;
     std::string known;
     for (const auto& n : names_) known += (known.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("wan model: unknown region \"" + std::string(name) + "\" (regions: " + known + ")");
+    throw error::UserError("wan model: unknown region \"" + std::string(name) + "\" (regions: " + known + ")");
   };
   const std::size_t from = index(from_region);
   return link(from, index(to_region));

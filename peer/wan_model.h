@@ -38,10 +38,10 @@ class WanModel {
   // The region of the i-th site of a simulation: i % regions(), so sites spread evenly over regions.
   std::size_t region_of_site(std::size_t site_index) const { return site_index % regions(); }
 
-  // The link from a site in `from_region` to a site in `to_region`. Throws std::out_of_range for a
+  // The link from a site in `from_region` to a site in `to_region`. Throws error::InternalError for a
   // region >= regions().
   const LinkSpec& link(std::size_t from_region, std::size_t to_region) const;
-  // The same by region names; throws std::invalid_argument naming an unknown region and the known ones.
+  // The same by region names; throws error::UserError naming an unknown region and the known ones.
   const LinkSpec& link(std::string_view from_region, std::string_view to_region) const;
 
   // Whether any link adds delay, a bandwidth limit or loss.

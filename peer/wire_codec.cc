@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "peer/roster.h"
 #include "proto/meridian.pb.h"
 
@@ -66,7 +67,7 @@ Message WireHeader::to_message() const {
 
 std::vector<EncodedChunk> encode_message(const Message& msg, std::uint64_t model_fingerprint, std::uint64_t message_id,
                                          const WireLimits& limits, std::optional<std::size_t> payload_elements) {
-  if (limits.chunk_bytes < sizeof(float)) throw std::invalid_argument("wire chunk size must hold one float");
+  if (limits.chunk_bytes < sizeof(float)) throw error::InternalError("wire chunk size must hold one float");
   const std::size_t per_chunk = limits.chunk_bytes / sizeof(float);
   const std::size_t n = payload_elements.value_or(msg.payload.size());
   const std::size_t count = n == 0 ? 1 : (n + per_chunk - 1) / per_chunk;

@@ -70,7 +70,7 @@ struct EncodedChunk {
 // empty payload). `message_id` ties the chunks together; senders increase it per message.
 // `payload_elements`, when given, is the payload length instead of msg.payload.size() (for a payload
 // that travels in a frame of its own, not in `msg`).
-// Throws std::invalid_argument when limits.chunk_bytes < sizeof(float).
+// Throws error::InternalError when limits.chunk_bytes < sizeof(float).
 std::vector<EncodedChunk> encode_message(const Message& msg, std::uint64_t model_fingerprint, std::uint64_t message_id,
                                          const WireLimits& limits,
                                          std::optional<std::size_t> payload_elements = std::nullopt);

@@ -5,6 +5,8 @@
 
 #include "peer/zmq_io_loop.h"
 
+#include "error/error.h"
+
 namespace meridian::peer {
 
 namespace {
@@ -35,8 +37,8 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     if (!region_) {
       std::string known;
       for (std::size_t i = 0; i < opt_.wan.regions(); ++i) known += (i ? ", " : "") + opt_.wan.region_name(i);
-      throw std::invalid_argument("region '" + opt_.region + "' is not in the WAN model '" + opt_.wan.spec() +
-                                  "' (regions: " + known + ")");
+      throw error::UserError("region '" + opt_.region + "' is not in the WAN model '" + opt_.wan.spec() +
+                             "' (regions: " + known + ")");
     }
   }
   router_.set(zmq::sockopt::linger, 0);
@@ -65,9 +67,9 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
   }
   t_.endpoint_ = opt_.advertise.empty() ? router_.get(zmq::sockopt::last_endpoint) : opt_.advertise;
   if (t_.endpoint_.find("://0.0.0.0:") != std::string::npos || t_.endpoint_.find("://[::]:") != std::string::npos)
-    throw std::invalid_argument("listening on all interfaces (" + t_.endpoint_ +
-                                "): also set the advertised address peers should connect to, e.g. "
-                                "tcp://10.0.0.1:7000");
+    throw error::UserError("listening on all interfaces (" + t_.endpoint_ +
+                           "): also set the advertised address peers should connect to, e.g. "
+                           "tcp://10.0.0.1:7000");
   // The membership starts once the bound endpoint (our advertised address) is known.
   std::function<bool(const std::string&)> admissible = is_valid_site_name;
   if (secure()) admissible = [&r = *opt_.roster](const std::string& n) { return r.by_name(n) != nullptr; };
@@ -100,14 +102,14 @@ void ZmqTransport::IoLoop::open_bootstraps() {
     if (secure() && name.empty()) {
       const auto* entry = opt_.roster->by_address(address);
       if (!entry)
-        throw std::invalid_argument("bootstrap '" + spec +
-                                    "': no roster entry lists this address, so its key is unknown; write it as "
-                                    "NAME@" +
-                                    address);
+        throw error::UserError("bootstrap '" + spec +
+                               "': no roster entry lists this address, so its key is unknown; write it as "
+                               "NAME@" +
+                               address);
       name = entry->name;
     }
     if (secure() && !opt_.roster->by_name(name))
-      throw std::invalid_argument("bootstrap '" + spec + "': site '" + name + "' is not in the roster");
+      throw error::UserError("bootstrap '" + spec + "': site '" + name + "' is not in the roster");
     if (name == opt_.name || address == t_.endpoint_) continue;
     bootstraps_.push_back(Bootstrap{name, Link{address, open_dealer(address, name), {}, false}});
   }

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "error/error.h"
 #include "peer/zmq_io_loop.h"
 
 namespace meridian::peer {
@@ -22,29 +23,29 @@ using Clock = std::chrono::steady_clock;
 
 ZmqTransport::ZmqTransport(ZmqTransportOptions options) : options_(std::move(options)), pool_(options_.pooled_buffers) {
   if (!is_valid_site_name(options_.name))
-    throw std::invalid_argument("site name '" + options_.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
+    throw error::UserError("site name '" + options_.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
   if (options_.heartbeat_interval.count() <= 0 || options_.heartbeat_timeout <= options_.heartbeat_interval)
-    throw std::invalid_argument("heartbeat timeout (" + std::to_string(options_.heartbeat_timeout.count()) +
-                                " ms) must exceed the heartbeat interval (" +
-                                std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
+    throw error::UserError("heartbeat timeout (" + std::to_string(options_.heartbeat_timeout.count()) +
+                           " ms) must exceed the heartbeat interval (" +
+                           std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
   if (options_.io_threads < 1)
-    throw std::invalid_argument("io_threads (" + std::to_string(options_.io_threads) + ") must be at least 1");
+    throw error::UserError("io_threads (" + std::to_string(options_.io_threads) + ") must be at least 1");
   if (options_.socket_buffer_bytes < 0)
-    throw std::invalid_argument("socket buffer size (" + std::to_string(options_.socket_buffer_bytes) +
-                                " bytes) must be positive, or 0 for the OS default");
+    throw error::UserError("socket buffer size (" + std::to_string(options_.socket_buffer_bytes) +
+                           " bytes) must be positive, or 0 for the OS default");
   if (options_.insecure) {
     spdlog::warn(
         "*** INSECURE: site '{}' uses plain TCP: no encryption, no authentication; anyone who can reach "
         "{} can read the model and inject messages. Use only for local experiments. ***",
         options_.name, options_.listen);
   } else {
-    if (!options_.keys) throw std::invalid_argument("secure mode needs the site's key pair (see 'meridian keygen')");
-    if (!options_.roster) throw std::invalid_argument("secure mode needs a roster file");
+    if (!options_.keys) throw error::UserError("secure mode needs the site's key pair (see 'meridian keygen')");
+    if (!options_.roster) throw error::UserError("secure mode needs a roster file");
     const auto* me = options_.roster->by_name(options_.name);
-    if (!me) throw std::invalid_argument("site '" + options_.name + "' is not in the roster");
+    if (!me) throw error::UserError("site '" + options_.name + "' is not in the roster");
     if (me->public_key != options_.keys->public_key)
-      throw std::invalid_argument("the roster lists another public key for site '" + options_.name +
-                                  "' than this site's key pair");
+      throw error::UserError("the roster lists another public key for site '" + options_.name +
+                             "' than this site's key pair");
   }
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw TransportError("cannot create an eventfd for the transport's I/O thread");

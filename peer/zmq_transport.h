@@ -128,7 +128,7 @@ struct ZmqTransportOptions {
 class ZmqTransport final : public FederationTransport {
  public:
   // Validates the options, binds, and starts the I/O thread (which contacts the bootstrap sites).
-  // Throws std::invalid_argument for bad options (naming the option) and TransportError when the
+  // Throws error::UserError for bad options (naming the option) and TransportError when the
   // address cannot be bound.
   explicit ZmqTransport(ZmqTransportOptions options);
   // Stops the I/O thread without announcing a leave (like a crash, but tidy); pending sends are dropped.
@@ -177,9 +177,7 @@ class ZmqTransport final : public FederationTransport {
   View latest_view() const override;
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;
-  // The first refusal a peer sent this site ("alpha refuses this site: ..."), nullopt while none came.
-  // A refused site is never admitted by that peer: its caller should stop and show the reason.
-  std::optional<std::string> refusal() const;
+  std::optional<std::string> refusal() const override;
 
  private:
   class IoLoop;  // the loop's state: sockets, membership, queues (peer/zmq_io_loop.h)

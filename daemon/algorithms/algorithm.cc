@@ -1,5 +1,7 @@
 #include "daemon/algorithms/algorithm.h"
 
+#include <algorithm>
+
 #include "gossip/direct_mean_mixer.h"
 
 namespace meridian::daemon::algorithms {
@@ -7,6 +9,11 @@ namespace meridian::daemon::algorithms {
 void Algorithm::apply_defaults(SiteConfig&, const OptionGiven&) const {}
 
 bool Algorithm::reads(std::string_view) const { return false; }
+
+bool Algorithm::declares(const AlgorithmOption& option) const {
+  const auto declared = options();
+  return std::find(declared.begin(), declared.end(), &option) != declared.end();
+}
 
 MixerSet Algorithm::make_mixers(const MixerContext& context) const {
   MixerSet set;

@@ -3,15 +3,16 @@
 // `init` and `simulate` ask it through this interface instead of switching on its name.
 //
 // An algorithm owns:
-//   - its configuration: defaults for the knobs the user left out (apply_defaults), the checks only it
-//     makes (check) and its line in the start-up log (describe_knobs);
+//   - its configuration: the options only it reads, declared in its own files (options(),
+//     daemon/algorithms/algorithm_option.h), defaults for the knobs the user left out (apply_defaults),
+//     the checks only it makes (check) and its line in the start-up log (describe_knobs);
 //   - its trainer side (make_trainer, daemon/trainer_algorithm.h) and the mixers its rounds need on the
 //     communication thread (make_mixers);
 //   - what it puts on the wire (wire_limits: the tensor lengths a receiver accepts) and the buffers a
 //     site warms for it (buffer_sizes);
 //   - its checkpoint sections: the trainer's checkpoint_*() and restore() say which it writes and reads.
-// daemon/algorithms/registry.cc lists the algorithms, one line each; docs/algorithms.md ("Adding an
-// algorithm") says what a new one implements.
+// daemon/algorithms/registry.cc lists the algorithms, one line each; docs/design.md ("What an algorithm
+// implements") and docs/algorithms.md ("Adding an algorithm") say what a new one implements.
 //
 // Thread-safety: an Algorithm is an immutable description, shared by every thread and every site of
 // the process; what it makes (trainer, mixers) belongs to the thread that asked for it.
@@ -21,10 +22,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "daemon/algorithms/algorithm_option.h"
 #include "daemon/site_config.h"
 #include "daemon/trainer_algorithm.h"
 #include "gossip/algorithm.h"
@@ -86,9 +89,17 @@ class Algorithm {
   virtual ~Algorithm() = default;
 
   virtual gossip::Algorithm id() const = 0;
-  std::string_view name() const { return gossip::name_of(id()); }
+  // Its --algo name; the default is its gossip::Algorithm name.
+  virtual std::string_view name() const { return gossip::name_of(id()); }
 
   // --- configuration ---
+  // The options only this algorithm reads, declared in its own .cc (each a constant with a stable
+  // address). The configuration makes their flags, config-file keys, simulate knobs, help texts and
+  // checks from these declarations; the algorithm reads their values with
+  // settings.options.algorithm_options.whole(option) or .real(option). The default declares none.
+  virtual std::span<const AlgorithmOption* const> options() const { return {}; }
+  // Whether `option` is one of options().
+  bool declares(const AlgorithmOption& option) const;
   // On the configuration text, before it is validated: fills in the knobs this algorithm picks when
   // the user gave none (dts: its (D, P) shape). The default changes nothing.
   virtual void apply_defaults(SiteConfig& config, const OptionGiven& given) const;
@@ -96,9 +107,10 @@ class Algorithm {
   // (hint)". `settings` holds the parsed options; one that did not parse holds its default there (its
   // own problem is reported already).
   virtual void check(const SiteSettings& settings, std::vector<std::string>& problems) const = 0;
-  // Whether it reads --OPTION, for the options only some algorithms read ("compensation", "exchange"):
-  // the configuration refuses a value other than the default for an algorithm that does not read it,
-  // naming those that do. The default reads none.
+  // Whether it reads --OPTION, for the shared options only some algorithms read ("compensation",
+  // "exchange"): the configuration refuses a value other than the default for an algorithm that does
+  // not read it, naming those that do (for a declared option, declares() decides the same). The
+  // default reads none.
   virtual bool reads(std::string_view option) const;
   // Whether it can send its tensors with `encoding` (--compression); the default only dense ones.
   virtual bool accepts(gossip::Encoding encoding) const { return encoding == gossip::Encoding::kDense; }

@@ -1,6 +1,7 @@
 #include "daemon/algorithms/diloco.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -15,13 +16,44 @@ namespace {
 constexpr const char* kGlobalSection = "diloco-global";
 constexpr const char* kMomentumSection = "diloco-outer-momentum";
 
+// diloco's own options. --fragments' range depends on --period, so check() judges it.
+constexpr AlgorithmOption kFragments{
+    .name = "fragments",
+    .help = "F: diloco syncs the parameters in F fragments, each every --period steps, H/F steps apart",
+    .brief = "F (diloco: fragments synced H/F steps apart)",
+    .default_value = 1,
+};
+constexpr AlgorithmOption kOuterLr{
+    .name = "outer-lr",
+    .help = "diloco: outer learning rate (FedAvg: 1)",
+    .brief = "diloco: outer learning rate",
+    .default_value = 0.7,
+    .range = [](const OptionValue& value) -> std::string {
+      const double lr = std::get<double>(value);
+      return std::isfinite(lr) && lr > 0 ? "" : "must be positive (e.g. 0.7)";
+    },
+};
+constexpr AlgorithmOption kOuterMomentum{
+    .name = "outer-momentum",
+    .help = "diloco: outer Nesterov momentum, in [0, 1) (FedAvg: 0)",
+    .brief = "diloco: outer Nesterov momentum",
+    .default_value = 0.9,
+    .range = [](const OptionValue& value) -> std::string {
+      const double momentum = std::get<double>(value);
+      return momentum >= 0 && momentum < 1 ? "" : "must be in [0, 1) (e.g. 0.9)";
+    },
+};
+constexpr std::array<const AlgorithmOption*, 3> kOptions{&kFragments, &kOuterLr, &kOuterMomentum};
+
+int fragments_of(const SiteSettings& s) { return s.options.algorithm_options.whole(kFragments); }
+
 gossip::DilocoConfig config_of(const SiteSettings& s) {
   gossip::DilocoConfig config;
   config.inner_steps = static_cast<std::uint32_t>(s.options.period);
-  config.outer_lr = s.options.outer_lr;
-  config.outer_momentum = s.options.outer_momentum;
+  config.outer_lr = s.options.algorithm_options.real(kOuterLr);
+  config.outer_momentum = s.options.algorithm_options.real(kOuterMomentum);
   config.overlap = static_cast<std::uint32_t>(s.options.delay);
-  config.fragments = static_cast<std::uint32_t>(s.options.fragments);
+  config.fragments = static_cast<std::uint32_t>(fragments_of(s));
   config.wire = s.compression;
   config.wait_timeout = mix_wait_timeout(s);
   return config;
@@ -72,6 +104,7 @@ class DilocoTrainer final : public OptimizerTrainer {
 class Diloco final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kDiloco; }
+  std::span<const AlgorithmOption* const> options() const override { return kOptions; }
   void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
     if (!given("period")) config.period = kDilocoDefaultInnerSteps;
     if (!given("delay")) config.delay = std::min(kDilocoDefaultOverlap, config.period);
@@ -81,31 +114,28 @@ class Diloco final : public Algorithm {
     if (o.delay > o.period)
       problems.push_back("--delay: diloco's overlap τ = " + std::to_string(o.delay) + " exceeds --period H = " +
                          std::to_string(o.period) + " (an exchange must land before its fragment syncs again)");
-    if (o.fragments < 1 || o.fragments > o.period)
-      problems.push_back("--fragments: " + std::to_string(o.fragments) + " must be in [1, --period " +
-                         std::to_string(o.period) + "] (one fragment sync per step at most)");
-    if (!(std::isfinite(o.outer_lr) && o.outer_lr > 0)) problems.push_back("--outer-lr: must be positive (e.g. 0.7)");
-    if (!(o.outer_momentum >= 0 && o.outer_momentum < 1))
-      problems.push_back("--outer-momentum: must be in [0, 1) (e.g. 0.9)");
+    if (const int fragments = fragments_of(s); fragments < 1 || fragments > o.period)
+      problems.push_back("--" + std::string(kFragments.name) + ": " + std::to_string(fragments) +
+                         " must be in [1, --period " + std::to_string(o.period) +
+                         "] (one fragment sync per step at most)");
   }
-  bool reads(std::string_view option) const override {
-    return option == "exchange" || option == "fragments" || option == "outer-lr" || option == "outer-momentum";
-  }
+  bool reads(std::string_view option) const override { return option == "exchange"; }
   bool accepts(gossip::Encoding encoding) const override { return encoding != gossip::Encoding::kTopK; }
   std::string describe_knobs(const SiteSettings& s) const override {
     const auto& o = s.options;
+    const int fragments = fragments_of(s);
     char outer[64];
-    std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)", o.outer_lr, o.outer_momentum);
+    std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)", o.algorithm_options.real(kOuterLr),
+                  o.algorithm_options.real(kOuterMomentum));
     std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
-                      "), overlap τ = " + std::to_string(o.delay) + ", F = " + std::to_string(o.fragments) +
-                      " fragment" + (o.fragments == 1 ? "" : "s") + ", " + outer + ", wire " +
-                      gossip::diloco_wire_name(s.compression) + ", exchange " +
-                      (exchanges_directly(s) ? "direct" : "ring");
+                      "), overlap τ = " + std::to_string(o.delay) + ", F = " + std::to_string(fragments) + " fragment" +
+                      (fragments == 1 ? "" : "s") + ", " + outer + ", wire " + gossip::diloco_wire_name(s.compression) +
+                      ", exchange " + (exchanges_directly(s) ? "direct" : "ring");
     return out;
   }
   // Exchanges carry a fragment's pseudo-gradient (n/F floats, no multiple of the model's length when
   // F > 1); the re-average after a view change carries (θ_g, m), two model lengths.
-  WireLimits wire_limits(const SiteSettings& s) const override { return {s.options.fragments == 1, 2}; }
+  WireLimits wire_limits(const SiteSettings& s) const override { return {fragments_of(s) == 1, 2}; }
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
     return {2 * parameters, parameters};
   }

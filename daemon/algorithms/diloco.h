@@ -5,8 +5,10 @@
 // the exchange runs during τ further inner steps and is applied with delayed compensation.
 // --fragments F staggers F fragment syncs H/F steps apart. --compression fp16 or int8 sends the
 // pseudo-gradients compressed over the direct exchange (--exchange direct sends dense ones there too;
-// the default is the ring). Checkpoint sections: the parameters, the inner optimizer's state
-// ("optimizer"), and the outer state "diloco-global" (θ_g) and "diloco-outer-momentum" (m).
+// the default is the ring). --fragments, --outer-lr and --outer-momentum are its own options, declared
+// in diloco.cc (daemon/algorithms/algorithm_option.h); the others are shared. Checkpoint sections: the
+// parameters, the inner optimizer's state ("optimizer"), and the outer state "diloco-global" (θ_g) and
+// "diloco-outer-momentum" (m).
 #pragma once
 
 #include "daemon/algorithms/algorithm.h"

@@ -1,7 +1,6 @@
 #include "daemon/algorithms/registry.h"
 
-#include <array>
-#include <stdexcept>
+#include <algorithm>
 
 #include "daemon/algorithms/allreduce.h"
 #include "daemon/algorithms/diloco.h"
@@ -9,28 +8,32 @@
 #include "daemon/algorithms/dts.h"
 #include "daemon/algorithms/local.h"
 #include "daemon/algorithms/sgp.h"
+#include "error/error.h"
 
 namespace meridian::daemon::algorithms {
+namespace {
 
-std::span<const Algorithm* const> all_algorithms() {
-  static const std::array<const Algorithm*, 6> algorithms{
+std::vector<const Algorithm*>& registered() {
+  static std::vector<const Algorithm*> algorithms{
       &allreduce_algorithm(), &dts_algorithm(),   &sgp_algorithm(),
       &dsync_algorithm(),     &local_algorithm(), &diloco_algorithm(),
   };
   return algorithms;
 }
 
+}  // namespace
+
+std::span<const Algorithm* const> all_algorithms() { return registered(); }
+
 const Algorithm& algorithm_for(gossip::Algorithm id) {
   for (const Algorithm* a : all_algorithms())
     if (a->id() == id) return *a;
-  throw std::logic_error("no algorithm registered for '" + std::string(gossip::name_of(id)) + "'");
+  throw error::InternalError("no algorithm registered for '" + std::string(gossip::name_of(id)) + "'");
 }
 
 const Algorithm* find_algorithm(std::string_view name) {
-  const auto id = gossip::parse_algorithm(name);
-  if (!id) return nullptr;
   for (const Algorithm* a : all_algorithms())
-    if (a->id() == *id) return a;
+    if (a->name() == name) return a;
   return nullptr;
 }
 
@@ -40,5 +43,29 @@ std::string algorithm_names(std::string_view separator) {
     out += (out.empty() ? "" : std::string(separator)) + std::string(a->name());
   return out;
 }
+
+std::vector<const AlgorithmOption*> all_algorithm_options() {
+  std::vector<const AlgorithmOption*> out;
+  for (const Algorithm* a : all_algorithms())
+    for (const AlgorithmOption* option : a->options()) out.push_back(option);
+  return out;
+}
+
+const AlgorithmOption* find_algorithm_option(std::string_view name) {
+  for (const AlgorithmOption* option : all_algorithm_options())
+    if (option->name == name) return option;
+  return nullptr;
+}
+
+AlgorithmRegistration::AlgorithmRegistration(const Algorithm& algorithm) : algorithm_(algorithm) {
+  error::enforce(find_algorithm(algorithm.name()) == nullptr,
+                 "algorithm '" + std::string(algorithm.name()) + "' is registered already");
+  for (const AlgorithmOption* option : algorithm.options())
+    error::enforce(find_algorithm_option(option->name) == nullptr,
+                   "option --" + std::string(option->name) + " is declared already");
+  registered().push_back(&algorithm);
+}
+
+AlgorithmRegistration::~AlgorithmRegistration() { std::erase(registered(), &algorithm_); }
 
 }  // namespace meridian::daemon::algorithms

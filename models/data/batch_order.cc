@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
 #include "models/data/seeded_random.h"
 
 namespace meridian::models::data {
@@ -22,10 +23,10 @@ void fill_permutation(std::vector<std::size_t>& order, std::uint64_t seed, std::
 
 BatchOrder::BatchOrder(std::size_t rows, std::uint64_t seed, BatchPosition start)
     : seed_(seed), position_(start), order_(rows) {
-  if (rows == 0) throw std::invalid_argument("batch order: the dataset has no rows");
+  if (rows == 0) throw error::UserError("batch order: the dataset has no rows");
   if (start.offset > rows) {
-    throw std::invalid_argument("batch order: position offset " + std::to_string(start.offset) + " is beyond the " +
-                                std::to_string(rows) + " rows of an epoch");
+    throw error::UserError("batch order: position offset " + std::to_string(start.offset) + " is beyond the " +
+                           std::to_string(rows) + " rows of an epoch");
   }
   fill_permutation(order_, seed_, position_.epoch);
 }
@@ -36,7 +37,7 @@ void BatchOrder::start_epoch(std::uint64_t epoch) {
 }
 
 std::span<const std::size_t> BatchOrder::next(std::size_t batch) {
-  if (batch == 0) throw std::invalid_argument("batch order: batch size must be at least 1");
+  if (batch == 0) throw error::UserError("batch order: batch size must be at least 1");
   if (position_.offset >= order_.size()) start_epoch(position_.epoch + 1);
   const std::size_t n = std::min(batch, order_.size() - position_.offset);
   const std::span<const std::size_t> out(order_.data() + position_.offset, n);

@@ -19,13 +19,13 @@ struct BatchPosition {
 // Not thread-safe: owned by the trainer thread.
 class BatchOrder {
  public:
-  // Starts at `start`. Throws std::invalid_argument when rows == 0 or start.offset > rows.
+  // Starts at `start`. Throws error::UserError when rows == 0 or start.offset > rows.
   BatchOrder(std::size_t rows, std::uint64_t seed, BatchPosition start = {});
 
   // The next up to `batch` row indices of the current epoch (fewer only for the last batch of an
   // epoch: batches never straddle epochs, so every row is seen exactly once per epoch). When the
   // epoch is used up, moves to the next epoch first. The span stays valid until the next call.
-  // Requires batch > 0 (std::invalid_argument otherwise).
+  // Requires batch > 0 (error::UserError otherwise).
   std::span<const std::size_t> next(std::size_t batch);
 
   // Where the next call to next() starts. An offset equal to rows means "epoch finished".

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "error/error.h"
 #include "models/data/compressed_file.h"
 
 namespace meridian::models::data {
@@ -87,9 +88,9 @@ std::vector<std::int32_t> read_labels(const std::string& labels_path, std::size_
 void check_selection(std::span<const std::size_t> rows, std::size_t count) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] >= count || (i > 0 && rows[i] <= rows[i - 1])) {
-      throw std::invalid_argument("read_idx: the row selection must be ascending indices below " +
-                                  std::to_string(count) + "; entry " + std::to_string(i) + " is " +
-                                  std::to_string(rows[i]));
+      throw error::InternalError("read_idx: the row selection must be ascending indices below " +
+                                 std::to_string(count) + "; entry " + std::to_string(i) + " is " +
+                                 std::to_string(rows[i]));
     }
   }
 }

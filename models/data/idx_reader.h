@@ -26,7 +26,7 @@ using RowSelection = std::function<std::vector<std::size_t>(std::span<const std:
 // whole file is still read and checked.
 // Throws DataError naming the file and the problem: missing file, wrong magic number, truncated file
 // (or a corrupt gzip stream), extra bytes after the data, a label >= classes, and image and label
-// counts that differ; std::invalid_argument when the selection is not strictly ascending or names a
+// counts that differ; error::InternalError when the selection is not strictly ascending or names a
 // row past the end.
 Dataset read_idx(const std::string& images_path, const std::string& labels_path, std::size_t classes = 10,
                  const RowSelection& select = {});

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "models/data/seeded_random.h"
 
 namespace meridian::models::data {
@@ -89,9 +90,9 @@ PartitionSpec parse_partition_spec(std::string_view text) {
 
 std::vector<std::uint32_t> assign_sites(std::span<const std::int32_t> labels, std::size_t classes,
                                         const PartitionSpec& spec, std::size_t sites, std::uint64_t seed) {
-  if (sites == 0) throw std::invalid_argument("partition: the number of sites must be at least 1");
+  if (sites == 0) throw error::UserError("partition: the number of sites must be at least 1");
   if (spec.kind == PartitionSpec::Kind::kDirichlet && !(spec.alpha > 0 && std::isfinite(spec.alpha))) {
-    throw std::invalid_argument("partition: Dirichlet alpha must be a finite number > 0");
+    throw error::UserError("partition: Dirichlet alpha must be a finite number > 0");
   }
   if (labels.size() < sites) {
     throw DataError("partition: " + std::to_string(labels.size()) + " rows cannot give each of " +
@@ -117,8 +118,8 @@ std::vector<std::size_t> rows_of_site(std::span<const std::int32_t> labels, std:
                                       const PartitionSpec& spec, std::size_t site, std::size_t sites,
                                       std::uint64_t seed) {
   if (site >= sites) {
-    throw std::invalid_argument("partition: site " + std::to_string(site) + " is out of range (0.." +
-                                std::to_string(static_cast<long long>(sites) - 1) + ")");
+    throw error::UserError("partition: site " + std::to_string(site) + " is out of range (0.." +
+                           std::to_string(static_cast<long long>(sites) - 1) + ")");
   }
   const std::vector<std::uint32_t> site_of = assign_sites(labels, classes, spec, sites, seed);
   std::vector<std::size_t> mine;

@@ -33,18 +33,18 @@ PartitionSpec parse_partition_spec(std::string_view text);
 // sites, seed) only. iid: site sizes differ by at most one. Dirichlet: class c's rows are shuffled and
 // cut by proportions drawn from Dirichlet(alpha); a site left with no row takes one from the largest
 // site, so every site has data. Throws DataError when there are fewer rows than sites or a label is
-// outside [0, classes), std::invalid_argument when sites == 0 or alpha <= 0.
+// outside [0, classes), error::UserError when sites == 0 or alpha <= 0.
 std::vector<std::uint32_t> assign_sites(std::span<const std::int32_t> labels, std::size_t classes,
                                         const PartitionSpec& spec, std::size_t sites, std::uint64_t seed);
 
 // The indices of the rows assign_sites() gives `site`, ascending. Throws like assign_sites, and
-// std::invalid_argument when site >= sites.
+// error::UserError when site >= sites.
 std::vector<std::size_t> rows_of_site(std::span<const std::int32_t> labels, std::size_t classes,
                                       const PartitionSpec& spec, std::size_t site, std::size_t sites,
                                       std::uint64_t seed);
 
 // The rows of `site` (in their original order) under assign_sites(data.labels, ...).
-// Throws like assign_sites, and std::invalid_argument when site >= sites.
+// Throws like assign_sites, and error::UserError when site >= sites.
 Dataset partition(const Dataset& data, const PartitionSpec& spec, std::size_t site, std::size_t sites,
                   std::uint64_t seed);
 

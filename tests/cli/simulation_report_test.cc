@@ -15,7 +15,9 @@
 #include "cli/simulation_csv.h"
 #include "cli/simulation_options.h"
 #include "cli/site_result.h"
+#include "daemon/algorithms/registry.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/daemon/toy_algorithm.h"
 
 using namespace meridian::cli;
 
@@ -421,4 +423,42 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
   CHECK(has("--delay"));  // site_config_problems on the entry's own value
   CHECK(has("'sgp:tau=x'"));
   CHECK_FALSE(has("'dts:delay=4'"));
+}
+
+TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed to their types",
+          "[unit][cli][simulate]") {
+  CHECK(algorithm_variant_knobs() ==
+        "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange, fragments, "
+        "outer-lr, outer-momentum");
+  meridian::daemon::SiteConfig config;
+  std::string error;
+  apply_algorithm_variant(parse_algorithm_variant("diloco:period=64:fragments=4:outer-lr=1").variant, config, false,
+                          false, error);
+  REQUIRE(error.empty());
+  const auto& options = config.algorithm_options;
+  CHECK(options.whole(*meridian::daemon::algorithms::find_algorithm_option("fragments")) == 4);
+  CHECK(options.real(*meridian::daemon::algorithms::find_algorithm_option("outer-lr")) == 1.0);
+  CHECK(config.period == 64);
+  CHECK(config.delay == 2);  // diloco's default overlap: no delay given
+  apply_algorithm_variant(parse_algorithm_variant("diloco:fragments=2.5").variant, config, false, false, error);
+  CHECK(error == "--algo: 'diloco:fragments=2.5': fragments '2.5' is not a whole number");
+  apply_algorithm_variant(parse_algorithm_variant("diloco:outer-lr=fast").variant, config, false, false, error);
+  CHECK(error == "--algo: 'diloco:outer-lr=fast': outer-lr 'fast' is not a number");
+
+  // An algorithm registered by a test: its option is a knob, and only while it is registered.
+  const meridian::testing::ToyAlgorithm toy;
+  {
+    const meridian::daemon::algorithms::AlgorithmRegistration registration(toy);
+    CHECK_THAT(algorithm_variant_knobs(), Catch::EndsWith(", outer-momentum, toy-strength"));
+    const auto parsed = parse_algorithm_variant("toy:toy-strength=0.25");
+    REQUIRE(parsed.error.empty());
+    meridian::daemon::SiteConfig toy_config;
+    toy_config.name = "a";
+    error.clear();
+    apply_algorithm_variant(parsed.variant, toy_config, false, false, error);
+    CHECK(error.empty());
+    CHECK(toy_config.algorithm_options.real(meridian::testing::kToyStrength) == 0.25);
+    CHECK(meridian::daemon::describe_algorithm(meridian::daemon::settings_of(toy_config)) == "toy, strength 0.25");
+  }
+  CHECK_THAT(parse_algorithm_variant("toy:toy-strength=0.25").error, Catch::Contains("unknown knob 'toy-strength'"));
 }

@@ -14,6 +14,7 @@
 #include "cuda/device_buffer.h"
 #include "cuda/gemm.h"
 #include "cuda/stream.h"
+#include "error/error.h"
 #include "tests/cuda/skip_without_device.h"
 
 using namespace meridian::cuda;
@@ -21,13 +22,15 @@ using namespace meridian::cuda;
 TEST_CASE("gemm rejects bad sizes before touching the device", "[cuda][gemm][unit]") {
   CHECK_THROWS_AS(
       gemm(nullptr, Transpose::kNo, Transpose::kNo, -1, 2, 2, 1.0f, nullptr, 2, nullptr, 2, 0.0f, nullptr, 2),
-      std::invalid_argument);
+      meridian::error::InternalError);
   CHECK_THROWS_WITH(
       gemm(nullptr, Transpose::kNo, Transpose::kNo, 2, 3, 4, 1.0f, nullptr, 3, nullptr, 3, 0.0f, nullptr, 3),
-      "gemm: lda = 3 is smaller than a row of 4 elements");
+      Catch::Matchers::Contains("cuda/gemm.cc:") &&
+          Catch::Matchers::EndsWith(": gemm: lda = 3 is smaller than a row of 4 elements"));
   CHECK_THROWS_WITH(
       gemm(nullptr, Transpose::kYes, Transpose::kNo, 2, 3, 4, 1.0f, nullptr, 2, nullptr, 3, 0.0f, nullptr, 2),
-      "gemm: ldc = 2 is smaller than a row of 3 elements");
+      Catch::Matchers::Contains("cuda/gemm.cc:") &&
+          Catch::Matchers::EndsWith(": gemm: ldc = 2 is smaller than a row of 3 elements"));
   // An empty product enqueues nothing.
   CHECK_NOTHROW(gemm(nullptr, Transpose::kNo, Transpose::kNo, 0, 3, 4, 1.0f, nullptr, 4, nullptr, 3, 0.0f, nullptr, 3));
 }

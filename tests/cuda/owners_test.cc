@@ -15,6 +15,7 @@
 #include "cuda/parameter_snapshot.h"
 #include "cuda/pinned_buffer.h"
 #include "cuda/stream.h"
+#include "error/error.h"
 #include "models/device.h"
 
 using namespace meridian::cuda;
@@ -72,7 +73,7 @@ TEST_CASE("device buffers round-trip through pinned memory and move without doub
   moved.copy_to_host(back, stream.get());
   stream.synchronize();
   CHECK(back == std::vector<float>(host.span().begin(), host.span().end()));
-  CHECK_THROWS_AS(moved.copy_to_host(std::span<float>(back.data(), 999), stream.get()), std::length_error);
+  CHECK_THROWS_AS(moved.copy_to_host(std::span<float>(back.data(), 999), stream.get()), meridian::error::InternalError);
 
   Event done;
   moved.zero(stream.get());

@@ -9,6 +9,7 @@
 #include "cuda/device_buffer.h"
 #include "cuda/parameter_snapshot.h"
 #include "cuda/stream.h"
+#include "error/error.h"
 #include "tests/cuda/skip_without_device.h"
 
 using namespace meridian::cuda;
@@ -26,7 +27,7 @@ TEST_CASE("a snapshot keeps the parameters of its step while compute overwrites 
   ParameterSnapshot snapshot(n);
   for (int step = 0; step < 3; ++step) {
     snapshot.start(device.data(), n, compute.get());
-    CHECK_THROWS_AS(snapshot.start(device.data(), n, compute.get()), std::logic_error);
+    CHECK_THROWS_AS(snapshot.start(device.data(), n, compute.get()), meridian::error::InternalError);
     snapshot.guard_writes(compute.get());
     device.zero(compute.get());  // the "optimizer update" that writes the parameters
     const std::span<const float> taken = snapshot.wait();
@@ -36,5 +37,5 @@ TEST_CASE("a snapshot keeps the parameters of its step while compute overwrites 
     device.copy_from_host(params, compute.get());
   }
   compute.synchronize();
-  CHECK_THROWS_AS(snapshot.start(device.data(), n - 1, compute.get()), std::length_error);
+  CHECK_THROWS_AS(snapshot.start(device.data(), n - 1, compute.get()), meridian::error::InternalError);
 }

@@ -15,6 +15,7 @@
 
 #include "daemon/async_parameter_copy.h"
 #include "daemon/backend_parameters.h"
+#include "error/error.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/parameter_store.h"
 #include "models/backend_buffer.h"
@@ -36,9 +37,9 @@ class LateCopy final : public AsyncParameterCopy {
  public:
   LateCopy(std::size_t count, std::vector<std::string>& log) : host_(count), log_(log) {}
   void start(const float* params, std::size_t count) override {
-    if (source_ != nullptr) throw std::logic_error("fake copy started twice");
+    if (source_ != nullptr) throw meridian::error::InternalError("fake copy started twice");
     log_.push_back("start");
-    if (count != host_.size()) throw std::length_error("fake copy: wrong count");
+    if (count != host_.size()) throw meridian::error::InternalError("fake copy: wrong count");
     source_ = params;
   }
   void guard_writes() override {
@@ -164,7 +165,7 @@ TEST_CASE("a background snapshot must be handed over before the next step", "[da
     mixing.after_step(0);
     try {
       mixing.after_step(1);  // the trainer forgot before_update()
-    } catch (const std::logic_error&) {
+    } catch (const meridian::error::InternalError&) {
       refused = true;
     }
     mixing.finish();

@@ -9,6 +9,7 @@
 
 #include "daemon/checkpoint.h"
 #include "daemon/checkpoint_store.h"
+#include "error/error.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 
@@ -282,7 +283,7 @@ TEST_CASE("periodic checkpoints are due once per interval, failed attempts inclu
 
   CheckpointStore every_time(tmp.path(), 2);
   CHECK(every_time.due());
-  CHECK_THROWS_AS(CheckpointStore(tmp.path(), 0), std::invalid_argument);
+  CHECK_THROWS_AS(CheckpointStore(tmp.path(), 0), meridian::error::UserError);
 }
 
 TEST_CASE("passed-over checkpoints are set aside out of rotation, and a fresh start names the newest",

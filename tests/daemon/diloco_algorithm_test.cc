@@ -23,6 +23,13 @@ SiteConfig diloco_config() {
   return c;
 }
 
+// Sets one of diloco's own options, found by its name as a flag would be.
+void set_option(SiteConfig& c, std::string_view name, algorithms::OptionValue value) {
+  const auto* option = algorithms::find_algorithm_option(name);
+  REQUIRE(option != nullptr);
+  c.algorithm_options.set(*option, value);
+}
+
 std::string problems_of(const SiteConfig& c) {
   std::string all;
   for (const auto& p : site_config_problems(c)) all += p + "\n";
@@ -49,9 +56,9 @@ TEST_CASE("diloco is registered, picks its shape when none is given, and says it
   apply_algorithm_defaults(given, [](std::string_view option) { return option == "period" || option == "delay"; });
   CHECK(given.period == 100);
   CHECK(given.delay == 0);
-  given.fragments = 4;
-  given.outer_lr = 1.0;
-  given.outer_momentum = 0.0;
+  set_option(given, "fragments", 4);
+  set_option(given, "outer-lr", 1.0);
+  set_option(given, "outer-momentum", 0.0);
   given.compression = "int8";
   given.optimizer = "adamw";
   CHECK(describe_algorithm(settings_of(given)) ==
@@ -64,9 +71,9 @@ TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do no
   SiteConfig c = diloco_config();
   c.period = 8;
   c.delay = 9;
-  c.fragments = 9;
-  c.outer_lr = 0;
-  c.outer_momentum = 1;
+  set_option(c, "fragments", 9);
+  set_option(c, "outer-lr", 0.0);
+  set_option(c, "outer-momentum", 1.0);
   const auto all = problems_of(c);
   CHECK_THAT(all, Catch::Contains("--delay: diloco's overlap τ = 9 exceeds --period H = 8"));
   CHECK_THAT(all, Catch::Contains("--fragments: 9 must be in [1, --period 8]"));
@@ -86,8 +93,8 @@ TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do no
   SiteConfig other;
   other.name = "a";
   other.algo = "allreduce";
-  other.fragments = 2;
-  other.outer_lr = 1.0;
+  set_option(other, "fragments", 2);
+  set_option(other, "outer-lr", 1.0);
   other.compression = "int8";
   const auto refused = problems_of(other);
   CHECK_THAT(refused, Catch::Contains("--fragments: applies to diloco only (this site runs allreduce)"));
@@ -102,7 +109,7 @@ TEST_CASE("diloco sends fragments and (θ_g, m), and pins the model's length onl
   CHECK(diloco.wire_limits(settings_of(c)).pin_model_elements);
   CHECK(diloco.wire_limits(settings_of(c)).max_model_multiple == 2);
   c.period = 8;
-  c.fragments = 4;
+  set_option(c, "fragments", 4);
   CHECK_FALSE(diloco.wire_limits(settings_of(c)).pin_model_elements);
   CHECK(diloco.buffer_sizes(settings_of(c), 1000).channel_elements == 2000);
 }

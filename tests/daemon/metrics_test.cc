@@ -84,8 +84,10 @@ TEST_CASE("checkpoint age counts from the last checkpoint", "[daemon][metrics][u
   CHECK(metrics.checkpoints_written.value() == 1);
 }
 
-TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics][process]") {
-  DaemonMetrics metrics("oregon", "sgp");
+namespace {
+
+// Sets one value on every kind of metric a daemon exports, labelled families included.
+void populate(DaemonMetrics& metrics) {
   metrics.step.set(1200);
   metrics.epoch.set(3);
   metrics.train_loss.set(0.4123);
@@ -103,7 +105,14 @@ TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics]
   metrics.rejected_messages.with({"wrong_fingerprint"}).inc();
   metrics.checkpoint_failures.inc();
   metrics.checkpoint_written();
+}
 
+}  // namespace
+
+TEST_CASE("/metrics over HTTP serves every metric with its value, and nothing elsewhere",
+          "[daemon][metrics][cluster]") {
+  DaemonMetrics metrics("oregon", "sgp");
+  populate(metrics);
   MetricsServer server(metrics.registry(), "127.0.0.1:0");
   REQUIRE(server.port() > 0);
   CHECK(server.url() == std::string("http://127.0.0.1:") + std::to_string(server.port()) + "/metrics");
@@ -121,14 +130,21 @@ TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics]
     CHECK_THAT(body, Contains(name));
   }
   CHECK_THAT(http_get(server.port(), "/nothing-here"), Contains("404"));
+}
 
+TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics][unit]") {
   if (!have_promtool()) {
-    WARN("SKIPPED: promtool not found (Debian package prometheus); the exposition was not linted");
+    WARN("SKIPPED: promtool not installed (Debian package prometheus); the exposition was not linted");
     return;
   }
+  DaemonMetrics metrics("oregon", "sgp");
+  populate(metrics);
+  MetricsServer server(metrics.registry(), "127.0.0.1:0");
+  const auto response = http_get(server.port(), "/metrics");
+  REQUIRE_THAT(response, Contains("200 OK"));
   meridian::testing::TempDir tmp;
   const auto file = tmp.path() / "metrics.txt";
-  std::ofstream(file) << body;
+  std::ofstream(file) << meridian::testing::http_body(response);
   const auto out = tmp.path() / "promtool.out";
   const std::string cmd = "promtool check metrics < " + file.string() + " > " + out.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
@@ -153,7 +169,20 @@ TEST_CASE("the metrics server starts and stops cleanly many times", "[daemon][me
   MetricsRegistry registry;
   registry.gauge("up", "Up.").set(1);
   for (int i = 0; i < 20; ++i) {
-    MetricsServer server(registry, "127.0.0.1:0");
-    if (i % 5 == 0) CHECK_THAT(http_get(server.port(), "/metrics"), Contains("up 1"));
+    int port = 0;
+    {
+      MetricsServer server(registry, "127.0.0.1:0");
+      port = server.port();
+      if (i % 5 == 0) CHECK_THAT(http_get(port, "/metrics"), Contains("up 1"));
+    }
+    // Stopped: the listening socket is closed (a connection is refused: http_get fetches nothing), and
+    // the port is free again for a new server.
+    INFO("round " << i << ", port " << port);
+    CHECK(http_get(port, "/metrics").empty());
+    if (i % 5 == 0) {
+      MetricsServer again(registry, "127.0.0.1:" + std::to_string(port));
+      CHECK(again.port() == port);
+      CHECK_THAT(http_get(port, "/metrics"), Contains("up 1"));
+    }
   }
 }

@@ -21,6 +21,8 @@
 #include "tests/docker/federation_sites.h"
 #include "tests/docker/namespace_network.h"
 #include "tests/peer/node_process.h"
+#include "tests/support/child_process.h"
+#include "tests/support/fashion_mnist.h"
 
 using meridian::testing::FederationSite;
 using meridian::testing::NamespaceNetwork;
@@ -193,28 +195,28 @@ TEST_CASE("the compose sites agree on their members across network namespaces wi
   if (!fed.agree({0, 1, 2}, names)) FAIL("the three remaining sites did not agree\n" << fed.logs());
 }
 
-// `meridian start` exists once the daemon is built; before that this binary has only the bare sites.
-bool start_command_exists() {
-  const auto help = run_command({MERIDIAN_BINARY, "--help"}).output;
-  return help.find("\n  start ") != std::string::npos;
-}
+// Where Debian's dataset-fashion-mnist installs the data that the compose file mounts as /data.
+const fs::path kFashionMnist = meridian::tests::fashion_mnist_dir();
 
 TEST_CASE("the compose sites train together across network namespaces with CURVE and world4",
           "[docker][netns][process]") {
+  // What the run needs and this machine may lack: namespaces (root, iproute2, veth and bridge in the
+  // kernel: unavailable_reason() builds a trial network) and the dataset. The binary is part of the
+  // build, so its absence is a failure, not a skip.
   if (const auto reason = NamespaceNetwork::unavailable_reason()) {
     WARN("SKIPPED: cannot create network namespaces here: " << *reason);
     return;
   }
-  if (!start_command_exists()) {
-    WARN("SKIPPED: this meridian has no 'start' command yet (the daemon)");
+  if (!meridian::tests::have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
+  REQUIRE(fs::exists(MERIDIAN_BINARY));
   NamespaceFederation fed;
   const auto n = fed.sites.size();
   // The compose file's command line, with the dataset where Debian installs it instead of the /data
   // volume, and a short run: a quarter of an epoch of each site's quarter of the data.
-  for (std::size_t i = 0; i < n; ++i)
-    fed.start_site(i, {"--data-dir", "/usr/share/datasets/fashion-mnist", "--epochs", "0.25"});
+  for (std::size_t i = 0; i < n; ++i) fed.start_site(i, {"--data-dir", kFashionMnist.string(), "--epochs", "0.25"});
 
   // While they train, every site lists the same four live members, each with a rank of the same view.
   std::set<std::string> all;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "cli/algorithm_run.h"
 #include "cli/progress_log.h"
 #include "cli/site_result.h"
 #include "daemon/checkpoint.h"
@@ -16,6 +17,7 @@
 #include "gossip/round.h"
 #include "models/data/dataset.h"
 #include "models/device.h"
+#include "models/model_file.h"
 #include "peer/transport.h"
 
 namespace {
@@ -88,4 +90,7 @@ TEST_CASE("Meridian's exception classes carry the tier docs/design.md gives them
   CHECK(tier(meridian::gossip::MixError("x")) == Tier::kPeer);
   CHECK(tier(meridian::cli::SiteResultError("x")) == Tier::kPeer);
   CHECK(tier(meridian::cli::ProgressLogError("x")) == Tier::kPeer);
+  CHECK(tier(meridian::models::ModelFileError("x")) == Tier::kUser);
+  CHECK(tier(meridian::cli::SimulationFailed("x")) == Tier::kPeer);
+  CHECK(tier(meridian::cli::SimulationInterrupted("x")) == Tier::kUser);
 }

@@ -16,6 +16,7 @@
 #include "gossip/synchronous_average.h"
 #include "gossip/tensor_codec.h"
 #include "allreduce_reference.h"
+#include "error/error.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
@@ -360,7 +361,7 @@ TEST_CASE("fp16 push-sum keeps the mass home and reaches consensus", "[gossip][c
 
 TEST_CASE("push-sum refuses top-k compression", "[gossip][compression][sgp][cluster]") {
   CHECK_THROWS_AS(SiteCluster(2, MixerKind::kPushSum, {}, 1, {}, {}, 100.0, *parse_compression("topk:0.1")),
-                  std::invalid_argument);
+                  meridian::error::UserError);
 }
 
 TEST_CASE("dts with compensation off applies each average D steps late, and so ends where allreduce ends",

@@ -18,6 +18,7 @@
 #include "models/cpu_backend.h"
 #include "models/optimizer.h"
 #include "dyadic_values.h"
+#include "error/error.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
@@ -525,21 +526,21 @@ TEST_CASE("diloco refuses nonsense knobs and names its wire precisions", "[gossi
     change(config);
     return [&channel, &params, config] { Diloco d(config, channel, params); };
   };
-  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.inner_steps = 0; })(), std::invalid_argument);
-  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.fragments = 0; })(), std::invalid_argument);
-  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.fragments = 5; })(), std::invalid_argument);  // F > H
+  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.inner_steps = 0; })(), meridian::error::UserError);
+  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.fragments = 0; })(), meridian::error::UserError);
+  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.fragments = 5; })(), meridian::error::UserError);  // F > H
   CHECK_THROWS_AS(with([](DilocoConfig& c) {
                     c.inner_steps = 8;
                     c.fragments = 5;
                   })(),
-                  std::invalid_argument);  // F > n
-  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.overlap = 5; })(), std::invalid_argument);
-  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.outer_momentum = 1.0; })(), std::invalid_argument);
-  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.outer_lr = 0.0; })(), std::invalid_argument);
+                  meridian::error::UserError);  // F > n
+  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.overlap = 5; })(), meridian::error::UserError);
+  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.outer_momentum = 1.0; })(), meridian::error::UserError);
+  CHECK_THROWS_AS(with([](DilocoConfig& c) { c.outer_lr = 0.0; })(), meridian::error::UserError);
   CHECK_THROWS_AS(with([](DilocoConfig& c) {
                     c.wire = CompressionSpec{Encoding::kTopK, 0.01};
                   })(),
-                  std::invalid_argument);
+                  meridian::error::UserError);
   CHECK_NOTHROW(with([](DilocoConfig& c) { c.overlap = 4; })());
   CHECK(diloco_wire_name(*parse_compression("none")) == "fp32");
   CHECK(diloco_wire_name(*parse_compression("fp16")) == "fp16");

@@ -10,6 +10,7 @@
 #include "gossip/mix_server.h"
 #include "gossip/synchronous_average.h"
 #include "allreduce_reference.h"
+#include "error/error.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
@@ -230,12 +231,12 @@ TEST_CASE("dts refuses nonsense knobs", "[gossip][dts][unit]") {
   std::vector<float> w(3), u(2);
   DtsConfig config;
   config.period = 0;
-  CHECK_THROWS_AS(Dts(config, channel, w, u), std::invalid_argument);
+  CHECK_THROWS_AS(Dts(config, channel, w, u), meridian::error::UserError);
   config.period = 1;
   config.momentum = 0.9;
-  CHECK_THROWS_AS(Dts(config, channel, w, u), std::invalid_argument);
+  CHECK_THROWS_AS(Dts(config, channel, w, u), meridian::error::InternalError);
   config.momentum = 1.0;
-  CHECK_THROWS_AS(Dts(config, channel, w, w), std::invalid_argument);
+  CHECK_THROWS_AS(Dts(config, channel, w, w), meridian::error::UserError);
 }
 
 // When every quantity is exactly representable (integer gradients, γ = 1/8, m = 1/2, a short run so

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "error/error.h"
 #include "gossip/exponential_graph.h"
 #include "gossip/push_sum.h"
 #include "gossip/push_sum_step_scale.h"
@@ -268,10 +269,10 @@ TEST_CASE("a step scale resumed from its weight average continues bit for bit", 
   }
   CHECK(fresh_differs);
 
-  CHECK_THROWS_AS(resumed.resume(0.0), std::invalid_argument);
-  CHECK_THROWS_AS(resumed.resume(-1.0), std::invalid_argument);
-  CHECK_THROWS_AS(resumed.resume(std::nan("")), std::invalid_argument);
-  CHECK_THROWS_AS(resumed.resume(std::numeric_limits<double>::infinity()), std::invalid_argument);
+  CHECK_THROWS_AS(resumed.resume(0.0), meridian::error::UserError);
+  CHECK_THROWS_AS(resumed.resume(-1.0), meridian::error::UserError);
+  CHECK_THROWS_AS(resumed.resume(std::nan("")), meridian::error::UserError);
+  CHECK_THROWS_AS(resumed.resume(std::numeric_limits<double>::infinity()), meridian::error::UserError);
 }
 
 TEST_CASE("PushSum restored with a weight average steps with that gain from the first step", "[gossip][sgp][unit]") {
@@ -281,6 +282,6 @@ TEST_CASE("PushSum restored with a weight average steps with that gain from the 
     CHECK(sgp.weight_average() == 0.5);
     sgp.step(0, update);
     CHECK((0.0f - model[0]) * 1024.0 == Approx(2.0).epsilon(1e-6));
-    CHECK_THROWS_AS(sgp.restore(start, 0.5, 0.0), std::invalid_argument);
+    CHECK_THROWS_AS(sgp.restore(start, 0.5, 0.0), meridian::error::UserError);
   });
 }

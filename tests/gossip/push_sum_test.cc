@@ -10,6 +10,7 @@
 #include "gossip/exponential_graph.h"
 #include "gossip/push_sum.h"
 #include "dyadic_values.h"
+#include "error/error.h"
 #include "site_cluster.h"
 
 using namespace meridian::gossip;
@@ -275,9 +276,9 @@ TEST_CASE("push-sum resumes from a checkpoint and refuses a bad one", "[gossip][
   sgp.restore(saved, 1.5);
   CHECK(model == std::vector<float>{2.0f, 4.0f});
   CHECK(sgp.weight() == 1.5);
-  CHECK_THROWS_AS(sgp.restore(std::vector<float>{1.0f}, 1.0), std::invalid_argument);
-  CHECK_THROWS_AS(sgp.restore(saved, 0.0), std::invalid_argument);
-  CHECK_THROWS_AS(sgp.restore(saved, std::nan("")), std::invalid_argument);
+  CHECK_THROWS_AS(sgp.restore(std::vector<float>{1.0f}, 1.0), meridian::error::UserError);
+  CHECK_THROWS_AS(sgp.restore(saved, 0.0), meridian::error::UserError);
+  CHECK_THROWS_AS(sgp.restore(saved, std::nan("")), meridian::error::UserError);
 }
 
 TEST_CASE("push-sum's model is x / w rounded once to float, whatever w", "[gossip][sgp][unit]") {
@@ -362,7 +363,7 @@ TEST_CASE("a push-sum step given the model before and after, or changed in place
   MixChannel channel;
   std::vector<float> model(3);
   PushSum sgp({}, channel, model);
-  CHECK_THROWS_AS(sgp.step(0, std::vector<float>(3), std::vector<float>(2)), std::invalid_argument);
+  CHECK_THROWS_AS(sgp.step(0, std::vector<float>(3), std::vector<float>(2)), meridian::error::InternalError);
 }
 
 TEST_CASE("push-sum's fused pass gives the bits of the update, the mixing and the refresh run one after the other",

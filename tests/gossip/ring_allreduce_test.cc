@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "error/error.h"
 #include "gossip/inbox.h"
 #include "gossip/ring_allreduce.h"
 #include "peer/in_memory_transport.h"
@@ -140,7 +141,7 @@ TEST_CASE("ring all-reduce rejects a piece of the wrong size without touching th
   std::vector<float> data(4, 1.0f);
   CHECK(ring.run(names, Round{0, 0, 0}, data, Clock::now() + 50ms) == RoundStatus::kAbandoned);
   CHECK(ring.rejected() == 1);
-  CHECK_THROWS_AS(ring.run({names[1]}, Round{}, data, Clock::now()), std::invalid_argument);
+  CHECK_THROWS_AS(ring.run({names[1]}, Round{}, data, Clock::now()), meridian::error::InternalError);
 }
 
 TEST_CASE("the inbox hands out matching mail in order and bounds what nobody asks for", "[gossip][cluster]") {

@@ -2,6 +2,7 @@
 // `meridian devices` command run as a real process. These run in the CPU build too.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "models/device.h"
@@ -67,12 +68,36 @@ TEST_CASE("cuda[:N] selects that device or fails with the reason", "[models][dev
 
 TEST_CASE("probing this machine never throws and explains an absent device", "[models][device][unit]") {
   const CudaAvailability cuda = probe_cuda();
+  INFO("devices: " << cuda.device_count << ", reason: " << cuda.reason);
+  // Either devices or a reason, never both or neither.
   CHECK(cuda.device_count >= 0);
+  CHECK((cuda.device_count == 0) == !cuda.reason.empty());
+#if MERIDIAN_HAVE_CUDA
+  // The runtime's own words: a device count of 0, or an error named after its enum.
   if (cuda.device_count == 0) {
-    CHECK_FALSE(cuda.reason.empty());
+    CHECK((cuda.reason == "the CUDA runtime reports 0 devices" || cuda.reason.find("(cudaError") != std::string::npos));
   }
+#else
+  CHECK(cuda.device_count == 0);
+  CHECK(cuda.reason.starts_with("this build has no CUDA backend"));
+#endif
+  // The runtime sees a device only through the NVIDIA driver, whose control node every device needs.
+  if (cuda.device_count > 0) CHECK(std::filesystem::exists("/dev/nvidiactl"));
+
+  // The same machine probed again gives the same answer.
+  const CudaAvailability again = probe_cuda();
+  CHECK(again.device_count == cuda.device_count);
+  CHECK(again.reason == cuda.reason);
+
+  // auto follows the probe and says why.
   const DeviceSelection selection = select_device("auto");
   CHECK(selection.device.is_cuda() == (cuda.device_count > 0));
+  if (cuda.device_count > 0) {
+    CHECK(selection.explanation ==
+          "auto: " + std::to_string(cuda.device_count) + " CUDA device(s) found; training on cuda:0");
+  } else {
+    CHECK(selection.explanation == "auto: no CUDA device: " + cuda.reason + "; training on the CPU");
+  }
 }
 
 TEST_CASE("meridian devices --device cuda fails cleanly with the reason where there is no GPU",

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "error/error.h"
 #include "models/lr_schedule.h"
 
 using namespace meridian::models;
@@ -64,9 +65,9 @@ TEST_CASE("linear warm-up precedes the schedule", "[models][schedule][unit]") {
 TEST_CASE("schedules reject nonsense", "[models][schedule][unit]") {
   ScheduleConfig c;
   c.base_lr = 0.0f;
-  CHECK_THROWS_AS(LearningRateSchedule(c), std::invalid_argument);
+  CHECK_THROWS_AS(LearningRateSchedule(c), meridian::error::UserError);
   c.base_lr = 0.1f;
   c.step_size = 0;
-  CHECK_THROWS_AS(LearningRateSchedule(c), std::invalid_argument);
-  CHECK_THROWS_AS(parse_schedule_kind("linear"), std::invalid_argument);
+  CHECK_THROWS_AS(LearningRateSchedule(c), meridian::error::UserError);
+  CHECK_THROWS_AS(parse_schedule_kind("linear"), meridian::error::UserError);
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
 #include "models/model_file.h"
@@ -132,7 +133,7 @@ TEST_CASE("--model takes a built-in name or the path of a model file", "[models]
   try {
     make_model("resnet9", {1, 28, 28}, 10, {}, backend, 1);
     FAIL("no error");
-  } catch (const std::invalid_argument& e) {
+  } catch (const meridian::error::UserError& e) {
     CHECK(std::string(e.what()) ==
           "unknown model 'resnet9' (expected logreg, mlp, mlp-bn, cnn, resnet8, resnet20, or the path of a model "
           "file, see docs/models.md)");

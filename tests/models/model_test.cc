@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "error/error.h"
 #include "models/cpu_backend.h"
 #include "models/minibatcher.h"
 #include "models/model_factory.h"
@@ -109,13 +110,13 @@ TEST_CASE("steps reuse their buffers and give the same result twice", "[models][
 TEST_CASE("models reject mismatched data", "[models][model][unit]") {
   auto model = make_mlp({1, 4, 4}, {8}, 3, cpu(), 1);
   Dataset wrong = blobs(10, 5, 3, 1);
-  CHECK_THROWS_AS(model->evaluate(wrong), std::invalid_argument);
+  CHECK_THROWS_AS(model->evaluate(wrong), meridian::error::UserError);
   std::vector<float> x(16, 0.0f);
   std::vector<std::int32_t> bad{3};
-  CHECK_THROWS_AS(model->forward_backward(x.data(), bad.data(), 1), std::out_of_range);
-  CHECK_THROWS_AS(model->forward_backward(x.data(), bad.data(), 0), std::invalid_argument);
-  CHECK_THROWS_AS(make_model("resnet", {1, 28, 28}, 10, {}, cpu(), 1), std::invalid_argument);
-  CHECK_THROWS_AS(make_cnn({1, 8, 8}, 10, cpu(), 1), std::invalid_argument);
+  CHECK_THROWS_AS(model->forward_backward(x.data(), bad.data(), 1), meridian::error::UserError);
+  CHECK_THROWS_AS(model->forward_backward(x.data(), bad.data(), 0), meridian::error::InternalError);
+  CHECK_THROWS_AS(make_model("resnet", {1, 28, 28}, 10, {}, cpu(), 1), meridian::error::UserError);
+  CHECK_THROWS_AS(make_cnn({1, 8, 8}, 10, cpu(), 1), meridian::error::UserError);
 }
 
 TEST_CASE("training learns a separable problem with every optimizer", "[models][model][training][unit]") {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "models/batch_norm.h"
 #include "models/cpu_backend.h"
 #include "models/dropout.h"
@@ -110,7 +111,7 @@ TEST_CASE(
   model->write_state(shifted);
   const float* after = model->forward(x.data(), batch);
   CHECK(after[0] != before[0]);
-  CHECK_THROWS_AS(model->write_state(std::vector<float>(5)), std::invalid_argument);
+  CHECK_THROWS_AS(model->write_state(std::vector<float>(5)), meridian::error::InternalError);
 }
 
 TEST_CASE("threads that split the batch leave the running means where one thread would",
@@ -205,12 +206,12 @@ TEST_CASE("dropout masks follow the model's seed and differ between batch-splitt
 }
 
 TEST_CASE("batch norm, group norm and dropout reject settings that mean nothing", "[models][normalization][unit]") {
-  CHECK_THROWS_AS(BatchNorm(Shape{3, 1, 1}, 1.5f), std::invalid_argument);
-  CHECK_THROWS_AS(BatchNorm(Shape{3, 1, 1}, 0.1f, 0.0f), std::invalid_argument);
-  CHECK_THROWS_AS(GroupNorm(Shape{6, 2, 2}, 4), std::invalid_argument);
-  CHECK_THROWS_AS(GroupNorm(Shape{6, 2, 2}, 0), std::invalid_argument);
-  CHECK_THROWS_AS(Dropout(Shape{3, 1, 1}, 1.0f), std::invalid_argument);
-  CHECK_THROWS_AS(Dropout(Shape{3, 1, 1}, -0.1f), std::invalid_argument);
+  CHECK_THROWS_AS(BatchNorm(Shape{3, 1, 1}, 1.5f), meridian::error::UserError);
+  CHECK_THROWS_AS(BatchNorm(Shape{3, 1, 1}, 0.1f, 0.0f), meridian::error::UserError);
+  CHECK_THROWS_AS(GroupNorm(Shape{6, 2, 2}, 4), meridian::error::UserError);
+  CHECK_THROWS_AS(GroupNorm(Shape{6, 2, 2}, 0), meridian::error::UserError);
+  CHECK_THROWS_AS(Dropout(Shape{3, 1, 1}, 1.0f), meridian::error::UserError);
+  CHECK_THROWS_AS(Dropout(Shape{3, 1, 1}, -0.1f), meridian::error::UserError);
 }
 
 namespace {

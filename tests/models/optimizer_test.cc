@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "models/cpu_backend.h"
 #include "models/optimizer.h"
 #include "models/worker_pool.h"
@@ -149,9 +150,9 @@ TEST_CASE("AdamW decays the weights apart from the gradient, unlike Adam's L2 te
 TEST_CASE("optimizer validates sizes and coefficients", "[models][optimizer][unit]") {
   auto opt = make(OptimizerKind::sgd, 0.1f, 3);
   std::vector<float> w(2), g(2);
-  CHECK_THROWS_AS(opt.step(w, g), std::invalid_argument);
-  CHECK_THROWS_AS(make(OptimizerKind::momentum, 0.1f, 3, 0.0f, 1.0f), std::invalid_argument);
-  CHECK_THROWS_AS(parse_optimizer_kind("rmsprop"), std::invalid_argument);
+  CHECK_THROWS_AS(opt.step(w, g), meridian::error::InternalError);
+  CHECK_THROWS_AS(make(OptimizerKind::momentum, 0.1f, 3, 0.0f, 1.0f), meridian::error::UserError);
+  CHECK_THROWS_AS(parse_optimizer_kind("rmsprop"), meridian::error::UserError);
   CHECK(parse_optimizer_kind("nesterov") == OptimizerKind::nesterov);
   CHECK(parse_optimizer_kind("adamw") == OptimizerKind::adamw);
 }

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "error/error.h"
 #include "peer/in_memory_transport.h"
 
 using namespace meridian::peer;
@@ -37,7 +38,7 @@ TEST_CASE("in-memory transport drops mail to and from a killed site", "[peer][in
   b->send("a", Message{});
   CHECK(net->dropped() == 2);
   CHECK_FALSE(a->receive(10ms));
-  CHECK_THROWS_AS(net->endpoint("nobody"), std::invalid_argument);
+  CHECK_THROWS_AS(net->endpoint("nobody"), meridian::error::InternalError);
 }
 
 TEST_CASE("in-memory views take effect at their announced round", "[peer][in_memory][cluster]") {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "error/error.h"
 #include "peer/in_memory_transport.h"
 #include "peer/payload_sink.h"
 
@@ -109,7 +110,7 @@ TEST_CASE("a payload sink refuses a non-finite payload and never writes the bad 
   std::vector<float> out(3);
   PayloadSink sink{nullptr, 3, out, {}, 1.0f, {}};
   std::vector<float> wrong(4);
-  CHECK_THROWS_AS((void)sink.apply(bytes(wrong)), std::invalid_argument);
+  CHECK_THROWS_AS((void)sink.apply(bytes(wrong)), meridian::error::PeerError);
 }
 
 TEST_CASE("the default receive_into applies accepted payloads and hands back the rest", "[peer][sink][cluster]") {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "error/error.h"
 #include "peer/wan_model.h"
 
 using namespace meridian::peer;
@@ -36,7 +37,7 @@ TEST_CASE("world4 has the one-way latencies of docs/wan-emulation.md", "[peer][w
   CHECK(w.region_index("tokyo") == 3u);
   CHECK_FALSE(w.region_index("paris"));
   CHECK_THROWS_WITH(w.link("oregon", "paris"), Contains("unknown region \"paris\"") && Contains("oregon, ohio"));
-  CHECK_THROWS_AS(w.link(0, 4), std::out_of_range);
+  CHECK_THROWS_AS(w.link(0, 4), meridian::error::InternalError);
 }
 
 TEST_CASE("world4 takes jitter, bandwidth and loss for every link but keeps its latencies",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "error/error.h"
 #include "models/data/batch_order.h"
 
 using namespace meridian::models::data;
@@ -55,8 +56,8 @@ TEST_CASE("batch order resumes from a saved position with exactly the same batch
 TEST_CASE("batch order depends on its seed and rejects nonsense", "[data][batch_order][unit]") {
   CHECK(BatchOrder::permutation(50, 1, 0) == BatchOrder::permutation(50, 1, 0));
   CHECK(BatchOrder::permutation(50, 1, 0) != BatchOrder::permutation(50, 2, 0));
-  CHECK_THROWS_AS(BatchOrder(0, 1), std::invalid_argument);
-  CHECK_THROWS_AS(BatchOrder(10, 1, BatchPosition{0, 11}), std::invalid_argument);
+  CHECK_THROWS_AS(BatchOrder(0, 1), meridian::error::UserError);
+  CHECK_THROWS_AS(BatchOrder(10, 1, BatchPosition{0, 11}), meridian::error::UserError);
   BatchOrder order(10, 1);
-  CHECK_THROWS_AS(order.next(0), std::invalid_argument);
+  CHECK_THROWS_AS(order.next(0), meridian::error::UserError);
 }

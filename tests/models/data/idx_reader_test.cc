@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "models/data/idx_reader.h"
 #include "models/data/partition.h"
 #include "tests/models/data/gzip_bytes.h"
@@ -110,7 +111,7 @@ TEST_CASE("IDX reader with a row selection keeps exactly those rows, as a subset
     for (const std::vector<std::size_t>& bad :
          {std::vector<std::size_t>{2, 0}, std::vector<std::size_t>{1, 1}, std::vector<std::size_t>{3}}) {
       CHECK_THROWS_AS(read_idx(images, labels, 10, [&](std::span<const std::int32_t>) { return bad; }),
-                      std::invalid_argument);
+                      meridian::error::InternalError);
     }
   }
   SECTION("a truncated images file fails whatever the selection keeps") {

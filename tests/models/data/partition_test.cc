@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "error/error.h"
 #include "models/data/partition.h"
 
 using namespace meridian::models::data;
@@ -146,8 +147,8 @@ TEST_CASE("partition refuses impossible requests with a clear error", "[data][pa
   const Dataset data = numbered(3, 2);
   CHECK_THROWS_WITH(partition(data, {}, 0, 4, 1), Contains("3 rows cannot give each of 4 sites"));
   CHECK_THROWS_AS(partition(data, {}, 0, 4, 1), DataError);
-  CHECK_THROWS_AS(partition(data, {}, 3, 3, 1), std::invalid_argument);
-  CHECK_THROWS_AS(partition(data, {}, 0, 0, 1), std::invalid_argument);
+  CHECK_THROWS_AS(partition(data, {}, 3, 3, 1), meridian::error::UserError);
+  CHECK_THROWS_AS(partition(data, {}, 0, 0, 1), meridian::error::UserError);
   Dataset bad = data;
   bad.labels[1] = 2;
   CHECK_THROWS_WITH(partition(bad, {}, 0, 1, 1), Contains("label 2 of row 1 is out of range"));

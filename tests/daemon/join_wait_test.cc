@@ -1,0 +1,118 @@
+// How long a starting site waits for its federation, through real `meridian start` processes on
+// 127.0.0.1 (docs/operations.md, "Starting"): training begins once --min-sites sites (default
+// --site-count) are in the view; a site that does not see them within --join-timeout seconds gives up
+// with exit code 1 and the list of the sites it did reach, so that the operator sees who is missing.
+// The sites train on a small CSV table, which they load in milliseconds.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/daemon/site_process.h"
+#include "tests/daemon/temp_dir.h"
+
+namespace fs = std::filesystem;
+using meridian::testing::SiteProcess;
+using meridian::testing::TempDir;
+
+namespace {
+
+fs::path write_table(const fs::path& dir) {
+  const fs::path file = dir / "table.csv";
+  std::ofstream out(file);
+  out << "x,y,label\n";
+  for (int i = 0; i < 64; ++i) out << i % 7 << "," << (i * 3) % 5 << "," << (i % 2 == 0 ? "even" : "odd") << "\n";
+  return file;
+}
+
+// Site `name` of a federation of `site_count` that waits for `min_sites` of them (0: all) for at most
+// `join_timeout` seconds.
+std::vector<std::string> site_args(const std::string& name, int index, int site_count, int min_sites,
+                                   const std::string& join_timeout, const fs::path& table) {
+  return {"--name",
+          name,
+          "--insecure",
+          "--listen",
+          "tcp://127.0.0.1:0",
+          "--metrics-address",
+          "off",
+          "--threads",
+          "1",
+          "--site-index",
+          std::to_string(index),
+          "--site-count",
+          std::to_string(site_count),
+          "--min-sites",
+          std::to_string(min_sites),
+          "--join-timeout",
+          join_timeout,
+          "--dataset",
+          "csv",
+          "--train-csv",
+          table.string(),
+          "--model",
+          "mlp",
+          "--widths",
+          "8",
+          "--batch",
+          "8",
+          "--algo",
+          "allreduce",
+          "--seed",
+          "3"};
+}
+
+}  // namespace
+
+TEST_CASE("a site alone past --join-timeout gives up with exit code 1, naming the only site it reached",
+          "[process][daemon][join]") {
+  TempDir dir;
+  const auto table = write_table(dir.path());
+  SiteProcess alone(dir.path() / "alone", site_args("alone", 0, 2, 0, "0.5", table));
+  const int code = alone.wait_exit();
+  INFO(alone.log());
+  CHECK(code == 1);
+  CHECK(alone.log().find("meridian: error: gave up after --join-timeout 500 ms: 1 of 2 sites reachable (alone); "
+                         "check --join addresses, the roster and that the other sites are running") !=
+        std::string::npos);
+  CHECK_FALSE(alone.has_result());
+  CHECK(alone.checkpoints().empty());  // it never trained
+}
+
+TEST_CASE("a site short of --min-sites past --join-timeout names the sites it reached and how many it needed",
+          "[process][daemon][join]") {
+  TempDir dir;
+  const auto table = write_table(dir.path());
+  // Four sites in the federation, of which `patient` waits for all and `hasty` for three; only these two
+  // run. `patient` outwaits the test.
+  const auto launched = std::chrono::steady_clock::now();
+  SiteProcess patient(dir.path() / "patient", site_args("patient", 0, 4, 0, "600", table));
+  const auto endpoint = patient.endpoint();
+  REQUIRE_FALSE(endpoint.empty());
+  // How long `patient` took from its launch to listening is this machine's pace now. `hasty` only has
+  // to reach a site that already listens, which is far less work: ten times that, plus a second, is
+  // its deadline, so that a loaded machine cannot make it give up before it reached `patient`.
+  const double pace = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
+  auto hasty_args = site_args("hasty", 1, 4, 3, std::to_string(10 * pace + 1), table);
+  hasty_args.insert(hasty_args.end(), {"--join", endpoint});
+  SiteProcess hasty(dir.path() / "hasty", hasty_args);
+
+  const int code = hasty.wait_exit();
+  const auto log = hasty.log();
+  INFO("hasty:\n" << log << "\npatient:\n" << patient.log());
+  CHECK(code == 1);
+  CHECK(log.find("waiting for 3 sites in the view") != std::string::npos);
+  CHECK(log.find("meridian: error: gave up after --join-timeout ") != std::string::npos);
+  CHECK(log.find(": 2 of 3 sites reachable (hasty, patient); check --join addresses") != std::string::npos);
+  CHECK_FALSE(hasty.has_result());
+  // The site that still waits saw `hasty` come; it is not bound by the other's deadline.
+  CHECK_FALSE(patient.exited());
+  patient.signal(SIGINT);
+  CHECK(patient.wait_exit() == 0);
+}

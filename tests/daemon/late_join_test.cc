@@ -1,0 +1,116 @@
+// A site that joins a federation already training, through real `meridian start` processes on
+// 127.0.0.1: it takes the run's last round from a peer that trains (daemon/run_plan.h) instead of
+// planning from its own data, so it ends with the others rather than waiting for rounds they never
+// start. run_plan_test.cc covers the plan's encoding; this covers the agreement between processes.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "daemon/checkpoint.h"
+#include "daemon/control_client.h"
+#include "tests/daemon/site_process.h"
+#include "tests/daemon/temp_dir.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
+
+namespace fs = std::filesystem;
+using meridian::testing::eventually;
+using meridian::testing::SiteProcess;
+using meridian::testing::TempDir;
+
+namespace {
+
+// Site `index` of three on an iid split of Fashion-MNIST (312 steps per epoch), of which two suffice
+// to start training.
+std::vector<std::string> site_args(int index, const std::string& epochs) {
+  return {"--name",
+          "s" + std::to_string(index),
+          "--insecure",
+          "--listen",
+          "tcp://127.0.0.1:0",
+          "--metrics-address",
+          "off",
+          "--threads",
+          "1",
+          "--site-index",
+          std::to_string(index),
+          "--site-count",
+          "3",
+          "--min-sites",
+          "2",
+          "--algo",
+          "allreduce",
+          "--epochs",
+          epochs,
+          "--eval-every",
+          "1000000",
+          "--seed",
+          "7"};
+}
+
+std::uint64_t final_step(const SiteProcess& site) {
+  const auto result = nlohmann::json::parse(meridian::tests::file_contents(site.run_dir() / "result.json"));
+  return meridian::daemon::read_checkpoint_file(result["final_checkpoint"].get<std::string>()).step;
+}
+
+}  // namespace
+
+TEST_CASE("a site that joins a running federation takes the end round from a peer and finishes with the others",
+          "[process][daemon][plan][join]") {
+  if (!meridian::tests::have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  // s0 and s1 plan 3 epochs (936 steps); the late s2 would plan 4 (1248) from its own data.
+  SiteProcess s0(dir.path() / "s0", site_args(0, "3"));
+  const auto endpoint = s0.endpoint();
+  REQUIRE_FALSE(endpoint.empty());
+  auto s1_args = site_args(1, "3");
+  s1_args.insert(s1_args.end(), {"--join", endpoint});
+  SiteProcess s1(dir.path() / "s1", s1_args);
+  // Late: s0 and s1 have agreed on the run and train before s2 exists.
+  meridian::daemon::ControlClient control((s0.run_dir() / "control.sock").string());
+  const bool training = eventually([&] {
+    if (s0.exited()) return true;
+    try {
+      return control.status().state == "training";
+    } catch (const std::exception&) {
+      return false;  // the control socket is not up yet
+    }
+  });
+  INFO("s0:\n" << s0.log());
+  REQUIRE(training);
+  REQUIRE_FALSE(s0.exited());
+  auto s2_args = site_args(2, "4");
+  s2_args.insert(s2_args.end(), {"--join", endpoint});
+  SiteProcess s2(dir.path() / "s2", s2_args);
+
+  std::vector<int> codes;
+  for (auto* s : {&s0, &s1, &s2}) codes.push_back(s->wait_exit(std::chrono::seconds(600)));
+  const auto log = s2.log();
+  INFO("s1:\n" << s1.log() << "\ns2:\n" << log);
+  for (const int code : codes) REQUIRE(code == 0);
+
+  // s0 and s1 started together and planned 3 epochs from the round they started at.
+  std::smatch view;
+  const auto s0_log = s0.log();
+  REQUIRE(std::regex_search(s0_log, view, std::regex("view [0-9]+ from round ([0-9]+): ")));
+  const auto run_start = std::stoull(view[1]);
+  // s2 started in a later view, and took the run's end from a peer rather than from its own 4 epochs.
+  REQUIRE(std::regex_search(log, view, std::regex("view [0-9]+ from round ([0-9]+): ")));
+  CHECK(std::stoull(view[1]) > run_start);
+  std::smatch plan;
+  REQUIRE(
+      std::regex_search(log, plan, std::regex("joining a running federation: 's[01]' trains until round ([0-9]+)")));
+  const auto end_round = std::stoull(plan[1]);
+  CHECK(end_round == run_start + 3 * 312);
+  // Everybody ends at that round.
+  CHECK(final_step(s0) == end_round);
+  CHECK(final_step(s1) == end_round);
+  CHECK(final_step(s2) == end_round);
+}
