@@ -30,7 +30,8 @@ namespace {
 
 const std::string kFashionMnist = meridian::tests::fashion_mnist_dir().string();
 
-// Site `index` of three, with a checkpoint every half second so that the victim has one to come back
+// Site `index` of three, for 3 epochs (936 rounds: room for the victim to come back before the end on a
+// fast machine), with a checkpoint every half second so that the victim has one to come back
 // to. A round that a live but slow site misses is abandoned, and the survivors wait for a view without
 // it that never comes: on a loaded machine only the killed site may miss one. So the heartbeat timeout
 // docs/operations.md gives for a loaded 2-core machine, and a round deadline of twice that; the
@@ -52,7 +53,7 @@ std::vector<std::string> site_args(int index, const std::string& algo) {
           "--algo",
           algo,
           "--epochs",
-          "2",
+          "3",
           "--eval-every",
           "1000000",
           "--seed",
