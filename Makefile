@@ -9,13 +9,14 @@ CMAKE_FLAGS ?=
 # TARGET=NAME builds one CMake target (and what it needs) instead of everything.
 TARGET ?=
 
-.PHONY: all build deps test demo bench bench-wan sanitize fuzz endurance gpu-kit docker-check format clean help
+.PHONY: all build deps test test-fast demo bench bench-wan sanitize fuzz endurance gpu-kit docker-check format clean help
 
 all: build
 
 help:
 	@echo "make            build everything into $(BUILD)/ (the command is $(BUILD)/meridian)"
 	@echo "make test       build and run the whole test suite"
+	@echo "make test-fast  build the tests and run only the in-process [unit] cases (seconds)"
 	@echo "make demo       train across several local sites with an emulated WAN and print the result"
 	@echo "make bench      run the benchmarks side by side with their peers (writes docs/benchmarks.md)"
 	@echo "make bench-wan  the papers' experiments under the emulated WAN, ~30 min (writes docs/results.md);"
@@ -39,6 +40,11 @@ test:
 	@scripts/install-deps test
 	@$(MAKE) --no-print-directory build
 	@scripts/run-tests $(BUILD)
+
+test-fast:
+	@scripts/install-deps test
+	@$(MAKE) --no-print-directory build TARGET=meridian_tests
+	@scripts/run-tests $(BUILD) "[unit]"
 
 # The demo needs only the `meridian` command: building the test suite too would triple its wait on a
 # fresh 2-core machine.

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/file_contents.h"
+
 namespace {
 
 std::string row(const std::string& algo, double sps, double acc) {
@@ -26,16 +28,10 @@ std::string record(const std::string& label, const std::string& rows, const std:
          R"( "status": 0, "result": {"results": [)" + rows + "]}" + more + "}";
 }
 
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
-TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differences from simulate's JSON", "[bench]") {
+TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differences from simulate's JSON",
+          "[bench][process]") {
   if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0) {
     WARN("SKIPPED: python3 is not installed");
     return;
@@ -61,7 +57,7 @@ TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differenc
                               "/bench/bench_wan.py --quick --report-only --out " + dir.string() + " --doc " +
                               (dir / "results.md").string() + " >/dev/null 2>&1";
   REQUIRE(std::system(command.c_str()) == 0);
-  const std::string doc = read(dir / "results.md");
+  const std::string doc = meridian::tests::file_contents(dir / "results.md");
   INFO(doc);
   // local 50 ms; allreduce 500 and 250 ms -> efficiency 0.10 and 0.20, median 0.15; dts 62.5 and 50 ms.
   CHECK(doc.find("| 100 ms | 2.0 |") != std::string::npos);
@@ -71,7 +67,7 @@ TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differenc
   CHECK(doc.find("Load average 2.5 before, 3.5 after") != std::string::npos);
   CHECK(doc.find("_Not run in this plan._") != std::string::npos);  // experiments 2, 3, 5, 6
   CHECK(doc.find("QUICK variant") != std::string::npos);
-  const std::string svg = read(dir / "results" / "latency-efficiency-4.svg");
+  const std::string svg = meridian::tests::file_contents(dir / "results" / "latency-efficiency-4.svg");
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(svg.find("allreduce") != std::string::npos);
   std::filesystem::remove_all(dir);

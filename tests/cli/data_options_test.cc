@@ -15,6 +15,7 @@
 #include "tests/daemon/temp_dir.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/models/data/npy_bytes.h"
+#include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
 
 namespace fs = std::filesystem;
@@ -81,7 +82,8 @@ meridian::tests::CommandOutput start_local(const fs::path& dir, const std::strin
 
 }  // namespace
 
-TEST_CASE("train reads a PNG image folder named by --train and --test and reports test accuracy", "[cli][data]") {
+TEST_CASE("train reads a PNG image folder named by --train and --test and reports test accuracy",
+          "[cli][data][process]") {
   TempDir dir;
   write_image_folder(dir.path() / "train", 24, 1);
   write_image_folder(dir.path() / "test", 8, 9000);
@@ -97,7 +99,8 @@ TEST_CASE("train reads a PNG image folder named by --train and --test and report
   CHECK(result["dataset"] == (dir.path() / "train").string());
 }
 
-TEST_CASE("train reads an .npz pair, and without --test reports that there is no test accuracy", "[cli][data]") {
+TEST_CASE("train reads an .npz pair, and without --test reports that there is no test accuracy",
+          "[cli][data][process]") {
   TempDir dir;
   write_npz(dir.path() / "train.npz", 64, 1);
   write_npz(dir.path() / "test.npz", 32, 5000);
@@ -116,7 +119,7 @@ TEST_CASE("train reads an .npz pair, and without --test reports that there is no
   CHECK(alone.output.find("no test accuracy: no --test given") != std::string::npos);
 }
 
-TEST_CASE("a class list naming a class the data lacks is accepted by train, start and eval", "[cli][data]") {
+TEST_CASE("a class list naming a class the data lacks is accepted by train, start and eval", "[cli][data][process]") {
   TempDir dir;
   write_image_folder(dir.path() / "train", 16, 1);
   write_image_folder(dir.path() / "test", 8, 9000);
@@ -147,7 +150,7 @@ TEST_CASE("a class list naming a class the data lacks is accepted by train, star
   CHECK(evaluated_accuracy == Approx(accuracy).margin(1e-6));
 }
 
-TEST_CASE("bad data options are refused with every problem named by its option", "[cli][data]") {
+TEST_CASE("bad data options are refused with every problem named by its option", "[cli][data][process]") {
   TempDir dir;
   const std::string missing = shell_path(dir.path() / "no-such-folder");
   SECTION("train") {
@@ -185,7 +188,8 @@ TEST_CASE("bad data options are refused with every problem named by its option",
   }
 }
 
-TEST_CASE("simulate hands --train, --test and --classes to every site, which split the data", "[cli][data][simulate]") {
+TEST_CASE("simulate hands --train, --test and --classes to every site, which split the data",
+          "[cli][data][simulate][process]") {
   TempDir dir;
   write_npz(dir.path() / "train.npz", 64, 1);
   write_npz(dir.path() / "test.npz", 32, 5000);
@@ -198,8 +202,7 @@ TEST_CASE("simulate hands --train, --test and --classes to every site, which spl
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   for (const char* site : {"site-0", "site-1"}) {
-    std::ifstream toml(out / "local" / site / "site.toml");
-    const std::string text((std::istreambuf_iterator<char>(toml)), std::istreambuf_iterator<char>());
+    const std::string text = meridian::tests::file_contents(out / "local" / site / "site.toml");
     CHECK(text.find("train = \"" + (dir.path() / "train.npz").string() + "\"") != std::string::npos);
     CHECK(text.find("classes = \"0,1\"") != std::string::npos);
     std::ifstream result_file(out / "local" / site / "result.json");
@@ -212,7 +215,7 @@ TEST_CASE("simulate hands --train, --test and --classes to every site, which spl
   }
 }
 
-TEST_CASE("start trains on an image folder with --augment crop and flip", "[cli][data]") {
+TEST_CASE("start trains on an image folder with --augment crop and flip", "[cli][data][process]") {
   TempDir dir;
   write_image_folder(dir.path() / "train", 16, 1);
   write_image_folder(dir.path() / "test", 8, 9000);

@@ -208,7 +208,7 @@ std::vector<Example> help_examples() {
 
 }  // namespace
 
-TEST_CASE("the meridian commands shown in docs/ parse and pass the configuration checks", "[cli][docs]") {
+TEST_CASE("the meridian commands shown in docs/ parse and pass the configuration checks", "[cli][docs][unit]") {
   Checker checker;
   for (const auto& example : doc_examples()) checker.check(example);
   INFO(checker.checked << " checked, " << checker.mentions << " mentions, " << checker.templates << " templates");
@@ -218,14 +218,14 @@ TEST_CASE("the meridian commands shown in docs/ parse and pass the configuration
   CHECK(checker.mentions >= 10);
 }
 
-TEST_CASE("the examples in every command's --help parse and pass the configuration checks", "[cli][docs]") {
+TEST_CASE("the examples in every command's --help parse and pass the configuration checks", "[cli][docs][unit]") {
   Checker checker;
   for (const auto& example : help_examples()) checker.check(example);
   INFO(checker.checked << " checked, " << checker.templates << " templates");
   CHECK(checker.checked >= 15);
 }
 
-TEST_CASE("the check path refuses what the configuration refuses, naming the option", "[cli][docs]") {
+TEST_CASE("the check path refuses what the configuration refuses, naming the option", "[cli][docs][unit]") {
   const auto error_of = [](std::vector<std::string> words) {
     try {
       check_command_line(std::move(words));

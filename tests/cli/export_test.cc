@@ -24,6 +24,9 @@
 #include "models/data/idx_reader.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/models/data/npy_bytes.h"
+#include "tests/support/child_process.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
 
 namespace fs = std::filesystem;
@@ -32,7 +35,7 @@ using meridian::tests::run_meridian;
 
 namespace {
 
-const std::string kFashionMnist = "/usr/share/datasets/fashion-mnist";
+const std::string kFashionMnist = meridian::tests::fashion_mnist_dir().string();
 // Debian's interpreter: python3-torch and python3-onnx are installed for it (scripts/install-deps test),
 // whatever other python3 comes first on PATH.
 const std::string kPython = "/usr/bin/python3";
@@ -40,15 +43,7 @@ constexpr std::size_t kLogitRows = 100;
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
-meridian::tests::CommandOutput run_shell(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((command + " 2>&1").c_str(), "r"), pclose);
-  REQUIRE(pipe);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) output += buffer.data();
-  const int status = pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using meridian::tests::run_shell;
 
 bool python_has_torch_and_onnx() {
   return std::system((kPython + " -c 'import numpy, torch, onnx' >/dev/null 2>&1").c_str()) == 0;
@@ -61,9 +56,8 @@ void write_floats(const fs::path& path, const float* values, std::size_t count) 
 }
 
 std::vector<float> read_floats(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(fs::is_regular_file(path));
+  const std::string bytes = meridian::tests::file_contents(path);
   std::vector<float> values(bytes.size() / sizeof(float));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
   return values;

@@ -30,7 +30,7 @@ bool bindable(std::uint16_t port) {
 }  // namespace
 
 TEST_CASE("free loopback ports are distinct, free, and outside the range outgoing connections draw from",
-          "[cli][simulate]") {
+          "[cli][simulate][unit]") {
   const auto ports = free_loopback_ports(16);
   REQUIRE(ports.size() == 16);
   CHECK(std::set<std::uint16_t>(ports.begin(), ports.end()).size() == 16);

@@ -21,6 +21,10 @@
 #include <vector>
 
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/child_process.h"
+#include "tests/support/eventually.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
 
 namespace fs = std::filesystem;
@@ -28,15 +32,9 @@ namespace fs = std::filesystem;
 namespace {
 
 using Result = meridian::tests::CommandOutput;
+using meridian::tests::file_contents;
 
 Result run(const std::string& args) { return meridian::tests::run_meridian(args); }
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -59,7 +57,7 @@ Result run_with_fake_sites(const char* mode, const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("simulate rejects bad arguments with messages that name the option", "[cli][simulate]") {
+TEST_CASE("simulate rejects bad arguments with messages that name the option", "[cli][simulate][process]") {
   const Result r =
       run("simulate --sites 0 --algo sgp,fedavg --wan world5 --partition dirichlet:-1 --target-accuracy 80"
           " --heartbeat-timeout 0.2");
@@ -78,7 +76,8 @@ TEST_CASE("simulate rejects bad arguments with messages that name the option", "
   CHECK(help.output.find("--site-program") == std::string::npos);  // a test seam, not for users
 }
 
-TEST_CASE("simulate collects every site's progress and result into the table, CSV files and plot", "[cli][simulate]") {
+TEST_CASE("simulate collects every site's progress and result into the table, CSV files and plot",
+          "[cli][simulate][process]") {
   meridian::testing::TempDir dir;
   const Result r =
       run("simulate --sites 3 --algo local,sgp --wan world4 --target-accuracy 0.75"
@@ -97,13 +96,13 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
   CHECK(rows[1].find("3.0 kB") != std::string::npos);
   CHECK(r.output.find("plot     " + (dir.path() / "accuracy.svg").string()) != std::string::npos);
 
-  const auto results = lines_of(read_file(dir.path() / "results.csv"));
+  const auto results = lines_of(file_contents(dir.path() / "results.csv"));
   REQUIRE(results.size() == 3);
   CHECK(results[1].starts_with("local,3,,0.81,0.1,0.75,"));
   CHECK(results[2].starts_with("sgp,3,,0.81,0.1,0.75,"));
-  const auto curves = lines_of(read_file(dir.path() / "curves.csv"));
+  const auto curves = lines_of(file_contents(dir.path() / "curves.csv"));
   CHECK(curves.size() == 1 + 2 * 3 * 3);  // header, 2 algorithms x 3 sites x 3 evaluations
-  const std::string svg = read_file(dir.path() / "accuracy.svg");
+  const std::string svg = file_contents(dir.path() / "accuracy.svg");
   CHECK(svg.find("</svg>") != std::string::npos);
   CHECK(svg.find("<polyline") != std::string::npos);
 
@@ -113,7 +112,7 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
     for (int i = 0; i < 3; ++i) {
       const fs::path site = dir.path() / algo / ("site-" + std::to_string(i));
       CHECK(fs::exists(site / "log.txt"));
-      const std::string config = read_file(site / "site.toml");
+      const std::string config = file_contents(site / "site.toml");
       CHECK(config.find("algo = \"" + std::string(algo) + "\"") != std::string::npos);
       CHECK(config.find("site-index = " + std::to_string(i)) != std::string::npos);
       CHECK(config.find(std::string("region = \"") + (i == 0   ? "oregon"
@@ -125,20 +124,20 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
     }
   }
   CHECK(fs::exists(dir.path() / "keys" / "site-2" / "secret.key"));
-  CHECK(read_file(dir.path() / "roster.txt").find("site-2") != std::string::npos);
+  CHECK(file_contents(dir.path() / "roster.txt").find("site-2") != std::string::npos);
 
   const Result json = run("simulate --sites 2 --algo dts --insecure --json --out " + dir.path().string() +
                           " --site-program " + kFakeSite + " 2>/dev/null");
   REQUIRE(json.exit_code == 0);
   CHECK(json.output.find("\"algo\": \"dts\"") != std::string::npos);
   CHECK(json.output.find("\"results_csv\": \"" + (dir.path() / "results.csv").string()) != std::string::npos);
-  CHECK(read_file(dir.path() / "dts" / "site-0" / "site.toml").find("insecure = true") != std::string::npos);
+  CHECK(file_contents(dir.path() / "dts" / "site-0" / "site.toml").find("insecure = true") != std::string::npos);
   // dts without a delay or period: its default shape reaches the sites (daemon::apply_algorithm_defaults).
-  CHECK(read_file(dir.path() / "dts" / "site-0" / "site.toml").find("\ndelay = 2\n") != std::string::npos);
-  CHECK(read_file(dir.path() / "dts" / "site-0" / "site.toml").find("\nperiod = 16\n") != std::string::npos);
+  CHECK(file_contents(dir.path() / "dts" / "site-0" / "site.toml").find("\ndelay = 2\n") != std::string::npos);
+  CHECK(file_contents(dir.path() / "dts" / "site-0" / "site.toml").find("\nperiod = 16\n") != std::string::npos);
 }
 
-TEST_CASE("simulate stops every site when one fails and shows that site's log", "[cli][simulate]") {
+TEST_CASE("simulate stops every site when one fails and shows that site's log", "[cli][simulate][process]") {
   meridian::testing::TempDir dir;
   const Result failed =
       run_with_fake_sites("fail", "simulate --sites 3 --algo sgp --insecure --out " + dir.path().string());
@@ -148,14 +147,14 @@ TEST_CASE("simulate stops every site when one fails and shows that site's log", 
   CHECK(failed.output.find("cannot read the dataset (on purpose)") != std::string::npos);
   for (int i : {0, 2}) {
     const fs::path site = dir.path() / "sgp" / ("site-" + std::to_string(i));
-    const pid_t pid = std::stoi(read_file(site / "pid"));
+    const pid_t pid = std::stoi(file_contents(site / "pid"));
     CHECK_FALSE(process_alive(pid));
-    CHECK(read_file(site / "log.txt").find("stopping") != std::string::npos);  // SIGTERM first
+    CHECK(file_contents(site / "log.txt").find("stopping") != std::string::npos);  // SIGTERM first
   }
 }
 
 TEST_CASE("--stop-at-target stops the sites once every one has reached the target and reports the stop",
-          "[cli][simulate]") {
+          "[cli][simulate][process]") {
   meridian::testing::TempDir dir;
   // The fake sites never end on their own (fake_site.sh, mode target): only the stop ends them.
   const Result r = run_with_fake_sites("target",
@@ -169,10 +168,10 @@ TEST_CASE("--stop-at-target stops the sites once every one has reached the targe
   CHECK(r.output.find("\"mean_site_accuracy\": 0.81") != std::string::npos);  // their results, written at the stop
   for (int i = 0; i < 3; ++i) {
     const fs::path site = dir.path() / "sgp" / ("site-" + std::to_string(i));
-    CHECK(read_file(site / "log.txt").find("stopping") != std::string::npos);  // SIGTERM: a graceful stop
-    CHECK_FALSE(process_alive(std::stoi(read_file(site / "pid"))));
+    CHECK(file_contents(site / "log.txt").find("stopping") != std::string::npos);  // SIGTERM: a graceful stop
+    CHECK_FALSE(process_alive(std::stoi(file_contents(site / "pid"))));
   }
-  CHECK(lines_of(read_file(dir.path() / "results.csv"))[1].ends_with(",1"));
+  CHECK(lines_of(file_contents(dir.path() / "results.csv"))[1].ends_with(",1"));
 
   // Below the target the run is not stopped: a site that never reaches it keeps its algorithm running.
   const Result below = run_with_fake_sites("target",
@@ -184,41 +183,36 @@ TEST_CASE("--stop-at-target stops the sites once every one has reached the targe
   CHECK(below.output.find("still running after --timeout") != std::string::npos);
 }
 
-TEST_CASE("Ctrl-C stops simulate and every site it started", "[cli][simulate]") {
+TEST_CASE("Ctrl-C stops simulate and every site it started", "[cli][simulate][process]") {
   meridian::testing::TempDir dir;
-  const pid_t simulate = ::fork();
-  REQUIRE(simulate >= 0);
-  if (simulate == 0) {
-    ::setenv("FAKE_SITE_MODE", "hang", 1);
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
-    ::execl(MERIDIAN_BINARY, MERIDIAN_BINARY, "simulate", "--sites", "2", "--algo", "sgp", "--insecure", "--out",
-            dir.path().c_str(), "--site-program", kFakeSite.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  meridian::tests::ChildProcess simulate(
+      {"env", "FAKE_SITE_MODE=hang", MERIDIAN_BINARY, "simulate", "--sites", "2", "--algo", "sgp", "--insecure",
+       "--out", dir.path().string(), "--site-program", kFakeSite},
+      {.out = null, .err = null});
+  ::close(null);
   // Wait until both sites are up (they write their pid), then interrupt as a terminal would.
   std::vector<pid_t> sites;
-  for (int attempt = 0; attempt < 600 && sites.size() < 2; ++attempt) {
-    sites.clear();
-    for (int i = 0; i < 2; ++i) {
-      const std::string pid = read_file(dir.path() / "sgp" / ("site-" + std::to_string(i)) / "pid");
-      if (!pid.empty()) sites.push_back(std::stoi(pid));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  meridian::tests::eventually(
+      [&] {
+        sites.clear();
+        for (int i = 0; i < 2; ++i) {
+          const std::string pid = file_contents(dir.path() / "sgp" / ("site-" + std::to_string(i)) / "pid");
+          if (!pid.empty()) sites.push_back(std::stoi(pid));
+        }
+        return sites.size() == 2;
+      },
+      meridian::tests::kFromProcess);
   REQUIRE(sites.size() == 2);
-  ::kill(simulate, SIGINT);
-  int status = 0;
-  REQUIRE(::waitpid(simulate, &status, 0) == simulate);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 130);
+  simulate.signal(SIGINT);
+  CHECK(simulate.wait() == 130);
   for (pid_t pid : sites) CHECK_FALSE(process_alive(pid));
 }
 
-TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-MNIST", "[cli][simulate][slow]") {
-  const fs::path data = "/usr/share/datasets/fashion-mnist";
-  if (!fs::exists(data / "train-images-idx3-ubyte.gz")) {
+TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-MNIST",
+          "[cli][simulate][slow][process]") {
+  const fs::path data = meridian::tests::fashion_mnist_dir();
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed at " << data << " (scripts/install-deps test)");
     return;
   }
@@ -237,7 +231,7 @@ TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-M
   CHECK(rows[1].starts_with("local"));
   CHECK(rows[2].starts_with("allreduce"));
 
-  const auto results = lines_of(read_file(dir.path() / "results.csv"));
+  const auto results = lines_of(file_contents(dir.path() / "results.csv"));
   REQUIRE(results.size() == 3);
   const auto fields = [](const std::string& line) {
     std::vector<std::string> out;
@@ -261,12 +255,12 @@ TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-M
   // local never talks to the other site over the mixer; allreduce does.
   CHECK(std::stod(allreduce[7]) > std::stod(fields(results[1])[7]));
 
-  const auto curves = lines_of(read_file(dir.path() / "curves.csv"));
+  const auto curves = lines_of(file_contents(dir.path() / "curves.csv"));
   CHECK(std::count_if(curves.begin(), curves.end(),
                       [](const std::string& l) { return l.find(",local,") != std::string::npos; }) >= 2);
   CHECK(std::count_if(curves.begin(), curves.end(),
                       [](const std::string& l) { return l.find(",allreduce,") != std::string::npos; }) >= 2);
-  const std::string svg = read_file(dir.path() / "accuracy.svg");
+  const std::string svg = file_contents(dir.path() / "accuracy.svg");
   CHECK(svg.find("<polyline") != std::string::npos);
   CHECK(svg.find("averaged model</title>") != std::string::npos);
   for (const char* algo : {"local", "allreduce"}) {

@@ -73,7 +73,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("accuracy curves count from the launch and skip records without accuracy", "[cli][simulate]") {
+TEST_CASE("accuracy curves count from the launch and skip records without accuracy", "[cli][simulate][unit]") {
   const auto curve = accuracy_curve(two_site_outcome());
   REQUIRE(curve.size() == 4);
   CHECK(curve[0].seconds == Approx(10));
@@ -84,7 +84,7 @@ TEST_CASE("accuracy curves count from the launch and skip records without accura
 }
 
 TEST_CASE("time to accuracy waits for the slowest site and is missing when a site never gets there",
-          "[cli][simulate]") {
+          "[cli][simulate][unit]") {
   const auto curve = accuracy_curve(two_site_outcome());
   CHECK(seconds_to_accuracy(curve, 2, 0.80) == Approx(30));
   CHECK(seconds_to_accuracy(curve, 2, 0.70) == Approx(21));  // site-0 at 10 s, site-1 at 21 s
@@ -107,7 +107,7 @@ TEST_CASE("a comparison row's per-site means of whole numbers are exact", "[cli]
   CHECK_THAT(comparison_json({row}, ComparisonContext{}), Catch::Matchers::Contains("\"steps_per_site\": 49.0,"));
 }
 
-TEST_CASE("a comparison row averages the sites' results", "[cli][simulate]") {
+TEST_CASE("a comparison row averages the sites' results", "[cli][simulate][unit]") {
   const ComparisonRow row = summarize(two_site_outcome(), 0.8);
   CHECK(row.algo == "sgp");
   CHECK(row.sites == 2);
@@ -130,7 +130,7 @@ TEST_CASE("a comparison row averages the sites' results", "[cli][simulate]") {
   CHECK_FALSE(summarize(older, 0.8).training_seconds_to_target);
 }
 
-TEST_CASE("the comparison table aligns its columns and shows missing values as a dash", "[cli][simulate]") {
+TEST_CASE("the comparison table aligns its columns and shows missing values as a dash", "[cli][simulate][unit]") {
   ComparisonRow sgp = summarize(two_site_outcome(), 0.8);
   ComparisonRow allreduce;
   allreduce.algo = "allreduce";
@@ -165,13 +165,13 @@ TEST_CASE("the comparison table aligns its columns and shows missing values as a
   CHECK(width(lines[1]) == width(lines[2]));
 }
 
-TEST_CASE("step times keep their resolution", "[cli][simulate]") {
+TEST_CASE("step times keep their resolution", "[cli][simulate][unit]") {
   CHECK(format_step_time(1.234) == "1.23 s");
   CHECK(format_step_time(0.052) == "52 ms");
   CHECK(format_step_time(0.0045) == "4.5 ms");
 }
 
-TEST_CASE("results.csv has one row per algorithm with empty fields for missing values", "[cli][simulate]") {
+TEST_CASE("results.csv has one row per algorithm with empty fields for missing values", "[cli][simulate][unit]") {
   AlgorithmOutcome stopped = two_site_outcome();
   stopped.stopped_at_target = true;
   ComparisonRow sgp = summarize(stopped, 0.8);
@@ -189,7 +189,7 @@ TEST_CASE("results.csv has one row per algorithm with empty fields for missing v
   CHECK(lines[2] == "local,2,,,0,0.8,,123456789,0,0,0,0,,0");
 }
 
-TEST_CASE("curves.csv has one row per evaluation", "[cli][simulate]") {
+TEST_CASE("curves.csv has one row per evaluation", "[cli][simulate][unit]") {
   const auto lines = lines_of(curves_csv(accuracy_curve(two_site_outcome())));
   REQUIRE(lines.size() == 5);
   CHECK(lines[0] == "time,algo,site,step,accuracy");
@@ -198,7 +198,7 @@ TEST_CASE("curves.csv has one row per evaluation", "[cli][simulate]") {
 }
 
 TEST_CASE("the accuracy plot is an SVG document with a line per site and a legend entry per algorithm",
-          "[cli][simulate]") {
+          "[cli][simulate][unit]") {
   AlgorithmOutcome other = two_site_outcome();
   other.algo = "allreduce&co";  // escaped in the text
   for (auto& r : other.progress) r.time += 5;
@@ -257,7 +257,7 @@ TEST_CASE("a long algorithm variant widens the plot so that its legend entry fit
   CHECK(std::stod(m[1]) < width);
 }
 
-TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are named", "[cli][simulate]") {
+TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are named", "[cli][simulate][unit]") {
   meridian::testing::TempDir dir;
   const auto file = dir.path() / "progress.jsonl";
   ProgressLogFollower follower(file);
@@ -304,7 +304,7 @@ TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are
   CHECK_THROWS_WITH(parse_progress_record("not json", "x"), Catch::Contains("not valid JSON"));
 }
 
-TEST_CASE("result.json is read and checked", "[cli][simulate]") {
+TEST_CASE("result.json is read and checked", "[cli][simulate][unit]") {
   meridian::testing::TempDir dir;
   const auto file = dir.path() / "result.json";
   CHECK_THROWS_WITH(read_site_result(file), Catch::Contains("did not finish normally"));
@@ -336,7 +336,7 @@ TEST_CASE("result.json is read and checked", "[cli][simulate]") {
   CHECK_THROWS_WITH(read_site_result(file), Catch::Contains("missing field \"algo\""));
 }
 
-TEST_CASE("simulation options are checked before anything starts", "[cli][simulate]") {
+TEST_CASE("simulation options are checked before anything starts", "[cli][simulate][unit]") {
   SimulationOptions o;
   o.algos = {"allreduce", "sgp"};
   CHECK(simulation_problems(o).empty());
@@ -361,7 +361,7 @@ TEST_CASE("simulation options are checked before anything starts", "[cli][simula
   CHECK(simulated_site_region("", 0).empty());
 }
 
-TEST_CASE("a dts entry without a delay or period runs D = 2, P = 16", "[cli][simulate]") {
+TEST_CASE("a dts entry without a delay or period runs D = 2, P = 16", "[cli][simulate][unit]") {
   const auto shape_of = [](const std::string& entry, bool shared_delay, bool shared_period) {
     meridian::daemon::SiteConfig config;
     std::string error;
@@ -377,7 +377,7 @@ TEST_CASE("a dts entry without a delay or period runs D = 2, P = 16", "[cli][sim
   CHECK(shape_of("sgp", false, false) == std::pair{0, 1});
 }
 
-TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate]") {
+TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
   const auto parsed = parse_algorithm_variant("dts:delay=4:period=2");
   REQUIRE(parsed.error.empty());
   CHECK(parsed.variant.algo == "dts");

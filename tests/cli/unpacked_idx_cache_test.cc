@@ -8,6 +8,7 @@
 #include "cli/unpacked_idx_cache.h"
 #include "tests/models/data/gzip_bytes.h"
 #include "tests/models/data/scratch_dir.h"
+#include "tests/support/file_contents.h"
 
 using meridian::cli::unpacked_idx_dir;
 using meridian::testing::gzip_bytes;
@@ -28,11 +29,6 @@ void write_sources(const ScratchDir& dir, int version) {
   for (const char* stem : kStems) dir.write(std::string(stem) + ".gz", gzip_bytes(content_of(stem, version)));
 }
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::size_t entries(const fs::path& dir) {
   return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 }
@@ -40,7 +36,7 @@ std::size_t entries(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("simulate's IDX cache unpacks the gzip files once and makes a new copy when a source changes",
-          "[cli][data]") {
+          "[cli][data][unit]") {
   ScratchDir data, cache;
   write_sources(data, 1);
   std::string note;
@@ -48,7 +44,7 @@ TEST_CASE("simulate's IDX cache unpacks the gzip files once and makes a new copy
   CHECK(note.empty());
   REQUIRE(first != data.path());
   CHECK(first.parent_path() == cache.path());
-  for (const char* stem : kStems) CHECK(read_all(first / stem) == content_of(stem, 1));
+  for (const char* stem : kStems) CHECK(meridian::tests::file_contents(first / stem) == content_of(stem, 1));
   CHECK(entries(cache.path()) == 1);  // no partial copy left beside it
 
   // Reused as it is: a file put into the copy is still there afterwards.
@@ -61,10 +57,10 @@ TEST_CASE("simulate's IDX cache unpacks the gzip files once and makes a new copy
   const fs::path second = unpacked_idx_dir(data.path(), cache.path(), note);
   CHECK(note.empty());
   CHECK(second != first);
-  CHECK(read_all(second / "t10k-labels-idx1-ubyte") == content_of("t10k-labels-idx1-ubyte", 22));
+  CHECK(meridian::tests::file_contents(second / "t10k-labels-idx1-ubyte") == content_of("t10k-labels-idx1-ubyte", 22));
 }
 
-TEST_CASE("simulate's IDX cache leaves the sites to the original files when it cannot help", "[cli][data]") {
+TEST_CASE("simulate's IDX cache leaves the sites to the original files when it cannot help", "[cli][data][unit]") {
   ScratchDir data, cache;
   std::string note;
   SECTION("a gzip file is missing") {

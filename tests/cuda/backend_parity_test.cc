@@ -85,7 +85,7 @@ void require_close(const std::vector<float>& gpu, const std::vector<float>& cpu,
 
 }  // namespace
 
-TEST_CASE("CUDA gemm matches OpenBLAS within the fp32 bound for every transpose", "[cuda][parity]") {
+TEST_CASE("CUDA gemm matches OpenBLAS within the fp32 bound for every transpose", "[cuda][parity][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   CpuBackend cpu;
   CudaBackend gpu;
@@ -117,7 +117,7 @@ TEST_CASE("CUDA gemm matches OpenBLAS within the fp32 bound for every transpose"
   }
 }
 
-TEST_CASE("CUDA im2col and col2im equal the CPU's bit for bit", "[cuda][parity]") {
+TEST_CASE("CUDA im2col and col2im equal the CPU's bit for bit", "[cuda][parity][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   CpuBackend cpu;
   CudaBackend gpu;
@@ -145,7 +145,7 @@ TEST_CASE("CUDA im2col and col2im equal the CPU's bit for bit", "[cuda][parity]"
   }
 }
 
-TEST_CASE("CUDA max pooling equals the CPU's, ties and overlapping windows included", "[cuda][parity]") {
+TEST_CASE("CUDA max pooling equals the CPU's, ties and overlapping windows included", "[cuda][parity][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   CpuBackend cpu;
   CudaBackend gpu;
@@ -174,7 +174,7 @@ TEST_CASE("CUDA max pooling equals the CPU's, ties and overlapping windows inclu
   }
 }
 
-TEST_CASE("CUDA broadcasts, fills and sums match the CPU", "[cuda][parity]") {
+TEST_CASE("CUDA broadcasts, fills and sums match the CPU", "[cuda][parity][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   CpuBackend cpu;
   CudaBackend gpu;
@@ -221,7 +221,7 @@ TEST_CASE("CUDA broadcasts, fills and sums match the CPU", "[cuda][parity]") {
   }
 }
 
-TEST_CASE("CUDA ReLU, softmax cross-entropy and argmax match the CPU", "[cuda][parity]") {
+TEST_CASE("CUDA ReLU, softmax cross-entropy and argmax match the CPU", "[cuda][parity][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   CpuBackend cpu;
   CudaBackend gpu;
@@ -263,7 +263,7 @@ TEST_CASE("CUDA ReLU, softmax cross-entropy and argmax match the CPU", "[cuda][p
                     "softmax_cross_entropy: label 10 of sample 17 is outside [0, 10)");
 }
 
-TEST_CASE("CUDA optimizer updates and mixing primitives match the CPU", "[cuda][parity]") {
+TEST_CASE("CUDA optimizer updates and mixing primitives match the CPU", "[cuda][parity][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   CpuBackend cpu;
   CudaBackend gpu;
@@ -328,7 +328,7 @@ TEST_CASE("CUDA optimizer updates and mixing primitives match the CPU", "[cuda][
   }
 }
 
-TEST_CASE("Linear and ReLU layers give the CPU's outputs and gradients on the GPU", "[cuda][parity]") {
+TEST_CASE("Linear and ReLU layers give the CPU's outputs and gradients on the GPU", "[cuda][parity][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   using namespace meridian::models;
   CpuBackend cpu;

@@ -14,7 +14,7 @@
 #include "tests/cuda/skip_without_device.h"
 
 TEST_CASE("the daemon's snapshot on a GPU reads in the background and keeps its step's values",
-          "[cuda][snapshot][daemon]") {
+          "[cuda][snapshot][daemon][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   meridian::cuda::CudaBackend backend(0);
   const std::size_t n = 1u << 20;  // 4 MiB: the copy is still running when the update is enqueued

@@ -11,7 +11,7 @@
 using meridian::cuda::cublas;
 using meridian::cuda::CublasLibrary;
 
-TEST_CASE("the meridian binary starts without loading cuBLAS", "[cuda][cublas]") {
+TEST_CASE("the meridian binary starts without loading cuBLAS", "[cuda][cublas][process]") {
   // The dynamic loader's trace names every library it opens.
   const auto run = meridian::tests::run_meridian("--version", "LD_DEBUG=libs");
   REQUIRE(run.exit_code == 0);
@@ -19,7 +19,7 @@ TEST_CASE("the meridian binary starts without loading cuBLAS", "[cuda][cublas]")
   CHECK_THAT(run.output, !Catch::Contains("libcublas"));
 }
 
-TEST_CASE("cuBLAS loads on first use with every function the backend calls", "[cuda][cublas]") {
+TEST_CASE("cuBLAS loads on first use with every function the backend calls", "[cuda][cublas][unit]") {
   const CublasLibrary& lib = cublas();
   CHECK(lib.cublasCreate_v2 != nullptr);
   CHECK(lib.cublasDestroy_v2 != nullptr);

@@ -15,7 +15,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 }  // namespace
 
-TEST_CASE("a failing runtime call throws cuda::Error naming file, line, call and error", "[cuda][error]") {
+TEST_CASE("a failing runtime call throws cuda::Error naming file, line, call and error", "[cuda][error][unit]") {
   int line = 0;
   try {
     line = __LINE__ + 1;
@@ -32,7 +32,7 @@ TEST_CASE("a failing runtime call throws cuda::Error naming file, line, call and
   CHECK_NOTHROW(MERIDIAN_CUDA_CHECK(cudaSuccess));
 }
 
-TEST_CASE("a failing cuBLAS call throws cuda::Error with the status name and text", "[cuda][error]") {
+TEST_CASE("a failing cuBLAS call throws cuda::Error with the status name and text", "[cuda][error][unit]") {
   try {
     MERIDIAN_CUBLAS_CHECK(CUBLAS_STATUS_INVALID_VALUE);
     FAIL("no throw");
@@ -45,7 +45,7 @@ TEST_CASE("a failing cuBLAS call throws cuda::Error with the status name and tex
   CHECK_NOTHROW(MERIDIAN_CUBLAS_CHECK(CUBLAS_STATUS_SUCCESS));
 }
 
-TEST_CASE("a failing cuDNN call throws cuda::Error with the status name", "[cuda][error]") {
+TEST_CASE("a failing cuDNN call throws cuda::Error with the status name", "[cuda][error][unit]") {
   try {
     MERIDIAN_CUDNN_CHECK(CUDNN_STATUS_BAD_PARAM);
     FAIL("no throw");

@@ -19,7 +19,7 @@
 
 using namespace meridian::cuda;
 
-TEST_CASE("gemm rejects bad sizes before touching the device", "[cuda][gemm]") {
+TEST_CASE("gemm rejects bad sizes before touching the device", "[cuda][gemm][unit]") {
   CHECK_THROWS_AS(
       gemm(nullptr, Transpose::kNo, Transpose::kNo, -1, 2, 2, 1.0f, nullptr, 2, nullptr, 2, 0.0f, nullptr, 2),
       meridian::error::InternalError);
@@ -35,7 +35,7 @@ TEST_CASE("gemm rejects bad sizes before touching the device", "[cuda][gemm]") {
   CHECK_NOTHROW(gemm(nullptr, Transpose::kNo, Transpose::kNo, 0, 3, 4, 1.0f, nullptr, 4, nullptr, 3, 0.0f, nullptr, 3));
 }
 
-TEST_CASE("row-major cuBLAS gemm matches the CPU reference", "[cuda][gemm][parity]") {
+TEST_CASE("row-major cuBLAS gemm matches the CPU reference", "[cuda][gemm][parity][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   Stream stream;
   BlasHandle blas(stream.get());

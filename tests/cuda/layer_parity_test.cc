@@ -127,7 +127,8 @@ void check_layer(const std::function<std::unique_ptr<Layer>()>& make, std::size_
 
 }  // namespace
 
-TEST_CASE("batch norm and group norm on the GPU match the CPU in training and evaluation", "[cuda][parity][layers]") {
+TEST_CASE("batch norm and group norm on the GPU match the CPU in training and evaluation",
+          "[cuda][parity][layers][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   for (const bool training : {true, false}) {
     INFO((training ? "training" : "evaluation"));
@@ -141,7 +142,7 @@ TEST_CASE("batch norm and group norm on the GPU match the CPU in training and ev
   check_layer([] { return std::make_unique<GroupNorm>(Shape{8, 5, 5}, 4); }, 3, true, 1e-4, "group_norm");
 }
 
-TEST_CASE("activations, pooling and dropout on the GPU match the CPU", "[cuda][parity][layers]") {
+TEST_CASE("activations, pooling and dropout on the GPU match the CPU", "[cuda][parity][layers][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   for (const Activation f : {Activation::gelu, Activation::tanh, Activation::sigmoid})
     check_layer([f] { return std::make_unique<ActivationLayer>(Shape{4, 6, 6}, f); }, 3, true, 1e-5, "activation");
@@ -152,7 +153,7 @@ TEST_CASE("activations, pooling and dropout on the GPU match the CPU", "[cuda][p
   check_layer([] { return std::make_unique<Dropout>(Shape{6, 10, 10}, 0.3f); }, 4, false, 0.0, "dropout (evaluation)");
 }
 
-TEST_CASE("residual blocks on the GPU match the CPU", "[cuda][parity][layers]") {
+TEST_CASE("residual blocks on the GPU match the CPU", "[cuda][parity][layers][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   check_layer([] { return make_basic_block(Shape{8, 10, 10}, 8, 1); }, 3, true, 1e-4, "identity basic block");
   check_layer([] { return make_basic_block(Shape{8, 10, 10}, 16, 2); }, 3, true, 1e-4, "projection basic block");
@@ -164,7 +165,7 @@ TEST_CASE("residual blocks on the GPU match the CPU", "[cuda][parity][layers]") 
 }
 
 TEST_CASE("a training step of resnet8 and mlp-bn on the GPU matches the CPU, running statistics included",
-          "[cuda][parity][model]") {
+          "[cuda][parity][model][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   for (const std::string kind : {"resnet8", "mlp-bn"}) {
     INFO(kind);

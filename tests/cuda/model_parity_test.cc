@@ -152,7 +152,8 @@ Step train(const std::string& kind, OptimizerKind optimizer, std::shared_ptr<Bac
 
 }  // namespace
 
-TEST_CASE("cuDNN convolution layers equal the CPU's im2col + GEMM within the GEMM bound", "[cuda][parity][layers]") {
+TEST_CASE("cuDNN convolution layers equal the CPU's im2col + GEMM within the GEMM bound",
+          "[cuda][parity][layers][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   check_layer(
       [] {
@@ -171,18 +172,19 @@ TEST_CASE("cuDNN convolution layers equal the CPU's im2col + GEMM within the GEM
       2, 1e-4, "conv2d(3->4,k3,s2,p1)");
 }
 
-TEST_CASE("cuDNN max pooling equals the CPU's exactly on tie-free inputs", "[cuda][parity][layers]") {
+TEST_CASE("cuDNN max pooling equals the CPU's exactly on tie-free inputs", "[cuda][parity][layers][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   check_layer([] { return std::make_unique<MaxPool2d>(Shape{6, 28, 28}, 2, 2); }, 4, 0.0, "max_pool2d(k2,s2)");
   check_layer([] { return std::make_unique<MaxPool2d>(Shape{2, 7, 9}, 3, 2); }, 3, 0.0, "max_pool2d(k3,s2)");
 }
 
-TEST_CASE("the flatten layer copies in device memory, bit for bit", "[cuda][parity][layers]") {
+TEST_CASE("the flatten layer copies in device memory, bit for bit", "[cuda][parity][layers][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   check_layer([] { return std::make_unique<Flatten>(Shape{16, 5, 5}); }, 3, 0.0, "flatten");
 }
 
-TEST_CASE("a whole training step on the GPU matches the CPU for every model and optimizer", "[cuda][parity][model]") {
+TEST_CASE("a whole training step on the GPU matches the CPU for every model and optimizer",
+          "[cuda][parity][model][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   for (const std::string kind : {"logreg", "mlp", "cnn"}) {
     for (const OptimizerKind optimizer :
@@ -198,14 +200,14 @@ TEST_CASE("a whole training step on the GPU matches the CPU for every model and 
   }
 }
 
-TEST_CASE("ten training steps of the CNN on the GPU stay within the compounded bound", "[cuda][parity][model]") {
+TEST_CASE("ten training steps of the CNN on the GPU stay within the compounded bound", "[cuda][parity][model][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   const Step cpu = train("cnn", OptimizerKind::nesterov, std::make_shared<CpuBackend>(1), 10);
   const Step gpu = train("cnn", OptimizerKind::nesterov, std::make_shared<CudaBackend>(0), 10);
   check_close(cpu.parameters, gpu.parameters, 1e-3, "parameters after ten steps");
 }
 
-TEST_CASE("a model on the GPU starts from the CPU's parameters for the same seed", "[cuda][model]") {
+TEST_CASE("a model on the GPU starts from the CPU's parameters for the same seed", "[cuda][model][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   auto cpu = meridian::models::make_model("cnn", {1, 28, 28}, 10, {}, std::make_shared<CpuBackend>(1), 3);
   auto gpu = meridian::models::make_model("cnn", {1, 28, 28}, 10, {}, std::make_shared<CudaBackend>(0), 3);

@@ -34,7 +34,7 @@ std::string error_of(Make make) {
 
 }  // namespace
 
-TEST_CASE("without a device every owner fails with cuda::Error naming where", "[cuda][owners]") {
+TEST_CASE("without a device every owner fails with cuda::Error naming where", "[cuda][owners][unit]") {
   const auto cuda = meridian::models::probe_cuda();
   if (cuda.device_count > 0) {
     WARN("SKIPPED: this machine has a CUDA device; the no-device failure paths cannot be reached");
@@ -55,7 +55,7 @@ TEST_CASE("without a device every owner fails with cuda::Error naming where", "[
   CHECK(empty.data() == nullptr);
 }
 
-TEST_CASE("device buffers round-trip through pinned memory and move without double frees", "[cuda][owners]") {
+TEST_CASE("device buffers round-trip through pinned memory and move without double frees", "[cuda][owners][unit]") {
   const auto cuda = meridian::models::probe_cuda();
   if (cuda.device_count == 0) {
     WARN("SKIPPED: no CUDA device: " << cuda.reason);

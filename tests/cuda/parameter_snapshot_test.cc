@@ -14,7 +14,7 @@
 
 using namespace meridian::cuda;
 
-TEST_CASE("a snapshot keeps the parameters of its step while compute overwrites them", "[cuda][snapshot]") {
+TEST_CASE("a snapshot keeps the parameters of its step while compute overwrites them", "[cuda][snapshot][unit]") {
   MERIDIAN_SKIP_WITHOUT_CUDA_DEVICE();
   // Large enough (16 MiB) that the copy is still running when the memset is enqueued.
   const std::size_t n = 4u << 20;

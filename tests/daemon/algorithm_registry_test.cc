@@ -26,7 +26,8 @@ SiteSettings settings_for(const std::string& algo) {
 
 }  // namespace
 
-TEST_CASE("every algorithm name has one registered algorithm, and --algo accepts exactly those", "[daemon][config]") {
+TEST_CASE("every algorithm name has one registered algorithm, and --algo accepts exactly those",
+          "[daemon][config][unit]") {
   std::set<Algorithm> ids;
   for (const auto& [id, name] : meridian::gossip::kAlgorithmNames) {
     const auto& algorithm = algorithms::algorithm_for(id);
@@ -41,7 +42,7 @@ TEST_CASE("every algorithm name has one registered algorithm, and --algo accepts
   CHECK(algorithms::algorithm_names() == "allreduce, dts, sgp, dsync, local, diloco");
 }
 
-TEST_CASE("the options are parsed once into types", "[daemon][config]") {
+TEST_CASE("the options are parsed once into types", "[daemon][config][unit]") {
   const auto s = settings_for("dts", [](SiteConfig& c) {
     c.optimizer = "sgd";
     c.schedule = "step:2:0.5";
@@ -85,7 +86,7 @@ TEST_CASE("the options are parsed once into types", "[daemon][config]") {
   CHECK_THROWS_AS(settings_of(bad), SiteConfigError);
 }
 
-TEST_CASE("each algorithm says what it sends and which buffers a site warms for it", "[daemon][config]") {
+TEST_CASE("each algorithm says what it sends and which buffers a site warms for it", "[daemon][config][unit]") {
   const std::size_t n = 1000;
   const auto& dts = algorithms::algorithm_for(Algorithm::kDts);
   CHECK(dts.wire_limits(settings_for("dts")).max_model_multiple == 2);  // momentum: weights and buffer
@@ -109,7 +110,7 @@ TEST_CASE("each algorithm says what it sends and which buffers a site warms for 
 }
 
 TEST_CASE("--grid reaches dsync as typed, and a knob only some algorithms read is refused for the rest",
-          "[daemon][config]") {
+          "[daemon][config][unit]") {
   CHECK(settings_for("dsync", [](SiteConfig& c) { c.grid = "1x4"; }).grid == GridSpec{1, 4});
   CHECK(settings_for("dsync").grid.is_auto());
   CHECK(describe_algorithm(settings_for("dsync", [](SiteConfig& c) { c.grid = "2x2"; })) == "dsync, grid 2x2, D = 0");

@@ -15,7 +15,8 @@
 using meridian::daemon::BackendParameters;
 using meridian::gossip::HostParameters;
 
-TEST_CASE("backend parameters read, assign and compensate exactly as host parameters", "[daemon][mixing][memory]") {
+TEST_CASE("backend parameters read, assign and compensate exactly as host parameters",
+          "[daemon][mixing][memory][unit]") {
   auto model = meridian::models::make_mlp({6, 1, 1}, {5}, 3, std::make_shared<meridian::models::CpuBackend>(1), 3);
   const std::size_t n = model->parameter_count();
   std::vector<float> host(n);

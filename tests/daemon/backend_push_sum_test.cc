@@ -99,7 +99,8 @@ struct BackendTrainer {
 
 }  // namespace
 
-TEST_CASE("sgp's device-side trainer matches gossip::PushSum bit for bit on the CPU backend", "[daemon][sgp][mixing]") {
+TEST_CASE("sgp's device-side trainer matches gossip::PushSum bit for bit on the CPU backend",
+          "[daemon][sgp][mixing][cluster]") {
   const std::size_t sites = 4, steps = 12;
   std::mt19937 rng(5);
   std::vector<std::vector<float>> start(sites, std::vector<float>(8));
@@ -119,7 +120,7 @@ TEST_CASE("sgp's device-side trainer matches gossip::PushSum bit for bit on the 
 }
 
 TEST_CASE("sgp with a weight below 1 moves the de-biased model by the update itself, on host and device alike",
-          "[daemon][sgp][mixing]") {
+          "[daemon][sgp][mixing][cluster]") {
   // All four sites at w = 1/2 (mass lost to a fault): the gradient step is scaled by w, so z = x / w
   // moves by the displacement, not by twice it.
   const std::size_t sites = 4, steps = 6;
@@ -144,7 +145,8 @@ TEST_CASE("sgp with a weight below 1 moves the de-biased model by the update its
   }
 }
 
-TEST_CASE("sgp's device-side trainer applies the overlap gain as gossip::PushSum does", "[daemon][sgp][mixing]") {
+TEST_CASE("sgp's device-side trainer applies the overlap gain as gossip::PushSum does",
+          "[daemon][sgp][mixing][cluster]") {
   // Weights of 1/2 (mass missing) and the gain of τ = 3, K = 1 (up to 2): the factor w·g is no longer
   // dyadic, so the numerators are not either and z = x · (1/w) on the device differs from the host's
   // x / w by up to an ulp (backend_push_sum.h), which the next displacement carries on. The weights

@@ -119,7 +119,7 @@ Params run_background(DelayedMixingConfig config, std::vector<std::vector<std::s
 }  // namespace
 
 TEST_CASE("dsync with background snapshots mixes the same values as with synchronous ones",
-          "[daemon][mixing][snapshot]") {
+          "[daemon][mixing][snapshot][cluster]") {
   for (const std::uint32_t delay : {1u, 2u, 3u}) {
     DelayedMixingConfig config;
     config.delay = delay;
@@ -151,7 +151,7 @@ TEST_CASE("dsync with background snapshots mixes the same values as with synchro
   }
 }
 
-TEST_CASE("a background snapshot must be handed over before the next step", "[daemon][mixing][snapshot]") {
+TEST_CASE("a background snapshot must be handed over before the next step", "[daemon][mixing][snapshot][unit]") {
   SiteCluster cluster(1, MixerKind::kAverage);
   std::vector<std::string> log;
   bool refused = false;
@@ -173,7 +173,7 @@ TEST_CASE("a background snapshot must be handed over before the next step", "[da
   CHECK(refused);
 }
 
-TEST_CASE("with no delay the snapshot is read at once, not in the background", "[daemon][mixing][snapshot]") {
+TEST_CASE("with no delay the snapshot is read at once, not in the background", "[daemon][mixing][snapshot][unit]") {
   // D = 0 applies the mix of step k right after it, so there is nothing to overlap the copy with.
   SiteCluster cluster(1, MixerKind::kAverage);
   std::vector<std::string> log;
@@ -203,7 +203,7 @@ TEST_CASE("with no delay the snapshot is read at once, not in the background", "
 }
 
 TEST_CASE("the CPU backend has no background copy, so the daemon's CPU path reads synchronously",
-          "[daemon][mixing][snapshot]") {
+          "[daemon][mixing][snapshot][unit]") {
   meridian::models::CpuBackend backend(1);
   CHECK(meridian::daemon::make_async_parameter_copy(backend, 4) == nullptr);
   meridian::models::BackendBuffer<float> x(backend, 4);

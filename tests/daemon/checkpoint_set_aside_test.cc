@@ -10,10 +10,13 @@
 
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::file_contents;
 
 namespace {
 
@@ -37,16 +40,11 @@ std::vector<std::string> one_site(const std::string& epochs) {
           "1000000"};
 }
 
-std::string bytes_of(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace
 
 TEST_CASE("a site whose only checkpoint is damaged starts fresh, says why, and keeps the file aside",
           "[daemon][checkpoint][process]") {
-  if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
@@ -61,7 +59,7 @@ TEST_CASE("a site whose only checkpoint is damaged starts fresh, says why, and k
     const auto files = first.checkpoints();
     REQUIRE(files.size() == 1);  // the final checkpoint
     damaged = files.front();
-    damaged_bytes = bytes_of(damaged);
+    damaged_bytes = file_contents(damaged);
     REQUIRE(damaged_bytes.size() > 1000);
     damaged_bytes[damaged_bytes.size() / 2] ^= 0x40;  // a parameter byte: only the checksum can tell
     std::ofstream(damaged, std::ios::binary | std::ios::trunc) << damaged_bytes;
@@ -77,7 +75,7 @@ TEST_CASE("a site whose only checkpoint is damaged starts fresh, says why, and k
   // The damaged file is kept byte for byte beside the new run's checkpoint, which replaced nothing.
   const fs::path kept = damaged.string() + ".set-aside";
   REQUIRE(fs::exists(kept));
-  CHECK(bytes_of(kept) == damaged_bytes);
+  CHECK(file_contents(kept) == damaged_bytes);
   CHECK(log.find("kept " + damaged.string() + " as " + kept.string()) != std::string::npos);
   CHECK(again.checkpoints().size() == 1);
 }

@@ -23,6 +23,7 @@
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/fashion_mnist.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
@@ -88,7 +89,7 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
     WARN("SKIPPED: mounting a tmpfs for the checkpoints needs root");
     return;
   }
-  if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
@@ -173,13 +174,13 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
 }  // namespace
 
 TEST_CASE("a checkpoint directory that turns read-only mid-run: clear error, training goes on, old checkpoint intact",
-          "[daemon][checkpoint][storage]") {
+          "[daemon][checkpoint][storage][process]") {
   run_with_failing_storage(
       "4m", [](TmpfsMount& mount) { return mount.make_read_only(); }, "Read-only file system");
 }
 
 TEST_CASE("a checkpoint disk that fills up mid-run: clear error, training goes on, no partial checkpoint",
-          "[daemon][checkpoint][storage]") {
+          "[daemon][checkpoint][storage][process]") {
   // One checkpoint of this model (about 400 KB: parameters and momentum) fits, a second beside it does not:
   // rotation removes the old one only after the new one is complete, so every later write runs out of space.
   run_with_failing_storage(

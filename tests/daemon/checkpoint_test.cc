@@ -11,6 +11,7 @@
 #include "daemon/checkpoint_store.h"
 #include "error/error.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/file_contents.h"
 
 namespace fs = std::filesystem;
 using meridian::daemon::Checkpoint;
@@ -21,6 +22,7 @@ using meridian::daemon::fresh_start_message;
 using meridian::daemon::read_checkpoint_file;
 using meridian::daemon::write_checkpoint_file;
 using meridian::testing::TempDir;
+using meridian::tests::file_contents;
 
 namespace {
 
@@ -42,12 +44,7 @@ Checkpoint sample(std::uint64_t step, std::size_t params = 1000) {
   return cp;
 }
 
-std::vector<char> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const fs::path& p, const std::vector<char>& bytes) {
+void write_bytes(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
@@ -78,7 +75,7 @@ void with_file_size_limit(rlim_t bytes, F body) {
 
 }  // namespace
 
-TEST_CASE("a checkpoint round-trips every section exactly", "[daemon][checkpoint]") {
+TEST_CASE("a checkpoint round-trips every section exactly", "[daemon][checkpoint][unit]") {
   TempDir tmp;
   for (std::size_t params : {std::size_t{0}, std::size_t{1}, std::size_t{12345}}) {
     const auto cp = sample(7, params);
@@ -94,11 +91,11 @@ TEST_CASE("a checkpoint round-trips every section exactly", "[daemon][checkpoint
   CHECK(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()) == 1);
 }
 
-TEST_CASE("a single-bit flip in any byte of a checkpoint is detected", "[daemon][checkpoint]") {
+TEST_CASE("a single-bit flip in any byte of a checkpoint is detected", "[daemon][checkpoint][unit]") {
   TempDir tmp;
   const auto file = tmp.path() / "cp.mrdn";
   REQUIRE_FALSE(write_checkpoint_file(file, sample(3, 8).view()));
-  const auto good = read_bytes(file);
+  const auto good = file_contents(file);
   // Every byte, with the flipped bit cycling through the positions (all eight would take 8x the file
   // writes for no new kind of damage: CRC-32 catches every single-bit error by construction).
   for (std::size_t byte = 0; byte < good.size(); ++byte) {
@@ -113,16 +110,17 @@ TEST_CASE("a single-bit flip in any byte of a checkpoint is detected", "[daemon]
   }
 }
 
-TEST_CASE("corrupt checkpoints are rejected with a message naming the file and the problem", "[daemon][checkpoint]") {
+TEST_CASE("corrupt checkpoints are rejected with a message naming the file and the problem",
+          "[daemon][checkpoint][unit]") {
   TempDir tmp;
   const auto file = tmp.path() / "cp.mrdn";
   REQUIRE_FALSE(write_checkpoint_file(file, sample(3, 100).view()));
-  const auto good = read_bytes(file);
+  const auto good = file_contents(file);
   using Catch::Matchers::Contains;
 
   SECTION("truncated at any length") {
     for (std::size_t len : {std::size_t{0}, std::size_t{5}, std::size_t{24}, good.size() / 2, good.size() - 1}) {
-      write_bytes(file, std::vector<char>(good.begin(), good.begin() + static_cast<long>(len)));
+      write_bytes(file, good.substr(0, len));
       INFO("length " << len);
       CHECK_THAT(error_of(file), Contains(file.string()) && Contains("truncated"));
     }
@@ -161,7 +159,7 @@ TEST_CASE("corrupt checkpoints are rejected with a message naming the file and t
   }
 }
 
-TEST_CASE("the store keeps the newest K checkpoints and loads the newest", "[daemon][checkpoint]") {
+TEST_CASE("the store keeps the newest K checkpoints and loads the newest", "[daemon][checkpoint][unit]") {
   TempDir tmp;
   CheckpointStore store(tmp.path() / "ckpt", 3);
   CHECK_FALSE(store.load_newest().checkpoint);  // the directory does not exist yet
@@ -184,16 +182,17 @@ TEST_CASE("the store keeps the newest K checkpoints and loads the newest", "[dae
   CHECK(store.list().size() == 3);
 }
 
-TEST_CASE("a corrupt or truncated newest checkpoint is reported and the previous one used", "[daemon][checkpoint]") {
+TEST_CASE("a corrupt or truncated newest checkpoint is reported and the previous one used",
+          "[daemon][checkpoint][unit]") {
   TempDir tmp;
   CheckpointStore store(tmp.path(), 5);
   for (std::uint64_t step : {1, 2, 3}) REQUIRE(store.write(sample(step).view()).ok);
   const auto newest = store.path_for_step(3);
   const auto middle = store.path_for_step(2);
-  auto bytes = read_bytes(newest);
+  auto bytes = file_contents(newest);
   bytes.resize(bytes.size() - 100);
   write_bytes(newest, bytes);
-  auto flipped = read_bytes(middle);
+  auto flipped = file_contents(middle);
   flipped[200] ^= 1;
   write_bytes(middle, flipped);
 
@@ -216,7 +215,7 @@ TEST_CASE("a corrupt or truncated newest checkpoint is reported and the previous
   CHECK_THAT(other.skipped[2].line(), Catch::Matchers::Contains("does not match this model"));
 }
 
-TEST_CASE("an unwritable checkpoint directory gives a clear error and does not throw", "[daemon][checkpoint]") {
+TEST_CASE("an unwritable checkpoint directory gives a clear error and does not throw", "[daemon][checkpoint][unit]") {
   TempDir tmp;
   // A directory under a regular file cannot be created, even by root.
   std::ofstream(tmp.path() / "plain-file") << "not a directory";
@@ -229,7 +228,7 @@ TEST_CASE("an unwritable checkpoint directory gives a clear error and does not t
 }
 
 TEST_CASE("a write that fails midway (disk full) leaves no partial file and keeps the previous ones",
-          "[daemon][checkpoint]") {
+          "[daemon][checkpoint][unit]") {
   TempDir tmp;
   CheckpointStore store(tmp.path(), 2);
   REQUIRE(store.write(sample(1, 100).view()).ok);
@@ -251,7 +250,7 @@ TEST_CASE("a write that fails midway (disk full) leaves no partial file and keep
   CHECK(loaded.skipped.empty());
 }
 
-TEST_CASE("temporary files left by a killed writer are removed by the next write", "[daemon][checkpoint]") {
+TEST_CASE("temporary files left by a killed writer are removed by the next write", "[daemon][checkpoint][unit]") {
   TempDir tmp;
   CheckpointStore store(tmp.path(), 2);
   const auto stale = tmp.path() / ".checkpoint-00000000000000000009.mrdn.tmp-999999999-0";
@@ -261,7 +260,7 @@ TEST_CASE("temporary files left by a killed writer are removed by the next write
   CHECK(store.list().size() == 1);
 }
 
-TEST_CASE("periodic checkpoints are due once per interval, failed attempts included", "[daemon][checkpoint]") {
+TEST_CASE("periodic checkpoints are due once per interval, failed attempts included", "[daemon][checkpoint][unit]") {
   TempDir tmp;
   using namespace std::chrono_literals;
   const auto made = CheckpointStore::Clock::now();
@@ -293,7 +292,7 @@ TEST_CASE("passed-over checkpoints are set aside out of rotation, and a fresh st
   CheckpointStore store(tmp.path(), 2);
   for (std::uint64_t step : {1, 2}) REQUIRE(store.write(sample(step).view()).ok);
   for (std::uint64_t step : {1, 2}) {
-    auto bytes = read_bytes(store.path_for_step(step));
+    auto bytes = file_contents(store.path_for_step(step));
     bytes[200] ^= 1;
     write_bytes(store.path_for_step(step), bytes);
   }

@@ -14,6 +14,8 @@
 #include "daemon/control_server.h"
 #include "daemon/unix_socket_probe.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/file_contents.h"
+#include "tests/support/meridian_command.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
@@ -109,22 +111,16 @@ struct Command {
   std::string err;
 };
 
-// Runs the real `meridian` binary in a child process.
+// Runs the real `meridian` binary in a child process, keeping its standard error apart.
 Command run_meridian(const std::string& args, const TempDir& tmp) {
-  const auto out = tmp.path() / "out.txt";
   const auto err = tmp.path() / "err.txt";
-  const std::string cmd = std::string(MERIDIAN_BINARY) + " " + args + " > " + out.string() + " 2> " + err.string();
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  };
-  return {WEXITSTATUS(status), slurp(out), slurp(err)};
+  const auto run = meridian::tests::run_meridian(args + " 2> " + err.string());
+  return {run.exit_code, run.output, meridian::tests::file_contents(err)};
 }
 
 }  // namespace
 
-TEST_CASE("control replies round-trip through JSON", "[daemon][control]") {
+TEST_CASE("control replies round-trip through JSON", "[daemon][control][unit]") {
   CHECK(decode_status_reply(encode_status_reply(sample_status())) == sample_status());
   CHECK(decode_peers_reply(encode_peers_reply(sample_peers())) == sample_peers());
   const LeaveReport leave{true, "bye", 99};
@@ -145,7 +141,7 @@ TEST_CASE("control replies round-trip through JSON", "[daemon][control]") {
   CHECK_THROWS_WITH(decode_peers_reply("[]"), Contains("not a JSON object"));
 }
 
-TEST_CASE("a client talks to a server polled by another thread", "[daemon][control]") {
+TEST_CASE("a client talks to a server polled by another thread", "[daemon][control][cluster]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "run" / "control.sock").string();
   zmq::context_t context;
@@ -185,7 +181,7 @@ TEST_CASE("a client talks to a server polled by another thread", "[daemon][contr
   CHECK_THROWS_AS(ControlClient(path).status(), NoDaemonError);
 }
 
-TEST_CASE("the client says clearly when no daemon is there", "[daemon][control]") {
+TEST_CASE("the client says clearly when no daemon is there", "[daemon][control][process]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
   CHECK_THROWS_WITH(ControlClient(path).status(), Contains("no daemon is running at " + path) &&
@@ -225,7 +221,8 @@ TEST_CASE("the client says clearly when no daemon is there", "[daemon][control]"
                     Contains("longer than a Unix socket allows"));
 }
 
-TEST_CASE("the reply to leave arrives even when the daemon closes the socket right after", "[daemon][control]") {
+TEST_CASE("the reply to leave arrives even when the daemon closes the socket right after",
+          "[daemon][control][cluster]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
   FakeDaemon daemon;
@@ -249,7 +246,7 @@ TEST_CASE("the reply to leave arrives even when the daemon closes the socket rig
   CHECK(probe_unix_socket(path) == UnixSocketState::kAbsent);
 }
 
-TEST_CASE("a daemon that does not answer in time gives a clear error", "[daemon][control]") {
+TEST_CASE("a daemon that does not answer in time gives a clear error", "[daemon][control][cluster]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
   zmq::context_t context;
@@ -259,7 +256,7 @@ TEST_CASE("a daemon that does not answer in time gives a clear error", "[daemon]
                     Contains("did not answer within 200 ms"));
 }
 
-TEST_CASE("meridian status, peers and leave talk to a running daemon", "[daemon][control]") {
+TEST_CASE("meridian status, peers and leave talk to a running daemon", "[daemon][control][process]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
   zmq::context_t context;
@@ -294,7 +291,7 @@ TEST_CASE("meridian status, peers and leave talk to a running daemon", "[daemon]
   CHECK_THAT(again.out, Contains("\"accepted\": false"));
 }
 
-TEST_CASE("meridian status without a daemon exits 1 with a hint", "[daemon][control]") {
+TEST_CASE("meridian status without a daemon exits 1 with a hint", "[daemon][control][process]") {
   TempDir tmp;
   const auto result = run_meridian("status --socket " + (tmp.path() / "none.sock").string(), tmp);
   CHECK(result.exit_code == 1);

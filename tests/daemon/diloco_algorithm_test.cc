@@ -39,7 +39,7 @@ std::string problems_of(const SiteConfig& c) {
 }  // namespace
 
 TEST_CASE("diloco is registered, picks its shape when none is given, and says it in the start-up line",
-          "[daemon][config][diloco]") {
+          "[daemon][config][diloco][unit]") {
   REQUIRE(algorithms::find_algorithm("diloco") != nullptr);
   CHECK(algorithms::find_algorithm("diloco")->id() == Algorithm::kDiloco);
   SiteConfig c = diloco_config();
@@ -67,7 +67,7 @@ TEST_CASE("diloco is registered, picks its shape when none is given, and says it
 }
 
 TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do not read them",
-          "[daemon][config][diloco]") {
+          "[daemon][config][diloco][unit]") {
   SiteConfig c = diloco_config();
   c.period = 8;
   c.delay = 9;
@@ -103,7 +103,7 @@ TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do no
 }
 
 TEST_CASE("diloco sends fragments and (θ_g, m), and pins the model's length only with one fragment",
-          "[daemon][config][diloco]") {
+          "[daemon][config][diloco][unit]") {
   const auto& diloco = *algorithms::find_algorithm("diloco");
   SiteConfig c = diloco_config();
   CHECK(diloco.wire_limits(settings_of(c)).pin_model_elements);
@@ -115,7 +115,7 @@ TEST_CASE("diloco sends fragments and (θ_g, m), and pins the model's length onl
 }
 
 TEST_CASE("diloco's checkpoint holds θ_g and the outer momentum, and a restore puts them back",
-          "[daemon][checkpoint][diloco]") {
+          "[daemon][checkpoint][diloco][unit]") {
   SiteConfig c = diloco_config();
   c.period = 4;
   const auto settings = settings_of(c);

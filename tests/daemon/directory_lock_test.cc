@@ -13,7 +13,7 @@ using Catch::Matchers::Contains;
 using meridian::daemon::DirectoryLock;
 using meridian::testing::TempDir;
 
-TEST_CASE("a directory is locked by one owner at a time", "[daemon][lock]") {
+TEST_CASE("a directory is locked by one owner at a time", "[daemon][lock][unit]") {
   TempDir tmp;
   const auto dir = tmp.path() / "run";
   std::string error;
@@ -34,7 +34,7 @@ TEST_CASE("a directory is locked by one owner at a time", "[daemon][lock]") {
   CHECK(DirectoryLock::acquire(dir, error));
 }
 
-TEST_CASE("a daemon killed with SIGKILL leaves no stale lock", "[daemon][lock]") {
+TEST_CASE("a daemon killed with SIGKILL leaves no stale lock", "[daemon][lock][process]") {
   TempDir tmp;
   int ready[2];
   REQUIRE(::pipe(ready) == 0);
@@ -63,7 +63,7 @@ TEST_CASE("a daemon killed with SIGKILL leaves no stale lock", "[daemon][lock]")
   CHECK(DirectoryLock::acquire(tmp.path(), error));
 }
 
-TEST_CASE("a directory that cannot be created gives a clear error", "[daemon][lock]") {
+TEST_CASE("a directory that cannot be created gives a clear error", "[daemon][lock][unit]") {
   TempDir tmp;
   std::ofstream(tmp.path() / "file") << "x";
   std::string error;

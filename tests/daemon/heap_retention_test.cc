@@ -32,7 +32,7 @@ long faults_of_block(std::size_t bytes) {
 
 }  // namespace
 
-TEST_CASE("a freed model-sized block is reused without faulting its pages in again", "[daemon][memory]") {
+TEST_CASE("a freed model-sized block is reused without faulting its pages in again", "[daemon][memory][process]") {
   // In a child: the allocator's limits are process-wide and would outlive this test.
   const pid_t child = fork();
   REQUIRE(child >= 0);

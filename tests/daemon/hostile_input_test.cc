@@ -24,6 +24,8 @@
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
@@ -53,8 +55,8 @@ double rejected(const std::map<std::string, double>& m, const std::string& cause
 }  // namespace
 
 TEST_CASE("a live daemon rejects and counts every kind of hostile message and keeps training",
-          "[daemon][multiprocess][security][hostile]") {
-  if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+          "[daemon][process][security][hostile]") {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
@@ -261,7 +263,7 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
   CHECK(a.wait_exit() == 0);
   CHECK(b.wait_exit() == 0);
   REQUIRE(a.has_result());
-  const auto result = nlohmann::json::parse(meridian::testing::read_text(a.run_dir() / "result.json"));
+  const auto result = nlohmann::json::parse(meridian::tests::file_contents(a.run_dir() / "result.json"));
   const double accuracy = result["test_accuracy"].get<double>();
   CHECK(result["steps"].get<double>() > step_before + 50);
   CHECK(accuracy > 0.7);  // four epochs of a small MLP on half of Fashion-MNIST each: about 0.84

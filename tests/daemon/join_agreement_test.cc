@@ -106,7 +106,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 }  // namespace
 
-TEST_CASE("a site running another --algo is refused at join, with both algorithms named", "[daemon][join]") {
+TEST_CASE("a site running another --algo is refused at join, with both algorithms named", "[daemon][join][process]") {
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--algo", "sgp"}),
@@ -121,7 +121,7 @@ TEST_CASE("a site running another --algo is refused at join, with both algorithm
   CHECK_FALSE(contains(o.refuser_log, "member 'beta' is alive"));
 }
 
-TEST_CASE("a dts site with another delay is refused at join, with both shapes named", "[daemon][join]") {
+TEST_CASE("a dts site with another delay is refused at join, with both shapes named", "[daemon][join][process]") {
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--algo", "dts", "--delay", "1"}),
@@ -134,7 +134,7 @@ TEST_CASE("a dts site with another delay is refused at join, with both shapes na
   CHECK(contains(o.refuser_log, "; beta: dts, D = 2, "));
 }
 
-TEST_CASE("a site with another model is refused at join, with both architectures named", "[daemon][join]") {
+TEST_CASE("a site with another model is refused at join, with both architectures named", "[daemon][join][process]") {
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--widths", "8"}),
@@ -147,7 +147,8 @@ TEST_CASE("a site with another model is refused at join, with both architectures
   CHECK(contains(o.refuser_log, "; beta: mlp|in=2x1x1|flatten|linear(2->16)"));
 }
 
-TEST_CASE("a site whose data names other classes is refused at join, with both class lists named", "[daemon][join]") {
+TEST_CASE("a site whose data names other classes is refused at join, with both class lists named",
+          "[daemon][join][process]") {
   TempDir dir;
   const auto pets = write_table(dir.path() / "a", "t.csv", {"cat", "dog"});
   const auto fruit = write_table(dir.path() / "b", "t.csv", {"apple", "pear"});
@@ -162,7 +163,8 @@ TEST_CASE("a site whose data names other classes is refused at join, with both c
                  "beta: input 2, 2 classes (apple, pear))"));
 }
 
-TEST_CASE("an allreduce site with another optimizer is refused at join, with both optimizers named", "[daemon][join]") {
+TEST_CASE("an allreduce site with another optimizer is refused at join, with both optimizers named",
+          "[daemon][join][process]") {
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path() / "allreduce",

@@ -14,6 +14,8 @@
 #include "daemon/control_client.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
@@ -51,7 +53,7 @@ std::vector<std::string> site_args(int index, const std::string& epochs) {
 }
 
 std::uint64_t final_step(const SiteProcess& site) {
-  const auto result = nlohmann::json::parse(meridian::testing::read_text(site.run_dir() / "result.json"));
+  const auto result = nlohmann::json::parse(meridian::tests::file_contents(site.run_dir() / "result.json"));
   return meridian::daemon::read_checkpoint_file(result["final_checkpoint"].get<std::string>()).step;
 }
 
@@ -59,7 +61,7 @@ std::uint64_t final_step(const SiteProcess& site) {
 
 TEST_CASE("a site that joins a running federation takes the end round from a peer and finishes with the others",
           "[process][daemon][plan][join]") {
-  if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }

@@ -22,7 +22,7 @@ bool have_promtool() { return std::system("command -v promtool >/dev/null 2>&1")
 
 }  // namespace
 
-TEST_CASE("metric values and labels are rendered in the exposition format", "[daemon][metrics]") {
+TEST_CASE("metric values and labels are rendered in the exposition format", "[daemon][metrics][unit]") {
   CHECK(format_metric_value(0) == "0");
   CHECK(format_metric_value(1.5) == "1.5");
   CHECK(format_metric_value(1e-9) == "1e-09");
@@ -54,7 +54,7 @@ TEST_CASE("metric values and labels are rendered in the exposition format", "[da
   CHECK_THROWS_WITH(registry.gauge_family("ok", "x", {"bad-label"}), Contains("not a valid label name"));
 }
 
-TEST_CASE("counters and gauges are safe to update from several threads", "[daemon][metrics]") {
+TEST_CASE("counters and gauges are safe to update from several threads", "[daemon][metrics][unit]") {
   MetricsRegistry registry;
   auto& family = registry.counter_family("events_total", "Events.", {"peer"});
   auto& gauge = registry.gauge("level", "Level.");
@@ -73,7 +73,7 @@ TEST_CASE("counters and gauges are safe to update from several threads", "[daemo
   CHECK(gauge.value() == 0);
 }
 
-TEST_CASE("checkpoint age counts from the last checkpoint", "[daemon][metrics]") {
+TEST_CASE("checkpoint age counts from the last checkpoint", "[daemon][metrics][unit]") {
   DaemonMetrics metrics("oregon", "sgp");
   metrics.checkpoint_written(DaemonMetrics::Clock::now() - std::chrono::hours(1));
   const auto text = metrics.registry().render();
@@ -109,7 +109,8 @@ void populate(DaemonMetrics& metrics) {
 
 }  // namespace
 
-TEST_CASE("/metrics over HTTP serves every metric with its value, and nothing elsewhere", "[daemon][metrics][unit]") {
+TEST_CASE("/metrics over HTTP serves every metric with its value, and nothing elsewhere",
+          "[daemon][metrics][cluster]") {
   DaemonMetrics metrics("oregon", "sgp");
   populate(metrics);
   MetricsServer server(metrics.registry(), "127.0.0.1:0");
@@ -154,7 +155,7 @@ TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics]
   CHECK(promtool_output.empty());
 }
 
-TEST_CASE("a bad or busy metrics address gives a clear error", "[daemon][metrics]") {
+TEST_CASE("a bad or busy metrics address gives a clear error", "[daemon][metrics][cluster]") {
   MetricsRegistry registry;
   CHECK_THROWS_WITH(MetricsServer(registry, "9400"), Contains("'9400'") && Contains("no port"));
   CHECK_THROWS_WITH(MetricsServer(registry, "127.0.0.1:http"), Contains("not a number"));
@@ -164,7 +165,7 @@ TEST_CASE("a bad or busy metrics address gives a clear error", "[daemon][metrics
                     Contains("cannot listen there"));
 }
 
-TEST_CASE("the metrics server starts and stops cleanly many times", "[daemon][metrics]") {
+TEST_CASE("the metrics server starts and stops cleanly many times", "[daemon][metrics][cluster]") {
   MetricsRegistry registry;
   registry.gauge("up", "Up.").set(1);
   for (int i = 0; i < 20; ++i) {

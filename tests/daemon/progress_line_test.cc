@@ -7,7 +7,8 @@
 
 using namespace meridian::daemon;
 
-TEST_CASE("the progress line shows step, epoch, loss, accuracy, peers, staleness and traffic", "[daemon][progress]") {
+TEST_CASE("the progress line shows step, epoch, loss, accuracy, peers, staleness and traffic",
+          "[daemon][progress][unit]") {
   Progress p;
   p.step = 1200;
   p.total_steps = 5000;
@@ -35,7 +36,7 @@ TEST_CASE("the progress line shows step, epoch, loss, accuracy, peers, staleness
   CHECK_THAT(format_progress_line(diverged), Catch::Matchers::Contains("loss 1.235e+04"));
 }
 
-TEST_CASE("bytes, rates and durations are formatted for people", "[daemon][progress]") {
+TEST_CASE("bytes, rates and durations are formatted for people", "[daemon][progress][unit]") {
   CHECK(format_bytes(0) == "0 B");
   CHECK(format_bytes(999) == "999 B");
   CHECK(format_bytes(1000) == "1.0 kB");

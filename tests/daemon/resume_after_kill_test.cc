@@ -18,6 +18,8 @@
 #include "models/data/idx_reader.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
@@ -26,7 +28,7 @@ using meridian::testing::TempDir;
 
 namespace {
 
-const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
+const std::string kFashionMnist = meridian::tests::fashion_mnist_dir().string();
 
 // Site `index` of three, for 3 epochs (936 rounds: room for the victim to come back before the end on a
 // fast machine), with a checkpoint every half second so that the victim has one to come back
@@ -69,7 +71,7 @@ std::vector<std::string> site_args(int index, const std::string& algo) {
 }
 
 nlohmann::json result_of(const SiteProcess& site) {
-  return nlohmann::json::parse(meridian::testing::read_text(site.run_dir() / "result.json"));
+  return nlohmann::json::parse(meridian::tests::file_contents(site.run_dir() / "result.json"));
 }
 
 // The first number after `prefix` in `log`, or -1 when the log has no such line.
@@ -83,7 +85,7 @@ long long number_after(const std::string& log, const std::string& prefix) {
 
 TEST_CASE("a SIGKILLed site of allreduce, sgp or dsync resumes from its checkpoint and the federation finishes",
           "[process][daemon][fault][resume]") {
-  if (!fs::exists(fs::path(kFashionMnist) / "t10k-labels-idx1-ubyte.gz")) {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }

@@ -4,7 +4,7 @@
 
 using namespace meridian::daemon;
 
-TEST_CASE("a run plan survives its encoding; anything else is refused", "[daemon][plan]") {
+TEST_CASE("a run plan survives its encoding; anything else is refused", "[daemon][plan][unit]") {
   for (const RunPlan plan : {RunPlan{234, 0}, RunPlan{1, 18446744073709551615ull}, RunPlan{702, 710}})
     CHECK(decode_plan(encode_plan(plan)) == plan);
   for (const std::string bad : {"", "plan", "plan steps=0 end=5", "plan steps=12", "plan steps=12 end=3 more",
@@ -12,7 +12,7 @@ TEST_CASE("a run plan survives its encoding; anything else is refused", "[daemon
     CHECK_FALSE(decode_plan(bad));
 }
 
-TEST_CASE("peer plans keep the newest plan per site and ignore other control messages", "[daemon][plan]") {
+TEST_CASE("peer plans keep the newest plan per site and ignore other control messages", "[daemon][plan][unit]") {
   PeerPlans plans;
   auto m = plan_message({100, 0});
   m.from = "a";

@@ -9,6 +9,8 @@
 #include "daemon/algorithms/dts.h"
 #include "daemon/site_config.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/child_process.h"
+#include "tests/support/file_contents.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
@@ -35,16 +37,12 @@ std::string problems_of(const SiteConfig& config) {
   return all;
 }
 
-int run(const std::string& command) { return WEXITSTATUS(std::system(command.c_str())); }
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+// The exit code of a shell command.
+int run(const std::string& command) { return meridian::tests::run_shell(command).exit_code; }
 
 }  // namespace
 
-TEST_CASE("meridian init writes a config that --config reads back to the same values", "[daemon][config]") {
+TEST_CASE("meridian init writes a config that --config reads back to the same values", "[daemon][config][process]") {
   TempDir tmp;
   const auto file = tmp.path() / "oregon.toml";
   const std::string init = std::string(MERIDIAN_BINARY) + " init --name oregon --out " + file.string();
@@ -60,7 +58,7 @@ TEST_CASE("meridian init writes a config that --config reads back to the same va
   CHECK(run(init + " 2> /dev/null") == 1);
 }
 
-TEST_CASE("every kind of value survives init and --config", "[daemon][config]") {
+TEST_CASE("every kind of value survives init and --config", "[daemon][config][process]") {
   TempDir tmp;
   const auto file = tmp.path() / "tokyo.toml";
   REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --out " + file.string() +
@@ -97,7 +95,7 @@ TEST_CASE("every kind of value survives init and --config", "[daemon][config]") 
 }
 
 TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given keeps the user's shape",
-          "[daemon][config]") {
+          "[daemon][config][process]") {
   const auto shape = [](const SiteConfig& c) { return std::pair{c.delay, c.period}; };
   CHECK(shape(parse({"--algo", "dts"})) == std::pair{algorithms::kDtsDefaultDelay, algorithms::kDtsDefaultPeriod});
   CHECK(shape(parse({"--algo", "dts"})) == std::pair{2, 16});
@@ -116,12 +114,11 @@ TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given
   // meridian init writes the shape into the file it makes, so the file says what the site will run.
   const auto made = tmp.path() / "made.toml";
   REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --name a --algo dts --out " + made.string() + " > /dev/null") == 0);
-  std::ifstream in(made);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = meridian::tests::file_contents(made);
   CHECK_THAT(text, Catch::Contains("\ndelay = 2\n") && Catch::Contains("\nperiod = 16\n"));
 }
 
-TEST_CASE("the start-up log names the algorithm with the knobs it reads", "[daemon][config]") {
+TEST_CASE("the start-up log names the algorithm with the knobs it reads", "[daemon][config][unit]") {
   const auto describe = [](std::vector<std::string> args) {
     args.insert(args.end(), {"--name", "a"});
     return describe_algorithm(settings_of(parse(args)));
@@ -134,7 +131,7 @@ TEST_CASE("the start-up log names the algorithm with the knobs it reads", "[daem
   CHECK(describe({"--algo", "allreduce"}) == "allreduce");
 }
 
-TEST_CASE("a bad config file names the file and the key", "[daemon][config]") {
+TEST_CASE("a bad config file names the file and the key", "[daemon][config][unit]") {
   TempDir tmp;
   const auto file = tmp.path() / "bad.toml";
   auto error_for = [&](const std::string& text) {
@@ -161,7 +158,7 @@ TEST_CASE("a bad config file names the file and the key", "[daemon][config]") {
   CHECK_THROWS_AS(parse({"--config", (tmp.path() / "absent.toml").string()}), CLI::ValidationError);
 }
 
-TEST_CASE("each bad value gives an error naming the option with a hint", "[daemon][config]") {
+TEST_CASE("each bad value gives an error naming the option with a hint", "[daemon][config][unit]") {
   SiteConfig good;
   good.name = "oregon";
   REQUIRE(problems_of(good).empty());
@@ -318,7 +315,7 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
   CHECK(problems_of(local).empty());
 }
 
-TEST_CASE("the small option grammars parse to their values", "[daemon][config]") {
+TEST_CASE("the small option grammars parse to their values", "[daemon][config][unit]") {
   const auto step = parse_schedule("step:3:0.1");
   REQUIRE(step);
   CHECK(step->kind == ScheduleSpec::Kind::kStep);
@@ -336,9 +333,9 @@ TEST_CASE("the small option grammars parse to their values", "[daemon][config]")
   CHECK(config.control_socket_or_default() == "/srv/m/control.sock");
 }
 
-TEST_CASE("meridian init rejects a bad value with the option named", "[daemon][config]") {
+TEST_CASE("meridian init rejects a bad value with the option named", "[daemon][config][process]") {
   TempDir tmp;
   const auto err = tmp.path() / "err.txt";
   CHECK(run(std::string(MERIDIAN_BINARY) + " init --name x --algo gossip 2> " + err.string()) == 1);
-  CHECK_THAT(slurp(err), Contains("--algo: 'gossip' is not one of"));
+  CHECK_THAT(meridian::tests::file_contents(err), Contains("--algo: 'gossip' is not one of"));
 }

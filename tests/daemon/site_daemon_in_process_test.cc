@@ -23,6 +23,8 @@
 #include "peer/in_memory_transport.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
 
 namespace fs = std::filesystem;
 using meridian::daemon::ControlClient;
@@ -30,14 +32,13 @@ using meridian::daemon::SiteConfig;
 using meridian::daemon::SiteDaemon;
 using meridian::daemon::SiteDaemonOptions;
 using meridian::testing::eventually;
-using meridian::testing::read_text;
 using meridian::testing::TempDir;
 
 namespace {
 
-constexpr const char* kFashionMnist = "/usr/share/datasets/fashion-mnist";
+const std::string kFashionMnist = meridian::tests::fashion_mnist_dir().string();
 
-bool have_fashion_mnist() { return fs::exists(std::string(kFashionMnist) + "/t10k-labels-idx1-ubyte.gz"); }
+using meridian::tests::have_fashion_mnist;
 
 const meridian::models::data::Dataset& test_set() {
   static const auto data = meridian::models::data::load_fashion_mnist(kFashionMnist, false);
@@ -131,7 +132,9 @@ class SiteThread {
     return s && s->state == "training" && s->step >= steps;
   }
 
-  nlohmann::json result() const { return nlohmann::json::parse(read_text(run_dir_ / "result.json")); }
+  nlohmann::json result() const {
+    return nlohmann::json::parse(meridian::tests::file_contents(run_dir_ / "result.json"));
+  }
   fs::path final_checkpoint() const { return result()["final_checkpoint"].get<std::string>(); }
   std::vector<float> final_parameters() const {
     return meridian::daemon::read_checkpoint_file(final_checkpoint()).parameters;

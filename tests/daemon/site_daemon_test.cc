@@ -27,18 +27,20 @@
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/file_contents.h"
+#include "tests/support/meridian_command.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::have_fashion_mnist;
 
 namespace {
 
-bool have_fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"); }
-
 const meridian::models::data::Dataset& test_set() {
-  static const auto data = meridian::models::data::load_fashion_mnist("/usr/share/datasets/fashion-mnist", false);
+  static const auto data = meridian::models::data::load_fashion_mnist(meridian::tests::fashion_mnist_dir(), false);
   return data;
 }
 
@@ -100,19 +102,8 @@ std::vector<std::unique_ptr<SiteProcess>> start_sites(const fs::path& root, int 
   return sites;
 }
 
-// stdout of a shell command.
-std::string run_command(const std::string& command) {
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-    ::pclose(pipe);
-  }
-  return out;
-}
-
 nlohmann::json result_of(const SiteProcess& site) {
-  return nlohmann::json::parse(meridian::testing::read_text(site.run_dir() / "result.json"));
+  return nlohmann::json::parse(meridian::tests::file_contents(site.run_dir() / "result.json"));
 }
 
 std::vector<fs::path> final_checkpoints(const std::vector<std::unique_ptr<SiteProcess>>& sites) {
@@ -124,7 +115,7 @@ std::vector<fs::path> final_checkpoints(const std::vector<std::unique_ptr<SitePr
 }  // namespace
 
 TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allreduce replicas are bit-identical",
-          "[daemon][multiprocess][acceptance]") {
+          "[daemon][process][acceptance]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
@@ -165,7 +156,7 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
       CHECK(r["train_start"].get<double>() + r["train_seconds"].get<double>() < unix_now());
     }
     // Every site's trail ends with the run's last step.
-    const auto trail = meridian::testing::read_text(sites[3]->run_dir() / "progress.jsonl");
+    const auto trail = meridian::tests::file_contents(sites[3]->run_dir() / "progress.jsonl");
     const auto last = nlohmann::json::parse(trail.substr(trail.rfind('\n', trail.size() - 2) + 1));
     CHECK(last["step"] == 234);
     CHECK(last["eval_seconds"].get<double>() > 0);  // at least the final evaluation
@@ -176,7 +167,8 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
     if (algo == "sgp") {
       // `meridian eval` on one site's checkpoint: the model rebuilt from the fingerprint, z = x / w.
       const auto single = meridian::daemon::evaluate_checkpoints({files[1]}, test_set());
-      const auto out = run_command(std::string(MERIDIAN_BINARY) + " eval --json --checkpoint " + files[1].string());
+      const auto out =
+          meridian::tests::run_meridian("eval --json --checkpoint " + files[1].string() + " 2> /dev/null").output;
       INFO(out);
       const auto reply = nlohmann::json::parse(out);
       CHECK(reply["test_accuracy"].get<double>() == Approx(single.evaluation.accuracy).margin(1e-6));
@@ -207,7 +199,7 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
 // view that takes it back from different rounds, and survivors that completed the round the victim
 // died in while others abandoned it.
 TEST_CASE("a site that evaluates rarely still records its steps, without an accuracy it did not measure",
-          "[daemon][multiprocess]") {
+          "[daemon][process]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
@@ -222,7 +214,7 @@ TEST_CASE("a site that evaluates rarely still records its steps, without an accu
   std::vector<nlohmann::json> records;
   const auto read_records = [&] {
     records.clear();
-    std::istringstream lines(meridian::testing::read_text(trail_file));
+    std::istringstream lines(meridian::tests::file_contents(trail_file));
     for (std::string line; std::getline(lines, line);)
       if (!line.empty()) records.push_back(nlohmann::json::parse(line));
     return records.size() >= 2 || site.exited();
@@ -244,8 +236,7 @@ TEST_CASE("a site that evaluates rarely still records its steps, without an accu
   CHECK_FALSE(records.back()["test_accuracy"].is_null());
 }
 
-TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes",
-          "[daemon][multiprocess][fault]") {
+TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[daemon][process][fault]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
@@ -312,7 +303,7 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
 }
 
 TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0; /metrics passes promtool",
-          "[daemon][multiprocess][signal][metrics]") {
+          "[daemon][process][signal][metrics]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
@@ -381,7 +372,7 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
     const auto cmd = "promtool check metrics < " + (dir.path() / "metrics.txt").string() + " > " +
                      (dir.path() / "promtool.txt").string() + " 2>&1";
     const int rc = std::system(cmd.c_str());
-    INFO(meridian::testing::read_text(dir.path() / "promtool.txt"));
+    INFO(meridian::tests::file_contents(dir.path() / "promtool.txt"));
     CHECK(rc == 0);
   }
 
@@ -423,7 +414,7 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
   CHECK(b.log().find("leave requested over the control socket") != std::string::npos);
 }
 
-TEST_CASE("start refuses combinations the algorithm cannot run, with a clear error", "[daemon][config]") {
+TEST_CASE("start refuses combinations the algorithm cannot run, with a clear error", "[daemon][config][process]") {
   TempDir dir;
   auto args = site_args("x", 0, 1, "dts", "1");
   *(std::find(args.begin(), args.end(), "--optimizer") + 1) = "adam";
@@ -432,7 +423,8 @@ TEST_CASE("start refuses combinations the algorithm cannot run, with a clear err
   CHECK(site.log().find("dts is its own optimizer and supports sgd or momentum") != std::string::npos);
 }
 
-TEST_CASE("start --device cuda without a GPU fails at once with the reason and a hint", "[daemon][config][device]") {
+TEST_CASE("start --device cuda without a GPU fails at once with the reason and a hint",
+          "[daemon][config][device][process]") {
   const auto cuda = meridian::models::probe_cuda();
   if (cuda.device_count > 0) {
     WARN("SKIPPED: this machine has a CUDA device, so --device cuda does not fail here");
@@ -448,7 +440,8 @@ TEST_CASE("start --device cuda without a GPU fails at once with the reason and a
   CHECK(site.log().find("hint: use --device cpu") != std::string::npos);
 }
 
-TEST_CASE("a site stopped while it waits for its peers exits 0 and leaves nothing half-done", "[daemon][signal]") {
+TEST_CASE("a site stopped while it waits for its peers exits 0 and leaves nothing half-done",
+          "[daemon][signal][process]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
@@ -464,7 +457,8 @@ TEST_CASE("a site stopped while it waits for its peers exits 0 and leaves nothin
   CHECK(site.checkpoints().empty());  // it never trained
 }
 
-TEST_CASE("a second signal ends a site at once while its graceful stop waits for a stalled peer", "[daemon][signal]") {
+TEST_CASE("a second signal ends a site at once while its graceful stop waits for a stalled peer",
+          "[daemon][signal][process]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
@@ -488,7 +482,7 @@ TEST_CASE("a second signal ends a site at once while its graceful stop waits for
   b->kill_hard();
 }
 
-TEST_CASE("status, peers and leave are answered while a round waits for a stopped peer", "[daemon][control]") {
+TEST_CASE("status, peers and leave are answered while a round waits for a stopped peer", "[daemon][control][process]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
@@ -522,7 +516,7 @@ TEST_CASE("status, peers and leave are answered while a round waits for a stoppe
 }
 
 TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps a silent peer the others declare dead",
-          "[daemon][multiprocess][heartbeat]") {
+          "[daemon][process][heartbeat]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
@@ -572,7 +566,8 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
   quiet.signal(SIGCONT);
 }
 
-TEST_CASE("start refuses a heartbeat timeout that does not exceed the interval, with a hint", "[daemon][config]") {
+TEST_CASE("start refuses a heartbeat timeout that does not exceed the interval, with a hint",
+          "[daemon][config][process]") {
   TempDir dir;
   auto args = site_args("x", 0, 1, "local", "1");
   args.insert(args.end(), {"--heartbeat-interval", "2", "--heartbeat-timeout", "1.5"});
@@ -583,8 +578,7 @@ TEST_CASE("start refuses a heartbeat timeout that does not exceed the interval, 
                         "plus the round trip of the slowest link (e.g. 12)") != std::string::npos);
 }
 
-TEST_CASE("sites whose data give them different step counts all end after the smallest",
-          "[daemon][multiprocess][plan]") {
+TEST_CASE("sites whose data give them different step counts all end after the smallest", "[daemon][process][plan]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;

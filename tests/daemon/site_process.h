@@ -3,39 +3,27 @@
 // checkpoints). Every wait is bounded only as a hang guard; tests assert behaviour, not time.
 #pragma once
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <sstream>
-#include <stdexcept>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "tests/support/child_process.h"
+#include "tests/support/eventually.h"
+#include "tests/support/file_contents.h"
 
 namespace meridian::testing {
 
-inline std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Polls `done` every 50 ms until it is true or `guard` passes; returns its last value.
-inline bool eventually(const std::function<bool()>& done, std::chrono::seconds guard = std::chrono::seconds(120)) {
-  const auto deadline = std::chrono::steady_clock::now() + guard;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
+// tests::eventually at the pace for what a site process shows (tests::kFromProcess), with a 120 s
+// hang guard unless the caller gives another.
+inline bool eventually(const std::function<bool()>& condition, std::chrono::seconds guard = std::chrono::seconds(120)) {
+  return tests::eventually(condition, {guard, tests::kFromProcess.interval});
 }
 
 class SiteProcess {
@@ -43,44 +31,23 @@ class SiteProcess {
   // Starts `meridian start ARGS --run-dir RUN_DIR`.
   SiteProcess(std::filesystem::path run_dir, std::vector<std::string> args) : run_dir_(std::move(run_dir)) {
     std::filesystem::create_directories(run_dir_);
+    args.insert(args.begin(), {MERIDIAN_BINARY, "start"});
     args.push_back("--run-dir");
     args.push_back(run_dir_.string());
-    const std::string log = (run_dir_ / "log").string();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, STDOUT_FILENO);
-        ::dup2(fd, STDERR_FILENO);
-      }
-      std::vector<char*> argv;
-      std::string bin = MERIDIAN_BINARY, start = "start";
-      argv.push_back(bin.data());
-      argv.push_back(start.data());
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
+    const int log = ::open((run_dir_ / "log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    process_ = std::make_unique<tests::ChildProcess>(args, tests::ChildStreams{.out = log, .err = log});
+    if (log >= 0) ::close(log);
   }
-  ~SiteProcess() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  SiteProcess(const SiteProcess&) = delete;
-  SiteProcess& operator=(const SiteProcess&) = delete;
 
   const std::filesystem::path& run_dir() const { return run_dir_; }
-  std::string log() const { return read_text(run_dir_ / "log"); }
+  std::string log() const { return tests::file_contents(run_dir_ / "log"); }
 
   // The address the site listens on, once it wrote RUN_DIR/endpoint ("" if it never did).
   std::string endpoint(std::chrono::seconds guard = std::chrono::seconds(60)) const {
     const auto file = run_dir_ / "endpoint";
-    if (!eventually([&] { return std::filesystem::exists(file) || exited(); }, guard)) return "";
-    auto text = read_text(file);
+    if (!tests::eventually([&] { return std::filesystem::exists(file) || exited(); }, {guard, kPollInterval}))
+      return "";
+    auto text = tests::file_contents(file);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     return text;
   }
@@ -96,34 +63,20 @@ class SiteProcess {
     return out;
   }
 
-  void signal(int sig) { ::kill(pid_, sig); }
-  void kill_hard() {
-    if (reaped_) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status_, 0);
-    reaped_ = true;
-  }
+  void signal(int sig) { process_->signal(sig); }
+  void kill_hard() { process_->kill_hard(); }
   // Whether the process has exited (reaps it and keeps its status).
-  bool exited() const {
-    if (reaped_) return true;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      reaped_ = true;
-      status_ = status;
-    }
-    return reaped_;
-  }
+  bool exited() const { return process_->exited(); }
   // Waits for exit (hang guard: SIGKILL after `guard`); the exit code, or -1 when killed by a signal.
   int wait_exit(std::chrono::seconds guard = std::chrono::seconds(120)) {
-    if (!eventually([&] { return exited(); }, guard)) kill_hard();
-    return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
+    return process_->wait_exit({guard, kPollInterval});
   }
 
  private:
+  static constexpr auto kPollInterval = tests::kFromProcess.interval;
+
   std::filesystem::path run_dir_;
-  pid_t pid_ = -1;
-  mutable bool reaped_ = false;
-  mutable int status_ = 0;
+  std::unique_ptr<tests::ChildProcess> process_;
 };
 
 }  // namespace meridian::testing

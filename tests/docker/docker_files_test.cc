@@ -15,21 +15,21 @@
 #include "tests/daemon/temp_dir.h"
 #include "tests/docker/federation_sites.h"
 #include "tests/docker/namespace_network.h"
+#include "tests/support/child_process.h"
+#include "tests/support/file_contents.h"
 
 using meridian::testing::load_federation_sites;
-using meridian::testing::run_command;
+using meridian::tests::run_command;
 namespace fs = std::filesystem;
 
 namespace {
 
 const fs::path kSource = MERIDIAN_SOURCE_DIR;
 
+// The text of a file the docker set-up must have.
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  REQUIRE(fs::is_regular_file(path));
+  return meridian::tests::file_contents(path);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -72,7 +72,7 @@ bool has_line(const std::vector<std::string>& lines, const std::string& wanted) 
 
 }  // namespace
 
-TEST_CASE("the demo site files are four valid sites of one world4 federation", "[docker]") {
+TEST_CASE("the demo site files are four valid sites of one world4 federation", "[docker][unit]") {
   const auto sites = load_federation_sites();
   REQUIRE(sites.size() == 4);
   std::set<std::string> regions;
@@ -95,7 +95,7 @@ TEST_CASE("the demo site files are four valid sites of one world4 federation", "
   CHECK(regions == std::set<std::string>{"oregon", "ohio", "london", "tokyo"});
 }
 
-TEST_CASE("compose.yml runs each site file at the address the file listens on", "[docker]") {
+TEST_CASE("compose.yml runs each site file at the address the file listens on", "[docker][unit]") {
   const auto text = read_text(kSource / "docker" / "compose.yml");
   const auto services = compose_services(text);
   const auto sites = load_federation_sites();
@@ -114,7 +114,7 @@ TEST_CASE("compose.yml runs each site file at the address the file listens on", 
   }
 }
 
-TEST_CASE("every file the Dockerfiles copy from the repository exists", "[docker]") {
+TEST_CASE("every file the Dockerfiles copy from the repository exists", "[docker][unit]") {
   for (const char* name : {"Dockerfile", "Dockerfile.cuda"}) {
     INFO(name);
     std::size_t copies = 0;
@@ -147,7 +147,7 @@ TEST_CASE("every file the Dockerfiles copy from the repository exists", "[docker
   }
 }
 
-TEST_CASE("runtime-packages names an installed Debian package for every library meridian loads", "[docker]") {
+TEST_CASE("runtime-packages names an installed Debian package for every library meridian loads", "[docker][process]") {
   const auto script = (kSource / "docker" / "runtime-packages").string();
   std::vector<std::string> argv{script};
   // A CUDA build on a machine whose toolkit came from NVIDIA's runfile (/usr/local/cuda) loads libraries
@@ -178,7 +178,7 @@ TEST_CASE("runtime-packages names an installed Debian package for every library 
   CHECK(missing.output.find("/nonexistent/meridian") != std::string::npos);
 }
 
-TEST_CASE("the docker scripts pass shellcheck", "[docker]") {
+TEST_CASE("the docker scripts pass shellcheck", "[docker][process]") {
   if (run_command({"sh", "-c", "command -v shellcheck"}).exit_code != 0) {
     WARN("SKIPPED: shellcheck is not installed (apt install shellcheck)");
     return;
@@ -190,7 +190,7 @@ TEST_CASE("the docker scripts pass shellcheck", "[docker]") {
   CHECK(r.exit_code == 0);
 }
 
-TEST_CASE("the entrypoint names a missing key pair or roster and passes other commands through", "[docker]") {
+TEST_CASE("the entrypoint names a missing key pair or roster and passes other commands through", "[docker][process]") {
   meridian::testing::TempDir dir;
   const auto entrypoint = (kSource / "docker" / "entrypoint.sh").string();
   const auto bin_dir = fs::path(MERIDIAN_BINARY).parent_path().string();
@@ -220,7 +220,7 @@ TEST_CASE("the entrypoint names a missing key pair or roster and passes other co
   CHECK(r.output.find("no roster at " + (dir.path() / "roster.txt").string()) != std::string::npos);
 }
 
-TEST_CASE("the Dockerfiles' HEALTHCHECK is a status command meridian accepts", "[docker]") {
+TEST_CASE("the Dockerfiles' HEALTHCHECK is a status command meridian accepts", "[docker][process]") {
   meridian::testing::TempDir dir;
   const auto bin_dir = fs::path(MERIDIAN_BINARY).parent_path().string();
   for (const char* name : {"Dockerfile", "Dockerfile.cuda"}) {

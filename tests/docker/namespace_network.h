@@ -24,45 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/child_process.h"
+
 namespace meridian::testing {
-
-struct CommandResult {
-  int exit_code = -1;  // -1 when killed by a signal or when the program could not be started
-  std::string output;  // standard output and standard error together
-};
-
-// Runs argv (argv[0] looked up in PATH) to completion and returns its exit code and output.
-inline CommandResult run_command(const std::vector<std::string>& argv) {
-  int out[2];
-  if (::pipe(out) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(out[1], STDERR_FILENO);
-    ::close(out[0]);
-    ::close(out[1]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  CommandResult result;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    result.output.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(out[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 class NamespaceNetwork {
  public:
@@ -81,7 +45,7 @@ class NamespaceNetwork {
     // must not throw from a destructor.
     for (auto it = namespaces_.rbegin(); it != namespaces_.rend(); ++it) {
       kill_processes_in(*it);
-      run_command({"ip", "netns", "delete", *it});
+      tests::run_command({"ip", "netns", "delete", *it});
     }
   }
 
@@ -127,7 +91,7 @@ class NamespaceNetwork {
  private:
   static void ip(std::vector<std::string> args) {
     args.insert(args.begin(), "ip");
-    const auto r = run_command(args);
+    const auto r = tests::run_command(args);
     if (r.exit_code != 0) {
       std::string command;
       for (const auto& a : args) command += (command.empty() ? "" : " ") + a;
@@ -143,7 +107,7 @@ class NamespaceNetwork {
   }
 
   static void kill_processes_in(const std::string& ns) {
-    const auto r = run_command({"ip", "netns", "pids", ns});
+    const auto r = tests::run_command({"ip", "netns", "pids", ns});
     std::size_t pos = 0;
     while (pos < r.output.size()) {
       const auto end = r.output.find('\n', pos);
@@ -170,7 +134,7 @@ class NamespaceNetwork {
       if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
       if (::kill(static_cast<pid_t>(std::stol(pid_text)), 0) == 0 || errno != ESRCH) continue;
       kill_processes_in(name);
-      run_command({"ip", "netns", "delete", name});
+      tests::run_command({"ip", "netns", "delete", name});
     }
   }
 

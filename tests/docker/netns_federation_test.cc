@@ -21,11 +21,13 @@
 #include "tests/docker/federation_sites.h"
 #include "tests/docker/namespace_network.h"
 #include "tests/peer/node_process.h"
+#include "tests/support/child_process.h"
+#include "tests/support/fashion_mnist.h"
 
 using meridian::testing::FederationSite;
 using meridian::testing::NamespaceNetwork;
 using meridian::testing::NodeProcess;
-using meridian::testing::run_command;
+using meridian::tests::run_command;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -124,7 +126,7 @@ struct NamespaceFederation {
 }  // namespace
 
 TEST_CASE("the compose sites agree on their members across network namespaces with CURVE and world4",
-          "[docker][netns]") {
+          "[docker][netns][process]") {
   if (const auto reason = NamespaceNetwork::unavailable_reason()) {
     WARN("SKIPPED: cannot create network namespaces here: " << *reason);
     return;
@@ -194,9 +196,10 @@ TEST_CASE("the compose sites agree on their members across network namespaces wi
 }
 
 // Where Debian's dataset-fashion-mnist installs the data that the compose file mounts as /data.
-const fs::path kFashionMnist = "/usr/share/datasets/fashion-mnist";
+const fs::path kFashionMnist = meridian::tests::fashion_mnist_dir();
 
-TEST_CASE("the compose sites train together across network namespaces with CURVE and world4", "[docker][netns]") {
+TEST_CASE("the compose sites train together across network namespaces with CURVE and world4",
+          "[docker][netns][process]") {
   // What the run needs and this machine may lack: namespaces (root, iproute2, veth and bridge in the
   // kernel: unavailable_reason() builds a trial network) and the dataset. The binary is part of the
   // build, so its absence is a failure, not a skip.
@@ -204,7 +207,7 @@ TEST_CASE("the compose sites train together across network namespaces with CURVE
     WARN("SKIPPED: cannot create network namespaces here: " << *reason);
     return;
   }
-  if (!fs::exists(kFashionMnist / "t10k-labels-idx1-ubyte.gz")) {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }

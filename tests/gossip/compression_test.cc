@@ -36,7 +36,7 @@ std::vector<float> random_values(std::size_t n, std::uint32_t seed, float scale)
 
 }  // namespace
 
-TEST_CASE("compression specs parse and print back", "[gossip][compression]") {
+TEST_CASE("compression specs parse and print back", "[gossip][compression][unit]") {
   CHECK(parse_compression("none") == CompressionSpec{});
   CHECK(parse_compression("fp16")->encoding == Encoding::kFp16);
   CHECK(parse_compression("topk")->fraction == 0.01);
@@ -47,7 +47,7 @@ TEST_CASE("compression specs parse and print back", "[gossip][compression]") {
     CHECK(to_string(*parse_compression(text)) == text);
 }
 
-TEST_CASE("fp16: every half survives the round trip and rounding is to nearest even", "[gossip][compression]") {
+TEST_CASE("fp16: every half survives the round trip and rounding is to nearest even", "[gossip][compression][unit]") {
   for (std::uint32_t h = 0; h < 0x10000; ++h) {
     if (((h >> 10) & 0x1f) == 0x1f) continue;  // inf and NaN are never produced
     const float f = half_to_float(static_cast<std::uint16_t>(h));
@@ -66,7 +66,7 @@ TEST_CASE("fp16: every half survives the round trip and rounding is to nearest e
   CHECK(float_to_half(std::nextafter(1.0f + std::ldexp(1.0f, -11), 2.0f)) == 0x3c01);
 }
 
-TEST_CASE("fp16 round trip error is within half a half-ulp", "[gossip][compression]") {
+TEST_CASE("fp16 round trip error is within half a half-ulp", "[gossip][compression][unit]") {
   std::vector<float> values;
   for (float scale : {1e-6f, 1e-3f, 1.0f, 1e3f}) {
     auto v = random_values(5000, 7, scale);
@@ -83,7 +83,7 @@ TEST_CASE("fp16 round trip error is within half a half-ulp", "[gossip][compressi
   }
 }
 
-TEST_CASE("fp16 packing: finite words, decode gives what encode promised", "[gossip][compression]") {
+TEST_CASE("fp16 packing: finite words, decode gives what encode promised", "[gossip][compression][unit]") {
   TensorCodec codec(*parse_compression("fp16"));
   for (std::size_t n : {0u, 1u, 2u, 7u, 1000u}) {
     auto values = random_values(n, 3, 100.0f);
@@ -108,7 +108,7 @@ TEST_CASE("fp16 packing: finite words, decode gives what encode promised", "[gos
   CHECK_FALSE(decode(Encoding::kFp16, bad, out));
 }
 
-TEST_CASE("top-k keeps the k largest magnitudes with their indices", "[gossip][compression]") {
+TEST_CASE("top-k keeps the k largest magnitudes with their indices", "[gossip][compression][unit]") {
   TensorCodec codec(*parse_compression("topk:0.1"));
   std::vector<float> values(50);
   for (std::size_t i = 0; i < values.size(); ++i)
@@ -141,7 +141,7 @@ TEST_CASE("top-k keeps the k largest magnitudes with their indices", "[gossip][c
   }
 }
 
-TEST_CASE("error feedback: sent + residual equals input + previous residual exactly", "[gossip][compression]") {
+TEST_CASE("error feedback: sent + residual equals input + previous residual exactly", "[gossip][compression][unit]") {
   for (const char* text : {"fp16", "topk:0.05"}) {
     ErrorFeedback feedback(*parse_compression(text));
     const std::size_t n = 400;
@@ -165,7 +165,8 @@ TEST_CASE("error feedback: sent + residual equals input + previous residual exac
   }
 }
 
-TEST_CASE("compressed mean: every site gets the same bits, the mean of what was sent", "[gossip][compression]") {
+TEST_CASE("compressed mean: every site gets the same bits, the mean of what was sent",
+          "[gossip][compression][cluster]") {
   for (const char* text : {"fp16", "topk:0.1"}) {
     const std::size_t sites = 4, n = 300, steps = 5;
     SiteCluster cluster(sites, MixerKind::kDirectMean, {}, 1, {}, {}, 100.0, *parse_compression(text));
@@ -204,7 +205,7 @@ TEST_CASE("compressed mean: every site gets the same bits, the mean of what was 
 }
 
 TEST_CASE("direct exchange, dense: mixes and re-averages give every site the same bits, the exact mean",
-          "[gossip][compression][dts]") {
+          "[gossip][compression][dts][cluster]") {
   const std::size_t sites = 4, n = 300, steps = 4;
   SiteCluster cluster(sites, MixerKind::kDirectMean);
   std::vector<std::vector<std::vector<float>>> results(sites);
@@ -243,7 +244,7 @@ class RefusingMixer final : public Mixer {
 }  // namespace
 
 TEST_CASE("direct exchange: a dense re-average takes the single crossing, a compressed one the exact ring",
-          "[gossip][compression][dts]") {
+          "[gossip][compression][dts][cluster]") {
   const auto names = testing::site_names(3);
   for (const char* text : {"none", "fp16"}) {
     auto net = meridian::peer::InMemoryNetwork::create(names);
@@ -278,7 +279,8 @@ TEST_CASE("direct exchange: a dense re-average takes the single crossing, a comp
   }
 }
 
-TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean residual", "[gossip][compression][dts]") {
+TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean residual",
+          "[gossip][compression][dts][cluster]") {
   const std::size_t sites = 4, dim = 64;
   const std::uint64_t steps = 30;
   const double lr = 0.1;
@@ -325,7 +327,7 @@ TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean re
   }
 }
 
-TEST_CASE("fp16 push-sum keeps the mass home and reaches consensus", "[gossip][compression][sgp]") {
+TEST_CASE("fp16 push-sum keeps the mass home and reaches consensus", "[gossip][compression][sgp][cluster]") {
   const std::size_t sites = 4, n = 200;
   SiteCluster cluster(sites, MixerKind::kPushSum, {}, 1, {}, {}, 100.0, *parse_compression("fp16"));
   std::vector<std::vector<float>> x(sites);
@@ -357,13 +359,13 @@ TEST_CASE("fp16 push-sum keeps the mass home and reaches consensus", "[gossip][c
   }
 }
 
-TEST_CASE("push-sum refuses top-k compression", "[gossip][compression][sgp]") {
+TEST_CASE("push-sum refuses top-k compression", "[gossip][compression][sgp][cluster]") {
   CHECK_THROWS_AS(SiteCluster(2, MixerKind::kPushSum, {}, 1, {}, {}, 100.0, *parse_compression("topk:0.1")),
                   meridian::error::UserError);
 }
 
 TEST_CASE("dts with compensation off applies each average D steps late, and so ends where allreduce ends",
-          "[gossip][dts]") {
+          "[gossip][dts][cluster]") {
   // With gradients that do not depend on the weights, the stale rule applies every average exactly
   // once, like allreduce, only later; a wrong rule (the vanilla one under momentum) would not.
   const std::size_t sites = 3, dim = 5;
@@ -402,7 +404,7 @@ TEST_CASE("dts with compensation off applies each average D steps late, and so e
 }
 
 TEST_CASE("int8 packing: finite words, a power-of-two scale per block, within max|block|/126, stable when re-encoded",
-          "[gossip][compression]") {
+          "[gossip][compression][unit]") {
   TensorCodec codec(CompressionSpec{Encoding::kInt8, 0.01});
   CHECK(to_string(codec.spec()) == "int8");
   CHECK(parse_compression("int8") == codec.spec());

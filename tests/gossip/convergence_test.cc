@@ -27,7 +27,8 @@ constexpr std::uint64_t kSteps = 3000;
 
 }  // namespace
 
-TEST_CASE("every algorithm trains logistic regression to within 1e-3 of the optimal loss", "[gossip][convergence]") {
+TEST_CASE("every algorithm trains logistic regression to within 1e-3 of the optimal loss",
+          "[gossip][convergence][cluster]") {
   const Problem problem = make_problem();
   const double best = optimal_loss(problem);
   INFO("optimal loss " << best);

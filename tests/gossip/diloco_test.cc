@@ -97,7 +97,7 @@ void fixed_gradient_step(std::size_t r, std::uint64_t k, std::span<float> params
 }  // namespace
 
 TEST_CASE("diloco fragments: contiguous, one sync per step at staggered offsets, by absolute step",
-          "[gossip][diloco]") {
+          "[gossip][diloco][unit]") {
   const DilocoFragments one(10, 4, 1);
   for (std::uint64_t k = 0; k < 12; ++k)
     CHECK(one.synced_after(k) == ((k + 1) % 4 == 0 ? std::optional<std::uint32_t>(0) : std::nullopt));
@@ -128,7 +128,7 @@ TEST_CASE("diloco fragments: contiguous, one sync per step at staggered offsets,
 }
 
 TEST_CASE("diloco's outer mean is exact: every site takes the same outer step, the mean of the sites' Δ",
-          "[gossip][diloco]") {
+          "[gossip][diloco][cluster]") {
   // Dyadic start values and updates: every float sum and mean on the way is exact, so the result can be
   // compared bit for bit with the mean of the local parameters. η = 1, μ = 0: θ_g becomes that mean.
   const std::size_t sites = 4, dim = 9;
@@ -189,7 +189,7 @@ TEST_CASE("diloco's outer mean is exact: every site takes the same outer step, t
 }
 
 TEST_CASE("diloco with H = 1, outer lr 1 and no momentum is allreduce of parameters, with AdamW inside",
-          "[gossip][diloco]") {
+          "[gossip][diloco][cluster]") {
   // Each site descends its own quadratic ½·Σ c_r,i (θ_i − t_r,i)² with AdamW; the reference averages
   // the parameters exactly after every step.
   const std::size_t sites = 3, dim = 7;
@@ -247,7 +247,7 @@ TEST_CASE("diloco with H = 1, outer lr 1 and no momentum is allreduce of paramet
   CHECK(std::abs(reference[0][0] - 0.25f) > 0.1f);
 }
 
-TEST_CASE("diloco's outer step moves with the local update, not against it", "[gossip][diloco]") {
+TEST_CASE("diloco's outer step moves with the local update, not against it", "[gossip][diloco][cluster]") {
   // Site 0 moves every parameter by +d during the H inner steps, site 1 stays. Δ = θ_g − θ is −d and 0,
   // Δ̄ = −d/2, m = −d/2, θ_g ← θ_g − η(Δ̄ + μm) = θ_g + η(1 + μ)·d/2: forward, amplified by the momentum.
   // At the next sync nobody moved: m = −μd/2, θ_g ← θ_g + ημ²·d/2, still forward.
@@ -272,7 +272,7 @@ TEST_CASE("diloco's outer step moves with the local update, not against it", "[g
 
 TEST_CASE(
     "diloco with overlap and compensation ends where it ends without, when gradients do not depend on the parameters",
-    "[gossip][diloco]") {
+    "[gossip][diloco][cluster]") {
   const std::size_t sites = 3, dim = 6;
   const std::uint64_t steps = 24;
   const std::vector<std::vector<float>> start(sites, std::vector<float>(dim, 1.0f));
@@ -308,7 +308,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("diloco overlap keeps the exchange in flight for τ steps, and no longer", "[gossip][diloco]") {
+TEST_CASE("diloco overlap keeps the exchange in flight for τ steps, and no longer", "[gossip][diloco][cluster]") {
   // With F = 2, H = 4 and τ = 3, a fragment's exchange is outstanding while the other fragment syncs:
   // two in flight at once, never three.
   SiteCluster cluster(2, MixerKind::kAverage);
@@ -323,7 +323,7 @@ TEST_CASE("diloco overlap keeps the exchange in flight for τ steps, and no long
 }
 
 TEST_CASE("diloco's fp16 and int8 pseudo-gradients: the outer mean within the codec's bound of the exact one",
-          "[gossip][diloco][compression]") {
+          "[gossip][diloco][compression][cluster]") {
   // θ_g starts at 0 and site r's local parameters move to v_r, so Δ_r = −v_r exactly; with η = 1, μ = 0
   // and no re-average, m is the outer mean Δ̄ itself, as the wire carried it.
   const std::size_t sites = 4, dim = 700;  // two full int8 blocks and a short one
@@ -401,7 +401,7 @@ TEST_CASE("compressed diloco re-averages once for the first view, not after ever
 }
 
 TEST_CASE("diloco's wire error feedback: what rounding cut goes out with the fragment's next sync",
-          "[gossip][diloco][compression]") {
+          "[gossip][diloco][compression][cluster]") {
   // Every sync the site moves θ by the same v from θ_g. Over R syncs the outer means add up to R·Δ within
   // one sync's rounding (the residual left at the end: at most s/2 of the last scale, which the residual
   // on top of v can double to max|v|/63), not R of them. One site, so the mean is its own wire value.
@@ -438,7 +438,7 @@ TEST_CASE("diloco's wire error feedback: what rounding cut goes out with the fra
 }
 
 TEST_CASE("a dead diloco site does not stop the others: redone in the next view, then (θ_g, m) re-averaged",
-          "[gossip][diloco][faults]") {
+          "[gossip][diloco][faults][cluster]") {
   RoundTimeouts timeouts;
   timeouts.round = 100ms;
   const std::size_t n = 4, dead = 3, dim = 5;
@@ -489,7 +489,7 @@ TEST_CASE("a dead diloco site does not stop the others: redone in the next view,
 }
 
 TEST_CASE("diloco sites that start with different θ_g and outer momentum agree after the first view's re-average",
-          "[gossip][diloco]") {
+          "[gossip][diloco][cluster]") {
   // As a site resumed from an older checkpoint does: its (θ_g, m) are pulled to the mean with the others'.
   const std::size_t sites = 3, dim = 4;
   SiteCluster cluster(sites, MixerKind::kAverage);
@@ -517,7 +517,7 @@ TEST_CASE("diloco sites that start with different θ_g and outer momentum agree 
   }
 }
 
-TEST_CASE("diloco refuses nonsense knobs and names its wire precisions", "[gossip][diloco]") {
+TEST_CASE("diloco refuses nonsense knobs and names its wire precisions", "[gossip][diloco][unit]") {
   MixChannel channel;
   std::vector<float> params(4, 0.0f);
   auto with = [&](auto change) {

@@ -11,7 +11,7 @@ using namespace meridian::gossip;
 using meridian::gossip::testing::MixerKind;
 using meridian::gossip::testing::SiteCluster;
 
-TEST_CASE("dsync grid: near-square groups, and everyone reaches everyone within the bound", "[gossip][dsync]") {
+TEST_CASE("dsync grid: near-square groups, and everyone reaches everyone within the bound", "[gossip][dsync][unit]") {
   CHECK(group_grid_for(6).exact);
   CHECK(group_grid_for(16).columns == 4);
   CHECK(group_grid_for(12).columns == 4);  // 3 × 4
@@ -43,7 +43,7 @@ TEST_CASE("dsync grid: near-square groups, and everyone reaches everyone within 
   }
 }
 
-TEST_CASE("dsync grid: --grid ROWSxCOLS lays out the groups as given, auto follows the rule", "[gossip][dsync]") {
+TEST_CASE("dsync grid: --grid ROWSxCOLS lays out the groups as given, auto follows the rule", "[gossip][dsync][unit]") {
   // auto is the documented rule (group_grid.h): 4 = 2·2 and 12 = 3·4 exact; 7 ragged with ⌈√7⌉ = 3 columns.
   for (std::size_t n = 0; n <= 40; ++n) {
     const auto automatic = group_grid_for(n, GridSpec{});
@@ -92,7 +92,8 @@ TEST_CASE("dsync grid: --grid ROWSxCOLS lays out the groups as given, auto follo
   }
 }
 
-TEST_CASE("dsync mixes over the grid it is given: 1x4 and 2x2 on 4 sites average different groups", "[gossip][dsync]") {
+TEST_CASE("dsync mixes over the grid it is given: 1x4 and 2x2 on 4 sites average different groups",
+          "[gossip][dsync][cluster]") {
   // One mix at step 0 (a row step) of one-hot vectors: what each site holds afterwards is its group.
   const auto mix_once = [](GridSpec grid) {
     const std::size_t n = 4;
@@ -118,7 +119,7 @@ TEST_CASE("dsync mixes over the grid it is given: 1x4 and 2x2 on 4 sites average
   }
 }
 
-TEST_CASE("dsync mixes parameters and statistics so every site's information reaches all", "[gossip][dsync]") {
+TEST_CASE("dsync mixes parameters and statistics so every site's information reaches all", "[gossip][dsync][cluster]") {
   for (std::size_t n : {4u, 5u, 6u, 7u, 13u}) {
     for (std::uint64_t first : {0u, 1u}) {
       SiteCluster cluster(n, MixerKind::kGroup);
@@ -167,7 +168,7 @@ std::vector<std::vector<float>> run_delayed_dsync(DelayedMixingConfig config, st
 }
 }  // namespace
 
-TEST_CASE("dsync with delay D keeps the local progress and still reaches consensus", "[gossip][dsync]") {
+TEST_CASE("dsync with delay D keeps the local progress and still reaches consensus", "[gossip][dsync][cluster]") {
   for (std::uint32_t d : {1u, 2u}) {
     DelayedMixingConfig config;
     config.delay = d;
@@ -179,7 +180,7 @@ TEST_CASE("dsync with delay D keeps the local progress and still reaches consens
   }
 }
 
-TEST_CASE("delayed mixing beyond D = 2 needs a damped mix step", "[gossip][dsync]") {
+TEST_CASE("delayed mixing beyond D = 2 needs a damped mix step", "[gossip][dsync][cluster]") {
   DelayedMixingConfig config;
   config.delay = 3;
   // The rule alone: the exact re-average that a site's first view triggers would reset the

@@ -71,7 +71,7 @@ double max_error(const std::vector<float>& got, const std::vector<double>& want)
 }  // namespace
 
 TEST_CASE("allreduce SGD matches the single-process reference and keeps replicas bit-identical",
-          "[gossip][allreduce]") {
+          "[gossip][allreduce][cluster]") {
   const std::size_t sites = 4;
   const double m = 0.9;
   SiteCluster cluster(sites, MixerKind::kAverage);
@@ -93,7 +93,7 @@ TEST_CASE("allreduce SGD matches the single-process reference and keeps replicas
 }
 
 TEST_CASE("dts reaches allreduce's parameters for any delay and period, over the ring or the direct exchange",
-          "[gossip][dts]") {
+          "[gossip][dts][cluster]") {
   const std::size_t sites = 4;
   for (auto [exchange, m] : std::vector<std::pair<MixerKind, double>>{{MixerKind::kAverage, 0.0},
                                                                       {MixerKind::kAverage, 0.9},
@@ -122,7 +122,7 @@ TEST_CASE("dts reaches allreduce's parameters for any delay and period, over the
 }
 
 TEST_CASE("dts sites stopped at different steps apply the windows in flight and start no partial one",
-          "[gossip][dts]") {
+          "[gossip][dts][cluster]") {
   // Sites stopped together (an operator, simulate --stop-at-target) stop a step or two apart. The
   // windows every site closed are applied; an average keyed to each site's own stop step would have
   // no partner, and with these timeouts its wait would fail the run within seconds.
@@ -154,7 +154,7 @@ TEST_CASE("dts sites stopped at different steps apply the windows in flight and 
   }
 }
 
-TEST_CASE("dts without (or with the wrong) compensation does not reach allreduce", "[gossip][dts]") {
+TEST_CASE("dts without (or with the wrong) compensation does not reach allreduce", "[gossip][dts][cluster]") {
   const std::size_t sites = 4;
   SECTION("plain SGD with no correction is local SGD") {
     DtsConfig config;
@@ -183,7 +183,7 @@ TEST_CASE("dts without (or with the wrong) compensation does not reach allreduce
 // γλ = 0.5 the sites stay together in the shapes the benchmarks use (D a quarter of P or less, here)
 // and fall apart, exponentially, at D = P or P = 1 with D = 4. Deterministic: the same bits every run.
 TEST_CASE("dts with weight-dependent gradients: replicas stay together for D well under P, not for D = P",
-          "[gossip][dts]") {
+          "[gossip][dts][cluster]") {
   const std::size_t sites = 4;
   const std::uint64_t steps = 320;
   const double lr = 0.05, lambda = 10.0;
@@ -226,7 +226,7 @@ TEST_CASE("dts with weight-dependent gradients: replicas stay together for D wel
   }
 }
 
-TEST_CASE("dts refuses nonsense knobs", "[gossip][dts]") {
+TEST_CASE("dts refuses nonsense knobs", "[gossip][dts][unit]") {
   MixChannel channel;
   std::vector<float> w(3), u(2);
   DtsConfig config;
@@ -242,7 +242,7 @@ TEST_CASE("dts refuses nonsense knobs", "[gossip][dts]") {
 // When every quantity is exactly representable (integer gradients, γ = 1/8, m = 1/2, a short run so
 // the dyadic fractions fit a float's 24 bits), rounding disappears and "reaches allreduce's
 // parameters" can be checked with ==.
-TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gossip][dts]") {
+TEST_CASE("dts equals allreduce bit for bit when all arithmetic is exact", "[gossip][dts][cluster]") {
   const std::size_t sites = 4, dim = 3;
   const std::uint64_t steps = 10;
   auto g_of = [](std::uint64_t k, std::size_t j, std::size_t i) {
@@ -335,7 +335,7 @@ Recorded record_one_site(std::uint64_t reaverage_every, bool exact_window_mean, 
 }  // namespace
 
 TEST_CASE("dts carries a re-average due at a window start in the window before it when the mean is exact",
-          "[gossip][dts]") {
+          "[gossip][dts][unit]") {
   const std::size_t n = 5;
   auto run = [](bool exact_window_mean, DtsCompensation compensation) {
     const auto r = record_one_site(4, exact_window_mean, compensation, 0, 12);
@@ -374,7 +374,7 @@ TEST_CASE("dts carries a re-average due at a window start in the window before i
 
 TEST_CASE(
     "dts at a site that starts at a window start leaves the periodic re-average there to the window the others closed",
-    "[gossip][dts]") {
+    "[gossip][dts][unit]") {
   // A site that rejoins at round 26 (P = 2, re-averages every 25 steps: one is due at the window start
   // 26). Where re-averages travel with windows, the others carried it in the window closing at 25, which
   // this site was not in; a separate re-average here would wait for a round nobody else joins (a rejoin
@@ -418,7 +418,7 @@ class GatedMixer final : public Mixer {
 }  // namespace
 
 TEST_CASE("dts does not wait at the window start for a re-average that travels with the window before it",
-          "[gossip][dts]") {
+          "[gossip][dts][unit]") {
   // Windows [0,4), D = 2: the periodic re-average due at step 4 travels with the window closing at 3,
   // whose mean is needed before step 5. Step 4 must run while that exchange is still held; a trainer
   // that waited for it at the window start would hit the wait timeout (MixError) instead.
@@ -445,7 +445,7 @@ TEST_CASE("dts does not wait at the window start for a re-average that travels w
 }
 
 TEST_CASE("dts takes a re-average that travelled with a window in as if it had replaced the weights then",
-          "[gossip][dts]") {
+          "[gossip][dts][cluster]") {
   // Sites that start apart (as after a rejoin from an older checkpoint): every re-average then moves
   // the weights and the momentum buffer. Carried with the window and taken in D steps later as a
   // correction, it must land where a separate re-average at the window start lands.

@@ -26,7 +26,7 @@ class Doubler final : public Mixer {
 }  // namespace
 
 TEST_CASE("mix channel: results by (step, tag) while the trainer goes on, errors reach the trainer",
-          "[gossip][channel]") {
+          "[gossip][channel][unit]") {
   MixChannel channel;
   Doubler doubler;
   MixServer server(channel, doubler, doubler);
@@ -56,7 +56,7 @@ TEST_CASE("mix channel: results by (step, tag) while the trainer goes on, errors
   CHECK_THROWS_AS(closed.wait(0, RoundTag::kMix, 10s), MixError);
 }
 
-TEST_CASE("mix channel recycles buffers instead of allocating new ones", "[gossip][channel]") {
+TEST_CASE("mix channel recycles buffers instead of allocating new ones", "[gossip][channel][unit]") {
   MixChannel channel;
   CHECK(channel.buffer().capacity() == 0);
   std::vector<float> big(1000);
@@ -67,7 +67,7 @@ TEST_CASE("mix channel recycles buffers instead of allocating new ones", "[gossi
   CHECK(again.capacity() >= 1000);
 }
 
-TEST_CASE("mix channel adds up the time the trainer waits on it, and only that", "[gossip][channel]") {
+TEST_CASE("mix channel adds up the time the trainer waits on it, and only that", "[gossip][channel][unit]") {
   using Clock = std::chrono::steady_clock;
   MixChannel channel(1);
   CHECK(channel.trainer_waited() == Clock::duration::zero());

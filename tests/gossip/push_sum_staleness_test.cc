@@ -72,7 +72,7 @@ double spread(const std::vector<std::vector<float>>& z, const std::vector<double
 }  // namespace
 
 TEST_CASE("outstanding push-sum shares: oldest step first, senders in order, given up or arrived once",
-          "[gossip][sgp]") {
+          "[gossip][sgp][unit]") {
   const auto view = meridian::peer::View::of({"a", "b", "c"});
   OutstandingShares shares;
   CHECK(!shares.oldest_through(100));
@@ -99,7 +99,7 @@ TEST_CASE("outstanding push-sum shares: oldest step first, senders in order, giv
 // 2^−(4 + steps·log2(K + 1)) below Σx < 8n. For n ≤ 6 that is 6 + 4 + 12 = 22 bits (K = 1, 12 steps;
 // K = 3, 6 steps), inside float's 24. Shares still in flight after the last mix are added by settle().
 TEST_CASE("push-sum with staleness bound τ conserves Σx and Σw exactly once the shares in flight are in",
-          "[gossip][sgp]") {
+          "[gossip][sgp][cluster]") {
   for (std::uint64_t tau : {1u, 2u, 8u}) {
     for (std::size_t n : {4u, 6u}) {
       for (std::size_t k : {1u, 3u}) {
@@ -131,7 +131,8 @@ TEST_CASE("push-sum with staleness bound τ conserves Σx and Σw exactly once t
 // Push-sum with shares up to τ steps late is push-sum on a graph with a chain of τ relay nodes on each
 // link, so z = x/w still reaches consensus, within a factor of about τ + 1 of the undelayed steps.
 // Budget: τ + 1 times the undelayed test's 6·⌈log2 n⌉ cycles.
-TEST_CASE("push-sum with staleness bound τ reaches consensus: spread down to 1e-6 of its start", "[gossip][sgp]") {
+TEST_CASE("push-sum with staleness bound τ reaches consensus: spread down to 1e-6 of its start",
+          "[gossip][sgp][cluster]") {
   const std::size_t n = 6;
   for (std::uint64_t tau : {2u, 8u}) {
     std::mt19937 rng(static_cast<unsigned>(tau));
@@ -160,7 +161,8 @@ TEST_CASE("push-sum with staleness bound τ reaches consensus: spread down to 1e
 // The daemon's wiring (gossip/osgp_split.h): τ = 5 gives the mixer bound 4 and the trainer D = 1 with
 // the undamped mix step. Without gradients the models still reach the mean; shares still in flight at
 // the end carry the same z, so the sites' z are at the mean whether or not they are in.
-TEST_CASE("OSGP as the daemon wires τ (mixer bound τ − 1, trainer delay 1) reaches consensus", "[gossip][sgp]") {
+TEST_CASE("OSGP as the daemon wires τ (mixer bound τ − 1, trainer delay 1) reaches consensus",
+          "[gossip][sgp][cluster]") {
   const std::size_t n = 7, dim = 4;
   const auto split = osgp_split(5);
   REQUIRE(split.mixer_staleness == 4);

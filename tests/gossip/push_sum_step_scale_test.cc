@@ -107,7 +107,7 @@ void with_lone_overlap_site(PushSumStepScale scale, const std::function<void(Pus
 
 }  // namespace
 
-TEST_CASE("the push-sum gain bound is what shares in flight can account for, at most kMaxGain", "[gossip][sgp]") {
+TEST_CASE("the push-sum gain bound is what shares in flight can account for, at most kMaxGain", "[gossip][sgp][unit]") {
   CHECK(PushSumStepScale::gain_bound(0, 1) == 1.0);  // τ = 1: nothing in flight when a mix is folded in
   CHECK(PushSumStepScale::gain_bound(0, 3) == 1.0);
   CHECK(PushSumStepScale::gain_bound(1, 1) == 1.5);  // τ = 2, K = 1
@@ -117,7 +117,7 @@ TEST_CASE("the push-sum gain bound is what shares in flight can account for, at 
   CHECK(PushSumStepScale::gain_bound(1000, 7) == PushSumStepScale::kMaxGain);
 }
 
-TEST_CASE("without a gain the push-sum step factor is the weight, bit for bit", "[gossip][sgp]") {
+TEST_CASE("without a gain the push-sum step factor is the weight, bit for bit", "[gossip][sgp][unit]") {
   for (const PushSumStepScale& rule : {PushSumStepScale(), PushSumStepScale(0, 1), PushSumStepScale(0, 3)}) {
     PushSumStepScale scale = rule;
     for (double w : {1.0, 0.5, 0.25, 0.29, 1.7, 1e-6, 1.0 / 3.0}) {
@@ -129,7 +129,7 @@ TEST_CASE("without a gain the push-sum step factor is the weight, bit for bit", 
 }
 
 TEST_CASE("the push-sum step never moves z by more than the gain bound, whatever the mass lost",
-          "[gossip][sgp][faults]") {
+          "[gossip][sgp][faults][unit]") {
   // A permanent mass loss (w stuck at 1/2, or all but gone) and a weight that jumps about: the step
   // moves z by factor / w = g ≤ G at every step, and never by less than the update.
   for (std::uint64_t staleness : {1u, 2u, 7u}) {
@@ -157,7 +157,8 @@ TEST_CASE("the push-sum step never moves z by more than the gain bound, whatever
   }
 }
 
-TEST_CASE("with shares in flight the gain restores the consensus rate that the w-scaled step loses", "[gossip][sgp]") {
+TEST_CASE("with shares in flight the gain restores the consensus rate that the w-scaled step loses",
+          "[gossip][sgp][unit]") {
   // Every share in flight for 2 steps (τ = 3): a site holds half its mass, the w-scaled step moves the
   // consensus by half the update, and G = 2 makes up for all of it. A synchronous run's consensus
   // moves by 1 per step (every site's update is 1).
@@ -171,7 +172,7 @@ TEST_CASE("with shares in flight the gain restores the consensus rate that the w
   for (double g : gained.max_z_step) CHECK(g <= 2.0 * (1 + kRounding));
 }
 
-TEST_CASE("with links of different lengths the gain recovers most of the consensus rate", "[gossip][sgp]") {
+TEST_CASE("with links of different lengths the gain recovers most of the consensus rate", "[gossip][sgp][unit]") {
   // Shares in flight for 0 to 2 steps, different per direction, so the sites hold different weights
   // (as between sites that run at different speeds).
   const std::size_t n = 8;
@@ -186,7 +187,7 @@ TEST_CASE("with links of different lengths the gain recovers most of the consens
 }
 
 TEST_CASE("with longer flights than the gain bound allows the consensus rate is recovered only in part",
-          "[gossip][sgp]") {
+          "[gossip][sgp][unit]") {
   // τ = 8 with shares in flight 7 steps: a site holds 2/9 of its mass, and G = kMaxGain = 2.
   const std::size_t n = 8;
   auto delay = [](std::size_t, std::size_t) -> std::uint64_t { return 8; };
@@ -199,7 +200,7 @@ TEST_CASE("with longer flights than the gain bound allows the consensus rate is 
 }
 
 TEST_CASE("a site that loses mass to a dead link trains at most G times faster, and τ = 1 not at all",
-          "[gossip][sgp][faults]") {
+          "[gossip][sgp][faults][unit]") {
   // Every share site 0 sends to site 1 is lost: the mass drains away and the weights fall without a
   // floor. With shares in flight 2 steps (τ = 3) the gain stops at G = 2; with none in flight (τ = 1),
   // the case of the partition in docs/reliability.md, there is no gain at all.
@@ -219,7 +220,7 @@ TEST_CASE("a site that loses mass to a dead link trains at most G times faster, 
   }
 }
 
-TEST_CASE("PushSum moves z by the gain times the update with the scale it is given", "[gossip][sgp]") {
+TEST_CASE("PushSum moves z by the gain times the update with the scale it is given", "[gossip][sgp][unit]") {
   // One site resumed with half its mass (w = 1/2 stays: it has nobody to mix with). The default scale
   // moves z by the update; a scale with G = 2 (τ = 3, K = 1) moves it by 1/ŵ, which grows to 2 as ŵ
   // settles at 1/2.
@@ -246,7 +247,7 @@ TEST_CASE("PushSum moves z by the gain times the update with the scale it is giv
   }
 }
 
-TEST_CASE("a step scale resumed from its weight average continues bit for bit", "[gossip][sgp]") {
+TEST_CASE("a step scale resumed from its weight average continues bit for bit", "[gossip][sgp][unit]") {
   // A checkpoint stores ŵ; a site restarted from it must take the steps the running one would have
   // taken, not build its gain up again from ŵ = 1.
   std::mt19937 rng(7);
@@ -274,7 +275,7 @@ TEST_CASE("a step scale resumed from its weight average continues bit for bit", 
   CHECK_THROWS_AS(resumed.resume(std::numeric_limits<double>::infinity()), meridian::error::UserError);
 }
 
-TEST_CASE("PushSum restored with a weight average steps with that gain from the first step", "[gossip][sgp]") {
+TEST_CASE("PushSum restored with a weight average steps with that gain from the first step", "[gossip][sgp][unit]") {
   with_lone_overlap_site(PushSumStepScale(2, 1), [](PushSum& sgp, std::vector<float>& model) {
     const std::vector<float> start(3, 0.0f), update(3, 1.0f / 1024);
     sgp.restore(start, 0.5, 0.5);

@@ -60,7 +60,7 @@ Trace run_push_sum(SiteCluster& cluster, const std::vector<std::vector<float>>& 
 }  // namespace
 
 TEST_CASE("exponential graph: distinct peers, in-degree equals out-degree, everyone reached in ⌈log2 n⌉ steps",
-          "[gossip][sgp]") {
+          "[gossip][sgp][unit]") {
   for (std::size_t n = 1; n <= 40; ++n) {
     for (std::size_t k = 1; k <= 3; ++k) {
       for (std::uint64_t step = 0; step < 12; ++step) {
@@ -100,7 +100,7 @@ TEST_CASE("exponential graph: distinct peers, in-degree equals out-degree, every
 // exact butterfly: every site then holds the mean, which stays put, so sums stay exact for ever.
 // Weights live in double and are shares of 1 with the same argument. Sums of at most 32 such floats
 // are exact in double, so Σ compared with == is an exact comparison.
-TEST_CASE("push-sum conserves Σx and Σw exactly", "[gossip][sgp]") {
+TEST_CASE("push-sum conserves Σx and Σw exactly", "[gossip][sgp][cluster]") {
   auto check_mass = [](const Trace& t, const std::vector<std::vector<float>>& start, std::uint64_t steps) {
     const std::size_t n = start.size(), dim = start[0].size();
     for (std::size_t i = 0; i < dim; ++i) {
@@ -142,7 +142,7 @@ TEST_CASE("push-sum conserves Σx and Σw exactly", "[gossip][sgp]") {
 
 // In overlap mode a mix is folded in as x ← x + (m_s − x_s): more roundings than the exact horizon
 // above allows, so mass is compared within float rounding once every mix has been applied.
-TEST_CASE("overlapping push-sum (OSGP) keeps mass up to rounding and reaches consensus", "[gossip][sgp]") {
+TEST_CASE("overlapping push-sum (OSGP) keeps mass up to rounding and reaches consensus", "[gossip][sgp][cluster]") {
   const std::size_t n = 7, dim = 4;
   SiteCluster cluster(n, MixerKind::kPushSum);
   auto start = dyadic_start(n, dim, 9);
@@ -164,7 +164,7 @@ TEST_CASE("overlapping push-sum (OSGP) keeps mass up to rounding and reaches con
   }
 }
 
-TEST_CASE("push-sum spread shrinks geometrically to 1e-6 within O(log n) cycles", "[gossip][sgp]") {
+TEST_CASE("push-sum spread shrinks geometrically to 1e-6 within O(log n) cycles", "[gossip][sgp][cluster]") {
   for (std::size_t n = 2; n <= 32; ++n) {
     SiteCluster cluster(n, MixerKind::kPushSum);
     std::mt19937 rng(static_cast<unsigned>(n));
@@ -204,7 +204,8 @@ TEST_CASE("push-sum spread shrinks geometrically to 1e-6 within O(log n) cycles"
   }
 }
 
-TEST_CASE("a dead push-sum peer does not stop the others, and they stop sending to it", "[gossip][sgp][faults]") {
+TEST_CASE("a dead push-sum peer does not stop the others, and they stop sending to it",
+          "[gossip][sgp][faults][cluster]") {
   const std::size_t n = 6, dead = 2;
   // τ = 4: the survivors wait for the dead site's shares only 4 steps late, and give up on them the same way.
   const auto tau = GENERATE(as<std::uint64_t>{}, 0, 4);
@@ -267,7 +268,7 @@ TEST_CASE("a dead push-sum peer does not stop the others, and they stop sending 
   CHECK(cluster.network().dropped() - dropped_at_announce <= n);
 }
 
-TEST_CASE("push-sum resumes from a checkpoint and refuses a bad one", "[gossip][sgp]") {
+TEST_CASE("push-sum resumes from a checkpoint and refuses a bad one", "[gossip][sgp][unit]") {
   MixChannel channel;
   std::vector<float> model = {1.0f, 2.0f};
   PushSum sgp({}, channel, model);
@@ -280,7 +281,7 @@ TEST_CASE("push-sum resumes from a checkpoint and refuses a bad one", "[gossip][
   CHECK_THROWS_AS(sgp.restore(saved, std::nan("")), meridian::error::UserError);
 }
 
-TEST_CASE("push-sum's model is x / w rounded once to float, whatever w", "[gossip][sgp]") {
+TEST_CASE("push-sum's model is x / w rounded once to float, whatever w", "[gossip][sgp][unit]") {
   // Weights that are floats (dyadic ones, as on the exponential graph, and others) and weights that
   // are not: the model must hold the double quotient rounded to float in every case.
   std::mt19937 rng(17);
@@ -305,7 +306,7 @@ TEST_CASE("push-sum's model is x / w rounded once to float, whatever w", "[gossi
 }
 
 TEST_CASE("a push-sum step given the model before and after, or changed in place, is the step given their difference",
-          "[gossip][sgp]") {
+          "[gossip][sgp][cluster]") {
   // Two clusters from the same start, one fed the update, the other the two models it comes from:
   // every numerator, weight and model must be the same bits. Synchronous mixing, with and without
   // delayed compensation, so that both runs mix the same shares (with overlap, which shares a mix
@@ -366,7 +367,7 @@ TEST_CASE("a push-sum step given the model before and after, or changed in place
 }
 
 TEST_CASE("push-sum's fused pass gives the bits of the update, the mixing and the refresh run one after the other",
-          "[gossip][sgp][delayed]") {
+          "[gossip][sgp][delayed][cluster]") {
   // The reference runs DelayedMixing on its own over a numerator, with the push-sum update before it
   // and z = x / w after it, each a pass of its own; PushSum folds the three into one blocked pass.
   // Weights of 1, a float other than 1 and a double that is no float take each form of the quotient;

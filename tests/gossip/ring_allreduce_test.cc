@@ -48,7 +48,7 @@ std::vector<std::vector<float>> reduce_on_threads(const std::vector<std::string>
 
 }  // namespace
 
-TEST_CASE("ring all-reduce sums exactly enough and leaves every site bit-identical", "[gossip][ring]") {
+TEST_CASE("ring all-reduce sums exactly enough and leaves every site bit-identical", "[gossip][ring][cluster]") {
   for (std::size_t n = 1; n <= 16; ++n) {
     for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{13}, std::size_t{97}}) {
       for (std::size_t piece : {std::size_t{4}, RingOptions{}.max_piece}) {
@@ -75,7 +75,7 @@ TEST_CASE("ring all-reduce sums exactly enough and leaves every site bit-identic
   }
 }
 
-TEST_CASE("ring all-reduce of a million-plus floats that do not divide evenly", "[gossip][ring]") {
+TEST_CASE("ring all-reduce of a million-plus floats that do not divide evenly", "[gossip][ring][cluster]") {
   const std::size_t n = 7, size = 1'000'003;  // prime size: every segment and piece boundary is uneven
   auto in = random_inputs(n, size, 42);
   RingOptions options;
@@ -95,7 +95,7 @@ TEST_CASE("ring all-reduce of a million-plus floats that do not divide evenly", 
   for (std::size_t j = 1; j < n; ++j) CHECK(std::memcmp(out[j].data(), out[0].data(), size * sizeof(float)) == 0);
 }
 
-TEST_CASE("ring all-reduce runs over any sub-group in any ring order", "[gossip][ring]") {
+TEST_CASE("ring all-reduce runs over any sub-group in any ring order", "[gossip][ring][cluster]") {
   auto names = testing::site_names(6);
   std::vector<std::string> group = {names[4], names[1], names[5]};
   auto in = random_inputs(3, 11, 5);
@@ -105,7 +105,7 @@ TEST_CASE("ring all-reduce runs over any sub-group in any ring order", "[gossip]
   CHECK(std::memcmp(out[0].data(), out[2].data(), 11 * sizeof(float)) == 0);
 }
 
-TEST_CASE("ring all-reduce abandons a round at its deadline when a member is dead", "[gossip][ring][faults]") {
+TEST_CASE("ring all-reduce abandons a round at its deadline when a member is dead", "[gossip][ring][faults][cluster]") {
   auto names = testing::site_names(4);
   auto net = peer::InMemoryNetwork::create(names);
   net->kill(names[2]);
@@ -123,7 +123,7 @@ TEST_CASE("ring all-reduce abandons a round at its deadline when a member is dea
   for (auto s : status) CHECK(s == RoundStatus::kAbandoned);
 }
 
-TEST_CASE("ring all-reduce rejects a piece of the wrong size without touching the data", "[gossip][ring]") {
+TEST_CASE("ring all-reduce rejects a piece of the wrong size without touching the data", "[gossip][ring][cluster]") {
   auto names = testing::site_names(2);
   auto net = peer::InMemoryNetwork::create(names);
   auto a = net->endpoint(names[0]);
@@ -144,7 +144,7 @@ TEST_CASE("ring all-reduce rejects a piece of the wrong size without touching th
   CHECK_THROWS_AS(ring.run({names[1]}, Round{}, data, Clock::now()), meridian::error::InternalError);
 }
 
-TEST_CASE("the inbox hands out matching mail in order and bounds what nobody asks for", "[gossip]") {
+TEST_CASE("the inbox hands out matching mail in order and bounds what nobody asks for", "[gossip][cluster]") {
   auto names = testing::site_names(2);
   auto net = peer::InMemoryNetwork::create(names);
   auto a = net->endpoint(names[0]);

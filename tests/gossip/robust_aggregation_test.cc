@@ -22,7 +22,7 @@ using namespace meridian::gossip::testing;
 using namespace std::chrono_literals;
 
 TEST_CASE("trimmed mean drops the extremes (or only the outliers) of every coordinate, in any order, to the same bits",
-          "[gossip][robust]") {
+          "[gossip][robust][unit]") {
   const std::vector<float> a{1, 10, -3}, b{2, 20, -2}, c{3, -1000, -1}, d{1000, 30, 5}, e{4, 40, 0};
   std::vector<float> out(3), again(3);
   trimmed_mean({a, b, c, d, e}, 1, out);
@@ -41,7 +41,7 @@ TEST_CASE("trimmed mean drops the extremes (or only the outliers) of every coord
   CHECK_THROWS_AS(trimmed_mean({a, b, std::vector<float>{1}}, 1, out), meridian::error::InternalError);
 }
 
-TEST_CASE("norm clipping shortens long differences only, and zeroes non-finite ones", "[gossip][robust]") {
+TEST_CASE("norm clipping shortens long differences only, and zeroes non-finite ones", "[gossip][robust][unit]") {
   std::vector<float> v{3, 4};
   CHECK(clip_norm(v, 10.0) == 1.0);
   CHECK(v == std::vector<float>{3, 4});
@@ -112,7 +112,7 @@ Outcome train(MixerKind kind, bool robust, bool attacked, const Problem& problem
 
 TEST_CASE(
     "with robust aggregation, one garbage-sending site of 8 costs under 2 accuracy points; without, training collapses",
-    "[gossip][robust]") {
+    "[gossip][robust][cluster]") {
   const Problem problem = make_problem();
   const double best = optimal_loss(problem);
   const std::pair<MixerKind, const char*> algorithms[] = {
@@ -135,7 +135,7 @@ TEST_CASE(
 }
 
 TEST_CASE("the own update scale starts unknown, then follows how far the own vector moved between mixes",
-          "[gossip][robust]") {
+          "[gossip][robust][unit]") {
   UpdateScale scale;
   const std::vector<float> first{0, 0}, moved{3, 4}, again{3, 4};
   CHECK_FALSE(scale.on_input(0, first));  // no previous output yet

@@ -65,7 +65,7 @@ double relative_spread(const std::vector<std::vector<float>>& replicas, const st
 }  // namespace
 
 TEST_CASE("an average whose round cannot finish is abandoned and redone by the survivors in the next view",
-          "[gossip][faults]") {
+          "[gossip][faults][cluster]") {
   RoundTimeouts timeouts;
   timeouts.round = 100ms;
   SiteCluster cluster(4, MixerKind::kAverage, timeouts);
@@ -80,7 +80,8 @@ TEST_CASE("an average whose round cannot finish is abandoned and redone by the s
   }
 }
 
-TEST_CASE("a direct-exchange average gives up at once on a member that a newer view leaves out", "[gossip][faults]") {
+TEST_CASE("a direct-exchange average gives up at once on a member that a newer view leaves out",
+          "[gossip][faults][cluster]") {
   // The round's deadline is an hour away: only the newer view can end the wait within the 60 s that
   // average_now() allows before it fails the test.
   RoundTimeouts timeouts;
@@ -104,7 +105,7 @@ TEST_CASE("a direct-exchange average gives up at once on a member that a newer v
 }
 
 TEST_CASE("an abandoned round that a peer has moved past is skipped, not redone, and reports its first view",
-          "[gossip][faults]") {
+          "[gossip][faults][cluster]") {
   // b completed step 5 (a member died during the all-gather) and went on; a abandoned it. A redo would
   // wait for b, which never comes back to step 5, while b waits for a at its next step.
   auto net = meridian::peer::InMemoryNetwork::create({"a", "b"});
@@ -139,7 +140,7 @@ TEST_CASE("an abandoned round that a peer has moved past is skipped, not redone,
   CHECK(inbox.take([](const meridian::peer::Message& m) { return m.round == 7; }, Clock::now()).has_value());
 }
 
-TEST_CASE("a site dropped from the view sits the mix out, neither failing nor hanging", "[gossip][faults]") {
+TEST_CASE("a site dropped from the view sits the mix out, neither failing nor hanging", "[gossip][faults][cluster]") {
   // The others found it dead (a partition, or missed heartbeats on a loaded machine): it keeps its own
   // values until a view takes it back. Over the ring and over dts' direct exchange alike.
   for (const auto kind : {MixerKind::kAverage, MixerKind::kDirectMean}) {
@@ -155,7 +156,7 @@ TEST_CASE("a site dropped from the view sits the mix out, neither failing nor ha
 }
 
 TEST_CASE("dts survives a death: the round is redone in the next view, then parameters are re-averaged",
-          "[gossip][faults][dts]") {
+          "[gossip][faults][dts][cluster]") {
   RoundTimeouts timeouts;
   timeouts.round = 100ms;
   const std::size_t n = 4, dead = 3;
@@ -191,7 +192,7 @@ TEST_CASE("dts survives a death: the round is redone in the next view, then para
   CHECK(relative_spread(params, {0, 1, 2}) < 1e-5);
 }
 
-TEST_CASE("re-averaging keeps replicas within 1e-5 of each other over 10,000 steps", "[gossip][faults]") {
+TEST_CASE("re-averaging keeps replicas within 1e-5 of each other over 10,000 steps", "[gossip][faults][cluster]") {
   const std::uint64_t steps = 10'000;
   SECTION("dts, momentum, D = 2") {
     const std::size_t n = 4;
@@ -240,7 +241,7 @@ TEST_CASE("re-averaging keeps replicas within 1e-5 of each other over 10,000 ste
 }
 
 TEST_CASE("a dts site that joins mid-window agrees on windows by step number and is pulled in by a re-average",
-          "[gossip][faults][dts]") {
+          "[gossip][faults][dts][cluster]") {
   // Two sites train from step 0; the third joins at step 10 (the middle of the window [9, 12) with
   // P = 3), from different parameters, as a restarted site would. Its first view is the others' view
   // change: all three re-average at the same window start, and they end on the same parameters.

@@ -17,6 +17,7 @@
 #include "peer/roster.h"
 #include "peer/wan_model.h"
 #include "peer/zmq_transport.h"
+#include "tests/support/eventually.h"
 
 using namespace meridian;
 using namespace meridian::gossip;
@@ -24,15 +25,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Polls `cond`; the bound only guards against a hang, it is no performance claim.
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds guard = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + guard;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
+using meridian::tests::eventually;
 
 struct Federation {
   std::vector<std::string> names;
@@ -88,7 +81,7 @@ struct Federation {
 
 }  // namespace
 
-TEST_CASE("mixers over ZeroMQ: exact average, push-sum mass, dsync groups", "[gossip][zmq]") {
+TEST_CASE("mixers over ZeroMQ: exact average, push-sum mass, dsync groups", "[gossip][zmq][cluster]") {
   Federation fed({"a", "b", "c"});
   const peer::View view = fed.agreed_view(fed.names);
   const std::uint64_t step = view.effective_round;  // the first step all three run in
@@ -140,7 +133,7 @@ TEST_CASE("mixers over ZeroMQ: exact average, push-sum mass, dsync groups", "[go
 }
 
 TEST_CASE("over ZeroMQ, a crashed site's round is abandoned and redone by the survivors in the next view",
-          "[gossip][zmq][faults]") {
+          "[gossip][zmq][faults][cluster]") {
   Federation fed({"a", "b", "c"});
   const peer::View view = fed.agreed_view(fed.names);
   fed.sites[2].reset();  // c crashes: no leave message; the others notice by missed heartbeats
@@ -172,7 +165,7 @@ TEST_CASE("over ZeroMQ, a crashed site's round is abandoned and redone by the su
 // schedules late still starts before its peers' first shares reach it: at 150 ms, a late start let
 // them arrive first and the site "ran ahead" by 0 mixes.
 TEST_CASE("over 400 ms links, push-sum with staleness bound 8 runs ahead of its peers' shares, and no further",
-          "[gossip][zmq][sgp][wan]") {
+          "[gossip][zmq][sgp][wan][cluster]") {
   const std::uint64_t tau = GENERATE(as<std::uint64_t>{}, 0, 8);
   INFO("staleness bound " << tau);
   Federation fed({"a", "b", "c"}, peer::parse_wan_spec("latency=400ms"));

@@ -20,7 +20,7 @@
 
 using namespace meridian::models;
 
-TEST_CASE("CPU backend buffers start zeroed and grow without shrinking", "[models][memory]") {
+TEST_CASE("CPU backend buffers start zeroed and grow without shrinking", "[models][memory][unit]") {
   CpuBackend backend;
   CHECK(backend.host_addressable());
   BackendBuffer<float> buffer(backend, 5);
@@ -39,7 +39,7 @@ TEST_CASE("CPU backend buffers start zeroed and grow without shrinking", "[model
   CHECK(empty.data() == nullptr);
 }
 
-TEST_CASE("model parameters and optimizer state copy to and from the host", "[models][memory]") {
+TEST_CASE("model parameters and optimizer state copy to and from the host", "[models][memory][unit]") {
   auto backend = std::make_shared<CpuBackend>(1);
   auto model = make_mlp({4, 1, 1}, {3}, 2, backend, 1);
   std::vector<float> values(model->parameter_count());
@@ -65,7 +65,7 @@ TEST_CASE("model parameters and optimizer state copy to and from the host", "[mo
   CHECK_THROWS_AS(optimizer.write_state(values), meridian::error::InternalError);
 }
 
-TEST_CASE("on the CPU the daemon's host mirror is the model's own buffers", "[models][memory][daemon]") {
+TEST_CASE("on the CPU the daemon's host mirror is the model's own buffers", "[models][memory][daemon][unit]") {
   auto backend = std::make_shared<CpuBackend>(1);
   auto model = make_logreg({1, 4, 4}, 3, backend, 1);
   meridian::daemon::HostMirror mirror(*model);

@@ -18,7 +18,7 @@ const CudaAvailability kTwoGpus{2, ""};
 
 }  // namespace
 
-TEST_CASE("parse_device accepts auto, cpu, cuda and cuda:N", "[models][device]") {
+TEST_CASE("parse_device accepts auto, cpu, cuda and cuda:N", "[models][device][unit]") {
   CHECK(parse_device("auto") == DeviceRequest{DeviceRequest::Kind::kAuto, -1});
   CHECK(parse_device("cpu") == DeviceRequest{DeviceRequest::Kind::kCpu, -1});
   CHECK(parse_device("cuda") == DeviceRequest{DeviceRequest::Kind::kCuda, -1});
@@ -26,7 +26,7 @@ TEST_CASE("parse_device accepts auto, cpu, cuda and cuda:N", "[models][device]")
   CHECK(parse_device("cuda:12") == DeviceRequest{DeviceRequest::Kind::kCuda, 12});
 }
 
-TEST_CASE("parse_device rejects anything else, naming the value and the accepted spellings", "[models][device]") {
+TEST_CASE("parse_device rejects anything else, naming the value and the accepted spellings", "[models][device][unit]") {
   for (const char* bad : {"", "gpu", "CUDA", " cpu", "cuda:", "cuda:-1", "cuda:1x", "cuda:+1", "cuda:99999", "cuda0"}) {
     INFO("value: '" << bad << "'");
     try {
@@ -40,7 +40,7 @@ TEST_CASE("parse_device rejects anything else, naming the value and the accepted
   }
 }
 
-TEST_CASE("auto picks cuda:0 when a device exists and the CPU with the reason otherwise", "[models][device]") {
+TEST_CASE("auto picks cuda:0 when a device exists and the CPU with the reason otherwise", "[models][device][unit]") {
   const DeviceSelection with_gpu = resolve_device(parse_device("auto"), kTwoGpus);
   CHECK(with_gpu.device == Device{DeviceKind::kCuda, 0});
   CHECK(with_gpu.device.name() == "cuda:0");
@@ -53,7 +53,7 @@ TEST_CASE("auto picks cuda:0 when a device exists and the CPU with the reason ot
   CHECK(resolve_device(parse_device("cpu"), kTwoGpus).device == Device{DeviceKind::kCpu, 0});
 }
 
-TEST_CASE("cuda[:N] selects that device or fails with the reason", "[models][device]") {
+TEST_CASE("cuda[:N] selects that device or fails with the reason", "[models][device][unit]") {
   CHECK(resolve_device(parse_device("cuda"), kTwoGpus).device == Device{DeviceKind::kCuda, 0});
   CHECK(resolve_device(parse_device("cuda:1"), kTwoGpus).device == Device{DeviceKind::kCuda, 1});
   using Catch::Matchers::Contains;
@@ -66,7 +66,7 @@ TEST_CASE("cuda[:N] selects that device or fails with the reason", "[models][dev
                     "--device cuda:2: this machine has only 2 CUDA device(s) (cuda:0 to cuda:1)");
 }
 
-TEST_CASE("probing this machine never throws and explains an absent device", "[models][device]") {
+TEST_CASE("probing this machine never throws and explains an absent device", "[models][device][unit]") {
   const CudaAvailability cuda = probe_cuda();
   INFO("devices: " << cuda.device_count << ", reason: " << cuda.reason);
   // Either devices or a reason, never both or neither.

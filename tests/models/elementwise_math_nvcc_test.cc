@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-TEST_CASE("elementwise_math.h compiles as CUDA device code", "[models][cuda]") {
+TEST_CASE("elementwise_math.h compiles as CUDA device code", "[models][cuda][process]") {
   // MERIDIAN_NVCC: the nvcc the build found (tests/CMakeLists.txt), empty when there is none.
   const std::string nvcc = MERIDIAN_NVCC;
   if (nvcc.empty() || !std::filesystem::exists(nvcc)) {

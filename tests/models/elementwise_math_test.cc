@@ -9,7 +9,7 @@
 
 namespace math = meridian::models::math;
 
-TEST_CASE("relu and its gradient", "[models][math]") {
+TEST_CASE("relu and its gradient", "[models][math][unit]") {
   CHECK(math::relu(2.5f) == 2.5f);
   CHECK(math::relu(-1.0f) == 0.0f);
   CHECK(math::relu(0.0f) == 0.0f);
@@ -17,7 +17,7 @@ TEST_CASE("relu and its gradient", "[models][math]") {
   CHECK(math::relu_backward(0.0f, 3.0f) == 0.0f);
 }
 
-TEST_CASE("softmax cross-entropy of one row", "[models][math]") {
+TEST_CASE("softmax cross-entropy of one row", "[models][math][unit]") {
   const float logits[3] = {1.0f, 2.0f, 3.0f};
   float d[3];
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
@@ -33,7 +33,7 @@ TEST_CASE("softmax cross-entropy of one row", "[models][math]") {
   CHECK(db[0] == Approx(-0.5f));
 }
 
-TEST_CASE("optimizer updates of one element", "[models][math]") {
+TEST_CASE("optimizer updates of one element", "[models][math][unit]") {
   float w = 1.0f;
   math::sgd_update(w, 0.5f, 0.1f, 0.2f);  // g' = 0.5 + 0.2·1
   CHECK(w == Approx(1.0f - 0.1f * 0.7f));
@@ -53,7 +53,7 @@ TEST_CASE("optimizer updates of one element", "[models][math]") {
   CHECK(wa == Approx(1.0f - 0.01f));           // the first bias-corrected Adam step is lr·sign(g)
 }
 
-TEST_CASE("push-sum scaling and adding, and delayed compensation, of one element", "[models][math]") {
+TEST_CASE("push-sum scaling and adding, and delayed compensation, of one element", "[models][math][unit]") {
   float x = 6.0f;
   math::push_sum_scale(x, 1.0f / 3.0f);
   CHECK(x == Approx(2.0f));
@@ -63,7 +63,7 @@ TEST_CASE("push-sum scaling and adding, and delayed compensation, of one element
   CHECK(x == 6.5f);
 }
 
-TEST_CASE("GELU, tanh and sigmoid with their gradients", "[models][math]") {
+TEST_CASE("GELU, tanh and sigmoid with their gradients", "[models][math][unit]") {
   // GELU(x) = x·Φ(x): Φ(1) = 0.8413447, φ(1) = 0.2419707.
   CHECK(math::gelu(1.0f) == Approx(0.8413447).epsilon(1e-6));
   CHECK(math::gelu(-1.0f) == Approx(-0.1586553).epsilon(1e-5));
@@ -79,7 +79,7 @@ TEST_CASE("GELU, tanh and sigmoid with their gradients", "[models][math]") {
   CHECK(math::sigmoid_backward(0.25f, 2.0f) == Approx(2.0 * 0.25 * 0.75));
 }
 
-TEST_CASE("normalization of one element and its input gradient", "[models][math]") {
+TEST_CASE("normalization of one element and its input gradient", "[models][math][unit]") {
   CHECK(math::inverse_std(3.0f, 1.0f) == Approx(0.5f));
   CHECK(math::normalize(5.0f, 1.0f, 0.5f, 3.0f, -1.0f) == Approx(3.0f * 2.0f - 1.0f));
   // inv_std·(g − mean_g − x̂·mean_g_xhat)
@@ -87,7 +87,7 @@ TEST_CASE("normalization of one element and its input gradient", "[models][math]
   CHECK(math::running_update(1.0f, 3.0f, 0.25f) == Approx(1.5f));
 }
 
-TEST_CASE("dropout masks are a fixed function of key and index", "[models][math]") {
+TEST_CASE("dropout masks are a fixed function of key and index", "[models][math][unit]") {
   std::size_t kept = 0, differ = 0;
   for (std::uint64_t i = 0; i < 10000; ++i) {
     const bool keep = math::dropout_keep(7, i, 0.25f);

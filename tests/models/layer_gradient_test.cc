@@ -86,12 +86,12 @@ void check_layer(Layer& layer, std::size_t batch, std::uint64_t seed, float step
 
 }  // namespace
 
-TEST_CASE("Linear backward matches finite differences", "[models][gradient]") {
+TEST_CASE("Linear backward matches finite differences", "[models][gradient][unit]") {
   Linear layer(7, 5, InitScheme::he);
   check_layer(layer, 4, 11);
 }
 
-TEST_CASE("Conv2d backward matches finite differences", "[models][gradient]") {
+TEST_CASE("Conv2d backward matches finite differences", "[models][gradient][unit]") {
   SECTION("padding 1, stride 1") {
     Conv2d layer({2, 5, 6}, 3, 3, 1, 1, InitScheme::he);
     check_layer(layer, 2, 12);
@@ -106,14 +106,14 @@ TEST_CASE("Conv2d backward matches finite differences", "[models][gradient]") {
   }
 }
 
-TEST_CASE("ReLU backward matches finite differences away from the kink", "[models][gradient]") {
+TEST_CASE("ReLU backward matches finite differences away from the kink", "[models][gradient][unit]") {
   Relu layer({3, 2, 2});
   // Inputs within `step` of zero would straddle the kink; random.uniform rarely lands there, and the
   // seed is fixed, so this input set has none (the check would fail loudly otherwise).
   check_layer(layer, 3, 15, 1e-3f);
 }
 
-TEST_CASE("MaxPool2d backward matches finite differences", "[models][gradient]") {
+TEST_CASE("MaxPool2d backward matches finite differences", "[models][gradient][unit]") {
   SECTION("2x2 window, stride 2") {
     MaxPool2d layer({2, 4, 6}, 2, 2);
     check_layer(layer, 2, 16, 1e-3f);
@@ -124,13 +124,13 @@ TEST_CASE("MaxPool2d backward matches finite differences", "[models][gradient]")
   }
 }
 
-TEST_CASE("Flatten passes values and gradients through unchanged", "[models][gradient]") {
+TEST_CASE("Flatten passes values and gradients through unchanged", "[models][gradient][unit]") {
   Flatten layer({2, 3, 2});
   CHECK(layer.output_shape() == Shape{12, 1, 1});
   check_layer(layer, 2, 18);
 }
 
-TEST_CASE("BatchNorm backward matches finite differences", "[models][gradient]") {
+TEST_CASE("BatchNorm backward matches finite differences", "[models][gradient][unit]") {
   SECTION("1d over features, training (batch statistics)") {
     BatchNorm layer({5, 1, 1});
     check_layer(layer, 4, 21);
@@ -145,7 +145,7 @@ TEST_CASE("BatchNorm backward matches finite differences", "[models][gradient]")
   }
 }
 
-TEST_CASE("GroupNorm backward matches finite differences", "[models][gradient]") {
+TEST_CASE("GroupNorm backward matches finite differences", "[models][gradient][unit]") {
   SECTION("2 groups of 2 channels") {
     GroupNorm layer({4, 2, 3}, 2);
     check_layer(layer, 3, 24);
@@ -156,14 +156,14 @@ TEST_CASE("GroupNorm backward matches finite differences", "[models][gradient]")
   }
 }
 
-TEST_CASE("GELU, tanh and sigmoid backward match finite differences", "[models][gradient]") {
+TEST_CASE("GELU, tanh and sigmoid backward match finite differences", "[models][gradient][unit]") {
   for (Activation f : {Activation::gelu, Activation::tanh, Activation::sigmoid}) {
     ActivationLayer layer({3, 2, 2}, f);
     check_layer(layer, 3, 26, 1e-3f);
   }
 }
 
-TEST_CASE("average pooling backward matches finite differences", "[models][gradient]") {
+TEST_CASE("average pooling backward matches finite differences", "[models][gradient][unit]") {
   SECTION("2x2 window, stride 2") {
     AveragePool2d layer({2, 4, 6}, 2, 2);
     check_layer(layer, 2, 27);
@@ -191,7 +191,7 @@ std::vector<std::unique_ptr<Layer>> conv_bn(Shape in, std::size_t out_channels, 
 
 }  // namespace
 
-TEST_CASE("residual block backward matches finite differences", "[models][gradient]") {
+TEST_CASE("residual block backward matches finite differences", "[models][gradient][unit]") {
   SECTION("identity shortcut") {
     auto body = conv_bn({2, 4, 4}, 2, 1, false);
     auto more = conv_bn(body.back()->output_shape(), 2, 1, false);
@@ -214,7 +214,7 @@ TEST_CASE("residual block backward matches finite differences", "[models][gradie
   }
 }
 
-TEST_CASE("softmax cross-entropy gradient matches finite differences", "[models][gradient]") {
+TEST_CASE("softmax cross-entropy gradient matches finite differences", "[models][gradient][unit]") {
   CpuBackend backend;
   SplitMix64 random(19);
   const std::size_t batch = 4, classes = 5;
@@ -243,7 +243,7 @@ TEST_CASE("softmax cross-entropy gradient matches finite differences", "[models]
   }
 }
 
-TEST_CASE("softmax cross-entropy stays finite for huge logits and rejects bad labels", "[models][loss]") {
+TEST_CASE("softmax cross-entropy stays finite for huge logits and rejects bad labels", "[models][loss][unit]") {
   CpuBackend backend;
   const std::vector<float> logits{1000.0f, -1000.0f, 0.0f};
   std::vector<float> grad(3);

@@ -7,7 +7,7 @@
 
 using namespace meridian::models;
 
-TEST_CASE("constant schedule", "[models][schedule]") {
+TEST_CASE("constant schedule", "[models][schedule][unit]") {
   ScheduleConfig c;
   c.base_lr = 0.3f;
   LearningRateSchedule s(c);
@@ -15,7 +15,7 @@ TEST_CASE("constant schedule", "[models][schedule]") {
   CHECK(s.at(100000) == 0.3f);
 }
 
-TEST_CASE("step schedule decays by gamma every step_size steps", "[models][schedule]") {
+TEST_CASE("step schedule decays by gamma every step_size steps", "[models][schedule][unit]") {
   ScheduleConfig c;
   c.kind = ScheduleKind::step;
   c.base_lr = 1.0f;
@@ -27,7 +27,7 @@ TEST_CASE("step schedule decays by gamma every step_size steps", "[models][sched
   CHECK(s.at(25) == Approx(0.01f));
 }
 
-TEST_CASE("cosine schedule goes from base to min over total_steps", "[models][schedule]") {
+TEST_CASE("cosine schedule goes from base to min over total_steps", "[models][schedule][unit]") {
   ScheduleConfig c;
   c.kind = ScheduleKind::cosine;
   c.base_lr = 1.0f;
@@ -41,7 +41,7 @@ TEST_CASE("cosine schedule goes from base to min over total_steps", "[models][sc
   CHECK(s.at(1000) == Approx(0.1f));
 }
 
-TEST_CASE("linear warm-up precedes the schedule", "[models][schedule]") {
+TEST_CASE("linear warm-up precedes the schedule", "[models][schedule][unit]") {
   ScheduleConfig c;
   c.kind = ScheduleKind::cosine;
   c.base_lr = 0.8f;
@@ -62,7 +62,7 @@ TEST_CASE("linear warm-up precedes the schedule", "[models][schedule]") {
   CHECK(st.at(6) == Approx(0.4f));
 }
 
-TEST_CASE("schedules reject nonsense", "[models][schedule]") {
+TEST_CASE("schedules reject nonsense", "[models][schedule][unit]") {
   ScheduleConfig c;
   c.base_lr = 0.0f;
   CHECK_THROWS_AS(LearningRateSchedule(c), meridian::error::UserError);

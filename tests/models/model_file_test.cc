@@ -35,7 +35,7 @@ std::string example(const std::string& name) { return std::string(MERIDIAN_SOURC
 
 }  // namespace
 
-TEST_CASE("a model file describes a network layer by layer, residual blocks included", "[models][model-file]") {
+TEST_CASE("a model file describes a network layer by layer, residual blocks included", "[models][model-file][unit]") {
   auto model = parse(R"(# a comment line
 model tiny
 conv2d 4 kernel=3 padding=1   # trailing comment
@@ -76,7 +76,7 @@ linear classes
   CHECK(std::isfinite(model->forward_backward(x.data(), labels.data(), 2)));
 }
 
-TEST_CASE("the fingerprint changes with every setting of a model file", "[models][model-file]") {
+TEST_CASE("the fingerprint changes with every setting of a model file", "[models][model-file][unit]") {
   const std::string base =
       "conv2d 4 kernel=3 padding=1\nbatch_norm\nrelu\nglobal_avg_pool\ndropout 0.5\nlinear classes\n";
   const std::string fingerprint = parse(base)->fingerprint();
@@ -92,7 +92,7 @@ TEST_CASE("the fingerprint changes with every setting of a model file", "[models
   }
 }
 
-TEST_CASE("broken model files get a message naming the line and the problem", "[models][model-file]") {
+TEST_CASE("broken model files get a message naming the line and the problem", "[models][model-file][unit]") {
   CHECK(problem("relu\nconvolution 3\n") ==
         "test.model:2: unknown statement 'convolution' (expected one of avg_pool, basic_block, batch_norm, conv2d, "
         "dropout, end, flatten, gelu, global_avg_pool, group_norm, linear, max_pool, model, relu, residual, "
@@ -127,7 +127,7 @@ TEST_CASE("broken model files get a message naming the line and the problem", "[
   CHECK(problem("conv2d 2 kernel=3 kernel=3\n") == "test.model:1: conv2d: option 'kernel' given twice");
 }
 
-TEST_CASE("--model takes a built-in name or the path of a model file", "[models][model-file]") {
+TEST_CASE("--model takes a built-in name or the path of a model file", "[models][model-file][unit]") {
   auto backend = std::make_shared<CpuBackend>();
   CHECK(make_model(example("small-resnet.model"), {1, 28, 28}, 10, {}, backend, 1)->kind() == "small-resnet");
   try {
@@ -140,7 +140,7 @@ TEST_CASE("--model takes a built-in name or the path of a model file", "[models]
   }
 }
 
-TEST_CASE("every example model file builds for 1x28x28 and 3x32x32 images", "[models][model-file]") {
+TEST_CASE("every example model file builds for 1x28x28 and 3x32x32 images", "[models][model-file][unit]") {
   auto backend = std::make_shared<CpuBackend>();
   for (const std::string name : {"resnet8.model", "small-resnet.model", "tabular-mlp.model", "groupnorm-cnn.model"}) {
     for (const Shape input : {Shape{1, 28, 28}, Shape{3, 32, 32}}) {
@@ -151,7 +151,7 @@ TEST_CASE("every example model file builds for 1x28x28 and 3x32x32 images", "[mo
   }
 }
 
-TEST_CASE("resnet8 and resnet20 are He et al.'s CIFAR ResNets for any input size", "[models][model-file]") {
+TEST_CASE("resnet8 and resnet20 are He et al.'s CIFAR ResNets for any input size", "[models][model-file][unit]") {
   auto backend = std::make_shared<CpuBackend>();
   // Parameter and running-statistic counts of the same networks in torch (bench/torch_train_throughput.py's
   // resnet(), whose convolutions have biases as Meridian's do).

@@ -47,7 +47,7 @@ Dataset blobs(std::size_t rows, std::size_t dim, std::size_t classes, std::uint6
 
 }  // namespace
 
-TEST_CASE("parameters and gradients are one buffer with a contiguous view per layer", "[models][model]") {
+TEST_CASE("parameters and gradients are one buffer with a contiguous view per layer", "[models][model][unit]") {
   auto model = make_cnn({1, 28, 28}, 10, cpu(), 7);
   // conv1 6·25+6, conv2 16·150+16, 400·120+120, 120·84+84, 84·10+10
   const std::size_t expected = 156 + 2416 + 48120 + 10164 + 850;
@@ -64,7 +64,7 @@ TEST_CASE("parameters and gradients are one buffer with a contiguous view per la
   CHECK(next == model->parameters().data() + expected);
 }
 
-TEST_CASE("the fingerprint names architecture and sizes", "[models][model]") {
+TEST_CASE("the fingerprint names architecture and sizes", "[models][model][unit]") {
   auto a = make_mlp({1, 28, 28}, {256, 128}, 10, cpu(), 1);
   auto b = make_mlp({1, 28, 28}, {256, 128}, 10, cpu(), 2);
   auto c = make_mlp({1, 28, 28}, {256, 64}, 10, cpu(), 1);
@@ -76,7 +76,7 @@ TEST_CASE("the fingerprint names architecture and sizes", "[models][model]") {
   CHECK(make_logreg({1, 28, 28}, 10, cpu(), 1)->parameters().size() == 7850);
 }
 
-TEST_CASE("initialization is seeded: same seed same model, other seed other model", "[models][model]") {
+TEST_CASE("initialization is seeded: same seed same model, other seed other model", "[models][model][unit]") {
   auto a = make_cnn({1, 28, 28}, 10, cpu(), 42);
   auto b = make_cnn({1, 28, 28}, 10, cpu(), 42);
   auto c = make_cnn({1, 28, 28}, 10, cpu(), 43);
@@ -89,7 +89,7 @@ TEST_CASE("initialization is seeded: same seed same model, other seed other mode
   CHECK(std::all_of(conv1.begin() + 150, conv1.end(), [](float w) { return w == 0.0f; }));
 }
 
-TEST_CASE("steps reuse their buffers and give the same result twice", "[models][model]") {
+TEST_CASE("steps reuse their buffers and give the same result twice", "[models][model][unit]") {
   auto model = make_cnn({1, 28, 28}, 10, cpu(), 3);
   SplitMix64 random(5);
   std::vector<float> x(16 * 784);
@@ -107,7 +107,7 @@ TEST_CASE("steps reuse their buffers and give the same result twice", "[models][
   CHECK(std::equal(grads.begin(), grads.end(), model->gradients().begin()));
 }
 
-TEST_CASE("models reject mismatched data", "[models][model]") {
+TEST_CASE("models reject mismatched data", "[models][model][unit]") {
   auto model = make_mlp({1, 4, 4}, {8}, 3, cpu(), 1);
   Dataset wrong = blobs(10, 5, 3, 1);
   CHECK_THROWS_AS(model->evaluate(wrong), meridian::error::UserError);
@@ -119,7 +119,7 @@ TEST_CASE("models reject mismatched data", "[models][model]") {
   CHECK_THROWS_AS(make_cnn({1, 8, 8}, 10, cpu(), 1), meridian::error::UserError);
 }
 
-TEST_CASE("training learns a separable problem with every optimizer", "[models][model][training]") {
+TEST_CASE("training learns a separable problem with every optimizer", "[models][model][training][unit]") {
   const Dataset train = blobs(2000, 16, 4, 11), test = blobs(500, 16, 4, 11);
   const auto kind = GENERATE(OptimizerKind::sgd, OptimizerKind::momentum, OptimizerKind::nesterov, OptimizerKind::adam);
   auto backend = cpu();
@@ -143,7 +143,7 @@ TEST_CASE("training learns a separable problem with every optimizer", "[models][
   CHECK(after.samples == 500);
 }
 
-TEST_CASE("the minibatcher visits every row once per epoch, reproducibly", "[models][batch]") {
+TEST_CASE("the minibatcher visits every row once per epoch, reproducibly", "[models][batch][unit]") {
   Dataset d = blobs(10, 2, 2, 1);
   for (std::size_t r = 0; r < d.rows; ++r) d.features[r * 2] = static_cast<float>(r);  // row id in feature 0
   auto epoch_order = [&](Minibatcher& batches) {
@@ -169,7 +169,8 @@ TEST_CASE("the minibatcher visits every row once per epoch, reproducibly", "[mod
   CHECK(a.epoch() == 2);
 }
 
-TEST_CASE("splitting a batch across threads gives the single-thread loss and gradients", "[models][model][threads]") {
+TEST_CASE("splitting a batch across threads gives the single-thread loss and gradients",
+          "[models][model][threads][unit]") {
   const std::size_t threads = GENERATE(2, 3);
   const std::size_t batch = GENERATE(37, 64, 3);
   auto single = make_cnn({1, 28, 28}, 10, cpu(), 21);
@@ -194,7 +195,7 @@ TEST_CASE("splitting a batch across threads gives the single-thread loss and gra
   }
 }
 
-TEST_CASE("the worker pool runs every index once and rethrows a task's exception", "[models][threads]") {
+TEST_CASE("the worker pool runs every index once and rethrows a task's exception", "[models][threads][unit]") {
   WorkerPool pool(3);
   std::vector<int> hits(3, 0);
   for (int round = 0; round < 50; ++round) pool.run([&](std::size_t i) { ++hits[i]; });
@@ -207,7 +208,8 @@ TEST_CASE("the worker pool runs every index once and rethrows a task's exception
   CHECK(hits == std::vector<int>{51, 51, 51});
 }
 
-TEST_CASE("the thread policy splits batches for CNNs and threads the GEMMs of GEMM-only models", "[models][threads]") {
+TEST_CASE("the thread policy splits batches for CNNs and threads the GEMMs of GEMM-only models",
+          "[models][threads][unit]") {
   auto backend = std::make_shared<CpuBackend>(1);
   auto cnn = make_cnn({1, 28, 28}, 10, backend, 1);
   use_threads(*cnn, *backend, 2);

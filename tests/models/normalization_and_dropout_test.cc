@@ -44,7 +44,7 @@ std::unique_ptr<Model> small_model(std::uint64_t seed, float p = 0.5f) {
 }  // namespace
 
 TEST_CASE("batch norm moves its running statistics in training and normalizes with them in evaluation",
-          "[models][normalization]") {
+          "[models][normalization][unit]") {
   CpuBackend backend;
   const Shape shape{2, 3, 1};  // 2 channels of 3 pixels
   BatchNorm layer(shape, 0.25f, 1e-5f);
@@ -84,7 +84,7 @@ TEST_CASE("batch norm moves its running statistics in training and normalizes wi
 TEST_CASE(
     "a model keeps running statistics in its state buffer, outside the parameters and the fingerprint's "
     "parameter count",
-    "[models][normalization]") {
+    "[models][normalization][unit]") {
   auto model = small_model(7);
   CHECK(model->parameter_count() == (4 * 6 + 6) + 2 * 6 + (6 * 3 + 3));
   REQUIRE(model->state_count() == 2 * 6);
@@ -114,7 +114,8 @@ TEST_CASE(
   CHECK_THROWS_AS(model->write_state(std::vector<float>(5)), meridian::error::InternalError);
 }
 
-TEST_CASE("threads that split the batch leave the running means where one thread would", "[models][normalization]") {
+TEST_CASE("threads that split the batch leave the running means where one thread would",
+          "[models][normalization][unit]") {
   auto one = small_model(9, 0.0f), two = small_model(9, 0.0f);
   two->set_threads(2);
   const std::size_t batch = 10;
@@ -137,7 +138,7 @@ TEST_CASE("threads that split the batch leave the running means where one thread
 }
 
 TEST_CASE("dropout zeroes a fraction p, scales the rest, passes the same mask back, and is off in evaluation",
-          "[models][dropout]") {
+          "[models][dropout][unit]") {
   CpuBackend backend;
   const std::size_t n = 20000;
   const float p = 0.3f;
@@ -174,7 +175,8 @@ TEST_CASE("dropout zeroes a fraction p, scales the rest, passes the same mask ba
   CHECK(din == dout);
 }
 
-TEST_CASE("dropout masks follow the model's seed and differ between batch-splitting threads", "[models][dropout]") {
+TEST_CASE("dropout masks follow the model's seed and differ between batch-splitting threads",
+          "[models][dropout][unit]") {
   const std::size_t batch = 8;
   const auto x = random_vector(batch * 4, 8);
   const std::vector<std::int32_t> labels{0, 1, 2, 0, 1, 2, 0, 1};
@@ -203,7 +205,7 @@ TEST_CASE("dropout masks follow the model's seed and differ between batch-splitt
   CHECK(a != b);
 }
 
-TEST_CASE("batch norm, group norm and dropout reject settings that mean nothing", "[models][normalization]") {
+TEST_CASE("batch norm, group norm and dropout reject settings that mean nothing", "[models][normalization][unit]") {
   CHECK_THROWS_AS(BatchNorm(Shape{3, 1, 1}, 1.5f), meridian::error::UserError);
   CHECK_THROWS_AS(BatchNorm(Shape{3, 1, 1}, 0.1f, 0.0f), meridian::error::UserError);
   CHECK_THROWS_AS(GroupNorm(Shape{6, 2, 2}, 4), meridian::error::UserError);
@@ -240,7 +242,7 @@ data::Dataset quadrant_images(std::size_t rows, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE("resnet8 and mlp-bn learn a small image problem and evaluate with their running statistics",
-          "[models][normalization][training]") {
+          "[models][normalization][training][unit]") {
   const data::Dataset train = quadrant_images(512, 21), test = quadrant_images(256, 22);
   for (const std::string kind : {"resnet8", "mlp-bn"}) {
     INFO(kind);

@@ -30,7 +30,7 @@ Optimizer make(OptimizerKind kind, float lr, std::size_t n, float weight_decay =
 
 }  // namespace
 
-TEST_CASE("SGD applies w <- w - lr (g + wd w)", "[models][optimizer]") {
+TEST_CASE("SGD applies w <- w - lr (g + wd w)", "[models][optimizer][unit]") {
   auto opt = make(OptimizerKind::sgd, 0.1f, 2, 0.5f);
   std::vector<float> w{1.0f, -2.0f};
   const std::vector<float> g{0.5f, 1.0f};
@@ -43,7 +43,7 @@ TEST_CASE("SGD applies w <- w - lr (g + wd w)", "[models][optimizer]") {
   CHECK(opt.step_count() == 1);
 }
 
-TEST_CASE("heavy-ball momentum follows u <- m u + g, w <- w - lr u", "[models][optimizer]") {
+TEST_CASE("heavy-ball momentum follows u <- m u + g, w <- w - lr u", "[models][optimizer][unit]") {
   auto opt = make(OptimizerKind::momentum, 0.1f, 1);
   std::vector<float> w{1.0f};
   opt.step(w, std::vector<float>{1.0f});  // u = 1, w = 0.9
@@ -56,7 +56,7 @@ TEST_CASE("heavy-ball momentum follows u <- m u + g, w <- w - lr u", "[models][o
   CHECK(opt.state().data() == opt.momentum_buffer().data());
 }
 
-TEST_CASE("the momentum buffer is live state: a correction to u changes the next step", "[models][optimizer]") {
+TEST_CASE("the momentum buffer is live state: a correction to u changes the next step", "[models][optimizer][unit]") {
   auto opt = make(OptimizerKind::momentum, 0.1f, 1);
   std::vector<float> w{0.0f};
   opt.step(w, std::vector<float>{1.0f});  // u = 1, w = -0.1
@@ -65,7 +65,7 @@ TEST_CASE("the momentum buffer is live state: a correction to u changes the next
   CHECK(w[0] == Approx(-0.235f));
 }
 
-TEST_CASE("Nesterov momentum steps with g + m u", "[models][optimizer]") {
+TEST_CASE("Nesterov momentum steps with g + m u", "[models][optimizer][unit]") {
   auto opt = make(OptimizerKind::nesterov, 0.1f, 1, 0.1f);
   std::vector<float> w{1.0f};
   opt.step(w, std::vector<float>{1.0f});
@@ -78,7 +78,7 @@ TEST_CASE("Nesterov momentum steps with g + m u", "[models][optimizer]") {
   CHECK(w[0] == Approx(0.686871f));
 }
 
-TEST_CASE("Adam matches the bias-corrected update", "[models][optimizer]") {
+TEST_CASE("Adam matches the bias-corrected update", "[models][optimizer][unit]") {
   auto opt = make(OptimizerKind::adam, 0.01f, 2);
   std::vector<float> w{1.0f, 1.0f};
   opt.step(w, std::vector<float>{0.5f, -2.0f});
@@ -94,7 +94,7 @@ TEST_CASE("Adam matches the bias-corrected update", "[models][optimizer]") {
   CHECK(opt.state()[3] == Approx(0.003996f).epsilon(1e-4));  // float rounding of 0.999f
 }
 
-TEST_CASE("AdamW matches torch.optim.AdamW step for step", "[models][optimizer][reference]") {
+TEST_CASE("AdamW matches torch.optim.AdamW step for step", "[models][optimizer][reference][unit]") {
   // reference/make_adamw_reference.py wrote reference/adamw.txt with PyTorch in float64.
   const auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
                                                                     "/tests/models/reference/adamw.txt");
@@ -126,7 +126,7 @@ TEST_CASE("AdamW matches torch.optim.AdamW step for step", "[models][optimizer][
   CHECK(opt.state().size() == 2 * n);  // m then v, as for Adam
 }
 
-TEST_CASE("AdamW decays the weights apart from the gradient, unlike Adam's L2 term", "[models][optimizer]") {
+TEST_CASE("AdamW decays the weights apart from the gradient, unlike Adam's L2 term", "[models][optimizer][unit]") {
   // A zero gradient: Adam's L2 term enters the moments (a full step of ±lr after bias correction, what
   // ever λ), AdamW only scales the weight by 1 − lr·λ.
   auto adamw = make(OptimizerKind::adamw, 0.1f, 1, 0.5f);
@@ -147,7 +147,7 @@ TEST_CASE("AdamW decays the weights apart from the gradient, unlike Adam's L2 te
   CHECK(x == y);
 }
 
-TEST_CASE("optimizer validates sizes and coefficients", "[models][optimizer]") {
+TEST_CASE("optimizer validates sizes and coefficients", "[models][optimizer][unit]") {
   auto opt = make(OptimizerKind::sgd, 0.1f, 3);
   std::vector<float> w(2), g(2);
   CHECK_THROWS_AS(opt.step(w, g), meridian::error::InternalError);
@@ -157,7 +157,7 @@ TEST_CASE("optimizer validates sizes and coefficients", "[models][optimizer]") {
   CHECK(parse_optimizer_kind("adamw") == OptimizerKind::adamw);
 }
 
-TEST_CASE("the optimizer takes its learning rate from the schedule at its step", "[models][optimizer]") {
+TEST_CASE("the optimizer takes its learning rate from the schedule at its step", "[models][optimizer][unit]") {
   OptimizerConfig config;
   ScheduleConfig schedule;
   schedule.kind = ScheduleKind::step;
@@ -176,7 +176,7 @@ TEST_CASE("the optimizer takes its learning rate from the schedule at its step",
   CHECK(opt.learning_rate() == 0.125f);
 }
 
-TEST_CASE("push-sum and delayed-compensation primitives", "[models][mixing]") {
+TEST_CASE("push-sum and delayed-compensation primitives", "[models][mixing][unit]") {
   CpuBackend backend;
   std::vector<float> x{2.0f, -4.0f};
   backend.push_sum_scale(x.size(), x.data(), 0.5f);
@@ -190,7 +190,8 @@ TEST_CASE("push-sum and delayed-compensation primitives", "[models][mixing]") {
   CHECK(x == std::vector<float>{3.25f, -2.0f});
 }
 
-TEST_CASE("an update split across a worker pool equals the single-thread update", "[models][optimizer][threads]") {
+TEST_CASE("an update split across a worker pool equals the single-thread update",
+          "[models][optimizer][threads][unit]") {
   const auto kind = GENERATE(OptimizerKind::sgd, OptimizerKind::momentum, OptimizerKind::nesterov, OptimizerKind::adam,
                              OptimizerKind::adamw);
   const std::size_t n = 1001;

@@ -97,7 +97,7 @@ std::vector<T> as(const std::vector<double>& v) {
 
 }  // namespace
 
-TEST_CASE("a small network matches PyTorch's forward output, loss and gradients", "[models][reference]") {
+TEST_CASE("a small network matches PyTorch's forward output, loss and gradients", "[models][reference][unit]") {
   auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
                                                               "/tests/models/reference/small_network.txt");
   auto model = small_network();
@@ -127,7 +127,7 @@ TEST_CASE("a small network matches PyTorch's forward output, loss and gradients"
 TEST_CASE(
     "batch norm, residual blocks, group norm, pooling and activations match PyTorch in training and "
     "evaluation",
-    "[models][reference]") {
+    "[models][reference][unit]") {
   auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
                                                               "/tests/models/reference/normalized_network.txt");
   auto model = normalized_network();

@@ -8,6 +8,7 @@
 #include <regex>
 #include <string>
 
+#include "tests/support/fashion_mnist.h"
 #include "tests/support/meridian_command.h"
 
 namespace {
@@ -16,12 +17,12 @@ using Result = meridian::tests::CommandOutput;
 
 Result run(const std::string& args) { return meridian::tests::run_meridian(args); }
 
-const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
+const std::string kFashionMnist = meridian::tests::fashion_mnist_dir().string();
 
 }  // namespace
 
-TEST_CASE("meridian train --json trains logreg on Fashion-MNIST and reports accuracy", "[cli][train]") {
-  if (!std::filesystem::exists(std::string(kFashionMnist) + "/train-images-idx3-ubyte.gz")) {
+TEST_CASE("meridian train --json trains logreg on Fashion-MNIST and reports accuracy", "[cli][train][process]") {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
     return;
   }
@@ -37,7 +38,7 @@ TEST_CASE("meridian train --json trains logreg on Fashion-MNIST and reports accu
   CHECK(std::regex_search(r.output, std::regex("\"samples_per_second\": [1-9]")));
 }
 
-TEST_CASE("meridian train fails clearly on bad input", "[cli][train]") {
+TEST_CASE("meridian train fails clearly on bad input", "[cli][train][process]") {
   const Result missing = run("train --data-dir /nonexistent/fashion --epochs 1");
   CHECK(missing.exit_code == 1);
   CHECK(missing.output.find("/nonexistent/fashion") != std::string::npos);
@@ -51,8 +52,8 @@ TEST_CASE("meridian train fails clearly on bad input", "[cli][train]") {
   CHECK(help.output.find("Example:") != std::string::npos);
 }
 
-TEST_CASE("meridian train takes a model file and names the line of a broken one", "[cli][train]") {
-  if (!std::filesystem::exists(std::string(kFashionMnist) + "/train-images-idx3-ubyte.gz")) {
+TEST_CASE("meridian train takes a model file and names the line of a broken one", "[cli][train][process]") {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
     return;
   }

@@ -10,6 +10,7 @@
 #include "peer/federation_terms.h"
 #include "peer/wire_codec.h"
 #include "peer/zmq_transport.h"
+#include "tests/support/eventually.h"
 
 using namespace meridian::peer;
 using namespace std::chrono_literals;
@@ -18,25 +19,17 @@ namespace {
 
 const FederationTerms kOurs{{"model", "mlp|in=2x1x1|linear(2->8)"}, {"algorithm", "sgp, K = 1 out-peer(s), tau = 1"}};
 
-// Polls `cond`; the bound is only a hang guard.
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds guard = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + guard;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
+using meridian::tests::eventually;
 
 }  // namespace
 
-TEST_CASE("equal terms agree, whatever their order", "[peer][terms]") {
+TEST_CASE("equal terms agree, whatever their order", "[peer][terms][unit]") {
   CHECK_FALSE(compare_terms(kOurs, kOurs));
   CHECK_FALSE(compare_terms(kOurs, FederationTerms{kOurs[1], kOurs[0]}));
   CHECK_FALSE(compare_terms({}, {}));
 }
 
-TEST_CASE("the first differing field is named with both values", "[peer][terms]") {
+TEST_CASE("the first differing field is named with both values", "[peer][terms][unit]") {
   FederationTerms theirs = kOurs;
   theirs[1].value = "allreduce";
   const auto m = compare_terms(kOurs, theirs);
@@ -52,7 +45,7 @@ TEST_CASE("the first differing field is named with both values", "[peer][terms]"
   CHECK(compare_terms(kOurs, theirs)->field == "model");
 }
 
-TEST_CASE("a field only one side announces is a difference", "[peer][terms]") {
+TEST_CASE("a field only one side announces is a difference", "[peer][terms][unit]") {
   FederationTerms more = kOurs;
   more.push_back({"optimizer", "adam"});
   CHECK(*compare_terms(kOurs, more) == TermsMismatch{"optimizer", "(not announced)", "adam"});
@@ -61,7 +54,7 @@ TEST_CASE("a field only one side announces is a difference", "[peer][terms]") {
   CHECK(compare_terms(kOurs, {})->theirs == "(not announced)");
 }
 
-TEST_CASE("terms and a refusal travel in the hello; oversized terms do not decode", "[peer][terms][wire]") {
+TEST_CASE("terms and a refusal travel in the hello; oversized terms do not decode", "[peer][terms][wire][unit]") {
   HelloInfo hello{"alpha", "tcp://127.0.0.1:7000", "", 5, 9, kOurs, "beta refuses this site: ..."};
   const auto back = decode_hello(encode_hello(hello));
   REQUIRE(back);
@@ -79,7 +72,7 @@ TEST_CASE("terms and a refusal travel in the hello; oversized terms do not decod
 }
 
 TEST_CASE("a secure site refuses a joiner with other terms; the joiner hears why and is never a member",
-          "[peer][terms][zmq]") {
+          "[peer][terms][zmq][cluster]") {
   std::map<std::string, CurveKeyPair> keys{{"alpha", generate_curve_key_pair()}, {"beta", generate_curve_key_pair()}};
   Roster roster;
   for (const auto& [name, pair] : keys) roster.add({name, pair.public_key, ""});
@@ -113,7 +106,7 @@ TEST_CASE("a secure site refuses a joiner with other terms; the joiner hears why
   CHECK_FALSE(alpha.refusal());
 }
 
-TEST_CASE("sites with equal terms meet as before", "[peer][terms][zmq]") {
+TEST_CASE("sites with equal terms meet as before", "[peer][terms][zmq][cluster]") {
   ZmqTransportOptions a_options;
   a_options.name = "alpha";
   a_options.insecure = true;

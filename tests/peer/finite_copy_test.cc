@@ -10,7 +10,7 @@
 
 using meridian::peer::copy_finite;
 
-TEST_CASE("copy_finite copies every float and finds a NaN or an infinity wherever it is", "[peer][wire]") {
+TEST_CASE("copy_finite copies every float and finds a NaN or an infinity wherever it is", "[peer][wire][unit]") {
   // Lengths around the block size (2048 floats) and several blocks, from an unaligned source.
   for (std::size_t n : {1u, 7u, 2047u, 2048u, 2049u, 6000u}) {
     std::vector<float> values(n);

@@ -20,7 +20,7 @@ fs::path temp_dir() {
 }
 }  // namespace
 
-TEST_CASE("key pairs are written with private secret files and read back", "[peer][identity]") {
+TEST_CASE("key pairs are written with private secret files and read back", "[peer][identity][unit]") {
   const auto dir = temp_dir();
   const auto keys = generate_curve_key_pair();
   CHECK(is_z85_key(keys.public_key));
@@ -41,7 +41,7 @@ TEST_CASE("key pairs are written with private secret files and read back", "[pee
   fs::remove_all(dir);
 }
 
-TEST_CASE("keygen command writes a key pair and prints the public key", "[peer][identity][cli]") {
+TEST_CASE("keygen command writes a key pair and prints the public key", "[peer][identity][cli][process]") {
   const auto dir = temp_dir();
   const std::string cmd =
       std::string(MERIDIAN_BINARY) + " keygen --out " + (dir / "k").string() + " > " + (dir / "out.txt").string();
@@ -53,7 +53,7 @@ TEST_CASE("keygen command writes a key pair and prints the public key", "[peer][
   fs::remove_all(dir);
 }
 
-TEST_CASE("roster parses names, keys and optional addresses and names bad lines", "[peer][identity]") {
+TEST_CASE("roster parses names, keys and optional addresses and names bad lines", "[peer][identity][unit]") {
   const auto k1 = generate_curve_key_pair().public_key, k2 = generate_curve_key_pair().public_key;
   const auto roster = Roster::parse("# sites\n\n  oregon " + k1 + " tcp://10.0.0.1:7000\ntokyo " + k2 + "\n");
   REQUIRE(roster.entries().size() == 2);

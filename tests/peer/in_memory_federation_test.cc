@@ -12,21 +12,14 @@
 #include "peer/in_memory_federation.h"
 #include "peer/wire_codec.h"
 #include "peer/zmq_transport.h"
+#include "tests/support/eventually.h"
 
 using namespace meridian::peer;
 using namespace std::chrono_literals;
 
 namespace {
 
-// Polls `cond` every few milliseconds; the bound is only a hang guard, never a performance claim.
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds guard = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + guard;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
+using meridian::tests::eventually;
 
 // Tests that are not about death detection must never see one, however starved the threads are.
 constexpr auto kNoDeathTimeout = 10s;
@@ -142,16 +135,17 @@ void join_exchange_and_leave(const SiteFactory& make) {
 }  // namespace
 
 TEST_CASE("in-memory federation: four sites join from one bootstrap, exchange messages, and one leaves",
-          "[peer][in_memory][federation]") {
+          "[peer][in_memory][federation][cluster]") {
   join_exchange_and_leave(in_memory_sites());
 }
 
-TEST_CASE("ZeroMQ federation: the same scenario through the FederationTransport interface", "[peer][zmq][federation]") {
+TEST_CASE("ZeroMQ federation: the same scenario through the FederationTransport interface",
+          "[peer][zmq][federation][cluster]") {
   join_exchange_and_leave(zmq_sites());
 }
 
 TEST_CASE("in-memory federation: a view change for a late joiner takes effect ahead of every member's round",
-          "[peer][in_memory][federation]") {
+          "[peer][in_memory][federation][cluster]") {
   auto net = InMemoryNetwork::create({});
   InMemoryFederation a(net, member("a"));
   InMemoryFederation b(net, member("b", {"a"}));
@@ -175,7 +169,7 @@ TEST_CASE("in-memory federation: a view change for a late joiner takes effect ah
 }
 
 TEST_CASE("in-memory federation: a crashed site is declared dead and left out of the next view",
-          "[peer][in_memory][federation]") {
+          "[peer][in_memory][federation][cluster]") {
   auto net = InMemoryNetwork::create({});
   // A short timeout: a starved thread may make a live site look dead for a while, but it refutes,
   // and the condition below waits for the settled outcome.
@@ -197,7 +191,7 @@ TEST_CASE("in-memory federation: a crashed site is declared dead and left out of
 }
 
 TEST_CASE("in-memory federation: a site that left can join again under its name, a second one cannot",
-          "[peer][in_memory][federation]") {
+          "[peer][in_memory][federation][cluster]") {
   auto net = InMemoryNetwork::create({});
   InMemoryFederation a(net, member("a"));
   auto b = join(net, member("b", {"a"}));
@@ -213,7 +207,7 @@ TEST_CASE("in-memory federation: a site that left can join again under its name,
 }
 
 TEST_CASE("in-memory federation: messages from outside the membership are refused and counted",
-          "[peer][in_memory][federation]") {
+          "[peer][in_memory][federation][cluster]") {
   auto net = InMemoryNetwork::create({"mallory"});
   auto mallory = net->endpoint("mallory");  // a plain endpoint: it never joins the membership
   InMemoryFederation a(net, member("a"));

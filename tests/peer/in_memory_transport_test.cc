@@ -8,7 +8,7 @@
 using namespace meridian::peer;
 using namespace std::chrono_literals;
 
-TEST_CASE("in-memory transport delivers FIFO per pair and names the sender", "[peer][in_memory]") {
+TEST_CASE("in-memory transport delivers FIFO per pair and names the sender", "[peer][in_memory][cluster]") {
   auto net = InMemoryNetwork::create({"b", "a"});
   auto a = net->endpoint("a");
   auto b = net->endpoint("b");
@@ -29,7 +29,7 @@ TEST_CASE("in-memory transport delivers FIFO per pair and names the sender", "[p
   CHECK(a->view_for(0).members == std::vector<std::string>{"a", "b"});
 }
 
-TEST_CASE("in-memory transport drops mail to and from a killed site", "[peer][in_memory]") {
+TEST_CASE("in-memory transport drops mail to and from a killed site", "[peer][in_memory][cluster]") {
   auto net = InMemoryNetwork::create({"a", "b"});
   auto a = net->endpoint("a");
   auto b = net->endpoint("b");
@@ -41,7 +41,7 @@ TEST_CASE("in-memory transport drops mail to and from a killed site", "[peer][in
   CHECK_THROWS_AS(net->endpoint("nobody"), meridian::error::InternalError);
 }
 
-TEST_CASE("in-memory views take effect at their announced round", "[peer][in_memory]") {
+TEST_CASE("in-memory views take effect at their announced round", "[peer][in_memory][cluster]") {
   auto net = InMemoryNetwork::create({"a", "b", "c"});
   auto a = net->endpoint("a");
   net->announce(View::of({"a", "c"}, 1, 10));

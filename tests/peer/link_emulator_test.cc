@@ -24,7 +24,7 @@ Clock::time_point deliver(LinkEmulator& em, const std::string& to, const LinkSpe
 
 }  // namespace
 
-TEST_CASE("link emulator: latency alone delays every message by exactly the latency", "[peer][wan][emulator]") {
+TEST_CASE("link emulator: latency alone delays every message by exactly the latency", "[peer][wan][emulator][unit]") {
   LinkEmulator em(1);
   const LinkSpec link = parse_link_spec("latency=120ms");
   CHECK(deliver(em, "b", link, 1 << 20, t0) == t0 + 120ms);
@@ -35,7 +35,7 @@ TEST_CASE("link emulator: latency alone delays every message by exactly the late
 }
 
 TEST_CASE("link emulator: bandwidth adds serialization delay and queues messages behind each other",
-          "[peer][wan][emulator]") {
+          "[peer][wan][emulator][unit]") {
   LinkEmulator em(1);
   const LinkSpec link = parse_link_spec("latency=50ms,bandwidth=10mbit");
   // 1250 bytes = 10,000 bits = 1 ms at 10 Mbit/s; 1,250,000 bytes = 1 s.
@@ -50,7 +50,7 @@ TEST_CASE("link emulator: bandwidth adds serialization delay and queues messages
   CHECK(deliver(em, "b", link, 0, t0 + 20s) == t0 + 20s + 50ms);
 }
 
-TEST_CASE("link emulator: jitter spreads delays but never reorders a link", "[peer][wan][emulator]") {
+TEST_CASE("link emulator: jitter spreads delays but never reorders a link", "[peer][wan][emulator][unit]") {
   LinkEmulator em(7);
   const LinkSpec link = parse_link_spec("latency=10ms,jitter=8ms");
   SECTION("sparse messages see latency +- jitter") {
@@ -93,7 +93,7 @@ TEST_CASE("link emulator: jitter spreads delays but never reorders a link", "[pe
   }
 }
 
-TEST_CASE("link emulator: loss drops the configured fraction, reproducibly for a seed", "[peer][wan][emulator]") {
+TEST_CASE("link emulator: loss drops the configured fraction, reproducibly for a seed", "[peer][wan][emulator][unit]") {
   const LinkSpec link = parse_link_spec("latency=20ms,loss=0.1");
   auto run = [&](std::uint64_t seed) {
     LinkEmulator em(seed);
@@ -114,7 +114,7 @@ TEST_CASE("link emulator: loss drops the configured fraction, reproducibly for a
   CHECK(none.lost() == 0);
 }
 
-TEST_CASE("link emulator: a lost message still used the link's bandwidth", "[peer][wan][emulator]") {
+TEST_CASE("link emulator: a lost message still used the link's bandwidth", "[peer][wan][emulator][unit]") {
   // With loss just below 1 nearly every message is lost; find the first one that arrives.
   LinkEmulator em(5);
   const LinkSpec link = parse_link_spec("bandwidth=8kbit,loss=0.999");
@@ -127,7 +127,7 @@ TEST_CASE("link emulator: a lost message still used the link's bandwidth", "[pee
   CHECK(em.schedule("b", parse_link_spec("bandwidth=8kbit"), 1000, t0) == t0 + 1s);
 }
 
-TEST_CASE("delay queue hands back items in due order, ties in push order", "[peer][wan][delay_queue]") {
+TEST_CASE("delay queue hands back items in due order, ties in push order", "[peer][wan][delay_queue][unit]") {
   DelayQueue<int> q;
   CHECK(q.empty());
   CHECK_FALSE(q.next_due());
@@ -149,7 +149,7 @@ TEST_CASE("delay queue hands back items in due order, ties in push order", "[pee
   CHECK(q.empty());
 }
 
-TEST_CASE("emulator and delay queue together keep per-link FIFO in a polling loop", "[peer][wan][delay_queue]") {
+TEST_CASE("emulator and delay queue together keep per-link FIFO in a polling loop", "[peer][wan][delay_queue][unit]") {
   // A transport's send path with a fake clock: schedule, park in the queue, send when due.
   LinkEmulator em(9);
   const LinkSpec link = parse_link_spec("latency=30ms,jitter=25ms,bandwidth=100mbit");

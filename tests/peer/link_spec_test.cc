@@ -6,7 +6,7 @@ using namespace meridian::peer;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 
-TEST_CASE("link specs parse every field and unit", "[peer][wan][link_spec]") {
+TEST_CASE("link specs parse every field and unit", "[peer][wan][link_spec][unit]") {
   const LinkSpec s = parse_link_spec("latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.001");
   CHECK(s.latency == 120ms);
   CHECK(s.jitter == 10ms);
@@ -35,7 +35,7 @@ TEST_CASE("link specs parse every field and unit", "[peer][wan][link_spec]") {
   CHECK(parse_link_spec("bandwidth=1.5gbit").to_string() == "bandwidth=1500mbit");
 }
 
-TEST_CASE("bad link specs name the field and show a valid example", "[peer][wan][link_spec]") {
+TEST_CASE("bad link specs name the field and show a valid example", "[peer][wan][link_spec][unit]") {
   struct Case {
     const char* text;
     const char* says;

@@ -10,6 +10,7 @@
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
 #include "tests/peer/node_process.h"
+#include "tests/support/eventually.h"
 
 using meridian::testing::NodeProcess;
 using namespace std::chrono_literals;
@@ -78,8 +79,7 @@ struct Cluster {
   // are identical and hold exactly `expected`. The bound is a hang guard only.
   bool agree(const std::vector<int>& who, const std::vector<std::string>& expected) {
     const std::string members = "members " + joined(expected);
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < deadline) {
+    const auto all_agree = [&] {
       bool ok = true;
       std::string first_view;
       for (int i : who) {
@@ -90,9 +90,9 @@ struct Cluster {
         if (first_view.empty()) first_view = view;
         ok = ok && view == first_view;
       }
-      if (ok) return true;
-      std::this_thread::sleep_for(20ms);
-    }
+      return ok;
+    };
+    if (meridian::tests::eventually(all_agree, {60s, 20ms})) return true;
     for (int i : who)
       UNSCOPED_INFO(names[i] << ": '" << nodes[i]->latest("members ") << "' '" << nodes[i]->latest("view ") << "'");
     return false;
@@ -101,7 +101,7 @@ struct Cluster {
 
 }  // namespace
 
-TEST_CASE("2 to 8 sites in separate processes find each other from one bootstrap address", "[peer][multiprocess]") {
+TEST_CASE("2 to 8 sites in separate processes find each other from one bootstrap address", "[peer][process]") {
   const int n = GENERATE(2, 4, 8);
   INFO(n << " sites");
   Cluster cluster(n);
@@ -111,7 +111,7 @@ TEST_CASE("2 to 8 sites in separate processes find each other from one bootstrap
   CHECK(cluster.agree(all, cluster.names));
 }
 
-TEST_CASE("a SIGKILLed site is detected by all others; a graceful leave is seen as a leave", "[peer][multiprocess]") {
+TEST_CASE("a SIGKILLed site is detected by all others; a graceful leave is seen as a leave", "[peer][process]") {
   Cluster cluster(5);
   for (int i = 0; i < 5; ++i) cluster.start(i);
   REQUIRE(cluster.agree({0, 1, 2, 3, 4}, cluster.names));

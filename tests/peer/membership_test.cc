@@ -37,7 +37,7 @@ void gossip_until_quiet(std::vector<Membership*> sites, Clock::time_point now) {
 
 }  // namespace
 
-TEST_CASE("members spread by gossip until all know all, and all agree on one view", "[peer][membership]") {
+TEST_CASE("members spread by gossip until all know all, and all agree on one view", "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0), b(config("b"), t0), c(config("c"), t0), d(config("d"), t0);
   // Each newcomer only says hello to "a" (the bootstrap site).
@@ -56,7 +56,8 @@ TEST_CASE("members spread by gossip until all know all, and all agree on one vie
   CHECK(a.view_for(5) == a.latest_view());
 }
 
-TEST_CASE("a silent member is declared dead after the timeout and before twice the timeout", "[peer][membership]") {
+TEST_CASE("a silent member is declared dead after the timeout and before twice the timeout",
+          "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0);
   a.on_hello(hello_of("b"), t0);
@@ -78,7 +79,7 @@ TEST_CASE("a silent member is declared dead after the timeout and before twice t
 }
 
 TEST_CASE("stale gossip does not revive a dead member; a restart with a higher incarnation does",
-          "[peer][membership]") {
+          "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0);
   a.on_hello(hello_of("b", 5), t0);
@@ -93,7 +94,7 @@ TEST_CASE("stale gossip does not revive a dead member; a restart with a higher i
   CHECK(a.is_alive("b"));
 }
 
-TEST_CASE("a site declared dead falsely refutes with a higher incarnation", "[peer][membership]") {
+TEST_CASE("a site declared dead falsely refutes with a higher incarnation", "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership b(config("b", 5), t0);
   MemberListInfo rumour;
@@ -107,7 +108,7 @@ TEST_CASE("a site declared dead falsely refutes with a higher incarnation", "[pe
   CHECK(a.on_members(b.snapshot(), t0 + 1500ms).joined == std::vector<std::string>{"b"});
 }
 
-TEST_CASE("gossip that declares dead a member this site hears from directly is ignored", "[peer][membership]") {
+TEST_CASE("gossip that declares dead a member this site hears from directly is ignored", "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0);
   a.on_hello(hello_of("b"), t0);
@@ -122,7 +123,7 @@ TEST_CASE("gossip that declares dead a member this site hears from directly is i
   CHECK_FALSE(a.is_alive("b"));
 }
 
-TEST_CASE("a graceful leave removes the member at once", "[peer][membership]") {
+TEST_CASE("a graceful leave removes the member at once", "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0);
   a.on_hello(hello_of("b", 3), t0);
@@ -135,7 +136,7 @@ TEST_CASE("a graceful leave removes the member at once", "[peer][membership]") {
   CHECK(a.latest_view().members == std::vector<std::string>{"a"});
 }
 
-TEST_CASE("conflicting proposals for one view id resolve the same way everywhere", "[peer][membership]") {
+TEST_CASE("conflicting proposals for one view id resolve the same way everywhere", "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0), b(config("b"), t0);
   const View va = View::of({"a", "b"}, 7, 20), vb = View::of({"a", "b", "c"}, 7, 20);
@@ -164,7 +165,7 @@ TEST_CASE("conflicting proposals for one view id resolve the same way everywhere
 }
 
 TEST_CASE("a view proposed from a round its peers have run past is re-issued from theirs, and the proposer takes it",
-          "[peer][membership]") {
+          "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   // a and b run at round 50 in view 2; c has just resumed from a checkpoint at round 30 and proposes
   // view 3 (it back in) from the stale round it knows.
@@ -192,7 +193,7 @@ TEST_CASE("a view proposed from a round its peers have run past is re-issued fro
   CHECK(a.view_for(50).id == 2);
 }
 
-TEST_CASE("names outside the roster are never admitted", "[peer][membership]") {
+TEST_CASE("names outside the roster are never admitted", "[peer][membership][unit]") {
   auto cfg = config("a");
   cfg.admissible = [](const std::string& n) { return n != "mallory"; };
   Membership a(cfg, Clock::now());
@@ -204,7 +205,7 @@ TEST_CASE("names outside the roster are never admitted", "[peer][membership]") {
 
 TEST_CASE(
     "a restart noticed before the death is announced as two views: without the old incarnation, then with the new",
-    "[peer][membership]") {
+    "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0), b(config("b"), t0), c(config("c", 1), t0);
   for (auto* s : {&b, &c}) a.on_hello(s->hello(), t0);
@@ -241,7 +242,7 @@ TEST_CASE(
 }
 
 TEST_CASE("after a partition each side keeps its own view of the id both used, then all agree on the next",
-          "[peer][membership]") {
+          "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0), b(config("b"), t0);
   // Each side proposed view 5 without the other; a runs in its own from a redo, before its round.

@@ -27,7 +27,7 @@ std::optional<RejectCause> cause(const MessageValidator& v, const WireHeader& h)
 
 }  // namespace
 
-TEST_CASE("validator accepts tensors packing up to max_model_multiple model-sized vectors", "[peer][validate]") {
+TEST_CASE("validator accepts tensors packing up to max_model_multiple model-sized vectors", "[peer][validate][unit]") {
   ValidationPolicy p;
   p.model_fingerprint = 7;
   p.model_elements = 100;
@@ -39,7 +39,7 @@ TEST_CASE("validator accepts tensors packing up to max_model_multiple model-size
   CHECK(cause(v, push_sum(22, 0.5, 150)) == RejectCause::kTensorLength);
 }
 
-TEST_CASE("validator checks fingerprint, length, weight, round window and replay", "[peer][validate]") {
+TEST_CASE("validator checks fingerprint, length, weight, round window and replay", "[peer][validate][unit]") {
   ValidationPolicy p;
   p.model_fingerprint = 7;
   p.model_elements = 100;
@@ -82,7 +82,7 @@ TEST_CASE("validator checks fingerprint, length, weight, round window and replay
   CHECK_FALSE(cause(v, push_sum(20)));
 }
 
-TEST_CASE("validator checks only the fingerprint on membership kinds and later chunks", "[peer][validate]") {
+TEST_CASE("validator checks only the fingerprint on membership kinds and later chunks", "[peer][validate][unit]") {
   ValidationPolicy p;
   p.model_fingerprint = 7;
   p.model_elements = 100;
@@ -101,7 +101,7 @@ TEST_CASE("validator checks only the fingerprint on membership kinds and later c
   CHECK_FALSE(v.check("x", later));
 }
 
-TEST_CASE("validator forgets replay records that fell out of the window", "[peer][validate]") {
+TEST_CASE("validator forgets replay records that fell out of the window", "[peer][validate][unit]") {
   ValidationPolicy p;
   p.model_fingerprint = 7;
   p.rounds_behind = 2;

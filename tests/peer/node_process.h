@@ -5,18 +5,18 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "tests/support/child_process.h"
 
 namespace meridian::testing {
 
@@ -27,41 +27,31 @@ class NodeProcess {
 
   // Any program: argv[0] is looked up in PATH; standard error is appended to `stderr_path`. The child
   // is killed when the test process dies (PR_SET_PDEATHSIG), so a crashed test leaves no site running.
-  NodeProcess(std::vector<std::string> argv, const std::string& stderr_path) {
+  NodeProcess(const std::vector<std::string>& argv, const std::string& stderr_path) {
     int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      ::dup2(in[0], STDIN_FILENO);
-      ::dup2(out[1], STDOUT_FILENO);
-      const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (err >= 0) ::dup2(err, STDERR_FILENO);
+    if (::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    if (::pipe2(out, O_CLOEXEC) != 0) {
       ::close(in[0]);
       ::close(in[1]);
-      ::close(out[0]);
-      ::close(out[1]);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
+      throw std::runtime_error("pipe failed");
     }
-    ::close(in[0]);
-    ::close(out[1]);
     stdin_ = in[1];
     stdout_ = out[0];
+    const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    try {
+      process_ = std::make_unique<tests::ChildProcess>(argv, tests::ChildStreams{in[0], out[1], err}, true);
+    } catch (...) {
+      close_child_ends(in[0], out[1], err);
+      close_own_ends();
+      throw;
+    }
+    close_child_ends(in[0], out[1], err);
     ::fcntl(stdout_, F_SETFL, O_NONBLOCK);
   }
 
   ~NodeProcess() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (stdin_ >= 0) ::close(stdin_);
-    if (stdout_ >= 0) ::close(stdout_);
+    process_.reset();
+    close_own_ends();
   }
 
   NodeProcess(const NodeProcess&) = delete;
@@ -123,28 +113,14 @@ class NodeProcess {
     [[maybe_unused]] auto n = ::write(stdin_, s.data(), s.size());
   }
 
-  void kill_hard() {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    reaped_ = true;
-  }
+  void kill_hard() { process_->kill_hard(); }
 
   // Waits for exit (hang guard: SIGKILL after `guard`); returns the exit status or -1 when killed.
   int wait_exit(std::chrono::milliseconds guard = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + guard;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill_hard();
-        return -1;
-      }
-      ::usleep(10000);
-    }
-    reaped_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return process_->wait_exit({guard, std::chrono::milliseconds(10)});
   }
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
 
  private:
   static std::vector<std::string> with_binary(std::vector<std::string> args) {
@@ -152,8 +128,17 @@ class NodeProcess {
     return args;
   }
 
-  pid_t pid_ = -1;
-  bool reaped_ = false;
+  static void close_child_ends(int in, int out, int err) {
+    ::close(in);
+    ::close(out);
+    if (err >= 0) ::close(err);
+  }
+  void close_own_ends() {
+    if (stdin_ >= 0) ::close(stdin_);
+    if (stdout_ >= 0) ::close(stdout_);
+  }
+
+  std::unique_ptr<tests::ChildProcess> process_;
   int stdin_ = -1, stdout_ = -1;
   std::vector<std::string> lines_;
   std::size_t next_ = 0;

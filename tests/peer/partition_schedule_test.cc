@@ -5,7 +5,7 @@
 using namespace meridian::peer;
 using namespace std::chrono_literals;
 
-TEST_CASE("a partition cuts the groups of a window from each other while it lasts", "[peer][partition]") {
+TEST_CASE("a partition cuts the groups of a window from each other while it lasts", "[peer][partition][unit]") {
   const auto p = parse_partition_schedule(" s0,s1 | s2,s3 @ 20s+10s ; a|b @ 500ms+1.5s");
   REQUIRE(p.windows().size() == 2);
   CHECK(p.windows()[0].groups == std::vector<std::vector<std::string>>{{"s0", "s1"}, {"s2", "s3"}});
@@ -26,7 +26,7 @@ TEST_CASE("a partition cuts the groups of a window from each other while it last
   CHECK(parse_partition_schedule("  ").empty());
 }
 
-TEST_CASE("a malformed partition schedule is refused with a message naming the problem", "[peer][partition]") {
+TEST_CASE("a malformed partition schedule is refused with a message naming the problem", "[peer][partition][unit]") {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"s0,s1", "GROUPS@START+LENGTH"},       {"s0|s1@20s", "START+LENGTH"},
       {"s0,s1@1s+1s", "at least two groups"}, {"s0|s0@1s+1s", "in two groups"},

@@ -32,7 +32,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("a payload sink computes exactly (payload + addend) * scale in every shape", "[peer][sink]") {
+TEST_CASE("a payload sink computes exactly (payload + addend) * scale in every shape", "[peer][sink][unit]") {
   for (std::size_t n : {0u, 1u, 1023u, 1024u, 1025u, 4099u}) {
     INFO("n = " << n);
     const auto payload = random_floats(n, 1);
@@ -67,7 +67,7 @@ TEST_CASE("a payload sink computes exactly (payload + addend) * scale in every s
 }
 
 // A network buffer puts no alignment promise on a payload: every shape reads it at any byte offset.
-TEST_CASE("a payload sink reads payloads at any byte offset", "[peer][sink]") {
+TEST_CASE("a payload sink reads payloads at any byte offset", "[peer][sink][unit]") {
   const std::size_t n = 3001;
   const auto payload = random_floats(n, 4);
   const auto own = random_floats(n, 5);
@@ -89,7 +89,7 @@ TEST_CASE("a payload sink reads payloads at any byte offset", "[peer][sink]") {
   }
 }
 
-TEST_CASE("a payload sink refuses a non-finite payload and never writes the bad value", "[peer][sink]") {
+TEST_CASE("a payload sink refuses a non-finite payload and never writes the bad value", "[peer][sink][unit]") {
   const std::size_t n = 5000;
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                     -std::numeric_limits<float>::infinity()}) {
@@ -113,7 +113,7 @@ TEST_CASE("a payload sink refuses a non-finite payload and never writes the bad 
   CHECK_THROWS_AS((void)sink.apply(bytes(wrong)), meridian::error::PeerError);
 }
 
-TEST_CASE("the default receive_into applies accepted payloads and hands back the rest", "[peer][sink]") {
+TEST_CASE("the default receive_into applies accepted payloads and hands back the rest", "[peer][sink][cluster]") {
   auto net = InMemoryNetwork::create({"a", "b"});
   auto a = net->endpoint("a");
   auto b = net->endpoint("b");

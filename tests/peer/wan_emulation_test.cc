@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "peer/zmq_transport.h"
+#include "tests/support/eventually.h"
 
 using namespace meridian::peer;
 using namespace std::chrono_literals;
@@ -55,15 +56,7 @@ ZmqTransportOptions site(const std::string& name, const std::string& region, con
   return o;
 }
 
-// Polls `cond` every few milliseconds; the bound is only a hang guard, never a performance claim.
-bool eventually(const std::function<bool()>& cond) {
-  const auto deadline = Clock::now() + 30s;
-  while (Clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
+using meridian::tests::eventually;
 
 bool both_know_each_other(const ZmqTransport& a, const ZmqTransport& b) {
   return eventually([&] { return a.alive_members().size() == 2 && b.alive_members().size() == 2; });
@@ -80,7 +73,7 @@ Message tensor(std::uint32_t tag, std::size_t n) {
 
 }  // namespace
 
-TEST_CASE("emulated one-way delay between world4 regions follows the matrix and its jitter", "[peer][wan]") {
+TEST_CASE("emulated one-way delay between world4 regions follows the matrix and its jitter", "[peer][wan][cluster]") {
   const WanModel wan = parse_wan_spec("world4,jitter=5ms");
   SendLog tokyo_log, oregon_log;
   ZmqTransport tokyo(site("tk", "tokyo", wan, {}, &tokyo_log));
@@ -144,7 +137,7 @@ TEST_CASE("emulated one-way delay between world4 regions follows the matrix and 
   CHECK(*rtt_of(oregon, "tk") >= 190.0);
 }
 
-TEST_CASE("emulated bandwidth spaces messages by their serialization time", "[peer][wan]") {
+TEST_CASE("emulated bandwidth spaces messages by their serialization time", "[peer][wan][cluster]") {
   const WanModel wan = parse_wan_spec("latency=20ms,bandwidth=40mbit");
   SendLog log;
   ZmqTransport a(site("a", "", wan));
@@ -194,7 +187,7 @@ TEST_CASE("emulated bandwidth spaces messages by their serialization time", "[pe
   CHECK(mixer.back().due - mixer.front().due >= (kMessages - 1) * 50ms);
 }
 
-TEST_CASE("emulated loss drops whole messages and the rest still arrive in order", "[peer][wan]") {
+TEST_CASE("emulated loss drops whole messages and the rest still arrive in order", "[peer][wan][cluster]") {
   const WanModel wan = parse_wan_spec("latency=1ms,loss=0.5");
   SendLog log;
   ZmqTransport a(site("a", "", wan));

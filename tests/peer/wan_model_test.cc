@@ -7,7 +7,7 @@ using namespace meridian::peer;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 
-TEST_CASE("world4 has the one-way latencies of docs/wan-emulation.md", "[peer][wan][world4]") {
+TEST_CASE("world4 has the one-way latencies of docs/wan-emulation.md", "[peer][wan][world4][unit]") {
   const WanModel w = parse_wan_spec("world4");
   REQUIRE(w.regions() == 4);
   CHECK(w.region_name(0) == "oregon");
@@ -40,7 +40,8 @@ TEST_CASE("world4 has the one-way latencies of docs/wan-emulation.md", "[peer][w
   CHECK_THROWS_AS(w.link(0, 4), meridian::error::InternalError);
 }
 
-TEST_CASE("world4 takes jitter, bandwidth and loss for every link but keeps its latencies", "[peer][wan][world4]") {
+TEST_CASE("world4 takes jitter, bandwidth and loss for every link but keeps its latencies",
+          "[peer][wan][world4][unit]") {
   const WanModel w = parse_wan_spec("world4,bandwidth=20mbit,jitter=5ms,loss=0.01");
   for (std::size_t a = 0; a < 4; ++a) {
     for (std::size_t b = 0; b < 4; ++b) {
@@ -58,7 +59,7 @@ TEST_CASE("world4 takes jitter, bandwidth and loss for every link but keeps its 
   CHECK_THROWS_WITH(parse_wan_spec("world5"), Contains("unknown preset \"world5\" (known: world4)"));
 }
 
-TEST_CASE("a plain link spec applies to every link; an empty one emulates nothing", "[peer][wan]") {
+TEST_CASE("a plain link spec applies to every link; an empty one emulates nothing", "[peer][wan][unit]") {
   const WanModel u = parse_wan_spec("latency=120ms,jitter=10ms");
   CHECK(u.regions() == 1);
   CHECK(u.region_of_site(7) == 0);

@@ -52,7 +52,7 @@ std::span<const std::byte> slice(const Message& m, const EncodedChunk& c) {
 
 }  // namespace
 
-TEST_CASE("wire codec round-trips every field of a tensor message in one chunk", "[peer][wire]") {
+TEST_CASE("wire codec round-trips every field of a tensor message in one chunk", "[peer][wire][unit]") {
   const Message m = tensor_message(1000);
   auto chunks = encode_message(m, kFingerprint, 42, WireLimits{});
   REQUIRE(chunks.size() == 1);
@@ -79,7 +79,7 @@ TEST_CASE("wire codec round-trips every field of a tensor message in one chunk",
   CHECK(res.complete->weight == 0.25);
 }
 
-TEST_CASE("messages above the chunk size are chunked and reassembled exactly", "[peer][wire]") {
+TEST_CASE("messages above the chunk size are chunked and reassembled exactly", "[peer][wire][unit]") {
   for (std::size_t n :
        {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{257}, std::size_t{1021}}) {
     WireLimits limits;
@@ -102,7 +102,7 @@ TEST_CASE("messages above the chunk size are chunked and reassembled exactly", "
   }
 }
 
-TEST_CASE("a chunked message missing a chunk is dropped as a whole", "[peer][wire]") {
+TEST_CASE("a chunked message missing a chunk is dropped as a whole", "[peer][wire][unit]") {
   WireLimits limits;
   limits.chunk_bytes = 64;
   const Message m = tensor_message(100);
@@ -132,7 +132,7 @@ TEST_CASE("a chunked message missing a chunk is dropped as a whole", "[peer][wir
   CHECK(done->payload == m.payload);
 }
 
-TEST_CASE("a message abandoned halfway is reported when the sender moves on", "[peer][wire]") {
+TEST_CASE("a message abandoned halfway is reported when the sender moves on", "[peer][wire][unit]") {
   WireLimits limits;
   limits.chunk_bytes = 64;
   const Message m = tensor_message(100);
@@ -147,7 +147,7 @@ TEST_CASE("a message abandoned halfway is reported when the sender moves on", "[
   CHECK(r.in_progress() == 1);
 }
 
-TEST_CASE("a NaN or infinity anywhere in a chunked payload drops the message", "[peer][wire]") {
+TEST_CASE("a NaN or infinity anywhere in a chunked payload drops the message", "[peer][wire][unit]") {
   WireLimits limits;
   limits.chunk_bytes = 64;
   for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
@@ -168,7 +168,7 @@ TEST_CASE("a NaN or infinity anywhere in a chunked payload drops the message", "
   }
 }
 
-TEST_CASE("decode_header names what is wrong with a bad frame", "[peer][wire]") {
+TEST_CASE("decode_header names what is wrong with a bad frame", "[peer][wire][unit]") {
   const Message m = tensor_message(10);
   const auto good = encode_message(m, kFingerprint, 1, WireLimits{})[0];
 
@@ -211,7 +211,7 @@ TEST_CASE("decode_header names what is wrong with a bad frame", "[peer][wire]") 
   }
 }
 
-TEST_CASE("membership bodies round-trip and reject malformed input", "[peer][wire]") {
+TEST_CASE("membership bodies round-trip and reject malformed input", "[peer][wire][unit]") {
   HelloInfo hello{"oregon", "tcp://10.0.0.1:7000", "oregon", 99, 12, {}, {}};
   CHECK(decode_hello(encode_hello(hello)) == hello);
   MemberListInfo list;

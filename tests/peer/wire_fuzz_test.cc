@@ -362,7 +362,8 @@ std::string mutate(std::string s, std::mt19937_64& rng, const std::vector<std::s
 
 }  // namespace
 
-TEST_CASE("the receive pipeline survives 100,000 mutated frames and still accepts valid ones", "[peer][wire][fuzz]") {
+TEST_CASE("the receive pipeline survives 100,000 mutated frames and still accepts valid ones",
+          "[peer][wire][fuzz][unit]") {
   auto seeds = valid_inputs();
   const auto corpus = stored(kCorpus);
   CHECK(corpus.size() >= 8);

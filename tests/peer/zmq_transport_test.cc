@@ -19,6 +19,7 @@
 #include "peer/wire_codec.h"
 #include "peer/zmq_transport.h"
 #include "proto/meridian.pb.h"
+#include "tests/support/eventually.h"
 
 using namespace meridian::peer;
 using namespace std::chrono_literals;
@@ -27,15 +28,7 @@ namespace {
 
 constexpr std::uint64_t kFingerprint = 0x5eed;
 
-// Polls `cond` every few milliseconds; the bound is only a hang guard, never a performance claim.
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds guard = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + guard;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
+using meridian::tests::eventually;
 
 // No test here is about death detection, so a member must never be declared dead: a transport's
 // I/O thread can be starved for seconds on a loaded machine, and heartbeats still come every 50 ms.
@@ -78,7 +71,7 @@ bool knows_all(const ZmqTransport& t, const std::vector<std::string>& all) { ret
 
 }  // namespace
 
-TEST_CASE("two secure sites meet from a bootstrap address and exchange tensors intact", "[peer][zmq]") {
+TEST_CASE("two secure sites meet from a bootstrap address and exchange tensors intact", "[peer][zmq][cluster]") {
   Federation fed({"a", "b"});
   ZmqTransport a(fed.options("a"));
   REQUIRE(a.endpoint().rfind("tcp://127.0.0.1:", 0) == 0);
@@ -121,7 +114,7 @@ TEST_CASE("two secure sites meet from a bootstrap address and exchange tensors i
   CHECK(self->from == "a");
 }
 
-TEST_CASE("three sites agree on members and views; a leave is seen and the view follows", "[peer][zmq]") {
+TEST_CASE("three sites agree on members and views; a leave is seen and the view follows", "[peer][zmq][cluster]") {
   Federation fed({"a", "b", "c"});
   ZmqTransport a(fed.options("a"));
   ZmqTransport b(fed.options("b", {"a@" + a.endpoint()}));
@@ -150,7 +143,7 @@ TEST_CASE("three sites agree on members and views; a leave is seen and the view 
   CHECK(a.latest_view().id > v.id);
 }
 
-TEST_CASE("a site whose key is not in the roster cannot deliver a single message", "[peer][zmq][security]") {
+TEST_CASE("a site whose key is not in the roster cannot deliver a single message", "[peer][zmq][security][cluster]") {
   Federation fed({"a"});
   ZmqTransport a(fed.options("a"));
 
@@ -202,7 +195,7 @@ TEST_CASE("a site whose key is not in the roster cannot deliver a single message
   CHECK(x.alive_members() == std::vector<std::string>{"x"});
 }
 
-TEST_CASE("hostile frames are rejected and counted while the site keeps working", "[peer][zmq][security]") {
+TEST_CASE("hostile frames are rejected and counted while the site keeps working", "[peer][zmq][security][cluster]") {
   Federation fed({"a", "m"});
   auto opts = fed.options("a");
   opts.validation.model_elements = 8;
@@ -302,7 +295,7 @@ ZmqTransportOptions insecure_options(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("insecure mode works over plain TCP and names senders by their hello", "[peer][zmq]") {
+TEST_CASE("insecure mode works over plain TCP and names senders by their hello", "[peer][zmq][cluster]") {
   ZmqTransportOptions oa = insecure_options("a");
   ZmqTransportOptions ob = insecure_options("b");
   ZmqTransport a(std::move(oa));
@@ -327,7 +320,7 @@ TEST_CASE("insecure mode works over plain TCP and names senders by their hello",
   CHECK_FALSE(b.receive(50ms));
 }
 
-TEST_CASE("transport options are checked with errors that name the problem", "[peer][zmq]") {
+TEST_CASE("transport options are checked with errors that name the problem", "[peer][zmq][cluster]") {
   Federation fed({"a", "b"});
   auto o = fed.options("a");
   o.name = "bad name";
@@ -391,7 +384,7 @@ std::vector<int> socket_buffers(int port, bool local, int option) {
 }  // namespace
 
 TEST_CASE("a socket buffer size applies to the connections that carry data, which still arrives intact",
-          "[peer][zmq]") {
+          "[peer][zmq][cluster]") {
   ZmqTransportOptions oa = insecure_options("a");
   oa.socket_buffer_bytes = 48 * 1024;  // Linux reports twice what was set (its bookkeeping overhead)
   ZmqTransportOptions ob = oa;
@@ -417,7 +410,8 @@ TEST_CASE("a socket buffer size applies to the connections that carry data, whic
   for (int size : out) CHECK(size == 2 * 48 * 1024);
 }
 
-TEST_CASE("sites with one and with several libzmq I/O threads exchange multi-chunk payloads both ways", "[peer][zmq]") {
+TEST_CASE("sites with one and with several libzmq I/O threads exchange multi-chunk payloads both ways",
+          "[peer][zmq][cluster]") {
   // One I/O thread serves every connection; with more, receiving and sending connections are on
   // different threads. Both must carry whole messages in both directions, in order.
   Federation fed({"a", "b"});
@@ -453,7 +447,7 @@ namespace {
 void ignore_signal(int) {}
 }  // namespace
 
-TEST_CASE("signals interrupting the transport's I/O thread do not stop it", "[peer][zmq]") {
+TEST_CASE("signals interrupting the transport's I/O thread do not stop it", "[peer][zmq][cluster]") {
   // The daemon handles SIGINT/SIGTERM; a handler without SA_RESTART makes poll() fail with EINTR in
   // whichever thread receives the signal. libzmq's own threads block signals, so once this thread
   // blocks SIGUSR2 too, the transport's I/O thread is the one that receives it.
@@ -480,7 +474,7 @@ TEST_CASE("signals interrupting the transport's I/O thread do not stop it", "[pe
   ::sigaction(SIGUSR2, &old, nullptr);
 }
 
-TEST_CASE("threads that send and receive on one transport at once lose and duplicate nothing", "[peer][zmq]") {
+TEST_CASE("threads that send and receive on one transport at once lose and duplicate nothing", "[peer][zmq][cluster]") {
   // Whichever thread calls receive() or send() may run the transport's loop (the I/O thread parks
   // meanwhile); several callers at once must hand it over without losing or repeating a message.
   Federation fed({"a", "b", "c"});
@@ -535,7 +529,7 @@ TEST_CASE("threads that send and receive on one transport at once lose and dupli
 }
 
 TEST_CASE("receive_into combines payloads into the caller's memory and still refuses non-finite ones",
-          "[peer][zmq][sink]") {
+          "[peer][zmq][sink][cluster]") {
   ZmqTransportOptions oa;
   oa.name = "a";
   oa.insecure = true;

@@ -17,7 +17,7 @@ std::vector<std::size_t> take(BatchOrder& order, std::size_t batch) {
 
 }  // namespace
 
-TEST_CASE("batch order visits every row once per epoch, batches never straddle epochs", "[data][batch_order]") {
+TEST_CASE("batch order visits every row once per epoch, batches never straddle epochs", "[data][batch_order][unit]") {
   BatchOrder order(10, 99);
   std::vector<std::size_t> epoch0;
   for (std::size_t expect : {4, 4, 2}) {
@@ -38,7 +38,7 @@ TEST_CASE("batch order visits every row once per epoch, batches never straddle e
   CHECK(std::equal(first_of_epoch1.begin(), first_of_epoch1.end(), epoch1.begin()));
 }
 
-TEST_CASE("batch order resumes from a saved position with exactly the same batches", "[data][batch_order]") {
+TEST_CASE("batch order resumes from a saved position with exactly the same batches", "[data][batch_order][unit]") {
   const std::size_t batch = GENERATE(1, 7, 64);
   const std::size_t stop_after = GENERATE(0, 3, 15, 16);
   INFO("batch " << batch << ", saved after " << stop_after << " batches");
@@ -53,7 +53,7 @@ TEST_CASE("batch order resumes from a saved position with exactly the same batch
   }
 }
 
-TEST_CASE("batch order depends on its seed and rejects nonsense", "[data][batch_order]") {
+TEST_CASE("batch order depends on its seed and rejects nonsense", "[data][batch_order][unit]") {
   CHECK(BatchOrder::permutation(50, 1, 0) == BatchOrder::permutation(50, 1, 0));
   CHECK(BatchOrder::permutation(50, 1, 0) != BatchOrder::permutation(50, 2, 0));
   CHECK_THROWS_AS(BatchOrder(0, 1), meridian::error::UserError);

@@ -36,7 +36,7 @@ const char* const kTrain =
 
 }  // namespace
 
-TEST_CASE("CSV reader: label column by name, standardized features, classes from the labels", "[data][csv]") {
+TEST_CASE("CSV reader: label column by name, standardized features, classes from the labels", "[data][csv][unit]") {
   ScratchDir dir;
   const bool gz = GENERATE(false, true);
   const auto path = dir.write("train.csv", gz ? gzip_bytes(kTrain) : std::string(kTrain));
@@ -60,7 +60,7 @@ TEST_CASE("CSV reader: label column by name, standardized features, classes from
   check_standardized(d);
 }
 
-TEST_CASE("CSV reader: a test file is scaled and labelled with the training file's statistics", "[data][csv]") {
+TEST_CASE("CSV reader: a test file is scaled and labelled with the training file's statistics", "[data][csv][unit]") {
   ScratchDir dir;
   CsvOptions opt;
   opt.label_column = "diagnosis";
@@ -87,7 +87,7 @@ TEST_CASE("CSV reader: a test file is scaled and labelled with the training file
   }
 }
 
-TEST_CASE("CSV reader: no header, label by index, numeric labels in numeric order", "[data][csv]") {
+TEST_CASE("CSV reader: no header, label by index, numeric labels in numeric order", "[data][csv][unit]") {
   ScratchDir dir;
   const auto path = dir.write("plain.csv", "10,1.5,7\n2,2.5,7\n10,3.5,7\n0,4.5,7\n");
   CsvOptions opt;
@@ -103,7 +103,8 @@ TEST_CASE("CSV reader: no header, label by index, numeric labels in numeric orde
   CHECK(d.standardization.stddev[1] == 1.0f);
 }
 
-TEST_CASE("CSV reader: last column by default, quotes, CRLF, blank lines, spaces, byte order mark", "[data][csv]") {
+TEST_CASE("CSV reader: last column by default, quotes, CRLF, blank lines, spaces, byte order mark",
+          "[data][csv][unit]") {
   ScratchDir dir;
   const auto path = dir.write("messy.csv",
                               "\xEF\xBB\xBF"
@@ -119,7 +120,7 @@ TEST_CASE("CSV reader: last column by default, quotes, CRLF, blank lines, spaces
   CHECK(d.standardization.mean == std::vector<float>{2.0f, 3.0f});
 }
 
-TEST_CASE("CSV reader names the file, the line and the problem for bad input", "[data][csv]") {
+TEST_CASE("CSV reader names the file, the line and the problem for bad input", "[data][csv][unit]") {
   ScratchDir dir;
   SECTION("missing file") {
     const auto p = dir.file("absent.csv");

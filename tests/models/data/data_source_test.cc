@@ -54,7 +54,7 @@ std::string error_of(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST_CASE("the data format is taken from the path", "[data][source]") {
+TEST_CASE("the data format is taken from the path", "[data][source][unit]") {
   ScratchDir dir;
   fs::create_directories(dir.path() / "images" / "cat");
   const auto x = dir.write("x.npy", "");
@@ -104,7 +104,7 @@ TEST_CASE("the data format is taken from the path", "[data][source]") {
   CHECK_THAT(error_of([&] { resolve_data_path(""); }), Contains("no data path given"));
 }
 
-TEST_CASE("load_dataset reads every format into a Dataset with class names", "[data][source]") {
+TEST_CASE("load_dataset reads every format into a Dataset with class names", "[data][source][unit]") {
   ScratchDir dir;
   // The same two rows in four formats.
   const std::vector<float> table = {1, 2, 3, 4};
@@ -149,7 +149,7 @@ TEST_CASE("load_dataset reads every format into a Dataset with class names", "[d
 }
 
 TEST_CASE("load_train_and_test reads the test set with the training set's classes and checks shapes",
-          "[data][source]") {
+          "[data][source][unit]") {
   ScratchDir dir;
   const std::string train = dir.file("train.npz"), test = dir.file("test.npz");
   write_zip(
@@ -187,7 +187,7 @@ TEST_CASE("load_train_and_test reads the test set with the training set's classe
   CHECK(images.test.dim == 12);
 }
 
-TEST_CASE("a class list is parsed from its comma-separated form", "[data][source]") {
+TEST_CASE("a class list is parsed from its comma-separated form", "[data][source][unit]") {
   CHECK(parse_class_list("benign, malignant ,other") == std::vector<std::string>{"benign", "malignant", "other"});
   CHECK(parse_class_list("one") == std::vector<std::string>{"one"});
   CHECK_THROWS_WITH(parse_class_list(""), Contains("class 1 has no name"));

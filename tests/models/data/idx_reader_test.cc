@@ -12,6 +12,7 @@
 #include "models/data/partition.h"
 #include "tests/models/data/gzip_bytes.h"
 #include "tests/models/data/scratch_dir.h"
+#include "tests/support/fashion_mnist.h"
 
 using namespace meridian::models::data;
 using Catch::Matchers::Contains;
@@ -54,7 +55,7 @@ const std::vector<std::uint8_t> kLabels = {0, 9, 4};
 
 }  // namespace
 
-TEST_CASE("IDX reader reads raw and gzip files alike", "[data][idx]") {
+TEST_CASE("IDX reader reads raw and gzip files alike", "[data][idx][unit]") {
   ScratchDir dir;
   const bool gz = GENERATE(false, true);
   auto encode = [&](const std::string& raw) { return gz ? gzip_bytes(raw) : raw; };
@@ -78,7 +79,8 @@ TEST_CASE("IDX reader reads raw and gzip files alike", "[data][idx]") {
   CHECK(d.labels == std::vector<std::int32_t>{0, 9, 4});
 }
 
-TEST_CASE("IDX reader with a row selection keeps exactly those rows, as a subset of the whole read", "[data][idx]") {
+TEST_CASE("IDX reader with a row selection keeps exactly those rows, as a subset of the whole read",
+          "[data][idx][unit]") {
   ScratchDir dir;
   const auto images = dir.write("images.gz", gzip_bytes(idx_images(3, 2, 3, kPixels)));
   const auto labels = dir.write("labels", idx_labels(kLabels));
@@ -119,7 +121,7 @@ TEST_CASE("IDX reader with a row selection keeps exactly those rows, as a subset
   }
 }
 
-TEST_CASE("IDX reader names the file and the problem for bad input", "[data][idx]") {
+TEST_CASE("IDX reader names the file and the problem for bad input", "[data][idx][unit]") {
   ScratchDir dir;
   const bool gz = GENERATE(false, true);
   INFO((gz ? "gzip" : "raw"));
@@ -173,7 +175,7 @@ TEST_CASE("IDX reader names the file and the problem for bad input", "[data][idx
   }
 }
 
-TEST_CASE("IDX reader rejects a gzip file cut short or corrupted", "[data][idx]") {
+TEST_CASE("IDX reader rejects a gzip file cut short or corrupted", "[data][idx][unit]") {
   ScratchDir dir;
   const auto labels = dir.write("labels", idx_labels(kLabels));
   // Enough pixels that the compressed stream is long enough to cut in the middle of the deflate data.
@@ -195,8 +197,8 @@ TEST_CASE("IDX reader rejects a gzip file cut short or corrupted", "[data][idx]"
   CHECK_THROWS_WITH(read_idx(corrupt, full_labels), Contains(corrupt));
 }
 
-TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist", "[data][idx][fashion]") {
-  if (!std::filesystem::exists(kDebianFashionMnistDir)) {
+TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist", "[data][idx][fashion][unit]") {
+  if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: " << kDebianFashionMnistDir << " is absent (install dataset-fashion-mnist)");
     return;
   }
@@ -235,7 +237,7 @@ TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist", "[data][idx][fash
   CHECK(direct.class_names == cut.class_names);
 }
 
-TEST_CASE("Fashion-MNIST loader names the directory and the files it wants", "[data][idx]") {
+TEST_CASE("Fashion-MNIST loader names the directory and the files it wants", "[data][idx][unit]") {
   ScratchDir dir;
   CHECK_THROWS_WITH(load_fashion_mnist(dir.path().string(), true),
                     Contains(dir.path().string()) && Contains("train-images-idx3-ubyte.gz"));

@@ -65,7 +65,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("augmentation specs parse and print", "[data][augment]") {
+TEST_CASE("augmentation specs parse and print", "[data][augment][unit]") {
   CHECK(parse_augmentation_spec("none") == AugmentationSpec{});
   CHECK(parse_augmentation_spec("crop:4,flip") == AugmentationSpec{4, true});
   CHECK(parse_augmentation_spec("flip") == AugmentationSpec{0, true});
@@ -80,7 +80,7 @@ TEST_CASE("augmentation specs parse and print", "[data][augment]") {
   CHECK_THROWS_WITH(parse_augmentation_spec("rotate"), Contains("'rotate' is not known") && Contains("crop:4,flip"));
 }
 
-TEST_CASE("augmentation matches pad, crop and flip done by hand on tiny images", "[data][augment]") {
+TEST_CASE("augmentation matches pad, crop and flip done by hand on tiny images", "[data][augment][unit]") {
   const std::size_t channels = GENERATE(1, 3);
   const std::size_t pad = GENERATE(1, 2);
   const Dataset d = images(200, channels, 3, 4);
@@ -108,7 +108,7 @@ TEST_CASE("augmentation matches pad, crop and flip done by hand on tiny images",
   CHECK(flips < 150);
 }
 
-TEST_CASE("augmentation with a fixed draw moves and mirrors pixels as stated", "[data][augment]") {
+TEST_CASE("augmentation with a fixed draw moves and mirrors pixels as stated", "[data][augment][unit]") {
   // One 1x2x3 image: 1 2 3 / 4 5 6. Found among rows: a draw with dx = 1, dy = 0 and a flip.
   Dataset d = images(512, 1, 2, 3);
   for (std::size_t r = 0; r < d.rows; ++r)
@@ -123,7 +123,7 @@ TEST_CASE("augmentation with a fixed draw moves and mirrors pixels as stated", "
   CHECK(batch_of(a, d, {row}, 0) == std::vector<float>{0, 3, 2, 0, 6, 5});
 }
 
-TEST_CASE("augmentation is reproducible: same seed and epoch give the same bits", "[data][augment]") {
+TEST_CASE("augmentation is reproducible: same seed and epoch give the same bits", "[data][augment][unit]") {
   const Dataset d = images(50, 3, 8, 8);
   const std::vector<std::size_t> rows = {3, 14, 15, 9, 26, 5, 35, 8, 9, 7};
   const ImageAugmentation a(d, {2, true}, 42), again(d, {2, true}, 42), other_seed(d, {2, true}, 43);
@@ -137,7 +137,7 @@ TEST_CASE("augmentation is reproducible: same seed and epoch give the same bits"
   CHECK(std::memcmp(alone.data(), first.data() + 4 * d.dim, d.dim * sizeof(float)) == 0);
 }
 
-TEST_CASE("augmentation off is a plain copy, and needs images when on", "[data][augment]") {
+TEST_CASE("augmentation off is a plain copy, and needs images when on", "[data][augment][unit]") {
   const Dataset d = images(4, 1, 3, 3);
   const ImageAugmentation off(d, {}, 1);
   std::vector<float> expected(d.row(2), d.row(2) + 9);

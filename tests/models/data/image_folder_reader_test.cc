@@ -11,6 +11,7 @@
 #include "models/data/image_folder_reader.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/models/data/scratch_dir.h"
+#include "tests/support/file_contents.h"
 
 using namespace meridian::models::data;
 using Catch::Matchers::Contains;
@@ -36,11 +37,6 @@ std::string in(const ScratchDir& dir, const std::string& relative) {
   return p.string();
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
 std::string error_of(const std::string& dir, const ImageFolderOptions& options = {}) {
   try {
     read_image_folder(dir, options);
@@ -53,7 +49,7 @@ std::string error_of(const std::string& dir, const ImageFolderOptions& options =
 
 }  // namespace
 
-TEST_CASE("image folder reader reads grayscale PNGs by class, then file name", "[data][images]") {
+TEST_CASE("image folder reader reads grayscale PNGs by class, then file name", "[data][images][unit]") {
   ScratchDir dir;
   write_png(in(dir, "b_dog/2.png"), 3, 2, 1, pattern(1, 50));
   write_png(in(dir, "b_dog/1.png"), 3, 2, 1, pattern(1, 10));
@@ -76,7 +72,7 @@ TEST_CASE("image folder reader reads grayscale PNGs by class, then file name", "
 }
 
 TEST_CASE("image folder reader reads RGB channel-major and makes gray images RGB when any is colour",
-          "[data][images]") {
+          "[data][images][unit]") {
   ScratchDir dir;
   write_png(in(dir, "c/rgb.png"), 3, 2, 3, pattern(3, 20));
   write_png(in(dir, "c/gray.png"), 3, 2, 1, pattern(1, 90));
@@ -101,7 +97,7 @@ TEST_CASE("image folder reader reads RGB channel-major and makes gray images RGB
   CHECK(g.row(1)[5] < 105 / 255.0f);
 }
 
-TEST_CASE("image folder reader composites PNG alpha onto black", "[data][images]") {
+TEST_CASE("image folder reader composites PNG alpha onto black", "[data][images][unit]") {
   ScratchDir dir;
   write_png(in(dir, "c/a.png"), 1, 1, 2, {200, 0});    // fully transparent
   write_png(in(dir, "c/b.png"), 1, 1, 2, {200, 255});  // opaque
@@ -110,7 +106,7 @@ TEST_CASE("image folder reader composites PNG alpha onto black", "[data][images]
   CHECK(d.row(1)[0] == Approx(200 / 255.0f));
 }
 
-TEST_CASE("image folder reader decodes JPEG, grayscale and colour", "[data][images]") {
+TEST_CASE("image folder reader decodes JPEG, grayscale and colour", "[data][images][unit]") {
   ScratchDir dir;
   // Flat images survive JPEG at quality 100 within a step or two of the 8-bit value.
   write_jpeg(in(dir, "gray/a.jpg"), 8, 8, 1, std::vector<unsigned char>(64, 120));
@@ -128,7 +124,7 @@ TEST_CASE("image folder reader decodes JPEG, grayscale and colour", "[data][imag
   CHECK(d.row(1)[128] == Approx(60 / 255.0f).margin(3 / 255.0));
 }
 
-TEST_CASE("image folder reader maps subfolders through a fixed class list", "[data][images]") {
+TEST_CASE("image folder reader maps subfolders through a fixed class list", "[data][images][unit]") {
   ScratchDir dir;
   write_png(in(dir, "malignant/a.png"), 3, 2, 1, pattern(1, 0));
   ImageFolderOptions o;
@@ -143,7 +139,7 @@ TEST_CASE("image folder reader maps subfolders through a fixed class list", "[da
                  Contains("subfolder 'unknown' is not one of the 3 classes: benign, malignant, other"));
 }
 
-TEST_CASE("image folder reader refuses images of different sizes, listing them", "[data][images]") {
+TEST_CASE("image folder reader refuses images of different sizes, listing them", "[data][images][unit]") {
   ScratchDir dir;
   for (int i = 0; i < 3; ++i) write_png(in(dir, "a/" + std::to_string(i) + ".png"), 3, 2, 1, pattern(1, 0));
   write_png(in(dir, "b/wide.png"), 4, 2, 1, pattern(1, 0, 4, 2));
@@ -159,7 +155,7 @@ TEST_CASE("image folder reader refuses images of different sizes, listing them",
   CHECK_THAT(error_of(many.path().string()), Contains("15 of 31 images") && Contains("is 2x2, and 5 more"));
 }
 
-TEST_CASE("image folder reader refuses unreadable images and odd folder contents", "[data][images]") {
+TEST_CASE("image folder reader refuses unreadable images and odd folder contents", "[data][images][unit]") {
   ScratchDir dir;
   const std::string root = dir.path().string();
   CHECK_THAT(error_of(dir.file("absent")), Contains(dir.file("absent") + ": no such folder"));
@@ -169,8 +165,8 @@ TEST_CASE("image folder reader refuses unreadable images and odd folder contents
 
   write_png(in(dir, "a/good.png"), 8, 8, 1, std::vector<unsigned char>(64, 1));
   write_jpeg(in(dir, "a/good2.jpg"), 8, 8, 1, std::vector<unsigned char>(64, 1));
-  const std::string png = read_file(dir.file("a/good.png"));
-  const std::string jpeg = read_file(dir.file("a/good2.jpg"));
+  const std::string png = meridian::tests::file_contents(dir.file("a/good.png"));
+  const std::string jpeg = meridian::tests::file_contents(dir.file("a/good2.jpg"));
   REQUIRE(read_image_folder(root).rows == 2);
 
   struct Broken {

@@ -12,6 +12,7 @@
 #include "tests/models/data/gzip_bytes.h"
 #include "tests/models/data/npy_bytes.h"
 #include "tests/models/data/scratch_dir.h"
+#include "tests/support/file_contents.h"
 
 using namespace meridian::models::data;
 using Catch::Matchers::Contains;
@@ -41,7 +42,7 @@ NpyOptions with_layout(ArrayLayout layout) {
 
 }  // namespace
 
-TEST_CASE("npy reader reads a float32 table with integer labels", "[data][npy]") {
+TEST_CASE("npy reader reads a float32 table with integer labels", "[data][npy][unit]") {
   ScratchDir dir;
   const Dataset d = read_npy(dir.write("x.npy", kTableNpy), dir.write("y.npy", kLabelsNpy));
   CHECK(d.rows == 2);
@@ -54,7 +55,7 @@ TEST_CASE("npy reader reads a float32 table with integer labels", "[data][npy]")
   CHECK(d.standardization.empty());
 }
 
-TEST_CASE("npy reader reads float64, big-endian and gzip-compressed arrays alike", "[data][npy]") {
+TEST_CASE("npy reader reads float64, big-endian and gzip-compressed arrays alike", "[data][npy][unit]") {
   ScratchDir dir;
   std::vector<double> wide(kTable.begin(), kTable.end());
   std::string big;  // '>f4': each float's bytes reversed
@@ -80,7 +81,7 @@ TEST_CASE("npy reader reads float64, big-endian and gzip-compressed arrays alike
   CHECK(d.labels == std::vector<std::int32_t>{1, 0});
 }
 
-TEST_CASE("npy reader scales uint8 images to [0, 1] and reads N x H x W as one channel", "[data][npy]") {
+TEST_CASE("npy reader scales uint8 images to [0, 1] and reads N x H x W as one channel", "[data][npy][unit]") {
   ScratchDir dir;
   const std::vector<std::uint8_t> px = {0, 51, 255, 102, 10, 20, 30, 40};
   const Dataset d =
@@ -94,7 +95,7 @@ TEST_CASE("npy reader scales uint8 images to [0, 1] and reads N x H x W as one c
   CHECK(d.row(1)[3] == Approx(40.0f / 255.0f));
 }
 
-TEST_CASE("npy reader turns nchw and nhwc arrays into the same channel-major rows", "[data][npy]") {
+TEST_CASE("npy reader turns nchw and nhwc arrays into the same channel-major rows", "[data][npy][unit]") {
   ScratchDir dir;
   constexpr std::size_t n = 2, c = 3, h = 2, w = 3;
   std::vector<std::uint8_t> nchw, nhwc;
@@ -122,7 +123,7 @@ TEST_CASE("npy reader turns nchw and nhwc arrays into the same channel-major row
   CHECK(b.row(1)[17] == Approx(pixel(1, 2, 1, 2) / 255.0f));
 }
 
-TEST_CASE("npy reader maps text labels through the class list", "[data][npy]") {
+TEST_CASE("npy reader maps text labels through the class list", "[data][npy][unit]") {
   ScratchDir dir;
   const auto x = dir.write("x.npy", kTableNpy);
   // '<U6': six UTF-32 characters per label, NUL-padded; '|S6': six bytes.
@@ -153,7 +154,7 @@ TEST_CASE("npy reader maps text labels through the class list", "[data][npy]") {
                     Contains(y) && Contains("row 0: label 'benign' is not one of the 1 known classes: tumor"));
 }
 
-TEST_CASE("npz reader reads stored and deflated archives by array name", "[data][npy]") {
+TEST_CASE("npz reader reads stored and deflated archives by array name", "[data][npy][unit]") {
   ScratchDir dir;
   const bool deflate = GENERATE(false, true);
   const auto path = dir.file("d.npz");
@@ -169,7 +170,7 @@ TEST_CASE("npz reader reads stored and deflated archives by array name", "[data]
                                         Contains("the archive holds: images, targets"));
 }
 
-TEST_CASE("npy reader refuses broken files, naming the file and the problem", "[data][npy]") {
+TEST_CASE("npy reader refuses broken files, naming the file and the problem", "[data][npy][unit]") {
   ScratchDir dir;
   const auto labels = dir.write("y.npy", kLabelsNpy);
   const auto features = dir.write("x.npy", kTableNpy);
@@ -247,15 +248,11 @@ TEST_CASE("npy reader refuses broken files, naming the file and the problem", "[
                     Contains(dir.file("absent.npy")) && Contains("cannot open"));
 }
 
-TEST_CASE("npz reader refuses archives that are not zip files or are damaged", "[data][npy]") {
+TEST_CASE("npz reader refuses archives that are not zip files or are damaged", "[data][npy][unit]") {
   ScratchDir dir;
   const auto good = dir.file("good.npz");
   write_zip(good, {{"x.npy", kTableNpy}, {"y.npy", kLabelsNpy}}, true);
-  std::string bytes;
-  {
-    std::ifstream in(good, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string bytes = meridian::tests::file_contents(good);
   REQUIRE(read_npz(good).rows == 2);
 
   const auto not_zip = dir.write("plain.npz", kTableNpy);
@@ -271,11 +268,7 @@ TEST_CASE("npz reader refuses archives that are not zip files or are damaged", "
   // A stored (not deflated) entry with one byte changed reads to the end and fails its CRC-32.
   const auto stored = dir.file("stored.npz");
   write_zip(stored, {{"x.npy", kTableNpy}, {"y.npy", kLabelsNpy}}, false);
-  std::string flipped;
-  {
-    std::ifstream f(stored, std::ios::binary);
-    flipped.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  }
+  std::string flipped = meridian::tests::file_contents(stored);
   const auto at = flipped.find("fortran_order");
   REQUIRE(at != std::string::npos);
   flipped[at] = 'F';
@@ -287,7 +280,7 @@ TEST_CASE("npz reader refuses archives that are not zip files or are damaged", "
   CHECK_THROWS_WITH(read_npz(odd), Contains(odd + ": array 'x': not a NumPy .npy array"));
 }
 
-TEST_CASE("the image layout is parsed from its name", "[data][npy]") {
+TEST_CASE("the image layout is parsed from its name", "[data][npy][unit]") {
   CHECK(parse_array_layout("nchw") == ArrayLayout::kNchw);
   CHECK(parse_array_layout("NHWC") == ArrayLayout::kNhwc);
   CHECK_THROWS_WITH(parse_array_layout("chw"), Contains("'chw'") && Contains("nchw") && Contains("nhwc"));

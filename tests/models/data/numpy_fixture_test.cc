@@ -19,7 +19,7 @@ std::string fixture(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("a table saved by np.savez_compressed reads back exactly", "[data][npy]") {
+TEST_CASE("a table saved by np.savez_compressed reads back exactly", "[data][npy][unit]") {
   const Dataset d = load_dataset(fixture("table.npz"));
   REQUIRE(d.rows == 4);
   CHECK(d.dim == 3);
@@ -29,7 +29,7 @@ TEST_CASE("a table saved by np.savez_compressed reads back exactly", "[data][npy
   CHECK(d.class_names == std::vector<std::string>{"0", "1", "2"});
 }
 
-TEST_CASE("nhwc images saved by np.savez and nchw images saved by np.save agree", "[data][npy]") {
+TEST_CASE("nhwc images saved by np.savez and nchw images saved by np.save agree", "[data][npy][unit]") {
   DataOptions nhwc;
   nhwc.layout = ArrayLayout::kNhwc;
   nhwc.features_key = "pixels";

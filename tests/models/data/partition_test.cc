@@ -49,7 +49,7 @@ double label_skew(const std::vector<std::uint32_t>& site_of, const std::vector<s
 
 }  // namespace
 
-TEST_CASE("partition specs parse, and bad ones say what is accepted", "[data][partition]") {
+TEST_CASE("partition specs parse, and bad ones say what is accepted", "[data][partition][unit]") {
   CHECK(parse_partition_spec("iid") == PartitionSpec{});
   const PartitionSpec d = parse_partition_spec("dirichlet:0.5");
   CHECK(d.kind == PartitionSpec::Kind::kDirichlet);
@@ -65,7 +65,7 @@ TEST_CASE("partition specs parse, and bad ones say what is accepted", "[data][pa
   CHECK_THROWS_WITH(parse_partition_spec("dirichlet:-1"), Contains("alpha \"-1\""));
 }
 
-TEST_CASE("every row goes to exactly one site and each site gets only its own part", "[data][partition]") {
+TEST_CASE("every row goes to exactly one site and each site gets only its own part", "[data][partition][unit]") {
   const std::size_t sites = GENERATE(1, 3, 7);
   const char* spec_text = GENERATE("iid", "dirichlet:0.1", "dirichlet:10");
   INFO(spec_text << " over " << sites << " sites");
@@ -90,7 +90,7 @@ TEST_CASE("every row goes to exactly one site and each site gets only its own pa
   CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
 }
 
-TEST_CASE("iid parts differ in size by at most one and look like the whole", "[data][partition]") {
+TEST_CASE("iid parts differ in size by at most one and look like the whole", "[data][partition][unit]") {
   const Dataset data = numbered(1003, 10);
   const auto site_of = assign_sites(data.labels, 10, PartitionSpec{}, 4, 7);
   std::vector<std::size_t> sizes(4, 0);
@@ -99,7 +99,7 @@ TEST_CASE("iid parts differ in size by at most one and look like the whole", "[d
   CHECK(label_skew(site_of, data.labels, 10, 4) < 0.1);
 }
 
-TEST_CASE("a partition is reproducible from its seed", "[data][partition]") {
+TEST_CASE("a partition is reproducible from its seed", "[data][partition][unit]") {
   const Dataset data = numbered(500, 10);
   for (const auto& spec : {parse_partition_spec("iid"), parse_partition_spec("dirichlet:0.3")}) {
     INFO(spec.to_string());
@@ -110,7 +110,7 @@ TEST_CASE("a partition is reproducible from its seed", "[data][partition]") {
   }
 }
 
-TEST_CASE("Dirichlet label skew grows as alpha shrinks", "[data][partition]") {
+TEST_CASE("Dirichlet label skew grows as alpha shrinks", "[data][partition][unit]") {
   const Dataset data = numbered(5000, 10);
   const std::size_t sites = 8;
   auto mean_skew = [&](const std::string& spec_text) {
@@ -133,7 +133,7 @@ TEST_CASE("Dirichlet label skew grows as alpha shrinks", "[data][partition]") {
   CHECK(a01 > 0.5);  // most of a site's data is from one or two classes
 }
 
-TEST_CASE("a tiny alpha still leaves every site with data", "[data][partition]") {
+TEST_CASE("a tiny alpha still leaves every site with data", "[data][partition][unit]") {
   const Dataset data = numbered(12, 3);
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
     const auto site_of = assign_sites(data.labels, 3, parse_partition_spec("dirichlet:0.01"), 10, seed);
@@ -143,7 +143,7 @@ TEST_CASE("a tiny alpha still leaves every site with data", "[data][partition]")
   }
 }
 
-TEST_CASE("partition refuses impossible requests with a clear error", "[data][partition]") {
+TEST_CASE("partition refuses impossible requests with a clear error", "[data][partition][unit]") {
   const Dataset data = numbered(3, 2);
   CHECK_THROWS_WITH(partition(data, {}, 0, 4, 1), Contains("3 rows cannot give each of 4 sites"));
   CHECK_THROWS_AS(partition(data, {}, 0, 4, 1), DataError);

@@ -8,7 +8,7 @@
 
 using meridian::models::data::SeededRandom;
 
-TEST_CASE("seeded random: unbiased integers in range and valid Dirichlet draws", "[data][random]") {
+TEST_CASE("seeded random: unbiased integers in range and valid Dirichlet draws", "[data][random][unit]") {
   SeededRandom rng(3);
   std::vector<int> hist(6, 0);
   for (int i = 0; i < 60000; ++i) ++hist.at(rng.below(6));
