@@ -92,11 +92,11 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
   return result;
 }
 
-void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, bool shared_delay_given,
-                             bool shared_period_given, std::string& error) {
+std::optional<std::string> apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config,
+                                                   bool shared_delay_given, bool shared_period_given) {
   config.algo = variant.algo;
   const auto not_a = [&](const std::string& key, const std::string& value, std::string_view type) {
-    error = "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a " + std::string(type);
+    return "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a " + std::string(type);
   };
   for (const auto& [key, value] : variant.knobs) {
     if (const auto* knob = find_shared_knob(key)) {
@@ -125,6 +125,7 @@ void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig
     if (option == "period") return shared_period_given || in_entry(option);
     return in_entry(option);
   });
+  return std::nullopt;
 }
 
 }  // namespace meridian::cli

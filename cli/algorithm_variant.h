@@ -4,6 +4,7 @@
 // the CSV files, the plot and the directory OUT/<label>/.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,9 +37,10 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text);
 // `base` with the variant's algorithm and knobs applied (a declared option's value parsed to its type), then the
 // algorithm's defaults for the knobs given neither here nor shared (daemon::apply_algorithm_defaults; dts: D = 2, P =
 // 16 unless a delay or period was given; the `shared_*_given` flags say whether simulate's own --delay and --period
-// were). A value that is not a number where one is needed becomes an error message (returned in `error`, `base` then
-// partially changed).
-void apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config, bool shared_delay_given,
-                             bool shared_period_given, std::string& error);
+// were). Returns the problem when a value is not a number where one is needed (naming the entry, the knob and the
+// value; `config` is then partly changed), nullopt otherwise.
+[[nodiscard]] std::optional<std::string> apply_algorithm_variant(const AlgorithmVariant& variant,
+                                                                 daemon::SiteConfig& config, bool shared_delay_given,
+                                                                 bool shared_period_given);
 
 }  // namespace meridian::cli

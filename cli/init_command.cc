@@ -56,10 +56,13 @@ void add_init_command(CLI::App& app, int& exit_code, Invocation invocation) {
     auto& config = options->config;
     if (config.name.empty()) config.name = default_site_name();
     daemon::validate_site_config(config);
+    // A template may leave the address for later, but not silently: `start` refuses the file until then.
+    const auto unreachable = daemon::unreachable_address_problem(config);
     if (invocation == Invocation::kCheck) {
       exit_code = 0;
       return;
     }
+    if (unreachable) std::cerr << "note: " << *unreachable << " ('meridian start' refuses the file until it is set)\n";
     const std::string text = daemon::render_site_config(config);
     if (options->out.empty()) {
       std::cout << text;

@@ -51,9 +51,9 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     c = options.site;
     c.name = s.name;
     const AlgorithmVariantParse parsed = parse_algorithm_variant(algo);
-    std::string error = parsed.error;
-    if (error.empty()) apply_algorithm_variant(parsed.variant, c, options.delay_given, options.period_given, error);
-    if (!error.empty()) throw error::UserError(error);
+    if (!parsed.error.empty()) throw error::UserError(parsed.error);
+    if (auto problem = apply_algorithm_variant(parsed.variant, c, options.delay_given, options.period_given))
+      throw error::UserError(*problem);
     c.listen = address(i);
     c.join.clear();
     // Every other site as a bootstrap: no site is special, and a slow starter delays nobody.

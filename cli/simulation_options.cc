@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cli/algorithm_variant.h"
+#include "error/error.h"
 #include "peer/wan_model.h"
 
 namespace meridian::cli {
@@ -31,7 +32,7 @@ std::string simulated_site_region(const std::string& wan, int index) {
   try {
     const peer::WanModel model = peer::parse_wan_spec(wan);
     if (model.regions() > 1) return model.region_name(model.region_of_site(static_cast<std::size_t>(index)));
-  } catch (const std::invalid_argument&) {
+  } catch (const error::UserError&) {
     // site_config_problems reports the bad --wan text with its hint.
   }
   return "";
@@ -77,10 +78,11 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
     daemon::SiteConfig config = o.site;
     config.name = simulated_site_name(0);
     const AlgorithmVariantParse parsed = parse_algorithm_variant(a);
-    std::string error = parsed.error;
-    if (error.empty()) apply_algorithm_variant(parsed.variant, config, o.delay_given, o.period_given, error);
-    if (!error.empty()) {
-      problems.push_back(error);
+    std::optional<std::string> problem;
+    if (!parsed.error.empty()) problem = parsed.error;
+    else problem = apply_algorithm_variant(parsed.variant, config, o.delay_given, o.period_given);
+    if (problem) {
+      problems.push_back(*problem);
       continue;
     }
     config.site_count = std::max(o.sites, 1);

@@ -82,12 +82,12 @@ models::data::DataOptions data_options(const TrainOptions& o) {
   }
   try {
     if (!o.classes.empty()) options.class_names = models::data::parse_class_list(o.classes);
-  } catch (const std::invalid_argument& e) {
+  } catch (const error::UserError& e) {
     problems.push_back(std::string("--classes: ") + e.what());
   }
   try {
     if (!o.layout.empty()) options.layout = models::data::parse_array_layout(o.layout);
-  } catch (const std::invalid_argument& e) {
+  } catch (const error::UserError& e) {
     problems.push_back(std::string("--layout: ") + e.what());
   }
   if (!problems.empty()) {

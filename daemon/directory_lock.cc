@@ -10,19 +10,13 @@
 
 namespace meridian::daemon {
 
-std::optional<DirectoryLock> DirectoryLock::acquire(const std::filesystem::path& dir, std::string& error) {
+DirectoryLock DirectoryLock::acquire(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    error = "cannot use directory " + dir.string() + ": " + ec.message();
-    return std::nullopt;
-  }
+  if (ec) throw DirectoryLockError("cannot use directory " + dir.string() + ": " + ec.message());
   const auto file = dir / ".meridian.lock";
   const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    error = "cannot create lock file " + file.string() + ": " + std::strerror(errno);
-    return std::nullopt;
-  }
+  if (fd < 0) throw DirectoryLockError("cannot create lock file " + file.string() + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     // The holder wrote its pid into the file; it is only for the message.
@@ -30,13 +24,11 @@ std::optional<DirectoryLock> DirectoryLock::acquire(const std::filesystem::path&
     const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
     ::close(fd);
     if (err == EWOULDBLOCK) {
-      error = "directory " + dir.string() + " is in use by another daemon" +
-              (n > 0 ? std::string(" (pid ") + pid + ")" : std::string()) +
-              "; give each site its own --run-dir / --checkpoint-dir";
-    } else {
-      error = "cannot lock " + file.string() + ": " + std::strerror(err);
+      throw DirectoryLockError("directory " + dir.string() + " is in use by another daemon" +
+                               (n > 0 ? std::string(" (pid ") + pid + ")" : std::string()) +
+                               "; give each site its own --run-dir / --checkpoint-dir");
     }
-    return std::nullopt;
+    throw DirectoryLockError("cannot lock " + file.string() + ": " + std::strerror(err));
   }
   const std::string me = std::to_string(::getpid());
   if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);

@@ -5,17 +5,24 @@
 #pragma once
 
 #include <filesystem>
-#include <optional>
 #include <string>
+
+#include "error/error.h"
 
 namespace meridian::daemon {
 
+// The directory is taken by another daemon, or cannot be used; what() names it (and the holder's pid
+// when known) and what to do.
+class DirectoryLockError : public error::UserError {
+ public:
+  using error::UserError::UserError;
+};
+
 class DirectoryLock {
  public:
-  // Creates `dir` if missing and takes its lock without waiting. Returns nullopt and sets `error`
-  // (naming the directory, and the holder's pid when known) when another process — or another
-  // DirectoryLock in this one — holds it, or the directory cannot be used.
-  static std::optional<DirectoryLock> acquire(const std::filesystem::path& dir, std::string& error);
+  // Creates `dir` if missing and takes its lock without waiting. Throws DirectoryLockError when another
+  // process (or another DirectoryLock in this one) holds it, or the directory cannot be used.
+  static DirectoryLock acquire(const std::filesystem::path& dir);
 
   DirectoryLock(DirectoryLock&& other) noexcept;
   DirectoryLock& operator=(DirectoryLock&& other) noexcept;

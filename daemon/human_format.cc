@@ -48,4 +48,8 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
+std::string format_count(std::size_t count, std::string_view noun) {
+  return std::to_string(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
+}
+
 }  // namespace meridian::daemon

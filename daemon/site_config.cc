@@ -115,7 +115,10 @@ const std::vector<OptionSpec>& shared_option_specs() {
         field(id, "name", "Name of this site, unique in the federation (letters, digits, '.', '_', '-')", &C::name),
         field(id, "key-dir", "Directory with this site's CurveZMQ key pair (create it with 'meridian keygen')",
               &C::key_dir),
-        field(id, "roster", "Roster file: the sites allowed in the federation, with their public keys", &C::roster),
+        field(id, "roster",
+              "Roster file, plain text: one line NAME PUBLIC_KEY [ADDRESS] per site allowed in the federation "
+              "(the key as meridian keygen prints it)",
+              &C::roster),
         field(id, "listen",
               "Address to listen on, tcp://HOST:PORT (port 0: any free port, written to RUN_DIR/endpoint)", &C::listen),
         field(id, "advertise",

@@ -46,9 +46,9 @@ namespace meridian::daemon {
 
 struct SiteConfig {
   // Identity and network
-  std::string name;                    // unique in the federation; [A-Za-z0-9._-], at most 64 characters
-  std::string key_dir = "keys";        // this site's CurveZMQ key pair (meridian keygen)
-  std::string roster = "roster.toml";  // the sites allowed in the federation
+  std::string name;                   // unique in the federation; [A-Za-z0-9._-], at most 64 characters
+  std::string key_dir = "keys";       // this site's CurveZMQ key pair (meridian keygen)
+  std::string roster = "roster.txt";  // the sites allowed in the federation (peer/roster.h: plain text)
   std::string listen = "tcp://0.0.0.0:7400";
   std::string advertise;                 // address peers connect to; "" = the bound address (needed
                                          // when listening on 0.0.0.0)
@@ -171,6 +171,11 @@ void apply_algorithm_defaults(const CLI::App& app, SiteConfig& config);
 std::vector<std::string> site_config_problems(const SiteConfig& config);
 // Throws SiteConfigError listing site_config_problems() when there are any.
 void validate_site_config(const SiteConfig& config);
+// A site that listens on all interfaces (tcp://0.0.0.0:PORT, tcp://*:PORT, tcp://[::]:PORT) must say
+// where peers reach it: "--advertise: missing: ..." when it does not, else nullopt. Not one of
+// site_config_problems(), because a configuration used without a network (simulate's per-site files,
+// in-process sites) may keep the default --listen; `init` and `start` ask for it before any work.
+std::optional<std::string> unreachable_address_problem(const SiteConfig& config);
 
 // A commented TOML file that bind_site_options + apply_site_config_file read back to `config`.
 std::string render_site_config(const SiteConfig& config);

@@ -42,14 +42,12 @@ void SiteDaemon::Impl::prepare() {
   // them (daemon/host_mirror.h).
   const auto device = models::resolve_device(settings.device, models::probe_cuda());
   spdlog::info("device: {}", device.explanation);
-  std::string error;
-  run_lock = DirectoryLock::acquire(config.run_dir, error);
-  if (!run_lock) throw error::UserError(error);
+  // Before any work: loading the data can take minutes, and this site could not be reached anyway.
+  if (const auto problem = unreachable_address_problem(config))
+    throw SiteConfigError("invalid site configuration:\n  " + *problem);
+  run_lock = DirectoryLock::acquire(config.run_dir);
   const std::filesystem::path checkpoint_dir = config.checkpoint_dir_or_default();
-  if (!config.checkpoint_dir.empty()) {
-    checkpoint_lock = DirectoryLock::acquire(checkpoint_dir, error);
-    if (!checkpoint_lock) throw error::UserError(error);
-  }
+  if (!config.checkpoint_dir.empty()) checkpoint_lock = DirectoryLock::acquire(checkpoint_dir);
   trail = std::make_unique<RunTrail>(config.run_dir);
 
   data = load_site_data(settings);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "error/error.h"
 #include "models/data/csv_reader.h"
 #include "models/data/data_source.h"
 #include "models/data/image_augmentation.h"
@@ -126,7 +127,7 @@ models::data::Dataset load_test_data(const SiteConfig& config) {
     try {
       if (!config.classes.empty()) settings.class_names = models::data::parse_class_list(config.classes);
       if (!config.layout.empty()) settings.layout = models::data::parse_array_layout(config.layout);
-    } catch (const std::invalid_argument& e) {
+    } catch (const error::UserError& e) {
       throw models::data::DataError(std::string(config.classes.empty() ? "--layout: " : "--classes or --layout: ") +
                                     e.what());
     }

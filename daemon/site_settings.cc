@@ -8,6 +8,7 @@
 
 #include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
+#include "error/error.h"
 #include "models/data/data_source.h"
 
 namespace meridian::daemon {
@@ -189,20 +190,20 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   if (!c.classes.empty()) {
     try {
       settings.class_names = models::data::parse_class_list(c.classes);
-    } catch (const std::invalid_argument& e) {
+    } catch (const error::UserError& e) {
       problem("classes", e.what());
     }
   }
   if (!c.layout.empty()) {
     try {
       settings.layout = models::data::parse_array_layout(c.layout);
-    } catch (const std::invalid_argument& e) {
+    } catch (const error::UserError& e) {
       problem("layout", e.what());
     }
   }
   try {
     settings.augmentation = models::data::parse_augmentation_spec(c.augment);
-  } catch (const std::invalid_argument& e) {
+  } catch (const error::UserError& e) {
     problem("augment", e.what());
   }
   one_of("dataset", c.dataset, {"fashion-mnist", "idx", "csv"});
@@ -216,7 +217,7 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   if (c.label_column.empty()) problem("label-column", "must not be empty (a column name or 0-based index)");
   try {
     settings.partition = models::data::parse_partition_spec(c.partition);
-  } catch (const std::invalid_argument& e) {
+  } catch (const error::UserError& e) {
     problem("partition", e.what());
   }
   at_least("site-count", c.site_count, 1);
@@ -347,14 +348,14 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     } else if (!c.region.empty()) {
       problem("region", "only applies with a --wan that has regions, such as world4");
     }
-  } catch (const std::invalid_argument& e) {
+  } catch (const error::UserError& e) {
     problem("wan", e.what());
   }
   if (!(std::isfinite(c.slowdown) && c.slowdown >= 1 && c.slowdown <= 1000))
     problem("slowdown", "must be a factor from 1 (off) to 1000, e.g. 5 for a site five times slower");
   try {
     settings.wan_partition = peer::parse_partition_schedule(c.wan_partition);
-  } catch (const std::invalid_argument& e) {
+  } catch (const error::UserError& e) {
     problem("wan-partition", e.what());
   }
   if (c.wan_partition_origin == "training") {
@@ -418,5 +419,14 @@ SiteSettings settings_of(const SiteConfig& config) {
 }
 
 void validate_site_config(const SiteConfig& config) { (void)settings_of(config); }
+
+std::optional<std::string> unreachable_address_problem(const SiteConfig& config) {
+  const std::string& listen = config.listen;
+  const bool all_interfaces =
+      listen.starts_with("tcp://0.0.0.0:") || listen.starts_with("tcp://*:") || listen.starts_with("tcp://[::]:");
+  if (!all_interfaces || !config.advertise.empty()) return std::nullopt;
+  return "--advertise: missing: with --listen " + listen +
+         " (all interfaces) give the address peers connect to, e.g. tcp://10.0.0.1:7400";
+}
 
 }  // namespace meridian::daemon

@@ -58,13 +58,13 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
         // site may have proposed it from the stale round it knew while its peers proposed the same id
         // from theirs, and the greater proposal replaces the other only until this site runs in it.
         // Its peers wait at its first round for it (within --round-timeout).
-        spdlog::info("view {} from round {}: {} ({} sites), rejoining", view.id, view.effective_round,
-                     join_names(view.members), view.size());
+        spdlog::info("view {} from round {}: {} ({}), rejoining", view.id, view.effective_round,
+                     join_names(view.members), format_count(view.size(), "site"));
         taken_back = true;
         return true;
       } else if (Clock::now() - candidate_since >= settle) {
-        spdlog::info("view {} from round {}: {} ({} sites){}", view.id, view.effective_round, join_names(view.members),
-                     view.size(), resumed ? ", rejoining" : "");
+        spdlog::info("view {} from round {}: {} ({}){}", view.id, view.effective_round, join_names(view.members),
+                     format_count(view.size(), "site"), resumed ? ", rejoining" : "");
         return true;
       }
     } else {
@@ -72,12 +72,12 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
     }
     if (Clock::now() > deadline) {
       throw error::PeerError("gave up after --join-timeout " + format_duration(config.join_timeout) + ": " +
-                             std::to_string(transport->alive_members().size()) + " of " + std::to_string(need) +
-                             " sites reachable (" + join_names(transport->alive_members()) +
+                             std::to_string(transport->alive_members().size()) + " of " + format_count(need, "site") +
+                             " reachable (" + join_names(transport->alive_members()) +
                              "); check --join addresses, the roster and that the other sites are running");
     }
     if (Clock::now() >= next_note) {
-      spdlog::info("waiting for {} sites in the view (have {}: {}); --join {}", need, view.size(),
+      spdlog::info("waiting for {} in the view (have {}: {}); --join {}", format_count(need, "site"), view.size(),
                    join_names(view.members),
                    config.join.empty() ? "(none: others must join this site)" : join_names(config.join));
       next_note = Clock::now() + std::chrono::seconds(5);
@@ -139,8 +139,8 @@ std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view) {
     const bool late = Clock::now() >= deadline;
     if (missing == 0 || late) {
       if (late)
-        spdlog::warn("{} of {} sites sent no plan in time: the run length counts only the others", missing,
-                     view.size());
+        spdlog::warn("{} of {} sent no plan in time: the run length counts only the others", missing,
+                     format_count(view.size(), "site"));
       if (steps < own.steps)
         spdlog::info("the run ends after {} steps, as the smallest site's data gives ({} here)", steps, own.steps);
       return view.effective_round + steps;

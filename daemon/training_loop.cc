@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/cpu_usage.h"
+#include "daemon/human_format.h"
 #include "daemon/progress_line.h"
 #include "daemon/site_daemon_impl.h"
 #include "models/data/image_augmentation.h"
@@ -181,7 +182,8 @@ void SiteDaemon::Impl::train() {
       if (view.id != view_in_force && view.id != 0) {
         if (view_in_force != 0)
           spdlog::info(
-              "round {}: view {} in force: {} ({} sites){}", k, view.id, join_names(view.members), view.size(),
+              "round {}: view {} in force: {} ({}){}", k, view.id, join_names(view.members),
+              format_count(view.size(), "site"),
               view.rank_of(config.name) ? "" : "; not in it: training alone until a view takes this site back");
         view_in_force = view.id;
       }

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "error/error.h"
 #include "peer/roster.h"
 #include "peer/wire_codec.h"
 
@@ -25,11 +26,11 @@ InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network,
     : net_(std::move(network)), options_(std::move(options)), endpoint_("inmem://" + options_.name) {
   // The same checks and messages as ZmqTransport's, so that a site configuration behaves alike on both.
   if (!is_valid_site_name(options_.name))
-    throw std::invalid_argument("site name '" + options_.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
+    throw error::UserError("site name '" + options_.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
   if (options_.heartbeat_interval.count() <= 0 || options_.heartbeat_timeout <= options_.heartbeat_interval)
-    throw std::invalid_argument("heartbeat timeout (" + std::to_string(options_.heartbeat_timeout.count()) +
-                                " ms) must exceed the heartbeat interval (" +
-                                std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
+    throw error::UserError("heartbeat timeout (" + std::to_string(options_.heartbeat_timeout.count()) +
+                           " ms) must exceed the heartbeat interval (" +
+                           std::to_string(options_.heartbeat_interval.count()) + " ms), which must be positive");
   for (const auto& b : options_.bootstrap)
     if (b != options_.name) bootstraps_.push_back(b);
   driver_.emplace(

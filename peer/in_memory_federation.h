@@ -51,7 +51,7 @@ struct InMemoryFederationOptions {
 class InMemoryFederation final : public FederationTransport, private MembershipPort {
  public:
   // Joins `network` as site `options.name` and starts greeting the bootstrap sites. Throws
-  // std::invalid_argument for a bad name or timing (naming it) or when another member already serves
+  // error::UserError for a bad name or timing (naming it) or when another member already serves
   // that name; a name that crashed or left may join again.
   InMemoryFederation(std::shared_ptr<InMemoryNetwork> network, InMemoryFederationOptions options);
   // Stops without announcing a leave (like a crash): peers declare this site dead after the timeout.

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "error/error.h"
+
 namespace meridian::peer {
 
 namespace {
@@ -36,8 +38,8 @@ std::string quoted(std::string_view s) {
 
 [[noreturn]] void fail(std::string_view spec, std::string_view field, const std::string& problem,
                        std::string_view example) {
-  throw std::invalid_argument("link spec \"" + std::string(spec) + "\": " + std::string(field) + " " + problem +
-                              " (e.g. " + std::string(example) + ")");
+  throw error::UserError("link spec \"" + std::string(spec) + "\": " + std::string(field) + " " + problem + " (e.g. " +
+                         std::string(example) + ")");
 }
 
 // Splits "120ms" into the number 120 and the unit "ms"; nullopt when there is no leading number.
@@ -161,12 +163,12 @@ LinkSpec parse_link_spec(std::string_view text) {
     const std::string_view field = trim(rest.substr(0, comma));
     const auto eq = field.find('=');
     if (field.empty()) {
-      throw std::invalid_argument("link spec \"" + std::string(text) +
-                                  "\": empty field (fields are key=value separated by single commas)");
+      throw error::UserError("link spec \"" + std::string(text) +
+                             "\": empty field (fields are key=value separated by single commas)");
     }
     if (eq == std::string_view::npos) {
-      throw std::invalid_argument("link spec \"" + std::string(text) + "\": field \"" + std::string(field) +
-                                  "\" is not key=value (e.g. latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.001)");
+      throw error::UserError("link spec \"" + std::string(text) + "\": field \"" + std::string(field) +
+                             "\" is not key=value (e.g. latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.001)");
     }
     const std::string key = lower(trim(field.substr(0, eq)));
     const std::string_view value = trim(field.substr(eq + 1));
@@ -184,11 +186,11 @@ LinkSpec parse_link_spec(std::string_view text) {
       slot = 3;
       spec.loss = parse_loss(text, value);
     } else {
-      throw std::invalid_argument("link spec \"" + std::string(text) + "\": unknown field \"" + key +
-                                  "\"; known fields are latency, jitter, bandwidth and loss");
+      throw error::UserError("link spec \"" + std::string(text) + "\": unknown field \"" + key +
+                             "\"; known fields are latency, jitter, bandwidth and loss");
     }
     if (seen[slot]) {
-      throw std::invalid_argument("link spec \"" + std::string(text) + "\": " + key + " is given twice");
+      throw error::UserError("link spec \"" + std::string(text) + "\": " + key + " is given twice");
     }
     seen[slot] = true;
     if (comma == std::string_view::npos) break;

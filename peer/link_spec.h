@@ -26,7 +26,7 @@ struct LinkSpec {
 //   bandwidth         a rate > 0 with unit bit, kbit, mbit or gbit per second, decimal (50mbit = 50e6 bit/s)
 //   loss              a probability in [0, 1), or a percentage below 100 with % (0.001 or 0.1%)
 // An empty (or all-space) string is a link without emulation.
-// Throws std::invalid_argument whose message quotes the spec, names the bad field and shows a valid
+// Throws error::UserError whose message quotes the spec, names the bad field and shows a valid
 // example of it.
 LinkSpec parse_link_spec(std::string_view text);
 

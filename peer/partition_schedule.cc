@@ -5,6 +5,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "error/error.h"
+
 namespace meridian::peer {
 
 namespace {
@@ -18,8 +20,8 @@ std::string_view trim(std::string_view s) {
 }
 
 [[noreturn]] void fail(std::string_view text, const std::string& problem) {
-  throw std::invalid_argument("partition schedule \"" + std::string(text) + "\": " + problem + " (e.g. " +
-                              std::string(kExample) + ")");
+  throw error::UserError("partition schedule \"" + std::string(text) + "\": " + problem + " (e.g. " +
+                         std::string(kExample) + ")");
 }
 
 std::vector<std::string_view> split(std::string_view s, char sep) {

@@ -38,7 +38,7 @@ class PartitionSchedule {
   std::vector<PartitionWindow> windows_;
 };
 
-// Parses the text form above ("" is no partition). Throws std::invalid_argument quoting the text,
+// Parses the text form above ("" is no partition). Throws error::UserError quoting the text,
 // naming the problem and showing a valid example.
 PartitionSchedule parse_partition_schedule(std::string_view text);
 

@@ -41,9 +41,9 @@ WanModel WanModel::uniform(const LinkSpec& link) { return WanModel({"all"}, {lin
 
 WanModel WanModel::world4(const LinkSpec& extra) {
   if (extra.latency.count() != 0) {
-    throw std::invalid_argument("wan spec \"world4," + extra.to_string() +
-                                "\": world4 fixes the latency of every link; drop latency= (jitter, bandwidth "
-                                "and loss may be added, e.g. world4,bandwidth=20mbit,jitter=5ms)");
+    throw error::UserError("wan spec \"world4," + extra.to_string() +
+                           "\": world4 fixes the latency of every link; drop latency= (jitter, bandwidth "
+                           "and loss may be added, e.g. world4,bandwidth=20mbit,jitter=5ms)");
   }
   std::vector<std::string> names(kWorld4Names.begin(), kWorld4Names.end());
   std::vector<LinkSpec> links;
@@ -95,25 +95,25 @@ WanModel parse_wan_spec(std::string_view text) {
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
     if (!rest.empty()) {
       if (rest.front() != ',') {
-        throw std::invalid_argument("wan spec \"" + std::string(text) +
-                                    "\": expected a comma after world4 (e.g. world4,bandwidth=20mbit,jitter=5ms)");
+        throw error::UserError("wan spec \"" + std::string(text) +
+                               "\": expected a comma after world4 (e.g. world4,bandwidth=20mbit,jitter=5ms)");
       }
       rest.remove_prefix(1);
     }
     const LinkSpec extra = parse_link_spec(rest);
     if (extra.latency.count() != 0) {
-      throw std::invalid_argument("wan spec \"" + std::string(text) +
-                                  "\": world4 fixes the latency of every link; drop latency= (jitter, bandwidth "
-                                  "and loss may be added, e.g. world4,bandwidth=20mbit,jitter=5ms)");
+      throw error::UserError("wan spec \"" + std::string(text) +
+                             "\": world4 fixes the latency of every link; drop latency= (jitter, bandwidth "
+                             "and loss may be added, e.g. world4,bandwidth=20mbit,jitter=5ms)");
     }
     return WanModel::world4(extra);
   }
   // A bare word is a preset name, not a malformed field: say which presets exist.
   const std::string_view first = trim_spaces(t.substr(0, t.find(',')));
   if (!first.empty() && first.find('=') == std::string_view::npos) {
-    throw std::invalid_argument("wan spec \"" + std::string(text) + "\": unknown preset \"" + std::string(first) +
-                                "\" (known: world4) and not a link spec (e.g. latency=120ms,jitter=10ms,"
-                                "bandwidth=50mbit,loss=0.001)");
+    throw error::UserError("wan spec \"" + std::string(text) + "\": unknown preset \"" + std::string(first) +
+                           "\" (known: world4) and not a link spec (e.g. latency=120ms,jitter=10ms,"
+                           "bandwidth=50mbit,loss=0.001)");
   }
   return WanModel::uniform(parse_link_spec(text));
 }

@@ -26,7 +26,7 @@ class WanModel {
   static WanModel uniform(const LinkSpec& link);
 
   // The world4 preset. `extra`'s jitter, bandwidth and loss are applied to every link; its latency
-  // must be 0 (the preset fixes latencies), else std::invalid_argument.
+  // must be 0 (the preset fixes latencies), else error::UserError.
   static WanModel world4(const LinkSpec& extra = {});
 
   std::size_t regions() const { return names_.size(); }
@@ -58,7 +58,7 @@ class WanModel {
   std::string spec_;
 };
 
-// Parses the text forms above. Throws std::invalid_argument with a message that quotes the text and
+// Parses the text forms above. Throws error::UserError with a message that quotes the text and
 // names the problem (whatever parse_link_spec says, or latency given to world4).
 WanModel parse_wan_spec(std::string_view text);
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "models/data/compressed_file.h"
 #include "models/data/csv_reader.h"
 #include "models/data/image_folder_reader.h"
@@ -135,11 +136,11 @@ std::vector<std::string> parse_class_list(std::string_view text) {
     while (!name.empty() && std::isspace(static_cast<unsigned char>(name.front())) != 0) name.remove_prefix(1);
     while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())) != 0) name.remove_suffix(1);
     if (name.empty()) {
-      throw std::invalid_argument("class list '" + std::string(text) + "': class " + std::to_string(names.size() + 1) +
-                                  " has no name (expected names separated by commas, e.g. benign,malignant)");
+      throw error::UserError("class list '" + std::string(text) + "': class " + std::to_string(names.size() + 1) +
+                             " has no name (expected names separated by commas, e.g. benign,malignant)");
     }
     if (std::find(names.begin(), names.end(), name) != names.end()) {
-      throw std::invalid_argument("class list '" + std::string(text) + "': '" + std::string(name) + "' is given twice");
+      throw error::UserError("class list '" + std::string(text) + "': '" + std::string(name) + "' is given twice");
     }
     names.emplace_back(name);
     start = end + 1;

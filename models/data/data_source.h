@@ -41,7 +41,7 @@ struct DataPath {
 DataPath resolve_data_path(const std::string& text);
 
 // Parses a class list as `--classes` takes it: names separated by commas, surrounding spaces dropped
-// ("benign, malignant"). Throws std::invalid_argument naming the text for an empty list, an empty
+// ("benign, malignant"). Throws error::UserError naming the text for an empty list, an empty
 // name or a name given twice.
 std::vector<std::string> parse_class_list(std::string_view text);
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "models/data/seeded_random.h"
 
 namespace meridian::models::data {
@@ -45,9 +46,9 @@ std::string AugmentationSpec::to_string() const {
 
 AugmentationSpec parse_augmentation_spec(std::string_view text) {
   auto bad = [&](const std::string& why) {
-    return std::invalid_argument("augmentation '" + std::string(text) + "': " + why +
-                                 " (expected none, or a comma-separated list of crop:<padding 0..64> and flip, "
-                                 "e.g. crop:4,flip)");
+    return error::UserError("augmentation '" + std::string(text) + "': " + why +
+                            " (expected none, or a comma-separated list of crop:<padding 0..64> and flip, "
+                            "e.g. crop:4,flip)");
   };
   AugmentationSpec spec;
   if (text == "none") return spec;

@@ -33,7 +33,7 @@ struct AugmentationSpec {
 };
 
 // Parses a comma-separated list of "crop:<padding>" (padding an integer 0..64) and "flip", or
-// "none". Throws std::invalid_argument naming the text and the accepted forms.
+// "none". Throws error::UserError naming the text and the accepted forms.
 AugmentationSpec parse_augmentation_spec(std::string_view text);
 
 // The transform of one row: shift (dx, dy) in [-padding, padding] and whether to mirror.

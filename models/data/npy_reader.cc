@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "error/error.h"
 #include "models/data/compressed_file.h"
 #include "models/data/zip_archive.h"
 
@@ -229,8 +230,8 @@ ArrayLayout parse_array_layout(std::string_view text) {
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   if (lower == "nchw") return ArrayLayout::kNchw;
   if (lower == "nhwc") return ArrayLayout::kNhwc;
-  throw std::invalid_argument("image layout '" + std::string(text) +
-                              "' is not known (expected nchw: (N, C, H, W), or nhwc: (N, H, W, C))");
+  throw error::UserError("image layout '" + std::string(text) +
+                         "' is not known (expected nchw: (N, C, H, W), or nhwc: (N, H, W, C))");
 }
 
 const char* to_string(ArrayLayout layout) {

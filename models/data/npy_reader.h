@@ -25,7 +25,7 @@ namespace meridian::models::data {
 // How a 4-D features array orders its axes.
 enum class ArrayLayout { kUnstated, kNchw, kNhwc };
 
-// Parses "nchw" or "nhwc" (any case). Throws std::invalid_argument naming the text and both forms.
+// Parses "nchw" or "nhwc" (any case). Throws error::UserError naming the text and both forms.
 ArrayLayout parse_array_layout(std::string_view text);
 const char* to_string(ArrayLayout layout);
 

@@ -75,15 +75,15 @@ PartitionSpec parse_partition_spec(std::string_view text) {
   if (text == "iid") return {};
   constexpr std::string_view kPrefix = "dirichlet:";
   if (!text.starts_with(kPrefix)) {
-    throw std::invalid_argument("partition \"" + std::string(text) + "\": unknown kind; " + kForms);
+    throw error::UserError("partition \"" + std::string(text) + "\": unknown kind; " + kForms);
   }
   const std::string_view number = text.substr(kPrefix.size());
   double alpha = 0;
   const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), alpha);
   if (number.empty() || ec != std::errc() || end != number.data() + number.size() || !std::isfinite(alpha) ||
       alpha <= 0) {
-    throw std::invalid_argument("partition \"" + std::string(text) + "\": alpha \"" + std::string(number) +
-                                "\" is not a number > 0; " + kForms);
+    throw error::UserError("partition \"" + std::string(text) + "\": alpha \"" + std::string(number) +
+                           "\" is not a number > 0; " + kForms);
   }
   return {PartitionSpec::Kind::kDirichlet, alpha};
 }

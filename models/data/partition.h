@@ -26,7 +26,7 @@ struct PartitionSpec {
 };
 
 // Parses "iid" or "dirichlet:<alpha>" with alpha a finite number > 0 (e.g. "dirichlet:0.5").
-// Throws std::invalid_argument naming the text and the accepted forms.
+// Throws error::UserError naming the text and the accepted forms.
 PartitionSpec parse_partition_spec(std::string_view text);
 
 // The site (0..sites-1) of every row of a dataset with these labels: a function of (labels, spec,

@@ -365,7 +365,8 @@ TEST_CASE("a dts entry without a delay or period runs D = 2, P = 16", "[cli][sim
   const auto shape_of = [](const std::string& entry, bool shared_delay, bool shared_period) {
     meridian::daemon::SiteConfig config;
     std::string error;
-    apply_algorithm_variant(parse_algorithm_variant(entry).variant, config, shared_delay, shared_period, error);
+    error = apply_algorithm_variant(parse_algorithm_variant(entry).variant, config, shared_delay, shared_period)
+                .value_or("");
     REQUIRE(error.empty());
     return std::pair{config.delay, config.period};
   };
@@ -386,7 +387,7 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
   config.delay = 1;
   config.tau = 3;
   std::string error;
-  apply_algorithm_variant(parsed.variant, config, false, false, error);
+  error = apply_algorithm_variant(parsed.variant, config, false, false).value_or("");
   CHECK(error.empty());
   CHECK(config.algo == "dts");
   CHECK(config.delay == 4);
@@ -397,20 +398,21 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
   // compression=topk:F keeps its own ':'; compensation is a text knob.
   const auto topk = parse_algorithm_variant("dts:delay=8:compression=topk:0.05:compensation=off");
   REQUIRE(topk.error.empty());
-  apply_algorithm_variant(topk.variant, config, false, false, error);
+  error = apply_algorithm_variant(topk.variant, config, false, false).value_or("");
   CHECK(error.empty());
   CHECK(config.compression == "topk:0.05");
   CHECK(config.compensation == "off");
   CHECK(config.delay == 8);
-  apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config, false,
-                          false, error);
+  error = apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config,
+                                  false, false)
+              .value_or("");
   CHECK(error.empty());
   CHECK(config.exchange == "direct");
   CHECK_THAT(parse_algorithm_variant("dts:compression=fp16:0.05").error, Catch::Contains("not KNOB=VALUE"));
   CHECK_THAT(parse_algorithm_variant("dts:speed=4").error, Catch::Contains("unknown knob 'speed'"));
   CHECK_THAT(parse_algorithm_variant("dts:delay").error, Catch::Contains("not KNOB=VALUE"));
   CHECK_THAT(parse_algorithm_variant("dts:delay=").error, Catch::Contains("has no value"));
-  apply_algorithm_variant(parse_algorithm_variant("sgp:tau=two").variant, config, false, false, error);
+  error = apply_algorithm_variant(parse_algorithm_variant("sgp:tau=two").variant, config, false, false).value_or("");
   CHECK_THAT(error, Catch::Contains("tau 'two' is not a whole number"));
 
   SimulationOptions o;
@@ -432,17 +434,20 @@ TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed 
         "outer-lr, outer-momentum");
   meridian::daemon::SiteConfig config;
   std::string error;
-  apply_algorithm_variant(parse_algorithm_variant("diloco:period=64:fragments=4:outer-lr=1").variant, config, false,
-                          false, error);
+  error = apply_algorithm_variant(parse_algorithm_variant("diloco:period=64:fragments=4:outer-lr=1").variant, config,
+                                  false, false)
+              .value_or("");
   REQUIRE(error.empty());
   const auto& options = config.algorithm_options;
   CHECK(options.whole(*meridian::daemon::algorithms::find_algorithm_option("fragments")) == 4);
   CHECK(options.real(*meridian::daemon::algorithms::find_algorithm_option("outer-lr")) == 1.0);
   CHECK(config.period == 64);
   CHECK(config.delay == 2);  // diloco's default overlap: no delay given
-  apply_algorithm_variant(parse_algorithm_variant("diloco:fragments=2.5").variant, config, false, false, error);
+  error = apply_algorithm_variant(parse_algorithm_variant("diloco:fragments=2.5").variant, config, false, false)
+              .value_or("");
   CHECK(error == "--algo: 'diloco:fragments=2.5': fragments '2.5' is not a whole number");
-  apply_algorithm_variant(parse_algorithm_variant("diloco:outer-lr=fast").variant, config, false, false, error);
+  error = apply_algorithm_variant(parse_algorithm_variant("diloco:outer-lr=fast").variant, config, false, false)
+              .value_or("");
   CHECK(error == "--algo: 'diloco:outer-lr=fast': outer-lr 'fast' is not a number");
 
   // An algorithm registered by a test: its option is a knob, and only while it is registered.
@@ -455,7 +460,7 @@ TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed 
     meridian::daemon::SiteConfig toy_config;
     toy_config.name = "a";
     error.clear();
-    apply_algorithm_variant(parsed.variant, toy_config, false, false, error);
+    error = apply_algorithm_variant(parsed.variant, toy_config, false, false).value_or("");
     CHECK(error.empty());
     CHECK(toy_config.algorithm_options.real(meridian::testing::kToyStrength) == 0.25);
     CHECK(meridian::daemon::describe_algorithm(meridian::daemon::settings_of(toy_config)) == "toy, strength 0.25");

@@ -5,33 +5,31 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 
 #include "daemon/directory_lock.h"
 #include "tests/daemon/temp_dir.h"
 
 using Catch::Matchers::Contains;
 using meridian::daemon::DirectoryLock;
+using meridian::daemon::DirectoryLockError;
 using meridian::testing::TempDir;
 
 TEST_CASE("a directory is locked by one owner at a time", "[daemon][lock][unit]") {
   TempDir tmp;
   const auto dir = tmp.path() / "run";
-  std::string error;
-  auto first = DirectoryLock::acquire(dir, error);
-  REQUIRE(first);
+  std::optional<DirectoryLock> first = DirectoryLock::acquire(dir);
   CHECK(std::filesystem::is_directory(dir));
 
-  auto second = DirectoryLock::acquire(dir, error);
-  CHECK_FALSE(second);
-  CHECK_THAT(error, Contains(dir.string()) && Contains("in use by another daemon") &&
-                        Contains("(pid " + std::to_string(::getpid()) + ")"));
+  CHECK_THROWS_WITH(DirectoryLock::acquire(dir), (Contains(dir.string()) && Contains("in use by another daemon") &&
+                                                  Contains("(pid " + std::to_string(::getpid()) + ")")));
 
   // Moving keeps the lock; destroying releases it.
   auto moved = std::move(*first);
   first.reset();
-  CHECK_FALSE(DirectoryLock::acquire(dir, error));
+  CHECK_THROWS_AS(DirectoryLock::acquire(dir), DirectoryLockError);
   { auto gone = std::move(moved); }
-  CHECK(DirectoryLock::acquire(dir, error));
+  CHECK_NOTHROW(DirectoryLock::acquire(dir));
 }
 
 TEST_CASE("a daemon killed with SIGKILL leaves no stale lock", "[daemon][lock][process]") {
@@ -41,8 +39,11 @@ TEST_CASE("a daemon killed with SIGKILL leaves no stale lock", "[daemon][lock][p
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    std::string error;
-    auto lock = DirectoryLock::acquire(tmp.path(), error);
+    std::optional<DirectoryLock> lock;
+    try {
+      lock = DirectoryLock::acquire(tmp.path());
+    } catch (const DirectoryLockError&) {
+    }
     const char ok = lock ? '1' : '0';
     (void)!::write(ready[1], &ok, 1);
     ::pause();
@@ -51,22 +52,19 @@ TEST_CASE("a daemon killed with SIGKILL leaves no stale lock", "[daemon][lock][p
   char ok = 0;
   REQUIRE(::read(ready[0], &ok, 1) == 1);
   REQUIRE(ok == '1');
-  std::string error;
-  CHECK_FALSE(DirectoryLock::acquire(tmp.path(), error));
-  CHECK_THAT(error, Contains("(pid " + std::to_string(child) + ")"));
+  CHECK_THROWS_WITH(DirectoryLock::acquire(tmp.path()), (Contains("(pid " + std::to_string(child) + ")")));
 
   ::kill(child, SIGKILL);
   int status = 0;
   ::waitpid(child, &status, 0);
   ::close(ready[0]);
   ::close(ready[1]);
-  CHECK(DirectoryLock::acquire(tmp.path(), error));
+  CHECK_NOTHROW(DirectoryLock::acquire(tmp.path()));
 }
 
 TEST_CASE("a directory that cannot be created gives a clear error", "[daemon][lock][unit]") {
   TempDir tmp;
   std::ofstream(tmp.path() / "file") << "x";
-  std::string error;
-  CHECK_FALSE(DirectoryLock::acquire(tmp.path() / "file" / "run", error));
-  CHECK_THAT(error, Contains("file/run") && Contains("Not a directory"));
+  CHECK_THROWS_WITH(DirectoryLock::acquire(tmp.path() / "file" / "run"),
+                    (Contains("file/run") && Contains("Not a directory")));
 }

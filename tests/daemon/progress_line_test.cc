@@ -48,6 +48,9 @@ TEST_CASE("bytes, rates and durations are formatted for people", "[daemon][progr
   CHECK(format_rate(5e4) == "50 kB/s");
   CHECK(format_rate(std::nan("")) == "-");
   CHECK(format_duration(0.05) == "50 ms");
+  CHECK(format_count(1, "site") == "1 site");
+  CHECK(format_count(0, "site") == "0 sites");
+  CHECK(format_count(3, "site") == "3 sites");
   CHECK(format_duration(42.9) == "42 s");
   CHECK(format_duration(192) == "3 min 12 s");
   CHECK(format_duration(3725) == "1 h 02 min");

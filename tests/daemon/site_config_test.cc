@@ -11,6 +11,7 @@
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/meridian_command.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
@@ -338,4 +339,24 @@ TEST_CASE("meridian init rejects a bad value with the option named", "[daemon][c
   const auto err = tmp.path() / "err.txt";
   CHECK(run(std::string(MERIDIAN_BINARY) + " init --name x --algo gossip 2> " + err.string()) == 1);
   CHECK_THAT(meridian::tests::file_contents(err), Contains("--algo: 'gossip' is not one of"));
+}
+
+TEST_CASE("a site listening on all interfaces without --advertise hears it from init, and start refuses before work",
+          "[daemon][config][process]") {
+  TempDir tmp;
+  const auto file = tmp.path() / "a.toml";
+  const auto init = meridian::tests::run_meridian("init --name a --out " + file.string());
+  INFO(init.output);
+  CHECK(init.exit_code == 0);  // a template may leave the address for later
+  CHECK_THAT(init.output, Contains("note: --advertise: missing: with --listen tcp://0.0.0.0:7400 (all interfaces)") &&
+                              Contains("'meridian start' refuses the file until it is set"));
+  const auto start = meridian::tests::run_meridian("start --config " + file.string() + " --insecure --run-dir " +
+                                                   (tmp.path() / "run").string());
+  INFO(start.output);
+  CHECK(start.exit_code == 1);
+  CHECK_THAT(start.output, Contains("--advertise: missing: with --listen tcp://0.0.0.0:7400"));
+  CHECK_THAT(start.output, !Contains("data: "));  // refused before the data was read
+  const auto reachable = meridian::tests::run_meridian("init --name a --advertise tcp://10.0.0.1:7400");
+  CHECK(reachable.exit_code == 0);
+  CHECK_THAT(reachable.output, !Contains("note:"));
 }

@@ -96,7 +96,7 @@ TEST_CASE("a model on the CPU splits a step over threads in its own buffers", "[
   const float* gradients = model->gradients().data();
   model->set_threads(2);
   CHECK(model->threads() == 2);
-  CHECK_THROWS_AS(model->set_threads(0), std::invalid_argument);
+  CHECK_THROWS_AS(model->set_threads(0), meridian::error::UserError);
   CHECK(model->threads() == 2);
 
   // The two row ranges share the model's parameters and combine into its gradients (no second copy),

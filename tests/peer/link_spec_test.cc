@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "error/error.h"
 #include "peer/link_spec.h"
 
 using namespace meridian::peer;
@@ -55,7 +56,7 @@ TEST_CASE("bad link specs name the field and show a valid example", "[peer][wan]
         Case{"latency", "field \"latency\" is not key=value"}, Case{"latency=5ms,,loss=0", "empty field"},
         Case{"latency=5ms,", "empty field"}}) {
     INFO(c.text);
-    CHECK_THROWS_AS(parse_link_spec(c.text), std::invalid_argument);
+    CHECK_THROWS_AS(parse_link_spec(c.text), meridian::error::UserError);
     CHECK_THROWS_WITH(parse_link_spec(c.text), Contains(c.says) && Contains(std::string("\"") + c.text + "\""));
   }
   CHECK_THROWS_WITH(parse_link_spec("latency=120"), Contains("e.g. latency=120ms"));

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "error/error.h"
 #include "peer/partition_schedule.h"
 
 using namespace meridian::peer;
@@ -38,7 +39,7 @@ TEST_CASE("a malformed partition schedule is refused with a message naming the p
     try {
       (void)parse_partition_schedule(text);
       FAIL("accepted");
-    } catch (const std::invalid_argument& e) {
+    } catch (const meridian::error::UserError& e) {
       const std::string what = e.what();
       CHECK(what.find(problem) != std::string::npos);
       CHECK(what.find("e.g. s0,s1|s2,s3@20s+10s") != std::string::npos);

@@ -71,5 +71,5 @@ TEST_CASE("a plain link spec applies to every link; an empty one emulates nothin
   CHECK_FALSE(none.emulates());
   CHECK(none.link(0, 0).is_none());
   CHECK_FALSE(WanModel().emulates());
-  CHECK_THROWS_AS(parse_wan_spec("latency=fast"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_wan_spec("latency=fast"), meridian::error::UserError);
 }

@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "error/error.h"
 #include "models/data/image_augmentation.h"
 
 using namespace meridian::models::data;
@@ -75,7 +76,7 @@ TEST_CASE("augmentation specs parse and print", "[data][augment][unit]") {
   for (const char* bad :
        {"", "crop", "crop:", "crop:-1", "crop:65", "crop:2x", "flip,flip", "crop:1,crop:2", "rotate", "flip,"}) {
     INFO(bad);
-    CHECK_THROWS_AS(parse_augmentation_spec(bad), std::invalid_argument);
+    CHECK_THROWS_AS(parse_augmentation_spec(bad), meridian::error::UserError);
   }
   CHECK_THROWS_WITH(parse_augmentation_spec("rotate"), Contains("'rotate' is not known") && Contains("crop:4,flip"));
 }

@@ -59,7 +59,7 @@ TEST_CASE("partition specs parse, and bad ones say what is accepted", "[data][pa
   for (const char* bad : {"", "IID", "non-iid", "dirichlet", "dirichlet:", "dirichlet:0", "dirichlet:-1",
                           "dirichlet:abc", "dirichlet:0.5x", "dirichlet:inf", "dirichlet:nan"}) {
     INFO(bad);
-    CHECK_THROWS_AS(parse_partition_spec(bad), std::invalid_argument);
+    CHECK_THROWS_AS(parse_partition_spec(bad), meridian::error::UserError);
     CHECK_THROWS_WITH(parse_partition_spec(bad), Contains("\"iid\" or \"dirichlet:<alpha>\""));
   }
   CHECK_THROWS_WITH(parse_partition_spec("dirichlet:-1"), Contains("alpha \"-1\""));
