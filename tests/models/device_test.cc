@@ -2,6 +2,8 @@
 // `meridian devices` command run as a real process. These run in the CPU build too.
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <string>
 
@@ -73,9 +75,18 @@ TEST_CASE("probing this machine never throws and explains an absent device", "[m
   CHECK(cuda.device_count >= 0);
   CHECK((cuda.device_count == 0) == !cuda.reason.empty());
 #if MERIDIAN_HAVE_CUDA
-  // The runtime's own words: a device count of 0, or an error named after its enum.
+  // No driver library at all is said plainly (and only then); otherwise the runtime's own words: a
+  // device count of 0, or an error named after its enum.
   if (cuda.device_count == 0) {
-    CHECK((cuda.reason == "the CUDA runtime reports 0 devices" || cuda.reason.find("(cudaError") != std::string::npos));
+    const bool driver_present = std::filesystem::exists("/dev/nvidiactl") || [] {
+      void* library = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+      if (library != nullptr) ::dlclose(library);
+      return library != nullptr;
+    }();
+    if (!driver_present) CHECK(cuda.reason == "no NVIDIA driver (no libcuda.so.1)");
+    else
+      CHECK(
+          (cuda.reason == "the CUDA runtime reports 0 devices" || cuda.reason.find("(cudaError") != std::string::npos));
   }
 #else
   CHECK(cuda.device_count == 0);
