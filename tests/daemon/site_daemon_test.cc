@@ -191,13 +191,6 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
     CHECK(std::abs(accuracy[algo] - accuracy["allreduce"]) < 0.015);
 }
 
-// The victim comes back at once, before its peers notice the old process died: membership takes the
-// new incarnation as a death and a join (two announced views). dts runs here (windows, re-averages and
-// the first view of the returning site all have to line up); scripts/daemon-acceptance --kill runs the same
-// for allreduce, dts, sgp and dsync with four sites and compares with a clean run.
-// Two races it used to lose (docs/reliability.md): the returning site and the survivors proposing the
-// view that takes it back from different rounds, and survivors that completed the round the victim
-// died in while others abandoned it.
 TEST_CASE("a site that evaluates rarely still records its steps, without an accuracy it did not measure",
           "[daemon][process]") {
   if (!have_fashion_mnist()) {
@@ -236,6 +229,13 @@ TEST_CASE("a site that evaluates rarely still records its steps, without an accu
   CHECK_FALSE(records.back()["test_accuracy"].is_null());
 }
 
+// The victim comes back at once, before its peers notice the old process died: membership takes the
+// new incarnation as a death and a join (two announced views). dts runs here (windows, re-averages and
+// the first view of the returning site all have to line up); tests/daemon/resume_after_kill_test.cc
+// kills and resumes a site of allreduce, sgp and dsync.
+// Two races it used to lose (docs/reliability.md): the returning site and the survivors proposing the
+// view that takes it back from different rounds, and survivors that completed the round the victim
+// died in while others abandoned it.
 TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[daemon][process][fault]") {
   if (!have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
