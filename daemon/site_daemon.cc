@@ -1,6 +1,8 @@
 #include "daemon/site_daemon.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -63,6 +65,13 @@ void SiteDaemon::Impl::prepare() {
                                   : models::Shape{data.train.dim, 1, 1};
   std::vector<std::size_t> widths(config.widths.begin(), config.widths.end());
   model = models::make_model(config.model, input, data.train.classes, widths, backend, config.seed);
+  // Checkpoints carry a model file's text, so that `meridian eval` and `export` rebuild the network
+  // without it; read once, as the model was built from it now.
+  if (const auto& builtins = models::builtin_models();
+      std::find(builtins.begin(), builtins.end(), config.model) == builtins.end()) {
+    std::ifstream in(config.model, std::ios::binary);
+    model_file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   models::use_threads(*model, *backend, static_cast<std::size_t>(threads));
 
   store = std::make_unique<CheckpointStore>(
@@ -110,6 +119,7 @@ void SiteDaemon::Impl::make_transport() {
   // The tensor lengths this algorithm's peers send (daemon/algorithms/).
   const auto wire = algo.wire_limits(settings);
   if (wire.pin_model_elements) spec.validation.model_elements = model->parameters().size();
+  if (wire.pin_model_elements && wire.carries_state) spec.validation.state_elements = model->state_count();
   spec.validation.max_model_multiple = wire.max_model_multiple;
   transport = daemon_options.transport ? daemon_options.transport(spec) : make_zmq_transport(spec);
   if (!transport) throw error::InternalError("the transport factory of site '" + config.name + "' made no transport");
