@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -23,8 +24,8 @@ using meridian::testing::TempDir;
 
 namespace {
 
-// One site alone (--algo local) on a twentieth of Fashion-MNIST: a few steps of an MLP with batch norm.
-std::vector<std::string> lone_site_args() {
+// One site alone (--algo local) on a twentieth of Fashion-MNIST: a few steps of `model`.
+std::vector<std::string> lone_site_args(const std::string& model) {
   return {"--name",
           "s0",
           "--insecure",
@@ -41,7 +42,7 @@ std::vector<std::string> lone_site_args() {
           "--algo",
           "local",
           "--model",
-          "mlp-bn",
+          model,
           "--widths",
           "16",
           "--epochs",
@@ -71,12 +72,20 @@ TEST_CASE("start's checkpoints of a batch-norm model go to eval and export, and 
     return;
   }
   TempDir dir;
+  // A built-in network, and one from a model file, whose text the checkpoint must carry for eval and
+  // export to rebuild it.
+  const std::string model_text = "model tiny-bn\nflatten\nlinear 16\nbatch_norm\nrelu\nlinear classes\n";
+  const fs::path model_file = dir.path() / "tiny-bn.model";
+  std::ofstream(model_file) << model_text;
+  const bool from_file = GENERATE(false, true);
+  const std::string model = from_file ? model_file.string() : "mlp-bn";
+  INFO("--model " << model);
   const fs::path run = dir.path() / "s0";
   fs::path final_file;
   meridian::daemon::Checkpoint first;
   double accuracy = 0;
   {
-    SiteProcess site(run, lone_site_args());
+    SiteProcess site(run, lone_site_args(model));
     const int rc = site.wait_exit(std::chrono::seconds(300));
     INFO(site.log());
     REQUIRE(rc == 0);
@@ -87,6 +96,7 @@ TEST_CASE("start's checkpoints of a batch-norm model go to eval and export, and 
     final_file = result["final_checkpoint"].get<std::string>();
     first = meridian::daemon::read_checkpoint_file(final_file);
   }
+  CHECK(first.model_file == (from_file ? model_text : std::string()));
   // The running statistics are in it, trained (not the initial means 0 and variances 1).
   REQUIRE_FALSE(first.model_state.empty());
   CHECK(
@@ -101,7 +111,7 @@ TEST_CASE("start's checkpoints of a batch-norm model go to eval and export, and 
   CHECK(evaluated["test_accuracy"].get<double>() == Approx(accuracy).margin(1e-6));
 
   for (const std::string format : {"safetensors", "onnx"}) {
-    const fs::path out = dir.path() / ("model." + format);
+    const fs::path out = run / ("model." + format);
     const auto exported =
         meridian::tests::run_meridian("export " + quoted(final_file) + " --format " + format + " --out " + quoted(out));
     INFO(exported.output);
@@ -111,7 +121,7 @@ TEST_CASE("start's checkpoints of a batch-norm model go to eval and export, and 
 
   // Started again, the site resumes from its final checkpoint at the run's end: no step to take, so the
   // statistics it evaluates with and writes again are those it read back.
-  SiteProcess again(run, lone_site_args());
+  SiteProcess again(run, lone_site_args(model));
   const int rc = again.wait_exit(std::chrono::seconds(300));
   INFO(again.log());
   REQUIRE(rc == 0);
