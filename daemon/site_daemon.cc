@@ -110,8 +110,9 @@ void SiteDaemon::Impl::make_transport() {
   // Refused at join when they differ from a peer's (daemon/federation_terms.h).
   spec.terms = federation_terms(settings, *model, data.train);
   // No tensor a mixer sends is longer than four model-sized vectors (allreduce's re-average packs the
-  // parameters with Adam's two moment vectors); the cap also bounds the frames libzmq will buffer.
-  spec.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1);
+  // parameters with Adam's two moment vectors, then the normalization statistics); the cap also bounds
+  // the frames libzmq will buffer.
+  spec.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1) + model->state_count();
   // Operators (and the hostile-input test) match this against the fingerprints named in rejections.
   spdlog::info("model {}: {} parameters, wire fingerprint {:016x}", model->fingerprint(), model->parameters().size(),
                spec.validation.model_fingerprint);

@@ -81,7 +81,9 @@ void SiteDaemon::Impl::warm_buffers() {
   // emulated links and in the inbox, snapshots and mix results in the channel) and faulted each in
   // during its first steps. They are made now, while the site waits for its peers: the transport's
   // pool and the channel's spares hand them out later (heap_retention.h keeps what is freed).
-  const auto [channel_elements, share_elements] = algo.buffer_sizes(settings, model->parameter_count());
+  // Sized with the normalization statistics, which the mixes of the algorithms that average them carry.
+  const auto [channel_elements, share_elements] =
+      algo.buffer_sizes(settings, model->parameter_count() + model->state_count());
   constexpr std::size_t kBudgetBytes = std::size_t{256} << 20;
   constexpr std::size_t kChannelBuffers = 6, kTransportBuffers = 8;
   std::size_t budget = kBudgetBytes;
