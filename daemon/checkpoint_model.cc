@@ -128,8 +128,8 @@ CheckpointEvaluation evaluate_checkpoints(const std::vector<std::filesystem::pat
   auto model = model_from_checkpoint(checkpoints.front(), test, files.front().string());
   const auto mean = average_parameters(checkpoints);
   std::copy(mean.begin(), mean.end(), model->parameters().begin());
-  // The statistics of the averaged model: each site's were gathered under its own parameters, and their
-  // mean is what the algorithms that average them (dsync, allreduce, dts) converge to.
+  // The averaged model's statistics are the mean of the sites', as its parameters are: what an exact
+  // re-average of the federation would give every site (docs/algorithms.md, "Normalization statistics").
   const auto state = average_model_state(checkpoints);
   if (!state.empty()) model->write_state(state);
   out.evaluation = model->evaluate(test);

@@ -1,9 +1,9 @@
 // Host views of a model's parameters, gradients and state (batch norm's running statistics) for the
-// trainer algorithms, whose gossip/ parts
-// (DelayedMixing, PushSum, Dts, average_now) work on host spans. On a host-addressable backend (the CPU)
-// the views are the model's own buffers and pull/push do nothing, so the CPU path is exactly what it was.
-// On a device backend (CUDA) they are host copies: pull_*() copies the device buffer into the view (after
-// every operation enqueued before), push_*() copies the view back onto the device.
+// trainer algorithms, whose gossip/ parts (DelayedMixing, PushSum, Dts, average_now) work on host spans.
+// On a host-addressable backend (the CPU) the views are the model's own buffers and pull/push do
+// nothing, so the CPU path is exactly what it was. On a device backend (CUDA) they are host copies:
+// pull_*() copies the device buffer into the view (after every operation enqueued before), push_*()
+// copies the view back onto the device.
 //
 // Ownership: borrows the model, which must outlive it; owns the host copies (allocated once). Thread
 // safety: the trainer thread only.
