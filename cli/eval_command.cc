@@ -1,5 +1,5 @@
 // `meridian eval`: test accuracy and loss of a checkpoint, or of the average of several (the consensus
-// model of a federation, push-sum weights de-biased).
+// model of a federation, push-sum weights de-biased, normalization statistics averaged too).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -66,7 +66,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       "  meridian eval --checkpoint meridian-run/checkpoints/checkpoint-00000000000000000936.mrdn\n"
       "  meridian eval --checkpoint runs/a/checkpoints/X.mrdn --checkpoint runs/b/checkpoints/Y.mrdn --json\n"
       "The model is rebuilt from the checkpoint's fingerprint; several checkpoints are averaged (sgp's\n"
-      "push-sum numerators divided by their weights first) and the average is evaluated.\n"
+      "push-sum numerators divided by their weights first; batch norm's running statistics with the\n"
+      "parameters) and the average is evaluated.\n"
       "  meridian eval --checkpoint X.mrdn --test scans/test --classes benign,malignant\n"
       "--test takes the paths `meridian start` takes (docs/datasets.md); give the run's --classes, or its\n"
       "--train, whose class list and CSV scaling then apply to the test data.");

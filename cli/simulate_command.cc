@@ -231,7 +231,9 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--train-csv", s.train_csv, "csv: training file")->group(shared);
   cmd->add_option("--test-csv", s.test_csv, "csv: test file")->group(shared);
   cmd->add_option("--label-column", s.label_column, "csv: label column")->group(shared);
-  cmd->add_option("--model", s.model, "logreg | mlp | cnn")->capture_default_str()->group(shared);
+  cmd->add_option("--model", s.model, "logreg | mlp | mlp-bn | cnn | resnet8 | resnet20, or a model file")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--widths", s.widths, "Hidden widths of the mlp, e.g. 256,128 (the cnn's layers are fixed)")
       ->delimiter(',')
       ->group(shared);

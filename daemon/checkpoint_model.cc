@@ -100,6 +100,24 @@ std::vector<float> average_parameters(std::span<const Checkpoint> checkpoints) {
   return mean;
 }
 
+std::vector<float> average_model_state(std::span<const Checkpoint> checkpoints) {
+  if (checkpoints.empty()) throw CheckpointModelError("no checkpoint to average");
+  const auto& first = checkpoints.front();
+  std::vector<double> sum(first.model_state.size(), 0.0);
+  for (const auto& cp : checkpoints) {
+    if (cp.model_state.size() != sum.size()) {
+      throw CheckpointModelError("cannot average model states of " + std::to_string(sum.size()) + " and " +
+                                 std::to_string(cp.model_state.size()) + " values ('" + first.model_fingerprint +
+                                 "' and '" + cp.model_fingerprint + "')");
+    }
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += static_cast<double>(cp.model_state[i]);
+  }
+  std::vector<float> mean(sum.size());
+  const double n = static_cast<double>(checkpoints.size());
+  for (std::size_t i = 0; i < sum.size(); ++i) mean[i] = static_cast<float>(sum[i] / n);
+  return mean;
+}
+
 CheckpointEvaluation evaluate_checkpoints(const std::vector<std::filesystem::path>& files,
                                           const models::data::Dataset& test) {
   if (files.empty()) throw CheckpointModelError("no checkpoint given");
@@ -110,6 +128,10 @@ CheckpointEvaluation evaluate_checkpoints(const std::vector<std::filesystem::pat
   auto model = model_from_checkpoint(checkpoints.front(), test, files.front().string());
   const auto mean = average_parameters(checkpoints);
   std::copy(mean.begin(), mean.end(), model->parameters().begin());
+  // The averaged model's statistics are the mean of the sites', as its parameters are: what an exact
+  // re-average of the federation would give every site (docs/algorithms.md, "Normalization statistics").
+  const auto state = average_model_state(checkpoints);
+  if (!state.empty()) model->write_state(state);
   out.evaluation = model->evaluate(test);
   out.checkpoints = checkpoints.size();
   out.fingerprint = checkpoints.front().model_fingerprint;

@@ -40,6 +40,12 @@ std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoin
 // different models.
 std::vector<float> average_parameters(std::span<const Checkpoint> checkpoints);
 
+// The mean over `checkpoints` of their model state (batch norm's running statistics: a running mean and
+// a running variance average like parameters; push-sum weights do not apply, sgp keeps them local).
+// Empty for models without state. Throws CheckpointModelError when the list is empty or the checkpoints
+// hold states of different sizes.
+std::vector<float> average_model_state(std::span<const Checkpoint> checkpoints);
+
 struct CheckpointEvaluation {
   models::Evaluation evaluation;  // on the test set
   std::size_t checkpoints = 0;    // how many were averaged
@@ -49,7 +55,8 @@ struct CheckpointEvaluation {
 };
 
 // Reads every file (throws CheckpointError for an invalid one), averages their de-biased parameters
-// and evaluates the averaged model on `test`. One file evaluates that checkpoint alone.
+// and their model state, and evaluates the averaged model on `test`. One file evaluates that
+// checkpoint alone.
 CheckpointEvaluation evaluate_checkpoints(const std::vector<std::filesystem::path>& files,
                                           const models::data::Dataset& test);
 

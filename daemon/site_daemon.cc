@@ -1,6 +1,8 @@
 #include "daemon/site_daemon.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -63,6 +65,13 @@ void SiteDaemon::Impl::prepare() {
                                   : models::Shape{data.train.dim, 1, 1};
   std::vector<std::size_t> widths(config.widths.begin(), config.widths.end());
   model = models::make_model(config.model, input, data.train.classes, widths, backend, config.seed);
+  // Checkpoints carry a model file's text, so that `meridian eval` and `export` rebuild the network
+  // without it; read once, as the model was built from it now.
+  if (const auto& builtins = models::builtin_models();
+      std::find(builtins.begin(), builtins.end(), config.model) == builtins.end()) {
+    std::ifstream in(config.model, std::ios::binary);
+    model_file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   models::use_threads(*model, *backend, static_cast<std::size_t>(threads));
 
   store = std::make_unique<CheckpointStore>(
@@ -101,8 +110,9 @@ void SiteDaemon::Impl::make_transport() {
   // Refused at join when they differ from a peer's (daemon/federation_terms.h).
   spec.terms = federation_terms(settings, *model, data.train);
   // No tensor a mixer sends is longer than four model-sized vectors (allreduce's re-average packs the
-  // parameters with Adam's two moment vectors); the cap also bounds the frames libzmq will buffer.
-  spec.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1);
+  // parameters with Adam's two moment vectors, then the normalization statistics); the cap also bounds
+  // the frames libzmq will buffer.
+  spec.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1) + model->state_count();
   // Operators (and the hostile-input test) match this against the fingerprints named in rejections.
   spdlog::info("model {}: {} parameters, wire fingerprint {:016x}", model->fingerprint(), model->parameters().size(),
                spec.validation.model_fingerprint);
@@ -110,6 +120,7 @@ void SiteDaemon::Impl::make_transport() {
   // The tensor lengths this algorithm's peers send (daemon/algorithms/).
   const auto wire = algo.wire_limits(settings);
   if (wire.pin_model_elements) spec.validation.model_elements = model->parameters().size();
+  if (wire.pin_model_elements && wire.carries_state) spec.validation.state_elements = model->state_count();
   spec.validation.max_model_multiple = wire.max_model_multiple;
   transport = daemon_options.transport ? daemon_options.transport(spec) : make_zmq_transport(spec);
   if (!transport) throw error::InternalError("the transport factory of site '" + config.name + "' made no transport");

@@ -88,6 +88,8 @@ struct SiteDaemon::Impl final : ControlHandler {
   SiteData data;
   std::shared_ptr<models::Backend> backend;
   std::unique_ptr<models::Model> model;
+  std::string model_file;          // the text of the model file --model names; "" for a built-in model
+  std::vector<float> model_state;  // (state) host copy of the model's state for checkpoints
   std::unique_ptr<CheckpointStore> store;
   std::optional<Checkpoint> resume;
   std::unique_ptr<peer::FederationTransport> transport;

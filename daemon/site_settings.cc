@@ -4,12 +4,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string_view>
 
 #include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
 #include "error/error.h"
 #include "models/data/data_source.h"
+#include "models/model_factory.h"
 
 namespace meridian::daemon {
 namespace {
@@ -226,7 +228,15 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
                               std::to_string(std::max(c.site_count, 1) - 1) + " (it must be below --site-count)");
   }
 
-  one_of("model", c.model, {"logreg", "mlp", "cnn"});
+  // A built-in network or the path of a model file (docs/models.md); the file's own problems are
+  // reported when the model is built from it, with the line.
+  if (const auto& builtins = models::builtin_models();
+      std::find(builtins.begin(), builtins.end(), c.model) == builtins.end() &&
+      !std::filesystem::is_regular_file(c.model)) {
+    std::string names;
+    for (const auto& b : builtins) names += (names.empty() ? "" : ", ") + b;
+    problem("model", "'" + c.model + "' is not one of " + names + ", nor a model file");
+  }
   if (c.model == "mlp" && c.widths.empty())
     problem("widths", "missing: the mlp needs hidden layer widths (e.g. 256,128)");
   for (int w : c.widths) {

@@ -49,6 +49,14 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   v.algorithm = algo.name();
   v.start_round = start_round;
   v.end_round = end_round;
+  // What `meridian eval` and `meridian export` need besides the parameters, as `meridian train --save`
+  // writes it: batch norm's running statistics, the inputs' standardization and the model file's text.
+  model_state.resize(model->state_count());
+  if (!model_state.empty()) model->read_state(model_state);
+  v.model_state = model_state;
+  v.input_mean = data.train.standardization.mean;
+  v.input_stddev = data.train.standardization.stddev;
+  v.model_file = model_file;
   const auto status = store->write(v);
   for (const auto& w : status.warnings) spdlog::warn("{}", w);
   if (!status.ok) {
@@ -73,7 +81,9 @@ void SiteDaemon::Impl::warm_buffers() {
   // emulated links and in the inbox, snapshots and mix results in the channel) and faulted each in
   // during its first steps. They are made now, while the site waits for its peers: the transport's
   // pool and the channel's spares hand them out later (heap_retention.h keeps what is freed).
-  const auto [channel_elements, share_elements] = algo.buffer_sizes(settings, model->parameter_count());
+  // Sized with the normalization statistics, which the mixes of the algorithms that average them carry.
+  const auto [channel_elements, share_elements] =
+      algo.buffer_sizes(settings, model->parameter_count() + model->state_count());
   constexpr std::size_t kBudgetBytes = std::size_t{256} << 20;
   constexpr std::size_t kChannelBuffers = 6, kTransportBuffers = 8;
   std::size_t budget = kBudgetBytes;
@@ -130,7 +140,21 @@ void SiteDaemon::Impl::train() {
   models::data::BatchOrder order(data.train.rows, data_seed(), position);
   auto algorithm = algo.make_trainer(algorithms::TrainerContext{
       settings, *model, backend, channel, schedule_of(settings, data.steps_per_epoch, end_round - start_round)});
-  if (resumed) algorithm->restore(*resume);
+  if (resumed) {
+    algorithm->restore(*resume);
+    // Every algorithm's trainer reads the statistics from the model when it mixes them, so restoring
+    // them in the model is enough. A checkpoint written before `start` saved them has none: the model
+    // keeps its initial ones, with a warning (the fingerprint, which counts them, matched already).
+    if (resume->model_state.size() == model->state_count()) {
+      if (!resume->model_state.empty()) model->write_state(resume->model_state);
+    } else if (resume->model_state.empty()) {
+      spdlog::warn("the checkpoint holds no normalization statistics; this model's {} start from their initial values",
+                   model->state_count());
+    } else {
+      throw CheckpointError("checkpoint model state holds " + std::to_string(resume->model_state.size()) +
+                            " values, this model needs " + std::to_string(model->state_count()));
+    }
+  }
   resume.reset();
 
   const std::size_t batch = static_cast<std::size_t>(config.batch);

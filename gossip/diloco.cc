@@ -19,10 +19,11 @@ std::string diloco_wire_name(const CompressionSpec& wire) {
   return to_string(wire);
 }
 
-Diloco::Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params)
+Diloco::Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params, std::span<float> stats)
     : config_(config),
       channel_(channel),
       params_(params),
+      stats_(stats),
       fragments_(params.size(), config.inner_steps, config.fragments),
       global_(params.begin(), params.end()),
       momentum_(params.size(), 0.0f) {
@@ -128,7 +129,7 @@ void Diloco::reaverage(std::uint64_t k) {
   buf.resize(2 * n);
   std::copy(global_.begin(), global_.end(), buf.begin());
   std::copy(momentum_.begin(), momentum_.end(), buf.begin() + static_cast<std::ptrdiff_t>(n));
-  const MixReport report = average_now(channel_, k, buf, config_.wait_timeout, RoundTag::kReaverage);
+  const MixReport report = average_now(channel_, k, buf, stats_, config_.wait_timeout, RoundTag::kReaverage);
   for (std::size_t i = 0; i < n; ++i) {
     // θ keeps its distance from θ_g: the local progress since the last sync rides on the agreed θ_g.
     params_[i] += buf[i] - global_[i];

@@ -38,6 +38,9 @@
 // outstanding exchange is applied and (θ_g, m) are replaced by their exact mean over the view
 // (RoundTag::kReaverage), and θ moves with θ_g (θ ← θ + new θ_g − old θ_g): a site that returns with a
 // stale θ_g or m then agrees with the others again. The error-feedback residuals stay each site's own.
+// The model's normalization statistics (`stats`, may be empty) travel with that re-average and are
+// replaced by their exact mean; between view changes they stay local (syncs carry pseudo-gradients).
+// Outside this re-average they never leave the site: the papers' outer step knows no buffers.
 //
 // Steps are absolute (a site may start or resume at any k the others are at). Errors: what MixChannel
 // throws (MixError when an exchange cannot complete, the communication side's errors).
@@ -77,7 +80,8 @@ class Diloco {
  public:
   // θ_g starts as a copy of `params`, m at zero. Throws error::UserError for a knob outside its
   // range (above), F > params.size(), or a top-k wire.
-  Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params);
+  // `stats`: the normalization statistics the re-average carries (borrowed, like params).
+  Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params, std::span<float> stats = {});
 
   // Call after inner step k (consecutive k): applies the exchanges due (those of the syncs after steps
   // s <= k − τ), runs a re-average that a view change made due, and starts the sync of the fragment
@@ -122,6 +126,7 @@ class Diloco {
   DilocoConfig config_;
   MixChannel& channel_;
   std::span<float> params_;  // θ
+  std::span<float> stats_;   // the normalization statistics
   DilocoFragments fragments_;
   std::vector<float> global_;            // (n) θ_g
   std::vector<float> momentum_;          // (n) m

@@ -24,8 +24,9 @@ std::optional<DtsCompensation> parse_dts_compensation(const std::string& text) {
   return std::nullopt;
 }
 
-Dts::Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer)
-    : config_(config), channel_(channel), params_(params), u_(momentum_buffer) {
+Dts::Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer,
+         std::span<float> stats)
+    : config_(config), channel_(channel), params_(params), u_(momentum_buffer), stats_(stats) {
   if (config_.period == 0) throw error::UserError("dts: period P must be at least 1");
   if (!(config_.momentum >= 0.0 && config_.momentum < 1.0)) throw error::UserError("dts: momentum must be in [0, 1)");
   if (config_.momentum != 0.0 && u_.size() != params_.size())
@@ -89,6 +90,10 @@ void Dts::take_mean_since(const Window& window, const std::vector<float>& mean) 
     params_[i] += static_cast<float>(dw - window.beta * du);
     if (momentum) u_[i] += static_cast<float>(window.mpow * du);
   }
+  // The statistics follow no update rule of their own here: their mean at s replaces their value at s.
+  const std::size_t at = momentum ? 2 * n : n;
+  for (std::size_t i = 0; i < stats_.size(); ++i)
+    stats_[i] += static_cast<float>(double(mean[at + i]) - double(window.local[at + i]));
 }
 
 bool Dts::periodic_reaverage_at(std::uint64_t k) const {
@@ -132,7 +137,7 @@ void Dts::reaverage(std::uint64_t k) {
   apply_through(UINT64_MAX);
   MixReport report;
   if (config_.momentum == 0.0) {
-    report = average_now(channel_, k, params_, config_.wait_timeout, RoundTag::kReaverage);
+    report = average_now(channel_, k, params_, stats_, config_.wait_timeout, RoundTag::kReaverage);
   } else {
     // The momentum buffer too, as one tensor (n weights, then n momenta): after the exact corrections
     // the buffers are equal in exact arithmetic as well, except on a site that came back from a
@@ -142,7 +147,7 @@ void Dts::reaverage(std::uint64_t k) {
     both.resize(2 * n);
     std::copy(params_.begin(), params_.end(), both.begin());
     std::copy(u_.begin(), u_.end(), both.begin() + static_cast<std::ptrdiff_t>(n));
-    report = average_now(channel_, k, both, config_.wait_timeout, RoundTag::kReaverage);
+    report = average_now(channel_, k, both, stats_, config_.wait_timeout, RoundTag::kReaverage);
     std::copy(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(n), params_.begin());
     std::copy(both.begin() + static_cast<std::ptrdiff_t>(n), both.end(), u_.begin());
     channel_.recycle(std::move(both));
@@ -165,6 +170,7 @@ void Dts::close_window(std::uint64_t k, std::span<const float> grad, double lr, 
     // mean in as a correction D steps later (take_mean_since).
     w.local.assign(params_.begin(), params_.end());
     if (config_.momentum != 0.0) w.local.insert(w.local.end(), u_.begin(), u_.end());
+    w.local.insert(w.local.end(), stats_.begin(), stats_.end());
   } else {
     switch (payload_of(config_)) {
       case Payload::kWindowW: w.local.assign(window_w_.begin(), window_w_.end()); break;

@@ -40,6 +40,11 @@
 // step is such a window start (it starts or rejoins there) did not close the window before it and
 // leaves the periodic re-average due there to the sites that did.
 //
+// Normalization statistics (`stats`, the model's batch norm running statistics; may be empty) are
+// local between re-averages: windows carry only displacements, which the statistics do not have. Every
+// re-average carries them after the weights (and momentum) and replaces them by their exact mean; one
+// that travels with a window takes their mean in as a correction like the weights', s ← s + Δs.
+//
 // Checkpoints: the weights and the momentum buffer are the whole state worth saving. Corrections in
 // flight are lost with a crash; the restarted site rejoins, which changes the view, and the re-average
 // after every view change brings it back in line.
@@ -85,10 +90,12 @@ struct DtsConfig {
 
 class Dts {
  public:
-  // `momentum_buffer` must have params.size() elements when config.momentum != 0 (else it is unused).
+  // `momentum_buffer` must have params.size() elements when config.momentum != 0 (else it is unused);
+  // `stats` are the normalization statistics that re-averages carry (see above), borrowed like params.
   // Throws error::UserError for P = 0 or m outside [0, 1), error::InternalError for a mis-sized momentum
   // buffer.
-  Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer);
+  Dts(DtsConfig config, MixChannel& channel, std::span<float> params, std::span<float> momentum_buffer,
+      std::span<float> stats = {});
 
   // Step k (consecutive k; a site may start or resume at any k the others are at) with the local gradient and learning
   // rate: corrections due, a pending re-average, the local update, and the window's average started when it closes.
@@ -135,6 +142,7 @@ class Dts {
   MixChannel& channel_;
   std::span<float> params_;
   std::span<float> u_;
+  std::span<float> stats_;
   std::vector<float> window_w_;  // (n) Σ γ_t U_t over the open window
   std::vector<float> window_u_;  // (n) the open window's own momentum
   std::uint32_t window_len_ = 0;

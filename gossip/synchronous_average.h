@@ -16,4 +16,9 @@ namespace meridian::gossip {
 MixReport average_now(MixChannel& channel, std::uint64_t step, std::span<float> grad, std::chrono::milliseconds timeout,
                       RoundTag tag = RoundTag::kMix);
 
+// The same for `head` and `tail` averaged as one tensor, head's elements first (the parameters or
+// the gradient, then the model's normalization statistics). With an empty tail it is the call above.
+MixReport average_now(MixChannel& channel, std::uint64_t step, std::span<float> head, std::span<float> tail,
+                      std::chrono::milliseconds timeout, RoundTag tag = RoundTag::kMix);
+
 }  // namespace meridian::gossip

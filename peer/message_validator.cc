@@ -21,12 +21,20 @@ std::optional<Rejection> MessageValidator::check(const std::string& sender, cons
                      "model fingerprint " + hex(h.model_fingerprint) + ", ours is " + hex(policy_.model_fingerprint)};
   if (!is_mixer_kind(h.kind) || h.chunk_index != 0) return std::nullopt;
 
-  const bool whole_models = policy_.model_elements != 0 && h.total % policy_.model_elements == 0 &&
-                            h.total / policy_.model_elements >= 1 &&
-                            h.total / policy_.model_elements <= std::max<std::uint32_t>(1, policy_.max_model_multiple);
-  if (policy_.model_elements != 0 && !whole_models)
-    return Rejection{RejectCause::kTensorLength, "tensor of " + std::to_string(h.total) + " elements, the model has " +
-                                                     std::to_string(policy_.model_elements)};
+  const auto whole_models = [&](std::uint64_t total) {
+    return total % policy_.model_elements == 0 && total / policy_.model_elements >= 1 &&
+           total / policy_.model_elements <= std::max<std::uint32_t>(1, policy_.max_model_multiple);
+  };
+  const bool fits = policy_.model_elements != 0 &&
+                    (whole_models(h.total) || (policy_.state_elements != 0 && h.total > policy_.state_elements &&
+                                               whole_models(h.total - policy_.state_elements)));
+  if (policy_.model_elements != 0 && !fits)
+    return Rejection{
+        RejectCause::kTensorLength,
+        "tensor of " + std::to_string(h.total) + " elements, the model has " + std::to_string(policy_.model_elements) +
+            (policy_.state_elements != 0
+                 ? " parameters and " + std::to_string(policy_.state_elements) + " normalization statistics"
+                 : "")};
   if (h.offset > h.total || h.payload_elements > h.total - h.offset)
     return Rejection{RejectCause::kTensorLength, "slice [" + std::to_string(h.offset) + ", +" +
                                                      std::to_string(h.payload_elements) +

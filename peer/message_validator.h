@@ -25,6 +25,9 @@ struct ValidationPolicy {
   // P > 1 averages its window displacement and window momentum together); its length must then be
   // model_elements × k for some k in [1, max_model_multiple].
   std::uint32_t max_model_multiple = 1;
+  // The model's normalization statistics (models::Model::state()), which some tensors carry after
+  // their model-sized vectors: a length of model_elements × k + state_elements is accepted too. 0: none.
+  std::uint64_t state_elements = 0;
   // Push-sum weight shares must be finite and in [min_weight, max_weight].
   double min_weight = 1e-30;
   double max_weight = 1e6;

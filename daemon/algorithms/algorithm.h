@@ -50,6 +50,7 @@ using OptionGiven = std::function<bool(std::string_view option)>;
 struct WireLimits {
   bool pin_model_elements = true;        // every tensor is a multiple of the model's length
   std::uint32_t max_model_multiple = 1;  // ... of at most this many model lengths
+  bool carries_state = false;            // ... possibly followed by the model's state (models::Model::state())
 };
 
 // The model-sized buffers a site makes before training (SiteDaemon's buffer warming), in floats.

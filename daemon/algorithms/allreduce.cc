@@ -16,9 +16,14 @@ class AllReduceTrainer final : public OptimizerTrainer {
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // Synchronous copies on a GPU, not a background snapshot: the average of this step's gradient is
     // needed before this step's optimizer update, so there is no compute to hide the copy behind.
+    // The normalization statistics ride along with the gradient, so that every site keeps the same
+    // running statistics too (PyTorch's DistributedDataParallel keeps them equal by broadcasting rank
+    // 0's; the mean is the symmetric rule). A model without them sends the gradient alone, as before.
     mirror_.pull_gradients();
-    const auto report = gossip::average_now(channel_, k, mirror_.gradients(), timeout_);
+    mirror_.pull_state();
+    const auto report = gossip::average_now(channel_, k, mirror_.gradients(), mirror_.state(), timeout_);
     mirror_.push_gradients();
+    mirror_.push_state();
     abandoned_ += report.abandoned;
     optimizer_step(local_step);
     // Every site sees the view change at the same round (views are announced ahead; an abandoned round
@@ -31,23 +36,30 @@ class AllReduceTrainer final : public OptimizerTrainer {
   std::uint64_t rounds_abandoned() const override { return abandoned_; }
 
  private:
-  // Parameters and optimizer state averaged as one tensor: the ring's all-gather hands every site the
-  // same bits, so the replicas are identical again even after a site came back from a checkpoint.
+  // Parameters, optimizer state and normalization statistics averaged as one tensor (in that order):
+  // the ring's all-gather hands every site the same bits, so the replicas are identical again even
+  // after a site came back from a checkpoint.
   void reaverage(std::uint64_t k) {
     mirror_.pull_parameters();
+    mirror_.pull_state();
     auto params = mirror_.parameters();
     auto state = host_state();
+    auto stats = mirror_.state();
     gossip::MixJob job{k, gossip::RoundTag::kReaverage, channel_.buffer(), 1.0};
-    job.data.resize(params.size() + state.size());
-    std::copy(params.begin(), params.end(), job.data.begin());
-    std::copy(state.begin(), state.end(), job.data.begin() + static_cast<std::ptrdiff_t>(params.size()));
+    job.data.assign(params.begin(), params.end());
+    job.data.insert(job.data.end(), state.begin(), state.end());
+    job.data.insert(job.data.end(), stats.begin(), stats.end());
     channel_.submit(std::move(job), timeout_);
     auto result = channel_.wait(k, gossip::RoundTag::kReaverage, timeout_);
     abandoned_ += result.report.abandoned;
-    std::copy(result.data.begin(), result.data.begin() + static_cast<std::ptrdiff_t>(params.size()), params.begin());
-    std::copy(result.data.begin() + static_cast<std::ptrdiff_t>(params.size()), result.data.end(), state.begin());
+    const auto state_at = result.data.begin() + static_cast<std::ptrdiff_t>(params.size());
+    const auto stats_at = state_at + static_cast<std::ptrdiff_t>(state.size());
+    std::copy(result.data.begin(), state_at, params.begin());
+    std::copy(state_at, stats_at, state.begin());
+    std::copy(stats_at, result.data.end(), stats.begin());
     channel_.recycle(std::move(result.data));
     mirror_.push_parameters();
+    mirror_.push_state();
     if (mirror_.mirrored()) optimizer_.write_state(state);
   }
 
@@ -66,7 +78,8 @@ class AllReduce final : public Algorithm {
   }
   std::string describe_knobs(const SiteSettings&) const override { return ""; }
   // The re-average packs parameters and optimizer state (Adam: two moment vectors) into one tensor,
-  // which is no whole multiple of the model's length.
+  // which is no whole multiple of the model's length; the gradient average and the re-average end with
+  // the normalization statistics.
   WireLimits wire_limits(const SiteSettings&) const override { return {false, 1}; }
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
     return {parameters, parameters};

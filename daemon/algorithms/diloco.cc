@@ -62,16 +62,23 @@ gossip::DilocoConfig config_of(const SiteSettings& s) {
 class DilocoTrainer final : public OptimizerTrainer {
  public:
   explicit DilocoTrainer(const TrainerContext& context)
-      : OptimizerTrainer(context), diloco_(config_of(context.settings), context.channel, mirror_.parameters()) {}
+      : OptimizerTrainer(context),
+        diloco_(config_of(context.settings), context.channel, mirror_.parameters(), mirror_.state()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     optimizer_step(local_step);
     // On a device the parameters come down and go back up only at the steps that sync or apply an
     // exchange: every H/F steps, not every step.
     const bool touches = diloco_.touches_parameters(k);
-    if (touches) mirror_.pull_parameters();
+    if (touches) {
+      mirror_.pull_parameters();
+      mirror_.pull_state();  // a re-average after a view change carries the normalization statistics
+    }
     diloco_.after_step(k);
-    if (touches) mirror_.push_parameters();
+    if (touches) {
+      mirror_.push_parameters();
+      mirror_.push_state();
+    }
   }
   void finish() override {
     mirror_.pull_parameters();
@@ -134,8 +141,9 @@ class Diloco final : public Algorithm {
     return out;
   }
   // Exchanges carry a fragment's pseudo-gradient (n/F floats, no multiple of the model's length when
-  // F > 1); the re-average after a view change carries (θ_g, m), two model lengths.
-  WireLimits wire_limits(const SiteSettings& s) const override { return {fragments_of(s) == 1, 2}; }
+  // F > 1); the re-average after a view change carries (θ_g, m), two model lengths, and the
+  // normalization statistics.
+  WireLimits wire_limits(const SiteSettings& s) const override { return {fragments_of(s) == 1, 2, true}; }
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
     return {2 * parameters, parameters};
   }

@@ -14,16 +14,26 @@ class DsyncTrainer final : public OptimizerTrainer {
   explicit DsyncTrainer(const TrainerContext& context)
       : OptimizerTrainer(context),
         store_(parameter_store(context.model)),
-        mixing_(mixing_of(context.settings), context.channel, *store_) {}
+        // The normalization statistics travel with the parameters (after them in every snapshot and
+        // re-average) and are compensated the same way: DS-Sync averages the model's buffers too.
+        mixing_(mixing_of(context.settings), context.channel, *store_, mirror_.state()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // On a GPU with D > 0, step k − 1's snapshot was copied while this step's forward and backward pass
     // ran; it is handed over before the optimizer writes the parameters. Nothing to do on the CPU.
     mixing_.before_update();
     optimizer_step(local_step);
+    // On a device the statistics come down for the mix and go back up with what it applied (a copy of
+    // a few floats per channel; nothing for a model without them, and nothing on the CPU).
+    mirror_.pull_state();
     mixing_.after_step(k);
+    mirror_.push_state();
   }
-  void finish() override { mixing_.finish(); }
+  void finish() override {
+    mirror_.pull_state();
+    mixing_.finish();
+    mirror_.push_state();
+  }
   std::uint64_t staleness() const override { return mixing_.in_flight(); }
   std::uint64_t rounds_abandoned() const override { return mixing_.abandoned_rounds(); }
 
@@ -56,7 +66,8 @@ class Dsync final : public Algorithm {
   std::string describe_knobs(const SiteSettings& s) const override {
     return "grid " + s.options.grid + ", D = " + std::to_string(s.options.delay);
   }
-  WireLimits wire_limits(const SiteSettings&) const override { return {}; }
+  // Every mix and re-average carries the parameters, then the normalization statistics.
+  WireLimits wire_limits(const SiteSettings&) const override { return {true, 1, true}; }
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
     return {parameters, parameters};
   }

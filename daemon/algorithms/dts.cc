@@ -19,7 +19,8 @@ class DtsTrainer final : public TrainerAlgorithm {
         schedule_(context.schedule),
         weight_decay_(static_cast<float>(context.settings.options.weight_decay)),
         momentum_buffer_(with_momentum(context.settings) ? context.model.parameters().size() : 0),
-        dts_(config_of(context.settings), context.channel, mirror_.parameters(), momentum_buffer_) {}
+        // Re-averages carry the normalization statistics (gossip/dts.h).
+        dts_(config_of(context.settings), context.channel, mirror_.parameters(), momentum_buffer_, mirror_.state()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // Synchronous copies on a GPU, not a background snapshot: gossip::Dts updates and snapshots the
@@ -32,16 +33,22 @@ class DtsTrainer final : public TrainerAlgorithm {
       const auto w = mirror_.parameters();
       for (std::size_t i = 0; i < g.size(); ++i) g[i] += weight_decay_ * w[i];
     }
+    mirror_.pull_state();
     dts_.step(k, g, schedule_.at(local_step));
     mirror_.push_parameters();
+    mirror_.push_state();
   }
   void finish() override {
+    mirror_.pull_state();
     dts_.finish();
     mirror_.push_parameters();
+    mirror_.push_state();
   }
   void finish_stopped() override {
+    mirror_.pull_state();
     dts_.stop();
     mirror_.push_parameters();
+    mirror_.push_state();
   }
   std::uint64_t staleness() const override { return dts_.in_flight(); }
   std::uint64_t rounds_abandoned() const override { return dts_.abandoned_rounds(); }
@@ -109,8 +116,9 @@ class Dts final : public Algorithm {
     return out;
   }
   // With momentum, the re-average and every window (P > 1) carry the weights and the momentum buffer
-  // as one tensor of two model-sized vectors (gossip/dts.h).
-  WireLimits wire_limits(const SiteSettings& s) const override { return {true, with_momentum(s) ? 2u : 1u}; }
+  // as one tensor of two model-sized vectors (gossip/dts.h); a re-average ends with the normalization
+  // statistics.
+  WireLimits wire_limits(const SiteSettings& s) const override { return {true, with_momentum(s) ? 2u : 1u, true}; }
   // A window carries the weights' and the momentum's displacement; the direct exchange sends and
   // receives whole windows, so its shares on the links are as long.
   BufferSizes buffer_sizes(const SiteSettings& s, std::size_t parameters) const override {

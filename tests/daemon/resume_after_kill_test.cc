@@ -1,6 +1,7 @@
-// Resuming after SIGKILL, for every algorithm but dts (site_daemon_test.cc restarts a dts site):
-// three real `meridian start` processes on 127.0.0.1, one of them killed with SIGKILL mid-run and
-// started again at once on the same run directory, as an operator's supervisor would. The returning
+// Resuming after SIGKILL, for every algorithm but dts (site_daemon_test.cc restarts a dts site), dsync
+// on a network with batch norm: three real `meridian start` processes on 127.0.0.1, one of them killed
+// with SIGKILL mid-run and started again at once on the same run directory, as an operator's
+// supervisor would. The returning
 // site must resume from its newest checkpoint (not from round 0), rejoin its peers, and every site
 // must end at the run's last round with a model as good as a run without the fault gives.
 // scripts/daemon-acceptance --kill does the same with four sites and whole epochs, outside the suite.
@@ -70,6 +71,13 @@ std::vector<std::string> site_args(int index, const std::string& algo) {
           "0.5"};
 }
 
+// dsync runs a network with batch norm: its running statistics go through the checkpoint, the resume
+// and the rejoin's re-average with the parameters.
+std::vector<std::string> model_args(const std::string& algo) {
+  if (algo == "dsync") return {"--model", "mlp-bn", "--widths", "32"};
+  return {};
+}
+
 nlohmann::json result_of(const SiteProcess& site) {
   return nlohmann::json::parse(meridian::tests::file_contents(site.run_dir() / "result.json"));
 }
@@ -95,6 +103,7 @@ TEST_CASE("a SIGKILLed site of allreduce, sgp or dsync resumes from its checkpoi
     std::vector<std::unique_ptr<SiteProcess>> sites;
     for (int i = 0; i < 3; ++i) {
       auto args = site_args(i, algo);
+      for (const auto& a : model_args(algo)) args.push_back(a);
       if (i > 0) args.insert(args.end(), {"--join", sites[0]->endpoint()});
       sites.push_back(std::make_unique<SiteProcess>(dir.path() / ("s" + std::to_string(i)), args));
     }
@@ -110,6 +119,7 @@ TEST_CASE("a SIGKILLed site of allreduce, sgp or dsync resumes from its checkpoi
 
     const auto old_log = victim->log();
     auto args = site_args(2, algo);
+    for (const auto& a : model_args(algo)) args.push_back(a);
     args.insert(args.end(), {"--join", sites[0]->endpoint()});
     sites[2] = std::make_unique<SiteProcess>(victim->run_dir(), args);
     // Every site's exit first, then the checks: a failure then shows all three logs, not only the first.
@@ -141,7 +151,9 @@ TEST_CASE("a SIGKILLed site of allreduce, sgp or dsync resumes from its checkpoi
       const auto other = meridian::daemon::read_checkpoint_file(files[i]);
       CHECK(other.step == reference.step);
       CHECK(other.algorithm == algo);
+      CHECK(other.model_state.size() == reference.model_state.size());
     }
+    if (algo == "dsync") CHECK_FALSE(killed_at.model_state.empty());
     static const auto test_set = meridian::models::data::load_fashion_mnist(kFashionMnist, false);
     const double accuracy = meridian::daemon::evaluate_checkpoints(files, test_set).evaluation.accuracy;
     INFO(algo << " accuracy of the averaged final models " << accuracy);

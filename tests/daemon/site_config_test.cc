@@ -236,7 +236,8 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.robust_clip = -1; }, "--robust-clip: must be 0 (off) or positive"},
       {[](SiteConfig& c) { c.robust_trim = -1; }, "--robust-trim:"},
       {[](SiteConfig& c) { c.byzantine_scale = -2; }, "--byzantine-scale: must be 0 (an honest site) or positive"},
-      {[](SiteConfig& c) { c.model = "resnet"; }, "--model: 'resnet' is not one of logreg, mlp, cnn"},
+      {[](SiteConfig& c) { c.model = "resnet"; },
+       "--model: 'resnet' is not one of logreg, mlp, mlp-bn, cnn, resnet8, resnet20, nor a model file"},
       {[](SiteConfig& c) { c.widths = {}; }, "--widths: missing: the mlp needs hidden layer widths"},
       {[](SiteConfig& c) {
          c.widths = {64, 0};

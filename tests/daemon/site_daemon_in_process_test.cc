@@ -5,6 +5,7 @@
 // (site_daemon_test.cc) cover what only processes show: signals, exit codes, TCP and CurveZMQ.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <filesystem>
@@ -336,4 +337,61 @@ TEST_CASE("an in-process site with another model is refused at join and stops wi
   CHECK(s0.control().leave().accepted);
   CHECK(s0.wait() == 0);
   CHECK_FALSE(fs::exists(dir.path() / "s0" / "result.json"));  // it never trained
+}
+
+namespace {
+
+// Two in-process sites of `algo` on an MLP with batch norm; their final checkpoints.
+std::vector<fs::path> train_batch_norm_pair(const fs::path& root, const std::string& algo) {
+  auto net = meridian::peer::InMemoryNetwork::create({});
+  std::vector<std::unique_ptr<SiteThread>> sites;
+  for (int i = 0; i < 2; ++i) {
+    auto c = site_config(root, "s" + std::to_string(i), i, 2, 0.1);
+    c.model = "mlp-bn";
+    c.widths = {16};
+    c.algo = algo;
+    // dsync (D = 0): a re-average after every step too, so that the sites end equal whatever the parity
+    // of the last step (a row step mixes both sites of the 1×2 grid, a column step neither).
+    c.reaverage_every = 1;
+    sites.push_back(
+        std::make_unique<SiteThread>(c, net, i == 0 ? std::vector<std::string>{} : std::vector<std::string>{"s0"}));
+  }
+  std::vector<fs::path> out;
+  for (auto& s : sites) {
+    const int rc = s->wait();
+    INFO(s->error());
+    REQUIRE(rc == 0);
+    REQUIRE(s->result()["completed"] == true);
+    out.push_back(s->final_checkpoint());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("allreduce and dsync average batch norm's statistics: two in-process sites end with the same bits",
+          "[cluster][daemon][in-process][norm-state]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  // allreduce averages them with every gradient; dsync with the parameters in every group mean and
+  // re-average, whose ring gives every site the same bits. Each site's own batches would leave them
+  // apart otherwise (the parameters agree either way).
+  for (const std::string algo : {"allreduce", "dsync"}) {
+    INFO(algo);
+    TempDir dir;
+    const auto files = train_batch_norm_pair(dir.path(), algo);
+    const auto a = meridian::daemon::read_checkpoint_file(files[0]);
+    const auto b = meridian::daemon::read_checkpoint_file(files[1]);
+    CHECK(a.parameters == b.parameters);
+    REQUIRE_FALSE(a.model_state.empty());
+    CHECK(a.model_state == b.model_state);
+    // Trained statistics, not the initial running means 0 and variances 1.
+    CHECK(std::any_of(a.model_state.begin(), a.model_state.end(), [](float v) { return v != 0.0f && v != 1.0f; }));
+    // The checkpoints rebuild the model with its statistics: the averaged model learnt.
+    const double accuracy = meridian::daemon::evaluate_checkpoints(files, test_set()).evaluation.accuracy;
+    INFO("accuracy " << accuracy);
+    CHECK(accuracy > 0.6);
+  }
 }

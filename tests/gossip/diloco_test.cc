@@ -549,3 +549,30 @@ TEST_CASE("diloco refuses nonsense knobs and names its wire precisions", "[gossi
   CHECK(diloco_wire_name(*parse_compression("fp16")) == "fp16");
   CHECK(diloco_wire_name(*parse_compression("int8")) == "int8");
 }
+
+TEST_CASE("diloco's re-average after a view change carries the normalization statistics; syncs leave them local",
+          "[gossip][diloco][norm-state][cluster]") {
+  // Statistics start apart (rank 0, 2, 4); the first view's re-average replaces them by their mean, 2.
+  // After it each site moves its own by its rank, and the later syncs (pseudo-gradients only) keep that.
+  const std::size_t sites = 3, dim = 4;
+  SiteCluster cluster(sites, MixerKind::kAverage);
+  DilocoConfig config;
+  config.inner_steps = 2;
+  std::vector<std::vector<float>> params(sites, std::vector<float>(dim, 1.0f)), stats(sites);
+  std::vector<std::uint64_t> reaverages(sites);
+  cluster.run([&](std::size_t r, MixChannel& channel) {
+    stats[r] = {2.0f * static_cast<float>(r), 1.0f + static_cast<float>(r)};
+    Diloco diloco(config, channel, params[r], stats[r]);
+    for (std::uint64_t k = 0; k < 6; ++k) {
+      fixed_gradient_step(r, k, params[r]);
+      diloco.after_step(k);
+      if (k == 2) stats[r][0] += static_cast<float>(r);
+    }
+    diloco.finish();
+    reaverages[r] = diloco.reaverages();
+  });
+  for (std::size_t r = 0; r < sites; ++r) {
+    CHECK(reaverages[r] == 1);
+    CHECK(stats[r] == std::vector<float>{2.0f + static_cast<float>(r), 2.0f});
+  }
+}

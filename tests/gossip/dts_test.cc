@@ -485,3 +485,42 @@ TEST_CASE("dts takes a re-average that travelled with a window in as if it had r
   for (std::size_t r = 1; r < sites; ++r)
     for (std::size_t i = 0; i < kDim; ++i) CHECK(carried_w[r][i] == Approx(carried_w[0][i]).epsilon(1e-5));
 }
+
+TEST_CASE("dts re-averages carry the normalization statistics, separately or with the window before them",
+          "[gossip][dts][norm-state][cluster]") {
+  // Each site's statistics start at its rank and drift by its own amount every step before step 6 (as
+  // running statistics follow each site's batches); the re-averages every 4 steps (with momentum, P = 2,
+  // D = 1) make them the federation's mean. All values are dyadic, so the mean is exact: 1 + 3 = 4.
+  const std::size_t sites = 3;
+  for (const bool fold : {false, true}) {
+    DtsConfig config;
+    config.delay = 1;
+    config.period = 2;
+    config.momentum = 0.9;
+    config.reaverage_every = 4;
+    config.exact_window_mean = fold;
+    SiteCluster cluster(sites, MixerKind::kAverage);
+    std::vector<std::vector<float>> stats(sites), params(sites, std::vector<float>(kDim, 1.0f));
+    std::vector<std::uint64_t> reaverages(sites);
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      std::vector<float> u(kDim, 0.0f), g(kDim);
+      stats[r] = {static_cast<float>(r), 2.0f * static_cast<float>(r)};
+      Dts dts(config, channel, params[r], u, stats[r]);
+      for (std::uint64_t k = 0; k < 12; ++k) {
+        if (k < 6) {
+          stats[r][0] += 0.25f * static_cast<float>(r + 1);
+          stats[r][1] += 0.5f * static_cast<float>(r + 1);
+        }
+        for (std::size_t i = 0; i < kDim; ++i) g[i] = gradient(k, r, i);
+        dts.step(k, g, learning_rate(k));
+      }
+      dts.finish();
+      reaverages[r] = dts.reaverages();
+    });
+    INFO((fold ? "re-averages travel with the windows" : "separate re-averages"));
+    for (std::size_t r = 0; r < sites; ++r) {
+      CHECK(reaverages[r] >= 2);
+      CHECK(stats[r] == std::vector<float>{4.0f, 8.0f});
+    }
+  }
+}

@@ -39,6 +39,26 @@ TEST_CASE("validator accepts tensors packing up to max_model_multiple model-size
   CHECK(cause(v, push_sum(22, 0.5, 150)) == RejectCause::kTensorLength);
 }
 
+TEST_CASE("validator accepts model-sized vectors followed by the model's normalization statistics",
+          "[peer][validate][norm-state][unit]") {
+  ValidationPolicy p;
+  p.model_fingerprint = 7;
+  p.model_elements = 100;
+  p.max_model_multiple = 2;
+  p.state_elements = 6;
+  MessageValidator v(p);
+  v.advance_round(20);
+  CHECK_FALSE(cause(v, push_sum(20, 0.5, 100)));
+  CHECK_FALSE(cause(v, push_sum(21, 0.5, 106)));
+  CHECK_FALSE(cause(v, push_sum(22, 0.5, 206)));
+  CHECK(cause(v, push_sum(23, 0.5, 6)) == RejectCause::kTensorLength);  // statistics alone
+  CHECK(cause(v, push_sum(24, 0.5, 105)) == RejectCause::kTensorLength);
+  CHECK(cause(v, push_sum(25, 0.5, 306)) == RejectCause::kTensorLength);
+  const auto r = v.check("s1", push_sum(26, 0.5, 112));
+  REQUIRE(r);
+  CHECK(r->detail.find("100 parameters and 6 normalization statistics") != std::string::npos);
+}
+
 TEST_CASE("validator checks fingerprint, length, weight, round window and replay", "[peer][validate][unit]") {
   ValidationPolicy p;
   p.model_fingerprint = 7;
