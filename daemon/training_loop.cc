@@ -49,6 +49,8 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   v.algorithm = algo.name();
   v.start_round = start_round;
   v.end_round = end_round;
+  v.input_mean = data.train.standardization.mean;
+  v.input_stddev = data.train.standardization.stddev;
   const auto status = store->write(v);
   for (const auto& w : status.warnings) spdlog::warn("{}", w);
   if (!status.ok) {
@@ -119,6 +121,7 @@ void SiteDaemon::Impl::train() {
     }
     run_end = end_round;
   }
+  settle_normalization(resumed);
   if (stop) return;
   state = SiteState::kTraining;
   if (transport) transport->start_partition_clock();

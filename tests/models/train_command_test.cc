@@ -90,3 +90,34 @@ TEST_CASE("meridian train takes start's names and defaults: --widths, fractional
   CHECK(old_name.exit_code == 0);
   CHECK(std::regex_search(old_name.output, std::regex("\"parameters\": 6370,")));  // 784·8 + 8 + 8·10 + 10
 }
+
+TEST_CASE("meridian train --augment trains with start's augmentation, the same batches for the same seed",
+          "[cli][train][augment][process]") {
+  if (!meridian::tests::have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
+    return;
+  }
+  auto loss = [](const Result& r) {
+    std::smatch m;
+    REQUIRE(std::regex_search(r.output, m, std::regex("\"train_loss\": ([0-9.]+)")));
+    return m[1].str();
+  };
+  const std::string common = "train --model logreg --epochs 0.05 --batch 64 --seed 7 --json";
+  const Result once = run(common + " --augment crop:2,flip"), again = run(common + " --augment crop:2,flip"),
+               plain = run(common);
+  INFO(once.output << "\n" << plain.output);
+  REQUIRE(once.exit_code == 0);
+  REQUIRE(plain.exit_code == 0);
+  CHECK(once.output.find("augment crop:2,flip") != std::string::npos);
+  CHECK(loss(once) == loss(again));  // reproducible
+  CHECK(loss(once) != loss(plain));  // and the images did change
+
+  const auto dir = std::filesystem::temp_directory_path() / ("meridian-augment-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "x,label\n1,a\n2,b\n";
+  const Result table = run("train --train " + (dir / "t.csv").string() + " --augment flip");
+  std::filesystem::remove_all(dir);
+  INFO(table.output);
+  CHECK(table.exit_code == 1);
+  CHECK(table.output.find("--augment: ") != std::string::npos);
+}

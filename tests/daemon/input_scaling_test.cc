@@ -1,0 +1,136 @@
+// One input scaling for the federation, through real `meridian start` processes on 127.0.0.1: two
+// sites with their own tables (one holds a single class of the two named by --classes) compute the
+// scaling from each other's moments. Both train with the same values to the bit, equal to the mean
+// and standard deviation of their rows pooled, and keep them in their checkpoints, so that `meridian
+// eval` gives the same accuracy whichever site's file is at hand.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "daemon/checkpoint.h"
+#include "models/data/standardization.h"
+#include "tests/daemon/site_process.h"
+#include "tests/daemon/temp_dir.h"
+#include "tests/support/meridian_command.h"
+
+namespace fs = std::filesystem;
+using meridian::testing::SiteProcess;
+using meridian::testing::TempDir;
+
+namespace {
+
+struct Table {
+  fs::path file;
+  std::vector<float> features;  // (rows, 2) as written, unscaled
+};
+
+// `rows` rows of age (around `age`) and glucose (around `glucose`), labelled by `label_of`.
+Table write_table(const fs::path& file, int rows, double age, double glucose,
+                  const std::function<std::string(int)>& label_of) {
+  fs::create_directories(file.parent_path());
+  Table t{file, {}};
+  std::ofstream out(file);
+  out << "age,glucose,diagnosis\n";
+  for (int i = 0; i < rows; ++i) {
+    const float a = static_cast<float>(age + (i * 7) % 23);
+    const float g = static_cast<float>(glucose + (i * 13) % 37 * 0.5);
+    out << a << ',' << g << ',' << label_of(i) << '\n';
+    t.features.insert(t.features.end(), {a, g});
+  }
+  return t;
+}
+
+std::vector<std::string> args_for(const std::string& name, const Table& table) {
+  return {"--name",
+          name,
+          "--insecure",
+          "--listen",
+          "tcp://127.0.0.1:0",
+          "--metrics-address",
+          "off",
+          "--threads",
+          "1",
+          "--train",
+          table.file.string(),
+          "--classes",
+          "benign,malignant",
+          "--label-column",
+          "diagnosis",
+          "--min-sites",
+          "2",
+          "--model",
+          "mlp",
+          "--widths",
+          "8",
+          "--epochs",
+          "2",
+          "--batch",
+          "8",
+          "--seed",
+          "3",
+          "--heartbeat-interval",
+          "0.2",
+          "--join-timeout",
+          "600"};
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("sites scale their inputs with the mean and deviation of all their rows, computed from each other's moments",
+          "[daemon][normalization][data][process]") {
+  TempDir dir;
+  const auto ohio = write_table(dir.path() / "ohio" / "train.csv", 40, 30, 90,
+                                [](int i) { return i % 3 == 0 ? "malignant" : "benign"; });
+  // Older patients with higher glucose, and only one class.
+  const auto utah = write_table(dir.path() / "utah" / "train.csv", 24, 60, 140, [](int) { return "malignant"; });
+
+  SiteProcess alpha(dir.path() / "alpha", args_for("alpha", ohio));
+  const std::string endpoint = alpha.endpoint();
+  REQUIRE_FALSE(endpoint.empty());
+  auto beta_args = args_for("beta", utah);
+  beta_args.insert(beta_args.end(), {"--join", endpoint});
+  SiteProcess beta(dir.path() / "beta", beta_args);
+  const int beta_exit = beta.wait_exit(std::chrono::seconds(300));
+  const int alpha_exit = alpha.wait_exit(std::chrono::seconds(300));
+  INFO("alpha:\n" << alpha.log() << "\nbeta:\n" << beta.log());
+  REQUIRE(alpha_exit == 0);
+  REQUIRE(beta_exit == 0);
+  CHECK(contains(beta.log(), "classes in this site's part: benign 0, malignant 24"));
+  CHECK(contains(alpha.log(), "classes in this site's part: benign 26, malignant 14"));
+  CHECK(contains(alpha.log(), "input scaling agreed over 2 sites (64 training rows)"));
+
+  REQUIRE_FALSE(alpha.checkpoints().empty());
+  REQUIRE_FALSE(beta.checkpoints().empty());
+  const auto a = meridian::daemon::read_checkpoint_file(alpha.checkpoints().back());
+  const auto b = meridian::daemon::read_checkpoint_file(beta.checkpoints().back());
+  CHECK(a.input_mean == b.input_mean);  // to the bit
+  CHECK(a.input_stddev == b.input_stddev);
+  std::vector<float> pooled = ohio.features;
+  pooled.insert(pooled.end(), utah.features.begin(), utah.features.end());
+  const auto expected = meridian::models::data::Standardization::fit(pooled, 2);
+  REQUIRE(a.input_mean.size() == 2);
+  for (std::size_t f = 0; f < 2; ++f) {
+    CHECK(a.input_mean[f] == Approx(expected.mean[f]).epsilon(1e-6));
+    CHECK(a.input_stddev[f] == Approx(expected.stddev[f]).epsilon(1e-6));
+  }
+
+  // The checkpoint's scaling, not the file's: either site's table gives the same evaluation.
+  const auto checkpoint = alpha.checkpoints().back().string();
+  const auto test =
+      write_table(dir.path() / "test.csv", 30, 40, 110, [](int i) { return i % 2 ? "benign" : "malignant"; });
+  auto eval = [&](const Table& train) {
+    return meridian::tests::run_meridian("eval --checkpoint " + checkpoint + " --train " + train.file.string() + " --test " +
+                                         test.file.string() +
+                                         " --classes benign,malignant --label-column diagnosis --json");
+  };
+  const auto with_ohio = eval(ohio), with_utah = eval(utah);
+  INFO(with_ohio.output << "\n" << with_utah.output);
+  REQUIRE(with_ohio.exit_code == 0);
+  CHECK(with_ohio.output == with_utah.output);
+}
