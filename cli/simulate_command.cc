@@ -232,6 +232,14 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       ->group(shared);
   cmd->add_option("--classes", s.classes, "With --train: the class list a,b,c (default: from the data)")->group(shared);
   cmd->add_option("--layout", s.layout, "With --train: axis order of 4-D NumPy features: nchw | nhwc")->group(shared);
+  cmd->add_option("--normalize", s.normalize,
+                  "Input scaling, the same on every site: auto | federation | none (docs/datasets.md)")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--input-mean", s.input_mean, "Given input scaling: each feature's or channel's mean, a,b,c")
+      ->group(shared);
+  cmd->add_option("--input-std", s.input_std, "Given input scaling: each feature's or channel's deviation, a,b,c")
+      ->group(shared);
   cmd->add_option("--augment", s.augment, "Image augmentation: none | crop:N | flip | crop:N,flip")
       ->capture_default_str()
       ->group(shared);

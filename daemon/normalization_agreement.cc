@@ -74,6 +74,10 @@ void SiteDaemon::Impl::settle_normalization(bool resumed) {
       std::vector<models::data::FeatureMoments> parts;
       for (const auto& [name, moments] : heard) {
         if (std::find(view.members.begin(), view.members.end(), name) == view.members.end()) continue;
+        // Equal terms mean equal widths; a peer that sends others is broken, and pooling cannot go on.
+        if (moments.sum.size() != data.moments.sum.size())
+          throw error::PeerError("'" + name + "' sent input statistics of " + std::to_string(moments.sum.size()) +
+                                 " features or channels, this site has " + std::to_string(data.moments.sum.size()));
         parts.push_back(moments);
       }
       const auto pooled = models::data::combine(parts);
