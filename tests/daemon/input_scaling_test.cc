@@ -5,6 +5,7 @@
 // eval` gives the same accuracy whichever site's file is at hand.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -12,12 +13,14 @@
 #include <vector>
 
 #include "daemon/checkpoint.h"
+#include "daemon/control_client.h"
 #include "models/data/standardization.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
 
 namespace fs = std::filesystem;
+using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
 
@@ -125,12 +128,66 @@ TEST_CASE("sites scale their inputs with the mean and deviation of all their row
   const auto test =
       write_table(dir.path() / "test.csv", 30, 40, 110, [](int i) { return i % 2 ? "benign" : "malignant"; });
   auto eval = [&](const Table& train) {
-    return meridian::tests::run_meridian("eval --checkpoint " + checkpoint + " --train " + train.file.string() + " --test " +
-                                         test.file.string() +
+    return meridian::tests::run_meridian("eval --checkpoint " + checkpoint + " --train " + train.file.string() +
+                                         " --test " + test.file.string() +
                                          " --classes benign,malignant --label-column diagnosis --json");
   };
   const auto with_ohio = eval(ohio), with_utah = eval(utah);
   INFO(with_ohio.output << "\n" << with_utah.output);
   REQUIRE(with_ohio.exit_code == 0);
   CHECK(with_ohio.output == with_utah.output);
+}
+
+TEST_CASE("a site that joins a running federation takes the federation's input scaling",
+          "[daemon][normalization][data][join][process]") {
+  TempDir dir;
+  auto label = [](int i) { return i % 2 ? "benign" : "malignant"; };
+  const auto ohio = write_table(dir.path() / "ohio.csv", 32, 30, 90, label);
+  const auto utah = write_table(dir.path() / "utah.csv", 32, 60, 140, label);
+  const auto iowa = write_table(dir.path() / "iowa.csv", 32, 90, 200, label);
+  // Long enough (12000 steps of a tiny model) for the third site to come while the first two train.
+  auto args = [&](const std::string& name, const Table& table) {
+    auto a = args_for(name, table);
+    a.insert(a.end(), {"--algo", "allreduce", "--eval-every", "1000000"});
+    *(std::find(a.begin(), a.end(), "--epochs") + 1) = "3000";
+    return a;
+  };
+  SiteProcess alpha(dir.path() / "alpha", args("alpha", ohio));
+  const std::string endpoint = alpha.endpoint();
+  REQUIRE_FALSE(endpoint.empty());
+  auto beta_args = args("beta", utah);
+  beta_args.insert(beta_args.end(), {"--join", endpoint});
+  SiteProcess beta(dir.path() / "beta", beta_args);
+  meridian::daemon::ControlClient control((alpha.run_dir() / "control.sock").string());
+  const bool training = eventually([&] {
+    if (alpha.exited()) return true;
+    try {
+      return control.status().state == "training";
+    } catch (const std::exception&) {
+      return false;  // the control socket is not up yet
+    }
+  });
+  INFO("alpha:\n" << alpha.log());
+  REQUIRE(training);
+  REQUIRE_FALSE(alpha.exited());
+  auto gamma_args = args("gamma", iowa);
+  gamma_args.insert(gamma_args.end(), {"--join", endpoint});
+  SiteProcess gamma(dir.path() / "gamma", gamma_args);
+  std::vector<int> codes;
+  for (auto* s : {&alpha, &beta, &gamma}) codes.push_back(s->wait_exit(std::chrono::seconds(600)));
+  INFO("beta:\n" << beta.log() << "\ngamma:\n" << gamma.log());
+  for (const int code : codes) REQUIRE(code == 0);
+  CHECK(contains(gamma.log(), "input scaling of the running federation: mean "));
+
+  // The first two sites' rows, not the newcomer's: the scaling is fixed once, before the first step.
+  const auto a = meridian::daemon::read_checkpoint_file(alpha.checkpoints().back());
+  const auto g = meridian::daemon::read_checkpoint_file(gamma.checkpoints().back());
+  CHECK(g.input_mean == a.input_mean);
+  CHECK(g.input_stddev == a.input_stddev);
+  std::vector<float> pooled = ohio.features;
+  pooled.insert(pooled.end(), utah.features.begin(), utah.features.end());
+  const auto expected = meridian::models::data::Standardization::fit(pooled, 2);
+  REQUIRE(a.input_mean.size() == 2);
+  CHECK(a.input_mean[0] == Approx(expected.mean[0]).epsilon(1e-6));
+  CHECK(a.input_stddev[1] == Approx(expected.stddev[1]).epsilon(1e-6));
 }
