@@ -191,3 +191,31 @@ TEST_CASE("a site that joins a running federation takes the federation's input s
   CHECK(a.input_mean[0] == Approx(expected.mean[0]).epsilon(1e-6));
   CHECK(a.input_stddev[1] == Approx(expected.stddev[1]).epsilon(1e-6));
 }
+
+TEST_CASE("a site that resumes keeps the input scaling of its checkpoint", "[daemon][normalization][data][process]") {
+  TempDir dir;
+  auto label = [](int i) { return i % 2 ? "benign" : "malignant"; };
+  const auto first = write_table(dir.path() / "ohio.csv", 32, 30, 90, label);
+  auto args = args_for("alpha", first);
+  *(std::find(args.begin(), args.end(), "--min-sites") + 1) = "1";
+  args.insert(args.end(), {"--algo", "local"});
+  meridian::daemon::Checkpoint before;
+  {
+    SiteProcess alpha(dir.path() / "run", args);
+    INFO(alpha.log());
+    REQUIRE(alpha.wait_exit() == 0);
+    CHECK(contains(alpha.log(), "input scaling from this site's 32 rows: mean "));
+    REQUIRE_FALSE(alpha.checkpoints().empty());
+    before = meridian::daemon::read_checkpoint_file(alpha.checkpoints().back());
+  }
+  REQUIRE(before.input_mean.size() == 2);
+  // Other rows under the same name: a resumed run must not rescale with them.
+  (void)write_table(dir.path() / "ohio.csv", 32, 70, 190, label);
+  SiteProcess again(dir.path() / "run", args);
+  INFO(again.log());
+  REQUIRE(again.wait_exit() == 0);
+  CHECK(contains(again.log(), "input scaling from the checkpoint: mean "));
+  const auto after = meridian::daemon::read_checkpoint_file(again.checkpoints().back());
+  CHECK(after.input_mean == before.input_mean);
+  CHECK(after.input_stddev == before.input_stddev);
+}
