@@ -19,7 +19,9 @@
 #include "daemon/checkpoint.h"
 #include "error/error.h"
 #include "models/data/data_source.h"
+#include "models/data/feature_moments.h"
 #include "models/data/image_augmentation.h"
+#include "models/data/normalization_spec.h"
 #include "models/data/idx_reader.h"
 #include "daemon/compute_backend.h"
 #include "error/error.h"
@@ -37,6 +39,8 @@ struct TrainOptions {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string train, test, classes, layout, label_column = "label";
   std::string augment = "none";  // as start's --augment (models/data/image_augmentation.h)
+  // As start's: a federation of one agrees with itself (models/data/normalization_spec.h).
+  std::string normalize = "auto", input_mean, input_std;
   std::string model = "mlp";
   std::vector<std::size_t> widths;
   double epochs = 5;
@@ -94,6 +98,14 @@ models::data::DataOptions data_options(const TrainOptions& o) {
     problems.push_back(std::string("--layout: ") + e.what());
   }
   try {
+    (void)models::data::parse_normalization_spec(o.normalize, o.input_mean, o.input_std);
+  } catch (const error::UserError& e) {
+    problems.push_back(std::string(o.input_mean.empty() && o.input_std.empty() ? "--normalize: " : "--input-mean: ") +
+                       e.what());
+  }
+  // Read unscaled: the scaling --normalize asks for is applied below, to both sets alike.
+  options.standardize = false;
+  try {
     (void)models::data::parse_augmentation_spec(o.augment);
   } catch (const error::UserError& e) {
     problems.push_back(std::string("--augment: ") + e.what());
@@ -149,6 +161,23 @@ int run_train(const TrainOptions& o) {
     test = std::move(both.test);
   }
   const std::string data_name = o.train.empty() ? o.dataset : o.train;
+  // Scaled as a federation of this one site would be: its own moments, or the values given.
+  const auto normalization = models::data::parse_normalization_spec(o.normalize, o.input_mean, o.input_std);
+  models::data::Standardization scaling;
+  switch (models::data::normalization_source(normalization, train)) {
+    case models::data::NormalizationSource::kFederation:
+      scaling = models::data::standardization_from(models::data::moments_of(train), train);
+      break;
+    case models::data::NormalizationSource::kGiven:
+      scaling = models::data::standardization_from(normalization.mean, normalization.stddev, train);
+      break;
+    case models::data::NormalizationSource::kNone:
+    case models::data::NormalizationSource::kAuto: break;
+  }
+  for (auto* part : {&train, &test}) {
+    scaling.apply(part->features);
+    part->standardization = scaling;
+  }
 
   auto backend = daemon::make_backend(device.device);
   // A table (CSV, N×F arrays) has no geometry: the models see F features as F×1×1.
@@ -300,6 +329,13 @@ void add_train_command(CLI::App& app, int& exit_code) {
          "--augment", options->augment,
          "Image augmentation while training, as start's: none | crop:N | flip | crop:N,flip (e.g. crop:4,flip)")
       ->capture_default_str();
+  cmd->add_option("--normalize", options->normalize,
+                  "Input scaling, as start's: auto (this data's mean and deviation for tables, none for images) | "
+                  "federation | none")
+      ->capture_default_str();
+  cmd->add_option("--input-mean", options->input_mean, "Given input scaling: each feature's or channel's mean, a,b,c");
+  cmd->add_option("--input-std", options->input_std,
+                  "Given input scaling: each feature's or channel's standard deviation, a,b,c");
   cmd->add_option("--label-column", options->label_column, "CSV: name or 0-based index of the label column")
       ->capture_default_str();
   cmd->add_option("--data-dir", options->data_dir, "Folder with the dataset's IDX files (gzip or raw)")

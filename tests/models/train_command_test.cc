@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
 
+#include "daemon/checkpoint.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/meridian_command.h"
 
@@ -120,4 +122,31 @@ TEST_CASE("meridian train --augment trains with start's augmentation, the same b
   INFO(table.output);
   CHECK(table.exit_code == 1);
   CHECK(table.output.find("--augment: ") != std::string::npos);
+}
+
+TEST_CASE("meridian train scales a table as a federation of one, or with the values given, and saves them",
+          "[cli][train][normalization][process]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("meridian-train-scaling-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "age,glucose,label\n40,100,a\n60,140,b\n50,120,a\n50,120,b\n";
+  auto saved = [&](const std::string& options) {
+    const auto file = dir / "model.mrdn";
+    const Result r = run("train --train " + (dir / "t.csv").string() + " --epochs 1 --batch 2 --save " + file.string() +
+                         " " + options);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return meridian::daemon::read_checkpoint_file(file);
+  };
+  const auto own = saved("");
+  CHECK(own.input_mean == std::vector<float>{50, 120});
+  CHECK(own.input_stddev[0] == Approx(std::sqrt(50.0)));
+  const auto given = saved("--input-mean 45,110 --input-std 5,10");
+  CHECK(given.input_mean == std::vector<float>{45, 110});
+  CHECK(given.input_stddev == std::vector<float>{5, 10});
+  CHECK(saved("--normalize none").input_mean.empty());
+  const Result wrong = run("train --train " + (dir / "t.csv").string() + " --input-mean 1,2,3 --input-std 1,1,1");
+  std::filesystem::remove_all(dir);
+  INFO(wrong.output);
+  CHECK(wrong.exit_code == 1);
+  CHECK(wrong.output.find("has 3 means and 3 standard deviations, the data 2 features") != std::string::npos);
 }
