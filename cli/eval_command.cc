@@ -38,8 +38,15 @@ int run_eval(const EvalOptions& o) {
   config.test = o.test;
   config.classes = o.classes;
   config.layout = o.layout;
-  const auto test = daemon::load_test_data(config);
   std::vector<std::filesystem::path> files(o.checkpoints.begin(), o.checkpoints.end());
+  // The inputs are scaled as the model was trained (the federation's agreed scaling, kept in the
+  // checkpoint), not with statistics of whichever file is at hand.
+  models::data::Standardization scaling;
+  if (!files.empty()) {
+    auto first = daemon::read_checkpoint_file(files.front());
+    scaling = {std::move(first.input_mean), std::move(first.input_stddev)};
+  }
+  const auto test = daemon::load_test_data(config, scaling);
   const auto r = daemon::evaluate_checkpoints(files, test);
   if (o.json) {
     std::printf(
@@ -70,7 +77,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       "parameters) and the average is evaluated.\n"
       "  meridian eval --checkpoint X.mrdn --test scans/test --classes benign,malignant\n"
       "--test takes the paths `meridian start` takes (docs/datasets.md); give the run's --classes, or its\n"
-      "--train, whose class list and CSV scaling then apply to the test data.");
+      "--train, whose class list then applies to the test data. The inputs are scaled as the checkpoint says\n"
+      "(the scaling its federation agreed on); only a checkpoint without one takes a CSV --train's scaling.");
   cmd->add_option("--checkpoint", o->checkpoints, "Checkpoint file (repeat to average several)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -85,7 +93,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--test", o->test,
                   "Test data by path (image folder, .npz, FEATURES.npy,LABELS.npy, .csv, IDX); replaces --dataset");
-  cmd->add_option("--train", o->train, "With --test: the run's training data (its class list and CSV scaling apply)");
+  cmd->add_option("--train", o->train, "With --test: the run's training data (its class list applies)");
   cmd->add_option("--classes", o->classes, "With --test: the run's class list a,b,c");
   cmd->add_option("--layout", o->layout, "With --test: axis order of 4-D NumPy features: nchw | nhwc");
   cmd->add_flag("--json", o->json, "Print one JSON object");

@@ -40,7 +40,13 @@ void write_text_file(const fs::path& file, const std::string& text) {
 // sites' final models and evaluates the result on the test set the sites used.
 AveragedModelEvaluator averaged_model_evaluator() {
   return [](const std::vector<fs::path>& checkpoints, const daemon::SiteConfig& config) {
-    return daemon::evaluate_checkpoints(checkpoints, daemon::load_test_data(config)).evaluation.accuracy;
+    // Scaled as the sites trained: with the input scaling their checkpoints carry.
+    models::data::Standardization scaling;
+    if (!checkpoints.empty()) {
+      auto first = daemon::read_checkpoint_file(checkpoints.front());
+      scaling = {std::move(first.input_mean), std::move(first.input_stddev)};
+    }
+    return daemon::evaluate_checkpoints(checkpoints, daemon::load_test_data(config, scaling)).evaluation.accuracy;
   };
 }
 
@@ -218,9 +224,22 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
                   "Training data split across the sites, format from the path: image folder, FILE.npz, "
                   "FEATURES.npy,LABELS.npy, FILE.csv, IDX (docs/datasets.md); replaces --dataset")
       ->group(shared);
-  cmd->add_option("--test", s.test, "With --train: the test data every site evaluates on")->group(shared);
+  cmd->add_option("--site-train", options->site_train,
+                  "Each site's own training data instead of a split: one path per site, in site order (repeat the "
+                  "flag); the sites agree on classes and input scaling as real ones do")
+      ->group(shared);
+  cmd->add_option("--test", s.test, "With --train or --site-train: the test data every site evaluates on")
+      ->group(shared);
   cmd->add_option("--classes", s.classes, "With --train: the class list a,b,c (default: from the data)")->group(shared);
   cmd->add_option("--layout", s.layout, "With --train: axis order of 4-D NumPy features: nchw | nhwc")->group(shared);
+  cmd->add_option("--normalize", s.normalize,
+                  "Input scaling, the same on every site: auto | federation | none (docs/datasets.md)")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--input-mean", s.input_mean, "Given input scaling: each feature's or channel's mean, a,b,c")
+      ->group(shared);
+  cmd->add_option("--input-std", s.input_std, "Given input scaling: each feature's or channel's deviation, a,b,c")
+      ->group(shared);
   cmd->add_option("--augment", s.augment, "Image augmentation: none | crop:N | flip | crop:N,flip")
       ->capture_default_str()
       ->group(shared);

@@ -66,6 +66,13 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     }
     c.site_index = i;
     c.site_count = options.sites;
+    if (!options.site_train.empty()) {
+      // Its own data, whole: no split; the run still waits for every site before training.
+      c.train = fs::absolute(options.site_train[static_cast<std::size_t>(i)]).string();
+      c.site_index = 0;
+      c.site_count = 1;
+      c.min_sites = options.sites;
+    }
     c.region = simulated_site_region(c.wan, i);
     c.threads = options.threads_per_site;
     // Many sites on one host cannot share the default metrics port; the simulation reads progress.jsonl.

@@ -71,6 +71,15 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
   if (!(o.timeout_seconds > 0) || !std::isfinite(o.timeout_seconds))
     problems.push_back("--timeout: must be a positive number of seconds (e.g. --timeout 1800)");
   if (o.out_dir.empty()) problems.push_back("--out: empty directory name (e.g. --out sim-results)");
+  if (!o.site_train.empty()) {
+    if (static_cast<int>(o.site_train.size()) != o.sites)
+      problems.push_back("--site-train: " + std::to_string(o.site_train.size()) +
+                         (o.site_train.size() == 1 ? " path for " : " paths for ") + std::to_string(o.sites) +
+                         " sites (give one per site, in site order)");
+    if (!o.site.train.empty())
+      problems.push_back("--site-train: replaces --train " + o.site.train +
+                         " (split one dataset with --train, or give each site its own with --site-train)");
+  }
 
   // The shared settings as one site of each algorithm would see them; simulate's own per-site fields
   // are valid by construction, so every problem reported here is one the user can fix.
@@ -87,6 +96,18 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
     }
     config.site_count = std::max(o.sites, 1);
     config.site_index = 0;
+    // Each site's own path is checked as its site would check it (existence and format).
+    for (const auto& path : o.site_train) {
+      daemon::SiteConfig own = config;
+      own.train = path;
+      own.site_count = 1;
+      for (auto p : daemon::site_config_problems(own)) {
+        // The path came from --site-train: name that option, not the site's --train it became.
+        if (p.starts_with("--train: ")) p = "--site-train: " + p.substr(9);
+        if (std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(std::move(p));
+      }
+    }
+    if (!o.site_train.empty()) continue;
     config.listen = "tcp://127.0.0.1:7400";
     config.threads = o.threads_per_site;
     config.metrics_address = "off";

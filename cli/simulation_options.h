@@ -17,6 +17,9 @@ struct SimulationOptions {
   // Shared by every site; simulate fills in what differs per site (name, listen, join, keys, roster,
   // run-dir, site-index, site-count, region, threads, metrics address) and, per run, the algorithm.
   daemon::SiteConfig site;
+  // Each site's own training data (--site-train, one path per site, in site order) instead of parts of
+  // one dataset split by --partition; empty: site.train or site.dataset is split.
+  std::vector<std::string> site_train;
   // Whether --delay and --period were given to simulate: dts entries without either (shared or as a
   // knob) run dts' default shape (daemon::apply_algorithm_defaults).
   bool delay_given = false;

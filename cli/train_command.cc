@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -18,6 +19,9 @@
 #include "daemon/checkpoint.h"
 #include "error/error.h"
 #include "models/data/data_source.h"
+#include "models/data/feature_moments.h"
+#include "models/data/image_augmentation.h"
+#include "models/data/normalization_spec.h"
 #include "models/data/idx_reader.h"
 #include "daemon/compute_backend.h"
 #include "error/error.h"
@@ -34,6 +38,9 @@ struct TrainOptions {
   std::string dataset = "fashion-mnist";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string train, test, classes, layout, label_column = "label";
+  std::string augment = "none";  // as start's --augment (models/data/image_augmentation.h)
+  // As start's: a federation of one agrees with itself (models/data/normalization_spec.h).
+  std::string normalize = "auto", input_mean, input_std;
   std::string model = "mlp";
   std::vector<std::size_t> widths;
   double epochs = 5;
@@ -90,6 +97,19 @@ models::data::DataOptions data_options(const TrainOptions& o) {
   } catch (const error::UserError& e) {
     problems.push_back(std::string("--layout: ") + e.what());
   }
+  try {
+    (void)models::data::parse_normalization_spec(o.normalize, o.input_mean, o.input_std);
+  } catch (const error::UserError& e) {
+    problems.push_back(std::string(o.input_mean.empty() && o.input_std.empty() ? "--normalize: " : "--input-mean: ") +
+                       e.what());
+  }
+  // Read unscaled: the scaling --normalize asks for is applied below, to both sets alike.
+  options.standardize = false;
+  try {
+    (void)models::data::parse_augmentation_spec(o.augment);
+  } catch (const error::UserError& e) {
+    problems.push_back(std::string("--augment: ") + e.what());
+  }
   if (!problems.empty()) {
     std::string text = "invalid options:";
     for (const auto& p : problems) text += "\n  " + p;
@@ -141,6 +161,23 @@ int run_train(const TrainOptions& o) {
     test = std::move(both.test);
   }
   const std::string data_name = o.train.empty() ? o.dataset : o.train;
+  // Scaled as a federation of this one site would be: its own moments, or the values given.
+  const auto normalization = models::data::parse_normalization_spec(o.normalize, o.input_mean, o.input_std);
+  models::data::Standardization scaling;
+  switch (models::data::normalization_source(normalization, train)) {
+    case models::data::NormalizationSource::kFederation:
+      scaling = models::data::standardization_from(models::data::moments_of(train), train);
+      break;
+    case models::data::NormalizationSource::kGiven:
+      scaling = models::data::standardization_from(normalization.mean, normalization.stddev, train);
+      break;
+    case models::data::NormalizationSource::kNone:
+    case models::data::NormalizationSource::kAuto: break;
+  }
+  for (auto* part : {&train, &test}) {
+    scaling.apply(part->features);
+    part->standardization = scaling;
+  }
 
   auto backend = daemon::make_backend(device.device);
   // A table (CSV, N×F arrays) has no geometry: the models see F features as F×1×1.
@@ -148,6 +185,18 @@ int run_train(const TrainOptions& o) {
       train.channels > 0 ? models::Shape{train.channels, train.height, train.width} : models::Shape{train.dim, 1, 1};
   auto model = models::make_model(o.model, input, train.classes, o.widths, backend, o.seed);
   models::use_threads(*model, *backend, static_cast<std::size_t>(o.threads));
+
+  // The same augmentation as start's trainer: drawn per (seed, epoch, row), applied while the batch is
+  // gathered. Refused for a table before any training.
+  const auto augment_spec = models::data::parse_augmentation_spec(o.augment);
+  std::optional<models::data::ImageAugmentation> augmentation;
+  try {
+    if (augment_spec.enabled()) augmentation.emplace(train, augment_spec, o.seed + 2);
+  } catch (const models::data::DataError& e) {
+    throw models::data::DataError(std::string("--augment: ") + e.what());
+  }
+  std::vector<float> augmented(augmentation ? o.batch * train.dim : 0);    // (batch, dim)
+  std::vector<std::int32_t> augmented_labels(augmentation ? o.batch : 0);  // (batch)
 
   models::Minibatcher batches(train, o.batch, o.seed + 1);
   const std::size_t steps_per_epoch = batches.batches_per_epoch();
@@ -175,9 +224,10 @@ int run_train(const TrainOptions& o) {
   models::Optimizer optimizer(opt, sched, model->parameters().size(), backend);
 
   std::fprintf(stderr,
-               "train: %s on %s (%zu train, %zu test), %zu parameters, batch %zu, %s, lr %g %s, %d thread(s), on %s "
-               "(%s)\n",
+               "train: %s on %s (%zu train, %zu test), %zu parameters, batch %zu%s%s, %s, lr %g %s, %d thread(s), "
+               "on %s (%s)\n",
                model->kind().c_str(), data_name.c_str(), train.rows, test.rows, model->parameters().size(), o.batch,
+               augmentation ? ", augment " : "", augmentation ? augment_spec.to_string().c_str() : "",
                o.optimizer.c_str(), static_cast<double>(sched.base_lr), o.schedule.c_str(), o.threads,
                backend->name().c_str(), device.explanation.c_str());
 
@@ -191,7 +241,14 @@ int run_train(const TrainOptions& o) {
     double loss_sum = 0.0;
     std::size_t epoch_samples = 0, epoch_steps = 0;
     for (std::size_t n; step < total_steps && (n = batches.next()) > 0;) {
-      const float loss = model->forward_backward(batches.features(), batches.labels(), n);
+      const float* x = batches.features();
+      const std::int32_t* y = batches.labels();
+      if (augmentation) {
+        augmentation->gather(batches.rows(), batches.epoch(), augmented.data(), augmented_labels.data());
+        x = augmented.data();
+        y = augmented_labels.data();
+      }
+      const float loss = model->forward_backward(x, y, n);
       if (!std::isfinite(loss))
         throw error::UserError("training diverged at step " + std::to_string(step) + " (loss " + std::to_string(loss) +
                                "); try a smaller --lr");
@@ -268,6 +325,17 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--test", options->test, "With --train: test data in the same form (without it no test accuracy)");
   cmd->add_option("--classes", options->classes, "With --train: the class list a,b,c (default: from the data)");
   cmd->add_option("--layout", options->layout, "With --train: axis order of 4-D NumPy features: nchw | nhwc");
+  cmd->add_option(
+         "--augment", options->augment,
+         "Image augmentation while training, as start's: none | crop:N | flip | crop:N,flip (e.g. crop:4,flip)")
+      ->capture_default_str();
+  cmd->add_option("--normalize", options->normalize,
+                  "Input scaling, as start's: auto (this data's mean and deviation for tables, none for images) | "
+                  "federation | none")
+      ->capture_default_str();
+  cmd->add_option("--input-mean", options->input_mean, "Given input scaling: each feature's or channel's mean, a,b,c");
+  cmd->add_option("--input-std", options->input_std,
+                  "Given input scaling: each feature's or channel's standard deviation, a,b,c");
   cmd->add_option("--label-column", options->label_column, "CSV: name or 0-based index of the label column")
       ->capture_default_str();
   cmd->add_option("--data-dir", options->data_dir, "Folder with the dataset's IDX files (gzip or raw)")

@@ -15,11 +15,48 @@ std::string number(double v) {
   return out.str();
 }
 
+// "input 1x28x28, 10 classes (T-shirt, ...)": the input shape, the class count and the class names.
+std::string data_term(const models::data::Dataset& train) {
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, its bug 105329) on "literal" + string.
+  std::string data = "input ";
+  if (train.channels > 0) {
+    data += std::to_string(train.channels);
+    data += 'x';
+    data += std::to_string(train.height);
+    data += 'x';
+    data += std::to_string(train.width);
+  } else {
+    data += std::to_string(train.dim);
+  }
+  data += ", ";
+  data += std::to_string(train.classes);
+  data += " classes";
+  for (std::size_t i = 0; i < train.class_names.size(); ++i) {
+    data += i == 0 ? " (" : ", ";
+    data += train.class_names[i];
+  }
+  if (!train.class_names.empty()) data += ')';
+  return data;
+}
+
 }  // namespace
 
 peer::FederationTerms federation_terms(const SiteSettings& settings, const models::Model& model,
                                        const models::data::Dataset& train) {
   peer::FederationTerms terms;
+  // The data's schema first: a site with another table is told about its columns, not about the
+  // model its column count builds.
+  if (!train.feature_names.empty()) {
+    std::string columns = "[";
+    for (std::size_t i = 0; i < train.feature_names.size(); ++i) {
+      if (i > 0) columns += ", ";
+      columns += train.feature_names[i];
+    }
+    columns += ']';
+    terms.push_back({"columns", columns});
+  }
+  terms.push_back({"data", data_term(train)});
+  terms.push_back({"normalization", models::data::describe_normalization(settings.normalization, train)});
   terms.push_back({"model", model.fingerprint()});
 
   const auto& o = settings.options;
@@ -46,26 +83,6 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
     terms.push_back({"optimizer", optimizer});
   }
 
-  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, its bug 105329) on "literal" + string.
-  std::string data = "input ";
-  if (train.channels > 0) {
-    data += std::to_string(train.channels);
-    data += 'x';
-    data += std::to_string(train.height);
-    data += 'x';
-    data += std::to_string(train.width);
-  } else {
-    data += std::to_string(train.dim);
-  }
-  data += ", ";
-  data += std::to_string(train.classes);
-  data += " classes";
-  for (std::size_t i = 0; i < train.class_names.size(); ++i) {
-    data += i == 0 ? " (" : ", ";
-    data += train.class_names[i];
-  }
-  if (!train.class_names.empty()) data += ')';
-  terms.push_back({"data", data});
   return terms;
 }
 

@@ -1,11 +1,13 @@
 // The federation terms a site announces when it joins (peer/federation_terms.h): everything that must
 // be equal on every site, as canonical text.
+//   columns    the names of the features, in order, where the data names them (a CSV header)
+//   data       the input shape, the class count and the class names where the data has them
+//   normalization  how inputs are scaled (models/data/normalization_spec.h), with the values when given
 //   model      the model's fingerprint: architecture, input shape, class count, parameter count
 //   algorithm  the algorithm and its shape, as its start-up log line says it (daemon/algorithms/:
 //              D, P, tau, K, grid, exchange, compression), plus robust aggregation and its clip and trim
 //   optimizer  only where the algorithm puts optimizer state on the wire (its wire_limits: allreduce's
 //              re-average, dts with momentum), with its momentum
-//   data       the input shape, the class count and the class names where the data has them
 // Thread-safety: a pure function.
 #pragma once
 

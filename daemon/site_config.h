@@ -31,6 +31,7 @@
 #include "gossip/group_grid.h"
 #include "gossip/tensor_codec.h"
 #include "models/data/image_augmentation.h"
+#include "models/data/normalization_spec.h"
 #include "models/data/npy_reader.h"
 #include "models/data/partition.h"
 #include "models/device.h"
@@ -65,6 +66,8 @@ struct SiteConfig {
   std::string classes;                    // with --train: the class list a,b,c ("" = from the data)
   std::string layout;                     // with --train: nchw | nhwc for 4-D NumPy features ("" = unstated)
   std::string augment = "none";           // none | crop:N | flip | crop:N,flip (images only)
+  std::string normalize = "auto";         // auto | federation | none (models/data/normalization_spec.h)
+  std::string input_mean, input_std;      // given normalization: one value per feature or channel, a,b,c
   std::string dataset = "fashion-mnist";  // fashion-mnist | idx | csv (when --train is not given)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // idx and fashion-mnist: the IDX files
   std::string train_csv;                                       // csv only
@@ -230,7 +233,8 @@ struct SiteSettings {
   Dataset dataset = Dataset::kFashionMnist;  // when options.train is empty
   std::vector<std::string> class_names;      // --classes; empty: from the data
   models::data::ArrayLayout layout = models::data::ArrayLayout::kUnstated;
-  models::data::AugmentationSpec augmentation;  // --augment
+  models::data::AugmentationSpec augmentation;    // --augment
+  models::data::NormalizationSpec normalization;  // --normalize, --input-mean, --input-std
   models::data::PartitionSpec partition;
   peer::WanModel wan;
   peer::PartitionSchedule wan_partition;

@@ -54,8 +54,9 @@ void SiteDaemon::Impl::prepare() {
 
   data = load_site_data(settings);
   spdlog::info("data: {} rows of {} in this site's part ({} of {}, {}), test {} rows; {} steps per epoch, {} steps",
-               data.train.rows, config.dataset, config.site_index, config.site_count, config.partition, data.test.rows,
-               data.steps_per_epoch, data.total_steps);
+               data.train.rows, config.train.empty() ? config.dataset : config.train, config.site_index,
+               config.site_count, config.partition, data.test.rows, data.steps_per_epoch, data.total_steps);
+  spdlog::info("classes in this site's part: {}", class_counts(data.train));
 
   const int threads =
       config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

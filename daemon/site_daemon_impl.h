@@ -4,6 +4,7 @@
 //   site_daemon_transport.cc  the default transport: ZeroMQ from the settings
 //   start_protocol.cc  before the first step: waiting for the view, the round a rejoining site starts at,
 //                      agreeing on the run's last round
+//   normalization_agreement.cc  before the first step: the input scaling every site uses
 //   training_loop.cc   the trainer thread: steps, evaluations, checkpoints, progress and the result
 //   site_status.cc     the control thread: status, peers and leave over the control socket, signals,
 //                      network metrics
@@ -29,6 +30,7 @@
 #include "daemon/control_server.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/directory_lock.h"
+#include "daemon/input_scaling_exchange.h"
 #include "daemon/metrics_server.h"
 #include "daemon/run_plan.h"
 #include "daemon/run_trail.h"
@@ -109,6 +111,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::mutex live_mu;
   LiveStatus live;
   PeerPlans plans;                        // heard by the control thread (daemon/run_plan.h)
+  ScalingExchange scaling;                // noted by the control thread (daemon/input_scaling_exchange.h)
   std::atomic<std::uint64_t> run_end{0};  // the run's end round once the trainer knows it; 0 before
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
@@ -127,6 +130,9 @@ struct SiteDaemon::Impl final : ControlHandler {
   bool taken_back = false;           // set by wait_for_view: the view takes this site back after one without it
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
   std::uint64_t agree_end_round(const peer::View& view);
+  // Scales data.train and data.test as the federation agreed when the scaling is pending (SiteData);
+  // throws PeerError when a member's moments do not come.
+  void settle_normalization(bool resumed);
   // Returns the error when the checkpoint could not be written (logged and counted already).
   std::optional<std::string> write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
                                               std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round);

@@ -32,13 +32,17 @@ struct Loaded {
 
 // `select_train` picks the site's rows of a training set read from IDX files (empty: all of them);
 // CSV data is partitioned after reading.
-Loaded load(const SiteConfig& config, Dataset dataset, bool want_train,
+// `standardize`: CSV tables scaled with the training file's own statistics (the behaviour before
+// checkpoints carried a scaling), or left as read.
+Loaded load(const SiteConfig& config, Dataset dataset, bool want_train, bool standardize,
             const models::data::RowSelection& select_train = {}) {
   Loaded out;
   if (dataset == Dataset::kCsv) {
-    auto train = models::data::read_csv(config.train_csv, csv_options(config));
+    auto train_options = csv_options(config);
+    train_options.standardize = standardize;
+    auto train = models::data::read_csv(config.train_csv, train_options);
     if (!config.test_csv.empty()) {
-      auto options = csv_options(config);
+      auto options = train_options;
       options.standardization = train.standardization;
       options.class_names = train.class_names;
       out.test = models::data::read_csv(config.test_csv, options);
@@ -52,8 +56,10 @@ Loaded load(const SiteConfig& config, Dataset dataset, bool want_train,
   return out;
 }
 
-models::data::DataOptions data_options(const SiteSettings& settings, models::data::RowSelection select) {
+models::data::DataOptions data_options(const SiteSettings& settings, models::data::RowSelection select,
+                                       bool standardize) {
   models::data::DataOptions options;
+  options.standardize = standardize;
   options.class_names = settings.class_names;
   options.layout = settings.layout;
   options.label_column = settings.options.label_column;
@@ -94,11 +100,11 @@ SiteData load_site_data(const SiteSettings& settings) {
       return models::data::rows_of_site(labels, classes, spec, site, sites, config.seed);
     })
                        : models::data::RowSelection{};
-    auto both = models::data::load_train_and_test(config.train, config.test, data_options(settings, select));
+    auto both = models::data::load_train_and_test(config.train, config.test, data_options(settings, select, false));
     loaded.train = std::move(both.train);
     loaded.test = std::move(both.test);
   } else {
-    loaded = load(config, settings.dataset, true, select);
+    loaded = load(config, settings.dataset, true, false, select);
   }
   // The trainer builds the same augmentation before its first step; building it here refuses a
   // table with --augment at start-up, before the site joins anyone.
@@ -111,6 +117,19 @@ SiteData load_site_data(const SiteSettings& settings) {
   out.train = sites > 1 && !partitioned ? models::data::partition(loaded.train, spec, site, sites, config.seed)
                                         : std::move(loaded.train);
   out.test = std::move(loaded.test);
+  // Every format is read unscaled; the scaling --normalize asks for is the same on every site.
+  switch (models::data::normalization_source(settings.normalization, out.train)) {
+    case models::data::NormalizationSource::kGiven:
+      apply_normalization(out, models::data::standardization_from(settings.normalization.mean,
+                                                                  settings.normalization.stddev, out.train));
+      break;
+    case models::data::NormalizationSource::kFederation:
+      out.normalization_pending = true;
+      out.moments = models::data::moments_of(out.train);
+      break;
+    case models::data::NormalizationSource::kNone:
+    case models::data::NormalizationSource::kAuto: break;
+  }
   out.steps_per_epoch =
       std::max<std::uint64_t>(1, out.whole_train_rows / sites / static_cast<std::size_t>(config.batch));
   out.total_steps = std::max<std::uint64_t>(
@@ -118,7 +137,49 @@ SiteData load_site_data(const SiteSettings& settings) {
   return out;
 }
 
-models::data::Dataset load_test_data(const SiteConfig& config) {
+void apply_normalization(SiteData& data, const models::data::Standardization& scaling) {
+  for (auto* part : {&data.train, &data.test}) {
+    if (part->rows == 0 && part->features.empty()) {
+      part->standardization = scaling;
+      continue;
+    }
+    if (scaling.mean.size() != part->dim || scaling.stddev.size() != part->dim) {
+      throw models::data::DataError("the input scaling has " + std::to_string(scaling.mean.size()) +
+                                    " values per row, the data " + std::to_string(part->dim) + " features");
+    }
+    scaling.apply(part->features);
+    part->standardization = scaling;
+  }
+  data.normalization_pending = false;
+}
+
+std::string class_counts(const models::data::Dataset& data) {
+  std::vector<std::size_t> counts(data.classes, 0);
+  for (const auto label : data.labels)
+    if (label >= 0 && static_cast<std::size_t>(label) < counts.size()) ++counts[static_cast<std::size_t>(label)];
+  std::string out;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    if (!out.empty()) out += ", ";
+    out += k < data.class_names.size() ? data.class_names[k] : std::to_string(k);
+    out += ' ';
+    out += std::to_string(counts[k]);
+  }
+  return out;
+}
+
+models::data::Dataset load_test_data(const SiteConfig& config, const models::data::Standardization& scaling) {
+  // A checkpoint's scaling replaces the training file's: the data are read as they are, then scaled.
+  const bool standardize = scaling.empty();
+  auto scaled = [&](models::data::Dataset test) {
+    if (standardize) return test;
+    if (scaling.mean.size() != test.dim || scaling.stddev.size() != test.dim) {
+      throw models::data::DataError("the checkpoint's input scaling has " + std::to_string(scaling.mean.size()) +
+                                    " values per row, the test data " + std::to_string(test.dim) + " features");
+    }
+    scaling.apply(test.features);
+    test.standardization = scaling;
+    return test;
+  };
   if (!config.test.empty()) {
     // The options as given (for `meridian eval`, which has no site to validate): parsed here, their
     // errors named by option.
@@ -131,9 +192,9 @@ models::data::Dataset load_test_data(const SiteConfig& config) {
       throw models::data::DataError(std::string(config.classes.empty() ? "--layout: " : "--classes or --layout: ") +
                                     e.what());
     }
-    const auto options = data_options(settings, {});
-    if (config.train.empty()) return models::data::load_dataset(config.test, options);
-    return models::data::load_train_and_test(config.train, config.test, options).test;
+    const auto options = data_options(settings, {}, standardize);
+    if (config.train.empty()) return scaled(models::data::load_dataset(config.test, options));
+    return scaled(models::data::load_train_and_test(config.train, config.test, options).test);
   }
   if (!config.train.empty()) throw models::data::DataError("--train " + config.train + " has no test set: give --test");
   const auto dataset = parse_dataset(config.dataset);
@@ -141,7 +202,7 @@ models::data::Dataset load_test_data(const SiteConfig& config) {
   if (*dataset == Dataset::kCsv && config.test_csv.empty()) {
     throw models::data::DataError("--dataset csv has no test set: give --test-csv");
   }
-  return load(config, *dataset, *dataset == Dataset::kCsv).test;
+  return scaled(load(config, *dataset, *dataset == Dataset::kCsv, standardize).test);
 }
 
 }  // namespace meridian::daemon

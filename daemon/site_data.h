@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "daemon/site_config.h"
 #include "models/data/dataset.h"
+#include "models/data/feature_moments.h"
 
 namespace meridian::daemon {
 
@@ -21,18 +23,35 @@ struct SiteData {
   std::size_t whole_train_rows = 0;
   std::uint64_t steps_per_epoch = 0;
   std::uint64_t total_steps = 0;
+  // Input scaling (models/data/normalization_spec.h). A given normalization is applied by
+  // load_site_data already; one from the federation is pending until the sites have agreed on it
+  // (daemon/normalization_agreement.cc), with this site's part's moments to contribute.
+  bool normalization_pending = false;
+  models::data::FeatureMoments moments;  // of the unscaled training part; set when pending
 };
 
 // Loads the configured data (--train/--test through models/data/data_source.h, else --dataset),
-// keeps this site's part (partition, site-index, site-count, seed) and applies the run length rule. Throws
+// keeps this site's part (partition, site-index, site-count, seed), scales it as --normalize says (or
+// leaves it pending, see SiteData) and applies the run length rule. Throws
 // models::data::DataError naming the file or the problem, also when --augment is on and the training data has no image
 // geometry.
 SiteData load_site_data(const SiteSettings& settings);
 
+// Scales the training part and the test set with `scaling` (per feature, of the data's width) and
+// records it as their Dataset::standardization; clears normalization_pending. Throws DataError when
+// `scaling` has another width than the data.
+void apply_normalization(SiteData& data, const models::data::Standardization& scaling);
+
+// "benign 0, malignant 34" (class names, or numbers where the data has none): the rows of each class
+// in `data`, for the start-up log.
+std::string class_counts(const models::data::Dataset& data);
+
 // Loads only the test set: --test when given (read with --classes and --layout and, when --train is
-// given too, with the training data's class list and scaling), else that of `config`'s dataset
-// (fashion-mnist / idx: the t10k files; csv: --test-csv, scaled with the training file's statistics).
-// Throws DataError, also when the data has no test set or `config.dataset` names none of these.
-models::data::Dataset load_test_data(const SiteConfig& config);
+// given too, with the training data's class list), else that of `config`'s dataset (fashion-mnist /
+// idx: the t10k files; csv: --test-csv). Scaled with `scaling` when it is not empty (a checkpoint's
+// input standardization), else as before checkpoints carried one: tables with the training file's
+// statistics, images not at all. Throws DataError, also when the data has no test set, `config.dataset`
+// names none of these, or `scaling` has another width than the data.
+models::data::Dataset load_test_data(const SiteConfig& config, const models::data::Standardization& scaling = {});
 
 }  // namespace meridian::daemon

@@ -208,6 +208,12 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   } catch (const error::UserError& e) {
     problem("augment", e.what());
   }
+  try {
+    settings.normalization = models::data::parse_normalization_spec(c.normalize, c.input_mean, c.input_std);
+  } catch (const error::UserError& e) {
+    // The text names the other option where two disagree.
+    problem(c.input_mean.empty() && c.input_std.empty() ? "normalize" : "input-mean", e.what());
+  }
   one_of("dataset", c.dataset, {"fashion-mnist", "idx", "csv"});
   const auto dataset = parse_dataset(c.dataset);
   if (dataset) settings.dataset = *dataset;

@@ -118,11 +118,16 @@ void SiteDaemon::Impl::serve_control() {
     zmq::poll(&item, 1, milliseconds(20));
     if (item.revents & ZMQ_POLLIN) control.serve_pending();
     while (auto msg = transport->receive_control(milliseconds(0))) {
+      // A peer's moments or the federation's input scaling (daemon/input_scaling_exchange.h).
+      if (auto noted = scaling.note(*msg); noted.recognized) {
+        if (noted.reply) transport->send(msg->from, std::move(*noted.reply));
+        continue;
+      }
       // A peer's plan (daemon/run_plan.h); one that has not started yet hears the run's end from a
       // site that trains.
       const auto plan = plans.note(*msg);
       if (!plan) {
-        spdlog::warn("ignored a control message from '{}' that is not a run plan", msg->from);
+        spdlog::warn("ignored a control message from '{}' that is neither a run plan nor input statistics", msg->from);
         continue;
       }
       if (plan->end_round == 0 && run_end != 0) transport->send(msg->from, plan_message({data.total_steps, run_end}));

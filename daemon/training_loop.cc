@@ -129,6 +129,7 @@ void SiteDaemon::Impl::train() {
     }
     run_end = end_round;
   }
+  settle_normalization(resumed);
   if (stop) return;
   state = SiteState::kTraining;
   if (transport) transport->start_partition_clock();

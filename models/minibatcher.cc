@@ -30,6 +30,7 @@ std::size_t Minibatcher::next() {
   if (cursor_ >= order_.size()) {
     shuffle();
     ++epoch_;
+    last_size_ = 0;
     return 0;
   }
   const std::size_t n = std::min(batch_, order_.size() - cursor_);
@@ -39,6 +40,7 @@ std::size_t Minibatcher::next() {
     labels_[i] = dataset_.labels[row];
   }
   cursor_ += n;
+  last_size_ = n;
   return n;
 }
 

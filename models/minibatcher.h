@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "models/data/dataset.h"
@@ -25,6 +26,8 @@ class Minibatcher {
   const float* features() const { return features_.data(); }     // (size, dim)
   const std::int32_t* labels() const { return labels_.data(); }  // (size)
   std::size_t epoch() const { return epoch_; }                   // 0-based epoch of the last batch
+  // The dataset rows of the last batch, in batch order: (size).
+  std::span<const std::size_t> rows() const { return {order_.data() + cursor_ - last_size_, last_size_}; }
   std::size_t batches_per_epoch() const { return (dataset_.rows + batch_ - 1) / batch_; }
 
  private:
@@ -35,6 +38,7 @@ class Minibatcher {
   SplitMix64 random_;
   std::vector<std::size_t> order_;
   std::size_t cursor_ = 0;
+  std::size_t last_size_ = 0;  // rows of the last batch, ending at cursor_
   std::size_t epoch_ = 0;
   std::vector<float> features_;
   std::vector<std::int32_t> labels_;

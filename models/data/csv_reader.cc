@@ -230,6 +230,11 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
     d.labels[i] = it->second;
   }
 
+  if (options.header) {
+    for (std::size_t c = 0; c < columns; ++c)
+      if (c != label_col) d.feature_names.push_back(column_names[c]);
+  }
+  if (!options.standardize) return d;
   if (options.standardization.empty()) {
     d.standardization = Standardization::fit(d.features, d.dim);
   } else {

@@ -24,6 +24,9 @@ struct CsvOptions {
   // The training set's statistics (Dataset::standardization of the training file). When empty, the
   // statistics are fitted on this file; when set, this file is scaled with them.
   Standardization standardization;
+  // false: the features stay as read and Dataset::standardization stays empty (the caller scales them,
+  // e.g. with statistics agreed over a federation); `standardization` is then ignored.
+  bool standardize = true;
   // The training set's classes (Dataset::class_names of the training file). When empty, the classes
   // are the distinct label values of this file, in numeric order when all are numbers and in text
   // order otherwise; when set, a label must be one of them and maps to its position.
@@ -32,8 +35,9 @@ struct CsvOptions {
 
 // Reads `path`. Fields may be quoted ("a, b" and "" for a quote); blank lines are skipped; surrounding
 // spaces are ignored; a UTF-8 byte order mark is skipped. The result has standardized features
-// (statistics stored in Dataset::standardization), labels in [0, classes) with Dataset::class_names,
-// and no image geometry.
+// (statistics stored in Dataset::standardization) unless options.standardize is false, labels in
+// [0, classes) with Dataset::class_names, the header's feature columns in Dataset::feature_names, and
+// no image geometry.
 // Throws DataError naming the file, and the line and column where it applies: missing file, no data
 // rows, no feature column, unknown label column, a row whose field count differs from the first row,
 // a feature that is not a finite number, an unterminated quote, a label not among `class_names`, and

@@ -72,6 +72,7 @@ CsvOptions csv_options(const DataOptions& options) {
     csv.label_column = column;
   }
   csv.standardization = options.standardization;
+  csv.standardize = options.standardize;
   csv.class_names = options.class_names;
   return csv;
 }

@@ -59,6 +59,8 @@ struct DataOptions {
   std::string label_column;
   // CSV: statistics to scale with (the training file's); empty: fitted on the file.
   Standardization standardization;
+  // CSV: false keeps the features as read (CsvOptions::standardize), for the test set too.
+  bool standardize = true;
   // Image folders: 1 or 3 channels, 0 to follow the images.
   std::size_t channels = 0;
   // Keeps only these rows (a site's part); empty keeps all. IDX files convert only the kept rows;

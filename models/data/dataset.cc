@@ -13,6 +13,7 @@ Dataset Dataset::subset(std::span<const std::size_t> row_indices) const {
   out.height = height;
   out.width = width;
   out.class_names = class_names;
+  out.feature_names = feature_names;
   out.standardization = standardization;
   out.features.resize(out.rows * dim);
   out.labels.resize(out.rows);

@@ -31,6 +31,9 @@ struct Dataset {
   // Human-readable name of each class, indexed by label; empty when the source has none. For CSV data
   // these are the label column's values, so a test file can be mapped with the training file's names.
   std::vector<std::string> class_names;
+  // The name of each feature, in order, where the source names them (a CSV header's columns, the
+  // label column left out); empty otherwise. Part of the schema every site of a federation must share.
+  std::vector<std::string> feature_names;
   // The per-feature scaling already applied to `features` (empty when none was), so a test set can be
   // scaled with the training set's statistics.
   Standardization standardization;
@@ -38,7 +41,7 @@ struct Dataset {
   const float* row(std::size_t i) const { return features.data() + i * dim; }
 
   // A dataset of the given rows, in the given order, with the same dim, classes, geometry, class
-  // names and standardization. Throws DataError when an index is >= rows.
+  // and feature names and standardization. Throws DataError when an index is >= rows.
   Dataset subset(std::span<const std::size_t> row_indices) const;
 };
 

@@ -173,7 +173,8 @@ struct Checker {
       if (words[i] == "--config") words[i + 1] = site_file.string();
       if (words[i] == "--checkpoint") words[i + 1] = some_file.string();
       // Data paths are resolved at the configuration check: any folder stands for an image folder.
-      if (words[i] == "--train" || words[i] == "--test") words[i + 1] = tmp.path().string();
+      if (words[i] == "--train" || words[i] == "--test" || words[i] == "--site-train")
+        words[i + 1] = tmp.path().string();
       if (words[i] == "--config" || words[i] == "--name") named = true;
     }
     if (words[0] == "start" && !named) words.insert(words.end(), {"--name", "example"});

@@ -268,3 +268,38 @@ TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-M
     CHECK(fs::exists(dir.path() / algo / "site-1" / "log.txt"));
   }
 }
+
+TEST_CASE("simulate gives each site its own data with --site-train, and a site may hold only some classes",
+          "[cli][simulate][data][process]") {
+  meridian::testing::TempDir dir;
+  auto table = [&](const std::string& name, int rows, int offset, bool both_classes) {
+    const fs::path file = dir.path() / name;
+    std::ofstream out(file);
+    out << "age,glucose,diagnosis\n";
+    for (int i = 0; i < rows; ++i) {
+      const bool malignant = !both_classes || i % 2 == 0;
+      out << offset + (i * 7) % 23 << ',' << (malignant ? 150 : 90) + (i * 5) % 11 << ','
+          << (malignant ? "malignant" : "benign") << '\n';
+    }
+    return file.string();
+  };
+  const auto ohio = table("ohio.csv", 48, 30, true), utah = table("utah.csv", 32, 60, false),
+             test = table("test.csv", 40, 45, true);
+  const std::string common =
+      " --sites 2 --algo allreduce --insecure --model mlp --widths 8 --epochs 2 --batch 8 "
+      "--classes benign,malignant --label-column diagnosis --test " +
+      test + " --eval-every 4 --timeout 120 --out " + (dir.path() / "out").string();
+  const Result r = run("simulate --site-train " + ohio + " --site-train " + utah + common);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto log0 = file_contents(dir.path() / "out" / "allreduce" / "site-0" / "log.txt");
+  const auto log1 = file_contents(dir.path() / "out" / "allreduce" / "site-1" / "log.txt");
+  INFO(log0 << "\n" << log1);
+  CHECK(log0.find("classes in this site's part: benign 24, malignant 24") != std::string::npos);
+  CHECK(log1.find("classes in this site's part: benign 0, malignant 32") != std::string::npos);
+  CHECK(log0.find("input scaling agreed over 2 sites (80 training rows)") != std::string::npos);
+
+  const Result wrong = run("simulate --site-train " + ohio + common);
+  CHECK(wrong.exit_code != 0);
+  CHECK(wrong.output.find("--site-train: 1 path for 2 sites (give one per site, in site order)") != std::string::npos);
+}

@@ -32,6 +32,22 @@ fs::path write_table(const fs::path& dir, const std::string& name, const std::ve
   return file;
 }
 
+// A table with the given header (a label column "label" among them) and 40 rows of small numbers.
+fs::path write_columns(const fs::path& dir, const std::string& name, const std::vector<std::string>& header) {
+  fs::create_directories(dir);
+  const fs::path file = dir / name;
+  std::ofstream out(file);
+  for (std::size_t c = 0; c < header.size(); ++c) out << (c ? "," : "") << header[c];
+  out << "\n";
+  for (int i = 0; i < 40; ++i) {
+    for (std::size_t c = 0; c < header.size(); ++c)
+      out << (c ? "," : "")
+          << (header[c] == "label" ? (i % 2 ? "benign" : "malignant") : std::to_string((i * (c + 3)) % 11));
+    out << "\n";
+  }
+  return file;
+}
+
 std::vector<std::string> args_for(const std::string& name, int index, const fs::path& table) {
   return {"--name",
           name,
@@ -174,4 +190,82 @@ TEST_CASE("an allreduce site with another optimizer is refused at join, with bot
   CHECK(o.joiner_exit == 1);
   CHECK(contains(o.joiner_log, "alpha refuses this site: optimizer differs (alpha: momentum 0.9; this site: adam)"));
   CHECK(contains(o.refuser_log, "refused at join: optimizer differs (this site: momentum 0.9; beta: adam)"));
+}
+
+TEST_CASE("a site whose table has its columns in another order is refused at join, with both orders named",
+          "[daemon][join][data][process]") {
+  TempDir dir;
+  const auto ours = write_columns(dir.path() / "a", "t.csv", {"age", "bmi", "glucose", "label"});
+  const auto theirs = write_columns(dir.path() / "b", "t.csv", {"glucose", "bmi", "age", "label"});
+  const auto o =
+      join(dir.path(), with(args_for("alpha", 0, ours), {"--site-index", "0", "--site-count", "1", "--min-sites", "2"}),
+           with(args_for("beta", 1, theirs), {"--site-index", "0", "--site-count", "1", "--min-sites", "2"}));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(
+      o.joiner_log,
+      "alpha refuses this site: columns differs (alpha: [age, bmi, glucose]; this site: [glucose, bmi, age])"));
+  CHECK(contains(o.refuser_log,
+                 "refused at join: columns differs (this site: [age, bmi, glucose]; beta: [glucose, bmi, age])"));
+}
+
+TEST_CASE("a site whose table has an extra column is refused at join over its columns, not the test file",
+          "[daemon][join][data][process]") {
+  TempDir dir;
+  const auto ours = write_columns(dir.path() / "a", "t.csv", {"age", "bmi", "label"});
+  const auto theirs = write_columns(dir.path() / "b", "t.csv", {"age", "bmi", "weight", "label"});
+  const auto o =
+      join(dir.path(), with(args_for("alpha", 0, ours), {"--site-index", "0", "--site-count", "1", "--min-sites", "2"}),
+           with(args_for("beta", 1, theirs), {"--site-index", "0", "--site-count", "1", "--min-sites", "2"}));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log,
+                 "alpha refuses this site: columns differs (alpha: [age, bmi]; this site: [age, bmi, weight])"));
+  CHECK(contains(o.refuser_log, "refused at join: columns differs (this site: [age, bmi]; beta: [age, bmi, weight])"));
+}
+
+TEST_CASE("a site with the classes in another order is refused at join, with both lists named",
+          "[daemon][join][data][process]") {
+  TempDir dir;
+  const auto table = write_columns(dir.path(), "t.csv", {"age", "label"});
+  const auto o = join(dir.path(),
+                      with(args_for("alpha", 0, table),
+                           {"--dataset", "fashion-mnist", "--train", table.string(), "--classes", "benign,malignant"}),
+                      with(args_for("beta", 1, table),
+                           {"--dataset", "fashion-mnist", "--train", table.string(), "--classes", "malignant,benign"}));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log,
+                 "alpha refuses this site: data differs (alpha: input 1, 2 classes (benign, malignant); "
+                 "this site: input 1, 2 classes (malignant, benign))"));
+  CHECK(contains(o.refuser_log,
+                 "refused at join: data differs (this site: input 1, 2 classes (benign, malignant); "
+                 "beta: input 1, 2 classes (malignant, benign))"));
+}
+
+TEST_CASE("a site that scales its inputs otherwise is refused at join, with both scalings named",
+          "[daemon][join][data][process]") {
+  TempDir dir;
+  const auto table = write_columns(dir.path(), "t.csv", {"age", "bmi", "label"});
+  SECTION("none against the federation's") {
+    const auto o =
+        join(dir.path(), with(args_for("alpha", 0, table), {"--normalize", "none"}), args_for("beta", 1, table));
+    INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+    CHECK(o.joiner_exit == 1);
+    CHECK(contains(o.joiner_log,
+                   "alpha refuses this site: normalization differs (alpha: none; "
+                   "this site: from the federation, per feature)"));
+    CHECK(contains(o.refuser_log,
+                   "refused at join: normalization differs (this site: none; "
+                   "beta: from the federation, per feature)"));
+  }
+  SECTION("other given values") {
+    const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--input-mean", "50,25", "--input-std", "10,5"}),
+                        with(args_for("beta", 1, table), {"--input-mean", "50,25", "--input-std", "10,4"}));
+    INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+    CHECK(o.joiner_exit == 1);
+    CHECK(contains(o.joiner_log,
+                   "alpha refuses this site: normalization differs (alpha: given, per feature: mean 50, 25; std 10, 5; "
+                   "this site: given, per feature: mean 50, 25; std 10, 4)"));
+  }
 }

@@ -286,6 +286,14 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.device = "gpu"; }, "--device: 'gpu' is not auto, cpu, cuda or cuda:N"},
       {[](SiteConfig& c) { c.device = "cuda:x"; }, "--device: 'cuda:x'"},
       {[](SiteConfig& c) { c.threads = -1; }, "--threads: -1 is below the minimum 0"},
+      {[](SiteConfig& c) { c.normalize = "zscore"; }, "--normalize: 'zscore' is not auto, federation or none"},
+      {[](SiteConfig& c) { c.input_mean = "0.5"; },
+       "--input-mean: --input-mean is given without --input-std: give both, one value per feature or channel"},
+      {[](SiteConfig& c) {
+         c.input_mean = "0.5,x";
+         c.input_std = "1,1";
+       },
+       "--input-mean: --input-mean '0.5,x': value 2 ('x') is not a number"},
   };
   for (const auto& c : cases) {
     SiteConfig config = good;

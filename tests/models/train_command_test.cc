@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
 
+#include "daemon/checkpoint.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/meridian_command.h"
 
@@ -89,4 +91,62 @@ TEST_CASE("meridian train takes start's names and defaults: --widths, fractional
   INFO(old_name.output);
   CHECK(old_name.exit_code == 0);
   CHECK(std::regex_search(old_name.output, std::regex("\"parameters\": 6370,")));  // 784·8 + 8 + 8·10 + 10
+}
+
+TEST_CASE("meridian train --augment trains with start's augmentation, the same batches for the same seed",
+          "[cli][train][augment][process]") {
+  if (!meridian::tests::have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
+    return;
+  }
+  auto loss = [](const Result& r) {
+    std::smatch m;
+    REQUIRE(std::regex_search(r.output, m, std::regex("\"train_loss\": ([0-9.]+)")));
+    return m[1].str();
+  };
+  const std::string common = "train --model logreg --epochs 0.05 --batch 64 --seed 7 --json";
+  const Result once = run(common + " --augment crop:2,flip"), again = run(common + " --augment crop:2,flip"),
+               plain = run(common);
+  INFO(once.output << "\n" << plain.output);
+  REQUIRE(once.exit_code == 0);
+  REQUIRE(plain.exit_code == 0);
+  CHECK(once.output.find("augment crop:2,flip") != std::string::npos);
+  CHECK(loss(once) == loss(again));  // reproducible
+  CHECK(loss(once) != loss(plain));  // and the images did change
+
+  const auto dir = std::filesystem::temp_directory_path() / ("meridian-augment-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "x,label\n1,a\n2,b\n";
+  const Result table = run("train --train " + (dir / "t.csv").string() + " --augment flip");
+  std::filesystem::remove_all(dir);
+  INFO(table.output);
+  CHECK(table.exit_code == 1);
+  CHECK(table.output.find("--augment: ") != std::string::npos);
+}
+
+TEST_CASE("meridian train scales a table as a federation of one, or with the values given, and saves them",
+          "[cli][train][normalization][process]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("meridian-train-scaling-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "age,glucose,label\n40,100,a\n60,140,b\n50,120,a\n50,120,b\n";
+  auto saved = [&](const std::string& options) {
+    const auto file = dir / "model.mrdn";
+    const Result r = run("train --train " + (dir / "t.csv").string() + " --epochs 1 --batch 2 --save " + file.string() +
+                         " " + options);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return meridian::daemon::read_checkpoint_file(file);
+  };
+  const auto own = saved("");
+  CHECK(own.input_mean == std::vector<float>{50, 120});
+  CHECK(own.input_stddev[0] == Approx(std::sqrt(50.0)));
+  const auto given = saved("--input-mean 45,110 --input-std 5,10");
+  CHECK(given.input_mean == std::vector<float>{45, 110});
+  CHECK(given.input_stddev == std::vector<float>{5, 10});
+  CHECK(saved("--normalize none").input_mean.empty());
+  const Result wrong = run("train --train " + (dir / "t.csv").string() + " --input-mean 1,2,3 --input-std 1,1,1");
+  std::filesystem::remove_all(dir);
+  INFO(wrong.output);
+  CHECK(wrong.exit_code == 1);
+  CHECK(wrong.output.find("has 3 means and 3 standard deviations, the data 2 features") != std::string::npos);
 }
