@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
+#include "daemon/reload_signal.h"
 #include "daemon/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
 
@@ -112,12 +113,15 @@ void SiteDaemon::Impl::serve_control() {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last_bytes;
   std::array<std::uint64_t, peer::kRejectCauseCount> last_rejected{};
   std::uint64_t last_zap_denied = 0;
+  std::set<std::string> sites_in_metrics;
   auto next_refresh = Clock::now();
+  auto next_summary = Clock::now();
   while (!trainer_done) {
     zmq::pollitem_t item{control.socket().handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, milliseconds(20));
     if (item.revents & ZMQ_POLLIN) control.serve_pending();
     while (auto msg = transport->receive_control(milliseconds(0))) {
+      if (federation_view.note(*msg, Clock::now())) continue;  // a peer's summary (site_federation.cc)
       // A peer's plan (daemon/run_plan.h); one that has not started yet hears the run's end from a
       // site that trains.
       const auto plan = plans.note(*msg);
@@ -130,8 +134,14 @@ void SiteDaemon::Impl::serve_control() {
     if (daemon_options.handle_signals && ShutdownSignals::requested() && !stop.exchange(true)) {
       spdlog::info("stop requested: finishing the step in flight, then checkpoint and leave (again to exit at once)");
     }
+    if (daemon_options.handle_signals && ReloadSignal::take()) reload_roster_on_signal();
+    if (Clock::now() >= next_summary) {
+      share_summary();
+      next_summary = Clock::now() + milliseconds(1000);
+    }
     if (Clock::now() >= next_refresh) {
       refresh_network_metrics(last_bytes, last_rejected, last_zap_denied);
+      refresh_federation(sites_in_metrics);
       next_refresh = Clock::now() + milliseconds(500);
     }
   }
