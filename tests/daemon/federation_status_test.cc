@@ -117,6 +117,11 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   CHECK(parsed[0]["self"] == true);
   CHECK(parsed[1]["train_loss"].is_number());
 
+  // These sites run without CURVE: there is no roster to list or change, and the command says so.
+  const auto roster = meridian::tests::run_meridian("roster list --socket " + socket_of(gamma));
+  CHECK(roster.exit_code == 1);
+  CHECK(contains(roster.output, "site 'gamma' runs without CURVE (--insecure): it has no roster"));
+
   // Per-site gauges on /metrics, one series per site.
   const int port = meridian::testing::metrics_port(alpha.log());
   REQUIRE(port != 0);
@@ -141,7 +146,7 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   }));
   if (!fs::exists("/usr/bin/chromium")) {
     WARN(
-        "SKIPPED the browser check: /usr/bin/chromium is not installed (Debian package chromium, "
+        "SKIPPED: the browser check: /usr/bin/chromium is not installed (Debian package chromium, "
         "scripts/install-deps test)");
   } else {
     // As root Chromium runs only without its sandbox; the background services would try the network.
