@@ -92,6 +92,8 @@ std::string ControlServer::answer(const std::string& request) {
     }
   } catch (const ControlProtocolError& e) {
     return encode_error_reply(std::string("bad request: ") + e.what());
+  } catch (const error::UserError& e) {
+    return encode_error_reply(e.what());  // a request refused for a reason of its own (a roster change)
   } catch (const std::exception& e) {
     return encode_error_reply(std::string("the daemon could not answer: ") + e.what());
   }

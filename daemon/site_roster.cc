@@ -31,7 +31,7 @@ RosterReport SiteDaemon::Impl::roster(const RosterChange& change) {
   RosterReport report;
   report.file = file.string();
   if (change.action == RosterChange::Action::kList) {
-    report.message = std::to_string(roster_in_force->entries().size()) + " sites in " + source;
+    report.message = std::to_string(roster_in_force->entries().size()) + " sites";
     report.sites = sites_of(*roster_in_force);
     return report;
   }
