@@ -88,6 +88,10 @@ struct SiteDaemon::Impl final : ControlHandler {
   const algorithms::Algorithm& algo;       // what this site runs (daemon/algorithms/)
   const SiteDaemonOptions daemon_options;  // the transport factory and signal handling
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // Declared before the metrics server, whose threads read them until it is destroyed.
+  FederationView federation_view{config.name, started};  // written by the control thread
+  std::mutex page_mu;
+  StatusPage page;  // what the status page shows; the control thread refreshes it (guarded by page_mu)
 
   // Built by run() before the threads start.
   std::optional<DirectoryLock> run_lock, checkpoint_lock;
@@ -114,9 +118,6 @@ struct SiteDaemon::Impl final : ControlHandler {
   LiveStatus live;
   PeerPlans plans;                                       // heard by the control thread (daemon/run_plan.h)
   std::atomic<std::uint64_t> run_end{0};                 // the run's end round once the trainer knows it; 0 before
-  FederationView federation_view{config.name, started};  // written by the control thread
-  std::mutex page_mu;
-  StatusPage page;  // what the status page shows; the control thread refreshes it (guarded by page_mu)
   std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
