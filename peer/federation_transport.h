@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "peer/membership_messages.h"
 #include "error/error.h"
+#include "peer/membership_messages.h"
 #include "peer/rejection.h"
 #include "peer/roster.h"
 #include "peer/transport.h"
@@ -86,8 +86,9 @@ class FederationTransport : public Transport {
   // on only the new roster's keys are admitted. A site no longer listed (or listed with another key)
   // is expelled: its messages are dropped and counted (RejectCause::kUnknownSender), the connection
   // to it closes, its record becomes "left" (gossiped, so the others learn it too) and the next view
-  // leaves it out. A site added can connect and join at once. Takes effect on the transport's loop
-  // shortly after the call returns.
+  // leaves it out. A site added can connect and join from then on (one refused before must connect
+  // anew: libzmq does not retry a connection that authentication refused). Takes effect on the
+  // transport's loop shortly after the call returns.
   // Throws error::UserError when the transport has no roster (insecure mode, the in-memory network)
   // or `roster` lacks this site or lists another key for it; the roster in force is unchanged then.
   virtual void set_roster(const Roster& roster) {
