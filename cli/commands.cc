@@ -9,6 +9,7 @@ void register_commands(CLI::App& app, int& exit_code, Invocation invocation) {
   add_status_command(app, exit_code);
   add_peers_command(app, exit_code);
   add_leave_command(app, exit_code);
+  add_roster_command(app, exit_code, invocation);
   add_devices_command(app, exit_code);
   add_train_command(app, exit_code);
   add_start_command(app, exit_code, invocation);

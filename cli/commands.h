@@ -22,6 +22,7 @@ void add_init_command(CLI::App& app, int& exit_code, Invocation invocation = Inv
 void add_status_command(CLI::App& app, int& exit_code);
 void add_peers_command(CLI::App& app, int& exit_code);
 void add_leave_command(CLI::App& app, int& exit_code);
+void add_roster_command(CLI::App& app, int& exit_code, Invocation invocation = Invocation::kRun);
 void add_devices_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_start_command(CLI::App& app, int& exit_code, Invocation invocation = Invocation::kRun);

@@ -1,4 +1,5 @@
-// `meridian status`: where a running daemon is in its training, and how it is doing.
+// `meridian status`: where a running daemon is in its training, and how it is doing; with
+// --federation, every site of the federation as that daemon last heard of it.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +41,28 @@ void print_status(const daemon::StatusReport& s) {
             << "uptime      " << daemon::format_duration(s.uptime_seconds) << "\n";
 }
 
+std::string optional_text(const std::optional<double>& v, const char* format, double scale = 1) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, *v * scale);
+  return buf;
+}
+
+void print_federation(const std::vector<daemon::SiteRow>& rows) {
+  std::printf("%-20s %-9s %8s %6s %9s %9s %10s  %s\n", "SITE", "STATE", "STEP", "EPOCH", "LOSS", "ACCURACY",
+              "SAMPLES/S", "LAST HEARD");
+  for (const auto& r : rows) {
+    const std::string heard = r.self                 ? "(this site)"
+                              : r.last_heard_seconds ? daemon::format_duration(*r.last_heard_seconds) + " ago"
+                                                     : "never";
+    std::printf("%-20s %-9s %8llu %6llu %9s %9s %10s  %s\n", r.site.c_str(), r.state.c_str(),
+                static_cast<unsigned long long>(r.step), static_cast<unsigned long long>(r.epoch),
+                optional_text(r.train_loss, "%.4g").c_str(), optional_text(r.test_accuracy, "%.1f%%", 100).c_str(),
+                optional_text(r.samples_per_second, "%.0f").c_str(), heard.c_str());
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 void add_status_command(CLI::App& app, int& exit_code) {
@@ -47,12 +70,23 @@ void add_status_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Examples:\n"
       "  meridian status                      # the site started in this directory\n"
-      "  meridian status --config oregon.toml --json\n");
+      "  meridian status --config oregon.toml --json\n"
+      "  meridian status --federation         # one row per site, as this site last heard of it\n");
   auto target = std::make_shared<ControlTarget>();
   add_control_target_options(*cmd, *target);
-  cmd->callback([target, &exit_code] {
+  auto federation = std::make_shared<bool>(false);
+  cmd->add_flag("--federation", *federation,
+                "Every site of the federation: step, epoch, loss, accuracy, samples/s, last heard");
+  cmd->callback([target, federation, &exit_code] {
     daemon::ControlClient client(target->socket_path(),
                                  std::chrono::milliseconds(std::llround(target->timeout_seconds * 1000)));
+    if (*federation) {
+      const auto rows = client.federation();
+      if (target->json) std::cout << daemon::to_json_text(rows) << "\n";
+      else print_federation(rows);
+      exit_code = 0;
+      return;
+    }
     const auto status = client.status();
     if (target->json) {
       std::cout << daemon::to_json_text(status) << "\n";

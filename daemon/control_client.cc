@@ -57,5 +57,11 @@ std::vector<PeerReport> ControlClient::peers() {
   return decode_peers_reply(exchange(encode_request(ControlCommand::kPeers)));
 }
 LeaveReport ControlClient::leave() { return decode_leave_reply(exchange(encode_request(ControlCommand::kLeave))); }
+std::vector<SiteRow> ControlClient::federation() {
+  return decode_federation_reply(exchange(encode_request(ControlCommand::kFederation)));
+}
+RosterReport ControlClient::roster(const RosterChange& change) {
+  return decode_roster_reply(exchange(encode_roster_request(change)));
+}
 
 }  // namespace meridian::daemon

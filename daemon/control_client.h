@@ -1,5 +1,5 @@
-// The command side of the control socket: asks a running daemon for its status, its peers, or to
-// leave. One request per call, each with a deadline.
+// The command side of the control socket: asks a running daemon for its status, its peers, its view of
+// the federation, to change its roster, or to leave. One request per call, each with a deadline.
 //
 // Thread-safety: one thread per client. Owns its own ZeroMQ context.
 #pragma once
@@ -34,6 +34,8 @@ class ControlClient {
   StatusReport status();
   std::vector<PeerReport> peers();
   LeaveReport leave();
+  std::vector<SiteRow> federation();
+  RosterReport roster(const RosterChange& change);
 
   // One raw request/reply exchange (the reply text is returned unparsed).
   std::string exchange(const std::string& request);

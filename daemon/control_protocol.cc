@@ -111,6 +111,52 @@ void from_json(const json& j, LeaveReport& r) {
   r.effective_round = optional_from<std::uint64_t>(j, "effective_round");
 }
 
+void to_json(json& j, const SiteRow& r) {
+  j = json{{"site", r.site},
+           {"self", r.self},
+           {"state", r.state},
+           {"step", r.step},
+           {"epoch", r.epoch},
+           {"train_loss", optional_json(r.train_loss)},
+           {"test_accuracy", optional_json(r.test_accuracy)},
+           {"samples_per_second", optional_json(r.samples_per_second)},
+           {"push_sum_weight", number(r.push_sum_weight)},
+           {"staleness", r.staleness},
+           {"last_heard_seconds", optional_json(r.last_heard_seconds)}};
+}
+
+void from_json(const json& j, SiteRow& r) {
+  j.at("site").get_to(r.site);
+  j.at("self").get_to(r.self);
+  j.at("state").get_to(r.state);
+  j.at("step").get_to(r.step);
+  j.at("epoch").get_to(r.epoch);
+  r.train_loss = optional_from<double>(j, "train_loss");
+  r.test_accuracy = optional_from<double>(j, "test_accuracy");
+  r.samples_per_second = optional_from<double>(j, "samples_per_second");
+  r.push_sum_weight = number_from(j, "push_sum_weight");
+  j.at("staleness").get_to(r.staleness);
+  r.last_heard_seconds = optional_from<double>(j, "last_heard_seconds");
+}
+
+void to_json(json& j, const RosterSite& s) {
+  j = json{{"name", s.name}, {"public_key", s.public_key}, {"address", s.address}};
+}
+
+void from_json(const json& j, RosterSite& s) {
+  j.at("name").get_to(s.name);
+  j.at("public_key").get_to(s.public_key);
+  j.at("address").get_to(s.address);
+}
+
+void to_json(json& j, const RosterReport& r) { j = json{{"message", r.message}, {"file", r.file}, {"sites", r.sites}}; }
+
+void from_json(const json& j, RosterReport& r) {
+  j.at("message").get_to(r.message);
+  j.at("file").get_to(r.file);
+  j.at("sites").get_to(r.sites);
+}
+
 namespace {
 
 json parse_object(std::string_view text, const char* what) {
@@ -152,6 +198,18 @@ const char* to_string(ControlCommand command) {
     case ControlCommand::kStatus: return "status";
     case ControlCommand::kPeers: return "peers";
     case ControlCommand::kLeave: return "leave";
+    case ControlCommand::kFederation: return "federation";
+    case ControlCommand::kRoster: return "roster";
+  }
+  return "?";
+}
+
+const char* to_string(RosterChange::Action action) {
+  switch (action) {
+    case RosterChange::Action::kList: return "list";
+    case RosterChange::Action::kAdd: return "add";
+    case RosterChange::Action::kRemove: return "remove";
+    case RosterChange::Action::kReload: return "reload";
   }
   return "?";
 }
@@ -160,7 +218,47 @@ std::string encode_request(ControlCommand command) {
   return dump(json{{"version", kControlProtocolVersion}, {"command", to_string(command)}});
 }
 
-ControlCommand decode_request(std::string_view text) {
+std::string encode_roster_request(const RosterChange& change) {
+  return dump(json{{"version", kControlProtocolVersion},
+                   {"command", to_string(ControlCommand::kRoster)},
+                   {"roster",
+                    {{"action", to_string(change.action)},
+                     {"name", change.name},
+                     {"public_key", change.public_key},
+                     {"address", change.address}}}});
+}
+
+namespace {
+
+RosterChange decode_roster_change(const json& j) {
+  const auto roster = j.find("roster");
+  if (roster == j.end() || !roster->is_object()) throw ControlProtocolError("the roster request has no \"roster\"");
+  const auto text = [&](const char* key) {
+    const auto v = roster->find(key);
+    if (v == roster->end()) return std::string();
+    if (!v->is_string()) throw ControlProtocolError(std::string("the roster request's \"") + key + "\" is not text");
+    return v->get<std::string>();
+  };
+  RosterChange change;
+  const std::string action = text("action");
+  bool known = false;
+  for (auto a : {RosterChange::Action::kList, RosterChange::Action::kAdd, RosterChange::Action::kRemove,
+                 RosterChange::Action::kReload}) {
+    if (action == to_string(a)) {
+      change.action = a;
+      known = true;
+    }
+  }
+  if (!known) throw ControlProtocolError("unknown roster action '" + action + "' (known: list, add, remove, reload)");
+  change.name = text("name");
+  change.public_key = text("public_key");
+  change.address = text("address");
+  return change;
+}
+
+}  // namespace
+
+ControlRequest decode_control_request(std::string_view text) {
   const json j = parse_object(text, "the request");
   const auto version = j.find("version");
   if (version == j.end() || !version->is_number_integer() || version->get<int>() != kControlProtocolVersion) {
@@ -171,17 +269,28 @@ ControlCommand decode_request(std::string_view text) {
   const auto command = j.find("command");
   if (command == j.end() || !command->is_string()) throw ControlProtocolError("the request has no \"command\"");
   const auto name = command->get<std::string>();
-  for (auto c : {ControlCommand::kStatus, ControlCommand::kPeers, ControlCommand::kLeave}) {
-    if (name == to_string(c)) return c;
+  for (auto c : {ControlCommand::kStatus, ControlCommand::kPeers, ControlCommand::kLeave, ControlCommand::kFederation,
+                 ControlCommand::kRoster}) {
+    if (name == to_string(c)) {
+      ControlRequest request{c, {}};
+      if (c == ControlCommand::kRoster) request.roster = decode_roster_change(j);
+      return request;
+    }
   }
-  throw ControlProtocolError("unknown command '" + name + "' (known: status, peers, leave)");
+  throw ControlProtocolError("unknown command '" + name + "' (known: status, peers, leave, federation, roster)");
 }
+
+ControlCommand decode_request(std::string_view text) { return decode_control_request(text).command; }
 
 std::string encode_status_reply(const StatusReport& report) { return dump(json{{"ok", true}, {"status", report}}); }
 std::string encode_peers_reply(const std::vector<PeerReport>& peers) {
   return dump(json{{"ok", true}, {"peers", peers}});
 }
 std::string encode_leave_reply(const LeaveReport& report) { return dump(json{{"ok", true}, {"leave", report}}); }
+std::string encode_federation_reply(const std::vector<SiteRow>& rows) {
+  return dump(json{{"ok", true}, {"federation", rows}});
+}
+std::string encode_roster_reply(const RosterReport& report) { return dump(json{{"ok", true}, {"roster", report}}); }
 std::string encode_error_reply(const std::string& error) { return dump(json{{"ok", false}, {"error", error}}); }
 
 StatusReport decode_status_reply(std::string_view text) { return decode_payload<StatusReport>(text, "status"); }
@@ -189,9 +298,15 @@ std::vector<PeerReport> decode_peers_reply(std::string_view text) {
   return decode_payload<std::vector<PeerReport>>(text, "peers");
 }
 LeaveReport decode_leave_reply(std::string_view text) { return decode_payload<LeaveReport>(text, "leave"); }
+std::vector<SiteRow> decode_federation_reply(std::string_view text) {
+  return decode_payload<std::vector<SiteRow>>(text, "federation");
+}
+RosterReport decode_roster_reply(std::string_view text) { return decode_payload<RosterReport>(text, "roster"); }
 
 std::string to_json_text(const StatusReport& report) { return dump(json(report), 2); }
 std::string to_json_text(const std::vector<PeerReport>& peers) { return dump(json(peers), 2); }
 std::string to_json_text(const LeaveReport& report) { return dump(json(report), 2); }
+std::string to_json_text(const std::vector<SiteRow>& rows) { return dump(json(rows), 2); }
+std::string to_json_text(const RosterReport& report) { return dump(json(report), 2); }
 
 }  // namespace meridian::daemon

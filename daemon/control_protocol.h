@@ -1,7 +1,10 @@
-// What `meridian status`, `peers` and `leave` ask a running daemon and what it answers, as plain
-// structs, and their JSON encoding on the control socket (one small JSON object per message):
-//   request  {"version": 1, "command": "status" | "peers" | "leave"}
+// What `meridian status`, `peers`, `leave` and `roster` ask a running daemon and what it answers, as
+// plain structs, and their JSON encoding on the control socket (one small JSON object per message):
+//   request  {"version": 1, "command": "status" | "peers" | "leave" | "federation"}
+//            {"version": 1, "command": "roster", "roster": {"action": "list" | "add" | "remove" | "reload",
+//                                                            "name": ..., "public_key": ..., "address": ...}}
 //   reply    {"ok": true, "status": {...}} | {"ok": true, "peers": [...]} | {"ok": true, "leave": {...}}
+//            {"ok": true, "federation": [...]} | {"ok": true, "roster": {...}}
 //            {"ok": false, "error": "..."}
 // The JSON library stays inside control_protocol.cc.
 #pragma once
@@ -19,7 +22,7 @@ namespace meridian::daemon {
 
 inline constexpr int kControlProtocolVersion = 1;
 
-enum class ControlCommand { kStatus, kPeers, kLeave };
+enum class ControlCommand { kStatus, kPeers, kLeave, kFederation, kRoster };
 const char* to_string(ControlCommand command);
 
 struct StatusReport {
@@ -63,6 +66,53 @@ struct LeaveReport {
   bool operator==(const LeaveReport&) const = default;
 };
 
+// One site of the federation as this site last heard of it (`meridian status --federation`, the
+// status page): its own summary (daemon/federation_view.h) and when it arrived.
+struct SiteRow {
+  std::string site;
+  bool self = false;  // the site that answers
+  std::string state;  // joining | training | leaving | stopped as the site said; dead | unheard as seen here
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::optional<double> train_loss;          // none before its first progress report
+  std::optional<double> test_accuracy;       // fraction in [0, 1]; none before its first evaluation
+  std::optional<double> samples_per_second;  // none before its first progress report
+  double push_sum_weight = 1;
+  std::uint64_t staleness = 0;
+  std::optional<double> last_heard_seconds;  // since its summary arrived; 0 for this site; none: never
+  bool operator==(const SiteRow&) const = default;
+};
+
+// `meridian roster ...`: what to do to a running site's roster (peer/roster.h).
+struct RosterChange {
+  enum class Action { kList, kAdd, kRemove, kReload } action = Action::kList;
+  std::string name;        // add, remove
+  std::string public_key;  // add
+  std::string address;     // add; may be empty
+  bool operator==(const RosterChange&) const = default;
+};
+const char* to_string(RosterChange::Action action);
+
+struct RosterSite {
+  std::string name;
+  std::string public_key;
+  std::string address;
+  bool operator==(const RosterSite&) const = default;
+};
+
+struct RosterReport {
+  std::string message;            // for people: what changed
+  std::string file;               // the roster file the site reads and writes
+  std::vector<RosterSite> sites;  // the roster in force afterwards
+  bool operator==(const RosterReport&) const = default;
+};
+
+// A decoded request: the command and, for kRoster, what to change.
+struct ControlRequest {
+  ControlCommand command = ControlCommand::kStatus;
+  RosterChange roster;
+};
+
 // A malformed request or reply; what() says what is wrong.
 class ControlProtocolError : public error::PeerError {
  public:
@@ -70,12 +120,17 @@ class ControlProtocolError : public error::PeerError {
 };
 
 std::string encode_request(ControlCommand command);
+std::string encode_roster_request(const RosterChange& change);
 // Throws ControlProtocolError for anything that is not a valid request of this version.
+ControlRequest decode_control_request(std::string_view text);
+// decode_control_request(text).command.
 ControlCommand decode_request(std::string_view text);
 
 std::string encode_status_reply(const StatusReport& report);
 std::string encode_peers_reply(const std::vector<PeerReport>& peers);
 std::string encode_leave_reply(const LeaveReport& report);
+std::string encode_federation_reply(const std::vector<SiteRow>& rows);
+std::string encode_roster_reply(const RosterReport& report);
 std::string encode_error_reply(const std::string& error);
 
 // Decode a reply to `command`. A daemon's {"ok": false} reply throws ControlProtocolError with its
@@ -83,10 +138,14 @@ std::string encode_error_reply(const std::string& error);
 StatusReport decode_status_reply(std::string_view text);
 std::vector<PeerReport> decode_peers_reply(std::string_view text);
 LeaveReport decode_leave_reply(std::string_view text);
+std::vector<SiteRow> decode_federation_reply(std::string_view text);
+RosterReport decode_roster_reply(std::string_view text);
 
 // Pretty-printed JSON of one report, for the commands' --json output.
 std::string to_json_text(const StatusReport& report);
 std::string to_json_text(const std::vector<PeerReport>& peers);
 std::string to_json_text(const LeaveReport& report);
+std::string to_json_text(const std::vector<SiteRow>& rows);
+std::string to_json_text(const RosterReport& report);
 
 }  // namespace meridian::daemon

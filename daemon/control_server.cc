@@ -82,13 +82,18 @@ std::size_t ControlServer::serve_pending(std::size_t max_requests) {
 
 std::string ControlServer::answer(const std::string& request) {
   try {
-    switch (decode_request(request)) {
+    const auto decoded = decode_control_request(request);
+    switch (decoded.command) {
       case ControlCommand::kStatus: return encode_status_reply(handler_.status());
       case ControlCommand::kPeers: return encode_peers_reply(handler_.peers());
       case ControlCommand::kLeave: return encode_leave_reply(handler_.leave());
+      case ControlCommand::kFederation: return encode_federation_reply(handler_.federation());
+      case ControlCommand::kRoster: return encode_roster_reply(handler_.roster(decoded.roster));
     }
   } catch (const ControlProtocolError& e) {
     return encode_error_reply(std::string("bad request: ") + e.what());
+  } catch (const error::UserError& e) {
+    return encode_error_reply(e.what());  // a request refused for a reason of its own (a roster change)
   } catch (const std::exception& e) {
     return encode_error_reply(std::string("the daemon could not answer: ") + e.what());
   }

@@ -1,5 +1,5 @@
 // The daemon's end of the control socket: a ZeroMQ REP socket on ipc://PATH through which
-// `meridian status`, `peers` and `leave` talk to it (requests and replies: control_protocol.h).
+// `meridian status`, `peers`, `leave` and `roster` talk to it (requests and replies: control_protocol.h).
 //
 // Threading: one owning thread (the daemon's control thread) creates the server, puts socket() into
 // its zmq::poll set and calls serve_pending() when it is readable. The server creates no thread; it calls the handler
@@ -28,6 +28,14 @@ class ControlHandler {
   // Starts a graceful leave (announce, finish or abandon the round, checkpoint, exit) and returns at
   // once; the reply goes out before the daemon exits.
   virtual LeaveReport leave() = 0;
+  // Every site of the federation as this site last heard of it, this site included.
+  virtual std::vector<SiteRow> federation() { throw ControlProtocolError("this daemon has no federation view"); }
+  // Lists or changes the running site's roster; throws error::UserError (the reply names the problem)
+  // for a change it refuses, leaving the roster in force unchanged.
+  virtual RosterReport roster(const RosterChange& change) {
+    (void)change;
+    throw ControlProtocolError("this daemon has no roster to change");
+  }
 };
 
 class ControlServerError : public error::UserError {

@@ -30,7 +30,22 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
       peer_received_bytes(
           registry_.counter_family("meridian_peer_received_bytes_total", "Bytes received from the peer.", {"peer"})),
       rejected_messages(registry_.counter_family("meridian_rejected_messages_total",
-                                                 "Incoming messages rejected by validation, by cause.", {"cause"})) {
+                                                 "Incoming messages rejected by validation, by cause.", {"cause"})),
+      federation_step(registry_.gauge_family("meridian_federation_step",
+                                             "Training steps of each site, as it last reported them.", {"site"})),
+      federation_epoch(registry_.gauge_family("meridian_federation_epoch",
+                                              "Epochs of each site, as it last reported them.", {"site"})),
+      federation_train_loss(registry_.gauge_family("meridian_federation_train_loss",
+                                                   "Training loss of each site, as it last reported it.", {"site"})),
+      federation_test_accuracy(
+          registry_.gauge_family("meridian_federation_test_accuracy",
+                                 "Test accuracy of each site's last evaluation, as it reported it.", {"site"})),
+      federation_samples_per_second(
+          registry_.gauge_family("meridian_federation_samples_per_second",
+                                 "Training samples per second of each site, as it reported them.", {"site"})),
+      federation_last_heard_seconds(registry_.gauge_family(
+          "meridian_federation_last_heard_seconds",
+          "Seconds since each site's last progress summary arrived (0 for this site).", {"site"})) {
   registry_.gauge_callback("meridian_checkpoint_age_seconds",
                            "Seconds since the last checkpoint was written (since start before the first).", [this] {
                              const Clock::duration since(Clock::now().time_since_epoch().count() -
@@ -48,6 +63,12 @@ void DaemonMetrics::forget_peer(const std::string& peer) {
   peer_rtt_seconds.remove({peer});
   peer_sent_bytes.remove({peer});
   peer_received_bytes.remove({peer});
+}
+
+void DaemonMetrics::forget_site(const std::string& site) {
+  for (auto* family : {&federation_step, &federation_epoch, &federation_train_loss, &federation_test_accuracy,
+                       &federation_samples_per_second, &federation_last_heard_seconds})
+    family->remove({site});
 }
 
 void DaemonMetrics::checkpoint_written(Clock::time_point when) {

@@ -8,6 +8,10 @@
 // zap_denied_total, checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds,
 // site_info{site,algorithm}. train_loss, test_accuracy and samples_per_second are absent until first
 // measured (the first progress report, the first evaluation), never a made-up 0.
+// The federation view (daemon/federation_view.h), one series per site including this one:
+// federation_step{site}, federation_epoch{site}, federation_train_loss{site},
+// federation_test_accuracy{site}, federation_samples_per_second{site} (absent while that site has
+// not measured them) and federation_last_heard_seconds{site} (absent while never heard).
 //
 // Thread-safety: every member may be updated from any thread (see metrics_registry.h).
 #pragma once
@@ -33,6 +37,8 @@ class DaemonMetrics {
 
   // Per-peer series of a peer that left the view, so that churn does not grow the exposition forever.
   void forget_peer(const std::string& peer);
+  // The federation series of a site that left the federation view.
+  void forget_site(const std::string& site);
   // Records a successful checkpoint write at `when`; checkpoint_age_seconds counts from here.
   void checkpoint_written(Clock::time_point when = Clock::now());
 
@@ -57,6 +63,13 @@ class DaemonMetrics {
   Family<Counter>& peer_sent_bytes;      // labels: peer
   Family<Counter>& peer_received_bytes;  // labels: peer
   Family<Counter>& rejected_messages;    // labels: cause (as named by the message validator)
+  // The federation view; labels: site.
+  Family<Gauge>& federation_step;
+  Family<Gauge>& federation_epoch;
+  Family<Gauge>& federation_train_loss;
+  Family<Gauge>& federation_test_accuracy;
+  Family<Gauge>& federation_samples_per_second;
+  Family<Gauge>& federation_last_heard_seconds;
 };
 
 }  // namespace meridian::daemon

@@ -44,7 +44,7 @@ struct MetricsServer::Impl {
   std::thread listener;
 };
 
-MetricsServer::MetricsServer(const MetricsRegistry& registry, const std::string& address)
+MetricsServer::MetricsServer(const MetricsRegistry& registry, const std::string& address, PageSource status_page)
     : impl_(std::make_unique<Impl>()) {
   impl_->bound = parse_address(address);
   auto& server = impl_->server;
@@ -60,9 +60,18 @@ MetricsServer::MetricsServer(const MetricsRegistry& registry, const std::string&
   server.Get("/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
     res.set_content(registry.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("Meridian daemon: metrics are at /metrics\n", "text/plain");
-  });
+  if (status_page) {
+    const auto page = [status_page](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(status_page(), "text/html; charset=utf-8");
+    };
+    server.Get("/", page);
+    server.Get("/status", page);
+  } else {
+    server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("Meridian daemon: metrics are at /metrics\n", "text/plain");
+    });
+  }
   if (impl_->bound.port == 0) {
     impl_->bound.port = server.bind_to_any_port(impl_->bound.host);
     if (impl_->bound.port < 0) impl_->bound.port = 0;

@@ -9,6 +9,7 @@
 
 #include "daemon/compute_backend.h"
 #include "daemon/federation_terms.h"
+#include "daemon/reload_signal.h"
 #include "daemon/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
 #include "gossip/average_mixer.h"
@@ -96,7 +97,8 @@ void SiteDaemon::Impl::prepare() {
 
   metrics = std::make_unique<DaemonMetrics>(config.name, std::string(algo.name()));
   if (settings.metrics_address) {
-    metrics_server = std::make_unique<MetricsServer>(metrics->registry(), *settings.metrics_address);
+    metrics_server = std::make_unique<MetricsServer>(metrics->registry(), *settings.metrics_address,
+                                                     [this] { return render_page(); });
     spdlog::info("metrics on {}", metrics_server->url());
   }
 }
@@ -126,6 +128,8 @@ void SiteDaemon::Impl::make_transport() {
   transport = daemon_options.transport ? daemon_options.transport(spec) : make_zmq_transport(spec);
   if (!transport) throw error::InternalError("the transport factory of site '" + config.name + "' made no transport");
   if (resume) transport->resume_round(resume->step);
+  // What `meridian roster` changes (daemon/site_roster.cc); the transport read the same file.
+  if (!config.insecure) roster_in_force = peer::Roster::load(config.roster);
   trail->write_endpoint(transport->endpoint());
 }
 
@@ -183,7 +187,10 @@ SiteDaemon::~SiteDaemon() = default;
 
 int SiteDaemon::run() {
   Impl& d = *impl_;
-  if (d.daemon_options.handle_signals) ShutdownSignals::install();
+  if (d.daemon_options.handle_signals) {
+    ShutdownSignals::install();
+    ReloadSignal::install();
+  }
   d.prepare();
   d.make_transport();
 

@@ -8,6 +8,8 @@
 //   training_loop.cc   the trainer thread: steps, evaluations, checkpoints, progress and the result
 //   site_status.cc     the control thread: status, peers and leave over the control socket, signals,
 //                      network metrics
+//   site_federation.cc the federation view: summaries to and from the peers, its metrics, the status page
+//   site_roster.cc     roster changes while the site runs (`meridian roster`, SIGHUP)
 // The threads and what they share are described in daemon/site_daemon.h. Private to daemon/.
 #pragma once
 
@@ -21,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,12 +33,14 @@
 #include "daemon/control_server.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/directory_lock.h"
+#include "daemon/federation_view.h"
 #include "daemon/input_scaling_exchange.h"
 #include "daemon/metrics_server.h"
 #include "daemon/run_plan.h"
 #include "daemon/run_trail.h"
 #include "daemon/site_daemon.h"
 #include "daemon/site_data.h"
+#include "daemon/status_page.h"
 #include "daemon/trainer_algorithm.h"
 #include "error/error.h"
 #include "gossip/mix_channel.h"
@@ -43,6 +48,7 @@
 #include "models/data/seeded_random.h"
 #include "models/model.h"
 #include "peer/federation_transport.h"
+#include "peer/roster.h"
 
 namespace meridian::daemon {
 
@@ -84,6 +90,10 @@ struct SiteDaemon::Impl final : ControlHandler {
   const algorithms::Algorithm& algo;       // what this site runs (daemon/algorithms/)
   const SiteDaemonOptions daemon_options;  // the transport factory and signal handling
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // Declared before the metrics server, whose threads read them until it is destroyed.
+  FederationView federation_view{config.name, started};  // written by the control thread
+  std::mutex page_mu;
+  StatusPage page;  // what the status page shows; the control thread refreshes it (guarded by page_mu)
 
   // Built by run() before the threads start.
   std::optional<DirectoryLock> run_lock, checkpoint_lock;
@@ -110,14 +120,17 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
   std::mutex live_mu;
   LiveStatus live;
-  PeerPlans plans;                        // heard by the control thread (daemon/run_plan.h)
-  ScalingExchange scaling;                // noted by the control thread (daemon/input_scaling_exchange.h)
-  std::atomic<std::uint64_t> run_end{0};  // the run's end round once the trainer knows it; 0 before
+  PeerPlans plans;                              // heard by the control thread (daemon/run_plan.h)
+  ScalingExchange scaling;                      // noted by the control thread (daemon/input_scaling_exchange.h)
+  std::atomic<std::uint64_t> run_end{0};        // the run's end round once the trainer knows it; 0 before
+  std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
   StatusReport status() override;
   std::vector<PeerReport> peers() override;
   LeaveReport leave() override;
+  std::vector<SiteRow> federation() override;                // site_federation.cc
+  RosterReport roster(const RosterChange& change) override;  // site_roster.cc
 
   // --- set-up ---
   void prepare();
@@ -143,6 +156,14 @@ struct SiteDaemon::Impl final : ControlHandler {
   void communicate();
   // --- control thread: the control socket, signals, network metrics ---
   void serve_control();
+  // The federation view (site_federation.cc): this site's summary, sent to the live members; the view
+  // trimmed to the members; its metrics and the status page refreshed.
+  SiteRow own_summary();
+  void share_summary();
+  void refresh_federation(std::set<std::string>& in_metrics);
+  std::string render_page();
+  // SIGHUP: reads the roster file again; logs the outcome (site_roster.cc).
+  void reload_roster_on_signal();
   void refresh_network_metrics(std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& last_bytes,
                                std::array<std::uint64_t, peer::kRejectCauseCount>& last_rejected,
                                std::uint64_t& last_zap_denied);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
+#include "daemon/reload_signal.h"
 #include "daemon/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
 
@@ -112,12 +113,15 @@ void SiteDaemon::Impl::serve_control() {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last_bytes;
   std::array<std::uint64_t, peer::kRejectCauseCount> last_rejected{};
   std::uint64_t last_zap_denied = 0;
+  std::set<std::string> sites_in_metrics;
   auto next_refresh = Clock::now();
+  auto next_summary = Clock::now();
   while (!trainer_done) {
     zmq::pollitem_t item{control.socket().handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, milliseconds(20));
     if (item.revents & ZMQ_POLLIN) control.serve_pending();
     while (auto msg = transport->receive_control(milliseconds(0))) {
+      if (federation_view.note(*msg, Clock::now())) continue;  // a peer's summary (site_federation.cc)
       // A peer's moments or the federation's input scaling (daemon/input_scaling_exchange.h).
       if (auto noted = scaling.note(*msg); noted.recognized) {
         if (noted.reply) transport->send(msg->from, std::move(*noted.reply));
@@ -127,7 +131,9 @@ void SiteDaemon::Impl::serve_control() {
       // site that trains.
       const auto plan = plans.note(*msg);
       if (!plan) {
-        spdlog::warn("ignored a control message from '{}' that is neither a run plan nor input statistics", msg->from);
+        spdlog::warn(
+            "ignored a control message from '{}' that is none of a run plan, input statistics or a site summary",
+            msg->from);
         continue;
       }
       if (plan->end_round == 0 && run_end != 0) transport->send(msg->from, plan_message({data.total_steps, run_end}));
@@ -135,8 +141,14 @@ void SiteDaemon::Impl::serve_control() {
     if (daemon_options.handle_signals && ShutdownSignals::requested() && !stop.exchange(true)) {
       spdlog::info("stop requested: finishing the step in flight, then checkpoint and leave (again to exit at once)");
     }
+    if (daemon_options.handle_signals && ReloadSignal::take()) reload_roster_on_signal();
+    if (Clock::now() >= next_summary) {
+      share_summary();
+      next_summary = Clock::now() + milliseconds(1000);
+    }
     if (Clock::now() >= next_refresh) {
       refresh_network_metrics(last_bytes, last_rejected, last_zap_denied);
+      refresh_federation(sites_in_metrics);
       next_refresh = Clock::now() + milliseconds(500);
     }
   }

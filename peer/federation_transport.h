@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "peer/membership_messages.h"
 #include "peer/rejection.h"
+#include "peer/roster.h"
 #include "peer/transport.h"
 
 namespace meridian::peer {
@@ -79,6 +81,20 @@ class FederationTransport : public Transport {
   // this site: ..."), nullopt while none came. A refused site is never admitted by that peer: its
   // caller should stop and show the reason.
   virtual std::optional<std::string> refusal() const = 0;
+
+  // Replaces the roster of a secure site while it runs (an operator added or removed a site). From then
+  // on only the new roster's keys are admitted. A site no longer listed (or listed with another key)
+  // is expelled: its messages are dropped and counted (RejectCause::kUnknownSender), the connection
+  // to it closes, its record becomes "left" (gossiped, so the others learn it too) and the next view
+  // leaves it out. A site added can connect and join from then on (one refused before must connect
+  // anew: libzmq does not retry a connection that authentication refused). Takes effect on the
+  // transport's loop shortly after the call returns.
+  // Throws error::UserError when the transport has no roster (insecure mode, the in-memory network)
+  // or `roster` lacks this site or lists another key for it; the roster in force is unchanged then.
+  virtual void set_roster(const Roster& roster) {
+    (void)roster;
+    throw error::UserError("site '" + self() + "' has no roster to change (it runs without CURVE authentication)");
+  }
 };
 
 }  // namespace meridian::peer

@@ -238,6 +238,18 @@ void Membership::leave() {
   members_.at(config_.self).record.state = MemberState::kLeft;
 }
 
+MembershipChange Membership::expel(const std::string& name) {
+  MembershipChange change;
+  superseded_.erase(name);
+  auto it = members_.find(name);
+  if (name == config_.self || it == members_.end() || it->second.record.state == MemberState::kLeft) return change;
+  const bool was_alive = it->second.record.state == MemberState::kAlive;
+  it->second.record.state = MemberState::kLeft;
+  change.records = true;
+  if (was_alive) change.left.push_back(name);
+  return change;
+}
+
 MemberListInfo Membership::snapshot() const {
   MemberListInfo out;
   out.round = newest_round_;

@@ -89,6 +89,10 @@ class Membership {
 
   // Marks this site as leaving: its own record becomes "left" and it stops proposing views.
   void leave();
+  // The operator took `name` out of the roster (config.admissible no longer admits it): its record
+  // becomes "left" at its incarnation, so that the gossip tells the other sites it is gone, and the
+  // next tick proposes a view without it. Does nothing for this site itself or an unknown name.
+  MembershipChange expel(const std::string& name);
 
   // The table and the newest views to gossip.
   MemberListInfo snapshot() const;

@@ -190,6 +190,12 @@ void MembershipDriver::leave(Clock::time_point now) {
   for (const auto& r : membership_.alive_others()) port_.send_membership(r.name, MessageKind::kLeave, body, now);
 }
 
+void MembershipDriver::expel(const std::string& name, Clock::time_point now) {
+  hinted_.erase(name);
+  echoes_.erase(name);
+  process(membership_.expel(name), now);
+}
+
 std::optional<std::chrono::microseconds> MembershipDriver::rtt(const std::string& name) const {
   auto it = echoes_.find(name);
   if (it == echoes_.end() || !it->second.rtt_us) return std::nullopt;

@@ -92,6 +92,9 @@ class MembershipDriver {
 
   // Marks this site as leaving and sends a leave to every live member.
   void leave(Clock::time_point now);
+  // `name` was taken out of the roster: it leaves the membership (Membership::expel), its connection
+  // goes, and the member table with its new record is gossiped.
+  void expel(const std::string& name, Clock::time_point now);
 
   // Round-trip time to `name` measured by heartbeat echoes (smoothed), nullopt until measured.
   std::optional<std::chrono::microseconds> rtt(const std::string& name) const;

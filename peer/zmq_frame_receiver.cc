@@ -115,6 +115,10 @@ bool ZmqTransport::IoLoop::receive_one() {
   if (secure()) {
     if (!user_id) return drop(RejectCause::kUnknownSender, label, "connection has no authenticated key");
     name = user_id;
+    // The connection was admitted before the operator took this key out of the roster: libzmq keeps an
+    // accepted connection open, so everything on it is refused here.
+    if (!opt_.roster->by_name(name))
+      return drop(RejectCause::kUnknownSender, name, "its key was removed from the roster");
     if (hello && hello->name != name)
       return drop(RejectCause::kUnknownSender, label, "hello claims the name '" + hello->name + "'");
   } else if (hello) {

@@ -31,6 +31,7 @@ void ZmqTransport::IoLoop::drain_commands() {
         break;
       case Command::Type::kLeave: handle_leave(std::chrono::milliseconds(cmd.round)); return;
       case Command::Type::kStop: stop_ = true; return;
+      case Command::Type::kSetRoster: replace_roster(*cmd.roster); break;
     }
   }
 }

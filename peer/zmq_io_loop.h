@@ -120,6 +120,10 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   void receive_mixer(const std::string& name, const WireHeader& h, std::size_t payload_bytes);
   void relay(const PayloadSink::Relay& r, zmq::message_t&& frame, std::size_t elements);
 
+  // Roster changes (zmq_membership_port.cc): the roster in force becomes `roster`; sites it no longer
+  // lists (or lists with another key) are expelled (ZmqTransport::set_roster).
+  void replace_roster(const Roster& roster);
+
   // The loop (zmq_io_loop.cc).
   void drain_commands();
   void deliver(Message&& msg);

@@ -2,6 +2,8 @@
 // membership messages go out on per-peer links, a member that restarted, moved, died or left loses
 // its connection and per-peer state, and a bootstrap connection becomes a member's link once the
 // bootstrap site is known by name.
+#include <spdlog/spdlog.h>
+
 #include "peer/zmq_io_loop.h"
 
 namespace meridian::peer {
@@ -54,5 +56,27 @@ void ZmqTransport::IoLoop::greet_bootstraps(const std::string& hello, Clock::tim
 }
 
 void ZmqTransport::IoLoop::membership_changed() { dirty_ = true; }
+
+void ZmqTransport::IoLoop::replace_roster(const Roster& roster) {
+  std::vector<std::string> expelled;
+  for (const auto& e : opt_.roster->entries()) {
+    const auto* kept = roster.by_name(e.name);
+    if (!kept || kept->public_key != e.public_key) expelled.push_back(e.name);
+  }
+  // In place: the ZAP handler and the membership's admissibility check refer to this object, so both
+  // follow the new roster from the next connection and the next message on.
+  *t_.options_.roster = roster;
+  const auto now = Clock::now();
+  for (const auto& name : expelled) {
+    spdlog::info("'{}': '{}' is no longer in the roster: its key is refused from now on", opt_.name, name);
+    std::erase_if(bootstraps_, [&](const Bootstrap& b) { return b.name == name; });
+    refusal_links_.erase(name);
+    driver_->expel(name, now);
+    close_link(name);
+    reassembler_.forget(name);
+    validator_.forget(name);
+  }
+  dirty_ = true;
+}
 
 }  // namespace meridian::peer

@@ -182,6 +182,16 @@ void ZmqTransport::post(Command cmd) {
   [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
 }
 
+void ZmqTransport::set_roster(const Roster& roster) {
+  if (options_.insecure) FederationTransport::set_roster(roster);
+  const auto* me = roster.by_name(options_.name);
+  if (!me) throw error::UserError("the new roster does not list this site ('" + options_.name + "')");
+  if (me->public_key != options_.keys->public_key)
+    throw error::UserError("the new roster lists another public key for this site ('" + options_.name +
+                           "') than its key pair");
+  post(Command{Command::Type::kSetRoster, {}, {}, 0, std::make_shared<const Roster>(roster)});
+}
+
 void ZmqTransport::send(const std::string& to, Message msg) {
   post(Command{Command::Type::kSend, to, std::move(msg), 0});
 }

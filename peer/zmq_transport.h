@@ -178,14 +178,16 @@ class ZmqTransport final : public FederationTransport {
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;
   std::optional<std::string> refusal() const override;
+  void set_roster(const Roster& roster) override;
 
  private:
   class IoLoop;  // the loop's state: sockets, membership, queues (peer/zmq_io_loop.h)
   struct Command {
-    enum class Type { kSend, kSetRound, kResumeRound, kStartPartitionClock, kLeave, kStop } type;
+    enum class Type { kSend, kSetRound, kResumeRound, kStartPartitionClock, kLeave, kStop, kSetRoster } type;
     std::string to;
     Message msg;
     std::uint64_t round = 0;
+    std::shared_ptr<const Roster> roster = nullptr;  // kSetRoster
   };
 
   void post(Command cmd);

@@ -1,0 +1,96 @@
+// The federation view of a running site (daemon/federation_view.h): the control thread sends this
+// site's summary to the live members once a second, keeps the view to the current members, and
+// refreshes the per-site metrics and the status page from it.
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/site_daemon_impl.h"
+
+namespace meridian::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void set_or_clear(Gauge& gauge, const std::optional<double>& value) {
+  if (value) gauge.set(*value);
+  else gauge.clear();
+}
+
+}  // namespace
+
+SiteRow SiteDaemon::Impl::own_summary() {
+  SiteRow r;
+  r.site = config.name;
+  r.self = true;
+  r.state = to_string(state.load());
+  // The gauges follow every step and evaluation (the live status only every progress line), and are
+  // absent until measured (daemon/daemon_metrics.h).
+  if (metrics->train_loss.present()) r.train_loss = metrics->train_loss.value();
+  if (metrics->test_accuracy.present()) r.test_accuracy = metrics->test_accuracy.value();
+  if (metrics->samples_per_second.present()) r.samples_per_second = metrics->samples_per_second.value();
+  r.epoch = static_cast<std::uint64_t>(std::max(0.0, metrics->epoch.value()));
+  std::lock_guard lock(live_mu);
+  r.step = live.step;
+  r.push_sum_weight = live.push_sum_weight;
+  r.staleness = live.staleness;
+  return r;
+}
+
+void SiteDaemon::Impl::share_summary() {
+  const auto summary = own_summary();
+  federation_view.note_self(summary, Clock::now());
+  const auto message = summary_message(summary);
+  try {
+    for (const auto& name : transport->alive_members())
+      if (name != config.name) transport->send(name, message);
+  } catch (const peer::TransportError&) {
+    // Stopped or failed: the communication thread reports a failure, and a stopped site has no peers.
+  }
+}
+
+std::vector<SiteRow> SiteDaemon::Impl::federation() {
+  federation_view.note_self(own_summary(), Clock::now());
+  return federation_view.rows(Clock::now());
+}
+
+void SiteDaemon::Impl::refresh_federation(std::set<std::string>& in_metrics) {
+  std::vector<std::string> members, dead;
+  for (const auto& m : transport->members()) {
+    if (m.record.name == config.name || m.record.state == peer::MemberState::kLeft) continue;
+    members.push_back(m.record.name);
+    if (m.record.state == peer::MemberState::kDead) dead.push_back(m.record.name);
+  }
+  federation_view.keep_only(members, dead);
+  const auto rows = federation_view.rows(Clock::now());
+  std::set<std::string> shown;
+  for (const auto& r : rows) {
+    shown.insert(r.site);
+    metrics->federation_step.with({r.site}).set(static_cast<double>(r.step));
+    metrics->federation_epoch.with({r.site}).set(static_cast<double>(r.epoch));
+    set_or_clear(metrics->federation_train_loss.with({r.site}), r.train_loss);
+    set_or_clear(metrics->federation_test_accuracy.with({r.site}), r.test_accuracy);
+    set_or_clear(metrics->federation_samples_per_second.with({r.site}), r.samples_per_second);
+    set_or_clear(metrics->federation_last_heard_seconds.with({r.site}), r.last_heard_seconds);
+  }
+  for (const auto& name : in_metrics)
+    if (!shown.contains(name)) metrics->forget_site(name);
+  in_metrics = std::move(shown);
+
+  StatusPage next{config.name, std::string(algo.name()), rows, peers(), federation_view.curves()};
+  std::lock_guard lock(page_mu);
+  page = std::move(next);
+}
+
+std::string SiteDaemon::Impl::render_page() {
+  StatusPage copy;
+  {
+    std::lock_guard lock(page_mu);
+    copy = page;
+  }
+  if (copy.self.empty()) copy.self = config.name;
+  if (copy.algorithm.empty()) copy.algorithm = algo.name();
+  return render_status_page(copy);
+}
+
+}  // namespace meridian::daemon

@@ -1,0 +1,32 @@
+// The HTML status page the metrics server shows at / and /status: every site of the federation
+// (daemon/federation_view.h), this site's links (RTT, traffic) and the sites' loss and accuracy
+// curves. One self-contained document: inline CSS and SVG, no script, no external asset; it reloads
+// itself every few seconds (a meta refresh), so any browser that can reach the port can watch a run.
+//
+// Element ids for tools and tests: table#sites (one tr[data-site] per site), table#links (one
+// tr[data-peer] per peer), svg#loss-chart and svg#accuracy-chart (one polyline[data-site] per site
+// with at least two points).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/control_protocol.h"
+#include "daemon/federation_view.h"
+
+namespace meridian::daemon {
+
+struct StatusPage {
+  std::string self;  // the site that serves the page
+  std::string algorithm;
+  std::vector<SiteRow> sites;
+  std::vector<PeerReport> links;
+  std::map<std::string, std::vector<CurvePoint>> curves;
+  int refresh_seconds = 2;
+};
+
+// The page as an HTML document (UTF-8). Never throws for any content: names and texts are escaped.
+std::string render_status_page(const StatusPage& page);
+
+}  // namespace meridian::daemon
