@@ -20,7 +20,7 @@ std::string number(double v) {
 peer::FederationTerms federation_terms(const SiteSettings& settings, const models::Model& model,
                                        const models::data::Dataset& train) {
   peer::FederationTerms terms;
-  terms.push_back({"model", model.fingerprint()});
+  terms.push_back({"model", model.fingerprint(), model.summary()});
 
   const auto& o = settings.options;
   std::string algorithm = describe_algorithm(settings);

@@ -1,6 +1,7 @@
 // The federation terms a site announces when it joins (peer/federation_terms.h): everything that must
 // be equal on every site, as canonical text.
-//   model      the model's fingerprint: architecture, input shape, class count, parameter count
+//   model      the model's fingerprint: architecture, input shape, class count, parameter count;
+//              shown in refusals as its summary ("mlp 784-256-128-10 (235,146 parameters)")
 //   algorithm  the algorithm and its shape, as its start-up log line says it (daemon/algorithms/:
 //              D, P, tau, K, grid, exchange, compression), plus robust aggregation and its clip and trim
 //   optimizer  only where the algorithm puts optimizer state on the wire (its wire_limits: allreduce's

@@ -29,6 +29,8 @@ struct MemberStatus {
   std::optional<std::chrono::microseconds> rtt;
   std::uint64_t bytes_out = 0;
   std::uint64_t bytes_in = 0;
+  // When anything last arrived from it (peer/membership.h); nullopt for this site itself.
+  std::optional<std::chrono::steady_clock::time_point> last_heard;
 };
 
 struct TransportStats {
@@ -79,6 +81,10 @@ class FederationTransport : public Transport {
   // this site: ..."), nullopt while none came. A refused site is never admitted by that peer: its
   // caller should stop and show the reason.
   virtual std::optional<std::string> refusal() const = 0;
+  // Why this site has not reached the sites it joins through (its bootstrap addresses), one line each
+  // for people: nobody listening there, this site's key refused, security that differs. Empty while
+  // nothing is known, and once those sites are members.
+  virtual std::vector<std::string> join_problems() const = 0;
 };
 
 }  // namespace meridian::peer

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +27,7 @@
 #include "peer/membership_driver.h"
 #include "peer/reassembler.h"
 #include "peer/zap_handler.h"
+#include "peer/zmq_socket_monitor.h"
 #include "peer/zmq_transport.h"
 
 namespace meridian::peer {
@@ -52,6 +54,13 @@ struct Link {
 struct Bootstrap {
   std::string name;  // empty when only the address is known (insecure mode)
   Link link;
+  // What libzmq reports about the link's connection (zmq_connection_watch.cc); declared after the
+  // link, so that it stops watching before the link's socket closes.
+  std::unique_ptr<ZmqSocketMonitor> monitor;
+  bool connected = false;     // a TCP connection is up
+  bool handshake_ok = false;  // its handshake succeeded
+  int cut_handshakes = 0;     // connections closed during the handshake since the last that succeeded
+  std::string problem;        // why the site has not been reached, for people; empty: none known
 };
 
 class ZmqTransport::IoLoop final : private MembershipPort {
@@ -86,7 +95,9 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   const Membership& membership() const { return driver_->membership(); }
 
   // Socket set-up (zmq_socket_setup.cc).
-  zmq::socket_t open_dealer(const std::string& address, const std::string& server_name);
+  // With `monitor`, the connection is watched from before it is opened (zmq_connection_watch.cc).
+  zmq::socket_t open_dealer(const std::string& address, const std::string& server_name,
+                            std::unique_ptr<ZmqSocketMonitor>* monitor = nullptr);
   void open_bootstraps();
 
   // Outbound links (zmq_outbound_links.cc).
@@ -119,6 +130,15 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   // Sink and forward (zmq_sink_forward.cc): a validated mixer message from `name`.
   void receive_mixer(const std::string& name, const WireHeader& h, std::size_t payload_bytes);
   void relay(const PayloadSink::Relay& r, zmq::message_t&& frame, std::size_t elements);
+
+  // Connection diagnostics (zmq_connection_watch.cc): the socket monitors of the bootstrap links
+  // (why a joining site is not admitted: nobody listening, its key refused, security that differs)
+  // and, in secure mode, of the listening socket (connections without CURVE, counted as rejections).
+  std::unique_ptr<ZmqSocketMonitor> watch(zmq::socket_t& dealer);
+  void watch_listener();
+  void read_connection_events();
+  void bootstrap_event(Bootstrap& b, const ZmqSocketMonitor::Event& e);
+  void listener_event(const ZmqSocketMonitor::Event& e);
 
   // The loop (zmq_io_loop.cc).
   void drain_commands();
@@ -172,6 +192,11 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   std::optional<Message> sunk_;
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames
   std::vector<zmq::pollitem_t> items_;
+  // Secure mode: the listening socket's monitor, the peer hosts of connections it accepted (by
+  // descriptor, until closed), and whether a handshake without CURVE failed and awaits its close.
+  std::unique_ptr<ZmqSocketMonitor> listener_monitor_;
+  std::map<int, std::string> accepted_;
+  bool plaintext_pending_ = false;
 };
 
 }  // namespace meridian::peer
