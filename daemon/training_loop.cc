@@ -104,16 +104,27 @@ void SiteDaemon::Impl::train() {
       k = resume->step;
     }
     if (finished && algo.communicates()) {
-      // It stays as long as a starting site takes to form a view and send its plan (membership's
-      // grace for a site alone), so that sites restarted to continue the run hear that it has ended
-      // (serve_control answers their plans); a second after the first plan it goes.
-      const auto grace = 2 * heartbeat_milliseconds(config.heartbeat_timeout) +
+      // It stays while a federation forms around it, telling the members its run's end (daemon/run_plan.h)
+      // so that sites restarted to continue the run hear that it has ended; it goes a second after it
+      // hears a plan back (the answer to a starting site's plan goes out from serve_control), after
+      // membership's grace for a site alone when nobody comes, and at the latest when a starting
+      // site's wait for plans would be over.
+      const auto now = Clock::now();
+      const auto alone = now + 2 * heartbeat_milliseconds(config.heartbeat_timeout) +
                          std::max(milliseconds(1000), 2 * heartbeat_milliseconds(config.heartbeat_interval));
-      auto until = Clock::now() + grace;
-      bool answered = false;
+      auto until = alone + seconds_ms(config.round_timeout) + std::chrono::seconds(10);
+      auto next_send = now;
+      bool heard = false;
       while (!stop && Clock::now() < until) {
-        if (!answered && !plans.snapshot().empty()) {
-          answered = true;
+        const auto members = transport->alive_members();
+        if (Clock::now() >= alone && members.size() <= 1) break;
+        if (Clock::now() >= next_send) {
+          for (const auto& m : members)
+            if (m != config.name) transport->send(m, plan_message({data.total_steps, end_round}));
+          next_send = Clock::now() + std::chrono::seconds(1);
+        }
+        if (!heard && !plans.snapshot().empty()) {
+          heard = true;
           until = std::min(until, Clock::now() + std::chrono::seconds(1));
         }
         std::this_thread::sleep_for(milliseconds(50));

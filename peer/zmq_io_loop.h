@@ -7,6 +7,7 @@
 //   zmq_frame_receiver.cc   reading frames, naming the sender, validating, handing membership on
 //   zmq_sink_forward.cc     mixer messages: reassembly, the caller's sink, and forwarding a relay
 //   zmq_membership_port.cc  what membership decisions do to links and bootstrap connections
+//   zmq_connection_watch.cc socket monitors: why bootstrap sites do not answer, plain connections
 //   zmq_io_loop.cc          one turn of the loop, commands from other threads, publishing status
 // Thread-safety: only the thread holding the transport's loop_mu_ calls it (peer/zmq_transport.h).
 #pragma once
