@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "daemon/site_config.h"
@@ -63,6 +64,15 @@ void add_init_command(CLI::App& app, int& exit_code, Invocation invocation) {
       return;
     }
     if (unreachable) std::cerr << "note: " << *unreachable << " ('meridian start' refuses the file until it is set)\n";
+    const std::filesystem::path out_dir = std::filesystem::path(options->out).parent_path();
+    if (!options->out.empty()) {
+      // The file's relative paths count from its folder (daemon/site_config.h): the paths given here
+      // (or by a template) are rewritten to name the same files from there; defaults stay next to it.
+      const bool template_given = cmd->get_option("--config")->count() > 0;
+      config = daemon::rebase_site_paths(config, {}, out_dir, [cmd, template_given](std::string_view name) {
+        return template_given || cmd->get_option("--" + std::string(name))->count() > 0;
+      });
+    }
     const std::string text = daemon::render_site_config(config);
     if (options->out.empty()) {
       std::cout << text;
@@ -77,8 +87,10 @@ void add_init_command(CLI::App& app, int& exit_code, Invocation invocation) {
     file.close();
     if (!file) throw error::UserError("cannot write " + options->out + ": " + std::strerror(errno));
     std::cout << "wrote " << options->out << " for site '" << config.name << "'\n"
-              << "next: create keys with 'meridian keygen', list the sites in " << config.roster
-              << ", then run 'meridian start --config " << options->out << "'\n";
+              << "next: create keys with 'meridian keygen --out "
+              << daemon::rebase_site_paths(config, out_dir, {}).key_dir << "', list the sites in "
+              << daemon::rebase_site_paths(config, out_dir, {}).roster << ", then run 'meridian start --config "
+              << options->out << "'\n";
     exit_code = 0;
   });
 }

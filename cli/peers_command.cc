@@ -23,9 +23,9 @@ void print_peers(const std::vector<daemon::PeerReport>& peers) {
   for (const auto& p : peers) {
     const std::string rank = p.rank ? std::to_string(*p.rank) : "-";
     const std::string rtt = p.rtt_seconds ? daemon::format_duration(*p.rtt_seconds) : "-";
+    const std::string heard = p.last_heard_seconds ? daemon::format_duration(*p.last_heard_seconds) : "-";
     std::printf("%-20s %-8s %4s %9s %11s %9s %9s  %s\n", p.name.c_str(), p.state.c_str(), rank.c_str(), rtt.c_str(),
-                daemon::format_duration(p.last_heard_seconds).c_str(),
-                daemon::format_bytes(static_cast<double>(p.bytes_sent)).c_str(),
+                heard.c_str(), daemon::format_bytes(static_cast<double>(p.bytes_sent)).c_str(),
                 daemon::format_bytes(static_cast<double>(p.bytes_received)).c_str(), p.address.c_str());
   }
   std::fflush(stdout);

@@ -102,7 +102,8 @@ void prepare_site_directories(const std::vector<SiteLaunch>& sites) {
     if (ec) throw error::UserError("cannot create " + s.run_dir.string() + ": " + ec.message());
     const fs::path file = s.run_dir / "site.toml";
     std::ofstream out(file, std::ios::trunc);
-    out << daemon::render_site_config(s.config);
+    // The file's relative paths count from its folder (daemon/site_config.h).
+    out << daemon::render_site_config(daemon::rebase_site_paths(s.config, {}, s.run_dir));
     out.close();
     if (!out) throw error::UserError("cannot write " + file.string());
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/control_target.h"
@@ -14,23 +15,30 @@
 namespace meridian::cli {
 namespace {
 
+// Before the first progress report of a run nothing is measured yet; zeros would read as a result.
+constexpr const char* kNotMeasured = "not measured yet";
+
 void print_status(const daemon::StatusReport& s) {
   char loss[32];
-  std::snprintf(loss, sizeof loss, "%.4g", s.train_loss);
+  std::snprintf(loss, sizeof loss, "%.4g", s.train_loss.value_or(0));
   char accuracy[32] = "-";
   if (s.test_accuracy) std::snprintf(accuracy, sizeof accuracy, "%.1f%%", *s.test_accuracy * 100);
-  char throughput[64];
-  std::snprintf(throughput, sizeof throughput, "%.0f samples/s, ", s.samples_per_second);
+  std::string throughput = kNotMeasured;
+  if (s.samples_per_second && s.bytes_per_second) {
+    char samples[48];
+    std::snprintf(samples, sizeof samples, "%.0f samples/s, ", *s.samples_per_second);
+    throughput = samples + daemon::format_rate(*s.bytes_per_second);
+  }
   char weight[32];
   std::snprintf(weight, sizeof weight, "%.6g", s.push_sum_weight);
   std::cout << "site        " << s.site << " (" << s.algorithm << "), " << s.state << "\n"
             << "listen      " << s.listen << "\n"
             << "step        " << s.step << "  (epoch " << s.epoch << ")\n"
-            << "loss        " << loss << "\n"
+            << "loss        " << (s.train_loss ? loss : kNotMeasured) << "\n"
             << "accuracy    " << accuracy << "\n"
             << "peers       " << s.peers_alive << " alive of " << s.peers_known << " known (view " << s.view_id << ")\n"
             << "staleness   " << s.staleness << (s.staleness == 1 ? " step" : " steps") << "\n"
-            << "throughput  " << throughput << daemon::format_rate(s.bytes_per_second) << "\n"
+            << "throughput  " << throughput << "\n"
             << "push-sum w  " << weight << "\n"
             << "checkpoint  "
             << (s.last_checkpoint.empty()

@@ -35,6 +35,15 @@ std::optional<T> optional_from(const json& j, const char* key) {
   return v.get<T>();
 }
 
+// A progress measurement: absent before the first, null for NaN (see StatusReport).
+void put_measured(json& j, const char* key, const std::optional<double>& v) {
+  if (v) j[key] = number(*v);
+}
+std::optional<double> measured_from(const json& j, const char* key) {
+  if (!j.contains(key)) return std::nullopt;
+  return number_from(j, key);
+}
+
 }  // namespace
 
 void to_json(json& j, const StatusReport& r) {
@@ -44,18 +53,18 @@ void to_json(json& j, const StatusReport& r) {
            {"listen", r.listen},
            {"step", r.step},
            {"epoch", r.epoch},
-           {"train_loss", number(r.train_loss)},
            {"test_accuracy", optional_json(r.test_accuracy)},
            {"peers_alive", r.peers_alive},
            {"peers_known", r.peers_known},
            {"view_id", r.view_id},
            {"staleness", r.staleness},
            {"push_sum_weight", number(r.push_sum_weight)},
-           {"samples_per_second", number(r.samples_per_second)},
-           {"bytes_per_second", number(r.bytes_per_second)},
            {"uptime_seconds", number(r.uptime_seconds)},
            {"last_checkpoint", r.last_checkpoint},
            {"checkpoint_age_seconds", optional_json(r.checkpoint_age_seconds)}};
+  put_measured(j, "train_loss", r.train_loss);
+  put_measured(j, "samples_per_second", r.samples_per_second);
+  put_measured(j, "bytes_per_second", r.bytes_per_second);
 }
 
 void from_json(const json& j, StatusReport& r) {
@@ -65,15 +74,15 @@ void from_json(const json& j, StatusReport& r) {
   j.at("listen").get_to(r.listen);
   j.at("step").get_to(r.step);
   j.at("epoch").get_to(r.epoch);
-  r.train_loss = number_from(j, "train_loss");
+  r.train_loss = measured_from(j, "train_loss");
   r.test_accuracy = optional_from<double>(j, "test_accuracy");
   j.at("peers_alive").get_to(r.peers_alive);
   j.at("peers_known").get_to(r.peers_known);
   j.at("view_id").get_to(r.view_id);
   j.at("staleness").get_to(r.staleness);
   r.push_sum_weight = number_from(j, "push_sum_weight");
-  r.samples_per_second = number_from(j, "samples_per_second");
-  r.bytes_per_second = number_from(j, "bytes_per_second");
+  r.samples_per_second = measured_from(j, "samples_per_second");
+  r.bytes_per_second = measured_from(j, "bytes_per_second");
   r.uptime_seconds = number_from(j, "uptime_seconds");
   j.at("last_checkpoint").get_to(r.last_checkpoint);
   r.checkpoint_age_seconds = optional_from<double>(j, "checkpoint_age_seconds");
@@ -85,7 +94,7 @@ void to_json(json& j, const PeerReport& p) {
            {"state", p.state},
            {"rank", optional_json(p.rank)},
            {"rtt_seconds", optional_json(p.rtt_seconds)},
-           {"last_heard_seconds", number(p.last_heard_seconds)},
+           {"last_heard_seconds", optional_json(p.last_heard_seconds)},
            {"bytes_sent", p.bytes_sent},
            {"bytes_received", p.bytes_received}};
 }
@@ -96,7 +105,7 @@ void from_json(const json& j, PeerReport& p) {
   j.at("state").get_to(p.state);
   p.rank = optional_from<int>(j, "rank");
   p.rtt_seconds = optional_from<double>(j, "rtt_seconds");
-  p.last_heard_seconds = number_from(j, "last_heard_seconds");
+  p.last_heard_seconds = optional_from<double>(j, "last_heard_seconds");
   j.at("bytes_sent").get_to(p.bytes_sent);
   j.at("bytes_received").get_to(p.bytes_received);
 }

@@ -32,15 +32,17 @@ struct StatusReport {
   std::string listen;  // the address peers connect to
   std::uint64_t step = 0;
   std::uint64_t epoch = 0;
-  double train_loss = 0;
+  // The three measurements of the progress report are none until the first one (a few seconds into
+  // training); in JSON their keys are absent then, and null stands for NaN (a diverged loss).
+  std::optional<double> train_loss;
   std::optional<double> test_accuracy;  // fraction in [0, 1]; none before the first evaluation
   int peers_alive = 0;                  // including this site
   int peers_known = 0;                  // including this site
   std::uint64_t view_id = 0;
   std::uint64_t staleness = 0;  // steps ahead of the oldest expected mixer message
   double push_sum_weight = 1;
-  double samples_per_second = 0;
-  double bytes_per_second = 0;  // sent + received, recent average
+  std::optional<double> samples_per_second;
+  std::optional<double> bytes_per_second;  // sent + received, recent average
   double uptime_seconds = 0;
   std::string last_checkpoint;  // path; empty before the first
   std::optional<double> checkpoint_age_seconds;
@@ -50,10 +52,10 @@ struct StatusReport {
 struct PeerReport {
   std::string name;
   std::string address;
-  std::string state;                  // alive | suspect | dead | left
-  std::optional<int> rank;            // in the current view; none when not a member
-  std::optional<double> rtt_seconds;  // none before the first heartbeat reply
-  double last_heard_seconds = 0;      // seconds since anything arrived from it
+  std::string state;                         // alive | suspect | dead | left
+  std::optional<int> rank;                   // in the current view; none when not a member
+  std::optional<double> rtt_seconds;         // none before the first heartbeat reply
+  std::optional<double> last_heard_seconds;  // seconds since anything arrived from it; none for this site
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
   bool operator==(const PeerReport&) const = default;

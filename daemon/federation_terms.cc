@@ -57,7 +57,7 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
   }
   terms.push_back({"data", data_term(train)});
   terms.push_back({"normalization", models::data::describe_normalization(settings.normalization, train)});
-  terms.push_back({"model", model.fingerprint()});
+  terms.push_back({"model", model.fingerprint(), model.summary()});
 
   const auto& o = settings.options;
   std::string algorithm = describe_algorithm(settings);

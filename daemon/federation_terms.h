@@ -3,7 +3,8 @@
 //   columns    the names of the features, in order, where the data names them (a CSV header)
 //   data       the input shape, the class count and the class names where the data has them
 //   normalization  how inputs are scaled (models/data/normalization_spec.h), with the values when given
-//   model      the model's fingerprint: architecture, input shape, class count, parameter count
+//   model      the model's fingerprint: architecture, input shape, class count, parameter count;
+//              shown in refusals as its summary ("mlp 784-256-128-10 (235,146 parameters)")
 //   algorithm  the algorithm and its shape, as its start-up log line says it (daemon/algorithms/:
 //              D, P, tau, K, grid, exchange, compression), plus robust aggregation and its clip and trim
 //   optimizer  only where the algorithm puts optimizer state on the wire (its wire_limits: allreduce's

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <type_traits>
 #include <utility>
@@ -27,6 +28,8 @@ struct OptionSpec {
   // Lists only: empties the field. CLI11 wants at least one value per list option, so an empty list
   // in a file ("join = []") is applied here instead.
   std::function<void(SiteConfig&)> clear;
+  // Options that name files or folders: the field, for rebasing relative paths (path_field).
+  std::string SiteConfig::*path = nullptr;
 };
 
 std::string toml_value(const std::string& s) {
@@ -56,7 +59,7 @@ std::string toml_value(const std::vector<T>& values) {
 
 template <typename T>
 OptionSpec field(std::string group, std::string name, std::string help, T SiteConfig::*member) {
-  OptionSpec spec{std::move(group), name, help, nullptr, nullptr, nullptr};
+  OptionSpec spec{std::move(group), name, help, nullptr, nullptr, nullptr, nullptr};
   spec.bind = [name, help, member](CLI::App& app, SiteConfig& config) -> CLI::Option* {
     if constexpr (std::is_same_v<T, bool>) {
       return app.add_flag("--" + name, config.*member, help);
@@ -71,6 +74,28 @@ OptionSpec field(std::string group, std::string name, std::string help, T SiteCo
     spec.clear = [member](SiteConfig& config) { (config.*member).clear(); };
   }
   return spec;
+}
+
+// A field that names a file or folder: relative values in a config file count from the file's folder.
+OptionSpec path_field(std::string group, std::string name, std::string help, std::string SiteConfig::*member) {
+  OptionSpec spec = field(std::move(group), std::move(name), std::move(help), member);
+  spec.path = member;
+  return spec;
+}
+
+// `path` taken relative to `from` and written relative to `to` (both folders; "" is the current one).
+// Absolute and empty paths stay. A data pair FEATURES,LABELS (models/data/data_source.h) is two paths.
+std::string rebase_path(const std::string& path, const std::filesystem::path& from, const std::filesystem::path& to) {
+  namespace fs = std::filesystem;
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  const auto comma = path.find(',');
+  if (comma != std::string::npos && !fs::exists(from / path))
+    return rebase_path(path.substr(0, comma), from, to) + "," + rebase_path(path.substr(comma + 1), from, to);
+  fs::path target = (from / path).lexically_normal();
+  if (!target.has_filename() && target.has_parent_path()) target = target.parent_path();  // "a/b/" is "a/b"
+  if (to.empty()) return target.empty() ? "." : target.string();
+  const fs::path relative = fs::absolute(target).lexically_relative(fs::absolute(to).lexically_normal());
+  return relative.empty() ? target.string() : relative.string();
 }
 
 // An option an algorithm declares, bound as `meridian start` binds a field of the same type: same type
@@ -96,7 +121,8 @@ CLI::Option* bind_declared(CLI::App& app, SiteConfig& config, const algorithms::
 }
 
 OptionSpec declared_field(std::string group, const algorithms::AlgorithmOption& option) {
-  OptionSpec spec{std::move(group), std::string(option.name), std::string(option.help), nullptr, nullptr, nullptr};
+  OptionSpec spec{std::move(group), std::string(option.name), std::string(option.help), nullptr, nullptr, nullptr,
+                  nullptr};
   spec.bind = [&option](CLI::App& app, SiteConfig& config) { return bind_declared(app, config, option, option.help); };
   spec.toml = [&option](const SiteConfig& config) {
     return std::visit([](auto value) { return toml_value(value); }, config.algorithm_options.get(option));
@@ -113,12 +139,12 @@ const std::vector<OptionSpec>& shared_option_specs() {
                       wan = "WAN emulation", ops = "Operations";
     return std::vector<OptionSpec>{
         field(id, "name", "Name of this site, unique in the federation (letters, digits, '.', '_', '-')", &C::name),
-        field(id, "key-dir", "Directory with this site's CurveZMQ key pair (create it with 'meridian keygen')",
-              &C::key_dir),
-        field(id, "roster",
-              "Roster file, plain text: one line NAME PUBLIC_KEY [ADDRESS] per site allowed in the federation "
-              "(the key as meridian keygen prints it)",
-              &C::roster),
+        path_field(id, "key-dir", "Directory with this site's CurveZMQ key pair (create it with 'meridian keygen')",
+                   &C::key_dir),
+        path_field(id, "roster",
+                   "Roster file, plain text: one line NAME PUBLIC_KEY [ADDRESS] per site allowed in the federation "
+                   "(the key as meridian keygen prints it)",
+                   &C::roster),
         field(id, "listen",
               "Address to listen on, tcp://HOST:PORT (port 0: any free port, written to RUN_DIR/endpoint)", &C::listen),
         field(id, "advertise",
@@ -135,13 +161,13 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "Seconds of silence after which a member is declared dead and left out of the next view; raise it "
               "on a heavily loaded machine or long, lossy links (several intervals plus the slowest round trip)",
               &C::heartbeat_timeout),
-        field(id, "run-dir", "Directory for checkpoints and the control socket unless those are set", &C::run_dir),
-        field(data, "train",
-              "Training data, format from the path: an image folder (one subfolder per class), FILE.npz, "
-              "FEATURES.npy,LABELS.npy, FILE.csv or an IDX images file (see docs/datasets.md); replaces --dataset",
-              &C::train),
-        field(data, "test", "With --train: test data in the same form (optional; without it no test accuracy)",
-              &C::test),
+        path_field(id, "run-dir", "Directory for checkpoints and the control socket unless those are set", &C::run_dir),
+        path_field(data, "train",
+                   "Training data, format from the path: an image folder (one subfolder per class), FILE.npz, "
+                   "FEATURES.npy,LABELS.npy, FILE.csv or an IDX images file (see docs/datasets.md); replaces --dataset",
+                   &C::train),
+        path_field(data, "test", "With --train: test data in the same form (optional; without it no test accuracy)",
+                   &C::test),
         field(data, "classes",
               "With --train: the class list a,b,c, the same at every site (\"\" = from the data); a site may hold "
               "only some of them",
@@ -158,10 +184,11 @@ const std::vector<OptionSpec>& shared_option_specs() {
         field(data, "input-std", "Given input scaling: the standard deviation of each feature or channel, a,b,c",
               &C::input_std),
         field(data, "dataset", "fashion-mnist | idx | csv (used when --train is not given)", &C::dataset),
-        field(data, "data-dir", "IDX files (train-images-idx3-ubyte[.gz], ...) for fashion-mnist and idx",
-              &C::data_dir),
-        field(data, "train-csv", "csv: training file with a header row and a label column", &C::train_csv),
-        field(data, "test-csv", "csv: test file (optional; without it no test accuracy is reported)", &C::test_csv),
+        path_field(data, "data-dir", "IDX files (train-images-idx3-ubyte[.gz], ...) for fashion-mnist and idx",
+                   &C::data_dir),
+        path_field(data, "train-csv", "csv: training file with a header row and a label column", &C::train_csv),
+        path_field(data, "test-csv", "csv: test file (optional; without it no test accuracy is reported)",
+                   &C::test_csv),
         field(data, "label-column", "csv: name or 0-based index of the label column", &C::label_column),
         field(data, "partition", "How simulations split one dataset: iid | dirichlet:ALPHA (e.g. dirichlet:0.5)",
               &C::partition),
@@ -212,7 +239,7 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "dts: how each average travels: ring (exact ring all-reduce, 2(n-1) link crossings in a row) | direct "
               "(every site sends to every other: one crossing, n-1 copies sent); compressed averages always go direct",
               &C::exchange),
-        OptionSpec{algo, "", "", nullptr, nullptr, nullptr},  // the algorithms' own options
+        OptionSpec{algo, "", "", nullptr, nullptr, nullptr, nullptr},  // the algorithms' own options
         field(algo, "robust-aggregation",
               "Byzantine-robust mixing: trimmed mean in group averages, norm clipping of others' contributions "
               "(every site of a federation must agree)",
@@ -245,12 +272,12 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "round: every site of a run starts training at the same round, so all cut together however "
               "long each took to start) or a Unix time in seconds, the same on every site",
               &C::wan_partition_origin),
-        field(ops, "checkpoint-dir", "Checkpoint directory (\"\" = RUN_DIR/checkpoints)", &C::checkpoint_dir),
+        path_field(ops, "checkpoint-dir", "Checkpoint directory (\"\" = RUN_DIR/checkpoints)", &C::checkpoint_dir),
         field(ops, "checkpoint-interval", "Seconds between checkpoints", &C::checkpoint_interval),
         field(ops, "checkpoint-keep", "Checkpoints kept (the newest)", &C::checkpoint_keep),
         field(ops, "metrics-address", "Prometheus /metrics on HOST:PORT, or off", &C::metrics_address),
-        field(ops, "control-socket", "Control socket for status/peers/leave (\"\" = RUN_DIR/control.sock)",
-              &C::control_socket),
+        path_field(ops, "control-socket", "Control socket for status/peers/leave (\"\" = RUN_DIR/control.sock)",
+                   &C::control_socket),
         field(ops, "device", "auto | cpu | cuda | cuda:N", &C::device),
         field(ops, "seed", "Random seed (initial model, data order)", &C::seed),
         field(ops, "threads", "Compute threads (0 = one per core)", &C::threads),
@@ -308,6 +335,15 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config) {
     throw SiteConfigError("config file " + file + ": cannot be read: " + e.what());
   }
   const auto specs = option_specs();
+  // Relative paths count from the file's folder unless given on the command line (which count from
+  // the current directory): a service manager may start the daemon anywhere.
+  const auto on_command_line = [&app](std::string_view name) {
+    const CLI::Option* option = app.get_option_no_throw("--" + std::string(name));
+    return option != nullptr && option->count() > 0;
+  };
+  std::vector<std::string> from_file;
+  for (const auto& spec : specs)
+    if (spec.path && !on_command_line(spec.name)) from_file.push_back(spec.name);
   for (const auto& item : items) {
     if (!item.parents.empty()) {
       // CLI11 reports a section as "++"/"--" markers and its keys with parents.
@@ -343,6 +379,16 @@ void apply_site_config_file(CLI::App& app, SiteConfig& config) {
       throw SiteConfigError("config file " + file + ": key '" + item.name + "': " + e.what());
     }
   }
+  config = rebase_site_paths(
+      std::move(config), std::filesystem::path(file).parent_path(), {},
+      [&](std::string_view name) { return std::find(from_file.begin(), from_file.end(), name) != from_file.end(); });
+}
+
+SiteConfig rebase_site_paths(SiteConfig config, const std::filesystem::path& from, const std::filesystem::path& to,
+                             const std::function<bool(std::string_view option)>& selected) {
+  for (const auto& spec : option_specs())
+    if (spec.path && (!selected || selected(spec.name))) config.*spec.path = rebase_path(config.*spec.path, from, to);
+  return config;
 }
 
 void apply_algorithm_defaults(SiteConfig& config, const std::function<bool(std::string_view option)>& given) {

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -153,10 +154,19 @@ void bind_site_options(CLI::App& app, SiteConfig& config);
 void bind_algorithm_options(CLI::App& app, SiteConfig& config, const std::string& group);
 
 // If --config FILE was given, reads FILE with CLI11's TOML reader and sets every option the command
-// line did not set. Throws SiteConfigError naming the file and the key for an unknown key, a section,
-// or a value that does not convert.
-// `config` is the struct bound to `app`.
+// line did not set. Relative paths of the options that name files or folders (key-dir, roster,
+// run-dir, the data paths, checkpoint-dir, control-socket), whether from FILE or their defaults, then
+// count from FILE's folder; those given on the command line count from the current directory.
+// Throws SiteConfigError naming the file and the key for an unknown key, a section, or a value that
+// does not convert. `config` is the struct bound to `app`.
 void apply_site_config_file(CLI::App& app, SiteConfig& config);
+
+// `config` with each relative path option (see apply_site_config_file) that `selected` picks (by long
+// name without "--"; an empty function picks all) taken relative to folder `from` and rewritten
+// relative to folder `to` ("" is the current directory for both): what a config file written into `to`
+// needs so that it reads back to the same files. Absolute and empty paths stay as they are.
+SiteConfig rebase_site_paths(SiteConfig config, const std::filesystem::path& from, const std::filesystem::path& to,
+                             const std::function<bool(std::string_view option)>& selected = {});
 
 // The site configuration in `path` on top of the defaults, not validated (for commands that only need
 // a few paths from it, such as the control socket). Throws SiteConfigError naming the file.
@@ -180,7 +190,8 @@ void validate_site_config(const SiteConfig& config);
 // in-process sites) may keep the default --listen; `init` and `start` ask for it before any work.
 std::optional<std::string> unreachable_address_problem(const SiteConfig& config);
 
-// A commented TOML file that bind_site_options + apply_site_config_file read back to `config`.
+// A commented TOML file that bind_site_options + apply_site_config_file read back to `config` when it
+// is read from the current directory; elsewhere, rebase its paths first (rebase_site_paths).
 std::string render_site_config(const SiteConfig& config);
 
 // Parsed forms of the small option grammars the daemon owns (daemon/site_settings.cc parses them and

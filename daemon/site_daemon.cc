@@ -9,6 +9,7 @@
 
 #include "daemon/compute_backend.h"
 #include "daemon/federation_terms.h"
+#include "daemon/human_format.h"
 #include "daemon/reload_signal.h"
 #include "daemon/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
@@ -48,6 +49,9 @@ void SiteDaemon::Impl::prepare() {
   // Before any work: loading the data can take minutes, and this site could not be reached anyway.
   if (const auto problem = unreachable_address_problem(config))
     throw SiteConfigError("invalid site configuration:\n  " + *problem);
+  // The key pair and the roster too: a missing or unreadable one would otherwise show only after the
+  // data has loaded. (A transport factory of the caller's, such as the in-memory network, needs neither.)
+  if (!config.insecure && !daemon_options.transport) identity = read_site_identity(config);
   run_lock = DirectoryLock::acquire(config.run_dir);
   const std::filesystem::path checkpoint_dir = config.checkpoint_dir_or_default();
   if (!config.checkpoint_dir.empty()) checkpoint_lock = DirectoryLock::acquire(checkpoint_dir);
@@ -93,6 +97,33 @@ void SiteDaemon::Impl::prepare() {
     spdlog::info("resuming from {} (round {}, run rounds {}..{})", loaded.file.string(), loaded.checkpoint->step,
                  loaded.checkpoint->start_round, loaded.checkpoint->end_round);
     resume = std::move(loaded.checkpoint);
+    // --epochs counts from the run's first round. A run in progress keeps the rounds its sites agreed on;
+    // a finished one that --epochs now makes longer goes on to the new end, agreed again with the
+    // sites that start with it (daemon/start_protocol.cc, docs/operations.md "Run length").
+    const std::uint64_t planned_end = resume->start_round + data.total_steps;
+    const bool finished = resume->step >= resume->end_round;
+    if (finished && planned_end > resume->end_round) {
+      added_steps = planned_end - resume->end_round;
+      spdlog::info(
+          "the checkpoint's run finished at round {} after {} steps; --epochs {} gives {}: continuing it by {}",
+          resume->end_round, resume->end_round - resume->start_round, config.epochs, data.total_steps,
+          format_count(added_steps, "step"));
+    } else if (finished) {
+      // Peers that start a longer run hear at once that this site's run has ended (serve_control).
+      run_end = resume->end_round;
+      spdlog::warn(
+          "the checkpoint's run finished at round {} after {} steps and --epochs {} gives no more ({}): "
+          "nothing to train; raise --epochs to continue it, or use another --checkpoint-dir for a new run",
+          resume->end_round, resume->end_round - resume->start_round, config.epochs,
+          format_count(data.total_steps, "step"));
+    } else if (planned_end != resume->end_round) {
+      spdlog::warn(
+          "--epochs {} gives {}, but the checkpoint's run in progress ends at round {} after {} steps, as its "
+          "sites agreed: it keeps that end (restart every site with a longer --epochs once it has finished "
+          "to continue it)",
+          config.epochs, format_count(data.total_steps, "step"), resume->end_round,
+          resume->end_round - resume->start_round);
+    }
   }
 
   metrics = std::make_unique<DaemonMetrics>(config.name, std::string(algo.name()));
@@ -112,6 +143,7 @@ void SiteDaemon::Impl::make_transport() {
   spec.validation.model_fingerprint = fingerprint_hash(model->fingerprint());
   // Refused at join when they differ from a peer's (daemon/federation_terms.h).
   spec.terms = federation_terms(settings, *model, data.train);
+  spec.identity = identity;
   // No tensor a mixer sends is longer than four model-sized vectors (allreduce's re-average packs the
   // parameters with Adam's two moment vectors, then the normalization statistics); the cap also bounds
   // the frames libzmq will buffer.

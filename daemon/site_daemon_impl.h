@@ -68,12 +68,12 @@ inline const char* to_string(SiteState s) {
 struct LiveStatus {
   std::uint64_t step = 0;  // steps of this run done
   std::uint64_t epoch = 0;
-  double train_loss = 0;
+  std::optional<double> train_loss;  // these three: none before the first progress report
   std::optional<double> test_accuracy;
   std::uint64_t staleness = 0;
   double push_sum_weight = 1;
-  double samples_per_second = 0;
-  double bytes_per_second = 0;
+  std::optional<double> samples_per_second;
+  std::optional<double> bytes_per_second;
   std::string last_checkpoint;
   std::optional<std::chrono::steady_clock::time_point> checkpoint_time;
 };
@@ -104,6 +104,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::vector<float> model_state;  // (state) host copy of the model's state for checkpoints
   std::unique_ptr<CheckpointStore> store;
   std::optional<Checkpoint> resume;
+  std::optional<SiteIdentity> identity;  // a secure site on ZeroMQ: read before the data
   std::unique_ptr<peer::FederationTransport> transport;
   std::unique_ptr<DaemonMetrics> metrics;
   std::unique_ptr<MetricsServer> metrics_server;
@@ -120,9 +121,10 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
   std::mutex live_mu;
   LiveStatus live;
-  PeerPlans plans;                              // heard by the control thread (daemon/run_plan.h)
-  ScalingExchange scaling;                      // noted by the control thread (daemon/input_scaling_exchange.h)
-  std::atomic<std::uint64_t> run_end{0};        // the run's end round once the trainer knows it; 0 before
+  PeerPlans plans;          // heard by the control thread (daemon/run_plan.h)
+  ScalingExchange scaling;  // noted by the control thread (daemon/input_scaling_exchange.h)
+  // The run's end round once the trainer knows it (a finished run's, from its checkpoint, at start); 0 before.
+  std::atomic<std::uint64_t> run_end{0};
   std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
@@ -142,7 +144,11 @@ struct SiteDaemon::Impl final : ControlHandler {
   bool wait_for_view(bool resumed);  // false when stopped while waiting
   bool taken_back = false;           // set by wait_for_view: the view takes this site back after one without it
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
-  std::uint64_t agree_end_round(const peer::View& view);
+  // The run's end round, agreed with the view's members when each proposes `steps` from the view's round.
+  std::uint64_t agree_end_round(const peer::View& view, std::uint64_t steps);
+  // A finished run resumed with a longer --epochs: the steps it adds (its checkpoint's run ended
+  // before the run this --epochs gives would); 0 otherwise. Set by prepare().
+  std::uint64_t added_steps = 0;
   // Scales data.train and data.test as the federation agreed when the scaling is pending (SiteData);
   // throws PeerError when a member's moments do not come.
   void settle_normalization(bool resumed);

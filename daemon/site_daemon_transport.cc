@@ -4,12 +4,23 @@
 
 #include <spdlog/spdlog.h>
 
+#include "error/error.h"
 #include "peer/curve_keys.h"
 #include "peer/in_memory_federation.h"
 #include "peer/roster.h"
 #include "peer/zmq_transport.h"
 
 namespace meridian::daemon {
+
+SiteIdentity read_site_identity(const SiteConfig& config) {
+  SiteIdentity identity{peer::read_key_pair(config.key_dir), peer::Roster::load(config.roster)};
+  const auto* me = identity.roster.by_name(config.name);
+  if (!me) throw error::UserError("site '" + config.name + "' is not in the roster " + config.roster);
+  if (me->public_key != identity.keys.public_key)
+    throw error::UserError("the roster " + config.roster + " lists another public key for site '" + config.name +
+                           "' than the key pair in " + config.key_dir + " (" + identity.keys.public_key + ")");
+  return identity;
+}
 
 std::unique_ptr<peer::FederationTransport> make_zmq_transport(const SiteTransportSpec& spec) {
   const SiteSettings& settings = spec.settings;
@@ -34,8 +45,9 @@ std::unique_ptr<peer::FederationTransport> make_zmq_transport(const SiteTranspor
   o.heartbeat_interval = heartbeat_milliseconds(config.heartbeat_interval);
   o.heartbeat_timeout = heartbeat_milliseconds(config.heartbeat_timeout);
   if (!config.insecure) {
-    o.keys = peer::read_key_pair(config.key_dir);
-    o.roster = peer::Roster::load(config.roster);
+    auto identity = spec.identity ? *spec.identity : read_site_identity(config);
+    o.keys = std::move(identity.keys);
+    o.roster = std::move(identity.roster);
   }
   o.validation = spec.validation;
   o.terms = spec.terms;

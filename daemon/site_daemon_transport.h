@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,22 @@
 #include "peer/federation_terms.h"
 #include "peer/federation_transport.h"
 #include "peer/in_memory_transport.h"
+#include "peer/curve_keys.h"
+#include "peer/roster.h"
 #include "peer/message_validator.h"
 #include "peer/wire_codec.h"
 
 namespace meridian::daemon {
+
+// A secure site's CurveZMQ identity: its key pair (--key-dir) and the federation's roster (--roster).
+struct SiteIdentity {
+  peer::CurveKeyPair keys;
+  peer::Roster roster;
+};
+
+// Reads the key pair and the roster and checks that the roster lists this site with that public key.
+// Throws error::UserError naming the file, or the site and the roster, on any problem.
+SiteIdentity read_site_identity(const SiteConfig& config);
 
 // What a site's transport must know, worked out from the site's settings, model and data.
 struct SiteTransportSpec {
@@ -40,6 +53,9 @@ struct SiteTransportSpec {
   peer::ValidationPolicy validation;
   // The largest tensor a peer may send (caps what the network buffers).
   peer::WireLimits limits;
+  // A secure site's identity, read before the data so that a missing key fails at once; nullopt: the
+  // ZeroMQ factory reads it itself.
+  std::optional<SiteIdentity> identity;
 };
 
 // Makes the site's transport; throws (naming the cause) when it cannot, e.g. an address in use.

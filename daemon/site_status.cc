@@ -55,6 +55,7 @@ std::vector<PeerReport> SiteDaemon::Impl::peers() {
                                                            : "left";
     if (const auto rank = view.rank_of(m.record.name)) p.rank = static_cast<int>(*rank);
     if (m.rtt) p.rtt_seconds = std::chrono::duration<double>(*m.rtt).count();
+    if (m.last_heard) p.last_heard_seconds = std::chrono::duration<double>(Clock::now() - *m.last_heard).count();
     p.bytes_sent = m.bytes_out;
     p.bytes_received = m.bytes_in;
     out.push_back(std::move(p));

@@ -71,15 +71,20 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
       candidate.reset();
     }
     if (Clock::now() > deadline) {
+      std::string why;
+      for (const auto& problem : transport->join_problems()) why += "; " + problem;
       throw error::PeerError("gave up after --join-timeout " + format_duration(config.join_timeout) + ": " +
                              std::to_string(transport->alive_members().size()) + " of " + format_count(need, "site") +
                              " reachable (" + join_names(transport->alive_members()) +
-                             "); check --join addresses, the roster and that the other sites are running");
+                             "); check --join addresses, the roster and that the other sites are running" + why);
     }
     if (Clock::now() >= next_note) {
-      spdlog::info("waiting for {} in the view (have {}: {}); --join {}", format_count(need, "site"), view.size(),
+      // What the connections to the --join sites say (nobody listening, key refused, ...), if anything.
+      std::string why;
+      for (const auto& problem : transport->join_problems()) why += "; " + problem;
+      spdlog::info("waiting for {} in the view (have {}: {}); --join {}{}", format_count(need, "site"), view.size(),
                    join_names(view.members),
-                   config.join.empty() ? "(none: others must join this site)" : join_names(config.join));
+                   config.join.empty() ? "(none: others must join this site)" : join_names(config.join), why);
       next_note = Clock::now() + std::chrono::seconds(5);
     }
     std::this_thread::sleep_for(milliseconds(50));
@@ -106,12 +111,12 @@ std::uint64_t SiteDaemon::Impl::rejoin_round(const peer::View& view, std::uint64
   return fallback;
 }
 
-std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view) {
+std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view, std::uint64_t steps) {
   // Every member of the starting view says how many steps its data gives it; the run ends after the
   // smallest. A member that already trains (this site joins a running federation) answers with the
   // run's end round, which this site then takes. Plans are re-sent each second in case one was sent
   // before a peer's connection was up.
-  const RunPlan own{data.total_steps, 0};
+  const RunPlan own{steps, 0};
   const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(10);
   auto next_send = Clock::now();
   while (!stop) {

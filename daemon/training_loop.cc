@@ -100,18 +100,69 @@ void SiteDaemon::Impl::warm_buffers() {
 
 void SiteDaemon::Impl::train() {
   const bool resumed = resume.has_value();
+  // A finished run continued to a longer --epochs starts like a new run (its sites agree on the rounds
+  // again) from the checkpoint's model, optimizer state and data position.
+  const bool continued = resumed && added_steps > 0;
+  // A finished run that --epochs does not make longer has nothing to train and no view to wait for
+  // (its peers may be gone for good).
+  const bool finished = resumed && !continued && resume->step >= resume->end_round;
   std::uint64_t start_round = 0, end_round = data.total_steps, k = 0;
-  if (!algo.communicates()) {
+  if (!algo.communicates() || finished) {
     if (resumed) {
       start_round = resume->start_round;
-      end_round = resume->end_round;
+      end_round = resume->end_round + added_steps;
       k = resume->step;
+    }
+    if (finished && algo.communicates()) {
+      // It stays while a federation forms around it, telling the members its run's end (daemon/run_plan.h)
+      // so that sites restarted to continue the run hear that it has ended; it goes a second after it
+      // hears a plan back (the answer to a starting site's plan goes out from serve_control), after
+      // membership's grace for a site alone when nobody comes, and at the latest when a starting
+      // site's wait for plans would be over.
+      const auto now = Clock::now();
+      const auto alone = now + 2 * heartbeat_milliseconds(config.heartbeat_timeout) +
+                         std::max(milliseconds(1000), 2 * heartbeat_milliseconds(config.heartbeat_interval));
+      auto until = alone + seconds_ms(config.round_timeout) + std::chrono::seconds(10);
+      auto next_send = now;
+      bool heard = false;
+      while (!stop && Clock::now() < until) {
+        const auto members = transport->alive_members();
+        if (Clock::now() >= alone && members.size() <= 1) break;
+        if (Clock::now() >= next_send) {
+          for (const auto& m : members)
+            if (m != config.name) transport->send(m, plan_message({data.total_steps, end_round}));
+          next_send = Clock::now() + std::chrono::seconds(1);
+        }
+        if (!heard && !plans.snapshot().empty()) {
+          heard = true;
+          until = std::min(until, Clock::now() + std::chrono::seconds(1));
+        }
+        std::this_thread::sleep_for(milliseconds(50));
+      }
     }
   } else {
     warm_buffers();
-    if (!wait_for_view(resumed)) return;
+    if (!wait_for_view(resumed && !continued)) return;
     const auto view = transport->latest_view();
-    if (resumed) {
+    if (continued) {
+      const std::uint64_t done = resume->end_round - resume->start_round;
+      // Views come after the checkpoint's round (the transport resumed there); max() only guards the
+      // arithmetic below.
+      k = std::max(view.effective_round, resume->end_round);
+      end_round = agree_end_round(view, added_steps);
+      if (end_round <= k) {
+        spdlog::warn(
+            "the federation does not continue the finished run (another site's run has ended): restart every "
+            "site with the longer --epochs to continue it");
+        end_round = k;
+      } else {
+        spdlog::info("continuing the finished run from round {} to round {} ({})", k, end_round,
+                     format_count(end_round - k, "more step"));
+      }
+      // The run counts from its first step: the schedule, the step count and a later restart's --epochs
+      // go on from the steps the finished run did.
+      start_round = k - done;
+    } else if (resumed) {
       start_round = resume->start_round;
       end_round = resume->end_round;
       const auto from = std::max<std::uint64_t>(view.effective_round, resume->step);
@@ -124,7 +175,7 @@ void SiteDaemon::Impl::train() {
       spdlog::info("rejoining at round {} (checkpoint at round {})", k, resume->step);
     } else {
       start_round = view.effective_round;
-      end_round = agree_end_round(view);
+      end_round = agree_end_round(view, data.total_steps);
       k = start_round;
     }
     run_end = end_round;

@@ -311,4 +311,31 @@ std::string Model::fingerprint() const {
   return text;
 }
 
+std::string Model::summary() const {
+  // A flat shape reads as its width (784), an image as CxHxW.
+  const auto size_text = [](const Shape& s) {
+    return s.height == 1 && s.width == 1 ? std::to_string(s.channels) : s.to_string();
+  };
+  std::string sizes;
+  std::string last;
+  for (const auto& layer : replicas_[0].layers) {
+    if (layer->parameter_count() == 0) continue;
+    if (last.empty()) sizes = last = size_text(layer->input_shape());
+    // A normalization keeps its input's size: one entry per size change.
+    if (const auto out = size_text(layer->output_shape()); out != last) {
+      sizes.append("-").append(out);
+      last = out;
+    }
+  }
+  if (sizes.empty()) sizes = size_text(input_shape()) + "-" + std::to_string(classes_);
+  // Thousands separated, as people count: 235,146.
+  const std::string digits = std::to_string(parameters_.size());
+  std::string count;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) count += ',';
+    count += digits[i];
+  }
+  return kind_ + " " + sizes + " (" + count + (parameters_.size() == 1 ? " parameter)" : " parameters)");
+}
+
 }  // namespace meridian::models

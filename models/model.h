@@ -111,6 +111,11 @@ class Model {
   // with "|state=N" after the parameter count when the model has state.
   // Peers compare it before mixing parameters.
   std::string fingerprint() const;
+  // The architecture in words for people: the kind, the sizes between its weighted layers and the
+  // parameter count, e.g. "mlp 784-256-128-10 (235,146 parameters)" or
+  // "cnn 1x28x28-6x28x28-16x10x10-120-84-10 (61,706 parameters)". Two models with the same summary
+  // may still differ (an activation, a kernel size): the fingerprint has every detail.
+  std::string summary() const;
   const std::string& kind() const { return kind_; }
   Shape input_shape() const { return layer(0).input_shape(); }
   std::size_t input_size() const { return input_shape().size(); }

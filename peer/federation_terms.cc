@@ -19,7 +19,11 @@ std::optional<TermsMismatch> compare_terms(const FederationTerms& ours, const Fe
   for (const auto& term : ours) {
     const Term* other = find(theirs, term.name);
     if (!other) return TermsMismatch{term.name, term.value, kNotAnnounced};
-    if (other->value != term.value) return TermsMismatch{term.name, term.value, other->value};
+    if (other->value == term.value) continue;
+    // Displays that agree (a detail they leave out differs) would hide the difference: then the values.
+    if (!term.display.empty() && !other->display.empty() && term.display != other->display)
+      return TermsMismatch{term.name, term.display, other->display};
+    return TermsMismatch{term.name, term.value, other->value};
   }
   // A peer of a newer version may check more than we do; its extra field still makes the terms
   // differ, since that peer would refuse us for it anyway.

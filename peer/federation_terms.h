@@ -17,14 +17,19 @@ namespace meridian::peer {
 struct Term {
   std::string name;   // short field name, e.g. "model", "algorithm"
   std::string value;  // canonical text; equal text means equal terms
+  // The value in words for people ("mlp 784-256-128-10 (235,146 parameters)"), shown instead of the
+  // value where two sites' values differ and their displays do too; empty: the value is shown.
+  // compare_terms() never compares it.
+  std::string display = {};
   friend bool operator==(const Term&, const Term&) = default;
 };
 
 // In the order the site lists them; a field name appears at most once.
 using FederationTerms = std::vector<Term>;
 
-// The first field in which two sites' terms differ, with both values. A field one side lacks has the
-// value "(not announced)" on that side.
+// The first field in which two sites' terms differ, with both values as people read them: the
+// displays where both sides have one and they differ, the values otherwise. A field one side lacks has
+// the value "(not announced)" on that side.
 struct TermsMismatch {
   std::string field;
   std::string ours;

@@ -31,6 +31,8 @@ struct MemberStatus {
   std::optional<std::chrono::microseconds> rtt;
   std::uint64_t bytes_out = 0;
   std::uint64_t bytes_in = 0;
+  // When anything last arrived from it (peer/membership.h); nullopt for this site itself.
+  std::optional<std::chrono::steady_clock::time_point> last_heard;
 };
 
 struct TransportStats {
@@ -95,6 +97,11 @@ class FederationTransport : public Transport {
     (void)roster;
     throw error::UserError("site '" + self() + "' has no roster to change (it runs without CURVE authentication)");
   }
+
+  // Why this site has not reached the sites it joins through (its bootstrap addresses), one line each
+  // for people: nobody listening there, this site's key refused, security that differs. Empty while
+  // nothing is known, and once those sites are members.
+  virtual std::vector<std::string> join_problems() const = 0;
 };
 
 }  // namespace meridian::peer

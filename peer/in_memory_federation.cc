@@ -249,7 +249,8 @@ std::vector<MemberStatus> InMemoryFederation::members() const {
   std::lock_guard lock(mu_);
   std::vector<MemberStatus> out;
   for (const auto& r : driver_->membership().records()) {
-    MemberStatus m{r, contacted_.contains(r.name), driver_->rtt(r.name), 0, 0};
+    MemberStatus m{
+        r, contacted_.contains(r.name), driver_->rtt(r.name), 0, 0, driver_->membership().last_heard(r.name)};
     if (auto it = traffic_.find(r.name); it != traffic_.end()) {
       m.bytes_out = it->second.out;
       m.bytes_in = it->second.in;

@@ -84,6 +84,8 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;
   std::optional<std::string> refusal() const override;
+  // The in-memory network has no connections to fail: always empty.
+  std::vector<std::string> join_problems() const override { return {}; }
 
  private:
   using Clock = std::chrono::steady_clock;

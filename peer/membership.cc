@@ -269,6 +269,12 @@ const MemberRecord* Membership::find(const std::string& name) const {
   return it == members_.end() ? nullptr : &it->second.record;
 }
 
+std::optional<Membership::Clock::time_point> Membership::last_heard(const std::string& name) const {
+  auto it = members_.find(name);
+  if (it == members_.end() || name == config_.self) return std::nullopt;
+  return it->second.last_heard;
+}
+
 bool Membership::is_alive(const std::string& name) const {
   const auto* r = find(name);
   return r && r->state == MemberState::kAlive;

@@ -100,6 +100,9 @@ class Membership {
   std::uint64_t incarnation() const { return self_record().incarnation; }
 
   const MemberRecord* find(const std::string& name) const;
+  // When this site last heard from `name` (a direct message, or the record that made it alive);
+  // nullopt for this site itself and for names it has no record of.
+  std::optional<Clock::time_point> last_heard(const std::string& name) const;
   bool is_alive(const std::string& name) const;
   // Live members other than this site.
   std::vector<MemberRecord> alive_others() const;

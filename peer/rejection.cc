@@ -21,6 +21,7 @@ std::string_view to_string(RejectCause cause) {
     case RejectCause::kReplayed: return "replayed";
     case RejectCause::kIncomplete: return "incomplete";
     case RejectCause::kTerms: return "terms";
+    case RejectCause::kPlaintext: return "plaintext";
   }
   return "unknown";
 }

@@ -31,8 +31,9 @@ enum class RejectCause : std::uint8_t {
   kReplayed,       // the same message (sender, kind, view, round, tag, phase, offset) seen before
   kIncomplete,     // a chunked message whose chunks did not all arrive in order; dropped as a whole
   kTerms,          // a hello whose federation terms (model, algorithm, ...) differ from ours: refused
+  kPlaintext,      // a connection without CURVE to a secure site (its handshake failed; one per connection)
 };
-inline constexpr std::size_t kRejectCauseCount = 15;
+inline constexpr std::size_t kRejectCauseCount = 16;
 
 // Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
 std::string_view to_string(RejectCause cause);

@@ -177,6 +177,7 @@ std::string encode_hello(const HelloInfo& hello) {
     auto* t = p.add_terms();
     t->set_name(term.name);
     t->set_value(term.value);
+    t->set_display(term.display);
   }
   p.set_refusal(hello.refusal);
   return p.SerializeAsString();
@@ -190,8 +191,10 @@ std::optional<HelloInfo> decode_hello(std::string_view body) {
   if (p->terms_size() > static_cast<int>(kMaxTerms) || p->refusal().size() > kMaxTermBytes) return std::nullopt;
   HelloInfo out{p->name(), p->listen_address(), p->region(), p->incarnation(), p->round(), {}, p->refusal()};
   for (const auto& t : p->terms()) {
-    if (t.name().empty() || t.name().size() > kMaxNameBytes || t.value().size() > kMaxTermBytes) return std::nullopt;
-    out.terms.push_back(Term{t.name(), t.value()});
+    if (t.name().empty() || t.name().size() > kMaxNameBytes || t.value().size() > kMaxTermBytes ||
+        t.display().size() > kMaxTermBytes)
+      return std::nullopt;
+    out.terms.push_back(Term{t.name(), t.value(), t.display()});
   }
   return out;
 }

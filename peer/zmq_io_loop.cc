@@ -50,14 +50,18 @@ void ZmqTransport::IoLoop::publish() {
   dirty_ = false;
   std::vector<MemberStatus> status;
   for (const auto& r : membership().records()) {
-    MemberStatus m{r, links_.contains(r.name), driver_->rtt(r.name), 0, 0};
+    MemberStatus m{r, links_.contains(r.name), driver_->rtt(r.name), 0, 0, membership().last_heard(r.name)};
     if (auto it = traffic_.find(r.name); it != traffic_.end()) {
       m.bytes_in = it->second.in;
       m.bytes_out = it->second.out;
     }
     status.push_back(std::move(m));
   }
+  std::vector<std::string> problems;
+  for (const auto& b : bootstraps_)
+    if (!b.problem.empty()) problems.push_back(b.problem);
   std::lock_guard lock(t_.mu_);
+  t_.join_problems_ = std::move(problems);
   t_.views_ = membership().views();
   t_.member_status_ = std::move(status);
   t_.stats_ = stats_;
@@ -88,6 +92,9 @@ void ZmqTransport::IoLoop::step(Clock::time_point wake_by, bool until_delivery) 
   items_.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
   items_.push_back({nullptr, t_.wake_fd_, ZMQ_POLLIN, 0});
   if (zap_) items_.push_back({zap_->socket().handle(), 0, ZMQ_POLLIN, 0});
+  // Woken by a connection the listener accepts, to read its peer's address while it is still open
+  // (read_connection_events).
+  if (listener_monitor_) items_.push_back({listener_monitor_->socket().handle(), 0, ZMQ_POLLIN, 0});
   for (auto& [name, link] : links_) {
     if (link.blocked) items_.push_back({link.dealer.handle(), 0, ZMQ_POLLOUT, 0});
     else if (!link.queue.empty()) deadline = std::min(deadline, link.queue.front().due);
@@ -103,6 +110,7 @@ void ZmqTransport::IoLoop::step(Clock::time_point wake_by, bool until_delivery) 
 
   if (items_[1].revents & ZMQ_POLLIN) drain_commands();
   if (stop_) return;
+  read_connection_events();
   if (zap_ && (items_[2].revents & ZMQ_POLLIN)) {
     zap_->handle();
     dirty_ = true;

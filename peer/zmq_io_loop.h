@@ -7,6 +7,7 @@
 //   zmq_frame_receiver.cc   reading frames, naming the sender, validating, handing membership on
 //   zmq_sink_forward.cc     mixer messages: reassembly, the caller's sink, and forwarding a relay
 //   zmq_membership_port.cc  what membership decisions do to links and bootstrap connections
+//   zmq_connection_watch.cc socket monitors: why bootstrap sites do not answer, plain connections
 //   zmq_io_loop.cc          one turn of the loop, commands from other threads, publishing status
 // Thread-safety: only the thread holding the transport's loop_mu_ calls it (peer/zmq_transport.h).
 #pragma once
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +28,7 @@
 #include "peer/membership_driver.h"
 #include "peer/reassembler.h"
 #include "peer/zap_handler.h"
+#include "peer/zmq_socket_monitor.h"
 #include "peer/zmq_transport.h"
 
 namespace meridian::peer {
@@ -52,6 +55,13 @@ struct Link {
 struct Bootstrap {
   std::string name;  // empty when only the address is known (insecure mode)
   Link link;
+  // What libzmq reports about the link's connection (zmq_connection_watch.cc); declared after the
+  // link, so that it stops watching before the link's socket closes.
+  std::unique_ptr<ZmqSocketMonitor> monitor;
+  bool connected = false;     // a TCP connection is up
+  bool handshake_ok = false;  // its handshake succeeded
+  int cut_handshakes = 0;     // connections closed during the handshake since the last that succeeded
+  std::string problem;        // why the site has not been reached, for people; empty: none known
 };
 
 class ZmqTransport::IoLoop final : private MembershipPort {
@@ -86,7 +96,9 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   const Membership& membership() const { return driver_->membership(); }
 
   // Socket set-up (zmq_socket_setup.cc).
-  zmq::socket_t open_dealer(const std::string& address, const std::string& server_name);
+  // With `monitor`, the connection is watched from before it is opened (zmq_connection_watch.cc).
+  zmq::socket_t open_dealer(const std::string& address, const std::string& server_name,
+                            std::unique_ptr<ZmqSocketMonitor>* monitor = nullptr);
   void open_bootstraps();
 
   // Outbound links (zmq_outbound_links.cc).
@@ -123,6 +135,14 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   // Roster changes (zmq_membership_port.cc): the roster in force becomes `roster`; sites it no longer
   // lists (or lists with another key) are expelled (ZmqTransport::set_roster).
   void replace_roster(const Roster& roster);
+  // Connection diagnostics (zmq_connection_watch.cc): the socket monitors of the bootstrap links
+  // (why a joining site is not admitted: nobody listening, its key refused, security that differs)
+  // and, in secure mode, of the listening socket (connections without CURVE, counted as rejections).
+  std::unique_ptr<ZmqSocketMonitor> watch(zmq::socket_t& dealer);
+  void watch_listener();
+  void read_connection_events();
+  void bootstrap_event(Bootstrap& b, const ZmqSocketMonitor::Event& e);
+  void listener_event(const ZmqSocketMonitor::Event& e);
 
   // The loop (zmq_io_loop.cc).
   void drain_commands();
@@ -176,6 +196,11 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   std::optional<Message> sunk_;
   zmq::message_t rid_, hdr_, pay_, extra_;  // reused receive frames
   std::vector<zmq::pollitem_t> items_;
+  // Secure mode: the listening socket's monitor, the peer hosts of connections it accepted (by
+  // descriptor, until closed), and whether a handshake without CURVE failed and awaits its close.
+  std::unique_ptr<ZmqSocketMonitor> listener_monitor_;
+  std::map<int, std::string> accepted_;
+  bool plaintext_pending_ = false;
 };
 
 }  // namespace meridian::peer

@@ -44,6 +44,8 @@ void ZmqTransport::IoLoop::adopt_bootstraps() {
       ++it;
       continue;
     }
+    // Stop watching while the socket is certainly open (the link may close with the bootstrap).
+    it->monitor.reset();
     // Keep the bootstrap connection as this member's link when it has none: one connection per peer.
     if (!links_.contains(found)) links_.emplace(found, std::move(it->link));
     it = bootstraps_.erase(it);

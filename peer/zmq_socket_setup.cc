@@ -78,6 +78,7 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
                        opt_.heartbeat_timeout, opt_.view_lead_rounds, std::move(admissible), opt_.terms},
       MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout}, static_cast<MembershipPort&>(*this),
       Clock::now());
+  if (secure()) watch_listener();
   open_bootstraps();
   t_.views_ = membership().views();
 }
@@ -88,6 +89,7 @@ ZmqTransport::IoLoop::~IoLoop() {
   bootstraps_.clear();
   refusal_links_.clear();
   zap_.reset();
+  listener_monitor_.reset();  // before the socket it watches
   router_.close();
   ctx_.close();
 }
@@ -111,11 +113,14 @@ void ZmqTransport::IoLoop::open_bootstraps() {
     if (secure() && !opt_.roster->by_name(name))
       throw error::UserError("bootstrap '" + spec + "': site '" + name + "' is not in the roster");
     if (name == opt_.name || address == t_.endpoint_) continue;
-    bootstraps_.push_back(Bootstrap{name, Link{address, open_dealer(address, name), {}, false}});
+    Bootstrap& b = bootstraps_.emplace_back();
+    b.name = name;
+    b.link = Link{address, open_dealer(address, name, &b.monitor), {}, false};
   }
 }
 
-zmq::socket_t ZmqTransport::IoLoop::open_dealer(const std::string& address, const std::string& server_name) {
+zmq::socket_t ZmqTransport::IoLoop::open_dealer(const std::string& address, const std::string& server_name,
+                                                std::unique_ptr<ZmqSocketMonitor>* monitor) {
   zmq::socket_t s(ctx_, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::sndhwm, opt_.send_high_water_mark);
@@ -126,6 +131,7 @@ zmq::socket_t ZmqTransport::IoLoop::open_dealer(const std::string& address, cons
     s.set(zmq::sockopt::curve_publickey, opt_.keys->public_key);
     s.set(zmq::sockopt::curve_secretkey, opt_.keys->secret_key);
   }
+  if (monitor) *monitor = watch(s);
   s.connect(address);
   return s;
 }

@@ -323,4 +323,9 @@ std::optional<std::string> ZmqTransport::refusal() const {
   return refusal_;
 }
 
+std::vector<std::string> ZmqTransport::join_problems() const {
+  std::lock_guard lock(mu_);
+  return join_problems_;
+}
+
 }  // namespace meridian::peer

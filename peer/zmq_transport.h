@@ -179,6 +179,8 @@ class ZmqTransport final : public FederationTransport {
   TransportStats stats() const override;
   std::optional<std::string> refusal() const override;
   void set_roster(const Roster& roster) override;
+  // From the socket monitors of the bootstrap connections (libzmq's connection and handshake events).
+  std::vector<std::string> join_problems() const override;
 
  private:
   class IoLoop;  // the loop's state: sockets, membership, queues (peer/zmq_io_loop.h)
@@ -219,7 +221,8 @@ class ZmqTransport final : public FederationTransport {
   std::vector<View> views_;                  // copy of the membership's views, for view_for()
   std::vector<MemberStatus> member_status_;  // copy of the membership table, for members()
   std::exception_ptr failure_;
-  std::optional<std::string> refusal_;  // the first refusal a peer sent (refusal())
+  std::optional<std::string> refusal_;      // the first refusal a peer sent (refusal())
+  std::vector<std::string> join_problems_;  // copy of the bootstrap links' problems, for join_problems()
   bool stopped_ = false;
   int wake_fd_ = -1;  // eventfd: post() writes, the I/O thread polls
   TransportStats stats_;

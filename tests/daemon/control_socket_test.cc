@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <thread>
 #include <zmq.hpp>
 
@@ -47,7 +48,8 @@ StatusReport sample_status() {
 }
 
 std::vector<PeerReport> sample_peers() {
-  return {{"ohio", "tcp://10.0.0.2:7400", "alive", 1, 0.05, 0.2, 1000000, 2000},
+  return {{"oregon", "tcp://10.0.0.1:7400", "alive", 0, std::nullopt, std::nullopt, 0, 0},
+          {"ohio", "tcp://10.0.0.2:7400", "alive", 1, 0.05, 0.2, 1000000, 2000},
           {"tokyo", "tcp://10.0.0.4:7400", "suspect", std::nullopt, std::nullopt, 12.5, 0, 0}};
 }
 
@@ -55,8 +57,9 @@ class FakeDaemon : public ControlHandler {
  public:
   StatusReport status() override {
     if (fail_status) throw std::runtime_error("trainer state unavailable");
-    return sample_status();
+    return report;
   }
+  StatusReport report = sample_status();
   std::vector<PeerReport> peers() override { return sample_peers(); }
   LeaveReport leave() override {
     const bool first = !leaving.exchange(true);
@@ -130,7 +133,9 @@ TEST_CASE("control replies round-trip through JSON", "[daemon][control][unit]") 
   // A diverged loss is NaN, which JSON cannot hold: it travels as null and comes back NaN.
   auto diverged = sample_status();
   diverged.train_loss = std::nan("");
-  CHECK(std::isnan(decode_status_reply(encode_status_reply(diverged)).train_loss));
+  const auto loss = decode_status_reply(encode_status_reply(diverged)).train_loss;
+  REQUIRE(loss);
+  CHECK(std::isnan(*loss));
 
   CHECK(decode_request(encode_request(ControlCommand::kLeave)) == ControlCommand::kLeave);
   CHECK_THROWS_WITH(decode_request("not json"), Contains("not a JSON object"));
@@ -281,7 +286,12 @@ TEST_CASE("meridian status, peers and leave talk to a running daemon", "[daemon]
   CHECK(peers.exit_code == 0);
   CHECK_THAT(peers.out, Contains("NAME") && Contains("ohio") && Contains("alive") && Contains("50 ms") &&
                             Contains("1.0 MB") && Contains("tokyo") && Contains("suspect"));
-  CHECK_THAT(run_meridian("peers --json --socket " + path, tmp).out, Contains("\"rank\": null"));
+  // LAST HEARD: how long ago, and "-" for the site itself.
+  CHECK_THAT(peers.out, Contains("200 ms") && Contains("12 s"));
+  CHECK(std::regex_search(peers.out, std::regex("oregon +alive +0 +- +- ")));
+  const auto peers_json = run_meridian("peers --json --socket " + path, tmp).out;
+  CHECK_THAT(peers_json, Contains("\"rank\": null") && Contains("\"last_heard_seconds\": null") &&
+                             Contains("\"last_heard_seconds\": 12.5"));
 
   auto leave = run_meridian("leave --socket " + path, tmp);
   CHECK(leave.exit_code == 0);
@@ -289,6 +299,32 @@ TEST_CASE("meridian status, peers and leave talk to a running daemon", "[daemon]
   auto again = run_meridian("leave --json --socket " + path, tmp);
   CHECK(again.exit_code == 1);
   CHECK_THAT(again.out, Contains("\"accepted\": false"));
+}
+
+TEST_CASE("before the first progress report, status says loss and throughput are not measured yet",
+          "[daemon][control][process]") {
+  StatusReport fresh = sample_status();
+  fresh.train_loss.reset();
+  fresh.test_accuracy.reset();
+  fresh.samples_per_second.reset();
+  fresh.bytes_per_second.reset();
+  // Absent in JSON (a diverged loss travels as null and comes back NaN: a measurement).
+  const auto text = encode_status_reply(fresh);
+  CHECK_THAT(text, !Contains("train_loss") && !Contains("samples_per_second"));
+  CHECK(decode_status_reply(text) == fresh);
+
+  TempDir tmp;
+  const std::string path = (tmp.path() / "control.sock").string();
+  zmq::context_t context;
+  FakeDaemon daemon;
+  daemon.report = fresh;
+  PollingThread comm(context, path, daemon);
+  const auto status = run_meridian("status --socket " + path, tmp);
+  INFO(status.out);
+  CHECK(status.exit_code == 0);
+  CHECK_THAT(status.out, Contains("loss        not measured yet\n") && Contains("accuracy    -\n") &&
+                             Contains("throughput  not measured yet\n"));
+  CHECK_THAT(status.out, !Contains("samples/s"));
 }
 
 TEST_CASE("meridian status without a daemon exits 1 with a hint", "[daemon][control][process]") {

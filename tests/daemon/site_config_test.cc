@@ -3,11 +3,13 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "daemon/algorithms/dts.h"
 #include "daemon/site_config.h"
+#include "peer/curve_keys.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
@@ -51,6 +53,10 @@ TEST_CASE("meridian init writes a config that --config reads back to the same va
 
   SiteConfig expected;
   expected.name = "oregon";
+  // The default relative paths live next to the file.
+  expected.key_dir = (tmp.path() / "keys").string();
+  expected.roster = (tmp.path() / "roster.txt").string();
+  expected.run_dir = (tmp.path() / "meridian-run").string();
   const auto read_back = parse({"--config", file.string()});
   CHECK(read_back == expected);
   validate_site_config(read_back);
@@ -93,6 +99,51 @@ TEST_CASE("every kind of value survives init and --config", "[daemon][config][pr
   CHECK(overridden.lr == 0.5);
   CHECK(overridden.join == std::vector<std::string>{"tcp://h:1"});
   CHECK(overridden.delay == 3);
+}
+
+TEST_CASE("relative paths in a config file count from its folder, those on the command line from the current one",
+          "[daemon][config][unit]") {
+  TempDir tmp;
+  const auto folder = tmp.path() / "sites" / "alpha";
+  std::filesystem::create_directories(folder);
+  const auto file = folder / "site.toml";
+  std::ofstream(file) << "name = \"alpha\"\n"
+                         "key-dir = \"keys\"\n"
+                         "roster = \"../roster.txt\"\n"
+                         "train = \"data/features.npy,data/labels.npy\"\n"
+                         "checkpoint-dir = \"/var/lib/meridian/checkpoints\"\n"
+                         "train-csv = \"\"\n";
+  const auto config = parse({"--config", file.string(), "--run-dir", "runs/alpha"});
+  CHECK(config.key_dir == (folder / "keys").string());
+  CHECK(config.roster == (tmp.path() / "sites" / "roster.txt").string());
+  // A FEATURES,LABELS pair is two paths.
+  CHECK(config.train == (folder / "data/features.npy").string() + "," + (folder / "data/labels.npy").string());
+  CHECK(config.checkpoint_dir == "/var/lib/meridian/checkpoints");  // absolute: as written
+  CHECK(config.train_csv.empty());                                  // empty: not a path
+  CHECK(config.run_dir == "runs/alpha");                            // the command line's: from here
+  CHECK(config.control_socket.empty());                             // unset: RUN_DIR/control.sock
+  CHECK(config.data_dir == SiteConfig{}.data_dir);                  // an absolute default stays
+}
+
+TEST_CASE("meridian init writes paths given to it so that the file names the same files from its folder",
+          "[daemon][config][process]") {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp.path() / "conf");
+  const auto written = meridian::tests::run_shell("cd " + tmp.path().string() + " && " + MERIDIAN_BINARY +
+                                                  " init --name alpha --insecure --key-dir secrets/alpha --train-csv "
+                                                  "data/train.csv --out conf/alpha.toml");
+  INFO(written.output);
+  REQUIRE(written.exit_code == 0);
+  const auto text = meridian::tests::file_contents(tmp.path() / "conf" / "alpha.toml");
+  CHECK_THAT(text, Contains("key-dir = \"../secrets/alpha\"") && Contains("train-csv = \"../data/train.csv\"") &&
+                       Contains("roster = \"roster.txt\""));
+  // The hint names the files from where init ran.
+  CHECK_THAT(written.output, Contains("meridian keygen --out secrets/alpha") && Contains("conf/roster.txt"));
+  // Read from anywhere, the file names the files init was given.
+  const auto config = parse({"--config", (tmp.path() / "conf" / "alpha.toml").string()});
+  CHECK(config.key_dir == (tmp.path() / "secrets/alpha").string());
+  CHECK(config.train_csv == (tmp.path() / "data/train.csv").string());
+  CHECK(config.roster == (tmp.path() / "conf/roster.txt").string());
 }
 
 TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given keeps the user's shape",
@@ -368,4 +419,85 @@ TEST_CASE("a site listening on all interfaces without --advertise hears it from 
   const auto reachable = meridian::tests::run_meridian("init --name a --advertise tcp://10.0.0.1:7400");
   CHECK(reachable.exit_code == 0);
   CHECK_THAT(reachable.output, !Contains("note:"));
+}
+
+TEST_CASE("start refuses a missing key pair or roster, or one that does not list this site, before it reads the data",
+          "[daemon][config][process]") {
+  TempDir tmp;
+  // The data file does not exist: a start that got as far as reading it would say so instead.
+  const std::string common =
+      "start --name alpha --listen tcp://127.0.0.1:0 --metrics-address off --dataset csv "
+      "--train-csv " +
+      (tmp.path() / "absent.csv").string() + " --run-dir " + (tmp.path() / "run").string();
+  const auto start = [&](const std::string& key_dir, const std::string& roster) {
+    return meridian::tests::run_meridian(common + " --key-dir " + key_dir + " --roster " + roster);
+  };
+  const auto keys = meridian::peer::generate_curve_key_pair();
+  meridian::peer::write_key_pair(keys, tmp.path() / "keys");
+  const auto roster_with = [&](const std::string& line) {
+    const auto file = tmp.path() / "roster.txt";
+    std::ofstream(file) << line << "\n";
+    return file.string();
+  };
+
+  const auto no_key = start((tmp.path() / "no-keys").string(), roster_with("alpha " + keys.public_key));
+  INFO(no_key.output);
+  CHECK(no_key.exit_code == 1);
+  CHECK_THAT(no_key.output, Contains("cannot read secret key " + (tmp.path() / "no-keys" / "secret.key").string()));
+
+  const auto no_roster = start((tmp.path() / "keys").string(), (tmp.path() / "absent-roster.txt").string());
+  INFO(no_roster.output);
+  CHECK(no_roster.exit_code == 1);
+  CHECK_THAT(no_roster.output, Contains("absent-roster.txt"));
+
+  const auto other = meridian::peer::generate_curve_key_pair();
+  const auto not_listed = start((tmp.path() / "keys").string(), roster_with("beta " + other.public_key));
+  INFO(not_listed.output);
+  CHECK(not_listed.exit_code == 1);
+  CHECK_THAT(not_listed.output, Contains("site 'alpha' is not in the roster"));
+
+  const auto other_key = start((tmp.path() / "keys").string(), roster_with("alpha " + other.public_key));
+  INFO(other_key.output);
+  CHECK(other_key.exit_code == 1);
+  CHECK_THAT(other_key.output, Contains("lists another public key for site 'alpha'"));
+
+  for (const auto* result : {&no_key, &no_roster, &not_listed, &other_key})
+    CHECK_THAT(result->output, !Contains("absent.csv") && !Contains("data: "));
+}
+
+TEST_CASE("a secure site started from another directory finds the keys, roster and data its config file names",
+          "[daemon][config][process]") {
+  TempDir tmp;
+  // Everything beside the config file, named relative to it, as a service manager would find it.
+  const auto site = tmp.path() / "alpha";
+  std::filesystem::create_directories(site / "data");
+  const auto keys = meridian::peer::generate_curve_key_pair();
+  meridian::peer::write_key_pair(keys, site / "keys");
+  std::ofstream(site / "roster.txt") << "alpha " << keys.public_key << "\n";
+  {
+    std::ofstream table(site / "data" / "train.csv");
+    table << "x,y,label\n";
+    for (int i = 0; i < 64; ++i) table << i % 7 << "," << (i * 3) % 5 << "," << (i % 2 ? "cat" : "dog") << "\n";
+  }
+  std::ofstream(site / "site.toml") << "name = \"alpha\"\n"
+                                       "listen = \"tcp://127.0.0.1:0\"\n"
+                                       "metrics-address = \"off\"\n"
+                                       "key-dir = \"keys\"\n"
+                                       "roster = \"roster.txt\"\n"
+                                       "run-dir = \"run\"\n"
+                                       "dataset = \"csv\"\n"
+                                       "train-csv = \"data/train.csv\"\n"
+                                       "algo = \"local\"\n"
+                                       "model = \"logreg\"\n"
+                                       "batch = 8\n"
+                                       "epochs = 1.0\n"
+                                       "threads = 1\n";
+  std::filesystem::create_directories(tmp.path() / "elsewhere");
+  const auto result = meridian::tests::run_shell("cd " + (tmp.path() / "elsewhere").string() + " && " +
+                                                 MERIDIAN_BINARY + " start --config ../alpha/site.toml 2>&1");
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.output, Contains("CurveZMQ, roster ../alpha/roster.txt"));
+  CHECK(std::filesystem::exists(site / "run" / "result.json"));
+  CHECK_FALSE(std::filesystem::exists(tmp.path() / "elsewhere" / "run"));
 }

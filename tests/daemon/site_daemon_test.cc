@@ -555,7 +555,31 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
     INFO(logs());
     REQUIRE(all_alive);
   }
+  // LAST HEARD: nothing for the site itself; a live peer is heard from all the time.
+  auto heard = [&](const std::string& name) {
+    for (const auto& p : patient_control.peers())
+      if (p.name == name) return p.last_heard_seconds;
+    return std::optional<double>();
+  };
+  CHECK_FALSE(heard("patient"));
+  CHECK(heard("watcher"));
   quiet.signal(SIGSTOP);
+  // A stopped peer's silence grows on the patient site while the watcher's stays fresh.
+  const bool silence_grows = eventually([&] {
+    const auto q = heard("quiet");
+    const auto w = heard("watcher");
+    return q && w && *q >= 2 && *q > *w + 1;
+  });
+  {
+    const auto peers = meridian::tests::run_meridian("peers --socket " + (patient.run_dir() / "control.sock").string());
+    INFO(peers.output);
+    CHECK(silence_grows);
+    CHECK(peers.exit_code == 0);
+    // The stopped peer's row says seconds (e.g. "4 s") under LAST HEARD.
+    std::smatch row;
+    REQUIRE(std::regex_search(peers.output, row, std::regex("\nquiet [^\n]*")));
+    CHECK(std::regex_search(row.str(), std::regex(" [0-9]+ s ")));
+  }
   const bool watcher_noticed = eventually([&] { return state_of(watcher_control, "quiet") == "dead"; });
   // The watcher's verdict goes to the patient site by gossip as well; it keeps its own, as it has heard
   // from the member within its timeout.

@@ -76,6 +76,14 @@ TEST_CASE("the fingerprint names architecture and sizes", "[models][model][unit]
   CHECK(make_logreg({1, 28, 28}, 10, cpu(), 1)->parameters().size() == 7850);
 }
 
+TEST_CASE("the summary names the architecture in words: sizes between weighted layers and parameters",
+          "[models][model][unit]") {
+  CHECK(make_mlp({1, 28, 28}, {256, 128}, 10, cpu(), 1)->summary() == "mlp 784-256-128-10 (235,146 parameters)");
+  CHECK(make_mlp({1, 28, 28}, {256, 64}, 10, cpu(), 1)->summary() == "mlp 784-256-64-10 (218,058 parameters)");
+  CHECK(make_cnn({1, 28, 28}, 10, cpu(), 1)->summary() == "cnn 1x28x28-6x28x28-16x10x10-120-84-10 (61,706 parameters)");
+  CHECK(make_logreg({1, 28, 28}, 10, cpu(), 1)->summary() == "logreg 784-10 (7,850 parameters)");
+}
+
 TEST_CASE("initialization is seeded: same seed same model, other seed other model", "[models][model][unit]") {
   auto a = make_cnn({1, 28, 28}, 10, cpu(), 42);
   auto b = make_cnn({1, 28, 28}, 10, cpu(), 42);

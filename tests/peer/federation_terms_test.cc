@@ -45,6 +45,28 @@ TEST_CASE("the first differing field is named with both values", "[peer][terms][
   CHECK(compare_terms(kOurs, theirs)->field == "model");
 }
 
+TEST_CASE("a differing term is named by its display where both sides have one, by its value where the displays agree",
+          "[peer][terms][unit]") {
+  const FederationTerms ours{{"model", "mlp|in=784x1x1|linear(784->256)|relu", "mlp 784-256 (200,960 parameters)"}};
+  FederationTerms theirs{{"model", "cnn|in=1x28x28|conv2d(1->6,k5,s1,p2)", "cnn 1x28x28-6x28x28 (156 parameters)"}};
+  const auto m = compare_terms(ours, theirs);
+  REQUIRE(m);
+  CHECK(*m == TermsMismatch{"model", "mlp 784-256 (200,960 parameters)", "cnn 1x28x28-6x28x28 (156 parameters)"});
+  CHECK(refusal_reason("alpha", *m) ==
+        "alpha refuses this site: model differs (alpha: mlp 784-256 (200,960 "
+        "parameters); this site: cnn 1x28x28-6x28x28 (156 parameters))");
+  // Equal displays leave out what differs (here the activation): the values say it.
+  theirs = {{"model", "mlp|in=784x1x1|linear(784->256)|gelu", "mlp 784-256 (200,960 parameters)"}};
+  CHECK(*compare_terms(ours, theirs) ==
+        TermsMismatch{"model", "mlp|in=784x1x1|linear(784->256)|relu", "mlp|in=784x1x1|linear(784->256)|gelu"});
+  // A peer without a display (an older version) is named by its value, and so are we.
+  theirs = {{"model", "cnn|in=1x28x28|conv2d(1->6,k5,s1,p2)"}};
+  CHECK(compare_terms(ours, theirs)->ours == "mlp|in=784x1x1|linear(784->256)|relu");
+  // Displays are never compared: equal values with other displays agree.
+  theirs = {{"model", ours[0].value, "something else"}};
+  CHECK_FALSE(compare_terms(ours, theirs));
+}
+
 TEST_CASE("a field only one side announces is a difference", "[peer][terms][unit]") {
   FederationTerms more = kOurs;
   more.push_back({"optimizer", "adam"});
@@ -56,6 +78,7 @@ TEST_CASE("a field only one side announces is a difference", "[peer][terms][unit
 
 TEST_CASE("terms and a refusal travel in the hello; oversized terms do not decode", "[peer][terms][wire][unit]") {
   HelloInfo hello{"alpha", "tcp://127.0.0.1:7000", "", 5, 9, kOurs, "beta refuses this site: ..."};
+  hello.terms[0].display = "mlp 2-8 (24 parameters)";
   const auto back = decode_hello(encode_hello(hello));
   REQUIRE(back);
   CHECK(*back == hello);

@@ -56,6 +56,23 @@ TEST_CASE("members spread by gossip until all know all, and all agree on one vie
   CHECK(a.view_for(5) == a.latest_view());
 }
 
+TEST_CASE("membership remembers when it last heard from each member, not from itself", "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0);
+  CHECK_FALSE(a.last_heard("a"));       // this site
+  CHECK_FALSE(a.last_heard("nobody"));  // no record
+  a.on_hello(hello_of("b"), t0 + 100ms);
+  a.on_hello(hello_of("c"), t0 + 100ms);
+  CHECK(a.last_heard("b") == t0 + 100ms);
+  a.on_heartbeat("b", HeartbeatInfo{.incarnation = 1}, t0 + 700ms);
+  CHECK(a.last_heard("b") == t0 + 700ms);
+  CHECK(a.last_heard("c") == t0 + 100ms);  // silent since its hello
+  // A dead member keeps the time it was last heard from.
+  a.tick(t0 + 1500ms);
+  REQUIRE_FALSE(a.is_alive("c"));
+  CHECK(a.last_heard("c") == t0 + 100ms);
+}
+
 TEST_CASE("a silent member is declared dead after the timeout and before twice the timeout",
           "[peer][membership][unit]") {
   const auto t0 = Clock::now();
