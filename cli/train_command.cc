@@ -224,11 +224,11 @@ int run_train(const TrainOptions& o) {
   models::Optimizer optimizer(opt, sched, model->parameters().size(), backend);
 
   std::fprintf(stderr,
-               "train: %s on %s (%zu train, %zu test), %zu parameters, batch %zu%s%s, %s, lr %g %s, %d thread(s), "
-               "on %s (%s)\n",
+               "train: %s on %s (%zu train, %zu test), %zu parameters, batch %zu%s%s, %s, lr %g %s, weight decay %g, "
+               "%d thread(s), on %s (%s)\n",
                model->kind().c_str(), data_name.c_str(), train.rows, test.rows, model->parameters().size(), o.batch,
                augmentation ? ", augment " : "", augmentation ? augment_spec.to_string().c_str() : "",
-               o.optimizer.c_str(), static_cast<double>(sched.base_lr), o.schedule.c_str(), o.threads,
+               o.optimizer.c_str(), static_cast<double>(sched.base_lr), o.schedule.c_str(), o.weight_decay, o.threads,
                backend->name().c_str(), device.explanation.c_str());
 
   double train_seconds = 0.0;
@@ -281,14 +281,15 @@ int run_train(const TrainOptions& o) {
     std::printf(
         "{\"dataset\": %s, \"model\": %s, \"fingerprint\": %s, \"classes\": %zu, \"parameters\": %zu, \"epochs\": %s, "
         "\"batch\": %zu, "
-        "\"optimizer\": %s, \"lr\": %g, \"schedule\": %s, \"threads\": %d, \"device\": %s, \"seed\": %llu, \"steps\": "
+        "\"optimizer\": %s, \"lr\": %g, \"weight_decay\": %g, \"schedule\": %s, \"threads\": %d, \"device\": %s, "
+        "\"seed\": %llu, \"steps\": "
         "%zu, "
         "\"train_loss\": %.6f, \"test_samples\": %zu, \"test_loss\": %.6f, \"test_accuracy\": %.6f, \"train_seconds\": "
         "%.3f, "
         "\"samples_per_second\": %.1f}\n",
         json_string(data_name).c_str(), json_string(model->kind()).c_str(), json_string(model->fingerprint()).c_str(),
         model->classes(), model->parameters().size(), epochs_text, o.batch, json_string(o.optimizer).c_str(),
-        static_cast<double>(sched.base_lr), json_string(o.schedule).c_str(), o.threads,
+        static_cast<double>(sched.base_lr), o.weight_decay, json_string(o.schedule).c_str(), o.threads,
         json_string(backend->name()).c_str(), static_cast<unsigned long long>(o.seed), step, last_loss, test.rows,
         eval.loss, eval.accuracy, train_seconds, samples_per_second);
   } else if (test.rows > 0) {

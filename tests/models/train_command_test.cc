@@ -91,6 +91,13 @@ TEST_CASE("meridian train takes start's names and defaults: --widths, fractional
   INFO(old_name.output);
   CHECK(old_name.exit_code == 0);
   CHECK(std::regex_search(old_name.output, std::regex("\"parameters\": 6370,")));  // 784·8 + 8 + 8·10 + 10
+  CHECK(std::regex_search(r.output, std::regex("\"weight_decay\": 0,")));
+  // The recipe docs/models.md's figures name is reported in full, weight decay included.
+  const Result decayed = run("train --model mlp --hidden 8 --epochs 0.01 --weight-decay 5e-4 --json");
+  INFO(decayed.output);
+  CHECK(decayed.exit_code == 0);
+  CHECK(decayed.output.find("lr 0.05 constant, weight decay 0.0005,") != std::string::npos);
+  CHECK(std::regex_search(decayed.output, std::regex("\"weight_decay\": 0.0005,")));
 }
 
 TEST_CASE("meridian train --augment trains with start's augmentation, the same batches for the same seed",
