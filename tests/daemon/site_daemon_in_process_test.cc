@@ -395,3 +395,24 @@ TEST_CASE("allreduce and dsync average batch norm's statistics: two in-process s
     CHECK(accuracy > 0.6);
   }
 }
+
+TEST_CASE("sgp keeps batch norm's statistics local: two in-process sites end with their own",
+          "[cluster][daemon][in-process][norm-state]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  // SGP's reference implementation gossips parameters only (docs/algorithms.md, "Normalization
+  // statistics"): each site's running statistics follow its own batches, so two sites that saw different
+  // rows end with different statistics, trained ones both.
+  TempDir dir;
+  const auto files = train_batch_norm_pair(dir.path(), "sgp");
+  const auto a = meridian::daemon::read_checkpoint_file(files[0]);
+  const auto b = meridian::daemon::read_checkpoint_file(files[1]);
+  REQUIRE_FALSE(a.model_state.empty());
+  REQUIRE(a.model_state.size() == b.model_state.size());
+  CHECK(a.model_state != b.model_state);
+  for (const auto* state : {&a.model_state, &b.model_state}) {
+    CHECK(std::any_of(state->begin(), state->end(), [](float v) { return v != 0.0f && v != 1.0f; }));
+  }
+}
