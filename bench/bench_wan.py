@@ -43,6 +43,7 @@ PLANS = {
         "e5": {"alphas": [0.1], "epochs": 0.25},
         "e6": {"epochs": 0.1},
         "e7": {"epochs": 1.0},
+        "e8": {"epochs": 1.0},
     },
     "full": {
         "repeats": 2,
@@ -57,6 +58,7 @@ PLANS = {
         "e5": {"alphas": [0.1, 0.5], "epochs": 0.25},
         "e6": {"epochs": 0.3},
         "e7": {"epochs": 6.0},
+        "e8": {"epochs": 6.0},
     },
 }
 
@@ -80,6 +82,7 @@ TITLES = {
     "e5": "5. Non-iid sites (Dirichlet)",
     "e6": "6. Bandwidth: world4 on 20 Mbit/s links, with and without compression",
     "e7": "7. Trained to the end at 100 ms, with compute comparable to the latency",
+    "e8": "8. Latency ten times a step's compute: 400 ms one way, trained to the end",
 }
 
 
@@ -113,6 +116,7 @@ class Runner:
         self.program = os.path.join(out, "meridian")
         shutil.copy2(self.binary, self.program)
         self.counter = 0
+        self.commit = "?"
 
     def save(self):
         tmp = self.raw_path + ".tmp"
@@ -132,7 +136,7 @@ class Runner:
         record = {"label": label, "sites": sites, "algos": algos, "command": "meridian " + " ".join(cmd[1:]),
                   "out_dir": run_dir,
                   "started": started, "seconds": time.time() - started, "load_before": load_before,
-                  "load_after": load_average(), "status": proc.returncode}
+                  "load_after": load_average(), "status": proc.returncode, "commit": self.commit}
         if proc.returncode == 0:
             record["result"] = json.loads(proc.stdout)
             record["steady"] = steady_step_seconds(record)
@@ -187,6 +191,18 @@ def choose_tau(latency_ms, compute_s):
     return max(1, min(32, math.ceil(1.5 * (latency_ms / 1000.0) / max(compute_s, 1e-3)) + 1))
 
 
+def choose_diloco(latency_ms, compute_s, inner_steps=32):
+    """diloco's overlap tau covering 1.5x one crossing of the direct exchange in steps of compute (as dts'
+    D), and H = max(inner_steps, tau): an exchange must land before its fragment syncs again (tau <= H)."""
+    crossing_s = latency_ms / 1000.0 + 0.004
+    tau = max(1, min(256, math.ceil(1.5 * crossing_s / max(compute_s, 1e-3))))
+    return max(inner_steps, tau), tau
+
+
+def diloco_spec(period, overlap, extra=""):
+    return f"diloco:period={period}:delay={overlap}:exchange=direct{extra}"
+
+
 def run_e1(runner, plan):
     p = plan["e1"]
     for sites in p["sites"]:
@@ -205,14 +221,16 @@ def run_e1(runner, plan):
             for lat in lats:
                 d, per = choose_dts(lat, compute)
                 tau = choose_tau(lat, compute)
+                h, overlap_steps = choose_diloco(lat, compute)
                 wan = ["--wan", f"latency={lat}ms"] if lat > 0 else []
                 # Synchronous algorithms: a few steps show their (steady) step time. The overlapping
                 # ones need several windows of D, P or tau steps, so that the first window (sites that
                 # start a little apart) weighs little. `local` runs again in the same invocation, just
                 # before them: their efficiency is against compute measured in the same minutes.
                 sync_steps = p["sync_steps_far" if lat >= E1_FAR_MS else "sync_steps"][sites]
-                over_steps = max(p["min_steps"][sites], p["windows"] * max(d, per, tau))
-                overlap = ["local", f"dts:delay={d}:period={per}:exchange=direct", f"sgp:tau={tau}"]
+                over_steps = max(p["min_steps"][sites], p["windows"] * max(d, per, tau), 2 * h)
+                overlap = ["local", f"dts:delay={d}:period={per}:exchange=direct", f"sgp:tau={tau}",
+                           diloco_spec(h, overlap_steps)]
                 for group, algos, steps in (("sync", ["allreduce", "sgp", "dsync"], sync_steps),
                                             ("overlap", overlap, over_steps)):
                     rec = runner.simulate("e1", f"s{sites}-l{lat}-{group}-r{repeat}", sites, algos,
@@ -230,15 +248,20 @@ def run_e2(runner, plan):
         runner.simulate("e2", f"s{sites}", sites, algos, extra)
 
 
+# diloco on world4: tau = 30 steps covers 1.5x the longest crossing (london-tokyo, 277 ms one way) at about
+# 14 ms of compute per step; H = 32, the default, is the shortest that leaves room for it.
+E3_DILOCO = "diloco:period=32:delay=30:exchange=direct"
+
+
 def run_e3(runner, plan):
     p = plan["e3"]
     # The first seed runs every algorithm; the others repeat the ones the speed-up target is about. Every
     # 10 steps an evaluation: allreduce's time to target is only known to within one evaluation interval
     # (8 s here), which moves its ratio to a fast algorithm's.
     for repeat in range(plan["repeats"]):
-        algos = ["allreduce", "dts:delay=4:period=32:exchange=direct", "sgp:tau=4"]
+        algos = ["allreduce", "dts:delay=4:period=32:exchange=direct", "sgp:tau=4", E3_DILOCO]
         if repeat == 0:
-            algos += ["sgp", "dsync", "local"]
+            algos += ["sgp", "dsync", "local", "diloco"]
         # Each algorithm stops once every site has reached the target: the time to it is the figure, and
         # training on would take allreduce two thirds of this experiment's time.
         extra = ["--wan", "world4", "--epochs", str(p["epochs"]), "--target-accuracy", str(p["target"]),
@@ -282,27 +305,57 @@ def run_e6(runner, plan):
 # 4 sites on these 2 cores), so that D = 2 and tau = 3 cover 100 ms.
 E7_BATCH = 256
 E7_MODEL = ["--widths", "1024,512", "--batch", str(E7_BATCH), "--lr", "0.1", "--schedule", "cosine"]
-E7_ALGOS = ["local", "dts:delay=2:period=16:exchange=direct", "sgp", "sgp:tau=3", "dsync"]
+E7_DILOCO = "diloco:period=16:delay=4:exchange=direct"
+E7_ALGOS = ["local", "dts:delay=2:period=16:exchange=direct", "sgp", "sgp:tau=3", "dsync", E7_DILOCO]
 E7_ALLREDUCE_TIMING_STEPS = 10
 
 
-def run_e7(runner, plan):
-    p = plan["e7"]
-    base = E7_MODEL + ["--epochs", str(p["epochs"]), "--eval-every", "100000"]
-    rec = runner.simulate("e7", "l100-trained", 4, E7_ALGOS, base + ["--wan", "latency=100ms"], timeout=3600)
+def run_trained(runner, key, latency_ms, algos, epochs):
+    """Trains `algos` to the end at `latency_ms` one way, then allreduce's two records (see run_e7)."""
+    base = E7_MODEL + ["--epochs", str(epochs), "--eval-every", "100000"]
+    wan = ["--wan", f"latency={latency_ms}ms"]
+    rec = runner.simulate(key, f"l{latency_ms}-trained", 4, algos, base + wan, timeout=3600)
     rec["role"] = "trained"
+    rec["latency_ms"] = latency_ms
     # allreduce's updates do not depend on the latency (every step waits for the whole sum, taken in a
     # fixed order): with the same seed its train loss and accuracy are bit-identical with and without
     # `latency=100ms` (checked 2026-11-26 over 20 steps of this model). So it trains to the end without
     # the WAN (6 epochs at 100 ms took 4.7 of the bench's minutes) and its step time at 100 ms comes from
     # a few steps at that latency.
-    rec = runner.simulate("e7", "l0-allreduce-trained", 4, ["allreduce"], base)
+    rec = runner.simulate(key, "l0-allreduce-trained", 4, ["allreduce"], base)
     rec["role"] = "allreduce-accuracy"
-    timing = E7_MODEL + ["--wan", "latency=100ms", "--eval-every", "100000", "--epochs",
-                         f"{epochs_for(E7_ALLREDUCE_TIMING_STEPS, 4, E7_BATCH):.4f}"]
-    rec = runner.simulate("e7", "l100-allreduce-steps", 4, ["allreduce"], timing)
+    timing = E7_MODEL + wan + ["--eval-every", "100000", "--epochs",
+                               f"{epochs_for(E7_ALLREDUCE_TIMING_STEPS, 4, E7_BATCH):.4f}"]
+    rec = runner.simulate(key, f"l{latency_ms}-allreduce-steps", 4, ["allreduce"], timing)
     rec["role"] = "allreduce-time"
     runner.save()
+
+
+def run_e7(runner, plan):
+    run_trained(runner, "e7", 100, E7_ALGOS, plan["e7"]["epochs"])
+
+
+# Experiment 8: the latency ten times a step's compute (the same model and recipe as experiment 7, about
+# 40-50 ms per step with 4 sites on 2 cores, and 400 ms one way), where only the DiLoCo family's long
+# overlap hides the network. The hand-picked shape: tau covering 1.5x a crossing of the direct exchange
+# with the compute of a short `local` pilot, H = 32; then the same with fp16 and int8 pseudo-gradients,
+# and diloco with no shape given (its overlap chosen from the measured round trip).
+def e8_algos(runner):
+    pilot = runner.simulate("e8", "local-pilot", 4, ["local"],
+                            E7_MODEL + ["--eval-every", "100000", "--epochs", f"{epochs_for(24, 4, E7_BATCH):.4f}"])
+    pilot["role"] = "pilot"
+    compute = pilot.get("steady", {}).get("local") or 0.05
+    h, overlap = choose_diloco(E8_LATENCY_MS, compute)
+    hand = diloco_spec(h, overlap)
+    return ["local", hand, hand + ":compression=fp16", hand + ":compression=int8", "diloco",
+            "dts:delay=2:period=16:exchange=direct"]
+
+
+E8_LATENCY_MS = 400
+
+
+def run_e8(runner, plan):
+    run_trained(runner, "e8", E8_LATENCY_MS, e8_algos(runner), plan["e8"]["epochs"])
 
 
 def merged_e7_record(records):
@@ -330,16 +383,18 @@ def merged_e7_record(records):
 def report_e7(records):
     merged = merged_e7_record(records)
     if merged is None:
-        return report_accuracy_table(records, efficiency=True)
+        return report_accuracy_table([r for r in records if r.get("role") != "pilot"], efficiency=True)
+    latency = merged.get("latency_ms", 100)
     others = [r for r in records if r.get("role") in ("allreduce-accuracy", "allreduce-time")]
     return (report_accuracy_table([merged], efficiency=True) +
-            "\nallreduce's row: accuracy and bytes from its run without the WAN, s/step from its steps at 100 ms "
+            f"\nallreduce's row: accuracy and bytes from its run without the WAN, s/step from its steps at {latency} ms "
             "(no wall time: it is not one run). " + " ".join(
                 f"`{r['label']}`: load average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after "
                 f"({r['seconds']:.0f} s), command `{r['command']}`." for r in others) + "\n")
 
 
-RUNS = {"e1": run_e1, "e2": run_e2, "e3": run_e3, "e4": run_e4, "e5": run_e5, "e6": run_e6, "e7": run_e7}
+RUNS = {"e1": run_e1, "e2": run_e2, "e3": run_e3, "e4": run_e4, "e5": run_e5, "e6": run_e6, "e7": run_e7,
+        "e8": run_e8}
 
 
 # ---------------------------------------------------------------- report
@@ -384,6 +439,8 @@ def base_algo(label):
         return "dts (D, P to cover)"
     if label.startswith("sgp:tau"):
         return "sgp overlap (τ to cover)"
+    if label.startswith("diloco:"):
+        return "diloco (τ to cover)"
     return label
 
 
@@ -585,6 +642,9 @@ def write_report(raw, doc, plan_name, command):
     started = min((r["started"] for r in all_records), default=time.time())
     ended = max((r["started"] + r["seconds"] for r in all_records), default=time.time())
     meta = raw.get("meta", {})
+    # Each record names its binary's commit (records older than that take the run's), so that an
+    # experiment re-run later with a newer binary says so.
+    commits = sorted({r.get("commit", meta.get("commit", "?")) for r in all_records})
     lines = ["# Results: Meridian under an emulated WAN", "",
              f"Written by `{command}` (bench/bench_wan.py) from the runs in its OUT/raw.json. "
              f"Plan: **{plan_name}**{' — the QUICK variant: short runs, few points, one repeat' if plan_name == 'quick' else ''}.",
@@ -592,7 +652,8 @@ def write_report(raw, doc, plan_name, command):
              f"- Machine: {machine_line()}; shared with other work while measured (load averages below, "
              f"next to each figure).",
              f"- Date: {date_span(started, ended)} UTC ({run_minutes(all_records):.0f} min of runs); "
-             f"binary from commit {meta.get('commit', '?')}.",
+             f"binary from commit {', '.join(commits) or '?'}"
+             f"{' (each experiment names its own)' if len(commits) > 1 else ''}.",
              "- Every run is `meridian simulate`: N real `meridian start` processes on 127.0.0.1, links emulated by "
              "the transport (docs/wan-emulation.md), `--insecure` (no CurveZMQ, to spare CPU), one compute thread "
              "per site, MLP 784-256-128-10 on Fashion-MNIST unless said otherwise, batch 64 per site, momentum "
@@ -605,7 +666,7 @@ def write_report(raw, doc, plan_name, command):
              "- Scaling to this machine: N sites share 2 cores, so compute per step is N/2 times slower than one "
              "site alone and runs are a fraction of an epoch; the emulated latencies are the real ones. "
              "Ratios between algorithms measured in the same invocation are what to compare.", ""]
-    for key in ["e1", "e2", "e3", "e4", "e5", "e6", "e7"]:
+    for key in ["e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8"]:
         lines.append(f"## {TITLES[key]}\n")
         recs = raw.get(key)
         notes = NOTES.get(key, "")
@@ -614,13 +675,16 @@ def write_report(raw, doc, plan_name, command):
         if not recs:
             lines.append("_Not run in this plan._\n")
             continue
+        if len(commits) > 1:
+            ran = sorted({r.get("commit", meta.get("commit", "?")) for r in recs})
+            lines.append(f"Binary: commit {', '.join(ran)}; {date_span(min(r['started'] for r in recs), max(r['started'] + r['seconds'] for r in recs))} UTC.\n")
         if key == "e1":
             lines.append(report_e1(recs, figdir))
         elif key == "e2":
             lines.append(report_e2(recs, figdir))
         elif key == "e3":
             lines.append(report_e3(recs, figdir, None))
-        elif key == "e7":
+        elif key in ("e7", "e8"):
             lines.append(report_e7(recs))
         elif key == "e5":
             lines.append(report_accuracy_table(recs, key=lambda r: f"**Dirichlet α = {r.get('alpha')}**\n"))
@@ -657,7 +721,9 @@ NOTES = {
           "site has reported the target accuracy once, counted from the first step of the first site to start "
           "training (*training*; the speed-up uses it) and from the launch of the processes (start-up: loading "
           "the data, joining, forming the view, the same for every algorithm: 5–7 s with 4 processes on 2 "
-          "cores). dts runs D = 4, P = 32 over the direct exchange. Each algorithm's sites "
+          "cores). dts runs D = 4, P = 32 over the direct exchange; diloco H = 32 with an overlap of τ = 30 steps (1.5× "
+          "the longest crossing, 277 ms, at about 14 ms of compute per step), and `diloco` alone chooses its own "
+          "overlap from the measured round trip. Each algorithm's sites "
           "are stopped once every one has reached the target (`--stop-at-target`), except `local`, which "
           "never does and trains its epoch: the accuracies are those at the stop.",
     "e4": "4 sites, no WAN emulation (dts applies each correction at exactly step s + D whatever the timing, so "
@@ -674,10 +740,18 @@ NOTES = {
           "256 per site, lr 0.1 with a cosine schedule, momentum 0.9, the same number of epochs for every "
           "algorithm, evaluated once at the end. One step's compute is then about as long as the latency, "
           "the regime of the DTS and SGP papers, so that short shapes cover it: dts D = 2, P = 16 over the "
-          "direct exchange, sgp overlap τ = 3. allreduce trains to the end without the WAN, since its "
+          "direct exchange, sgp overlap τ = 3, diloco H = 16 with an overlap of τ = 4 (1.5× the crossing). allreduce trains to the end without the WAN, since its "
           "updates do not depend on the latency (same seed: bit-identical train loss and accuracy with and "
           "without 100 ms), and runs 10 steps at 100 ms for its step time. *s/step* is the step loop without the final wait; "
           "*efficiency* = `local`'s s/step ÷ the algorithm's, `local` measured in the same invocation.",
+    "e8": "4 sites, one-way latency 400 ms on every link, about ten times a step's compute; the model, recipe and "
+          "epochs of experiment 7, and allreduce's row made as there (trained without the WAN, timed at 400 ms). Only the DiLoCo family's long overlap "
+          "hides this: diloco over the direct exchange with H = 32 inner steps (SGD with momentum, as the others) "
+          "and τ chosen to cover 1.5× a crossing with the compute measured by a short `local` pilot just before "
+          "(the cell's label gives it); the same shape with fp16 and int8 pseudo-gradients (error feedback keeps "
+          "what rounding cut for the next sync); `diloco` with no shape given, which chooses its overlap from the "
+          "measured round trip; and dts' shape of experiment 7 for reference (D = 2 covers 100 ms, not 400). "
+          "*efficiency* = `local`'s s/step ÷ the algorithm's, in the same invocation.",
     "e6": "4 sites, `--wan world4,bandwidth=20mbit`, dts with D = 2, P = 16. Compression (`--compression`, see "
           "docs/algorithms.md): fp16 halves sgp's shares; dts' compressed averages travel by the direct exchange "
           "(one crossing instead of the ring's 2(n−1)), like `exchange=direct` which sends them dense: 3 copies "
@@ -692,7 +766,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="3,4,6,5,1,2,7", help="experiments to run, in this order, e.g. 1,4")
+    ap.add_argument("--only", default="3,4,6,5,1,2,7,8", help="experiments to run, in this order, e.g. 1,4")
     ap.add_argument("--out", default=None, help="work directory (default BUILD/bench-wan[-quick])")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "results.md"))
     ap.add_argument("--report-only", action="store_true", help="rewrite the document from OUT/raw.json")
@@ -707,11 +781,14 @@ def main():
         print(f"bench-wan: wrote {args.doc}")
         return
     runner = Runner(args.build, out, args.quick)
+    for recs in runner.raw.values():
+        for r in recs if isinstance(recs, list) else []:
+            r.setdefault("commit", runner.raw.get("meta", {}).get("commit", "?"))
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True)
-    runner.raw["meta"] = {"commit": commit.stdout.strip() + ("+local changes" if dirty.stdout.strip() else ""),
-                          "plan": plan_name}
+    runner.commit = commit.stdout.strip() + ("+local changes" if dirty.stdout.strip() else "")
+    runner.raw["meta"] = {"commit": runner.commit, "plan": plan_name}
     for n in [s.strip() for s in args.only.split(",") if s.strip()]:
         key = f"e{n}"
         runner.raw[key] = []
