@@ -60,7 +60,7 @@ TEST_CASE("a toy algorithm registered by a test gets its option as flag, key, he
   {
     const algorithms::AlgorithmRegistration registration(toy);
     CHECK(algorithms::find_algorithm("toy") == &toy);
-    CHECK(algorithms::algorithm_names() == "allreduce, dts, sgp, dsync, local, diloco, toy");
+    CHECK(algorithms::algorithm_names() == "allreduce, dts, sgp, dsync, local, diloco, diloco-gossip, toy");
     CHECK(algorithms::find_algorithm_option("toy-strength") == &kToyStrength);
 
     // The flag, with its help and default, among the algorithm options; its value and start-up line.
