@@ -210,14 +210,15 @@ const std::vector<OptionSpec>& shared_option_specs() {
         field(model, "eval-every", "Steps between test-set evaluations (0 = once per epoch)", &C::eval_every),
         field(algo, "algo", algorithms::algorithm_names(" | "), &C::algo),
         field(algo, "delay",
-              "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync, diloco's overlap; sgp "
-              "overlaps by --tau instead). dts without --delay and --period runs D = 2, P = 16; diloco D = 2, P = 32",
+              "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync, diloco's and "
+              "diloco-gossip's overlap; sgp overlaps by --tau instead). dts without --delay and --period runs D = 2, "
+              "P = 16; diloco and diloco-gossip D = 2, P = 32",
               &C::delay),
         field(algo, "period",
-              "P: dts starts an average every P steps; diloco's inner steps H between outer syncs (see --delay for the "
-              "default shapes)",
+              "P: dts starts an average every P steps; diloco's and diloco-gossip's inner steps H between outer syncs "
+              "(see --delay for the default shapes)",
               &C::period),
-        field(algo, "out-peers", "K: sgp out-peers per step", &C::out_peers),
+        field(algo, "out-peers", "K: sgp's out-peers per step; diloco-gossip's per outer step", &C::out_peers),
         field(algo, "tau", "tau: sgp may run this many steps ahead of the oldest message it expects", &C::tau),
         field(algo, "grid", "dsync: auto | AxB (rows x columns of sites)", &C::grid),
         field(algo, "min-sites", "Sites that must be in the view before training starts (0 = --site-count)",
@@ -232,7 +233,8 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "(never average)",
               &C::compensation),
         field(algo, "compression",
-              "Mixer messages: none | fp16 (dts, sgp, diloco) | int8 (dts, diloco; a scale per block of 256) | "
+              "Mixer messages: none | fp16 (dts, sgp, diloco, diloco-gossip) | int8 (dts, diloco; a scale per block of "
+              "256) | "
               "topk:FRACTION (dts, with error feedback; e.g. topk:0.01)",
               &C::compression),
         field(algo, "exchange",

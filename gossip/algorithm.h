@@ -11,7 +11,7 @@
 
 namespace meridian::gossip {
 
-enum class Algorithm { kAllReduce, kDts, kSgp, kDsync, kLocal, kDiloco };
+enum class Algorithm { kAllReduce, kDts, kSgp, kDsync, kLocal, kDiloco, kDilocoGossip };
 
 inline constexpr auto kAlgorithmNames = std::to_array<std::pair<Algorithm, std::string_view>>({
     {Algorithm::kAllReduce, "allreduce"},
@@ -20,9 +20,10 @@ inline constexpr auto kAlgorithmNames = std::to_array<std::pair<Algorithm, std::
     {Algorithm::kDsync, "dsync"},
     {Algorithm::kLocal, "local"},
     {Algorithm::kDiloco, "diloco"},
+    {Algorithm::kDilocoGossip, "diloco-gossip"},
 });
 
-// "allreduce", "dts", "sgp", "dsync", "local", "diloco".
+// "allreduce", "dts", "sgp", "dsync", "local", "diloco", "diloco-gossip".
 constexpr std::string_view name_of(Algorithm a) {
   for (const auto& [id, name] : kAlgorithmNames)
     if (id == a) return name;

@@ -38,7 +38,27 @@ Diloco::Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params
                            " (an exchange must be applied before its fragment syncs again)");
   if (config.wire.encoding == Encoding::kTopK)
     throw error::UserError("diloco: top-k would zero most of each pseudo-gradient; use fp32, fp16 or int8");
+  if (config.outer_average == OuterAverage::kPushSum) {
+    if (config.fragments != 1)
+      throw error::UserError("diloco-gossip: F = " + std::to_string(config.fragments) +
+                             " fragments: push-sum adds a late share to the next mix, which would be another "
+                             "fragment's; use F = 1");
+    if (config.wire.encoding != Encoding::kDense)
+      throw error::UserError(
+          "diloco-gossip: the trainer sends dense shares (the push-sum mixer rounds them to "
+          "fp16 itself), got wire " +
+          diloco_wire_name(config.wire));
+    // An exact mean of (θ_g, m) would wait on every site, which is what the push-sum average avoids; the
+    // gossip pulls a returning site's θ_g in instead.
+    config_.reaverage_after_view_change = false;
+  }
   if (config.wire.encoding != Encoding::kDense) feedback_.assign(fragments_.count(), ErrorFeedback(config.wire));
+}
+
+void Diloco::set_push_sum_weight(double weight) {
+  if (!(std::isfinite(weight) && weight > 0.0))
+    throw error::UserError("diloco: the push-sum weight must be finite and positive, got " + std::to_string(weight));
+  weight_ = weight;
 }
 
 void Diloco::after_step(std::uint64_t k) {
@@ -65,7 +85,14 @@ void Diloco::start_sync(std::uint64_t k, std::uint32_t f) {
     exchange.local.assign(params_.begin() + static_cast<std::ptrdiff_t>(begin),
                           params_.begin() + static_cast<std::ptrdiff_t>(begin + len));
   }
-  if (feedback_.empty()) {
+  if (config_.outer_average == OuterAverage::kPushSum) {
+    // The outer step on this site's own Δ; its result θ_g' travels as the numerator w·θ_g' of a share.
+    delta_.resize(len);
+    for (std::size_t i = 0; i < len; ++i) delta_[i] = global_[begin + i] - params_[begin + i];
+    outer_step(begin, delta_);
+    job.weight = weight_;
+    for (std::size_t i = 0; i < len; ++i) job.data[i] = static_cast<float>(weight_ * global_[begin + i]);
+  } else if (feedback_.empty()) {
     for (std::size_t i = 0; i < len; ++i) job.data[i] = global_[begin + i] - params_[begin + i];
   } else {
     delta_.resize(len);
@@ -91,16 +118,17 @@ void Diloco::apply(const Exchange& exchange, MixResult& result) {
   note(result.report);
   const std::size_t begin = fragments_.begin(exchange.fragment);
   const std::size_t len = fragments_.end(exchange.fragment) - begin;
-  const float lr = static_cast<float>(config_.outer_lr), mu = static_cast<float>(config_.outer_momentum);
   float* g = global_.data() + begin;
-  float* m = momentum_.data() + begin;
   float* x = params_.data() + begin;
-  const float* mean = result.data.data();
-  // A site that sat the exchange out (the others found it dead) got its own Δ back: it takes the outer
-  // step on that alone, which is what it would do training by itself until a view takes it back.
-  for (std::size_t i = 0; i < len; ++i) {
-    m[i] = mu * m[i] + mean[i];
-    g[i] -= lr * (mean[i] + mu * m[i]);
+  // A site that sat the exchange out (the others found it dead) got its own contribution back: it takes
+  // the outer step on its own Δ alone, which is what it would do training by itself until a view takes
+  // it back.
+  if (config_.outer_average == OuterAverage::kPushSum) {
+    // The outer step was taken at the sync; what comes back is the mixed numerator and weight, de-biased.
+    weight_ = result.weight;
+    for (std::size_t i = 0; i < len; ++i) g[i] = static_cast<float>(result.data[i] / weight_);
+  } else {
+    outer_step(begin, std::span<const float>(result.data).first(len));
   }
   if (exchange.local.empty()) {
     std::copy(g, g + len, x);
@@ -110,6 +138,16 @@ void Diloco::apply(const Exchange& exchange, MixResult& result) {
   }
   channel_.recycle(std::move(result.data));
   ++outer_steps_;
+}
+
+void Diloco::outer_step(std::size_t begin, std::span<const float> d) {
+  const float lr = static_cast<float>(config_.outer_lr), mu = static_cast<float>(config_.outer_momentum);
+  float* g = global_.data() + begin;
+  float* m = momentum_.data() + begin;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    m[i] = mu * m[i] + d[i];
+    g[i] -= lr * (d[i] + mu * m[i]);
+  }
 }
 
 void Diloco::note(const MixReport& report) {

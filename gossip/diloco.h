@@ -42,6 +42,22 @@
 // replaced by their exact mean; between view changes they stay local (syncs carry pseudo-gradients).
 // Outside this re-average they never leave the site: the papers' outer step knows no buffers.
 //
+// The push-sum outer average (OuterAverage::kPushSum, `--algo diloco-gossip`; docs/algorithms.md,
+// "diloco-gossip"). No exact mean: each site takes the outer step on its own Δ first and gossips the
+// result, the proposal θ_g' = θ_g − η·(Δ + μ·m) with m ← μ·m + Δ, as one push-sum share over the
+// directed exponential graph (a PushSumMixer on the communication side): it sends (w·θ_g', w) with its
+// push-sum weight w (1 at the start), the mixer keeps 1/(K+1) and sends 1/(K+1) to each of the step's K
+// out-peers and adds what it receives, and the site takes the de-biased θ_g ← x/w of the result, its
+// new weight w, and θ ← θ_g (with overlap: θ ← θ_g + (θ − θ_s), as above). Each site keeps its own θ_g,
+// m and w; they no longer agree bit for bit. The mixing is linear and conserves Σ w·θ_g' and Σ w, so
+// with w = 1 everywhere (every fault-free synchronous round on the graph) the mean over the sites of
+// (θ_g, m) follows diloco's rule on the mean Δ exactly, and each round contracts the sites' θ_g towards
+// that mean; m differs only by a geometric sum of the sites' own Δ's and stays bounded. A dead peer
+// costs its in-peers one round deadline until a view leaves it out; the mass it held is lost and the
+// de-biased θ_g stay weighted averages. Only F = 1 (a late share is added to the next mix, which with
+// fragments would be another fragment's), a dense trainer wire (the mixer rounds shares to fp16 itself,
+// keeping what rounding cut at home), and no re-average: normalization statistics stay local.
+//
 // Steps are absolute (a site may start or resume at any k the others are at). Errors: what MixChannel
 // throws (MixError when an exchange cannot complete, the communication side's errors).
 //
@@ -62,14 +78,19 @@
 
 namespace meridian::gossip {
 
+// How a sync's contributions become the outer step: the exact mean of Δ (diloco) or push-sum
+// gossip of the locally stepped θ_g' (diloco-gossip; see above).
+enum class OuterAverage { kExactMean, kPushSum };
+
 struct DilocoConfig {
-  std::uint32_t inner_steps = 500;  // H >= 1
-  double outer_lr = 0.7;            // η > 0
-  double outer_momentum = 0.9;      // μ in [0, 1); Nesterov
-  std::uint32_t overlap = 0;        // τ in [0, H]
-  std::uint32_t fragments = 1;      // F in [1, H]
-  CompressionSpec wire{};           // Encoding kDense, kFp16 or kInt8 (top-k would zero most of Δ)
-  bool reaverage_after_view_change = true;
+  std::uint32_t inner_steps = 500;          // H >= 1
+  double outer_lr = 0.7;                    // η > 0
+  double outer_momentum = 0.9;              // μ in [0, 1); Nesterov
+  std::uint32_t overlap = 0;                // τ in [0, H]
+  std::uint32_t fragments = 1;              // F in [1, H]
+  CompressionSpec wire{};                   // Encoding kDense, kFp16 or kInt8 (top-k would zero most of Δ)
+  bool reaverage_after_view_change = true;  // kExactMean only
+  OuterAverage outer_average = OuterAverage::kExactMean;
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
 };
 
@@ -78,8 +99,8 @@ std::string diloco_wire_name(const CompressionSpec& wire);
 
 class Diloco {
  public:
-  // θ_g starts as a copy of `params`, m at zero. Throws error::UserError for a knob outside its
-  // range (above), F > params.size(), or a top-k wire.
+  // θ_g starts as a copy of `params`, m at zero, w at 1. Throws error::UserError for a knob outside
+  // its range (above), F > params.size(), a top-k wire, or push-sum with F > 1 or a compressed wire.
   // `stats`: the normalization statistics the re-average carries (borrowed, like params).
   Diloco(DilocoConfig config, MixChannel& channel, std::span<float> params, std::span<float> stats = {});
 
@@ -109,6 +130,11 @@ class Diloco {
   std::uint64_t outer_steps() const { return outer_steps_; }  // fragment syncs applied
   std::uint64_t reaverages() const { return reaverages_; }
   std::uint64_t abandoned_rounds() const { return abandoned_; }
+  // The push-sum weight w (kPushSum; 1 with the exact mean): a checkpoint saves it with θ_g and m, and
+  // a resuming site sets it back. Throws error::UserError for a weight that is not finite and positive.
+  double push_sum_weight() const { return weight_; }
+  OuterAverage outer_average() const { return config_.outer_average; }
+  void set_push_sum_weight(double weight);
 
  private:
   struct Exchange {
@@ -120,6 +146,8 @@ class Diloco {
   void start_sync(std::uint64_t k, std::uint32_t f);
   void apply_through(std::uint64_t last_step);
   void apply(const Exchange& exchange, MixResult& result);
+  // Outer Nesterov step on the fragment at `begin` with pseudo-gradient d: m ← μ·m + d, θ_g ← θ_g − η·(d + μ·m).
+  void outer_step(std::size_t begin, std::span<const float> d);
   void note(const MixReport& report);
   void reaverage(std::uint64_t k);
 
@@ -134,6 +162,7 @@ class Diloco {
   std::vector<float> delta_;             // (n / F) Δ of the fragment being sent, scratch
   std::vector<float> packed_;            // the codec's packed payload, scratch (the mixer packs its own)
   std::deque<Exchange> pending_;
+  double weight_ = 1.0;  // w (kPushSum)
   bool reaverage_due_ = false;
   bool have_view_ = false;
   std::uint64_t view_id_ = 0;

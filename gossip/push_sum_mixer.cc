@@ -45,9 +45,10 @@ void scale_into_share(std::span<float> data, float f, float* share) {
 }  // namespace
 
 PushSumMixer::PushSumMixer(Inbox& inbox, std::size_t out_peers, RoundTimeouts timeouts, RobustOptions robust,
-                           CompressionSpec compression, std::uint64_t staleness)
+                           CompressionSpec compression, std::uint64_t staleness, std::uint64_t graph_period)
     : inbox_(inbox),
       out_peers_(out_peers),
+      graph_period_(std::max<std::uint64_t>(graph_period, 1)),
       timeouts_(timeouts),
       codec_(compression),
       staleness_(staleness),
@@ -157,8 +158,11 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     // peer's first share hardly differs, while a first share of garbage would otherwise go in whole.
     if (robust_.clip_factor > 0) bound_ = scale ? robust_.clip_factor * *scale : 0.0;
   }
-  auto outs = exponential_out_peers(n, *rank, step, out_peers_);
-  auto ins = exponential_in_peers(n, *rank, step, out_peers_);
+  // With mixes every P steps, ⌊step/P⌋ walks the graph's entries one per mix (step alone could stay on
+  // one entry: P = 2 with n = 4 mixes pairs only, the same pairs forever).
+  const std::uint64_t entry = step / graph_period_;
+  auto outs = exponential_out_peers(n, *rank, entry, out_peers_);
+  auto ins = exponential_in_peers(n, *rank, entry, out_peers_);
   // The graph comes from the view in force, the same on every site. A peer that membership has
   // already dropped from a newer view is dead: nothing is sent to it (its share is kept, so no mass is
   // lost) and nothing is awaited from it.

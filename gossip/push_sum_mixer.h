@@ -45,8 +45,10 @@ class PushSumMixer final : public Mixer {
  public:
   // `out_peers` is K, the number of out-peers per step (clamped to the graph's period). `compression`
   // must be none or fp16 (throws error::UserError for top-k). `staleness` is τ (see above).
+  // `graph_period` P: the mix of step k uses the graph's entry for ⌊k/P⌋, for a caller that mixes every
+  // P steps (diloco-gossip: H) so that its mixes walk the entries; 1 (sgp) is the entry for k.
   PushSumMixer(Inbox& inbox, std::size_t out_peers = 1, RoundTimeouts timeouts = {}, RobustOptions robust = {},
-               CompressionSpec compression = {}, std::uint64_t staleness = 0);
+               CompressionSpec compression = {}, std::uint64_t staleness = 0, std::uint64_t graph_period = 1);
 
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
   // reported in MixReport::missing. Sits the mix out (MixReport::sat_out) if this site is not in the view.
@@ -75,6 +77,7 @@ class PushSumMixer final : public Mixer {
 
   Inbox& inbox_;
   std::size_t out_peers_;
+  std::uint64_t graph_period_;
   RoundTimeouts timeouts_;
   TensorCodec codec_;
   std::vector<float> packed_;   // the sent share, packed

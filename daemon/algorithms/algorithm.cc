@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gossip/direct_mean_mixer.h"
+#include "gossip/push_sum_mixer.h"
 
 namespace meridian::daemon::algorithms {
 
@@ -35,6 +36,15 @@ MixerSet exact_mean_mixers(const MixerContext& context) {
                                                         context.timeouts);
   set.mix = set.owned.get();
   set.reaverage_with_mix = context.settings.compression.encoding == gossip::Encoding::kDense;
+  return set;
+}
+
+MixerSet push_sum_mixers(const MixerContext& context, std::uint64_t staleness, std::uint64_t graph_period) {
+  MixerSet set;
+  set.owned = std::make_unique<gossip::PushSumMixer>(
+      context.inbox, static_cast<std::size_t>(context.settings.options.out_peers), context.timeouts, context.robust,
+      context.settings.compression, staleness, graph_period);
+  set.mix = set.owned.get();
   return set;
 }
 

@@ -143,4 +143,8 @@ bool exchanges_directly(const SiteSettings& settings);
 // about 6x longer with 4 sites); a compressed one leaves re-averages to the exact ring.
 MixerSet exact_mean_mixers(const MixerContext& context);
 
+// For the push-sum algorithms: a PushSumMixer over the view's exponential graph with K = --out-peers,
+// --compression, the staleness bound τ and the graph period P (gossip/push_sum_mixer.h) for kMix rounds.
+MixerSet push_sum_mixers(const MixerContext& context, std::uint64_t staleness, std::uint64_t graph_period);
+
 }  // namespace meridian::daemon::algorithms

@@ -15,6 +15,7 @@ namespace {
 
 constexpr const char* kGlobalSection = "diloco-global";
 constexpr const char* kMomentumSection = "diloco-outer-momentum";
+constexpr const char* kWeightSection = "diloco-push-sum-weight";  // diloco-gossip only
 
 // diloco's own options. --fragments' range depends on --period, so check() judges it.
 constexpr AlgorithmOption kFragments{
@@ -25,8 +26,8 @@ constexpr AlgorithmOption kFragments{
 };
 constexpr AlgorithmOption kOuterLr{
     .name = "outer-lr",
-    .help = "diloco: outer learning rate (FedAvg: 1)",
-    .brief = "diloco: outer learning rate",
+    .help = "diloco, diloco-gossip: outer learning rate (FedAvg: 1)",
+    .brief = "diloco, diloco-gossip: outer learning rate",
     .default_value = 0.7,
     .range = [](const OptionValue& value) -> std::string {
       const double lr = std::get<double>(value);
@@ -35,8 +36,8 @@ constexpr AlgorithmOption kOuterLr{
 };
 constexpr AlgorithmOption kOuterMomentum{
     .name = "outer-momentum",
-    .help = "diloco: outer Nesterov momentum, in [0, 1) (FedAvg: 0)",
-    .brief = "diloco: outer Nesterov momentum",
+    .help = "diloco, diloco-gossip: outer Nesterov momentum, in [0, 1) (FedAvg: 0)",
+    .brief = "diloco, diloco-gossip: outer Nesterov momentum",
     .default_value = 0.9,
     .range = [](const OptionValue& value) -> std::string {
       const double momentum = std::get<double>(value);
@@ -47,7 +48,9 @@ constexpr std::array<const AlgorithmOption*, 3> kOptions{&kFragments, &kOuterLr,
 
 int fragments_of(const SiteSettings& s) { return s.options.algorithm_options.whole(kFragments); }
 
-gossip::DilocoConfig config_of(const SiteSettings& s) {
+}  // namespace
+
+gossip::DilocoConfig diloco_config_of(const SiteSettings& s) {
   gossip::DilocoConfig config;
   config.inner_steps = static_cast<std::uint32_t>(s.options.period);
   config.outer_lr = s.options.algorithm_options.real(kOuterLr);
@@ -59,11 +62,12 @@ gossip::DilocoConfig config_of(const SiteSettings& s) {
   return config;
 }
 
+namespace {
+
 class DilocoTrainer final : public OptimizerTrainer {
  public:
-  explicit DilocoTrainer(const TrainerContext& context)
-      : OptimizerTrainer(context),
-        diloco_(config_of(context.settings), context.channel, mirror_.parameters(), mirror_.state()) {}
+  DilocoTrainer(const TrainerContext& context, const gossip::DilocoConfig& config)
+      : OptimizerTrainer(context), diloco_(config, context.channel, mirror_.parameters(), mirror_.state()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     optimizer_step(local_step);
@@ -91,6 +95,10 @@ class DilocoTrainer final : public OptimizerTrainer {
     auto sections = OptimizerTrainer::checkpoint_state();
     sections.push_back(OptimizerSpan{kGlobalSection, diloco_.global_parameters()});
     sections.push_back(OptimizerSpan{kMomentumSection, diloco_.outer_momentum()});
+    if (diloco_.outer_average() == gossip::OuterAverage::kPushSum) {
+      weight_[0] = static_cast<float>(diloco_.push_sum_weight());
+      sections.push_back(OptimizerSpan{kWeightSection, weight_});
+    }
     return sections;
   }
   void restore(const Checkpoint& cp) override {
@@ -102,10 +110,18 @@ class DilocoTrainer final : public OptimizerTrainer {
       check_checkpoint_size(section->size(), target.size(), name);
       std::copy(section->begin(), section->end(), target.begin());
     }
+    if (const auto* weight = cp.find_optimizer_state(kWeightSection); weight != nullptr) {
+      check_checkpoint_size(weight->size(), 1, kWeightSection);
+      diloco_.set_push_sum_weight((*weight)[0]);
+    }
   }
 
  private:
   gossip::Diloco diloco_;
+  // w as the checkpoint's section: θ_g is saved de-biased, so w only weighs this site's later shares and
+  // float suffices. Not the checkpoint's push-sum weight, by which `eval` divides the parameters (sgp's
+  // numerator); θ is no numerator.
+  mutable std::array<float, 1> weight_{};
 };
 
 class Diloco final : public Algorithm {
@@ -149,11 +165,19 @@ class Diloco final : public Algorithm {
   }
   MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
-    return std::make_unique<DilocoTrainer>(context);
+    return make_diloco_trainer(context, diloco_config_of(context.settings));
   }
 };
 
 }  // namespace
+
+const AlgorithmOption& outer_lr_option() { return kOuterLr; }
+const AlgorithmOption& outer_momentum_option() { return kOuterMomentum; }
+
+std::unique_ptr<TrainerAlgorithm> make_diloco_trainer(const TrainerContext& context,
+                                                      const gossip::DilocoConfig& config) {
+  return std::make_unique<DilocoTrainer>(context, config);
+}
 
 const Algorithm& diloco_algorithm() {
   static const Diloco algorithm;

@@ -11,7 +11,10 @@
 // "diloco-outer-momentum" (m).
 #pragma once
 
+#include <memory>
+
 #include "daemon/algorithms/algorithm.h"
+#include "gossip/diloco.h"
 
 namespace meridian::daemon::algorithms {
 
@@ -23,5 +26,15 @@ inline constexpr int kDilocoDefaultInnerSteps = 32;
 inline constexpr int kDilocoDefaultOverlap = 2;
 
 const Algorithm& diloco_algorithm();
+
+// What diloco-gossip (daemon/algorithms/diloco_gossip.h) shares with diloco: the outer step's options
+// --outer-lr and --outer-momentum (declared once, read by both), the gossip::DilocoConfig of a site's
+// settings, and the trainer side over any such config, with its checkpoint sections (and the push-sum
+// weight).
+const AlgorithmOption& outer_lr_option();
+const AlgorithmOption& outer_momentum_option();
+gossip::DilocoConfig diloco_config_of(const SiteSettings& settings);
+std::unique_ptr<TrainerAlgorithm> make_diloco_trainer(const TrainerContext& context,
+                                                      const gossip::DilocoConfig& config);
 
 }  // namespace meridian::daemon::algorithms

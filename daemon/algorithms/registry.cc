@@ -4,6 +4,7 @@
 
 #include "daemon/algorithms/allreduce.h"
 #include "daemon/algorithms/diloco.h"
+#include "daemon/algorithms/diloco_gossip.h"
 #include "daemon/algorithms/dsync.h"
 #include "daemon/algorithms/dts.h"
 #include "daemon/algorithms/local.h"
@@ -15,8 +16,8 @@ namespace {
 
 std::vector<const Algorithm*>& registered() {
   static std::vector<const Algorithm*> algorithms{
-      &allreduce_algorithm(), &dts_algorithm(),   &sgp_algorithm(),
-      &dsync_algorithm(),     &local_algorithm(), &diloco_algorithm(),
+      &allreduce_algorithm(), &dts_algorithm(),    &sgp_algorithm(),           &dsync_algorithm(),
+      &local_algorithm(),     &diloco_algorithm(), &diloco_gossip_algorithm(),
   };
   return algorithms;
 }
@@ -47,7 +48,8 @@ std::string algorithm_names(std::string_view separator) {
 std::vector<const AlgorithmOption*> all_algorithm_options() {
   std::vector<const AlgorithmOption*> out;
   for (const Algorithm* a : all_algorithms())
-    for (const AlgorithmOption* option : a->options()) out.push_back(option);
+    for (const AlgorithmOption* option : a->options())
+      if (std::find(out.begin(), out.end(), option) == out.end()) out.push_back(option);  // shared by several
   return out;
 }
 

@@ -27,11 +27,12 @@ const Algorithm& algorithm_for(gossip::Algorithm id);
 // The algorithm called `name` on the command line, or nullptr.
 const Algorithm* find_algorithm(std::string_view name);
 
-// "allreduce, dts, sgp, dsync, local, diloco" (`separator` between names) for help texts and messages.
+// "allreduce, dts, sgp, dsync, local, diloco, diloco-gossip" (`separator` between names) for help texts and messages.
 std::string algorithm_names(std::string_view separator = ", ");
 
 // Every option the algorithms declare, in the algorithms' order and then each one's: the order of their
-// flags in the help and of their keys in `meridian init`'s file.
+// flags in the help and of their keys in `meridian init`'s file. An option several algorithms declare
+// (diloco's --outer-lr, which diloco-gossip reads too) comes once, in the first one's place.
 std::vector<const AlgorithmOption*> all_algorithm_options();
 
 // The declared option called `name` (without "--"), or nullptr.

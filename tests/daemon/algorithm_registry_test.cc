@@ -39,7 +39,7 @@ TEST_CASE("every algorithm name has one registered algorithm, and --algo accepts
   }
   CHECK(algorithms::all_algorithms().size() == ids.size());
   CHECK(algorithms::find_algorithm("fedavg") == nullptr);
-  CHECK(algorithms::algorithm_names() == "allreduce, dts, sgp, dsync, local, diloco");
+  CHECK(algorithms::algorithm_names() == "allreduce, dts, sgp, dsync, local, diloco, diloco-gossip");
 }
 
 TEST_CASE("the options are parsed once into types", "[daemon][config][unit]") {
@@ -124,5 +124,5 @@ TEST_CASE("--grid reaches dsync as typed, and a knob only some algorithms read i
   std::string all;
   for (const auto& p : problems) all += p + "\n";
   CHECK_THAT(all, Catch::Contains("--exchange: applies to dts and diloco only (this site runs local)"));
-  CHECK_THAT(all, Catch::Contains("--compression: fp16 applies to dts, sgp and diloco only"));
+  CHECK_THAT(all, Catch::Contains("--compression: fp16 applies to dts, sgp, diloco and diloco-gossip only"));
 }

@@ -98,7 +98,7 @@ TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do no
   other.compression = "int8";
   const auto refused = problems_of(other);
   CHECK_THAT(refused, Catch::Contains("--fragments: applies to diloco only (this site runs allreduce)"));
-  CHECK_THAT(refused, Catch::Contains("--outer-lr: applies to diloco only"));
+  CHECK_THAT(refused, Catch::Contains("--outer-lr: applies to diloco and diloco-gossip only"));
   CHECK_THAT(refused, Catch::Contains("--compression: int8 applies to dts and diloco only"));
 }
 

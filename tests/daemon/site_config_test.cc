@@ -283,7 +283,7 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
          c.algo = "allreduce";
          c.compression = "fp16";
        },
-       "--compression: fp16 applies to dts, sgp and diloco only"},
+       "--compression: fp16 applies to dts, sgp, diloco and diloco-gossip only"},
       {[](SiteConfig& c) { c.robust_clip = -1; }, "--robust-clip: must be 0 (off) or positive"},
       {[](SiteConfig& c) { c.robust_trim = -1; }, "--robust-trim:"},
       {[](SiteConfig& c) { c.byzantine_scale = -2; }, "--byzantine-scale: must be 0 (an honest site) or positive"},
@@ -304,7 +304,7 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.batch = 0; }, "--batch: 0 is below the minimum 1"},
       {[](SiteConfig& c) { c.epochs = -2; }, "--epochs: must be a positive number (e.g. 3 or 0.5)"},
       {[](SiteConfig& c) { c.algo = "fedavg"; },
-       "--algo: 'fedavg' is not one of allreduce, dts, sgp, dsync, local, diloco"},
+       "--algo: 'fedavg' is not one of allreduce, dts, sgp, dsync, local, diloco, diloco-gossip"},
       {[](SiteConfig& c) { c.delay = -1; }, "--delay: -1 is below the minimum 0"},
       {[](SiteConfig& c) { c.period = 0; }, "--period: 0 is below the minimum 1"},
       {[](SiteConfig& c) { c.out_peers = 0; }, "--out-peers: 0"},

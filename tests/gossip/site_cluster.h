@@ -47,10 +47,11 @@ class SiteCluster {
   // robust: every site's aggregation option. byzantine: ranks whose mixes send scaled garbage
   // (gossip/byzantine_mixer.h) with RMS byzantine_scale times their honest vector's. `compression`
   // applies to kPushSum (fp16) and kDirectMean (none: dense float32). `staleness` is kPushSum's τ,
-  // `grid` kGroup's layout (--grid).
+  // `grid` kGroup's layout (--grid), `graph_period` kPushSum's (diloco-gossip: H).
   SiteCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts = {}, std::size_t out_peers = 1,
               RobustOptions robust = {}, std::vector<std::size_t> byzantine = {}, double byzantine_scale = 100.0,
-              CompressionSpec compression = {}, std::uint64_t staleness = 0, GridSpec grid = {})
+              CompressionSpec compression = {}, std::uint64_t staleness = 0, GridSpec grid = {},
+              std::uint64_t graph_period = 1)
       : names_(site_names(n)), net_(peer::InMemoryNetwork::create(names_)) {
     for (const auto& name : names_) {
       auto s = std::make_unique<TestSite>();
@@ -58,7 +59,8 @@ class SiteCluster {
       s->inbox = std::make_unique<Inbox>(*s->transport);
       s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts, RingOptions{}.max_piece, robust);
       if (kind == MixerKind::kPushSum)
-        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust, compression, staleness);
+        s->algorithm = std::make_unique<PushSumMixer>(*s->inbox, out_peers, timeouts, robust, compression, staleness,
+                                                      graph_period);
       if (kind == MixerKind::kDirectMean)
         s->algorithm = std::make_unique<DirectMeanMixer>(*s->inbox, *s->averager, compression, timeouts);
       if (kind == MixerKind::kGroup) s->algorithm = std::make_unique<GroupMixer>(*s->inbox, timeouts, robust, grid);

@@ -1,0 +1,72 @@
+#include "daemon/algorithms/diloco_gossip.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "daemon/algorithms/diloco.h"
+
+namespace meridian::daemon::algorithms {
+namespace {
+
+class DilocoGossip final : public Algorithm {
+ public:
+  gossip::Algorithm id() const override { return gossip::Algorithm::kDilocoGossip; }
+  std::span<const AlgorithmOption* const> options() const override {
+    static const std::array<const AlgorithmOption*, 2> options{&outer_lr_option(), &outer_momentum_option()};
+    return options;
+  }
+  // diloco's shape, for the same reasons (daemon/algorithms/diloco.h): one push-sum crossing is no longer
+  // than diloco's direct exchange.
+  void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
+    if (!given("period")) config.period = kDilocoDefaultInnerSteps;
+    if (!given("delay")) config.delay = std::min(kDilocoDefaultOverlap, config.period);
+  }
+  void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
+    if (s.options.delay > s.options.period)
+      problems.push_back("--delay: diloco-gossip's overlap τ = " + std::to_string(s.options.delay) +
+                         " exceeds --period H = " + std::to_string(s.options.period) +
+                         " (a share must land before the next outer step)");
+  }
+  // The push-sum mixer decodes fp16 shares only; int8's block scale would round the parameters
+  // themselves (not a small pseudo-gradient, as in diloco) by up to 1/126 of the block's largest.
+  bool accepts(gossip::Encoding encoding) const override {
+    return encoding == gossip::Encoding::kDense || encoding == gossip::Encoding::kFp16;
+  }
+  std::string describe_knobs(const SiteSettings& s) const override {
+    const auto& o = s.options;
+    char outer[64];
+    std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)",
+                  o.algorithm_options.real(outer_lr_option()), o.algorithm_options.real(outer_momentum_option()));
+    return "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
+           "), overlap τ = " + std::to_string(o.delay) + ", " + outer +
+           ", push-sum outer average to K = " + std::to_string(o.out_peers) + " out-peer" +
+           (o.out_peers == 1 ? "" : "s") + ", wire " + gossip::diloco_wire_name(s.compression);
+  }
+  // Staleness bound 0: the mix waits for its own step's shares, and the trainer's overlap τ keeps that
+  // off the training path. One mix every H steps, each on the graph's next entry.
+  MixerSet make_mixers(const MixerContext& c) const override {
+    return push_sum_mixers(c, 0, static_cast<std::uint64_t>(c.settings.options.period));
+  }
+  // A share is one model length of numerators (F = 1); nothing else travels.
+  WireLimits wire_limits(const SiteSettings&) const override { return {}; }
+  BufferSizes buffer_sizes(const SiteSettings&, std::size_t n) const override { return {n, n}; }
+  // Push-sum waits for nobody: a returning site joins at the round its peers mix.
+  bool peers_wait_for_rejoin() const override { return false; }
+  std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
+    gossip::DilocoConfig config = diloco_config_of(context.settings);
+    config.outer_average = gossip::OuterAverage::kPushSum;
+    config.wire = {};  // the mixer compresses the shares
+    return make_diloco_trainer(context, config);
+  }
+};
+
+}  // namespace
+
+const Algorithm& diloco_gossip_algorithm() {
+  static const DilocoGossip algorithm;
+  return algorithm;
+}
+
+}  // namespace meridian::daemon::algorithms

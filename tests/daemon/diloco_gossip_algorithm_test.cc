@@ -1,0 +1,138 @@
+// diloco-gossip as a registered algorithm (daemon/algorithms/diloco_gossip.h): its name, default shape
+// and start-up line, the checks of its knobs, what it sends, and the push-sum weight in its checkpoint.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "daemon/algorithms/registry.h"
+#include "daemon/site_config.h"
+#include "error/error.h"
+#include "gossip/mix_channel.h"
+#include "models/cpu_backend.h"
+#include "models/model_factory.h"
+
+using namespace meridian::daemon;
+using meridian::gossip::Algorithm;
+
+namespace {
+
+SiteConfig gossip_site() {
+  SiteConfig c;
+  c.name = "a";
+  c.algo = "diloco-gossip";
+  return c;
+}
+
+std::string problems_in(const SiteConfig& c) {
+  std::string all;
+  for (const auto& p : site_config_problems(c)) all += p + "\n";
+  return all;
+}
+
+// A diloco-gossip trainer on a small CPU model, with everything it borrows.
+struct GossipTrainer {
+  explicit GossipTrainer(const SiteConfig& config) : settings(settings_of(config)) {
+    trainer = algorithms::find_algorithm("diloco-gossip")
+                  ->make_trainer(algorithms::TrainerContext{settings, *model, backend, channel, {}});
+  }
+  // The checkpoint section called `name`, empty when there is none.
+  std::vector<float> section(std::string_view name) const {
+    const auto sections = trainer->checkpoint_state();
+    const auto at = std::find_if(sections.begin(), sections.end(), [&](const auto& s) { return s.name == name; });
+    return at == sections.end() ? std::vector<float>{} : std::vector<float>(at->values.begin(), at->values.end());
+  }
+
+  SiteSettings settings;
+  std::shared_ptr<meridian::models::CpuBackend> backend = std::make_shared<meridian::models::CpuBackend>();
+  std::unique_ptr<meridian::models::Model> model =
+      meridian::models::make_model("logreg", meridian::models::Shape{1, 2, 2}, 3, {}, backend, 7);
+  meridian::gossip::MixChannel channel;
+  std::unique_ptr<TrainerAlgorithm> trainer;
+};
+
+}  // namespace
+
+TEST_CASE("diloco-gossip is registered, takes diloco's shape and outer knobs, and says it in the start-up line",
+          "[daemon][config][diloco-gossip][unit]") {
+  const auto* algorithm = algorithms::find_algorithm("diloco-gossip");
+  REQUIRE(algorithm != nullptr);
+  CHECK(algorithm->id() == Algorithm::kDilocoGossip);
+  CHECK_FALSE(algorithm->peers_wait_for_rejoin());  // push-sum goes on without a site that left
+  SiteConfig c = gossip_site();
+  apply_algorithm_defaults(c, [](std::string_view) { return false; });
+  CHECK(c.period == 32);
+  CHECK(c.delay == 2);
+  CHECK(describe_algorithm(settings_of(c)) ==
+        "diloco-gossip, H = 32 inner steps (momentum), overlap τ = 2, outer lr 0.7, outer momentum 0.9 (Nesterov), "
+        "push-sum outer average to K = 1 out-peer, wire fp32");
+  // --outer-lr and --outer-momentum are diloco's declarations, read by both, and listed once.
+  const auto* outer_lr = algorithms::find_algorithm_option("outer-lr");
+  REQUIRE(outer_lr != nullptr);
+  CHECK(algorithm->declares(*outer_lr));
+  CHECK(algorithms::find_algorithm("diloco")->declares(*outer_lr));
+  std::size_t listed = 0;
+  for (const auto* option : algorithms::all_algorithm_options()) listed += option == outer_lr ? 1 : 0;
+  CHECK(listed == 1);
+
+  SiteConfig given = gossip_site();
+  given.period = 16;
+  given.delay = 4;
+  given.out_peers = 2;
+  given.optimizer = "adamw";
+  given.compression = "fp16";
+  given.algorithm_options.set(*outer_lr, 1.0);
+  given.algorithm_options.set(*algorithms::find_algorithm_option("outer-momentum"), 0.0);
+  apply_algorithm_defaults(given, [](std::string_view option) { return option == "period" || option == "delay"; });
+  CHECK(problems_in(given).empty());
+  CHECK(describe_algorithm(settings_of(given)) ==
+        "diloco-gossip, H = 16 inner steps (adamw), overlap τ = 4, outer lr 1, outer momentum 0 (Nesterov), "
+        "push-sum outer average to K = 2 out-peers, wire fp16");
+  // One model length of numerators per share, nothing else.
+  CHECK(algorithm->wire_limits(settings_of(given)).pin_model_elements);
+  CHECK(algorithm->wire_limits(settings_of(given)).max_model_multiple == 1);
+  CHECK_FALSE(algorithm->wire_limits(settings_of(given)).carries_state);
+}
+
+TEST_CASE("diloco-gossip's knobs are checked: τ ≤ H, no fragments, no int8", "[daemon][config][diloco-gossip][unit]") {
+  SiteConfig c = gossip_site();
+  c.period = 8;
+  c.delay = 9;
+  c.compression = "int8";
+  c.algorithm_options.set(*algorithms::find_algorithm_option("fragments"), 2);
+  c.algorithm_options.set(*algorithms::find_algorithm_option("outer-momentum"), 1.0);
+  const auto all = problems_in(c);
+  CHECK_THAT(all, Catch::Contains("--delay: diloco-gossip's overlap τ = 9 exceeds --period H = 8"));
+  CHECK_THAT(all, Catch::Contains("--fragments: applies to diloco only (this site runs diloco-gossip)"));
+  CHECK_THAT(all, Catch::Contains("--compression: int8 applies to dts and diloco only"));
+  CHECK_THAT(all, Catch::Contains("--outer-momentum: must be in [0, 1)"));
+}
+
+TEST_CASE("diloco-gossip's checkpoint holds diloco's sections and the push-sum weight, and a restore puts them back",
+          "[daemon][checkpoint][diloco-gossip][unit]") {
+  SiteConfig c = gossip_site();
+  c.period = 4;
+  GossipTrainer t(c);
+  const std::size_t n = t.model->parameters().size();
+  CHECK(t.section("diloco-push-sum-weight") == std::vector<float>{1.0f});
+  // The parameters are θ itself, not a numerator: the checkpoint's own push-sum weight, by which a
+  // loader divides them, stays 1.
+  CHECK(t.trainer->push_sum_weight() == 1.0);
+
+  Checkpoint cp;
+  cp.parameters.assign(n, 0.5f);
+  cp.optimizer_state = {{"optimizer", std::vector<float>(n, 0.25f)},
+                        {"diloco-global", std::vector<float>(n, 1.5f)},
+                        {"diloco-outer-momentum", std::vector<float>(n, -2.0f)}};
+  t.trainer->restore(cp);  // a diloco checkpoint: no weight, w stays 1
+  CHECK(t.section("diloco-global") == std::vector<float>(n, 1.5f));
+  CHECK(t.section("diloco-push-sum-weight") == std::vector<float>{1.0f});
+  cp.optimizer_state.push_back({"diloco-push-sum-weight", std::vector<float>{0.75f}});
+  t.trainer->restore(cp);
+  CHECK(t.section("diloco-push-sum-weight") == std::vector<float>{0.75f});
+  cp.optimizer_state.back().values = {-1.0f};
+  CHECK_THROWS_AS(t.trainer->restore(cp), meridian::error::UserError);
+  cp.optimizer_state.back().values = {1.0f, 1.0f};
+  CHECK_THROWS_AS(t.trainer->restore(cp), CheckpointError);
+}
