@@ -251,6 +251,7 @@ def run_e2(runner, plan):
 # diloco on world4: tau = 30 steps covers 1.5x the longest crossing (london-tokyo, 277 ms one way) at about
 # 14 ms of compute per step; H = 32, the default, is the shortest that leaves room for it.
 E3_DILOCO = "diloco:period=32:delay=30:exchange=direct"
+E3_DILOCO_GOSSIP = "diloco-gossip:period=32:delay=30"
 
 
 def run_e3(runner, plan):
@@ -261,7 +262,7 @@ def run_e3(runner, plan):
     for repeat in range(plan["repeats"]):
         algos = ["allreduce", "dts:delay=4:period=32:exchange=direct", "sgp:tau=4", E3_DILOCO]
         if repeat == 0:
-            algos += ["sgp", "dsync", "local", "diloco"]
+            algos += ["sgp", "dsync", "local", "diloco", E3_DILOCO_GOSSIP]
         # Each algorithm stops once every site has reached the target: the time to it is the figure, and
         # training on would take allreduce two thirds of this experiment's time.
         extra = ["--wan", "world4", "--epochs", str(p["epochs"]), "--target-accuracy", str(p["target"]),
@@ -306,7 +307,8 @@ def run_e6(runner, plan):
 E7_BATCH = 256
 E7_MODEL = ["--widths", "1024,512", "--batch", str(E7_BATCH), "--lr", "0.1", "--schedule", "cosine"]
 E7_DILOCO = "diloco:period=16:delay=4:exchange=direct"
-E7_ALGOS = ["local", "dts:delay=2:period=16:exchange=direct", "sgp", "sgp:tau=3", "dsync", E7_DILOCO]
+E7_ALGOS = ["local", "dts:delay=2:period=16:exchange=direct", "sgp", "sgp:tau=3", "dsync", E7_DILOCO,
+            "diloco-gossip:period=16:delay=4"]
 E7_ALLREDUCE_TIMING_STEPS = 10
 
 
@@ -348,7 +350,7 @@ def e8_algos(runner):
     h, overlap = choose_diloco(E8_LATENCY_MS, compute)
     hand = diloco_spec(h, overlap)
     return ["local", hand, hand + ":compression=fp16", hand + ":compression=int8", "diloco",
-            "dts:delay=2:period=16:exchange=direct"]
+            f"diloco-gossip:period={h}:delay={overlap}", "dts:delay=2:period=16:exchange=direct"]
 
 
 E8_LATENCY_MS = 400
@@ -723,7 +725,7 @@ NOTES = {
           "the data, joining, forming the view, the same for every algorithm: 5–7 s with 4 processes on 2 "
           "cores). dts runs D = 4, P = 32 over the direct exchange; diloco H = 32 with an overlap of τ = 30 steps (1.5× "
           "the longest crossing, 277 ms, at about 14 ms of compute per step), and `diloco` alone chooses its own "
-          "overlap from the measured round trip. Each algorithm's sites "
+          "overlap from the measured round trip; diloco-gossip (push-sum outer average) the hand-picked shape. Each algorithm's sites "
           "are stopped once every one has reached the target (`--stop-at-target`), except `local`, which "
           "never does and trains its epoch: the accuracies are those at the stop.",
     "e4": "4 sites, no WAN emulation (dts applies each correction at exactly step s + D whatever the timing, so "
@@ -740,7 +742,7 @@ NOTES = {
           "256 per site, lr 0.1 with a cosine schedule, momentum 0.9, the same number of epochs for every "
           "algorithm, evaluated once at the end. One step's compute is then about as long as the latency, "
           "the regime of the DTS and SGP papers, so that short shapes cover it: dts D = 2, P = 16 over the "
-          "direct exchange, sgp overlap τ = 3, diloco H = 16 with an overlap of τ = 4 (1.5× the crossing). allreduce trains to the end without the WAN, since its "
+          "direct exchange, sgp overlap τ = 3, diloco and diloco-gossip H = 16 with an overlap of τ = 4 (1.5× the crossing). allreduce trains to the end without the WAN, since its "
           "updates do not depend on the latency (same seed: bit-identical train loss and accuracy with and "
           "without 100 ms), and runs 10 steps at 100 ms for its step time. *s/step* is the step loop without the final wait; "
           "*efficiency* = `local`'s s/step ÷ the algorithm's, `local` measured in the same invocation.",
@@ -750,7 +752,7 @@ NOTES = {
           "and τ chosen to cover 1.5× a crossing with the compute measured by a short `local` pilot just before "
           "(the cell's label gives it); the same shape with fp16 and int8 pseudo-gradients (error feedback keeps "
           "what rounding cut for the next sync); `diloco` with no shape given, which chooses its overlap from the "
-          "measured round trip; and dts' shape of experiment 7 for reference (D = 2 covers 100 ms, not 400). "
+          "measured round trip; diloco-gossip (push-sum outer average, one out-peer) with the hand-picked shape; and dts' shape of experiment 7 for reference (D = 2 covers 100 ms, not 400). "
           "*efficiency* = `local`'s s/step ÷ the algorithm's, in the same invocation.",
     "e6": "4 sites, `--wan world4,bandwidth=20mbit`, dts with D = 2, P = 16. Compression (`--compression`, see "
           "docs/algorithms.md): fp16 halves sgp's shares; dts' compressed averages travel by the direct exchange "
