@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "daemon/algorithms/optimizer_trainer.h"
 #include "gossip/diloco.h"
 
@@ -15,6 +17,7 @@ namespace {
 
 constexpr const char* kGlobalSection = "diloco-global";
 constexpr const char* kMomentumSection = "diloco-outer-momentum";
+constexpr const char* kResidualSection = "diloco-residuals";
 
 // diloco's own options. --fragments' range depends on --period, so check() judges it.
 constexpr AlgorithmOption kFragments{
@@ -63,6 +66,7 @@ class DilocoTrainer final : public OptimizerTrainer {
  public:
   explicit DilocoTrainer(const TrainerContext& context)
       : OptimizerTrainer(context),
+        wire_(context.settings.compression),
         diloco_(config_of(context.settings), context.channel, mirror_.parameters(), mirror_.state()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
@@ -91,6 +95,11 @@ class DilocoTrainer final : public OptimizerTrainer {
     auto sections = OptimizerTrainer::checkpoint_state();
     sections.push_back(OptimizerSpan{kGlobalSection, diloco_.global_parameters()});
     sections.push_back(OptimizerSpan{kMomentumSection, diloco_.outer_momentum()});
+    if (diloco_.holds_residuals()) {
+      residuals_.resize(diloco_.global_parameters().size());
+      diloco_.read_residuals(residuals_);
+      sections.push_back(OptimizerSpan{kResidualSection, residuals_});
+    }
     return sections;
   }
   void restore(const Checkpoint& cp) override {
@@ -102,10 +111,39 @@ class DilocoTrainer final : public OptimizerTrainer {
       check_checkpoint_size(section->size(), target.size(), name);
       std::copy(section->begin(), section->end(), target.begin());
     }
+    restore_residuals(cp);
   }
 
  private:
+  // The residuals are optional in a checkpoint: one written before checkpoints kept them, or by a run
+  // on a dense wire, has none, and they start at zero; that costs at most one sync's rounding, which
+  // error feedback would otherwise have sent later. A section of another length is refused: its values
+  // cannot be matched to this model's elements.
+  void restore_residuals(const Checkpoint& cp) {
+    const auto* section = cp.find_optimizer_state(kResidualSection);
+    if (!diloco_.holds_residuals()) {
+      if (section != nullptr)
+        spdlog::info(
+            "diloco: the checkpoint's error-feedback residuals are not used: this run sends fp32 "
+            "pseudo-gradients, which keep none");
+      return;
+    }
+    if (section == nullptr) {
+      spdlog::warn(
+          "diloco: the checkpoint holds no error-feedback residuals (written before checkpoints kept them, "
+          "or by a run with an fp32 wire): they start at zero");
+      return;
+    }
+    check_checkpoint_size(section->size(), diloco_.global_parameters().size(),
+                          std::string("section '") + kResidualSection + "' (diloco's error-feedback residuals)");
+    diloco_.write_residuals(*section);
+    spdlog::info("diloco: restored the error-feedback residuals of the {} wire from the checkpoint",
+                 gossip::diloco_wire_name(wire_));
+  }
+
+  gossip::CompressionSpec wire_;
   gossip::Diloco diloco_;
+  mutable std::vector<float> residuals_;  // (n) the residuals a checkpoint writes, read at checkpoint_state()
 };
 
 class Diloco final : public Algorithm {
