@@ -52,8 +52,10 @@ bool eventually(const std::function<bool()>& condition) { return meridian::testi
 
 // Site `index` of three on the small table (4 steps per epoch with batch 8): diloco with H = 4, two
 // fragments synced two steps apart, overlap τ = 1, int8 pseudo-gradients. The emulated 20 ms links make
-// every sync cost at least one crossing, so that 4000 steps last at least 40 s however fast the machine
-// is: room for the survivors' wait for the death (the heartbeat timeout) and for the victim's return.
+// every sync, one every two steps, cost at least one crossing, so that 2500 steps take at least 25 s of
+// training however fast the machine is. The survivors stall for the heartbeat timeout when the victim
+// dies, a few dozen steps in; the rest of the run, at least 24 s, is the victim's time to come back,
+// which takes a second or two.
 // The heartbeat timeout docs/operations.md gives for a loaded 2-core machine, and a round deadline of
 // twice that, so that only the killed site is ever taken for dead.
 StartArgs site_args(int index, const fs::path& table) {
@@ -62,7 +64,7 @@ StartArgs site_args(int index, const fs::path& table) {
       .csv(table)
       .mlp(8)
       .set("--batch", 8)
-      .set("--epochs", 1000)
+      .set("--epochs", 625)
       .set("--eval-every", 1000000)
       .set("--seed", 3)
       .set("--algo", "diloco")
