@@ -79,7 +79,7 @@ void Diloco::start_sync(std::uint64_t k, std::uint32_t f) {
   const std::size_t begin = fragments_.begin(f), len = fragments_.end(f) - begin;
   MixJob job{k, RoundTag::kMix, channel_.buffer(), 1.0};
   job.data.resize(len);
-  Exchange exchange{k, f, {}};
+  Exchange exchange{k, f, {}, {}};
   if (config_.overlap > 0) {
     exchange.local = channel_.buffer();
     exchange.local.assign(params_.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -97,6 +97,11 @@ void Diloco::start_sync(std::uint64_t k, std::uint32_t f) {
   } else {
     delta_.resize(len);
     for (std::size_t i = 0; i < len; ++i) delta_[i] = global_[begin + i] - params_[begin + i];
+    // Kept until the exchange is applied: a checkpoint taken meanwhile saves this residual (see
+    // read_residuals()).
+    const auto before = feedback_[f].residual();
+    exchange.residual = channel_.buffer();
+    exchange.residual.assign(before.begin(), before.end());
     feedback_[f].compress(delta_, packed_, job.data);
   }
   channel_.submit(std::move(job), config_.wait_timeout);
@@ -110,6 +115,7 @@ void Diloco::apply_through(std::uint64_t last_step) {
     MixResult result = channel_.wait(exchange.step, RoundTag::kMix, config_.wait_timeout);
     apply(exchange, result);
     channel_.recycle(std::move(exchange.local));
+    channel_.recycle(std::move(exchange.residual));
     pending_.pop_front();
   }
 }
@@ -188,5 +194,31 @@ bool Diloco::touches_parameters(std::uint64_t k) const {
 }
 
 void Diloco::finish() { apply_through(UINT64_MAX); }
+
+void Diloco::read_residuals(std::span<float> out) const {
+  if (feedback_.empty()) throw error::InternalError("diloco: a dense wire keeps no error-feedback residuals");
+  if (out.size() != global_.size())
+    throw error::InternalError("diloco: residuals of " + std::to_string(global_.size()) + " elements read into " +
+                               std::to_string(out.size()));
+  auto put = [&](std::uint32_t f, std::span<const float> residual) {
+    const auto at = out.begin() + static_cast<std::ptrdiff_t>(fragments_.begin(f));
+    // An empty residual is a fragment not compressed yet: nothing held back.
+    if (residual.empty()) std::fill(at, out.begin() + static_cast<std::ptrdiff_t>(fragments_.end(f)), 0.0f);
+    else std::copy(residual.begin(), residual.end(), at);
+  };
+  for (std::uint32_t f = 0; f < fragments_.count(); ++f) put(f, feedback_[f].residual());
+  // τ <= H: at most one exchange of a fragment is in flight.
+  for (const auto& exchange : pending_) put(exchange.fragment, exchange.residual);
+}
+
+void Diloco::write_residuals(std::span<const float> residuals) {
+  if (feedback_.empty()) throw error::InternalError("diloco: a dense wire keeps no error-feedback residuals");
+  if (residuals.size() != global_.size())
+    throw error::InternalError("diloco: residuals of " + std::to_string(residuals.size()) + " elements for " +
+                               std::to_string(global_.size()));
+  if (!pending_.empty()) throw error::InternalError("diloco: residuals written back with an exchange in flight");
+  for (std::uint32_t f = 0; f < fragments_.count(); ++f)
+    feedback_[f].set_residual(residuals.subspan(fragments_.begin(f), fragments_.end(f) - fragments_.begin(f)));
+}
 
 }  // namespace meridian::gossip

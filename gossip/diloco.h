@@ -37,7 +37,8 @@
 // (MixReport::scheduled_view_id: the same on every site), including the first view a site sees, every
 // outstanding exchange is applied and (θ_g, m) are replaced by their exact mean over the view
 // (RoundTag::kReaverage), and θ moves with θ_g (θ ← θ + new θ_g − old θ_g): a site that returns with a
-// stale θ_g or m then agrees with the others again. The error-feedback residuals stay each site's own.
+// stale θ_g or m then agrees with the others again. The error-feedback residuals stay each site's own;
+// a checkpoint saves them too (read_residuals()), so that a restart does not drop what rounding held back.
 // The model's normalization statistics (`stats`, may be empty) travel with that re-average and are
 // replaced by their exact mean; between view changes they stay local (syncs carry pseudo-gradients).
 // Outside this re-average they never leave the site: the papers' outer step knows no buffers.
@@ -125,6 +126,19 @@ class Diloco {
   std::span<const float> global_parameters() const { return global_; }
   std::span<const float> outer_momentum() const { return momentum_; }
 
+  // Whether the wire is compressed, so that error-feedback residuals exist (fp16, int8; not fp32).
+  bool holds_residuals() const { return !feedback_.empty(); }
+  // The error-feedback residuals r, n floats, element i's at i whatever F is (the fragments tile the
+  // buffer): what a checkpoint saves with θ_g and m. A fragment with an exchange still in flight gives
+  // its residual from before that exchange was compressed, since θ_g and m do not hold the exchange yet
+  // and a site resumed from them sends that progress again; a fragment never synced gives zeros.
+  // Throws error::InternalError when the wire is dense or `out` does not hold n floats.
+  void read_residuals(std::span<float> out) const;
+  // Writes back what read_residuals() gave: a resuming site, before its first after_step(). Throws
+  // error::InternalError when the wire is dense, `residuals` does not hold n floats, or an exchange is
+  // in flight.
+  void write_residuals(std::span<const float> residuals);
+
   const DilocoFragments& fragments() const { return fragments_; }
   std::size_t in_flight() const { return pending_.size(); }
   std::uint64_t outer_steps() const { return outer_steps_; }  // fragment syncs applied
@@ -140,7 +154,9 @@ class Diloco {
   struct Exchange {
     std::uint64_t step = 0;  // the inner step after which the sync started: its key
     std::uint32_t fragment = 0;
-    std::vector<float> local;  // θ_s over the fragment (τ > 0 only)
+    std::vector<float> local;     // θ_s over the fragment (τ > 0 only)
+    std::vector<float> residual;  // r_f before this sync was compressed (compressed wire only; empty
+                                  // before the fragment's first sync)
   };
 
   void start_sync(std::uint64_t k, std::uint32_t f);

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "daemon/algorithms/optimizer_trainer.h"
 #include "gossip/diloco.h"
 
@@ -16,6 +18,7 @@ namespace {
 constexpr const char* kGlobalSection = "diloco-global";
 constexpr const char* kMomentumSection = "diloco-outer-momentum";
 constexpr const char* kWeightSection = "diloco-push-sum-weight";  // diloco-gossip only
+constexpr const char* kResidualSection = "diloco-residuals";
 
 // diloco's own options. --fragments' range depends on --period, so check() judges it.
 constexpr AlgorithmOption kFragments{
@@ -67,7 +70,9 @@ namespace {
 class DilocoTrainer final : public OptimizerTrainer {
  public:
   DilocoTrainer(const TrainerContext& context, const gossip::DilocoConfig& config)
-      : OptimizerTrainer(context), diloco_(config, context.channel, mirror_.parameters(), mirror_.state()) {}
+      : OptimizerTrainer(context),
+        wire_(config.wire),
+        diloco_(config, context.channel, mirror_.parameters(), mirror_.state()) {}
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     optimizer_step(local_step);
@@ -99,6 +104,11 @@ class DilocoTrainer final : public OptimizerTrainer {
       weight_[0] = static_cast<float>(diloco_.push_sum_weight());
       sections.push_back(OptimizerSpan{kWeightSection, weight_});
     }
+    if (diloco_.holds_residuals()) {
+      residuals_.resize(diloco_.global_parameters().size());
+      diloco_.read_residuals(residuals_);
+      sections.push_back(OptimizerSpan{kResidualSection, residuals_});
+    }
     return sections;
   }
   void restore(const Checkpoint& cp) override {
@@ -114,14 +124,43 @@ class DilocoTrainer final : public OptimizerTrainer {
       check_checkpoint_size(weight->size(), 1, kWeightSection);
       diloco_.set_push_sum_weight((*weight)[0]);
     }
+    restore_residuals(cp);
   }
 
  private:
+  // The residuals are optional in a checkpoint: one written before checkpoints kept them, or by a run
+  // on a dense wire, has none, and they start at zero; that costs at most one sync's rounding, which
+  // error feedback would otherwise have sent later. A section of another length is refused: its values
+  // cannot be matched to this model's elements.
+  void restore_residuals(const Checkpoint& cp) {
+    const auto* section = cp.find_optimizer_state(kResidualSection);
+    if (!diloco_.holds_residuals()) {
+      if (section != nullptr)
+        spdlog::info(
+            "diloco: the checkpoint's error-feedback residuals are not used: this run sends fp32 "
+            "pseudo-gradients, which keep none");
+      return;
+    }
+    if (section == nullptr) {
+      spdlog::warn(
+          "diloco: the checkpoint holds no error-feedback residuals (written before checkpoints kept them, "
+          "or by a run with an fp32 wire): they start at zero");
+      return;
+    }
+    check_checkpoint_size(section->size(), diloco_.global_parameters().size(),
+                          std::string("section '") + kResidualSection + "' (diloco's error-feedback residuals)");
+    diloco_.write_residuals(*section);
+    spdlog::info("diloco: restored the error-feedback residuals of the {} wire from the checkpoint",
+                 gossip::diloco_wire_name(wire_));
+  }
+
+  gossip::CompressionSpec wire_;
   gossip::Diloco diloco_;
   // w as the checkpoint's section: θ_g is saved de-biased, so w only weighs this site's later shares and
   // float suffices. Not the checkpoint's push-sum weight, by which `eval` divides the parameters (sgp's
   // numerator); θ is no numerator.
   mutable std::array<float, 1> weight_{};
+  mutable std::vector<float> residuals_;  // (n) the residuals a checkpoint writes, read at checkpoint_state()
 };
 
 class Diloco final : public Algorithm {

@@ -8,7 +8,8 @@
 // the default is the ring). --fragments, --outer-lr and --outer-momentum are its own options, declared
 // in diloco.cc (daemon/algorithms/algorithm_option.h); the others are shared. Checkpoint sections: the
 // parameters, the inner optimizer's state ("optimizer"), and the outer state "diloco-global" (θ_g) and
-// "diloco-outer-momentum" (m).
+// "diloco-outer-momentum" (m), and with an fp16 or int8 wire "diloco-residuals" (the error-feedback
+// residuals, element i's at i; optional: a checkpoint without it resumes with them at zero).
 #pragma once
 
 #include <memory>

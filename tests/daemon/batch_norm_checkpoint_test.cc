@@ -17,44 +17,27 @@
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
 // One site alone (--algo local) on a twentieth of Fashion-MNIST: a few steps of `model`.
-std::vector<std::string> lone_site_args(const std::string& model) {
-  return {"--name",
-          "s0",
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--site-index",
-          "0",
-          "--site-count",
-          "20",
-          "--algo",
-          "local",
-          "--model",
-          model,
-          "--widths",
-          "16",
-          "--epochs",
-          "0.5",
-          "--seed",
-          "7",
-          "--lr",
-          "0.05",
-          "--optimizer",
-          "momentum",
-          "--data-dir",
-          meridian::tests::fashion_mnist_dir().string()};
+StartArgs lone_site_args(const std::string& model) {
+  return StartArgs("s0")
+      .site(0, 20)
+      .set("--algo", "local")
+      .set("--model", model)
+      .set("--widths", 16)
+      .set("--epochs", "0.5")
+      .set("--seed", 7)
+      .set("--lr", "0.05")
+      .set("--optimizer", "momentum")
+      .set("--data-dir", meridian::tests::fashion_mnist_dir());
 }
 
 nlohmann::json result_of(const SiteProcess& site) {

@@ -12,32 +12,18 @@
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
 using meridian::tests::file_contents;
+using meridian::tests::StartArgs;
 
 namespace {
 
-std::vector<std::string> one_site(const std::string& epochs) {
-  return {"--name",
-          "solo",
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--algo",
-          "local",
-          "--epochs",
-          epochs,
-          "--seed",
-          "7",
-          "--eval-every",
-          "1000000"};
+StartArgs one_site(const std::string& epochs) {
+  return StartArgs("solo").set("--algo", "local").set("--epochs", epochs).set("--seed", 7).set("--eval-every", 1000000);
 }
 
 }  // namespace

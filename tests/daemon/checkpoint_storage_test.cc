@@ -24,11 +24,13 @@
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
@@ -100,33 +102,16 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
     WARN("SKIPPED: cannot mount a tmpfs here: " << mount.error());
     return;
   }
-  SiteProcess site(dir.path() / "run", {"--name",
-                                        "solo",
-                                        "--insecure",
-                                        "--listen",
-                                        "tcp://127.0.0.1:0",
-                                        "--metrics-address",
-                                        "127.0.0.1:0",
-                                        "--threads",
-                                        "1",
-                                        "--algo",
-                                        "local",
-                                        "--model",
-                                        "mlp",
-                                        "--widths",
-                                        "64",
-                                        "--epochs",
-                                        "5",
-                                        "--eval-every",
-                                        "100000",
-                                        "--checkpoint-dir",
-                                        checkpoints.string(),
-                                        "--checkpoint-interval",
-                                        "0.2",
-                                        "--checkpoint-keep",
-                                        "1",
-                                        "--seed",
-                                        "5"});
+  SiteProcess site(dir.path() / "run", StartArgs("solo")
+                                           .set("--metrics-address", "127.0.0.1:0")
+                                           .set("--algo", "local")
+                                           .mlp(64)
+                                           .set("--epochs", 5)
+                                           .set("--eval-every", 100000)
+                                           .set("--checkpoint-dir", checkpoints)
+                                           .set("--checkpoint-interval", "0.2")
+                                           .set("--checkpoint-keep", 1)
+                                           .set("--seed", 5));
   std::smatch m;
   std::string log;
   REQUIRE(eventually([&] {

@@ -1,18 +1,24 @@
 // diloco as a registered algorithm (daemon/algorithms/diloco.h): its name, default shape and start-up
-// line, its knobs' checks, what it sends, and its checkpoint sections.
+// line, its knobs' checks, what it sends, and its checkpoint sections (the error-feedback residuals of a
+// compressed wire among them).
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/algorithms/registry.h"
+#include "daemon/checkpoint.h"
 #include "daemon/site_config.h"
 #include "gossip/mix_channel.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
+#include "tests/daemon/temp_dir.h"
 
 using namespace meridian::daemon;
 using meridian::gossip::Algorithm;
+using meridian::testing::TempDir;
 
 namespace {
 
@@ -151,4 +157,77 @@ TEST_CASE("diloco's checkpoint holds θ_g and the outer momentum, and a restore 
   CHECK_THROWS_AS(trainer->restore(cp), CheckpointError);
   cp.optimizer_state.push_back({"diloco-outer-momentum", std::vector<float>(n + 1, 0.0f)});
   CHECK_THROWS_AS(trainer->restore(cp), CheckpointError);
+}
+
+TEST_CASE(
+    "diloco's checkpoint holds the wire's error-feedback residuals; old checkpoints resume, wrong ones are refused",
+    "[daemon][checkpoint][diloco][compression][unit]") {
+  auto backend = std::make_shared<meridian::models::CpuBackend>();
+  auto model = meridian::models::make_model("logreg", meridian::models::Shape{1, 2, 2}, 3, {}, backend, 7);
+  meridian::gossip::MixChannel channel;
+  meridian::models::ScheduleConfig schedule;
+  const std::size_t n = model->parameters().size();
+  auto make = [&](const std::string& wire) {
+    SiteConfig c = diloco_config();
+    c.period = 4;
+    c.compression = wire;
+    const auto settings = settings_of(c);
+    return algorithms::find_algorithm("diloco")->make_trainer(
+        algorithms::TrainerContext{settings, *model, backend, channel, schedule});
+  };
+  auto section = [](const TrainerAlgorithm& trainer, const std::string& name) -> std::optional<std::vector<float>> {
+    for (const auto& s : trainer.checkpoint_state())
+      if (s.name == name) return std::vector<float>{s.values.begin(), s.values.end()};
+    return std::nullopt;
+  };
+  // What a resuming site reads: the sections diloco always writes, and the residuals when given.
+  auto checkpoint = [&](std::optional<std::vector<float>> residuals) {
+    Checkpoint cp;
+    cp.parameters.assign(n, 0.5f);
+    cp.optimizer_state.push_back({"optimizer", std::vector<float>(n, 0.25f)});
+    cp.optimizer_state.push_back({"diloco-global", std::vector<float>(n, 1.5f)});
+    cp.optimizer_state.push_back({"diloco-outer-momentum", std::vector<float>(n, -2.0f)});
+    if (residuals) cp.optimizer_state.push_back({"diloco-residuals", *residuals});
+    return cp;
+  };
+  std::vector<float> held(n);
+  for (std::size_t i = 0; i < n; ++i) held[i] = 0.001f * static_cast<float>(i + 1);
+
+  for (const char* wire : {"fp16", "int8"}) {
+    INFO(wire);
+    auto trainer = make(wire);
+    // Nothing held back before the first sync.
+    CHECK(section(*trainer, "diloco-residuals") == std::vector<float>(n, 0.0f));
+    // Saved, written to a file and read back, restored: the same values.
+    TempDir dir;
+    auto written = checkpoint(held);
+    written.model_fingerprint = model->fingerprint();
+    written.algorithm = "diloco";
+    REQUIRE_FALSE(write_checkpoint_file(dir.path() / "cp.mrdn", written.view()));
+    trainer->restore(read_checkpoint_file(dir.path() / "cp.mrdn", model->fingerprint()));
+    CHECK(section(*trainer, "diloco-residuals") == held);
+    CHECK(section(*trainer, "diloco-global") == std::vector<float>(n, 1.5f));
+
+    // A checkpoint from before the residuals were saved still resumes, with them at zero.
+    auto fresh = make(wire);
+    fresh->restore(checkpoint(std::nullopt));
+    CHECK(section(*fresh, "diloco-residuals") == std::vector<float>(n, 0.0f));
+    CHECK(section(*fresh, "diloco-outer-momentum") == std::vector<float>(n, -2.0f));
+
+    // One of another length is refused, naming the section and both lengths.
+    std::vector<float> longer = held;
+    longer.push_back(0.5f);
+    CHECK_THROWS_MATCHES(
+        make(wire)->restore(checkpoint(longer)), CheckpointError,
+        Catch::Matchers::Message("checkpoint section 'diloco-residuals' (diloco's error-feedback "
+                                 "residuals) holds " +
+                                 std::to_string(n + 1) + " values, this model needs " + std::to_string(n)));
+  }
+
+  // An fp32 wire keeps none: no section, and one in the checkpoint is not used.
+  auto dense = make("none");
+  CHECK_FALSE(section(*dense, "diloco-residuals"));
+  dense->restore(checkpoint(held));
+  CHECK_FALSE(section(*dense, "diloco-residuals"));
+  CHECK(section(*dense, "diloco-global") == std::vector<float>(n, 1.5f));
 }

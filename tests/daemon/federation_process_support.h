@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "peer/curve_keys.h"
+#include "tests/support/start_args.h"
 
 namespace meridian::testing {
 
@@ -24,47 +25,23 @@ inline std::filesystem::path write_small_table(const std::filesystem::path& dir)
 }
 
 // `meridian start` arguments for site `name` (index `index` of `count`) training on `table` until
-// stopped: a step evaluation every 20 steps, heartbeats every 0.2 s, metrics on a free port.
-inline std::vector<std::string> training_site_args(const std::string& name, int index, int count,
-                                                   const std::filesystem::path& table) {
-  return {"--name",
-          name,
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "127.0.0.1:0",
-          "--threads",
-          "1",
-          "--site-index",
-          std::to_string(index),
-          "--site-count",
-          std::to_string(count),
-          "--dataset",
-          "csv",
-          "--train-csv",
-          table.string(),
-          "--test-csv",
-          table.string(),
-          "--model",
-          "mlp",
-          "--widths",
-          "8",
-          "--algo",
-          "sgp",
-          "--epochs",
-          "100000",
-          "--batch",
-          "8",
-          "--eval-every",
-          "20",
-          "--seed",
-          "3",
-          "--heartbeat-interval",
-          "0.2",
-          "--round-timeout",
-          "5",
-          "--join-timeout",
-          "600"};
+// stopped: a step evaluation every 20 steps, heartbeats every 0.2 s, metrics on a free port; without
+// keys unless secure() gives them.
+inline tests::StartArgs training_site_args(const std::string& name, int index, int count,
+                                           const std::filesystem::path& table) {
+  return tests::StartArgs(name)
+      .set("--metrics-address", "127.0.0.1:0")
+      .site(index, count)
+      .csv(table, table)
+      .mlp(8)
+      .set("--algo", "sgp")
+      .set("--epochs", 100000)
+      .set("--batch", 8)
+      .set("--eval-every", 20)
+      .set("--seed", 3)
+      .set("--heartbeat-interval", "0.2")
+      .set("--round-timeout", 5)
+      .set("--join-timeout", 600);
 }
 
 // Key pairs under DIR/keys-NAME, for `--key-dir`.

@@ -83,8 +83,7 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   std::string join;
   for (int i = 0; i < 3; ++i) {
     auto args = meridian::testing::training_site_args(names[i], i, 3, table);
-    args.push_back("--insecure");
-    if (i > 0) args.insert(args.end(), {"--join", join});
+    if (i > 0) args.join(join);
     sites.push_back(std::make_unique<SiteProcess>(dir.path() / names[i], args));
     if (i == 0) join = sites[0]->endpoint();
   }

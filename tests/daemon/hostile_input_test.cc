@@ -26,11 +26,13 @@
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 using namespace meridian::peer;
 
 namespace {
@@ -70,43 +72,21 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
   }
   std::ofstream(dir.path() / "roster.txt") << roster;
   auto args = [&](const std::string& name, int index) {
-    return std::vector<std::string>{"--name",
-                                    name,
-                                    "--key-dir",
-                                    (dir.path() / ("keys-" + name)).string(),
-                                    "--roster",
-                                    (dir.path() / "roster.txt").string(),
-                                    "--listen",
-                                    "tcp://127.0.0.1:0",
-                                    "--metrics-address",
-                                    index == 0 ? "127.0.0.1:0" : "off",
-                                    "--threads",
-                                    "1",
-                                    "--site-index",
-                                    std::to_string(index),
-                                    "--site-count",
-                                    "2",
-                                    "--algo",
-                                    "sgp",
-                                    "--model",
-                                    "mlp",
-                                    "--widths",
-                                    "64",
-                                    "--epochs",
-                                    "4",
-                                    "--eval-every",
-                                    "100000",
-                                    "--round-timeout",
-                                    "5",
-                                    "--seed",
-                                    "3"};
+    return StartArgs(name)
+        .secure(dir.path() / ("keys-" + name), dir.path() / "roster.txt")
+        .set("--metrics-address", index == 0 ? "127.0.0.1:0" : "off")
+        .site(index, 2)
+        .set("--algo", "sgp")
+        .mlp(64)
+        .set("--epochs", 4)
+        .set("--eval-every", 100000)
+        .set("--round-timeout", 5)
+        .set("--seed", 3);
   };
   SiteProcess a(dir.path() / "a", args("a", 0));
   const std::string a_endpoint = a.endpoint();
   REQUIRE(a_endpoint.rfind("tcp://127.0.0.1:", 0) == 0);
-  auto b_args = args("b", 1);
-  b_args.insert(b_args.end(), {"--join", "a@" + a_endpoint});
-  SiteProcess b(dir.path() / "b", b_args);
+  SiteProcess b(dir.path() / "b", args("b", 1).join("a@" + a_endpoint));
 
   // The daemon names its metrics port, wire fingerprint and parameter count in its log.
   std::smatch m;

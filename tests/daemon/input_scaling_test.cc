@@ -18,11 +18,13 @@
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
@@ -47,38 +49,18 @@ Table write_table(const fs::path& file, int rows, double age, double glucose,
   return t;
 }
 
-std::vector<std::string> args_for(const std::string& name, const Table& table) {
-  return {"--name",
-          name,
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--train",
-          table.file.string(),
-          "--classes",
-          "benign,malignant",
-          "--label-column",
-          "diagnosis",
-          "--min-sites",
-          "2",
-          "--model",
-          "mlp",
-          "--widths",
-          "8",
-          "--epochs",
-          "2",
-          "--batch",
-          "8",
-          "--seed",
-          "3",
-          "--heartbeat-interval",
-          "0.2",
-          "--join-timeout",
-          "600"};
+StartArgs args_for(const std::string& name, const Table& table) {
+  return StartArgs(name)
+      .set("--train", table.file)
+      .set("--classes", "benign,malignant")
+      .set("--label-column", "diagnosis")
+      .set("--min-sites", 2)
+      .mlp(8)
+      .set("--epochs", 2)
+      .set("--batch", 8)
+      .set("--seed", 3)
+      .set("--heartbeat-interval", "0.2")
+      .set("--join-timeout", 600);
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -96,9 +78,7 @@ TEST_CASE("sites scale their inputs with the mean and deviation of all their row
   SiteProcess alpha(dir.path() / "alpha", args_for("alpha", ohio));
   const std::string endpoint = alpha.endpoint();
   REQUIRE_FALSE(endpoint.empty());
-  auto beta_args = args_for("beta", utah);
-  beta_args.insert(beta_args.end(), {"--join", endpoint});
-  SiteProcess beta(dir.path() / "beta", beta_args);
+  SiteProcess beta(dir.path() / "beta", args_for("beta", utah).join(endpoint));
   const int beta_exit = beta.wait_exit(std::chrono::seconds(300));
   const int alpha_exit = alpha.wait_exit(std::chrono::seconds(300));
   INFO("alpha:\n" << alpha.log() << "\nbeta:\n" << beta.log());
@@ -147,17 +127,12 @@ TEST_CASE("a site that joins a running federation takes the federation's input s
   const auto iowa = write_table(dir.path() / "iowa.csv", 32, 90, 200, label);
   // Long enough (12000 steps of a tiny model) for the third site to come while the first two train.
   auto args = [&](const std::string& name, const Table& table) {
-    auto a = args_for(name, table);
-    a.insert(a.end(), {"--algo", "allreduce", "--eval-every", "1000000"});
-    *(std::find(a.begin(), a.end(), "--epochs") + 1) = "3000";
-    return a;
+    return args_for(name, table).set("--algo", "allreduce").set("--eval-every", 1000000).set("--epochs", 3000);
   };
   SiteProcess alpha(dir.path() / "alpha", args("alpha", ohio));
   const std::string endpoint = alpha.endpoint();
   REQUIRE_FALSE(endpoint.empty());
-  auto beta_args = args("beta", utah);
-  beta_args.insert(beta_args.end(), {"--join", endpoint});
-  SiteProcess beta(dir.path() / "beta", beta_args);
+  SiteProcess beta(dir.path() / "beta", args("beta", utah).join(endpoint));
   meridian::daemon::ControlClient control((alpha.run_dir() / "control.sock").string());
   const bool training = eventually([&] {
     if (alpha.exited()) return true;
@@ -170,9 +145,7 @@ TEST_CASE("a site that joins a running federation takes the federation's input s
   INFO("alpha:\n" << alpha.log());
   REQUIRE(training);
   REQUIRE_FALSE(alpha.exited());
-  auto gamma_args = args("gamma", iowa);
-  gamma_args.insert(gamma_args.end(), {"--join", endpoint});
-  SiteProcess gamma(dir.path() / "gamma", gamma_args);
+  SiteProcess gamma(dir.path() / "gamma", args("gamma", iowa).join(endpoint));
   std::vector<int> codes;
   for (auto* s : {&alpha, &beta, &gamma}) codes.push_back(s->wait_exit(std::chrono::seconds(600)));
   INFO("beta:\n" << beta.log() << "\ngamma:\n" << gamma.log());
@@ -196,9 +169,7 @@ TEST_CASE("a site that resumes keeps the input scaling of its checkpoint", "[dae
   TempDir dir;
   auto label = [](int i) { return i % 2 ? "benign" : "malignant"; };
   const auto first = write_table(dir.path() / "ohio.csv", 32, 30, 90, label);
-  auto args = args_for("alpha", first);
-  *(std::find(args.begin(), args.end(), "--min-sites") + 1) = "1";
-  args.insert(args.end(), {"--algo", "local"});
+  const auto args = args_for("alpha", first).set("--min-sites", 1).set("--algo", "local");
   meridian::daemon::Checkpoint before;
   {
     SiteProcess alpha(dir.path() / "run", args);

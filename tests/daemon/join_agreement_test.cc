@@ -14,11 +14,13 @@
 
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
@@ -48,48 +50,16 @@ fs::path write_columns(const fs::path& dir, const std::string& name, const std::
   return file;
 }
 
-std::vector<std::string> args_for(const std::string& name, int index, const fs::path& table) {
-  return {"--name",
-          name,
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--site-index",
-          std::to_string(index),
-          "--site-count",
-          "2",
-          "--dataset",
-          "csv",
-          "--train-csv",
-          table.string(),
-          "--model",
-          "mlp",
-          "--widths",
-          "8",
-          "--epochs",
-          "1",
-          "--batch",
-          "8",
-          "--seed",
-          "3",
-          "--heartbeat-interval",
-          "0.2",
-          "--join-timeout",
-          "600"};
-}
-
-// `args` with each flag/value pair of `changes` set (replaced when present, added otherwise).
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& changes) {
-  for (std::size_t i = 0; i + 1 < changes.size(); i += 2) {
-    auto at = std::find(args.begin(), args.end(), changes[i]);
-    if (at != args.end()) *(at + 1) = changes[i + 1];
-    else args.insert(args.end(), {changes[i], changes[i + 1]});
-  }
-  return args;
+StartArgs args_for(const std::string& name, int index, const fs::path& table) {
+  return StartArgs(name)
+      .site(index, 2)
+      .csv(table)
+      .mlp(8)
+      .set("--epochs", 1)
+      .set("--batch", 8)
+      .set("--seed", 3)
+      .set("--heartbeat-interval", "0.2")
+      .set("--join-timeout", 600);
 }
 
 struct Outcome {
@@ -100,12 +70,11 @@ struct Outcome {
 
 // alpha starts with `alpha_args`, beta joins it with `beta_args`; returns once beta exited (alpha
 // is then stopped).
-Outcome join(const fs::path& root, std::vector<std::string> alpha_args, std::vector<std::string> beta_args) {
-  SiteProcess alpha(root / "alpha", std::move(alpha_args));
+Outcome join(const fs::path& root, const StartArgs& alpha_args, StartArgs beta_args) {
+  SiteProcess alpha(root / "alpha", alpha_args);
   const std::string endpoint = alpha.endpoint();
   REQUIRE_FALSE(endpoint.empty());
-  beta_args.insert(beta_args.end(), {"--join", endpoint});
-  SiteProcess beta(root / "beta", std::move(beta_args));
+  SiteProcess beta(root / "beta", beta_args.join(endpoint));
   Outcome out;
   // The hang guard is generous; a refused joiner exits within a heartbeat or two.
   out.joiner_exit = beta.wait_exit(std::chrono::seconds(300));
@@ -125,8 +94,8 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST_CASE("a site running another --algo is refused at join, with both algorithms named", "[daemon][join][process]") {
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
-  const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--algo", "sgp"}),
-                      with(args_for("beta", 1, table), {"--algo", "allreduce"}));
+  const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "sgp"),
+                      args_for("beta", 1, table).set("--algo", "allreduce"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
   CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: sgp, K = "));
@@ -140,8 +109,8 @@ TEST_CASE("a site running another --algo is refused at join, with both algorithm
 TEST_CASE("a dts site with another delay is refused at join, with both shapes named", "[daemon][join][process]") {
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
-  const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--algo", "dts", "--delay", "1"}),
-                      with(args_for("beta", 1, table), {"--algo", "dts", "--delay", "2"}));
+  const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "dts").set("--delay", 1),
+                      args_for("beta", 1, table).set("--algo", "dts").set("--delay", 2));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
   CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: dts, D = 1, "));
@@ -153,8 +122,8 @@ TEST_CASE("a dts site with another delay is refused at join, with both shapes na
 TEST_CASE("a site with another model is refused at join, with both architectures named", "[daemon][join][process]") {
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
-  const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--widths", "8"}),
-                      with(args_for("beta", 1, table), {"--widths", "16"}));
+  const auto o =
+      join(dir.path(), args_for("alpha", 0, table).set("--widths", 8), args_for("beta", 1, table).set("--widths", 16));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
   // The architectures in words (Model::summary), not their fingerprints.
@@ -187,8 +156,8 @@ TEST_CASE("an allreduce site with another optimizer is refused at join, with bot
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path() / "allreduce",
-                      with(args_for("alpha", 0, table), {"--algo", "allreduce", "--optimizer", "momentum"}),
-                      with(args_for("beta", 1, table), {"--algo", "allreduce", "--optimizer", "adam"}));
+                      args_for("alpha", 0, table).set("--algo", "allreduce").set("--optimizer", "momentum"),
+                      args_for("beta", 1, table).set("--algo", "allreduce").set("--optimizer", "adam"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
   CHECK(contains(o.joiner_log, "alpha refuses this site: optimizer differs (alpha: momentum 0.9; this site: adam)"));
@@ -200,9 +169,8 @@ TEST_CASE("a site whose table has its columns in another order is refused at joi
   TempDir dir;
   const auto ours = write_columns(dir.path() / "a", "t.csv", {"age", "bmi", "glucose", "label"});
   const auto theirs = write_columns(dir.path() / "b", "t.csv", {"glucose", "bmi", "age", "label"});
-  const auto o =
-      join(dir.path(), with(args_for("alpha", 0, ours), {"--site-index", "0", "--site-count", "1", "--min-sites", "2"}),
-           with(args_for("beta", 1, theirs), {"--site-index", "0", "--site-count", "1", "--min-sites", "2"}));
+  const auto o = join(dir.path(), args_for("alpha", 0, ours).site(0, 1).set("--min-sites", 2),
+                      args_for("beta", 1, theirs).site(0, 1).set("--min-sites", 2));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
   CHECK(contains(
@@ -217,9 +185,8 @@ TEST_CASE("a site whose table has an extra column is refused at join over its co
   TempDir dir;
   const auto ours = write_columns(dir.path() / "a", "t.csv", {"age", "bmi", "label"});
   const auto theirs = write_columns(dir.path() / "b", "t.csv", {"age", "bmi", "weight", "label"});
-  const auto o =
-      join(dir.path(), with(args_for("alpha", 0, ours), {"--site-index", "0", "--site-count", "1", "--min-sites", "2"}),
-           with(args_for("beta", 1, theirs), {"--site-index", "0", "--site-count", "1", "--min-sites", "2"}));
+  const auto o = join(dir.path(), args_for("alpha", 0, ours).site(0, 1).set("--min-sites", 2),
+                      args_for("beta", 1, theirs).site(0, 1).set("--min-sites", 2));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
   CHECK(contains(o.joiner_log,
@@ -232,10 +199,14 @@ TEST_CASE("a site with the classes in another order is refused at join, with bot
   TempDir dir;
   const auto table = write_columns(dir.path(), "t.csv", {"age", "label"});
   const auto o = join(dir.path(),
-                      with(args_for("alpha", 0, table),
-                           {"--dataset", "fashion-mnist", "--train", table.string(), "--classes", "benign,malignant"}),
-                      with(args_for("beta", 1, table),
-                           {"--dataset", "fashion-mnist", "--train", table.string(), "--classes", "malignant,benign"}));
+                      args_for("alpha", 0, table)
+                          .set("--dataset", "fashion-mnist")
+                          .set("--train", table)
+                          .set("--classes", "benign,malignant"),
+                      args_for("beta", 1, table)
+                          .set("--dataset", "fashion-mnist")
+                          .set("--train", table)
+                          .set("--classes", "malignant,benign"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
   CHECK(contains(o.joiner_log,
@@ -251,8 +222,7 @@ TEST_CASE("a site that scales its inputs otherwise is refused at join, with both
   TempDir dir;
   const auto table = write_columns(dir.path(), "t.csv", {"age", "bmi", "label"});
   SECTION("none against the federation's") {
-    const auto o =
-        join(dir.path(), with(args_for("alpha", 0, table), {"--normalize", "none"}), args_for("beta", 1, table));
+    const auto o = join(dir.path(), args_for("alpha", 0, table).set("--normalize", "none"), args_for("beta", 1, table));
     INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
     CHECK(o.joiner_exit == 1);
     CHECK(contains(o.joiner_log,
@@ -263,8 +233,8 @@ TEST_CASE("a site that scales its inputs otherwise is refused at join, with both
                    "beta: from the federation, per feature)"));
   }
   SECTION("other given values") {
-    const auto o = join(dir.path(), with(args_for("alpha", 0, table), {"--input-mean", "50,25", "--input-std", "10,5"}),
-                        with(args_for("beta", 1, table), {"--input-mean", "50,25", "--input-std", "10,4"}));
+    const auto o = join(dir.path(), args_for("alpha", 0, table).set("--input-mean", "50,25").set("--input-std", "10,5"),
+                        args_for("beta", 1, table).set("--input-mean", "50,25").set("--input-std", "10,4"));
     INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
     CHECK(o.joiner_exit == 1);
     CHECK(contains(o.joiner_log,

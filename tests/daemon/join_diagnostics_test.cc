@@ -18,11 +18,13 @@
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
@@ -35,34 +37,15 @@ fs::path write_table(const fs::path& dir) {
   return file;
 }
 
-// A site of two that waits (long) for the other; no keys: add --insecure or --key-dir/--roster.
-std::vector<std::string> args_for(const std::string& name, int index, const fs::path& table) {
-  return {"--name",
-          name,
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--site-index",
-          std::to_string(index),
-          "--site-count",
-          "2",
-          "--dataset",
-          "csv",
-          "--train-csv",
-          table.string(),
-          "--model",
-          "mlp",
-          "--widths",
-          "8",
-          "--epochs",
-          "1",
-          "--batch",
-          "8",
-          "--join-timeout",
-          "600"};
+// A site of two that waits (long) for the other, without keys unless secure() gives them.
+StartArgs args_for(const std::string& name, int index, const fs::path& table) {
+  return StartArgs(name)
+      .site(index, 2)
+      .csv(table)
+      .mlp(8)
+      .set("--epochs", 1)
+      .set("--batch", 8)
+      .set("--join-timeout", 600);
 }
 
 // Key pairs for `names` under `dir`/keys-NAME; the public keys by name.
@@ -81,12 +64,6 @@ fs::path write_roster(const fs::path& file, const std::map<std::string, std::str
   std::ofstream out(file);
   for (const auto& name : names) out << name << " " << keys.at(name) << "\n";
   return file;
-}
-
-std::vector<std::string> secure(std::vector<std::string> args, const fs::path& dir, const std::string& name,
-                                const fs::path& roster) {
-  args.insert(args.end(), {"--key-dir", (dir / ("keys-" + name)).string(), "--roster", roster.string()});
-  return args;
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -110,9 +87,7 @@ TEST_CASE("a joiner with nobody listening at its --join address says so while it
   const auto table = write_table(dir.path());
   const auto port = meridian::cli::free_loopback_ports(1).at(0);
   const std::string address = "tcp://127.0.0.1:" + std::to_string(port);
-  auto args = args_for("beta", 1, table);
-  args.insert(args.end(), {"--insecure", "--join", address});
-  SiteProcess beta(dir.path() / "beta", args);
+  SiteProcess beta(dir.path() / "beta", args_for("beta", 1, table).join(address));
   const std::string said = "no answer from " + address +
                            " (cannot connect; retrying): is the site running and "
                            "listening there?";
@@ -139,12 +114,11 @@ TEST_CASE("a joiner whose key the other site's roster lacks hears that its key i
   // alpha's roster leaves beta out; beta's lists both, so beta knows alpha's key and dials it.
   const auto alpha_roster = write_roster(dir.path() / "alpha-roster.txt", keys, {"alpha"});
   const auto beta_roster = write_roster(dir.path() / "beta-roster.txt", keys, {"alpha", "beta"});
-  SiteProcess alpha(dir.path() / "alpha", secure(args_for("alpha", 0, table), dir.path(), "alpha", alpha_roster));
+  SiteProcess alpha(dir.path() / "alpha", args_for("alpha", 0, table).secure(dir.path() / "keys-alpha", alpha_roster));
   const auto endpoint = alpha.endpoint();
   REQUIRE_FALSE(endpoint.empty());
-  auto beta_args = secure(args_for("beta", 1, table), dir.path(), "beta", beta_roster);
-  beta_args.insert(beta_args.end(), {"--join", "alpha@" + endpoint});
-  SiteProcess beta(dir.path() / "beta", beta_args);
+  SiteProcess beta(dir.path() / "beta",
+                   args_for("beta", 1, table).secure(dir.path() / "keys-beta", beta_roster).join("alpha@" + endpoint));
   const std::string said = "alpha (" + endpoint +
                            ") refused this site's key (CURVE handshake denied, ZAP status 400): is this site's "
                            "public key in that site's roster?";
@@ -163,12 +137,10 @@ TEST_CASE("a joiner without CURVE at a secure site hears that CurveZMQ is wanted
   const auto table = write_table(dir.path());
   const auto keys = make_keys(dir.path(), {"alpha"});
   const auto roster = write_roster(dir.path() / "roster.txt", keys, {"alpha"});
-  SiteProcess alpha(dir.path() / "alpha", secure(args_for("alpha", 0, table), dir.path(), "alpha", roster));
+  SiteProcess alpha(dir.path() / "alpha", args_for("alpha", 0, table).secure(dir.path() / "keys-alpha", roster));
   const auto endpoint = alpha.endpoint();
   REQUIRE_FALSE(endpoint.empty());
-  auto beta_args = args_for("beta", 1, table);
-  beta_args.insert(beta_args.end(), {"--insecure", "--join", endpoint});
-  SiteProcess beta(dir.path() / "beta", beta_args);
+  SiteProcess beta(dir.path() / "beta", args_for("beta", 1, table).join(endpoint));
   // Either the mechanisms differ, or (mostly) the secure site closed the connection before its
   // greeting arrived: both say CurveZMQ is wanted and this site runs --insecure.
   const std::string said = "this site runs --insecure";

@@ -16,10 +16,12 @@
 
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
@@ -33,39 +35,17 @@ fs::path write_table(const fs::path& dir) {
 
 // Site `name` of a federation of `site_count` that waits for `min_sites` of them (0: all) for at most
 // `join_timeout` seconds.
-std::vector<std::string> site_args(const std::string& name, int index, int site_count, int min_sites,
-                                   const std::string& join_timeout, const fs::path& table) {
-  return {"--name",
-          name,
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--site-index",
-          std::to_string(index),
-          "--site-count",
-          std::to_string(site_count),
-          "--min-sites",
-          std::to_string(min_sites),
-          "--join-timeout",
-          join_timeout,
-          "--dataset",
-          "csv",
-          "--train-csv",
-          table.string(),
-          "--model",
-          "mlp",
-          "--widths",
-          "8",
-          "--batch",
-          "8",
-          "--algo",
-          "allreduce",
-          "--seed",
-          "3"};
+StartArgs site_args(const std::string& name, int index, int site_count, int min_sites, const std::string& join_timeout,
+                    const fs::path& table) {
+  return StartArgs(name)
+      .site(index, site_count)
+      .set("--min-sites", min_sites)
+      .set("--join-timeout", join_timeout)
+      .csv(table)
+      .mlp(8)
+      .set("--batch", 8)
+      .set("--algo", "allreduce")
+      .set("--seed", 3);
 }
 
 }  // namespace
@@ -99,9 +79,8 @@ TEST_CASE("a site short of --min-sites past --join-timeout names the sites it re
   // to reach a site that already listens, which is far less work: ten times that, plus a second, is
   // its deadline, so that a loaded machine cannot make it give up before it reached `patient`.
   const double pace = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
-  auto hasty_args = site_args("hasty", 1, 4, 3, std::to_string(10 * pace + 1), table);
-  hasty_args.insert(hasty_args.end(), {"--join", endpoint});
-  SiteProcess hasty(dir.path() / "hasty", hasty_args);
+  SiteProcess hasty(dir.path() / "hasty",
+                    site_args("hasty", 1, 4, 3, std::to_string(10 * pace + 1), table).join(endpoint));
 
   const int code = hasty.wait_exit();
   const auto log = hasty.log();

@@ -16,40 +16,26 @@
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
 // Site `index` of three on an iid split of Fashion-MNIST (312 steps per epoch), of which two suffice
 // to start training.
-std::vector<std::string> site_args(int index, const std::string& epochs) {
-  return {"--name",
-          "s" + std::to_string(index),
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--site-index",
-          std::to_string(index),
-          "--site-count",
-          "3",
-          "--min-sites",
-          "2",
-          "--algo",
-          "allreduce",
-          "--epochs",
-          epochs,
-          "--eval-every",
-          "1000000",
-          "--seed",
-          "7"};
+StartArgs site_args(int index, const std::string& epochs) {
+  return StartArgs("s" + std::to_string(index))
+      .site(index, 3)
+      .set("--min-sites", 2)
+      .set("--algo", "allreduce")
+      .set("--epochs", epochs)
+      .set("--eval-every", 1000000)
+      .set("--seed", 7);
 }
 
 std::uint64_t final_step(const SiteProcess& site) {
@@ -70,9 +56,7 @@ TEST_CASE("a site that joins a running federation takes the end round from a pee
   SiteProcess s0(dir.path() / "s0", site_args(0, "3"));
   const auto endpoint = s0.endpoint();
   REQUIRE_FALSE(endpoint.empty());
-  auto s1_args = site_args(1, "3");
-  s1_args.insert(s1_args.end(), {"--join", endpoint});
-  SiteProcess s1(dir.path() / "s1", s1_args);
+  SiteProcess s1(dir.path() / "s1", site_args(1, "3").join(endpoint));
   // Late: s0 and s1 have agreed on the run and train before s2 exists.
   meridian::daemon::ControlClient control((s0.run_dir() / "control.sock").string());
   const bool training = eventually([&] {
@@ -86,9 +70,7 @@ TEST_CASE("a site that joins a running federation takes the end round from a pee
   INFO("s0:\n" << s0.log());
   REQUIRE(training);
   REQUIRE_FALSE(s0.exited());
-  auto s2_args = site_args(2, "4");
-  s2_args.insert(s2_args.end(), {"--join", endpoint});
-  SiteProcess s2(dir.path() / "s2", s2_args);
+  SiteProcess s2(dir.path() / "s2", site_args(2, "4").join(endpoint));
 
   std::vector<int> codes;
   for (auto* s : {&s0, &s1, &s2}) codes.push_back(s->wait_exit(std::chrono::seconds(600)));

@@ -1,9 +1,10 @@
 // Resuming after SIGKILL, for every algorithm but dts (site_daemon_test.cc restarts a dts site), dsync
 // on a network with batch norm: three real `meridian start` processes on 127.0.0.1, one of them killed
 // with SIGKILL mid-run and started again at once on the same run directory, as an operator's
-// supervisor would. The returning
-// site must resume from its newest checkpoint (not from round 0), rejoin its peers, and every site
-// must end at the run's last round with a model as good as a run without the fault gives.
+// supervisor would. The returning site must resume from its newest checkpoint (not from round 0),
+// rejoin its peers, and every site must end at the run's last round with a model as good as a run
+// without the fault gives. diloco_resume_test.cc keeps a diloco site away until the others have gone on
+// without it, and checks diloco's outer state after the rejoin.
 // scripts/daemon-acceptance --kill does the same with four sites and whole epochs, outside the suite.
 #include <catch2/catch.hpp>
 
@@ -21,11 +22,13 @@
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
@@ -37,45 +40,22 @@ const std::string kFashionMnist = meridian::tests::fashion_mnist_dir().string();
 // it that never comes: on a loaded machine only the killed site may miss one. So the heartbeat timeout
 // docs/operations.md gives for a loaded 2-core machine, and a round deadline of twice that; the
 // survivors still give up the victim's round at once, when its new incarnation says hello.
-std::vector<std::string> site_args(int index, const std::string& algo) {
-  return {"--name",
-          "s" + std::to_string(index),
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--site-index",
-          std::to_string(index),
-          "--site-count",
-          "3",
-          "--algo",
-          algo,
-          "--epochs",
-          "3",
-          "--eval-every",
-          "1000000",
-          "--seed",
-          "7",
-          "--lr",
-          "0.05",
-          "--optimizer",
-          "momentum",
-          "--heartbeat-timeout",
-          "15",
-          "--round-timeout",
-          "30",
-          "--checkpoint-interval",
-          "0.5"};
-}
-
-// dsync runs a network with batch norm: its running statistics go through the checkpoint, the resume
-// and the rejoin's re-average with the parameters.
-std::vector<std::string> model_args(const std::string& algo) {
-  if (algo == "dsync") return {"--model", "mlp-bn", "--widths", "32"};
-  return {};
+StartArgs site_args(int index, const std::string& algo) {
+  auto args = StartArgs("s" + std::to_string(index))
+                  .site(index, 3)
+                  .set("--algo", algo)
+                  .set("--epochs", 3)
+                  .set("--eval-every", 1000000)
+                  .set("--seed", 7)
+                  .set("--lr", "0.05")
+                  .set("--optimizer", "momentum")
+                  .set("--heartbeat-timeout", 15)
+                  .set("--round-timeout", 30)
+                  .set("--checkpoint-interval", "0.5");
+  // dsync runs a network with batch norm: its running statistics go through the checkpoint, the resume
+  // and the rejoin's re-average with the parameters.
+  if (algo == "dsync") args.set("--model", "mlp-bn").set("--widths", 32);
+  return args;
 }
 
 nlohmann::json result_of(const SiteProcess& site) {
@@ -91,20 +71,19 @@ long long number_after(const std::string& log, const std::string& prefix) {
 
 }  // namespace
 
-TEST_CASE("a SIGKILLed site of allreduce, sgp or dsync resumes from its checkpoint and the federation finishes",
+TEST_CASE("a SIGKILLed site of allreduce, sgp, dsync or diloco resumes from its checkpoint and the federation finishes",
           "[process][daemon][fault][resume]") {
   if (!meridian::tests::have_fashion_mnist()) {
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
-  const std::string algo = GENERATE(as<std::string>{}, "allreduce", "sgp", "dsync");
+  const std::string algo = GENERATE(as<std::string>{}, "allreduce", "sgp", "dsync", "diloco");
   DYNAMIC_SECTION(algo) {
     TempDir dir;
     std::vector<std::unique_ptr<SiteProcess>> sites;
     for (int i = 0; i < 3; ++i) {
       auto args = site_args(i, algo);
-      for (const auto& a : model_args(algo)) args.push_back(a);
-      if (i > 0) args.insert(args.end(), {"--join", sites[0]->endpoint()});
+      if (i > 0) args.join(sites[0]->endpoint());
       sites.push_back(std::make_unique<SiteProcess>(dir.path() / ("s" + std::to_string(i)), args));
     }
     auto& victim = sites[2];
@@ -118,10 +97,7 @@ TEST_CASE("a SIGKILLed site of allreduce, sgp or dsync resumes from its checkpoi
     REQUIRE(killed_at.step > 0);
 
     const auto old_log = victim->log();
-    auto args = site_args(2, algo);
-    for (const auto& a : model_args(algo)) args.push_back(a);
-    args.insert(args.end(), {"--join", sites[0]->endpoint()});
-    sites[2] = std::make_unique<SiteProcess>(victim->run_dir(), args);
+    sites[2] = std::make_unique<SiteProcess>(victim->run_dir(), site_args(2, algo).join(sites[0]->endpoint()));
     // Every site's exit first, then the checks: a failure then shows all three logs, not only the first.
     std::vector<int> codes;
     for (auto& s : sites) codes.push_back(s->wait_exit(std::chrono::seconds(600)));

@@ -74,22 +74,18 @@ TEST_CASE("a site is added to and removed from running sites' rosters, nobody re
     std::ofstream(dir.path() / (name + "-roster.txt")) << keys.roster({"alpha", "beta"});
   std::ofstream(dir.path() / "gamma-roster.txt") << keys.roster({"alpha", "beta", "gamma"});
   auto args = [&](const std::string& name, int index) {
-    auto a = meridian::testing::training_site_args(name, index, 3, table);
-    a.insert(a.end(), {"--key-dir", (dir.path() / ("keys-" + name)).string(), "--roster",
-                       (dir.path() / (name + "-roster.txt")).string(), "--min-sites", "2"});
-    return a;
+    return meridian::testing::training_site_args(name, index, 3, table)
+        .secure(dir.path() / ("keys-" + name), dir.path() / (name + "-roster.txt"))
+        .set("--min-sites", 2);
   };
   SiteProcess alpha(dir.path() / "alpha", args("alpha", 0));
   const std::string join_alpha = "alpha@" + alpha.endpoint();
-  auto beta_args = args("beta", 1);
-  beta_args.insert(beta_args.end(), {"--join", join_alpha});
-  SiteProcess beta(dir.path() / "beta", beta_args);
+  SiteProcess beta(dir.path() / "beta", args("beta", 1).join(join_alpha));
   INFO("alpha:\n" << alpha.log() << "\nbeta:\n" << beta.log());
   REQUIRE(eventually([&] { return (peers_alive(alpha) == 2 && peers_alive(beta) == 2) || alpha.exited(); }));
 
   // gamma lists everybody, but no running site lists gamma: its handshake is refused.
-  auto gamma_args = args("gamma", 2);
-  gamma_args.insert(gamma_args.end(), {"--join", join_alpha});
+  const auto gamma_args = args("gamma", 2).join(join_alpha);
   {
     SiteProcess early(dir.path() / "gamma-early", gamma_args);
     REQUIRE(eventually([&] { return zap_denied(alpha) > 0; }));

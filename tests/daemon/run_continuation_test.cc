@@ -13,10 +13,12 @@
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
+using meridian::tests::StartArgs;
 
 namespace {
 
@@ -30,39 +32,16 @@ fs::path write_table(const fs::path& dir) {
 }
 
 // Two sites of 32 rows each, batch 8: 4 steps per epoch.
-std::vector<std::string> args_for(const std::string& name, int index, const fs::path& table,
-                                  const std::string& epochs) {
-  return {"--name",
-          name,
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--site-index",
-          std::to_string(index),
-          "--site-count",
-          "2",
-          "--dataset",
-          "csv",
-          "--train-csv",
-          table.string(),
-          "--model",
-          "mlp",
-          "--widths",
-          "8",
-          "--batch",
-          "8",
-          "--epochs",
-          epochs,
-          "--algo",
-          "allreduce",
-          "--round-timeout",
-          "3",
-          "--seed",
-          "3"};
+StartArgs args_for(const std::string& name, int index, const fs::path& table, const std::string& epochs) {
+  return StartArgs(name)
+      .site(index, 2)
+      .csv(table)
+      .mlp(8)
+      .set("--batch", 8)
+      .set("--epochs", epochs)
+      .set("--algo", "allreduce")
+      .set("--round-timeout", 3)
+      .set("--seed", 3);
 }
 
 struct Run {
@@ -85,9 +64,8 @@ Run run_both(const fs::path& root, const fs::path& table, const std::string& epo
   SiteProcess alpha(root / "alpha", args_for("alpha", 0, table, epochs));
   const auto endpoint = alpha.endpoint();
   REQUIRE_FALSE(endpoint.empty());
-  auto beta_args = args_for("beta", 1, table, beta_epochs.empty() ? epochs : beta_epochs);
-  beta_args.insert(beta_args.end(), {"--join", endpoint});
-  SiteProcess beta(root / "beta", beta_args);
+  SiteProcess beta(root / "beta",
+                   args_for("beta", 1, table, beta_epochs.empty() ? epochs : beta_epochs).join(endpoint));
   Run run;
   for (auto* site : {&alpha, &beta}) run.exits.push_back(site->wait_exit());
   std::size_t i = 0;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -30,12 +31,14 @@
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::eventually;
 using meridian::testing::SiteProcess;
 using meridian::testing::TempDir;
 using meridian::tests::have_fashion_mnist;
+using meridian::tests::StartArgs;
 
 namespace {
 
@@ -44,58 +47,29 @@ const meridian::models::data::Dataset& test_set() {
   return data;
 }
 
-std::vector<std::string> site_args(const std::string& name, int index, int count, const std::string& algo,
-                                   const std::string& epochs) {
-  return {"--name",
-          name,
-          "--insecure",
-          "--listen",
-          "tcp://127.0.0.1:0",
-          "--metrics-address",
-          "off",
-          "--threads",
-          "1",
-          "--site-index",
-          std::to_string(index),
-          "--site-count",
-          std::to_string(count),
-          "--algo",
-          algo,
-          "--epochs",
-          epochs,
-          "--seed",
-          "7",
-          "--lr",
-          "0.05",
-          "--optimizer",
-          "momentum",
-          "--round-timeout",
-          "3",
-          "--checkpoint-interval",
-          "0.5"};
+StartArgs site_args(const std::string& name, int index, int count, const std::string& algo, const std::string& epochs) {
+  return StartArgs(name)
+      .site(index, count)
+      .set("--algo", algo)
+      .set("--epochs", epochs)
+      .set("--seed", 7)
+      .set("--lr", "0.05")
+      .set("--optimizer", "momentum")
+      .set("--round-timeout", 3)
+      .set("--checkpoint-interval", "0.5");
 }
 
-// Starts `count` sites; site 0 first, the others join it.
+// Starts `count` sites; site 0 first, the others join it. `knobs` sets what differs from site_args()
+// (its name and place are set for each site).
 std::vector<std::unique_ptr<SiteProcess>> start_sites(const fs::path& root, int count, const std::string& algo,
                                                       const std::string& epochs,
-                                                      const std::vector<std::string>& extra = {}) {
+                                                      const std::function<void(StartArgs&)>& knobs = {}) {
   std::vector<std::unique_ptr<SiteProcess>> sites;
   std::string first;
   for (int i = 0; i < count; ++i) {
     auto args = site_args("s" + std::to_string(i), i, count, algo, epochs);
-    // `extra` is flag/value pairs; a flag already present gets the new value (CLI11 refuses repeats).
-    for (std::size_t e = 0; e + 1 < extra.size(); e += 2) {
-      const auto at = std::find(args.begin(), args.end(), extra[e]);
-      if (at != args.end()) {
-        *(at + 1) = extra[e + 1];
-      } else {
-        args.insert(args.end(), {extra[e], extra[e + 1]});
-      }
-    }
-    if (i > 0) {
-      args.push_back("--join");
-      args.push_back(first);
-    }
+    if (knobs) knobs(args);
+    if (i > 0) args.join(first);
     sites.push_back(std::make_unique<SiteProcess>(root / ("s" + std::to_string(i)), args));
     if (i == 0) first = sites[0]->endpoint();
   }
@@ -127,8 +101,9 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
   // loaded. So the heartbeat timeout docs/operations.md gives for a loaded 2-core machine, and a round
   // deadline of twice that, so that membership rather than a deadline would decide about a late site.
   const double heartbeat_timeout = 15;
-  const std::vector<std::string> fault_free = {"--heartbeat-timeout", std::to_string(heartbeat_timeout),
-                                               "--round-timeout", std::to_string(2 * heartbeat_timeout)};
+  const auto fault_free = [&](StartArgs& args) {
+    args.set("--heartbeat-timeout", heartbeat_timeout).set("--round-timeout", 2 * heartbeat_timeout);
+  };
   const auto unix_now = [] {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   };
@@ -200,9 +175,9 @@ TEST_CASE("a site that evaluates rarely still records its steps, without an accu
   TempDir dir;
   // 50 epochs alone with no evaluation before the end: only the records between evaluations can show
   // the steps while it runs.
-  SiteProcess site(dir.path() / "s0",
-                   {"--name", "s0", "--insecure", "--listen", "tcp://127.0.0.1:0", "--metrics-address", "off",
-                    "--threads", "1", "--algo", "local", "--epochs", "50", "--eval-every", "1000000", "--seed", "7"});
+  SiteProcess site(
+      dir.path() / "s0",
+      StartArgs("s0").set("--algo", "local").set("--epochs", 50).set("--eval-every", 1000000).set("--seed", 7));
   const auto trail_file = site.run_dir() / "progress.jsonl";
   std::vector<nlohmann::json> records;
   const auto read_records = [&] {
@@ -248,18 +223,14 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   // timeout docs/operations.md gives for a loaded 2-core machine, and a round deadline of twice that;
   // the survivors still give up the victim's round at once, when its new incarnation says hello.
   const double heartbeat_timeout = 15;
-  const std::vector<std::string> knobs = {"--eval-every",
-                                          "100",
-                                          "--delay",
-                                          "1",
-                                          "--period",
-                                          "2",
-                                          "--reaverage-every",
-                                          "25",
-                                          "--heartbeat-timeout",
-                                          std::to_string(heartbeat_timeout),
-                                          "--round-timeout",
-                                          std::to_string(2 * heartbeat_timeout)};
+  const auto knobs = [&](StartArgs& args) {
+    args.set("--eval-every", 100)
+        .set("--delay", 1)
+        .set("--period", 2)
+        .set("--reaverage-every", 25)
+        .set("--heartbeat-timeout", heartbeat_timeout)
+        .set("--round-timeout", 2 * heartbeat_timeout);
+  };
   auto sites = start_sites(dir.path(), 3, algo, "4", knobs);
   auto& victim = sites[2];
   // Mid-run: it has written a checkpoint and the run has made progress since.
@@ -270,10 +241,8 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   const auto step_before = meridian::daemon::read_checkpoint_file(checkpoint_before).step;
 
   auto args = site_args("s2", 2, 3, algo, "4");
-  args.erase(std::find(args.begin(), args.end(), "--round-timeout"),
-             std::find(args.begin(), args.end(), "--round-timeout") + 2);
-  args.insert(args.end(), knobs.begin(), knobs.end());
-  args.insert(args.end(), {"--join", sites[0]->endpoint()});
+  knobs(args);
+  args.join(sites[0]->endpoint());
   const auto old_log = victim->log();
   sites[2] = std::make_unique<SiteProcess>(victim->run_dir(), args);
   // Every site's exit first, then the checks: a failure then shows all three logs, not only the first.
@@ -322,35 +291,18 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
   }
   std::ofstream(dir.path() / "roster.txt") << roster;
   auto args = [&](const std::string& name, int index) {
-    return std::vector<std::string>{"--name",
-                                    name,
-                                    "--key-dir",
-                                    (dir.path() / ("keys-" + name)).string(),
-                                    "--roster",
-                                    (dir.path() / "roster.txt").string(),
-                                    "--listen",
-                                    "tcp://127.0.0.1:0",
-                                    "--metrics-address",
-                                    index == 0 ? "127.0.0.1:0" : "off",
-                                    "--threads",
-                                    "1",
-                                    "--site-index",
-                                    std::to_string(index),
-                                    "--site-count",
-                                    "2",
-                                    "--algo",
-                                    "sgp",
-                                    "--epochs",
-                                    "50",
-                                    "--eval-every",
-                                    "20",
-                                    "--round-timeout",
-                                    "3"};
+    return StartArgs(name)
+        .secure(dir.path() / ("keys-" + name), dir.path() / "roster.txt")
+        .set("--metrics-address", index == 0 ? "127.0.0.1:0" : "off")
+        .site(index, 2)
+        .set("--algo", "sgp")
+        .set("--epochs", 50)
+        .set("--eval-every", 20)
+        .set("--round-timeout", 3);
   };
+
   SiteProcess a(dir.path() / "a", args("a", 0));
-  auto b_args = args("b", 1);
-  b_args.insert(b_args.end(), {"--join", "a@" + a.endpoint()});
-  SiteProcess b(dir.path() / "b", b_args);
+  SiteProcess b(dir.path() / "b", args("b", 1).join("a@" + a.endpoint()));
 
   // Training is under way once a's trail has an evaluation.
   REQUIRE(eventually([&] { return fs::exists(a.run_dir() / "progress.jsonl") || a.exited(); }));
@@ -416,9 +368,7 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
 
 TEST_CASE("start refuses combinations the algorithm cannot run, with a clear error", "[daemon][config][process]") {
   TempDir dir;
-  auto args = site_args("x", 0, 1, "dts", "1");
-  *(std::find(args.begin(), args.end(), "--optimizer") + 1) = "adam";
-  SiteProcess site(dir.path() / "x", args);
+  SiteProcess site(dir.path() / "x", site_args("x", 0, 1, "dts", "1").set("--optimizer", "adam"));
   CHECK(site.wait_exit() == 1);
   CHECK(site.log().find("dts is its own optimizer and supports sgd or momentum") != std::string::npos);
 }
@@ -431,10 +381,7 @@ TEST_CASE("start --device cuda without a GPU fails at once with the reason and a
     return;
   }
   TempDir dir;
-  auto args = site_args("x", 0, 1, "local", "1");
-  args.push_back("--device");
-  args.push_back("cuda");
-  SiteProcess site(dir.path() / "x", args);
+  SiteProcess site(dir.path() / "x", site_args("x", 0, 1, "local", "1").set("--device", "cuda"));
   CHECK(site.wait_exit() == 1);
   CHECK(site.log().find("--device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
   CHECK(site.log().find("hint: use --device cpu") != std::string::npos);
@@ -465,7 +412,8 @@ TEST_CASE("a second signal ends a site at once while its graceful stop waits for
   }
   TempDir dir;
   // A long round deadline: the graceful stop of a stays blocked in the round b never joins.
-  auto sites = start_sites(dir.path(), 2, "allreduce", "50", {"--eval-every", "20", "--round-timeout", "60"});
+  auto sites = start_sites(dir.path(), 2, "allreduce", "50",
+                           [](StartArgs& args) { args.set("--eval-every", 20).set("--round-timeout", 60); });
   auto& a = sites[0];
   auto& b = sites[1];
   REQUIRE(eventually([&] { return fs::exists(a->run_dir() / "progress.jsonl") || a->exited(); }));
@@ -490,7 +438,8 @@ TEST_CASE("status, peers and leave are answered while a round waits for a stoppe
   TempDir dir;
   // A round deadline far beyond the control client's 5 s timeout: a's mix of the round b never joins
   // stays in flight for the whole test.
-  auto sites = start_sites(dir.path(), 2, "allreduce", "50", {"--eval-every", "20", "--round-timeout", "120"});
+  auto sites = start_sites(dir.path(), 2, "allreduce", "50",
+                           [](StartArgs& args) { args.set("--eval-every", 20).set("--round-timeout", 120); });
   auto& a = sites[0];
   auto& b = sites[1];
   REQUIRE(eventually([&] { return fs::exists(a->run_dir() / "progress.jsonl") || a->exited(); }));
@@ -523,21 +472,17 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
   }
   TempDir dir;
   // Three of four sites: they stay in the joining phase, where membership runs and nothing trains.
-  auto args_for = [](const std::string& name, int index, const std::string& timeout) {
-    auto args = site_args(name, index, 4, "allreduce", "1");
-    args.insert(args.end(), {"--heartbeat-interval", "0.25", "--heartbeat-timeout", timeout});
-    return args;
+  auto args_for = [](const std::string& name, int index, int timeout) {
+    return site_args(name, index, 4, "allreduce", "1")
+        .set("--heartbeat-interval", "0.25")
+        .set("--heartbeat-timeout", timeout);
   };
-  SiteProcess patient(dir.path() / "patient", args_for("patient", 0, "600"));
+  SiteProcess patient(dir.path() / "patient", args_for("patient", 0, 600));
   REQUIRE_FALSE(patient.endpoint().empty());
-  auto quiet_args = args_for("quiet", 1, "3");
-  quiet_args.insert(quiet_args.end(), {"--join", patient.endpoint()});
-  SiteProcess quiet(dir.path() / "quiet", quiet_args);
+  SiteProcess quiet(dir.path() / "quiet", args_for("quiet", 1, 3).join(patient.endpoint()));
   // The watcher's timeout is this test's clock: when it declares the silent site dead, the patient
   // site has heard nothing from it for as long, well past the 3 s it would use without the option.
-  auto watcher_args = args_for("watcher", 2, "8");
-  watcher_args.insert(watcher_args.end(), {"--join", patient.endpoint()});
-  SiteProcess watcher(dir.path() / "watcher", watcher_args);
+  SiteProcess watcher(dir.path() / "watcher", args_for("watcher", 2, 8).join(patient.endpoint()));
   auto logs = [&] { return "patient:\n" + patient.log() + "\nwatcher:\n" + watcher.log(); };
   for (const auto* site : {&patient, &quiet, &watcher})
     REQUIRE(eventually([&] { return site->log().find("waiting for 4 sites") != std::string::npos || site->exited(); }));
@@ -593,9 +538,8 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
 TEST_CASE("start refuses a heartbeat timeout that does not exceed the interval, with a hint",
           "[daemon][config][process]") {
   TempDir dir;
-  auto args = site_args("x", 0, 1, "local", "1");
-  args.insert(args.end(), {"--heartbeat-interval", "2", "--heartbeat-timeout", "1.5"});
-  SiteProcess site(dir.path() / "x", args);
+  SiteProcess site(dir.path() / "x",
+                   site_args("x", 0, 1, "local", "1").set("--heartbeat-interval", 2).set("--heartbeat-timeout", "1.5"));
   CHECK(site.wait_exit() == 1);
   INFO(site.log());
   CHECK(site.log().find("--heartbeat-timeout: 1.5 s must exceed --heartbeat-interval 2 s: make it several intervals "
@@ -614,16 +558,11 @@ TEST_CASE("sites whose data give them different step counts all end after the sm
   // and the machine may be loaded: the heartbeat timeout docs/operations.md gives for a loaded 2-core
   // machine, and a round deadline of twice that, so that only a site gone for good misses a round.
   const double heartbeat_timeout = 15;
-  auto fault_free = [&](std::vector<std::string> args) {
-    *(std::find(args.begin(), args.end(), "--round-timeout") + 1) = std::to_string(2 * heartbeat_timeout);
-    args.insert(args.end(), {"--heartbeat-timeout", std::to_string(heartbeat_timeout)});
-    return args;
+  auto fault_free = [&](StartArgs args) {
+    return args.set("--round-timeout", 2 * heartbeat_timeout).set("--heartbeat-timeout", heartbeat_timeout);
   };
-  auto first = fault_free(site_args("s0", 0, 2, "dsync", "0.2"));
-  SiteProcess s0(dir.path() / "s0", first);
-  auto second = fault_free(site_args("s1", 1, 2, "dsync", "0.5"));
-  second.insert(second.end(), {"--join", s0.endpoint()});
-  SiteProcess s1(dir.path() / "s1", second);
+  SiteProcess s0(dir.path() / "s0", fault_free(site_args("s0", 0, 2, "dsync", "0.2")));
+  SiteProcess s1(dir.path() / "s1", fault_free(site_args("s1", 1, 2, "dsync", "0.5")).join(s0.endpoint()));
   for (auto* s : {&s0, &s1}) {
     const int rc = s->wait_exit(std::chrono::seconds(600));  // a hang guard only
     INFO(s->run_dir() << ":\n" << s->log());

@@ -440,6 +440,131 @@ TEST_CASE("diloco's wire error feedback: what rounding cut goes out with the fra
   }
 }
 
+TEST_CASE("diloco restarted with its saved residuals sends what it would have sent without the restart",
+          "[gossip][diloco][compression][checkpoint][cluster]") {
+  // One site on an int8 wire, two fragments, no overlap: after `cut` steps the run stops and a new Diloco
+  // takes over θ, θ_g, m and the residuals, as a resume from a checkpoint does. Its θ_g must end with the
+  // same bits as the uninterrupted run's; without the residuals it must not (what rounding held back
+  // would be lost).
+  const std::size_t dim = 600;
+  const std::uint64_t steps = 24, cut = 11;
+  const CompressionSpec spec{Encoding::kInt8, 0.01};
+  DilocoConfig config;
+  config.inner_steps = 4;
+  config.fragments = 2;
+  config.wire = spec;
+  config.reaverage_after_view_change = false;
+  enum class Restart { kNone, kWithResiduals, kWithoutResiduals };
+  struct Outcome {
+    std::vector<float> global;
+    bool residuals_held = false;  // something was held back at the restart
+  };
+  auto run = [&](Restart restart) {
+    SiteCluster cluster(1, MixerKind::kDirectMean, {}, 1, {}, {}, 100.0, spec);
+    Outcome out;
+    cluster.run([&](std::size_t, MixChannel& channel) {
+      std::vector<float> params(dim, 0.25f);
+      auto diloco = std::make_unique<Diloco>(config, channel, params);
+      for (std::uint64_t k = 0; k < steps; ++k) {
+        if (k == cut && restart != Restart::kNone) {
+          const std::vector<float> g(diloco->global_parameters().begin(), diloco->global_parameters().end());
+          const std::vector<float> m(diloco->outer_momentum().begin(), diloco->outer_momentum().end());
+          std::vector<float> residuals(dim);
+          diloco->read_residuals(residuals);
+          out.residuals_held = std::any_of(residuals.begin(), residuals.end(), [](float x) { return x != 0.0f; });
+          diloco = std::make_unique<Diloco>(config, channel, params);
+          std::copy(g.begin(), g.end(), diloco->global_parameters().begin());
+          std::copy(m.begin(), m.end(), diloco->outer_momentum().begin());
+          if (restart == Restart::kWithResiduals) diloco->write_residuals(residuals);
+        }
+        fixed_gradient_step(0, k, params);
+        diloco->after_step(k);
+      }
+      diloco->finish();
+      out.global.assign(diloco->global_parameters().begin(), diloco->global_parameters().end());
+    });
+    return out;
+  };
+  const auto uninterrupted = run(Restart::kNone);
+  const auto restored = run(Restart::kWithResiduals);
+  CHECK(restored.residuals_held);
+  CHECK(same_bits(restored.global, uninterrupted.global));
+  CHECK_FALSE(same_bits(run(Restart::kWithoutResiduals).global, uninterrupted.global));
+}
+
+TEST_CASE("diloco's residuals for a checkpoint leave out the exchange in flight, like θ_g and m",
+          "[gossip][diloco][compression][checkpoint][cluster]") {
+  // H = 2, τ = 1, one fragment: the sync after step 1 is compressed at once but applied after step 2.
+  // While it is in flight the residuals read back as before it was compressed; once it is applied they
+  // are the new ones.
+  const std::size_t dim = 300;
+  const CompressionSpec spec{Encoding::kFp16, 0.01};
+  DilocoConfig config;
+  config.inner_steps = 2;
+  config.overlap = 1;
+  config.wire = spec;
+  config.reaverage_after_view_change = false;
+  SiteCluster cluster(1, MixerKind::kDirectMean, {}, 1, {}, {}, 100.0, spec);
+  std::vector<std::vector<float>> read;  // the residuals after steps 1 (in flight), 2, 3 (in flight), finish
+  std::vector<std::size_t> in_flight;
+  bool write_refused_in_flight = false, short_read_refused = false;
+  cluster.run([&](std::size_t, MixChannel& channel) {
+    std::vector<float> params(dim, 0.5f);
+    Diloco diloco(config, channel, params);
+    auto note = [&] {
+      read.emplace_back(dim);
+      diloco.read_residuals(read.back());
+      in_flight.push_back(diloco.in_flight());
+    };
+    for (std::uint64_t k = 0; k < 4; ++k) {
+      fixed_gradient_step(0, k, params);
+      diloco.after_step(k);
+      if (k >= 1) note();
+    }
+    // Written back only before the first step: the exchange in flight would be applied on top of them.
+    try {
+      diloco.write_residuals(read.back());
+    } catch (const meridian::error::InternalError&) {
+      write_refused_in_flight = true;
+    }
+    diloco.finish();
+    note();
+    std::vector<float> short_buffer(dim - 1);
+    try {
+      diloco.read_residuals(short_buffer);
+    } catch (const meridian::error::InternalError&) {
+      short_read_refused = true;
+    }
+  });
+  REQUIRE(read.size() == 4);
+  CHECK(in_flight == std::vector<std::size_t>{1, 0, 1, 0});
+  const std::vector<float> zeros(dim, 0.0f);
+  CHECK(same_bits(read[0], zeros));        // the first sync in flight: nothing was held back before it
+  CHECK_FALSE(same_bits(read[1], zeros));  // applied: fp16 rounded the pseudo-gradient
+  CHECK(same_bits(read[2], read[1]));      // the second sync in flight: the residual from before it
+  CHECK_FALSE(same_bits(read[3], read[1]));
+  CHECK(write_refused_in_flight);
+  CHECK(short_read_refused);
+}
+
+TEST_CASE("diloco on a dense wire holds no residuals to save", "[gossip][diloco][checkpoint][cluster]") {
+  SiteCluster cluster(1, MixerKind::kDirectMean);
+  bool holds = true, refused = false;
+  cluster.run([&](std::size_t, MixChannel& channel) {
+    std::vector<float> params(10, 0.5f);
+    Diloco diloco(DilocoConfig{}, channel, params);
+    holds = diloco.holds_residuals();
+    std::vector<float> r(params.size());
+    try {
+      diloco.read_residuals(r);
+    } catch (const meridian::error::InternalError&) {
+      refused = true;
+    }
+  });
+  CHECK_FALSE(holds);
+  CHECK(refused);
+}
+
 TEST_CASE("a dead diloco site does not stop the others: redone in the next view, then (θ_g, m) re-averaged",
           "[gossip][diloco][faults][cluster]") {
   RoundTimeouts timeouts;
