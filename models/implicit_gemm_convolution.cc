@@ -14,6 +14,9 @@ namespace {
 // multiply_transposed() whole reduction steps. The slack stays zero.
 constexpr std::size_t kSlack = offset_gemm::kColumnBlock;
 
+// What one stack of the weight gradient's images (their phase planes and dout) may take: half an L2.
+constexpr std::size_t kStackBytes = 256 * 1024;
+
 std::size_t divide_up(std::size_t n, std::size_t d) { return (n + d - 1) / d; }
 
 }  // namespace
@@ -90,8 +93,11 @@ ImplicitGemmConvolution::ImplicitGemmConvolution(Backend& backend, const ConvGeo
 void ImplicitGemmConvolution::reserve(std::size_t batch) {
   if (batch <= reserved_batch_) return;
   const ConvGeometry& g = geometry_;
-  padded_.reserve(backend_, batch * g.in_channels * stride_ * stride_ * phase_plane_ + kSlack);
-  dpadded_.reserve(backend_, out_channels_ * dout_plane_ + kSlack);
+  const std::size_t padded_size = g.in_channels * stride_ * stride_ * phase_plane_;
+  const std::size_t dout_size = out_channels_ * dout_plane_;
+  stack_ = std::clamp<std::size_t>(kStackBytes / ((padded_size + dout_size) * sizeof(float)), 1, batch);
+  padded_.reserve(backend_, batch * padded_size + kSlack);
+  dpadded_.reserve(backend_, stack_ * dout_size + kSlack);
   grid_.reserve(backend_, std::max(g.in_channels, out_channels_) * grid_stride_);
   flipped_.reserve(backend_, g.in_channels * out_channels_ * g.kernel * g.kernel);
   reserved_batch_ = batch;
@@ -142,14 +148,14 @@ void ImplicitGemmConvolution::forward(std::size_t batch, const float* in, const 
   }
 }
 
-// din (in_c, h, w) from the padded dout in dpadded_ with the weights in flipped_ (flipped[c][o·k² + t] =
+// din (in_c, h, w) from one image's padded dout with the weights in flipped_ (flipped[c][o·k² + t] =
 // W[o][c][k² − 1 − t]).
-void ImplicitGemmConvolution::input_gradient_same(float* image_din) {
+void ImplicitGemmConvolution::input_gradient_same(const float* dpadded, float* image_din) {
   const ConvGeometry& g = geometry_;
   const std::size_t h = g.in_height, w = g.in_width, k2 = g.kernel * g.kernel;
   // din grid (in_c, positions) = flipped (in_c, out_c · k²) · shifted padded dout (out_c · k², positions)
   offset_gemm::multiply(g.in_channels, gradient_positions_, out_channels_ * k2, flipped_.data(), out_channels_ * k2,
-                        dpadded_.data(), same_offsets_.data(), grid_.data(), grid_stride_);
+                        dpadded, same_offsets_.data(), grid_.data(), grid_stride_);
   for (std::size_t c = 0; c < g.in_channels; ++c)
     for (std::size_t y = 0; y < h; ++y)
       std::memcpy(image_din + (c * h + y) * w, grid_.data() + c * grid_stride_ + y * width_, w * sizeof(float));
@@ -157,14 +163,14 @@ void ImplicitGemmConvolution::input_gradient_same(float* image_din) {
 
 // din (in_c, h, w) phase by phase: each phase's gradient is a product over its taps, and pixel (y, x)
 // takes its value from phase ((y + p) mod s, (x + p) mod s) at ((y + p) / s, (x + p) / s).
-void ImplicitGemmConvolution::input_gradient_phases(float* image_din) {
+void ImplicitGemmConvolution::input_gradient_phases(const float* dpadded, float* image_din) {
   const ConvGeometry& g = geometry_;
   const std::size_t h = g.in_height, w = g.in_width, s = stride_, p = g.padding;
   for (const Phase& phase : phases_) {
     const std::size_t n = out_channels_ * phase.taps.size();
     if (n > 0)
-      offset_gemm::multiply(g.in_channels, gradient_positions_, n, flipped_.data() + phase.weight_at, n,
-                            dpadded_.data(), phase.offsets.data(), grid_.data(), grid_stride_);
+      offset_gemm::multiply(g.in_channels, gradient_positions_, n, flipped_.data() + phase.weight_at, n, dpadded,
+                            phase.offsets.data(), grid_.data(), grid_stride_);
     for (std::size_t c = 0; c < g.in_channels; ++c)
       for (std::size_t y = (phase.a + s - p % s) % s; y < h; y += s) {
         const float* from = grid_.data() + c * grid_stride_ + ((y + p) / s) * width_;
@@ -208,23 +214,32 @@ void ImplicitGemmConvolution::backward(std::size_t batch, const float* /*in: its
     }
   }
   // dout on the output grid: position q of channel o is dpadded[o·dout_plane + margin·Wg + margin + q], and
-  // the positions between rows fall on zeros, so they add nothing to the sums over q.
-  const float* dout_grid = dpadded_.data() + margin_ * width_ + margin_;
+  // the positions between rows fall on zeros, so they add nothing to the sums over q. The weight gradient
+  // takes stack_ images at a time, whose dout and phase planes still fit in L2 together.
+  const std::size_t dout_size = out_channels_ * dout_plane_;
   const std::size_t reduction = offset_gemm::round_up(positions_, offset_gemm::kReductionStep);
-  for (std::size_t b = 0; b < batch; ++b) {
-    const float* image_dout = dout + b * out_size;
-    for (std::size_t o = 0; o < out_channels_; ++o)
-      for (std::size_t y = 0; y < oh; ++y)
-        std::memcpy(dpadded_.data() + o * dout_plane_ + (y + margin_) * width_ + margin_,
-                    image_dout + (o * oh + y) * ow, ow * sizeof(float));
-    // dW (out_c, patch) += dout (out_c, positions) · shifted phase planes (patch, positions)ᵀ
-    offset_gemm::multiply_transposed(out_channels_, reduction, patch, dout_grid, dout_plane_,
-                                     padded_.data() + b * padded_size, input_offsets_.data(), dweight, patch);
+  for (std::size_t first = 0; first < batch; first += stack_) {
+    const std::size_t count = std::min(stack_, batch - first);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float* image_dout = dout + (first + i) * out_size;
+      float* dpadded = dpadded_.data() + i * dout_size;
+      for (std::size_t o = 0; o < out_channels_; ++o)
+        for (std::size_t y = 0; y < oh; ++y)
+          std::memcpy(dpadded + o * dout_plane_ + (y + margin_) * width_ + margin_, image_dout + (o * oh + y) * ow,
+                      ow * sizeof(float));
+    }
+    // dW (out_c, patch) += Σ over the stack of dout (out_c, positions) · shifted phase planes (patch, positions)ᵀ
+    offset_gemm::multiply_transposed(offset_gemm::Stack{count, dout_size, padded_size}, out_channels_, reduction, patch,
+                                     dpadded_.data() + margin_ * width_ + margin_, dout_plane_,
+                                     padded_.data() + first * padded_size, input_offsets_.data(), dweight, patch);
     if (din == nullptr) continue;
-    if (same_) {
-      input_gradient_same(din + b * in_size);
-    } else {
-      input_gradient_phases(din + b * in_size);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float* dpadded = dpadded_.data() + i * dout_size;
+      if (same_) {
+        input_gradient_same(dpadded, din + (first + i) * in_size);
+      } else {
+        input_gradient_phases(dpadded, din + (first + i) * in_size);
+      }
     }
   }
 }

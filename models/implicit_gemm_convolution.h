@@ -55,8 +55,8 @@ class ImplicitGemmConvolution final : public Convolution {
   };
 
   void spread_image(const float* image, float* phases) const;
-  void input_gradient_same(float* image_din);
-  void input_gradient_phases(float* image_din);
+  void input_gradient_same(const float* dpadded, float* image_din);
+  void input_gradient_phases(const float* dpadded, float* image_din);
 
   Backend& backend_;
   ConvGeometry geometry_;
@@ -75,8 +75,9 @@ class ImplicitGemmConvolution final : public Convolution {
   std::vector<std::int32_t> same_offsets_;   // (out_c · k²): the same-size case's taps over dpadded_
   std::vector<Phase> phases_;                // the strided case's phases
   std::size_t reserved_batch_ = 0;
+  std::size_t stack_ = 1;         // images per weight-gradient product (offset_gemm::Stack)
   BackendBuffer<float> padded_;   // (batch, in_c · s², phase_plane_) + slack: every image of the last forward
-  BackendBuffer<float> dpadded_;  // (out_c, dout_plane_) + slack: one image's dout inside a zero margin
+  BackendBuffer<float> dpadded_;  // (stack_, out_c, dout_plane_) + slack: dout inside a zero margin
   BackendBuffer<float> grid_;     // (max(in_c, out_c), grid_stride_): one product before its rows are cut out
   BackendBuffer<float> flipped_;  // (in_c · out_c · k²): the weights of the input gradient
 };

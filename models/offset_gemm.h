@@ -16,7 +16,8 @@
 
 namespace meridian::models::offset_gemm {
 
-// Columns per register block of multiply(): c is written, and base read, in whole blocks.
+// Columns per register block of multiply(): c is written, and base read, at most up to whole blocks (the
+// last block is cut to whole vectors of 8).
 inline constexpr std::size_t kColumnBlock = 24;
 // Elements per step of multiply_transposed(): the sums run over whole steps.
 inline constexpr std::size_t kReductionStep = 8;
@@ -28,15 +29,23 @@ bool available();
 
 // c (m, n_padded) = a (m, k) · B (k, n_padded), with n_padded = round_up(n, kColumnBlock): row r of a
 // starts at a + r·lda, row r of c at c + r·ldc (ldc >= n_padded), and B[kk][j] = base[offsets[kk] + j].
-// Reads base up to max(offsets) + n_padded and writes c's columns [n, n_padded) too (with values the caller
+// May read base up to max(offsets) + n_padded and write c's columns [n, n_padded) (with values the caller
 // ignores), so both buffers need that slack.
 void multiply(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* base,
               const std::int32_t* offsets, float* c, std::size_t ldc);
 
-// c (m, k) += a (m, n) · Bᵀ, i.e. c[r][kk] += Σ_{j < n} a[r·lda + j] · base[offsets[kk] + j], with n a
-// multiple of kReductionStep (the caller pads a's rows with zeros, which also zero whatever base holds
-// there). Row r of c starts at c + r·ldc.
-void multiply_transposed(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda,
-                         const float* base, const std::int32_t* offsets, float* c, std::size_t ldc);
+// Pairs (a_i, base_i) = (a + i·a_step, base + i·base_step) for i in [0, count): the images of a batch
+// whose products multiply_transposed() adds up, so that each sum is reduced across its lanes once per
+// stack rather than once per image.
+struct Stack {
+  std::size_t count = 1;
+  std::size_t a_step = 0, base_step = 0;
+};
+
+// c (m, k) += Σ_i a_i (m, n) · B_iᵀ, i.e. c[r][kk] += Σ_i Σ_{j < n} a_i[r·lda + j] · base_i[offsets[kk] + j]
+// over the pairs of `stack`, with n a multiple of kReductionStep (the caller pads a's rows with zeros,
+// which also zero whatever base holds there). Row r of c starts at c + r·ldc.
+void multiply_transposed(const Stack& stack, std::size_t m, std::size_t n, std::size_t k, const float* a,
+                         std::size_t lda, const float* base, const std::int32_t* offsets, float* c, std::size_t ldc);
 
 }  // namespace meridian::models::offset_gemm
