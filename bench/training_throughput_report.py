@@ -88,7 +88,9 @@ def main():
         "Meridian's threads (models/thread_policy.h): the CNN and resnet8 split each batch across them with "
         "OpenBLAS single-threaded inside (so resnet8's batch norm sees 32 samples per part at 2 threads, "
         "PyTorch's all 64); the MLP runs OpenBLAS with that many threads. PyTorch's resnet8 is the same "
-        "network (bench/torch_train_throughput.py, convolutions with biases as Meridian's).",
+        "network (bench/torch_train_throughput.py, convolutions with biases as Meridian's). On a CPU with AVX2 "
+        "and FMA Meridian's convolutions run on its own kernels, not BLAS (docs/models.md, \"Speed\"), so its "
+        "BLAS column then concerns its linear layers.",
         *([f"Load average (1, 5, 15 min) before the run: {load[0]}; after: {load[1]} (other work on this "
            "2-core machine; above 2, threads wait for a core, which hurts the 2-thread rows most)."] if load else []),
         "",

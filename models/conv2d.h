@@ -1,6 +1,7 @@
 // 2-D convolution over NCHW images with W (out_channels, in_channels, k, k) and b (out_channels),
-// PyTorch's layout (torch.nn.Conv2d). The computation is the backend's (Backend::make_convolution):
-// im2col + GEMM on the CPU (im2col_convolution.h), cuDNN on the GPU; it is made at the first reserve().
+// PyTorch's layout (torch.nn.Conv2d). The computation is the backend's (Backend::make_convolution): on
+// the CPU products over the padded image in place (implicit_gemm_convolution.h) or im2col + GEMM
+// (im2col_convolution.h) without AVX2, cuDNN on the GPU; it is made at the first reserve().
 #pragma once
 
 #include <memory>

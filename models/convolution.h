@@ -1,6 +1,7 @@
 // The computation of one 2-D convolution layer (models/conv2d.h) for a fixed geometry, made by the backend
-// (Backend::make_convolution): im2col + GEMM on the CPU (models/im2col_convolution.h), cuDNN on the GPU
-// (cuda/cudnn_convolution.h). The layer owns the parameters; this object owns only its workspace.
+// (Backend::make_convolution): on the CPU an implicit GEMM (models/implicit_gemm_convolution.h) or, without
+// AVX2, im2col + GEMM (models/im2col_convolution.h); cuDNN on the GPU (cuda/cudnn_convolution.h). The layer
+// owns the parameters; this object owns only its workspace.
 //
 // All pointers are backend memory; shapes: in (batch, in_c, in_h, in_w), out (batch, out_c, out_h, out_w),
 // weight (out_c, in_c, k, k) (PyTorch's layout), bias (out_c).

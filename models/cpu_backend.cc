@@ -14,6 +14,7 @@
 #include "models/argmax_max_pooling.h"
 #include "models/elementwise_math.h"
 #include "models/im2col_convolution.h"
+#include "models/implicit_gemm_convolution.h"
 
 namespace meridian::models {
 
@@ -57,7 +58,9 @@ void CpuBackend::copy(void* dst, const void* src, std::size_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 
+// Where the CPU has AVX2 and FMA, convolutions skip im2col's column matrix; elsewhere im2col + OpenBLAS.
 std::unique_ptr<Convolution> CpuBackend::make_convolution(const ConvGeometry& g, std::size_t out_channels) {
+  if (ImplicitGemmConvolution::supports(g)) return std::make_unique<ImplicitGemmConvolution>(*this, g, out_channels);
   return std::make_unique<Im2colConvolution>(*this, g, out_channels);
 }
 

@@ -1,8 +1,8 @@
 // The CPU backend: OpenBLAS sgemm for GEMM and plain loops (calling elementwise_math.h) for the rest;
-// its memory is ordinary host memory, its convolution im2col + GEMM (im2col_convolution.h) and its max
-// pooling an argmax record (argmax_max_pooling.h). It is the reference the CUDA backend is checked against.
-// Not thread-safe: one trainer thread uses it;
-// set_threads sets OpenBLAS's worker count, which is process-wide in OpenBLAS.
+// its memory is ordinary host memory, its convolutions the implicit GEMM of implicit_gemm_convolution.h
+// on a CPU with AVX2 and FMA and im2col + GEMM (im2col_convolution.h) on others, and its max pooling an argmax record
+// (argmax_max_pooling.h). It is the reference the CUDA backend is checked against. Not thread-safe: one trainer thread
+// uses it; set_threads sets OpenBLAS's worker count, which is process-wide in OpenBLAS.
 #pragma once
 
 #include "models/backend.h"

@@ -1,4 +1,5 @@
-// Convolution as im2col + GEMM over a Backend's building blocks (the CPU backend's make_convolution).
+// Convolution as im2col + GEMM over a Backend's building blocks (the CPU backend's make_convolution on a
+// CPU without AVX2 and FMA, and the reference the implicit GEMM convolution is tested against).
 // Image by image: one image's column matrix is hot in cache between im2col and its GEMM (measured 2-3x
 // faster here than one batch-wide GEMM on a column matrix of megabytes), and the GEMM writes the NCHW
 // output directly. The forward pass keeps every image's columns for the backward pass, which reads them
