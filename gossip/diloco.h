@@ -46,7 +46,8 @@
 // The push-sum outer average (OuterAverage::kPushSum, `--algo diloco-gossip`; docs/algorithms.md,
 // "diloco-gossip"). No exact mean: each site takes the outer step on its own Δ first and gossips the
 // result, the proposal θ_g' = θ_g − η·(Δ + μ·m) with m ← μ·m + Δ, as one push-sum share over the
-// directed exponential graph (a PushSumMixer on the communication side): it sends (w·θ_g', w) with its
+// directed exponential graph (a PushSumMixer with graph period H on the communication side, so that
+// consecutive outer steps take consecutive entries of the graph): it sends (w·θ_g', w) with its
 // push-sum weight w (1 at the start), the mixer keeps 1/(K+1) and sends 1/(K+1) to each of the step's K
 // out-peers and adds what it receives, and the site takes the de-biased θ_g ← x/w of the result, its
 // new weight w, and θ ← θ_g (with overlap: θ ← θ_g + (θ − θ_s), as above). Each site keeps its own θ_g,
@@ -84,14 +85,14 @@ namespace meridian::gossip {
 enum class OuterAverage { kExactMean, kPushSum };
 
 struct DilocoConfig {
-  std::uint32_t inner_steps = 500;          // H >= 1
-  double outer_lr = 0.7;                    // η > 0
-  double outer_momentum = 0.9;              // μ in [0, 1); Nesterov
-  std::uint32_t overlap = 0;                // τ in [0, H]
-  std::uint32_t fragments = 1;              // F in [1, H]
-  CompressionSpec wire{};                   // Encoding kDense, kFp16 or kInt8 (top-k would zero most of Δ)
-  bool reaverage_after_view_change = true;  // kExactMean only
-  OuterAverage outer_average = OuterAverage::kExactMean;
+  std::uint32_t inner_steps = 500;  // H >= 1
+  double outer_lr = 0.7;            // η > 0
+  double outer_momentum = 0.9;      // μ in [0, 1); Nesterov
+  std::uint32_t overlap = 0;        // τ in [0, H]
+  std::uint32_t fragments = 1;      // F in [1, H]
+  CompressionSpec wire{};           // Encoding kDense, kFp16 or kInt8 (top-k would zero most of Δ)
+  bool reaverage_after_view_change = true;
+  OuterAverage outer_average = OuterAverage::kExactMean;  // kPushSum never re-averages
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(2)};
 };
 
