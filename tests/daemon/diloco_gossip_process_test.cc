@@ -21,17 +21,15 @@ using meridian::testing::TempDir;
 namespace {
 
 // Site `index` of 3 running diloco-gossip on the small table for a fixed number of epochs.
-std::vector<std::string> gossip_site_args(int index, const std::filesystem::path& table) {
-  auto args = meridian::testing::training_site_args("s" + std::to_string(index), index, 3, table);
-  auto set = [&](const std::string& flag, const std::string& value) {
-    *(std::find(args.begin(), args.end(), flag) + 1) = value;
-  };
-  set("--algo", "diloco-gossip");
-  set("--epochs", "1500");  // 4 steps an epoch or a little more: 6000 steps or more, to die in the middle of
-  set("--eval-every", "100000");
-  set("--metrics-address", "off");
-  args.insert(args.end(), {"--insecure", "--period", "4", "--delay", "1", "--checkpoint-interval", "0.5"});
-  return args;
+meridian::tests::StartArgs gossip_site_args(int index, const std::filesystem::path& table) {
+  return meridian::testing::training_site_args("s" + std::to_string(index), index, 3, table)
+      .set("--algo", "diloco-gossip")
+      .set("--epochs", 1500)  // 4 steps an epoch or a little more: 6000 steps or more, to die in the middle of
+      .set("--eval-every", 100000)
+      .set("--metrics-address", "off")
+      .set("--period", 4)
+      .set("--delay", 1)
+      .set("--checkpoint-interval", "0.5");
 }
 
 }  // namespace
@@ -43,7 +41,7 @@ TEST_CASE("a SIGKILLed diloco-gossip site does not stop the others: they finish 
   std::vector<std::unique_ptr<SiteProcess>> sites;
   for (int i = 0; i < 3; ++i) {
     auto args = gossip_site_args(i, table);
-    if (i > 0) args.insert(args.end(), {"--join", sites[0]->endpoint()});
+    if (i > 0) args.join(sites[0]->endpoint());
     sites.push_back(std::make_unique<SiteProcess>(dir.path() / ("s" + std::to_string(i)), args));
   }
   auto& victim = sites[2];
