@@ -105,7 +105,14 @@ std::optional<std::string> apply_algorithm_variant(const AlgorithmVariant& varia
         continue;
       }
       int n = 0;
-      if (!parse_number(value, n)) return not_a(key, value, "whole number");
+      if (key == "delay" || key == "tau") {
+        // The shape knobs also take "auto" (daemon/algorithms/auto_shape.h).
+        const auto shape = daemon::parse_shape_knob(value);
+        if (!shape) return not_a(key, value, "whole number >= 0 or auto");
+        n = *shape;
+      } else if (!parse_number(value, n)) {
+        return not_a(key, value, "whole number");
+      }
       config.*std::get<int C::*>(knob->field) = n;
       continue;
     }

@@ -176,6 +176,8 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       "  meridian simulate --sites 4 --algo allreduce,dts:delay=4:period=32:exchange=direct,sgp:tau=4 --wan world4\n"
       "  meridian simulate --sites 4 --algo allreduce,diloco,diloco:period=64:fragments=4:compression=int8 --epochs 2\n"
       "  meridian simulate --sites 4 --algo diloco,diloco-gossip,diloco-gossip:out-peers=2 --wan world4\n"
+      "  meridian simulate --sites 4 --algo dts:delay=auto:exchange=direct,sgp:tau=auto,diloco --wan latency=100ms\n"
+      "    (auto: shapes chosen from the measured round trip and step time; diloco's overlap is auto by default)\n"
       "  meridian simulate --sites 4 --algo sgp,dsync --partition dirichlet:0.5 --json > result.json");
   auto options = std::make_shared<SimulationOptions>();
   options->site.epochs = 1;
@@ -270,18 +272,19 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       ->group(shared);
   cmd->add_option("--momentum", s.momentum, "Momentum coefficient")->capture_default_str()->group(shared);
   cmd->add_option("--weight-decay", s.weight_decay, "L2 weight decay")->capture_default_str()->group(shared);
-  cmd->add_option("--delay", s.delay,
-                  "D, with delayed compensation (dts, dsync, diloco's and diloco-gossip's overlap; sgp overlaps by "
-                  "--tau instead); dts without a delay or period runs D = 2, P = 16, diloco and diloco-gossip D = 2, "
-                  "P = 32")
-      ->capture_default_str()
+  daemon::bind_shape_option(*cmd, "delay", s.delay,
+                            "D, with delayed compensation (dts, dsync, diloco's and diloco-gossip's overlap; sgp "
+                            "overlaps by --tau instead), or auto: chosen from the measured network (dts, diloco); dts "
+                            "without a delay or period runs D = 2, P = 16, diloco P = 32 with D = auto, diloco-gossip "
+                            "P = 32 with D = 2")
       ->group(shared);
   cmd->add_option("--period", s.period, "P (dts; diloco's and diloco-gossip's inner steps H)")
       ->capture_default_str()
       ->group(shared);
   daemon::bind_algorithm_options(*cmd, s, shared);  // the options the algorithms declare for themselves
   cmd->add_option("--out-peers", s.out_peers, "K (sgp; diloco-gossip)")->capture_default_str()->group(shared);
-  cmd->add_option("--tau", s.tau, "tau (sgp overlap)")->capture_default_str()->group(shared);
+  daemon::bind_shape_option(*cmd, "tau", s.tau, "tau (sgp overlap), or auto: chosen from the measured network")
+      ->group(shared);
   cmd->add_option("--grid", s.grid, "dsync: auto | ROWSxCOLS (e.g. 2x2)")->capture_default_str()->group(shared);
   cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")
       ->capture_default_str()

@@ -18,6 +18,21 @@ namespace {
 // Before the first progress report of a run nothing is measured yet; zeros would read as a result.
 constexpr const char* kNotMeasured = "not measured yet";
 
+// "D = 3, P = 24 since round 40, chosen from round trip 120.0 ms, step 40.0 ms".
+std::string shape_line(const daemon::StatusReport& s) {
+  std::string out = s.shape;
+  if (s.shape_since_round) out += " since round " + std::to_string(*s.shape_since_round);
+  if (s.shape_round_trip_seconds && s.shape_step_seconds) {
+    char figures[96];
+    std::snprintf(figures, sizeof figures, ", chosen from round trip %.1f ms, step %.1f ms",
+                  *s.shape_round_trip_seconds * 1000, *s.shape_step_seconds * 1000);
+    out += figures;
+  } else {
+    out += " (automatic; the network is not measured yet: the default shape)";
+  }
+  return out;
+}
+
 void print_status(const daemon::StatusReport& s) {
   char loss[32];
   std::snprintf(loss, sizeof loss, "%.4g", s.train_loss.value_or(0));
@@ -38,7 +53,8 @@ void print_status(const daemon::StatusReport& s) {
             << "accuracy    " << accuracy << "\n"
             << "peers       " << s.peers_alive << " alive of " << s.peers_known << " known (view " << s.view_id << ")\n"
             << "staleness   " << s.staleness << (s.staleness == 1 ? " step" : " steps") << "\n"
-            << "throughput  " << throughput << "\n"
+            << (s.shape.empty() ? std::string() : "shape       " + shape_line(s) + "\n") << "throughput  " << throughput
+            << "\n"
             << "push-sum w  " << weight << "\n"
             << "checkpoint  "
             << (s.last_checkpoint.empty()

@@ -50,6 +50,7 @@ class BackendPushSum {
   double weight() const { return w_; }
   double weight_average() const { return scale_.weight_average(); }
   const gossip::DelayedMixing& mixing() const { return mixing_; }
+  gossip::PushSumStepScale& step_scale() { return scale_; }
 
  private:
   void refresh_model();

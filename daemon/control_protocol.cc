@@ -65,6 +65,12 @@ void to_json(json& j, const StatusReport& r) {
   put_measured(j, "train_loss", r.train_loss);
   put_measured(j, "samples_per_second", r.samples_per_second);
   put_measured(j, "bytes_per_second", r.bytes_per_second);
+  if (!r.shape.empty()) {
+    j["shape"] = r.shape;
+    if (r.shape_since_round) j["shape_since_round"] = *r.shape_since_round;
+    put_measured(j, "shape_round_trip_seconds", r.shape_round_trip_seconds);
+    put_measured(j, "shape_step_seconds", r.shape_step_seconds);
+  }
 }
 
 void from_json(const json& j, StatusReport& r) {
@@ -86,6 +92,12 @@ void from_json(const json& j, StatusReport& r) {
   r.uptime_seconds = number_from(j, "uptime_seconds");
   j.at("last_checkpoint").get_to(r.last_checkpoint);
   r.checkpoint_age_seconds = optional_from<double>(j, "checkpoint_age_seconds");
+  if (j.contains("shape")) {
+    j.at("shape").get_to(r.shape);
+    r.shape_since_round = optional_from<std::uint64_t>(j, "shape_since_round");
+    r.shape_round_trip_seconds = measured_from(j, "shape_round_trip_seconds");
+    r.shape_step_seconds = measured_from(j, "shape_step_seconds");
+  }
 }
 
 void to_json(json& j, const PeerReport& p) {

@@ -46,6 +46,13 @@ struct StatusReport {
   double uptime_seconds = 0;
   std::string last_checkpoint;  // path; empty before the first
   std::optional<double> checkpoint_age_seconds;
+  // A shape chosen from the network (--delay auto, --tau auto; daemon/algorithms/auto_shape.h): the
+  // shape in force ("D = 3, P = 24"), the round this site switched to it, and the view's figures it
+  // came from (none while not measured: the default shape). Empty shape, no keys in JSON: a fixed shape.
+  std::string shape;
+  std::optional<std::uint64_t> shape_since_round;
+  std::optional<double> shape_round_trip_seconds;
+  std::optional<double> shape_step_seconds;
   bool operator==(const StatusReport&) const = default;
 };
 

@@ -15,6 +15,17 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
       push_sum_weight(registry_.gauge("meridian_push_sum_weight", "Push-sum weight w of this site (sgp).")),
       staleness_steps(registry_.gauge("meridian_staleness_steps",
                                       "Steps this site is ahead of the oldest mixer message it still expects.")),
+      shape_delay_steps(registry_.gauge_once_measured(
+          "meridian_shape_delay_steps", "Automatic shape: dts' delay D or diloco's overlap tau, in steps.")),
+      shape_period_steps(
+          registry_.gauge_once_measured("meridian_shape_period_steps", "Automatic shape: dts' period P, in steps.")),
+      shape_tau_steps(
+          registry_.gauge_once_measured("meridian_shape_tau_steps", "Automatic shape: sgp's tau, in steps.")),
+      shape_round_trip_seconds(registry_.gauge_once_measured(
+          "meridian_shape_round_trip_seconds",
+          "The federation's largest heartbeat round trip the automatic shape was chosen from.")),
+      shape_step_seconds(registry_.gauge_once_measured(
+          "meridian_shape_step_seconds", "The federation's largest step time the automatic shape was chosen from.")),
       peers_alive(registry_.gauge("meridian_peers_alive",
                                   "Sites of the current view that answer heartbeats, this one included.")),
       rounds_abandoned(registry_.counter("meridian_rounds_abandoned_total",

@@ -6,12 +6,15 @@
 // push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, peer_rtt_seconds{peer},
 // peer_sent_bytes_total{peer}, peer_received_bytes_total{peer}, rejected_messages_total{cause},
 // zap_denied_total, checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds,
-// site_info{site,algorithm}. train_loss, test_accuracy and samples_per_second are absent until first
-// measured (the first progress report, the first evaluation), never a made-up 0.
-// The federation view (daemon/federation_view.h), one series per site including this one:
-// federation_step{site}, federation_epoch{site}, federation_train_loss{site},
-// federation_test_accuracy{site}, federation_samples_per_second{site} (absent while that site has
-// not measured them) and federation_last_heard_seconds{site} (absent while never heard).
+// site_info{site,algorithm}, and for a shape chosen from the network (--delay auto, --tau auto;
+// daemon/algorithms/auto_shape.h; absent for a fixed shape): shape_delay_steps (dts D, diloco's
+// overlap τ), shape_period_steps (dts P), shape_tau_steps (sgp τ), shape_round_trip_seconds and
+// shape_step_seconds (the view's figures it came from; absent while not measured). train_loss, test_accuracy and
+// samples_per_second are absent until first measured (the first progress report, the first evaluation), never a made-up
+// 0. The federation view (daemon/federation_view.h), one series per site including this one: federation_step{site},
+// federation_epoch{site}, federation_train_loss{site}, federation_test_accuracy{site},
+// federation_samples_per_second{site} (absent while that site has not measured them) and
+// federation_last_heard_seconds{site} (absent while never heard).
 //
 // Thread-safety: every member may be updated from any thread (see metrics_registry.h).
 #pragma once
@@ -54,7 +57,13 @@ class DaemonMetrics {
   Gauge& samples_per_second;
   Gauge& push_sum_weight;
   Gauge& staleness_steps;  // steps ahead of the oldest mixer message still expected
-  Gauge& peers_alive;      // members of the current view that answer heartbeats, this site included
+  // A shape chosen from the network (see above); each absent until set.
+  Gauge& shape_delay_steps;
+  Gauge& shape_period_steps;
+  Gauge& shape_tau_steps;
+  Gauge& shape_round_trip_seconds;
+  Gauge& shape_step_seconds;
+  Gauge& peers_alive;  // members of the current view that answer heartbeats, this site included
   Counter& rounds_abandoned;
   Counter& checkpoints_written;
   Counter& zap_denied;

@@ -76,6 +76,18 @@ OptionSpec field(std::string group, std::string name, std::string help, T SiteCo
   return spec;
 }
 
+// A whole-number field that also takes "auto" (--delay, --tau).
+OptionSpec shape_field(std::string group, std::string name, std::string help, int SiteConfig::*member) {
+  OptionSpec spec{std::move(group), name, help, nullptr, nullptr, nullptr, nullptr};
+  spec.bind = [name, help, member](CLI::App& app, SiteConfig& config) {
+    return bind_shape_option(app, name, config.*member, help);
+  };
+  spec.toml = [member](const SiteConfig& config) {
+    return config.*member == kAutoShape ? toml_value(std::string("auto")) : toml_value(config.*member);
+  };
+  return spec;
+}
+
 // A field that names a file or folder: relative values in a config file count from the file's folder.
 OptionSpec path_field(std::string group, std::string name, std::string help, std::string SiteConfig::*member) {
   OptionSpec spec = field(std::move(group), std::move(name), std::move(help), member);
@@ -209,17 +221,22 @@ const std::vector<OptionSpec>& shared_option_specs() {
         field(model, "epochs", "Epochs over the site's part of the data (fractions allowed, e.g. 0.5)", &C::epochs),
         field(model, "eval-every", "Steps between test-set evaluations (0 = once per epoch)", &C::eval_every),
         field(algo, "algo", algorithms::algorithm_names(" | "), &C::algo),
-        field(algo, "delay",
-              "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync, diloco's and "
-              "diloco-gossip's overlap; sgp overlaps by --tau instead). dts without --delay and --period runs D = 2, "
-              "P = 16; diloco and diloco-gossip D = 2, P = 32",
-              &C::delay),
+        shape_field(algo, "delay",
+                    "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync, diloco's and "
+                    "diloco-gossip's overlap; sgp overlaps by --tau instead), or auto: chosen from the measured round "
+                    "trip and step time (dts: D and P = 8D; diloco: the overlap; docs/algorithms.md). dts without "
+                    "--delay and --period runs D = 2, P = 16; diloco runs P = 32 with D = auto, diloco-gossip P = 32 "
+                    "with D = 2",
+                    &C::delay),
         field(algo, "period",
               "P: dts starts an average every P steps; diloco's and diloco-gossip's inner steps H between outer syncs "
               "(see --delay for the default shapes)",
               &C::period),
         field(algo, "out-peers", "K: sgp's out-peers per step; diloco-gossip's per outer step", &C::out_peers),
-        field(algo, "tau", "tau: sgp may run this many steps ahead of the oldest message it expects", &C::tau),
+        shape_field(algo, "tau",
+                    "tau: sgp may run this many steps ahead of the oldest message it expects, or auto: chosen from the "
+                    "measured round trip and step time (docs/algorithms.md)",
+                    &C::tau),
         field(algo, "grid", "dsync: auto | AxB (rows x columns of sites)", &C::grid),
         field(algo, "min-sites", "Sites that must be in the view before training starts (0 = --site-count)",
               &C::min_sites),
@@ -303,6 +320,32 @@ std::vector<OptionSpec> option_specs() {
 }
 
 }  // namespace
+
+std::optional<int> parse_shape_knob(std::string_view text) {
+  if (text == "auto") return kAutoShape;
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+std::string shape_knob_text(int value) { return value == kAutoShape ? "auto" : std::to_string(value); }
+
+CLI::Option* bind_shape_option(CLI::App& app, const std::string& name, int& field, const std::string& help) {
+  int* target = &field;
+  return app
+      .add_option_function<std::string>(
+          "--" + name,
+          [target, name](const std::string& text) {
+            const auto value = parse_shape_knob(text);
+            if (!value) throw CLI::ValidationError("--" + name, "'" + text + "' is not a whole number >= 0 or auto");
+            *target = *value;
+          },
+          help)
+      ->type_name("INT|auto")
+      ->default_function([target] { return shape_knob_text(*target); })
+      ->capture_default_str();
+}
 
 std::string SiteConfig::checkpoint_dir_or_default() const {
   return checkpoint_dir.empty() ? run_dir + "/checkpoints" : checkpoint_dir;

@@ -42,9 +42,21 @@
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace meridian::daemon {
+
+// --delay auto and --tau auto in SiteConfig's whole-number fields: the shape is chosen from the
+// network (daemon/algorithms/auto_shape.h).
+inline constexpr int kAutoShape = -1;
+// "auto" as kAutoShape, a whole number >= 0 as itself; nullopt for anything else.
+std::optional<int> parse_shape_knob(std::string_view text);
+// "auto" for kAutoShape, else the number.
+std::string shape_knob_text(int value);
+// Binds --NAME to `field`, taking a whole number >= 0 or auto (the start flags --delay and --tau, and
+// simulate's shared ones).
+CLI::Option* bind_shape_option(CLI::App& app, const std::string& name, int& field, const std::string& help);
 
 struct SiteConfig {
   // Identity and network
@@ -91,16 +103,16 @@ struct SiteConfig {
   int eval_every = 0;  // steps between test evaluations; 0 = once per epoch
 
   // Algorithm
-  std::string algo = "sgp";            // an algorithm's name (daemon/algorithms/registry.h)
-  int delay = 0;                       // D: steps a mixed result may arrive late (dts, dsync)
-  int period = 1;                      // P: dts averages every P steps
-  int out_peers = 1;                   // K: sgp out-peers per step
-  int tau = 1;                         // τ: sgp may run τ steps ahead of the oldest expected message
-  std::string grid = "auto";           // dsync: auto | AxB
-  int min_sites = 0;                   // sites in the view before training starts; 0 = site-count
-  double join_timeout = 300.0;         // seconds to wait for min-sites before giving up
-  double round_timeout = 30.0;         // seconds before a mixing round is abandoned and redone
-  int reaverage_every = 100;           // steps between exact parameter re-averages; 0 = only on view change
+  std::string algo = "sgp";     // an algorithm's name (daemon/algorithms/registry.h)
+  int delay = 0;                // D: steps a mixed result may arrive late (dts, dsync); kAutoShape: auto
+  int period = 1;               // P: dts averages every P steps
+  int out_peers = 1;            // K: sgp out-peers per step
+  int tau = 1;                  // τ: sgp may run τ steps ahead of the oldest expected message; kAutoShape: auto
+  std::string grid = "auto";    // dsync: auto | AxB
+  int min_sites = 0;            // sites in the view before training starts; 0 = site-count
+  double join_timeout = 300.0;  // seconds to wait for min-sites before giving up
+  double round_timeout = 30.0;  // seconds before a mixing round is abandoned and redone
+  int reaverage_every = 100;    // steps between exact parameter re-averages; 0 = only on view change
   std::string compensation = "exact";  // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
   std::string compression = "none";    // none | fp16 (dts, sgp, diloco) | int8 (dts, diloco) | topk[:FRACTION] (dts)
   std::string exchange = "ring";       // dts: ring | direct (how a window's average travels; compression: direct)

@@ -138,8 +138,9 @@ void SiteDaemon::Impl::make_transport() {
   SiteTransportSpec spec{settings};
   // A view change acts a few rounds after it takes effect (dts: after D steps at the next window
   // start; dsync: D steps later); the next view must not come before that (peer/membership.h).
-  spec.view_lead_rounds =
-      std::max<std::uint64_t>(spec.view_lead_rounds, static_cast<std::uint64_t>(config.delay + config.period) + 2);
+  spec.view_lead_rounds = std::max<std::uint64_t>(spec.view_lead_rounds, algo.view_change_reach(settings) + 2);
+  // Views carry the federation's pace when this site's shape is chosen from it.
+  spec.agree_pace = algo.shape_from_network(settings);
   spec.validation.model_fingerprint = fingerprint_hash(model->fingerprint());
   // Refused at join when they differ from a peer's (daemon/federation_terms.h).
   spec.terms = federation_terms(settings, *model, data.train);

@@ -76,6 +76,7 @@ struct LiveStatus {
   std::optional<double> bytes_per_second;
   std::string last_checkpoint;
   std::optional<std::chrono::steady_clock::time_point> checkpoint_time;
+  std::optional<algorithms::ChosenShape> shape;  // a shape chosen from the network; none for a fixed one
 };
 
 struct SiteDaemon::Impl final : ControlHandler {
@@ -156,6 +157,9 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::optional<std::string> write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
                                               std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round);
   std::optional<double> evaluate(double& test_loss);
+  // The trainer's algorithm runs `shape` now (it was `before`): logged, and published for status and
+  // metrics.
+  void note_shape(const algorithms::ChosenShape& shape, const std::optional<algorithms::ChosenShape>& before);
   double eval_seconds = 0;  // spent in evaluate() so far: progress records carry it
 
   // --- communication thread ---

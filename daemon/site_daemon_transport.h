@@ -46,6 +46,8 @@ struct SiteTransportSpec {
   // (dts: after D steps at the next window start; dsync: D steps later), and the next view must not
   // come before that (peer/membership.h).
   std::uint64_t view_lead_rounds = 8;
+  // Views carry the federation's pace for a shape chosen from the network (peer/membership.h).
+  bool agree_pace = false;
   // Refused at join when they differ from a peer's (daemon/federation_terms.h).
   peer::FederationTerms terms;
   // What every incoming mixer message must match: the model's wire fingerprint and the tensor lengths

@@ -288,10 +288,10 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
                                           readers([&](const algorithms::Algorithm& a) { return a.declares(option); }) +
                                           " only (this site runs " + c.algo + ")");
   };
-  at_least("delay", c.delay, 0);
+  if (c.delay != kAutoShape) at_least("delay", c.delay, 0);
   at_least("period", c.period, 1);
   at_least("out-peers", c.out_peers, 1);
-  at_least("tau", c.tau, 1);
+  if (c.tau != kAutoShape) at_least("tau", c.tau, 1);
   if (const auto grid = parse_grid(c.grid)) {
     settings.grid = *grid;
   } else {

@@ -40,6 +40,14 @@ StatusReport SiteDaemon::Impl::status() {
   if (live.checkpoint_time) {
     r.checkpoint_age_seconds = std::chrono::duration<double>(Clock::now() - *live.checkpoint_time).count();
   }
+  if (live.shape) {
+    r.shape = live.shape->text;
+    r.shape_since_round = live.shape->from_round;
+    if (live.shape->pace.measured()) {
+      r.shape_round_trip_seconds = static_cast<double>(live.shape->pace.rtt_us) / 1e6;
+      r.shape_step_seconds = static_cast<double>(live.shape->pace.step_us) / 1e6;
+    }
+  }
   return r;
 }
 

@@ -14,12 +14,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "daemon/algorithms/auto_shape.h"
 #include "daemon/checkpoint.h"
 #include "daemon/site_config.h"
 #include "models/lr_schedule.h"
+#include "peer/view.h"
 
 namespace meridian::daemon {
 
@@ -37,6 +40,18 @@ class TrainerAlgorithm {
   // The same for a site stopped before the run's end, at a step of its own: starts no mix of its own
   // (no peer would join one keyed to its stop step) and applies those in flight.
   virtual void finish_stopped() { finish(); }
+
+  // Round k's view (the one in force at k), before step(k); every site calls it for every round it
+  // runs. An algorithm whose shape is chosen from the network (--delay auto, --tau auto;
+  // daemon/algorithms/auto_shape.h) runs the shape the view's pace gives from round k on, which is the
+  // same round on every site; what its old shape has in flight is finished as its own file says.
+  // The default: nothing.
+  virtual void adopt_view(std::uint64_t k, const peer::View& view) {
+    (void)k;
+    (void)view;
+  }
+  // The shape chosen from the network and the figures it came from; nullopt for a fixed shape.
+  virtual std::optional<algorithms::ChosenShape> chosen_shape() const { return std::nullopt; }
 
   // Steps run ahead of the oldest mix still expected.
   virtual std::uint64_t staleness() const { return 0; }

@@ -74,6 +74,28 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   return std::nullopt;
 }
 
+void SiteDaemon::Impl::note_shape(const algorithms::ChosenShape& shape,
+                                  const std::optional<algorithms::ChosenShape>& before) {
+  const bool switched = !before || before->text != shape.text;
+  if (switched)
+    spdlog::info("round {}: {} runs {} (automatic, from view {}: {})", shape.from_round, algo.name(), shape.text,
+                 shape.view_id, algorithms::describe_pace(shape.pace));
+  else
+    spdlog::debug("view {}: {} keeps {} ({})", shape.view_id, algo.name(), shape.text,
+                  algorithms::describe_pace(shape.pace));
+  {
+    std::lock_guard lock(live_mu);
+    live.shape = shape;
+  }
+  if (shape.delay != 0) metrics->shape_delay_steps.set(shape.delay);
+  if (shape.period != 0) metrics->shape_period_steps.set(shape.period);
+  if (shape.tau != 0) metrics->shape_tau_steps.set(shape.tau);
+  if (shape.pace.measured()) {
+    metrics->shape_round_trip_seconds.set(static_cast<double>(shape.pace.rtt_us) / 1e6);
+    metrics->shape_step_seconds.set(static_cast<double>(shape.pace.step_us) / 1e6);
+  }
+}
+
 void SiteDaemon::Impl::warm_buffers() {
   // The first touch of a fresh model-sized buffer faults in every page of it: on the 2-core VM of
   // docs/results.md about 9.5 ms of CPU per 2 MB (against 0.1 ms to write it again), as much as a
@@ -250,6 +272,12 @@ void SiteDaemon::Impl::train() {
   };
 
   std::uint64_t view_in_force = 0;
+  // This site's compute time of a step (waits for the network excluded), smoothed, shared with the
+  // members for shapes chosen from the network (peer/pace.h).
+  const bool shares_step_time = transport && algo.shape_from_network(settings);
+  std::optional<double> step_seconds;
+  std::uint64_t steps_timed = 0;
+  auto last_step_time_sent = train_start;
   for (; k < end_round && !stop; ++k) {
     if (transport) {
       transport->set_round(k);
@@ -262,6 +290,9 @@ void SiteDaemon::Impl::train() {
               format_count(view.size(), "site"),
               view.rank_of(config.name) ? "" : "; not in it: training alone until a view takes this site back");
         view_in_force = view.id;
+        const auto before = algorithm->chosen_shape();
+        algorithm->adopt_view(k, view);
+        if (const auto shape = algorithm->chosen_shape(); shape && shape != before) note_shape(*shape, before);
       }
     }
     const auto step_start = Clock::now();
@@ -283,6 +314,17 @@ void SiteDaemon::Impl::train() {
       const auto waited = channel.trainer_waited() - waited_before;
       const auto own = std::max(Clock::duration::zero(), Clock::now() - step_start - waited);
       std::this_thread::sleep_for(own * (config.slowdown - 1));
+    }
+    if (shares_step_time) {
+      // The first steps fault in buffers and warm caches: they would overstate the step time.
+      const auto waited = channel.trainer_waited() - waited_before;
+      const double own =
+          std::chrono::duration<double>(std::max(Clock::duration::zero(), Clock::now() - step_start - waited)).count();
+      if (++steps_timed > 3) step_seconds = step_seconds ? 0.9 * *step_seconds + 0.1 * own : own;
+      if (step_seconds && Clock::now() - last_step_time_sent >= milliseconds(500)) {
+        transport->set_step_time(std::chrono::microseconds(static_cast<std::int64_t>(*step_seconds * 1e6)));
+        last_step_time_sent = Clock::now();
+      }
     }
     loss_avg = have_loss ? 0.95 * loss_avg + 0.05 * loss : loss;
     have_loss = true;

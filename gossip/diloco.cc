@@ -79,8 +79,10 @@ void Diloco::start_sync(std::uint64_t k, std::uint32_t f) {
   const std::size_t begin = fragments_.begin(f), len = fragments_.end(f) - begin;
   MixJob job{k, RoundTag::kMix, channel_.buffer(), 1.0};
   job.data.resize(len);
-  Exchange exchange{k, f, {}, {}};
-  if (config_.overlap > 0) {
+  Exchange exchange{k, f, config_.overlap, {}, {}};
+  // τ = 0 is applied at once and needs no snapshot, unless an older exchange with a larger τ (from
+  // before set_overlap) is still outstanding: applied in order, this one then waits for it too.
+  if (config_.overlap > 0 || !pending_.empty()) {
     exchange.local = channel_.buffer();
     exchange.local.assign(params_.begin() + static_cast<std::ptrdiff_t>(begin),
                           params_.begin() + static_cast<std::ptrdiff_t>(begin + len));
@@ -110,7 +112,8 @@ void Diloco::start_sync(std::uint64_t k, std::uint32_t f) {
 
 void Diloco::apply_through(std::uint64_t last_step) {
   // In order: an exchange is never applied before an earlier one.
-  while (!pending_.empty() && (last_step == UINT64_MAX || pending_.front().step + config_.overlap <= last_step)) {
+  while (!pending_.empty() &&
+         (last_step == UINT64_MAX || pending_.front().step + pending_.front().overlap <= last_step)) {
     Exchange& exchange = pending_.front();
     MixResult result = channel_.wait(exchange.step, RoundTag::kMix, config_.wait_timeout);
     apply(exchange, result);
@@ -190,7 +193,14 @@ void Diloco::reaverage(std::uint64_t k) {
 
 bool Diloco::touches_parameters(std::uint64_t k) const {
   return reaverage_due_ || fragments_.synced_after(k).has_value() ||
-         (!pending_.empty() && pending_.front().step + config_.overlap <= k);
+         (!pending_.empty() && pending_.front().step + pending_.front().overlap <= k);
+}
+
+void Diloco::set_overlap(std::uint32_t overlap) {
+  if (overlap > config_.inner_steps)
+    throw error::InternalError("diloco: overlap τ = " + std::to_string(overlap) +
+                               " exceeds H = " + std::to_string(config_.inner_steps));
+  config_.overlap = overlap;
 }
 
 void Diloco::finish() { apply_through(UINT64_MAX); }

@@ -22,7 +22,11 @@
 // is taken and the local progress made since the snapshot θ_s is kept, the delayed compensation of
 // gossip/delayed_mixing.h: θ ← θ_g + (θ − θ_s). When the inner updates do not depend on θ this ends
 // exactly where τ = 0 does. τ = 0 waits for the exchange at once. τ <= H applies a fragment's exchange
-// before the same fragment is snapshot again.
+// before the same fragment is snapshot again. τ may change during a run (set_overlap: a shape chosen
+// from the network, daemon/algorithms/auto_shape.h): each exchange keeps the τ it started with, and
+// exchanges are applied in order, so one started after the change may wait for an older one with a
+// larger τ (it then keeps a snapshot even with τ = 0); every site changes at the same step, so every
+// site applies each exchange at the same step.
 //
 // Wire: Δ travels dense (float32), fp16, or int8 with a power-of-two scale per block of 256
 // (gossip/tensor_codec.h; the mean is summed in float32). Compression happens here, per fragment with
@@ -116,6 +120,10 @@ class Diloco {
   // then, every H/F steps instead of every step.
   bool touches_parameters(std::uint64_t k) const;
 
+  // The overlap τ of the syncs started from now on (see above). Throws error::InternalError for τ > H.
+  void set_overlap(std::uint32_t overlap);
+  std::uint32_t overlap() const { return config_.overlap; }
+
   // Applies every outstanding exchange (waiting for them). The local progress since each fragment's last
   // sync stays local.
   void finish();
@@ -155,7 +163,8 @@ class Diloco {
   struct Exchange {
     std::uint64_t step = 0;  // the inner step after which the sync started: its key
     std::uint32_t fragment = 0;
-    std::vector<float> local;     // θ_s over the fragment (τ > 0 only)
+    std::uint32_t overlap = 0;    // τ when it started: applied after step + τ
+    std::vector<float> local;     // θ_s over the fragment (empty when applied at once)
     std::vector<float> residual;  // r_f before this sync was compressed (compressed wire only; empty
                                   // before the fragment's first sync)
   };

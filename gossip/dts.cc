@@ -260,6 +260,23 @@ void Dts::step(std::uint64_t k, std::span<const float> grad, double lr) {
   if (config_.delay == 0) apply_through(k);
 }
 
+void Dts::reshape(std::uint64_t k, std::uint32_t delay, std::uint32_t period) {
+  if (period == 0) throw error::UserError("dts: period P must be at least 1");
+  if (delay == config_.delay && period == config_.period) return;
+  if (stepped_ && config_.compensation != DtsCompensation::kNone) {
+    // Every site reshapes at the same step, so the early close keyed to k − 1 has a partner everywhere.
+    // (P = 1 with momentum closes every step: window_len_ is 0 there.)
+    if (window_len_ > 0 && k > 0) close_window(k - 1, {}, 0.0, false);
+    apply_through(UINT64_MAX);
+  }
+  config_.delay = delay;
+  config_.period = period;
+  if (payload_of(config_) == Payload::kWindowWU) window_u_.assign(params_.size(), 0.0f);
+  else window_u_.clear();
+  std::fill(window_w_.begin(), window_w_.end(), 0.0f);
+  window_len_ = 0;
+}
+
 void Dts::stop() { apply_through(UINT64_MAX); }
 
 void Dts::finish() {

@@ -40,6 +40,12 @@
 // step is such a window start (it starts or rejoins there) did not close the window before it and
 // leaves the periodic re-average due there to the sites that did.
 //
+// Shape changes (reshape: a shape chosen from the network, daemon/algorithms/auto_shape.h), made by
+// every site at the same step k: the open window closes early as a partial one keyed to step k − 1
+// (as finish() closes one), every outstanding window is applied (waiting for it), and the new D and P
+// hold from k on, with windows again following the absolute step number (the first may be partial).
+// The switch waits once for the crossing in flight, as a re-average does.
+//
 // Normalization statistics (`stats`, the model's batch norm running statistics; may be empty) are
 // local between re-averages: windows carry only displacements, which the statistics do not have. Every
 // re-average carries them after the weights (and momentum) and replaces them by their exact mean; one
@@ -110,6 +116,12 @@ class Dts {
   // leaves a partial window open. Sites stopped together stop at different steps, so an average
   // keyed to the stop step would have no partner and every site would wait for it.
   void stop();
+
+  // Runs D = `delay`, P = `period` from step k on (see above); call before step(k). Throws what
+  // MixChannel throws, error::UserError for P = 0.
+  void reshape(std::uint64_t k, std::uint32_t delay, std::uint32_t period);
+  std::uint32_t delay() const { return config_.delay; }
+  std::uint32_t period() const { return config_.period; }
 
   std::size_t in_flight() const { return pending_.size(); }
   std::size_t max_in_flight() const { return max_in_flight_; }

@@ -63,6 +63,7 @@ class PushSum {
   double weight_average() const { return scale_.weight_average(); }
   const DelayedMixing& mixing() const { return mixing_; }
   const PushSumStepScale& step_scale() const { return scale_; }
+  PushSumStepScale& step_scale() { return scale_; }
 
  private:
   // The factor s of the update in x ← x − s·update (gossip/push_sum_step_scale.h), as a float. Once per

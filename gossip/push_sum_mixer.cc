@@ -148,6 +148,7 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
     return out;
   }
   const std::size_t n = view.size();
+  const std::uint64_t staleness = staleness_of_ ? staleness_of_(view) : staleness_;
   bound_.reset();
   if (robust_.enabled) {
     own_model_.resize(data.size());
@@ -235,14 +236,13 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   outstanding_.expect(step, view, std::move(expected));
   // Shares already here: with τ = 0 those of older steps that came after their round gave up on them
   // (still mass, add it now); with τ ≥ 1 also this step's and the in-flight steps', whatever arrived.
-  if (staleness_ > 0) inbox_.pump(std::chrono::milliseconds(0));
+  if (staleness > 0) inbox_.pump(std::chrono::milliseconds(0));
   for (auto& early : inbox_.take_all([&](const peer::Message& m) {
-         return m.kind == kind && (m.round < step || (staleness_ > 0 && m.round == step));
+         return m.kind == kind && (m.round < step || (staleness > 0 && m.round == step));
        }))
     if (absorb(std::move(early), data, weight, n)) outstanding_.arrived(early.round, early.from);
   // Wait for the shares of steps ≤ step − τ, oldest step first, each step's in-peers in graph order.
-  if (step >= staleness_)
-    report.missing = static_cast<std::uint32_t>(await_through(step - staleness_, data, weight, n));
+  if (step >= staleness) report.missing = static_cast<std::uint32_t>(await_through(step - staleness, data, weight, n));
   last_step_ = step;
   if (robust_.enabled) {
     for (std::size_t i = 0; i < data.size(); ++i) own_model_[i] = static_cast<float>(data[i] / weight);

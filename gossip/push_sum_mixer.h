@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -37,6 +38,7 @@
 #include "gossip/tensor_codec.h"
 #include "gossip/robust_options.h"
 #include "gossip/update_scale.h"
+#include "peer/view.h"
 
 namespace meridian::gossip {
 
@@ -53,6 +55,15 @@ class PushSumMixer final : public Mixer {
   // Replaces (data, weight) by kept share + received shares. Never abandons: missing shares are
   // reported in MixReport::missing. Sits the mix out (MixReport::sat_out) if this site is not in the view.
   MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) override;
+
+  // From now on each step's staleness bound is `staleness_of(the view in force for the step)` (an
+  // automatic τ − 1, daemon/algorithms/auto_shape.h) instead of the fixed `staleness`: every site then
+  // uses the same bound for the same step. A bound that changes between steps needs nothing more: a
+  // share is mass wherever it lands, so shares a larger bound no longer waits for are added when they
+  // arrive, and a smaller one waits for shares of older steps it had not waited for yet.
+  void set_staleness_from_view(std::function<std::uint64_t(const peer::View&)> staleness_of) {
+    staleness_of_ = std::move(staleness_of);
+  }
 
   // Adds every share still expected from the steps mixed so far, waiting for them as mix() does (the
   // round deadline from now; a sender a newer view leaves out is not awaited), and every share of those
@@ -87,6 +98,7 @@ class PushSumMixer final : public Mixer {
   std::atomic<std::uint64_t> clipped_{0};
   std::atomic<std::uint64_t> received_{0};
   std::uint64_t staleness_;
+  std::function<std::uint64_t(const peer::View&)> staleness_of_;  // empty: staleness_ for every step
   OutstandingShares outstanding_;
   std::optional<std::uint64_t> last_step_;  // the last step mixed (not sat out)
   RobustOptions robust_;

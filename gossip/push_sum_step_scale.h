@@ -64,6 +64,11 @@ class PushSumStepScale {
   void resume(double weight_average);
 
   double bound() const { return bound_; }
+  // A new mixer staleness from this step on (an automatic τ, daemon/algorithms/auto_shape.h): G follows
+  // it; ŵ carries on.
+  void set_mixer_staleness(std::uint64_t mixer_staleness, std::size_t out_peers) {
+    bound_ = gain_bound(mixer_staleness, out_peers);
+  }
   // The gain g the last factor() used (1 before the first step and whenever G = 1).
   double gain() const { return gain_; }
 

@@ -62,6 +62,9 @@ class FederationTransport : public Transport {
   // round window and proposals, but this process has not run it, so a conflicting view proposal for a
   // round at or before it may still replace this site's own (peer/membership.h).
   virtual void resume_round(std::uint64_t round) = 0;
+  // This site's compute time of a training step, waits for the network excluded (the daemon measures
+  // it): shared with the members for automatic shapes (peer/pace.h). Zero: not measured.
+  virtual void set_step_time(std::chrono::microseconds step) = 0;
   // Starts the clock of emulated partitions when it was deferred to the run's first round; otherwise
   // (or without partition emulation) does nothing.
   virtual void start_partition_clock() = 0;

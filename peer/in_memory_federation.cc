@@ -1,5 +1,6 @@
 #include "peer/in_memory_federation.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -36,7 +37,7 @@ InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network,
   driver_.emplace(
       MembershipConfig{options_.name, endpoint_, options_.region,
                        options_.incarnation ? options_.incarnation : wall_clock_ms(), options_.heartbeat_timeout,
-                       options_.view_lead_rounds, is_valid_site_name, options_.terms},
+                       options_.view_lead_rounds, is_valid_site_name, options_.terms, options_.agree_pace},
       MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout}, static_cast<MembershipPort&>(*this),
       Clock::now());
   net_->attach(options_.name);
@@ -231,6 +232,12 @@ View InMemoryFederation::latest_view() const {
 void InMemoryFederation::set_round(std::uint64_t round) { note_round(round, true); }
 
 void InMemoryFederation::resume_round(std::uint64_t round) { note_round(round, false); }
+
+void InMemoryFederation::set_step_time(std::chrono::microseconds step) {
+  std::lock_guard lock(mu_);
+  throw_if_stopped();
+  driver_->set_step_time(std::max(step, std::chrono::microseconds(0)));
+}
 
 void InMemoryFederation::leave(std::chrono::milliseconds) {
   {

@@ -43,6 +43,8 @@ struct InMemoryFederationOptions {
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds heartbeat_timeout{3000};
   std::uint64_t view_lead_rounds = 8;
+  // Views carry the federation's pace for automatic shapes (peer/membership.h, agree_pace).
+  bool agree_pace = false;
   std::uint64_t incarnation = 0;  // 0: milliseconds since the epoch (a rejoin outlives old records)
   // Announced in every hello; a peer whose hello carries other terms is refused. Empty: not checked.
   FederationTerms terms;
@@ -72,6 +74,7 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   View view_for(std::uint64_t round) const override;
 
   void set_round(std::uint64_t round) override;
+  void set_step_time(std::chrono::microseconds step) override;
   void resume_round(std::uint64_t round) override;
   // No partition emulation here: does nothing.
   void start_partition_clock() override {}

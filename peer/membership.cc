@@ -126,7 +126,7 @@ MembershipChange Membership::merge_view(const View& v) {
   // site is gone (a partition, a false death), and this site may already run in its own view (a
   // redo runs in a view before its effective round). The next view, with everybody, repairs it.
   if (it->rank_of(config_.self) && !v.rank_of(config_.self)) return change;
-  if (std::tie(v.effective_round, v.members) > std::tie(it->effective_round, it->members)) {
+  if (std::tie(v.effective_round, v.members, v.pace) > std::tie(it->effective_round, it->members, it->pace)) {
     *it = v;
     change.views = true;
   }
@@ -169,6 +169,7 @@ MembershipChange Membership::on_heartbeat(const std::string& name, const Heartbe
     change.merge(merge_record(r, now));
   }
   heard_from(name, now);
+  if (name != config_.self && members_.contains(name)) paces_[name] = Pace{hb.rtt_us, hb.step_us};
   return change;
 }
 
@@ -211,14 +212,60 @@ MembershipChange Membership::tick(Clock::time_point now) {
     // many rounds, so a mixer looking for the view after a failed one finds it (gossip/redo_view.h),
     // and the re-average a view change triggers a few rounds later (dts and dsync, after their delay)
     // still runs in that view, not in the next one (which may hold a site that is not there yet).
-    View v = View::of(std::move(alive), views_.back().id + 1, next_effective_round());
+    const Pace pace = proposed_pace(alive);
+    View v = View::of(std::move(alive), views_.back().id + 1, next_effective_round(), pace);
     spdlog::debug("membership: '{}' proposes view {} from round {} with {} members", config_.self, v.id,
                   v.effective_round, v.members.size());
     views_.push_back(std::move(v));
     if (views_.size() > kKeptViews) views_.erase(views_.begin());
     change.views = true;
+  } else if (config_.agree_pace && views_.back().id != 0 && views_.back().size() > 1 &&
+             views_.back().members.front() == config_.self && views_.back().effective_round <= newest_round_) {
+    // Only the first member proposes a new pace, so that two sites measuring slightly different
+    // figures do not propose competing views; and only once the newest view is in force, so that a
+    // pace that keeps moving makes one view per view_lead_rounds at most.
+    const Pace fresh = federation_pace();
+    if (pace_moved(views_.back().pace, fresh)) {
+      View v = View::of(views_.back().members, views_.back().id + 1, next_effective_round(), fresh);
+      spdlog::info(
+          "membership: '{}' proposes view {} from round {} for a new pace: round trip {} µs, step {} µs "
+          "(the view in force has {} µs, {} µs)",
+          config_.self, v.id, v.effective_round, fresh.rtt_us, fresh.step_us, views_.back().pace.rtt_us,
+          views_.back().pace.step_us);
+      views_.push_back(std::move(v));
+      if (views_.size() > kKeptViews) views_.erase(views_.begin());
+      change.views = true;
+    }
   }
   return change;
+}
+
+const Pace& Membership::own_pace() const {
+  static const Pace none;
+  auto it = paces_.find(config_.self);
+  return it == paces_.end() ? none : it->second;
+}
+
+Pace Membership::federation_pace() const {
+  Pace out;
+  for (const auto& [name, pace] : paces_) {
+    if (!is_alive(name)) continue;
+    out.rtt_us = std::max(out.rtt_us, pace.rtt_us);
+    out.step_us = std::max(out.step_us, pace.step_us);
+  }
+  return out;
+}
+
+Pace Membership::proposed_pace(const std::vector<std::string>& members) const {
+  if (!config_.agree_pace) return {};
+  Pace out;
+  for (const auto& name : members) {
+    auto it = paces_.find(name);
+    if (it == paces_.end()) continue;
+    out.rtt_us = std::max(out.rtt_us, it->second.rtt_us);
+    out.step_us = std::max(out.step_us, it->second.step_us);
+  }
+  return out.measured() ? out : views_.back().pace;
 }
 
 std::uint64_t Membership::next_effective_round() const {

@@ -19,6 +19,13 @@
 // round of the one it holds or the other one leaves this site out (then the next view corrects the
 // membership). The initial one-member view (id 0) is local and never gossiped.
 //
+// Paces (peer/pace.h), with MembershipConfig::agree_pace: every site reports its own figures in its
+// heartbeats; a proposal for new members carries the federation's largest figures over the members
+// it proposes (the previous view's pace while those are not measured), and the view's first member,
+// alone, proposes a view with the same members and fresh figures when they moved beyond the margin
+// (pace_moved) from the newest view's, once that view is in force. Conflicting proposals compare
+// (effective_round, members, pace), so every site keeps the same pace for a view.
+//
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
 // Thread-safety: none; the transport's I/O thread owns it.
 #pragma once
@@ -47,6 +54,8 @@ struct MembershipConfig {
   std::function<bool(const std::string&)> admissible;
   // Announced in this site's hello (peer/federation_terms.h).
   FederationTerms terms;
+  // The views carry paces for automatic shapes (see above); false: every view's pace stays zero.
+  bool agree_pace = false;
 };
 
 // What changed because of one input; the transport connects, disconnects and gossips accordingly.
@@ -87,6 +96,13 @@ class Membership {
   // peers report, or a checkpoint an earlier process wrote, do not make it so.
   void note_own_round(std::uint64_t round);
 
+  // This site's own figures (its largest round trip to a live member, its step time), shared in its
+  // heartbeats and counted in the federation's pace.
+  void note_own_pace(const Pace& pace) { paces_[config_.self] = pace; }
+  const Pace& own_pace() const;
+  // The federation's largest figures over the live members that reported any (this site included):
+  // what a proposal now would carry. Unmeasured while no member reported a round trip or a step time.
+  Pace federation_pace() const;
   // Marks this site as leaving: its own record becomes "left" and it stops proposing views.
   void leave();
   // The operator took `name` out of the roster (config.admissible no longer admits it): its record
@@ -127,8 +143,12 @@ class Membership {
   // reported and after the newest view's round.
   std::uint64_t next_effective_round() const;
 
+  // The pace a view proposed now for `members` carries (see above).
+  Pace proposed_pace(const std::vector<std::string>& members) const;
+
   MembershipConfig config_;
   std::map<std::string, Entry> members_;  // includes this site
+  std::map<std::string, Pace> paces_;     // the newest figures each member reported, this site's own too
   std::vector<View> views_;               // sorted by id, newest last, never empty
   std::uint64_t newest_round_ = 0;
   std::uint64_t own_round_ = 0;

@@ -1,5 +1,7 @@
 #include "peer/membership_driver.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace meridian::peer {
@@ -143,10 +145,19 @@ MembershipDriver::Clock::time_point MembershipDriver::next_due() const {
 }
 
 void MembershipDriver::tick(Clock::time_point now) {
+  {
+    // This site's figures: its largest round trip to a live member, bounded as the wire bounds them.
+    Pace own{0, std::min(step_us_, kMaxPaceMicros)};
+    for (const auto& r : membership_.alive_others())
+      if (auto t = rtt(r.name))
+        own.rtt_us = std::max(own.rtt_us, std::min(static_cast<std::uint64_t>(t->count()), kMaxPaceMicros));
+    membership_.note_own_pace(own);
+  }
   process(membership_.tick(now), now);
   auto others = membership_.alive_others();
+  const Pace& own = membership_.own_pace();
   for (const auto& r : others) {
-    HeartbeatInfo hb{membership_.incarnation(), membership_.newest_round(), micros(now), 0, 0};
+    HeartbeatInfo hb{membership_.incarnation(), membership_.newest_round(), micros(now), 0, 0, own.rtt_us, own.step_us};
     if (auto it = echoes_.find(r.name); it != echoes_.end() && it->second.sent_us != 0) {
       hb.echo_us = it->second.sent_us;
       hb.held_us = micros(now) - micros(it->second.received);

@@ -96,6 +96,10 @@ class MembershipDriver {
   // goes, and the member table with its new record is gossiped.
   void expel(const std::string& name, Clock::time_point now);
 
+  // This site's compute time of a training step (waits excluded), shared in its heartbeats for
+  // automatic shapes (peer/pace.h); zero: not measured.
+  void set_step_time(std::chrono::microseconds step) { step_us_ = static_cast<std::uint64_t>(step.count()); }
+
   // Round-trip time to `name` measured by heartbeat echoes (smoothed), nullopt until measured.
   std::optional<std::chrono::microseconds> rtt(const std::string& name) const;
 
@@ -111,6 +115,7 @@ class MembershipDriver {
   MembershipPort& port_;
   Membership membership_;
   std::uint64_t round_ = 0;
+  std::uint64_t step_us_ = 0;
   Clock::time_point next_tick_;
   Clock::time_point last_gossip_all_;
   Clock::time_point next_probe_;  // when dead members next hear our table

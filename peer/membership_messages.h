@@ -51,6 +51,10 @@ struct HeartbeatInfo {
   std::uint64_t sent_us = 0;
   std::uint64_t echo_us = 0;
   std::uint64_t held_us = 0;
+  // The sender's figures for automatic shapes (peer/view.h Pace), 0 when not measured: its largest
+  // smoothed round trip to a live member and its step time.
+  std::uint64_t rtt_us = 0;
+  std::uint64_t step_us = 0;
   friend bool operator==(const HeartbeatInfo&, const HeartbeatInfo&) = default;
 };
 

@@ -9,18 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "peer/pace.h"
+
 namespace meridian::peer {
 
 struct View {
   std::uint64_t id = 0;               // increases by one with every change
   std::uint64_t effective_round = 0;  // first round (training step) this view is in force
   std::vector<std::string> members;   // sorted, no duplicates
+  Pace pace;                          // the figures its automatic shapes come from (zero: none)
 
   // Builds a view from any list of names (sorts and removes duplicates).
-  static View of(std::vector<std::string> names, std::uint64_t id = 0, std::uint64_t effective_round = 0) {
+  static View of(std::vector<std::string> names, std::uint64_t id = 0, std::uint64_t effective_round = 0,
+                 Pace pace = {}) {
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
-    return View{id, effective_round, std::move(names)};
+    return View{id, effective_round, std::move(names), pace};
   }
 
   std::size_t size() const { return members.size(); }

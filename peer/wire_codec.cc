@@ -214,6 +214,8 @@ std::string encode_members(const MemberListInfo& members) {
     q->set_id(v.id);
     q->set_effective_round(v.effective_round);
     for (const auto& name : v.members) q->add_members(name);
+    q->set_pace_rtt_us(v.pace.rtt_us);
+    q->set_pace_step_us(v.pace.step_us);
   }
   p.set_round(members.round);
   return p.SerializeAsString();
@@ -232,9 +234,13 @@ std::optional<MemberListInfo> decode_members(std::string_view body) {
   }
   for (const auto& q : p->views()) {
     if (q.members_size() > kMaxMembers) return std::nullopt;
-    View v{q.id(), q.effective_round(), {q.members().begin(), q.members().end()}};
+    View v{q.id(), q.effective_round(), {q.members().begin(), q.members().end()}, {q.pace_rtt_us(), q.pace_step_us()}};
     // A view must already be in canonical form (sorted, unique, named): ranks derive from it.
-    if (v.members.empty() || v != View::of(v.members, v.id, v.effective_round)) return std::nullopt;
+    if (v.members.empty() || v != View::of(v.members, v.id, v.effective_round, v.pace)) return std::nullopt;
+    // A pace is measured or not as a whole, and bounded: shapes are chosen from it.
+    if ((v.pace.rtt_us == 0) != (v.pace.step_us == 0) || v.pace.rtt_us > kMaxPaceMicros ||
+        v.pace.step_us > kMaxPaceMicros)
+      return std::nullopt;
     for (const auto& name : v.members)
       if (!is_valid_site_name(name)) return std::nullopt;
     out.views.push_back(std::move(v));
@@ -249,13 +255,16 @@ std::string encode_heartbeat(const HeartbeatInfo& heartbeat) {
   p.set_sent_us(heartbeat.sent_us);
   p.set_echo_us(heartbeat.echo_us);
   p.set_held_us(heartbeat.held_us);
+  p.set_rtt_us(heartbeat.rtt_us);
+  p.set_step_us(heartbeat.step_us);
   return p.SerializeAsString();
 }
 
 std::optional<HeartbeatInfo> decode_heartbeat(std::string_view body) {
   auto p = parse<wire::Heartbeat>(body);
-  if (!p) return std::nullopt;
-  return HeartbeatInfo{p->incarnation(), p->round(), p->sent_us(), p->echo_us(), p->held_us()};
+  if (!p || p->rtt_us() > kMaxPaceMicros || p->step_us() > kMaxPaceMicros) return std::nullopt;
+  return HeartbeatInfo{p->incarnation(), p->round(),  p->sent_us(), p->echo_us(),
+                       p->held_us(),     p->rtt_us(), p->step_us()};
 }
 
 std::string encode_leave(const LeaveInfo& leave) {

@@ -26,6 +26,7 @@ void ZmqTransport::IoLoop::drain_commands() {
       case Command::Type::kSend: handle_send(std::move(cmd.to), std::move(cmd.msg)); break;
       case Command::Type::kSetRound: advance_round(cmd.round); break;
       case Command::Type::kResumeRound: advance_round(cmd.round, false); break;
+      case Command::Type::kSetStepTime: driver_->set_step_time(std::chrono::microseconds(cmd.round)); break;
       case Command::Type::kStartPartitionClock:
         if (!partition_origin_) partition_origin_ = Clock::now();
         break;

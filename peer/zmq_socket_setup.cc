@@ -73,11 +73,11 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
   // The membership starts once the bound endpoint (our advertised address) is known.
   std::function<bool(const std::string&)> admissible = is_valid_site_name;
   if (secure()) admissible = [&r = *opt_.roster](const std::string& n) { return r.by_name(n) != nullptr; };
-  driver_.emplace(
-      MembershipConfig{opt_.name, t_.endpoint_, opt_.region, opt_.incarnation ? opt_.incarnation : wall_clock_ms(),
-                       opt_.heartbeat_timeout, opt_.view_lead_rounds, std::move(admissible), opt_.terms},
-      MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout}, static_cast<MembershipPort&>(*this),
-      Clock::now());
+  driver_.emplace(MembershipConfig{opt_.name, t_.endpoint_, opt_.region,
+                                   opt_.incarnation ? opt_.incarnation : wall_clock_ms(), opt_.heartbeat_timeout,
+                                   opt_.view_lead_rounds, std::move(admissible), opt_.terms, opt_.agree_pace},
+                  MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout},
+                  static_cast<MembershipPort&>(*this), Clock::now());
   if (secure()) watch_listener();
   open_bootstraps();
   t_.views_ = membership().views();

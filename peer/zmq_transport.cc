@@ -291,6 +291,11 @@ void ZmqTransport::start_partition_clock() {
 
 void ZmqTransport::resume_round(std::uint64_t round) { post(Command{Command::Type::kResumeRound, {}, {}, round}); }
 
+void ZmqTransport::set_step_time(std::chrono::microseconds step) {
+  post(Command{
+      Command::Type::kSetStepTime, {}, {}, static_cast<std::uint64_t>(std::max<std::int64_t>(0, step.count()))});
+}
+
 void ZmqTransport::leave(std::chrono::milliseconds linger) {
   if (!thread_.joinable()) return;
   post(Command{Command::Type::kLeave, {}, {}, static_cast<std::uint64_t>(linger.count())});

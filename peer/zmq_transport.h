@@ -101,6 +101,8 @@ struct ZmqTransportOptions {
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds heartbeat_timeout{3000};
   std::uint64_t view_lead_rounds = 8;
+  // Views carry the federation's pace for automatic shapes (peer/membership.h, agree_pace).
+  bool agree_pace = false;
   std::uint64_t incarnation = 0;  // 0: milliseconds since the epoch (restarts outlive old records)
   ValidationPolicy validation;
   // What must be equal across the federation (peer/federation_terms.h), announced in every hello. A
@@ -162,6 +164,7 @@ class ZmqTransport final : public FederationTransport {
 
   // Rounds, the partition clock and leave() as peer/federation_transport.h says.
   void set_round(std::uint64_t round) override;
+  void set_step_time(std::chrono::microseconds step) override;
   void resume_round(std::uint64_t round) override;
   // Starts the partition windows' clock now when the options deferred it; otherwise does nothing.
   void start_partition_clock() override;
@@ -185,7 +188,16 @@ class ZmqTransport final : public FederationTransport {
  private:
   class IoLoop;  // the loop's state: sockets, membership, queues (peer/zmq_io_loop.h)
   struct Command {
-    enum class Type { kSend, kSetRound, kResumeRound, kStartPartitionClock, kLeave, kStop, kSetRoster } type;
+    enum class Type {
+      kSend,
+      kSetRound,
+      kResumeRound,
+      kSetStepTime,
+      kStartPartitionClock,
+      kLeave,
+      kStop,
+      kSetRoster
+    } type;
     std::string to;
     Message msg;
     std::uint64_t round = 0;

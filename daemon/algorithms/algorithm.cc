@@ -16,6 +16,13 @@ bool Algorithm::declares(const AlgorithmOption& option) const {
   return std::find(declared.begin(), declared.end(), &option) != declared.end();
 }
 
+std::uint64_t Algorithm::view_change_reach(const SiteSettings& settings) const {
+  const auto period = static_cast<std::uint64_t>(std::max(settings.options.period, 0));
+  // An automatic overlap stays within the period (diloco's τ <= H).
+  if (settings.options.delay == kAutoShape) return 2 * period;
+  return static_cast<std::uint64_t>(std::max(settings.options.delay, 0)) + period;
+}
+
 MixerSet Algorithm::make_mixers(const MixerContext& context) const {
   MixerSet set;
   set.mix = &context.exact;

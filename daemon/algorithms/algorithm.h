@@ -126,6 +126,18 @@ class Algorithm {
   virtual bool peers_wait_for_rejoin() const { return true; }
   virtual WireLimits wire_limits(const SiteSettings& settings) const = 0;
   virtual BufferSizes buffer_sizes(const SiteSettings& settings, std::size_t parameters) const = 0;
+  // The rounds a view change takes to act (dts: D steps and the next window start; diloco: the overlap
+  // and the next sync): the next view must not come sooner (peer/membership.h, view_lead_rounds). With
+  // a shape chosen from the network (daemon/algorithms/auto_shape.h), the largest it may choose. The
+  // default: --delay + --period, with --delay auto counted as --period.
+  virtual std::uint64_t view_change_reach(const SiteSettings& settings) const;
+  // Whether `settings` have it choose its shape from the network (--delay auto, --tau auto): the views
+  // then carry the federation's pace (peer/pace.h) and its trainer follows it (adopt_view). The
+  // default: never.
+  virtual bool shape_from_network(const SiteSettings& settings) const {
+    (void)settings;
+    return false;
+  }
   // On the communication thread. The default: every round on the exact mixer.
   virtual MixerSet make_mixers(const MixerContext& context) const;
 

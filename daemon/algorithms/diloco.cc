@@ -51,6 +51,13 @@ constexpr std::array<const AlgorithmOption*, 3> kOptions{&kFragments, &kOuterLr,
 
 int fragments_of(const SiteSettings& s) { return s.options.algorithm_options.whole(kFragments); }
 
+bool auto_overlap(const SiteSettings& s) { return s.options.delay == kAutoShape; }
+
+// The overlap before any measured pace: the fixed default, within H.
+std::uint32_t fallback_overlap(const SiteSettings& s) {
+  return static_cast<std::uint32_t>(std::min(kDilocoDefaultOverlap, s.options.period));
+}
+
 }  // namespace
 
 gossip::DilocoConfig diloco_config_of(const SiteSettings& s) {
@@ -58,7 +65,7 @@ gossip::DilocoConfig diloco_config_of(const SiteSettings& s) {
   config.inner_steps = static_cast<std::uint32_t>(s.options.period);
   config.outer_lr = s.options.algorithm_options.real(kOuterLr);
   config.outer_momentum = s.options.algorithm_options.real(kOuterMomentum);
-  config.overlap = static_cast<std::uint32_t>(s.options.delay);
+  config.overlap = auto_overlap(s) ? fallback_overlap(s) : static_cast<std::uint32_t>(s.options.delay);
   config.fragments = static_cast<std::uint32_t>(fragments_of(s));
   config.wire = s.compression;
   config.wait_timeout = mix_wait_timeout(s);
@@ -72,7 +79,23 @@ class DilocoTrainer final : public OptimizerTrainer {
   DilocoTrainer(const TrainerContext& context, const gossip::DilocoConfig& config)
       : OptimizerTrainer(context),
         wire_(config.wire),
+        auto_(auto_overlap(context.settings)),
+        direct_(exchanges_directly(context.settings)),
+        fallback_(fallback_overlap(context.settings)),
         diloco_(config, context.channel, mirror_.parameters(), mirror_.state()) {}
+
+  void adopt_view(std::uint64_t k, const peer::View& view) override {
+    if (!auto_ || (shape_ && shape_->view_id == view.id)) return;
+    // Exchanges in flight keep the overlap they started with (gossip/diloco.h); syncs from round k
+    // on take the new one.
+    const std::uint32_t tau = algorithms::choose_diloco_overlap(view.pace, exchange_crossings(view.size(), direct_),
+                                                                diloco_.fragments().inner_steps(), fallback_);
+    const bool changed = !shape_ || shape_->delay != tau;
+    diloco_.set_overlap(tau);
+    shape_ = ChosenShape{"overlap τ = " + std::to_string(tau), tau, 0, 0, view.pace, view.id,
+                         changed ? k : shape_->from_round};
+  }
+  std::optional<ChosenShape> chosen_shape() const override { return shape_; }
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     optimizer_step(local_step);
@@ -155,6 +178,10 @@ class DilocoTrainer final : public OptimizerTrainer {
   }
 
   gossip::CompressionSpec wire_;
+  const bool auto_;                   // --delay auto: the overlap follows the view's pace
+  const bool direct_;                 // the exchange makes one crossing (else the ring's 2(n − 1))
+  const std::uint32_t fallback_;      // the overlap while the pace is not measured
+  std::optional<ChosenShape> shape_;  // the shape in force, with --delay auto
   gossip::Diloco diloco_;
   // w as the checkpoint's section: θ_g is saved de-biased, so w only weighs this site's later shares and
   // float suffices. Not the checkpoint's push-sum weight, by which `eval` divides the parameters (sgp's
@@ -169,11 +196,12 @@ class Diloco final : public Algorithm {
   std::span<const AlgorithmOption* const> options() const override { return kOptions; }
   void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
     if (!given("period")) config.period = kDilocoDefaultInnerSteps;
-    if (!given("delay")) config.delay = std::min(kDilocoDefaultOverlap, config.period);
+    // The overlap follows the network unless given: `--algo diloco` alone hides the latency it meets.
+    if (!given("delay")) config.delay = kAutoShape;
   }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     const auto& o = s.options;
-    if (o.delay > o.period)
+    if (!auto_overlap(s) && o.delay > o.period)
       problems.push_back("--delay: diloco's overlap τ = " + std::to_string(o.delay) + " exceeds --period H = " +
                          std::to_string(o.period) + " (an exchange must land before its fragment syncs again)");
     if (const int fragments = fragments_of(s); fragments < 1 || fragments > o.period)
@@ -182,6 +210,7 @@ class Diloco final : public Algorithm {
                          "] (one fragment sync per step at most)");
   }
   bool reads(std::string_view option) const override { return option == "exchange"; }
+  bool shape_from_network(const SiteSettings& s) const override { return auto_overlap(s); }
   bool accepts(gossip::Encoding encoding) const override { return encoding != gossip::Encoding::kTopK; }
   std::string describe_knobs(const SiteSettings& s) const override {
     const auto& o = s.options;
@@ -190,9 +219,10 @@ class Diloco final : public Algorithm {
     std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)", o.algorithm_options.real(kOuterLr),
                   o.algorithm_options.real(kOuterMomentum));
     std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
-                      "), overlap τ = " + std::to_string(o.delay) + ", F = " + std::to_string(fragments) + " fragment" +
-                      (fragments == 1 ? "" : "s") + ", " + outer + ", wire " + gossip::diloco_wire_name(s.compression) +
-                      ", exchange " + (exchanges_directly(s) ? "direct" : "ring");
+                      "), overlap τ = " + (auto_overlap(s) ? "auto" : std::to_string(o.delay)) +
+                      ", F = " + std::to_string(fragments) + " fragment" + (fragments == 1 ? "" : "s") + ", " + outer +
+                      ", wire " + gossip::diloco_wire_name(s.compression) + ", exchange " +
+                      (exchanges_directly(s) ? "direct" : "ring");
     return out;
   }
   // Exchanges carry a fragment's pseudo-gradient (n/F floats, no multiple of the model's length when

@@ -62,7 +62,10 @@ class DsyncTrainer final : public OptimizerTrainer {
 class Dsync final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kDsync; }
-  void check(const SiteSettings&, std::vector<std::string>&) const override {}
+  void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
+    if (s.options.delay == kAutoShape)
+      problems.push_back("--delay: dsync takes a whole number of steps (auto chooses dts' and diloco's shapes only)");
+  }
   std::string describe_knobs(const SiteSettings& s) const override {
     return "grid " + s.options.grid + ", D = " + std::to_string(s.options.delay);
   }

@@ -11,6 +11,10 @@ namespace {
 
 bool with_momentum(const SiteSettings& s) { return s.optimizer == models::OptimizerKind::momentum; }
 
+// --delay auto: D and P = 8·D follow the view's pace (daemon/algorithms/auto_shape.h).
+bool auto_shape(const SiteSettings& s) { return s.options.delay == kAutoShape; }
+constexpr DtsShape kFallbackShape{kDtsDefaultDelay, kDtsDefaultPeriod};
+
 class DtsTrainer final : public TrainerAlgorithm {
  public:
   explicit DtsTrainer(const TrainerContext& context)
@@ -20,7 +24,28 @@ class DtsTrainer final : public TrainerAlgorithm {
         weight_decay_(static_cast<float>(context.settings.options.weight_decay)),
         momentum_buffer_(with_momentum(context.settings) ? context.model.parameters().size() : 0),
         // Re-averages carry the normalization statistics (gossip/dts.h).
+        auto_(auto_shape(context.settings)),
+        direct_(exchanges_directly(context.settings)),
         dts_(config_of(context.settings), context.channel, mirror_.parameters(), momentum_buffer_, mirror_.state()) {}
+
+  void adopt_view(std::uint64_t k, const peer::View& view) override {
+    if (!auto_ || (shape_ && shape_->view_id == view.id)) return;
+    const DtsShape shape = choose_dts_shape(view.pace, exchange_crossings(view.size(), direct_), kFallbackShape);
+    const bool changed = !shape_ || shape_->delay != shape.delay || shape_->period != shape.period;
+    // Every site reshapes at round k, the view's first round or the round it joins at (gossip/dts.h).
+    mirror_.pull_state();
+    dts_.reshape(k, shape.delay, shape.period);
+    mirror_.push_parameters();
+    mirror_.push_state();
+    shape_ = ChosenShape{"D = " + std::to_string(shape.delay) + ", P = " + std::to_string(shape.period),
+                         shape.delay,
+                         shape.period,
+                         0,
+                         view.pace,
+                         view.id,
+                         changed ? k : shape_->from_round};
+  }
+  std::optional<ChosenShape> chosen_shape() const override { return shape_; }
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // Synchronous copies on a GPU, not a background snapshot: gossip::Dts updates and snapshots the
@@ -72,8 +97,9 @@ class DtsTrainer final : public TrainerAlgorithm {
   static gossip::DtsConfig config_of(const SiteSettings& s) {
     // The window average is exact over the ring and the dense direct exchange, not a compressed one.
     const bool exact_window_mean = s.compression.encoding == gossip::Encoding::kDense;
-    return gossip::DtsConfig{static_cast<std::uint32_t>(s.options.delay),
-                             static_cast<std::uint32_t>(s.options.period),
+    const bool automatic = auto_shape(s);
+    return gossip::DtsConfig{automatic ? kFallbackShape.delay : static_cast<std::uint32_t>(s.options.delay),
+                             automatic ? kFallbackShape.period : static_cast<std::uint32_t>(s.options.period),
                              with_momentum(s) ? s.options.momentum : 0.0,
                              s.compensation,
                              static_cast<std::uint64_t>(s.options.reaverage_every),
@@ -86,6 +112,9 @@ class DtsTrainer final : public TrainerAlgorithm {
   models::LearningRateSchedule schedule_;
   float weight_decay_;
   std::vector<float> momentum_buffer_;  // (n) heavy-ball u; empty for plain SGD
+  const bool auto_;                     // --delay auto: the shape follows the view's pace
+  const bool direct_;                   // the exchange makes one crossing (else the ring's 2(n − 1))
+  std::optional<ChosenShape> shape_;    // the shape in force, with --delay auto
   gossip::Dts dts_;
 };
 
@@ -98,6 +127,8 @@ class Dts final : public Algorithm {
     config.period = kDtsDefaultPeriod;
   }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
+    if (auto_shape(s) && s.options.period != 1)
+      problems.push_back("--period: dts with --delay auto chooses P = 8·D itself (give both D and P, or neither)");
     if (s.optimizer != models::OptimizerKind::sgd && s.optimizer != models::OptimizerKind::momentum) {
       problems.push_back("--optimizer: dts is its own optimizer and supports sgd or momentum (heavy-ball), not '" +
                          s.options.optimizer + "' (use --optimizer momentum, or another --algo)");
@@ -108,7 +139,8 @@ class Dts final : public Algorithm {
   bool accepts(gossip::Encoding) const override { return true; }
   std::string describe_knobs(const SiteSettings& s) const override {
     const auto& o = s.options;
-    std::string out = "D = " + std::to_string(o.delay) + ", P = " + std::to_string(o.period);
+    std::string out = auto_shape(s) ? std::string("D = auto, P = 8·D (chosen from the network)")
+                                    : "D = " + std::to_string(o.delay) + ", P = " + std::to_string(o.period);
     if (o.delay == kDtsDefaultDelay && o.period == kDtsDefaultPeriod) out += " (dts' default shape)";
     if (o.delay == 0 && o.period == 1) out += " (waits for every average, as allreduce does)";
     out += ", exchange " + o.exchange + ", compensation " + o.compensation;
@@ -125,6 +157,11 @@ class Dts final : public Algorithm {
     return {2 * parameters, s.exchange == Exchange::kDirect ? 2 * parameters : parameters};
   }
   MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
+  bool shape_from_network(const SiteSettings& s) const override { return auto_shape(s); }
+  std::uint64_t view_change_reach(const SiteSettings& s) const override {
+    if (!auto_shape(s)) return Algorithm::view_change_reach(s);
+    return kAutoDtsMaxDelay + 8 * kAutoDtsMaxDelay;
+  }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     return std::make_unique<DtsTrainer>(context);
   }

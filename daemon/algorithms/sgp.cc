@@ -10,17 +10,50 @@
 namespace meridian::daemon::algorithms {
 namespace {
 
+// --tau auto: τ follows the view's pace (daemon/algorithms/auto_shape.h); until it is measured, τ = 1.
+bool auto_tau(const SiteSettings& s) { return s.options.tau == kAutoShape; }
+constexpr std::uint32_t kFallbackTau = 1;
+std::uint32_t fixed_tau(const SiteSettings& s) {
+  return auto_tau(s) ? kFallbackTau : static_cast<std::uint32_t>(s.options.tau);
+}
+std::uint32_t tau_of(const peer::View& view) { return choose_sgp_tau(view.pace, kFallbackTau); }
+
+// τ chosen for `view` as the trainer records it. Only the mixer's staleness bound τ − 1 and the step
+// scale's gain follow τ: the trainer's own delay is 1 for every τ >= 1 (gossip/osgp_split.h), so a
+// change needs no draining.
+class AutoTau {
+ public:
+  explicit AutoTau(const SiteSettings& s)
+      : enabled_(auto_tau(s)), out_peers_(static_cast<std::size_t>(s.options.out_peers)) {}
+  // Returns true when τ changed at round k: the caller's step scale takes the new mixer staleness.
+  bool adopt(std::uint64_t k, const peer::View& view, gossip::PushSumStepScale& scale) {
+    if (!enabled_ || (shape_ && shape_->view_id == view.id)) return false;
+    const std::uint32_t tau = tau_of(view);
+    const bool changed = !shape_ || shape_->tau != tau;
+    if (changed) scale.set_mixer_staleness(gossip::osgp_split(tau).mixer_staleness, out_peers_);
+    shape_ =
+        ChosenShape{"tau = " + std::to_string(tau), 0, 0, tau, view.pace, view.id, changed ? k : shape_->from_round};
+    return changed;
+  }
+  const std::optional<ChosenShape>& shape() const { return shape_; }
+
+ private:
+  bool enabled_;
+  std::size_t out_peers_;
+  std::optional<ChosenShape> shape_;
+};
+
 // sgp's mixing: overlap (τ split with the mixer, gossip/osgp_split.h), no re-averaging (numerators have
 // no meaningful exact mean).
 gossip::DelayedMixingConfig sgp_mixing(const SiteSettings& settings) {
-  const auto split = gossip::osgp_split(static_cast<std::uint32_t>(settings.options.tau));
+  const auto split = gossip::osgp_split(fixed_tau(settings));
   return gossip::DelayedMixingConfig{split.delay, true,  gossip::stable_mix_step(split.delay),
                                      0,           false, mix_wait_timeout(settings)};
 }
 
 // The factor of sgp's update: a gain only where the mixer leaves shares in flight (τ ≥ 2).
 gossip::PushSumStepScale sgp_step_scale(const SiteSettings& settings) {
-  const auto split = gossip::osgp_split(static_cast<std::uint32_t>(settings.options.tau));
+  const auto split = gossip::osgp_split(fixed_tau(settings));
   return gossip::PushSumStepScale(split.mixer_staleness, static_cast<std::size_t>(settings.options.out_peers));
 }
 
@@ -29,7 +62,13 @@ class SgpTrainer final : public OptimizerTrainer {
   explicit SgpTrainer(const TrainerContext& context)
       : OptimizerTrainer(context),
         push_sum_(sgp_mixing(context.settings), context.channel, mirror_.parameters(),
-                  sgp_step_scale(context.settings)) {}
+                  sgp_step_scale(context.settings)),
+        auto_tau_(context.settings) {}
+
+  void adopt_view(std::uint64_t k, const peer::View& view) override {
+    auto_tau_.adopt(k, view, push_sum_.step_scale());
+  }
+  std::optional<ChosenShape> chosen_shape() const override { return auto_tau_.shape(); }
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // The optimizer runs on z (the model); its displacement z_before − z_after is the update that
@@ -58,6 +97,7 @@ class SgpTrainer final : public OptimizerTrainer {
 
  private:
   gossip::PushSum push_sum_;
+  AutoTau auto_tau_;
 };
 
 // sgp on a device backend: the numerator, the optimizer's displacement and the push-sum arithmetic stay
@@ -67,7 +107,13 @@ class SgpOnDeviceTrainer final : public OptimizerTrainer {
   explicit SgpOnDeviceTrainer(const TrainerContext& context)
       : OptimizerTrainer(context),
         push_sum_(sgp_mixing(context.settings), context.channel, context.model, sgp_step_scale(context.settings)),
-        before_(context.model.backend(), context.model.parameter_count()) {}
+        before_(context.model.backend(), context.model.parameter_count()),
+        auto_tau_(context.settings) {}
+
+  void adopt_view(std::uint64_t k, const peer::View& view) override {
+    auto_tau_.adopt(k, view, push_sum_.step_scale());
+  }
+  std::optional<ChosenShape> chosen_shape() const override { return auto_tau_.shape(); }
 
   void step(std::uint64_t k, std::uint64_t local_step) override {
     // Step k − 1's snapshot of x was copied while this step's forward and backward pass ran; it is
@@ -92,6 +138,7 @@ class SgpOnDeviceTrainer final : public OptimizerTrainer {
  private:
   mutable BackendPushSum push_sum_;
   models::BackendBuffer<float> before_;  // (n) z before the optimizer step, backend memory
+  AutoTau auto_tau_;
 };
 
 class Sgp final : public Algorithm {
@@ -107,11 +154,12 @@ class Sgp final : public Algorithm {
     return encoding == gossip::Encoding::kDense || encoding == gossip::Encoding::kFp16;
   }
   std::string describe_knobs(const SiteSettings& s) const override {
-    std::string out =
-        "K = " + std::to_string(s.options.out_peers) + " out-peer(s), tau = " + std::to_string(s.options.tau);
+    std::string out = "K = " + std::to_string(s.options.out_peers) + " out-peer(s), tau = " +
+                      (auto_tau(s) ? std::string("auto (chosen from the network)") : std::to_string(s.options.tau));
     if (s.compression.encoding != gossip::Encoding::kDense) out += ", compression " + s.options.compression;
     return out;
   }
+  bool shape_from_network(const SiteSettings& s) const override { return auto_tau(s); }
   // Push-sum does not wait for anyone: a returning site joins at the round its peers mix.
   bool peers_wait_for_rejoin() const override { return false; }
   WireLimits wire_limits(const SiteSettings&) const override { return {}; }
@@ -120,9 +168,13 @@ class Sgp final : public Algorithm {
   }
   MixerSet make_mixers(const MixerContext& c) const override {
     MixerSet set;
-    set.owned = std::make_unique<gossip::PushSumMixer>(
-        c.inbox, static_cast<std::size_t>(c.settings.options.out_peers), c.timeouts, c.robust, c.settings.compression,
-        gossip::osgp_split(static_cast<std::uint32_t>(c.settings.options.tau)).mixer_staleness);
+    auto mixer = std::make_unique<gossip::PushSumMixer>(c.inbox, static_cast<std::size_t>(c.settings.options.out_peers),
+                                                        c.timeouts, c.robust, c.settings.compression,
+                                                        gossip::osgp_split(fixed_tau(c.settings)).mixer_staleness);
+    if (auto_tau(c.settings))
+      mixer->set_staleness_from_view(
+          [](const peer::View& view) { return gossip::osgp_split(tau_of(view)).mixer_staleness; });
+    set.owned = std::move(mixer);
     set.mix = set.owned.get();
     return set;
   }

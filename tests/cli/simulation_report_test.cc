@@ -2,6 +2,7 @@
 // inputs; and the readers of the files the sites write.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -422,7 +423,8 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
     return std::any_of(problems.begin(), problems.end(),
                        [&](const std::string& p) { return p.find(text) != std::string::npos; });
   };
-  CHECK(has("--delay"));  // site_config_problems on the entry's own value
+  // A shape knob takes a whole number >= 0 or auto (daemon/algorithms/auto_shape.h).
+  CHECK(has("'dts:delay=-1': delay '-1' is not a whole number >= 0 or auto"));
   CHECK(has("'sgp:tau=x'"));
   CHECK_FALSE(has("'dts:delay=4'"));
 }
@@ -442,7 +444,7 @@ TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed 
   CHECK(options.whole(*meridian::daemon::algorithms::find_algorithm_option("fragments")) == 4);
   CHECK(options.real(*meridian::daemon::algorithms::find_algorithm_option("outer-lr")) == 1.0);
   CHECK(config.period == 64);
-  CHECK(config.delay == 2);  // diloco's default overlap: no delay given
+  CHECK(config.delay == meridian::daemon::kAutoShape);  // diloco's default overlap: no delay given
   error = apply_algorithm_variant(parse_algorithm_variant("diloco:fragments=2.5").variant, config, false, false)
               .value_or("");
   CHECK(error == "--algo: 'diloco:fragments=2.5': fragments '2.5' is not a whole number");
@@ -466,4 +468,41 @@ TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed 
     CHECK(meridian::daemon::describe_algorithm(meridian::daemon::settings_of(toy_config)) == "toy, strength 0.25");
   }
   CHECK_THAT(parse_algorithm_variant("toy:toy-strength=0.25").error, Catch::Contains("unknown knob 'toy-strength'"));
+}
+
+TEST_CASE("--algo entries with automatic shapes: dts:delay=auto, sgp:tau=auto, and diloco by default",
+          "[unit][cli][simulate][auto_shape]") {
+  using meridian::daemon::kAutoShape;
+  // Whether the configuration has a problem with the shape's options (it lacks a name and keys, which
+  // simulate adds per site).
+  const auto shape_problem = [](const meridian::daemon::SiteConfig& config) {
+    const auto problems = meridian::daemon::site_config_problems(config);
+    return std::any_of(problems.begin(), problems.end(), [](const std::string& p) {
+      return p.rfind("--delay", 0) == 0 || p.rfind("--tau", 0) == 0 || p.rfind("--period", 0) == 0;
+    });
+  };
+  const auto configured = [](const std::string& entry) {
+    meridian::daemon::SiteConfig config;
+    const auto error =
+        apply_algorithm_variant(parse_algorithm_variant(entry).variant, config, false, false).value_or("");
+    INFO(entry << ": " << error);
+    CHECK(error.empty());
+    return config;
+  };
+  const auto dts = configured("dts:delay=auto:exchange=direct");
+  CHECK(dts.delay == kAutoShape);
+  CHECK_FALSE(shape_problem(dts));
+  const auto sgp = configured("sgp:tau=auto");
+  CHECK(sgp.tau == kAutoShape);
+  CHECK_FALSE(shape_problem(sgp));
+  const auto diloco = configured("diloco");
+  CHECK(diloco.delay == kAutoShape);
+  CHECK(diloco.period == 32);
+  CHECK_FALSE(shape_problem(diloco));
+  CHECK(configured("diloco:delay=2").delay == 2);  // a hand-picked overlap stays
+  // dts chooses P = 8·D itself: a period beside an automatic delay is refused.
+  const auto both = configured("dts:delay=auto:period=16");
+  const auto problems = meridian::daemon::site_config_problems(both);
+  CHECK(std::any_of(problems.begin(), problems.end(),
+                    [](const std::string& p) { return p.find("--period: dts with --delay auto") == 0; }));
 }

@@ -336,3 +336,25 @@ TEST_CASE("meridian status without a daemon exits 1 with a hint", "[daemon][cont
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Contains("Examples:") && Contains("meridian leave --config oregon.toml"));
 }
+
+TEST_CASE("status carries a shape chosen from the network and its figures, and nothing for a fixed shape",
+          "[daemon][control][auto_shape][unit]") {
+  auto status = sample_status();
+  status.shape = "D = 3, P = 24";
+  status.shape_since_round = 480;
+  status.shape_round_trip_seconds = 0.12;
+  status.shape_step_seconds = 0.04;
+  CHECK(decode_status_reply(encode_status_reply(status)) == status);
+  const auto json = to_json_text(status);
+  CHECK_THAT(json, Contains("\"shape\"") && Contains("\"shape_since_round\"") &&
+                       Contains("\"shape_round_trip_seconds\"") && Contains("\"shape_step_seconds\""));
+  // Chosen but not measured yet: the default shape, without figures.
+  status.shape_round_trip_seconds.reset();
+  status.shape_step_seconds.reset();
+  CHECK(decode_status_reply(encode_status_reply(status)) == status);
+  CHECK_THAT(to_json_text(status), !Contains("shape_round_trip_seconds"));
+  // A fixed shape: no keys at all.
+  const auto fixed = sample_status();
+  CHECK(decode_status_reply(encode_status_reply(fixed)) == fixed);
+  CHECK_THAT(to_json_text(fixed), !Contains("\"shape"));
+}

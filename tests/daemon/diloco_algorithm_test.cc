@@ -51,9 +51,9 @@ TEST_CASE("diloco is registered, picks its shape when none is given, and says it
   SiteConfig c = diloco_config();
   apply_algorithm_defaults(c, [](std::string_view) { return false; });
   CHECK(c.period == 32);
-  CHECK(c.delay == 2);
+  CHECK(c.delay == kAutoShape);  // the overlap follows the network (daemon/algorithms/auto_shape.h)
   CHECK(describe_algorithm(settings_of(c)) ==
-        "diloco, H = 32 inner steps (momentum), overlap τ = 2, F = 1 fragment, outer lr 0.7, outer momentum 0.9 "
+        "diloco, H = 32 inner steps (momentum), overlap τ = auto, F = 1 fragment, outer lr 0.7, outer momentum 0.9 "
         "(Nesterov), wire fp32, exchange ring");
   // Knobs the user gave stay.
   SiteConfig given = diloco_config();

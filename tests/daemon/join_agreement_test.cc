@@ -119,6 +119,33 @@ TEST_CASE("a dts site with another delay is refused at join, with both shapes na
   CHECK(contains(o.refuser_log, "; beta: dts, D = 2, "));
 }
 
+TEST_CASE("a dts site with --delay auto and one with a fixed delay are refused at join, with both shapes named",
+          "[daemon][join][auto_shape][process]") {
+  TempDir dir;
+  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "dts").set("--delay", "auto"),
+                      args_for("beta", 1, table).set("--algo", "dts").set("--delay", 4));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: dts, D = auto, P = 8·D "));
+  CHECK(contains(o.joiner_log, "; this site: dts, D = 4, P = 1, "));
+  CHECK(contains(o.refuser_log, "refused at join: algorithm differs (this site: dts, D = auto, P = 8·D "));
+  CHECK(contains(o.refuser_log, "; beta: dts, D = 4, P = 1, "));
+}
+
+TEST_CASE("an sgp site with a fixed tau joining one with --tau auto is refused, with both named",
+          "[daemon][join][auto_shape][process]") {
+  TempDir dir;
+  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "sgp").set("--tau", 3),
+                      args_for("beta", 1, table).set("--algo", "sgp").set("--tau", "auto"));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: sgp, K = 1 out-peer(s), tau = 3"));
+  CHECK(contains(o.joiner_log, "; this site: sgp, K = 1 out-peer(s), tau = auto (chosen from the network)"));
+  CHECK(contains(o.refuser_log, "; beta: sgp, K = 1 out-peer(s), tau = auto"));
+}
+
 TEST_CASE("a site with another model is refused at join, with both architectures named", "[daemon][join][process]") {
   TempDir dir;
   const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});

@@ -305,7 +305,7 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.epochs = -2; }, "--epochs: must be a positive number (e.g. 3 or 0.5)"},
       {[](SiteConfig& c) { c.algo = "fedavg"; },
        "--algo: 'fedavg' is not one of allreduce, dts, sgp, dsync, local, diloco, diloco-gossip"},
-      {[](SiteConfig& c) { c.delay = -1; }, "--delay: -1 is below the minimum 0"},
+      {[](SiteConfig& c) { c.delay = -2; }, "--delay: -2 is below the minimum 0"},
       {[](SiteConfig& c) { c.period = 0; }, "--period: 0 is below the minimum 1"},
       {[](SiteConfig& c) { c.out_peers = 0; }, "--out-peers: 0"},
       {[](SiteConfig& c) { c.tau = 0; }, "--tau: 0"},

@@ -416,3 +416,57 @@ TEST_CASE("sgp keeps batch norm's statistics local: two in-process sites end wit
     CHECK(std::any_of(state->begin(), state->end(), [](float v) { return v != 0.0f && v != 1.0f; }));
   }
 }
+
+TEST_CASE("in-process dts sites with --delay auto run the same measured shape from the same round",
+          "[cluster][daemon][in-process][auto_shape]") {
+  if (!have_fashion_mnist()) {
+    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    return;
+  }
+  TempDir dir;
+  auto net = meridian::peer::InMemoryNetwork::create({});
+  std::vector<std::unique_ptr<SiteThread>> sites;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "s" + std::to_string(i);
+    SiteConfig c = site_config(dir.path(), name, i, 3, 50);  // far longer than the test: it leaves
+    c.algo = "dts";
+    c.delay = meridian::daemon::kAutoShape;
+    c.exchange = "direct";
+    c.slowdown = 3;
+    sites.push_back(
+        std::make_unique<SiteThread>(c, net, i == 0 ? std::vector<std::string>{} : std::vector<std::string>{"s0"}));
+  }
+  // Every site reports the shape it runs; once the network is measured they all run the same one,
+  // switched to at the same round.
+  std::optional<meridian::daemon::StatusReport> first;
+  const bool agreed = eventually([&] {
+    std::vector<meridian::daemon::StatusReport> reports;
+    for (auto& s : sites) {
+      auto r = s->status();
+      if (!r || !r->shape_round_trip_seconds) return false;
+      reports.push_back(*r);
+    }
+    first = reports.front();
+    return std::all_of(reports.begin(), reports.end(), [&](const auto& r) {
+      return r.shape == first->shape && r.shape_since_round == first->shape_since_round &&
+             r.shape_round_trip_seconds == first->shape_round_trip_seconds &&
+             r.shape_step_seconds == first->shape_step_seconds;
+    });
+  });
+  for (auto& s : sites) {
+    try {
+      (void)s->control().leave();
+    } catch (const std::exception&) {
+    }
+  }
+  for (auto& s : sites) {
+    const int rc = s->wait();
+    INFO(s->error());
+    CHECK(rc == 0);
+  }
+  REQUIRE(agreed);
+  INFO("shape " << first->shape << " since round " << first->shape_since_round.value_or(0));
+  CHECK(first->shape.rfind("D = ", 0) == 0);
+  CHECK(first->shape_since_round.value_or(0) > 0);
+  CHECK(*first->shape_step_seconds > 0);
+}

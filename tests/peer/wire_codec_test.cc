@@ -225,6 +225,6 @@ TEST_CASE("membership bodies round-trip and reject malformed input", "[peer][wir
   CHECK_FALSE(decode_hello(encode_hello(HelloInfo{})));  // no name
   CHECK_FALSE(decode_members("\x0a\xff\xff"));
   MemberListInfo unsorted;
-  unsorted.views = {View{1, 1, {"b", "a"}}};
+  unsorted.views = {View{1, 1, {"b", "a"}, {}}};
   CHECK_FALSE(decode_members(encode_members(unsorted)));
 }

@@ -1,0 +1,84 @@
+// Paces over real transports: three ZeroMQ sites on loopback with an emulated WAN latency measure
+// their round trips by heartbeats, share them with their step times, and all take the same pace in
+// the same view at the same round; when the step times change enough, a new view announces the new
+// pace at a later round, again the same at every site.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "peer/zmq_transport.h"
+#include "tests/support/eventually.h"
+
+using namespace meridian::peer;
+using namespace std::chrono_literals;
+using meridian::tests::eventually;
+
+namespace {
+
+ZmqTransportOptions site(const std::string& name, std::vector<std::string> bootstrap) {
+  ZmqTransportOptions o;
+  o.name = name;
+  o.insecure = true;
+  o.wan = parse_wan_spec("latency=30ms");
+  o.bootstrap = std::move(bootstrap);
+  o.heartbeat_interval = 50ms;
+  o.heartbeat_timeout = 10s;  // far above any stall of a loaded machine: nobody is declared dead
+  o.view_lead_rounds = 4;
+  o.agree_pace = true;
+  return o;
+}
+
+// Every site runs the newest view's round (so that a new pace may be proposed), then whether all
+// hold the same newest view and it satisfies `wanted`.
+bool agree_on(const std::vector<std::unique_ptr<ZmqTransport>>& sites, const std::function<bool(const View&)>& wanted) {
+  for (const auto& s : sites) s->set_round(s->latest_view().effective_round);
+  const View v = sites.front()->latest_view();
+  return wanted(v) && std::all_of(sites.begin(), sites.end(), [&](const auto& s) { return s->latest_view() == v; });
+}
+
+}  // namespace
+
+TEST_CASE("sites on an emulated WAN agree on one measured pace, and a changed one is announced ahead at every site",
+          "[peer][pace][wan][cluster]") {
+  std::vector<std::unique_ptr<ZmqTransport>> sites;
+  sites.push_back(std::make_unique<ZmqTransport>(site("a", {})));
+  const std::string first = "a@" + sites.front()->endpoint();
+  sites.push_back(std::make_unique<ZmqTransport>(site("b", {first})));
+  sites.push_back(std::make_unique<ZmqTransport>(site("c", {first})));
+  for (const auto& s : sites) s->set_step_time(10ms);
+
+  View measured;
+  REQUIRE(eventually([&] {
+    return agree_on(sites, [&](const View& v) {
+      measured = v;
+      return v.size() == 3 && v.pace.measured();
+    });
+  }));
+  // The round trip includes the emulated 30 ms each way; the step time is the largest reported.
+  CHECK(measured.pace.rtt_us >= 60'000);
+  CHECK(measured.pace.step_us == 10'000);
+  for (const auto& s : sites) CHECK(s->view_for(measured.effective_round) == measured);
+
+  // Every site's steps get five times faster: a round trip is five times as many steps, beyond the
+  // margin, so the first member announces a new pace in a view with the same members.
+  for (const auto& s : sites) s->set_step_time(2ms);
+  View faster;
+  REQUIRE(eventually([&] {
+    return agree_on(sites, [&](const View& v) {
+      faster = v;
+      return v.id > measured.id && v.pace.step_us == 2'000;
+    });
+  }));
+  CHECK(faster.members == measured.members);
+  CHECK(faster.effective_round > measured.effective_round);
+  // Every site switches at the announced round, from the same view.
+  const View before = sites.front()->view_for(faster.effective_round - 1);
+  CHECK(before.pace != faster.pace);
+  for (const auto& s : sites) {
+    CHECK(s->view_for(faster.effective_round - 1) == before);
+    CHECK(s->view_for(faster.effective_round) == faster);
+  }
+}
