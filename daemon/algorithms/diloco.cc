@@ -80,7 +80,7 @@ class DilocoTrainer final : public OptimizerTrainer {
       : OptimizerTrainer(context),
         wire_(config.wire),
         auto_(auto_overlap(context.settings)),
-        direct_(exchanges_directly(context.settings)),
+        direct_(exchanges_directly(context.settings) || config.outer_average == gossip::OuterAverage::kPushSum),
         fallback_(fallback_overlap(context.settings)),
         diloco_(config, context.channel, mirror_.parameters(), mirror_.state()) {}
 
@@ -179,7 +179,7 @@ class DilocoTrainer final : public OptimizerTrainer {
 
   gossip::CompressionSpec wire_;
   const bool auto_;                   // --delay auto: the overlap follows the view's pace
-  const bool direct_;                 // the exchange makes one crossing (else the ring's 2(n − 1))
+  const bool direct_;                 // a sync makes one crossing (direct exchange, push-sum; else 2(n − 1))
   const std::uint32_t fallback_;      // the overlap while the pace is not measured
   std::optional<ChosenShape> shape_;  // the shape in force, with --delay auto
   gossip::Diloco diloco_;

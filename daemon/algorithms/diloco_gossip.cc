@@ -10,6 +10,8 @@
 namespace meridian::daemon::algorithms {
 namespace {
 
+bool auto_overlap(const SiteSettings& s) { return s.options.delay == kAutoShape; }
+
 class DilocoGossip final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kDilocoGossip; }
@@ -24,7 +26,7 @@ class DilocoGossip final : public Algorithm {
     if (!given("delay")) config.delay = std::min(kDilocoDefaultOverlap, config.period);
   }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
-    if (s.options.delay > s.options.period)
+    if (!auto_overlap(s) && s.options.delay > s.options.period)
       problems.push_back("--delay: diloco-gossip's overlap τ = " + std::to_string(s.options.delay) +
                          " exceeds --period H = " + std::to_string(s.options.period) +
                          " (a share must land before the next outer step)");
@@ -40,7 +42,7 @@ class DilocoGossip final : public Algorithm {
     std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)",
                   o.algorithm_options.real(outer_lr_option()), o.algorithm_options.real(outer_momentum_option()));
     return "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
-           "), overlap τ = " + std::to_string(o.delay) + ", " + outer +
+           "), overlap τ = " + (auto_overlap(s) ? "auto" : std::to_string(o.delay)) + ", " + outer +
            ", push-sum outer average to K = " + std::to_string(o.out_peers) + " out-peer" +
            (o.out_peers == 1 ? "" : "s") + ", wire " + gossip::diloco_wire_name(s.compression);
   }
@@ -52,6 +54,8 @@ class DilocoGossip final : public Algorithm {
   // A share is one model length of numerators (F = 1); nothing else travels.
   WireLimits wire_limits(const SiteSettings&) const override { return {}; }
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t n) const override { return {n, n}; }
+  // --delay auto: the overlap follows the view's pace as diloco's does, with one crossing per share.
+  bool shape_from_network(const SiteSettings& s) const override { return auto_overlap(s); }
   // Push-sum waits for nobody: a returning site joins at the round its peers mix.
   bool peers_wait_for_rejoin() const override { return false; }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {

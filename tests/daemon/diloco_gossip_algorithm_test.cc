@@ -12,6 +12,7 @@
 #include "gossip/mix_channel.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
+#include "peer/view.h"
 
 using namespace meridian::daemon;
 using meridian::gossip::Algorithm;
@@ -135,4 +136,25 @@ TEST_CASE("diloco-gossip's checkpoint holds diloco's sections and the push-sum w
   CHECK_THROWS_AS(t.trainer->restore(cp), meridian::error::UserError);
   cp.optimizer_state.back().values = {1.0f, 1.0f};
   CHECK_THROWS_AS(t.trainer->restore(cp), CheckpointError);
+}
+
+TEST_CASE("diloco-gossip with --delay auto takes its overlap from the view's pace, counting one crossing per share",
+          "[daemon][config][diloco-gossip][auto_shape][unit]") {
+  SiteConfig c = gossip_site();
+  c.delay = kAutoShape;
+  apply_algorithm_defaults(c, [](std::string_view option) { return option == "delay"; });
+  CHECK(problems_in(c).empty());
+  const auto* algorithm = algorithms::find_algorithm("diloco-gossip");
+  CHECK(algorithm->shape_from_network(settings_of(c)));  // the views carry the pace it follows
+  CHECK_FALSE(algorithm->shape_from_network(settings_of(gossip_site())));
+  CHECK(describe_algorithm(settings_of(c)).find("overlap τ = auto,") != std::string::npos);
+
+  GossipTrainer site(c);
+  // A 100 ms round trip and 10 ms steps: one crossing of 50 ms, covered twice in 10 steps (the ring's
+  // 2(n − 1) crossings with 4 sites would ask for 60).
+  const auto view = meridian::peer::View::of({"a", "b", "c", "d"}, 1, 0, meridian::peer::Pace{100'000, 10'000});
+  site.trainer->adopt_view(0, view);
+  const auto shape = site.trainer->chosen_shape();
+  REQUIRE(shape.has_value());
+  CHECK(shape->delay == 10);
 }
