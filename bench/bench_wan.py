@@ -349,7 +349,7 @@ def e8_algos(runner):
     compute = pilot.get("steady", {}).get("local") or 0.05
     h, overlap = choose_diloco(E8_LATENCY_MS, compute)
     hand = diloco_spec(h, overlap)
-    return ["local", hand, hand + ":compression=fp16", hand + ":compression=int8", "diloco",
+    return ["local", hand, hand + ":compression=fp16", hand + ":compression=int8", "diloco:exchange=direct", "diloco",
             f"diloco-gossip:period={h}:delay={overlap}", "dts:delay=2:period=16:exchange=direct"]
 
 
@@ -751,8 +751,9 @@ NOTES = {
           "hides this: diloco over the direct exchange with H = 32 inner steps (SGD with momentum, as the others) "
           "and τ chosen to cover 1.5× a crossing with the compute measured by a short `local` pilot just before "
           "(the cell's label gives it); the same shape with fp16 and int8 pseudo-gradients (error feedback keeps "
-          "what rounding cut for the next sync); `diloco` with no shape given, which chooses its overlap from the "
-          "measured round trip; diloco-gossip (push-sum outer average, one out-peer) with the hand-picked shape; and dts' shape of experiment 7 for reference (D = 2 covers 100 ms, not 400). "
+          "what rounding cut for the next sync); diloco with no overlap given, which chooses it from the measured "
+          "round trip and step time, over the direct exchange (`diloco:exchange=direct`) and over its default ring "
+          "(`diloco`, whose 2(n − 1) crossings take longer than H = 32 steps); diloco-gossip (push-sum outer average, one out-peer) with the hand-picked shape; and dts' shape of experiment 7 for reference (D = 2 covers 100 ms, not 400). "
           "*efficiency* = `local`'s s/step ÷ the algorithm's, in the same invocation.",
     "e6": "4 sites, `--wan world4,bandwidth=20mbit`, dts with D = 2, P = 16. Compression (`--compression`, see "
           "docs/algorithms.md): fp16 halves sgp's shares; dts' compressed averages travel by the direct exchange "
