@@ -19,7 +19,7 @@ help:
 	@echo "make test-fast  build the tests and run only the in-process [unit] cases (seconds)"
 	@echo "make demo       train across several local sites with an emulated WAN and print the result"
 	@echo "make bench      run the benchmarks side by side with their peers (writes docs/benchmarks.md)"
-	@echo "make bench-wan  the papers' experiments under the emulated WAN, ~30 min (writes docs/results.md);"
+	@echo "make bench-wan  the papers' experiments under the emulated WAN, ~40 min (writes docs/results.md);"
 	@echo "                QUICK=1 for a few minutes"
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
 	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang, ASan/UBSan) for FUZZ_RUNS executions (default 1000000)"

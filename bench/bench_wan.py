@@ -30,7 +30,7 @@ ROOT = os.path.dirname(HERE)
 TRAIN_ROWS = 60000  # Fashion-MNIST training set
 BATCH = 64
 
-# Scaled plans. "quick" is for iterating (a few minutes); "full" is `make bench-wan` (about 30 min on
+# Scaled plans. "quick" is for iterating (a few minutes); "full" is `make bench-wan` (about 40 min on
 # 2 cores: two full runs took 27 and 32 min). Steps per run are kept small: 4-16 processes share 2 cores.
 PLANS = {
     "quick": {
