@@ -143,7 +143,8 @@ struct SiteDaemon::Impl final : ControlHandler {
   void train();
   void warm_buffers();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
-  bool taken_back = false;           // set by wait_for_view: the view takes this site back after one without it
+  // Set by wait_for_view: the first round of the view that took this site back after one without it.
+  std::optional<std::uint64_t> taken_back_at;
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
   // The run's end round, agreed with the view's members when each proposes `steps` from the view's round.
   std::uint64_t agree_end_round(const peer::View& view, std::uint64_t steps);

@@ -1,10 +1,12 @@
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "daemon/human_format.h"
 #include "daemon/site_daemon_impl.h"
+#include "peer/take_back_round.h"
 
 namespace meridian::daemon {
 namespace {
@@ -33,14 +35,8 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   // that left it out before (when the federation formed, say) does not count.
   const std::uint64_t checkpoint_round = resumed && resume ? resume->step : 0;
   auto back_in = [&](const peer::View& view) {
-    if (view.effective_round <= checkpoint_round) return false;
-    for (peer::View v = view; v.id > 0 && v.effective_round > checkpoint_round + 1;) {
-      peer::View older = transport->view_for(v.effective_round - 1);
-      if (older.id >= v.id || older.id == 0 || older.effective_round <= checkpoint_round) return false;
-      if (!older.rank_of(config.name)) return true;
-      v = std::move(older);
-    }
-    return false;
+    return peer::take_back_round(view, config.name, checkpoint_round,
+                                 [&](std::uint64_t round) { return transport->view_for(round); });
   };
   while (true) {
     if (stop) return false;
@@ -48,19 +44,20 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
     if (auto refusal = transport->refusal()) throw error::UserError(*refusal);
     const auto view = transport->latest_view();
     const bool enough = view.rank_of(config.name) && view.size() >= need &&
-                        (!resumed || back_in(view) || Clock::now() - waiting_since >= alone_grace);
+                        (!resumed || back_in(view).has_value() || Clock::now() - waiting_since >= alone_grace);
     if (enough) {
       if (!candidate || *candidate != view) {
         candidate = view;
         candidate_since = Clock::now();
-      } else if (Clock::now() - candidate_since >= settle && resumed && back_in(view)) {
+      } else if (const auto back = resumed ? back_in(view) : std::nullopt;
+                 back && Clock::now() - candidate_since >= settle) {
         // The view that takes this site back was announced for it. It settles like any other: this
         // site may have proposed it from the stale round it knew while its peers proposed the same id
         // from theirs, and the greater proposal replaces the other only until this site runs in it.
         // Its peers wait at its first round for it (within --round-timeout).
-        spdlog::info("view {} from round {}: {} ({}), rejoining", view.id, view.effective_round,
-                     join_names(view.members), format_count(view.size(), "site"));
-        taken_back = true;
+        spdlog::info("view {} from round {}: {} ({}), rejoining at round {}", view.id, view.effective_round,
+                     join_names(view.members), format_count(view.size(), "site"), *back);
+        taken_back_at = *back;
         return true;
       } else if (Clock::now() - candidate_since >= settle) {
         spdlog::info("view {} from round {}: {} ({}){}", view.id, view.effective_round, join_names(view.members),

@@ -187,11 +187,11 @@ void SiteDaemon::Impl::train() {
     } else if (resumed) {
       start_round = resume->start_round;
       end_round = resume->end_round;
-      const auto from = std::max<std::uint64_t>(view.effective_round, resume->step);
+      const auto from = std::max<std::uint64_t>(taken_back_at.value_or(view.effective_round), resume->step);
       // A view that takes this site back after one without it starts exactly where the peers first
       // need it: they ran the rounds before without it. Peers that wait for nobody (sgp) may be further
       // on: there the site joins at the round they are mixing if that is later.
-      k = !taken_back                     ? rejoin_round(view, from)
+      k = !taken_back_at                  ? rejoin_round(view, from)
           : !algo.peers_wait_for_rejoin() ? std::max(from, rejoin_round(view, from))
                                           : from;
       spdlog::info("rejoining at round {} (checkpoint at round {})", k, resume->step);
