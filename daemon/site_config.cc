@@ -255,8 +255,10 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "topk:FRACTION (dts, with error feedback; e.g. topk:0.01)",
               &C::compression),
         field(algo, "exchange",
-              "dts: how each average travels: ring (exact ring all-reduce, 2(n-1) link crossings in a row) | direct "
-              "(every site sends to every other: one crossing, n-1 copies sent); compressed averages always go direct",
+              "dts, diloco: how each exact average travels: ring (exact ring all-reduce, 2(n-1) link crossings in a "
+              "row, 2(n-1)/n copies sent) | direct (every site sends to every other: one crossing, n-1 copies sent) | "
+              "auto (direct while the view has at most 8 sites, the ring above; diloco's default); compressed "
+              "averages always go direct",
               &C::exchange),
         OptionSpec{algo, "", "", nullptr, nullptr, nullptr, nullptr},  // the algorithms' own options
         field(algo, "robust-aggregation",

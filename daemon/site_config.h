@@ -115,11 +115,11 @@ struct SiteConfig {
   int reaverage_every = 100;    // steps between exact parameter re-averages; 0 = only on view change
   std::string compensation = "exact";  // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
   std::string compression = "none";    // none | fp16 (dts, sgp, diloco) | int8 (dts, diloco) | topk[:FRACTION] (dts)
-  std::string exchange = "ring";       // dts: ring | direct (how a window's average travels; compression: direct)
-  bool robust_aggregation = false;     // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
-  double robust_clip = 4.0;            // clip others' differences at this many times the own update scale; 0 = off
-  int robust_trim = 1;                 // trimmed mean drops this many values at each end; 0 = clip only
-  double byzantine_scale = 0;          // fault injection: > 0 makes this site send garbage of this RMS scale
+  std::string exchange = "ring";  // dts, diloco: ring | direct | auto (how an exact mean travels; compression: direct)
+  bool robust_aggregation = false;  // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
+  double robust_clip = 4.0;         // clip others' differences at this many times the own update scale; 0 = off
+  int robust_trim = 1;              // trimmed mean drops this many values at each end; 0 = clip only
+  double byzantine_scale = 0;       // fault injection: > 0 makes this site send garbage of this RMS scale
   // The values of the options each algorithm declares for itself (daemon/algorithms/algorithm_option.h).
   algorithms::OptionValues algorithm_options;
 
@@ -229,8 +229,8 @@ std::chrono::milliseconds heartbeat_milliseconds(double seconds);
 // or anything that is not such a number.
 std::optional<double> partition_origin_unix_seconds(const std::string& text);
 
-// --exchange: how dts' window averages travel.
-enum class Exchange { kRing, kDirect };
+// --exchange: how the exact means of dts and diloco travel (daemon/algorithms/algorithm.h).
+enum class Exchange { kRing, kDirect, kAuto };
 // --dataset.
 enum class Dataset { kFashionMnist, kIdx, kCsv };
 // "fashion-mnist", "idx" or "csv"; nullopt for anything else.

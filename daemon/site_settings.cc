@@ -326,11 +326,13 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   } else {
     settings.compression = *spec;
   }
-  if (c.exchange != "ring" && c.exchange != "direct") {
-    problem("exchange", "'" + c.exchange + "' is not ring or direct");
+  if (c.exchange != "ring" && c.exchange != "direct" && c.exchange != "auto") {
+    problem("exchange", "'" + c.exchange + "' is not ring, direct or auto");
   } else {
-    settings.exchange = c.exchange == "direct" ? Exchange::kDirect : Exchange::kRing;
-    if (settings.exchange == Exchange::kDirect && algorithm != nullptr && !algorithm->reads("exchange"))
+    settings.exchange = c.exchange == "direct" ? Exchange::kDirect
+                        : c.exchange == "auto" ? Exchange::kAuto
+                                               : Exchange::kRing;
+    if (settings.exchange != Exchange::kRing && algorithm != nullptr && !algorithm->reads("exchange"))
       only_for("exchange");
   }
   // The options algorithms declare for themselves: the declaring algorithm judges their ranges below;

@@ -6,8 +6,9 @@
 
 namespace meridian::gossip {
 
-DirectMeanMixer::DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts)
-    : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts) {}
+DirectMeanMixer::DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts,
+                                 std::size_t max_sites)
+    : inbox_(inbox), exact_(exact), feedback_(spec), timeouts_(timeouts), max_sites_(max_sites) {}
 
 std::optional<std::span<const float>> DirectMeanMixer::accept(const peer::Message& msg, std::size_t n) {
   if (msg.total != n || msg.phase > static_cast<std::uint32_t>(Encoding::kInt8)) return std::nullopt;
@@ -29,10 +30,13 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
   // re-average takes the single crossing too; compressed ones would not be exact, so it keeps the ring.
   const bool dense = feedback_.spec().encoding == Encoding::kDense;
   if (tag != RoundTag::kMix && !(dense && tag == RoundTag::kReaverage)) return exact_.mix(step, tag, data, weight);
+  peer::Transport& transport = inbox_.transport();
+  // Past the site bound the ring's 2(n − 1)/n copies per site beat n − 1 (compressed contributions
+  // cannot take the ring, so the bound is for dense ones only).
+  if (dense && transport.view_for(step).size() > max_sites_) return exact_.mix(step, tag, data, weight);
   const auto tag_value = static_cast<std::uint32_t>(tag);
   const auto kind = peer::MessageKind::kCompressedShare;
   const auto encoding = static_cast<std::uint32_t>(feedback_.spec().encoding);
-  peer::Transport& transport = inbox_.transport();
   // Rounds run in increasing step order, so older mail is what an abandoned attempt left behind.
   inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.round < step; });
   const std::size_t n = data.size();

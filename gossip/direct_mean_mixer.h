@@ -11,7 +11,9 @@
 //
 // Cost against the ring: each site sends n − 1 copies of its contribution instead of 2(n − 1)/n, for
 // one crossing instead of 2(n − 1) in a row. Under WAN latency with a handful of sites that is the
-// better trade; for many sites on thin links the ring is.
+// better trade; for many sites on thin links the ring is. With a site bound, a dense mixer takes the
+// ring (the exact mixer) for the steps whose announced view has more members than the bound: every
+// site sees the same view for a step, so all take the same path.
 //
 // RoundTag::kMix goes direct, and so does the periodic exact re-average (kReaverage) when contributions
 // travel dense: a re-average stalls the trainer, and one crossing stalls it 2(n − 1) times less than
@@ -27,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
@@ -43,7 +46,9 @@ namespace meridian::gossip {
 class DirectMeanMixer final : public Mixer {
  public:
   // `spec` kDense sends float32 contributions; fp16 and top-k compress them with error feedback.
-  DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts = {});
+  // `max_sites` (dense only): steps whose announced view has more members go to `exact`.
+  DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts = {},
+                  std::size_t max_sites = std::numeric_limits<std::size_t>::max());
 
   // kMix (and kReaverage when dense): replaces `data` by the mean of the members' contributions. Other
   // tags: the exact mixer's mix. Throws MixError like AverageMixer.
@@ -64,6 +69,7 @@ class DirectMeanMixer final : public Mixer {
   Mixer& exact_;
   ErrorFeedback feedback_;
   RoundTimeouts timeouts_;
+  std::size_t max_sites_;
   RedoView redo_;
   std::vector<float> input_;     // (n) the caller's data, to redo an abandoned round; dense: what is sent
   std::vector<float> residual_;  // (n) compressed: the residual before this round, likewise

@@ -1,6 +1,7 @@
 #include "daemon/algorithms/algorithm.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "gossip/direct_mean_mixer.h"
 #include "gossip/push_sum_mixer.h"
@@ -29,18 +30,28 @@ MixerSet Algorithm::make_mixers(const MixerContext& context) const {
   return set;
 }
 
-bool exchanges_directly(const SiteSettings& settings) {
-  return settings.exchange == Exchange::kDirect || settings.compression.encoding != gossip::Encoding::kDense;
+std::size_t direct_exchange_max_sites(const SiteSettings& settings) {
+  if (settings.exchange == Exchange::kDirect || settings.compression.encoding != gossip::Encoding::kDense)
+    return std::numeric_limits<std::size_t>::max();
+  return settings.exchange == Exchange::kAuto ? kAutoDirectMaxSites : 0;
+}
+
+std::string describe_exchange(const SiteSettings& settings) {
+  const auto max_sites = direct_exchange_max_sites(settings);
+  if (max_sites == 0) return "ring";
+  if (max_sites == std::numeric_limits<std::size_t>::max()) return "direct";
+  return "auto (direct up to " + std::to_string(max_sites) + " sites, ring above)";
 }
 
 MixerSet exact_mean_mixers(const MixerContext& context) {
   MixerSet set;
-  if (!exchanges_directly(context.settings)) {
+  const auto max_sites = direct_exchange_max_sites(context.settings);
+  if (max_sites == 0) {
     set.mix = &context.exact;
     return set;
   }
   set.owned = std::make_unique<gossip::DirectMeanMixer>(context.inbox, context.exact, context.settings.compression,
-                                                        context.timeouts);
+                                                        context.timeouts, max_sites);
   set.mix = set.owned.get();
   set.reaverage_with_mix = context.settings.compression.encoding == gossip::Encoding::kDense;
   return set;

@@ -146,13 +146,25 @@ class Algorithm {
   virtual std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const = 0;
 };
 
-// For the algorithms whose rounds take an exact mean (dts, diloco): whether the mean travels in one
-// direct crossing (--exchange direct, or any compression) rather than over the ring all-reduce.
-bool exchanges_directly(const SiteSettings& settings);
+// For the algorithms whose rounds take an exact mean (dts, diloco): the largest view whose mean travels
+// in one direct crossing rather than over the ring all-reduce. 0 with --exchange ring (never); every
+// view with --exchange direct or any compression (the ring carries no compressed values); with
+// --exchange auto, kAutoDirectMaxSites. A round's view is the one announced for its step, the same on
+// every site, so every site takes the same path.
+std::size_t direct_exchange_max_sites(const SiteSettings& settings);
+// --exchange auto's bound: up to 8 sites one crossing is worth n − 1 copies per site (the ring sends
+// 2(n − 1)/n, so 3.5x less at 8 sites, for 14 crossings in a row instead of one); above it the volume
+// grows with n while the latency the direct exchange saves is already hidden by an overlap of a few
+// more steps.
+inline constexpr std::size_t kAutoDirectMaxSites = 8;
+// The exchange as the start-up log and the federation terms name it: "ring", "direct" or "auto (direct
+// up to 8 sites, ring above)".
+std::string describe_exchange(const SiteSettings& settings);
 
-// Their mixers: the exact ring, or a DirectMeanMixer when exchanges_directly(). A dense direct
-// exchange re-averages in its single crossing too (the ring's 2(n − 1) crossings stall every trainer
-// about 6x longer with 4 sites); a compressed one leaves re-averages to the exact ring.
+// Their mixers: the exact ring, or a DirectMeanMixer when some views exchange directly (it hands larger
+// views to the ring). A dense direct exchange re-averages in its single crossing too (the ring's
+// 2(n − 1) crossings stall every trainer about 6x longer with 4 sites); a compressed one leaves
+// re-averages to the exact ring.
 MixerSet exact_mean_mixers(const MixerContext& context);
 
 // For the push-sum algorithms: a PushSumMixer over the view's exponential graph with K = --out-peers,

@@ -1,6 +1,7 @@
 #include "daemon/algorithms/diloco.h"
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -80,7 +81,10 @@ class DilocoTrainer final : public OptimizerTrainer {
       : OptimizerTrainer(context),
         wire_(config.wire),
         auto_(auto_overlap(context.settings)),
-        direct_(exchanges_directly(context.settings) || config.outer_average == gossip::OuterAverage::kPushSum),
+        // A push-sum share (diloco-gossip) makes one crossing whatever the view's size.
+        direct_max_sites_(config.outer_average == gossip::OuterAverage::kPushSum
+                              ? std::numeric_limits<std::size_t>::max()
+                              : direct_exchange_max_sites(context.settings)),
         fallback_(fallback_overlap(context.settings)),
         diloco_(config, context.channel, mirror_.parameters(), mirror_.state()) {}
 
@@ -88,8 +92,9 @@ class DilocoTrainer final : public OptimizerTrainer {
     if (!auto_ || (shape_ && shape_->view_id == view.id)) return;
     // Exchanges in flight keep the overlap they started with (gossip/diloco.h); syncs from round k
     // on take the new one.
-    const std::uint32_t tau = algorithms::choose_diloco_overlap(view.pace, exchange_crossings(view.size(), direct_),
-                                                                diloco_.fragments().inner_steps(), fallback_);
+    const std::uint32_t tau =
+        algorithms::choose_diloco_overlap(view.pace, exchange_crossings(view.size(), view.size() <= direct_max_sites_),
+                                          diloco_.fragments().inner_steps(), fallback_);
     const bool changed = !shape_ || shape_->delay != tau;
     diloco_.set_overlap(tau);
     shape_ = ChosenShape{"overlap τ = " + std::to_string(tau), tau, 0, 0, view.pace, view.id,
@@ -178,10 +183,10 @@ class DilocoTrainer final : public OptimizerTrainer {
   }
 
   gossip::CompressionSpec wire_;
-  const bool auto_;                   // --delay auto: the overlap follows the view's pace
-  const bool direct_;                 // a sync makes one crossing (direct exchange, push-sum; else 2(n − 1))
-  const std::uint32_t fallback_;      // the overlap while the pace is not measured
-  std::optional<ChosenShape> shape_;  // the shape in force, with --delay auto
+  const bool auto_;                     // --delay auto: the overlap follows the view's pace
+  const std::size_t direct_max_sites_;  // views up to this size sync in one crossing (else the ring's 2(n − 1))
+  const std::uint32_t fallback_;        // the overlap while the pace is not measured
+  std::optional<ChosenShape> shape_;    // the shape in force, with --delay auto
   gossip::Diloco diloco_;
   // w as the checkpoint's section: θ_g is saved de-biased, so w only weighs this site's later shares and
   // float suffices. Not the checkpoint's push-sum weight, by which `eval` divides the parameters (sgp's
@@ -196,8 +201,11 @@ class Diloco final : public Algorithm {
   std::span<const AlgorithmOption* const> options() const override { return kOptions; }
   void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
     if (!given("period")) config.period = kDilocoDefaultInnerSteps;
-    // The overlap follows the network unless given: `--algo diloco` alone hides the latency it meets.
+    // The overlap follows the network unless given, and a small federation syncs in one crossing:
+    // `--algo diloco` alone hides the latency it meets (the ring's 2(n − 1) crossings in a row can
+    // outlast H steps at a few hundred milliseconds, and no overlap within H hides that).
     if (!given("delay")) config.delay = kAutoShape;
+    if (!given("exchange")) config.exchange = "auto";
   }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     const auto& o = s.options;
@@ -221,8 +229,7 @@ class Diloco final : public Algorithm {
     std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
                       "), overlap τ = " + (auto_overlap(s) ? "auto" : std::to_string(o.delay)) +
                       ", F = " + std::to_string(fragments) + " fragment" + (fragments == 1 ? "" : "s") + ", " + outer +
-                      ", wire " + gossip::diloco_wire_name(s.compression) + ", exchange " +
-                      (exchanges_directly(s) ? "direct" : "ring");
+                      ", wire " + gossip::diloco_wire_name(s.compression) + ", exchange " + describe_exchange(s);
     return out;
   }
   // Exchanges carry a fragment's pseudo-gradient (n/F floats, no multiple of the model's length when

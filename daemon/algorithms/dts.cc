@@ -25,12 +25,13 @@ class DtsTrainer final : public TrainerAlgorithm {
         momentum_buffer_(with_momentum(context.settings) ? context.model.parameters().size() : 0),
         // Re-averages carry the normalization statistics (gossip/dts.h).
         auto_(auto_shape(context.settings)),
-        direct_(exchanges_directly(context.settings)),
+        direct_max_sites_(direct_exchange_max_sites(context.settings)),
         dts_(config_of(context.settings), context.channel, mirror_.parameters(), momentum_buffer_, mirror_.state()) {}
 
   void adopt_view(std::uint64_t k, const peer::View& view) override {
     if (!auto_ || (shape_ && shape_->view_id == view.id)) return;
-    const DtsShape shape = choose_dts_shape(view.pace, exchange_crossings(view.size(), direct_), kFallbackShape);
+    const DtsShape shape =
+        choose_dts_shape(view.pace, exchange_crossings(view.size(), view.size() <= direct_max_sites_), kFallbackShape);
     const bool changed = !shape_ || shape_->delay != shape.delay || shape_->period != shape.period;
     // Every site reshapes at round k, the view's first round or the round it joins at (gossip/dts.h).
     mirror_.pull_state();
@@ -113,7 +114,7 @@ class DtsTrainer final : public TrainerAlgorithm {
   float weight_decay_;
   std::vector<float> momentum_buffer_;  // (n) heavy-ball u; empty for plain SGD
   const bool auto_;                     // --delay auto: the shape follows the view's pace
-  const bool direct_;                   // the exchange makes one crossing (else the ring's 2(n − 1))
+  const std::size_t direct_max_sites_;  // views up to this size exchange in one crossing (else the ring's 2(n − 1))
   std::optional<ChosenShape> shape_;    // the shape in force, with --delay auto
   gossip::Dts dts_;
 };
@@ -143,7 +144,7 @@ class Dts final : public Algorithm {
                                     : "D = " + std::to_string(o.delay) + ", P = " + std::to_string(o.period);
     if (o.delay == kDtsDefaultDelay && o.period == kDtsDefaultPeriod) out += " (dts' default shape)";
     if (o.delay == 0 && o.period == 1) out += " (waits for every average, as allreduce does)";
-    out += ", exchange " + o.exchange + ", compensation " + o.compensation;
+    out += ", exchange " + describe_exchange(s) + ", compensation " + o.compensation;
     if (s.compression.encoding != gossip::Encoding::kDense) out += ", compression " + o.compression;
     return out;
   }
@@ -154,7 +155,7 @@ class Dts final : public Algorithm {
   // A window carries the weights' and the momentum's displacement; the direct exchange sends and
   // receives whole windows, so its shares on the links are as long.
   BufferSizes buffer_sizes(const SiteSettings& s, std::size_t parameters) const override {
-    return {2 * parameters, s.exchange == Exchange::kDirect ? 2 * parameters : parameters};
+    return {2 * parameters, s.exchange != Exchange::kRing ? 2 * parameters : parameters};
   }
   MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
   bool shape_from_network(const SiteSettings& s) const override { return auto_shape(s); }

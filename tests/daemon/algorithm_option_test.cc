@@ -131,7 +131,7 @@ TEST_CASE("diloco's own options are flags and config keys, in their place among 
       parse({"--name", "a", "--algo", "diloco", "--fragments", "4", "--outer-lr", "1", "--outer-momentum", "0"});
   CHECK(describe_algorithm(settings_of(config)) ==
         "diloco, H = 32 inner steps (momentum), overlap τ = auto, F = 4 fragments, outer lr 1, outer momentum 0 "
-        "(Nesterov), wire fp32, exchange ring");
+        "(Nesterov), wire fp32, exchange auto (direct up to 8 sites, ring above)");
   const auto help = help_of_start();
   CHECK_THAT(help, Contains("--fragments INT=1") && Contains("--outer-lr FLOAT=0.7") &&
                        Contains("--outer-momentum FLOAT=0.9"));

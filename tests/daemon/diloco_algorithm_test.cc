@@ -3,6 +3,7 @@
 // compressed wire among them).
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,16 +53,20 @@ TEST_CASE("diloco is registered, picks its shape when none is given, and says it
   apply_algorithm_defaults(c, [](std::string_view) { return false; });
   CHECK(c.period == 32);
   CHECK(c.delay == kAutoShape);  // the overlap follows the network (daemon/algorithms/auto_shape.h)
+  CHECK(c.exchange == "auto");   // one crossing per sync in a small federation
   CHECK(describe_algorithm(settings_of(c)) ==
         "diloco, H = 32 inner steps (momentum), overlap τ = auto, F = 1 fragment, outer lr 0.7, outer momentum 0.9 "
-        "(Nesterov), wire fp32, exchange ring");
+        "(Nesterov), wire fp32, exchange auto (direct up to 8 sites, ring above)");
   // Knobs the user gave stay.
   SiteConfig given = diloco_config();
   given.period = 100;
   given.delay = 0;
-  apply_algorithm_defaults(given, [](std::string_view option) { return option == "period" || option == "delay"; });
+  given.exchange = "ring";
+  apply_algorithm_defaults(
+      given, [](std::string_view option) { return option == "period" || option == "delay" || option == "exchange"; });
   CHECK(given.period == 100);
   CHECK(given.delay == 0);
+  CHECK(given.exchange == "ring");
   set_option(given, "fragments", 4);
   set_option(given, "outer-lr", 1.0);
   set_option(given, "outer-momentum", 0.0);
@@ -70,6 +75,38 @@ TEST_CASE("diloco is registered, picks its shape when none is given, and says it
   CHECK(describe_algorithm(settings_of(given)) ==
         "diloco, H = 100 inner steps (adamw), overlap τ = 0, F = 4 fragments, outer lr 1, outer momentum 0 "
         "(Nesterov), wire int8, exchange direct");
+}
+
+TEST_CASE(
+    "--exchange auto: the direct exchange up to 8 sites, the ring above; direct and compressed wires always direct",
+    "[daemon][config][diloco][unit]") {
+  SiteConfig c = diloco_config();
+  c.exchange = "auto";
+  CHECK(algorithms::direct_exchange_max_sites(settings_of(c)) == algorithms::kAutoDirectMaxSites);
+  CHECK(algorithms::kAutoDirectMaxSites == 8);
+  c.exchange = "ring";
+  CHECK(algorithms::direct_exchange_max_sites(settings_of(c)) == 0);
+  CHECK_THAT(describe_algorithm(settings_of(c)), Catch::EndsWith("exchange ring"));
+  c.exchange = "direct";
+  CHECK(algorithms::direct_exchange_max_sites(settings_of(c)) == std::numeric_limits<std::size_t>::max());
+  // A compressed wire cannot take the ring: every view goes direct, whatever --exchange says.
+  for (const char* exchange : {"ring", "auto"}) {
+    c.exchange = exchange;
+    c.compression = "fp16";
+    CHECK(algorithms::direct_exchange_max_sites(settings_of(c)) == std::numeric_limits<std::size_t>::max());
+    CHECK_THAT(describe_algorithm(settings_of(c)), Catch::EndsWith("exchange direct"));
+  }
+  // dts reads it too (its default stays the ring); the others refuse it.
+  SiteConfig dts = diloco_config();
+  dts.algo = "dts";
+  dts.exchange = "auto";
+  CHECK(problems_of(dts).empty());
+  CHECK_THAT(describe_algorithm(settings_of(dts)),
+             Catch::Contains("exchange auto (direct up to 8 sites, ring above), compensation exact"));
+  SiteConfig sgp = diloco_config();
+  sgp.algo = "sgp";
+  sgp.exchange = "auto";
+  CHECK_THAT(problems_of(sgp), Catch::Contains("--exchange: applies to dts and diloco only"));
 }
 
 TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do not read them",

@@ -267,7 +267,7 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
          c.compensation = "off";
        },
        "--compensation: applies to dts only"},
-      {[](SiteConfig& c) { c.exchange = "mesh"; }, "--exchange: 'mesh' is not ring or direct"},
+      {[](SiteConfig& c) { c.exchange = "mesh"; }, "--exchange: 'mesh' is not ring, direct or auto"},
       {[](SiteConfig& c) {
          c.algo = "dsync";
          c.exchange = "direct";

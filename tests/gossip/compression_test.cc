@@ -279,6 +279,47 @@ TEST_CASE("direct exchange: a dense re-average takes the single crossing, a comp
   }
 }
 
+TEST_CASE("direct exchange with a site bound: a dense mean over a larger view takes the ring, a compressed one never",
+          "[gossip][compression][cluster]") {
+  const auto names = testing::site_names(3);
+  struct Case {
+    const char* wire;
+    std::size_t max_sites;
+    bool ring;
+  };
+  for (const Case c : {Case{"none", 2, true}, Case{"none", 3, false}, Case{"fp16", 2, false}}) {
+    auto net = meridian::peer::InMemoryNetwork::create(names);
+    std::vector<std::string> errors(names.size());
+    std::vector<std::vector<float>> results(names.size());
+    std::vector<std::thread> threads;
+    for (std::size_t r = 0; r < names.size(); ++r)
+      threads.emplace_back([&, r] {
+        auto transport = net->endpoint(names[r]);
+        Inbox inbox(*transport);
+        RefusingMixer ring;
+        DirectMeanMixer mixer(inbox, ring, *parse_compression(c.wire), {}, c.max_sites);
+        std::vector<float> data(5, static_cast<float>(r));
+        double weight = 1.0;
+        try {
+          mixer.mix(7, RoundTag::kMix, data, weight);
+        } catch (const MixError& e) {
+          errors[r] = e.what();
+        }
+        results[r] = data;
+      });
+    for (auto& t : threads) t.join();
+    INFO(c.wire << ", at most " << c.max_sites << " sites direct");
+    for (std::size_t r = 0; r < names.size(); ++r) {
+      if (c.ring) {
+        CHECK(errors[r] == "round 7 went to the ring");
+      } else {
+        CHECK(errors[r].empty());
+        for (float v : results[r]) CHECK(std::fabs(v - 1.0f) < 1e-3f);  // (0 + 1 + 2) / 3, fp16 rounding aside
+      }
+    }
+  }
+}
+
 TEST_CASE("dts over compressed averages: allreduce's parameters plus the mean residual",
           "[gossip][compression][dts][cluster]") {
   const std::size_t sites = 4, dim = 64;
