@@ -341,7 +341,8 @@ def run_e7(runner, plan):
 # 40-50 ms per step with 4 sites on 2 cores, and 400 ms one way), where only the DiLoCo family's long
 # overlap hides the network. The hand-picked shape: tau covering 1.5x a crossing of the direct exchange
 # with the compute of a short `local` pilot, H = 32; then the same with fp16 and int8 pseudo-gradients,
-# and diloco with no shape given (its overlap chosen from the measured round trip).
+# and diloco with no shape given (its overlap chosen from the measured round trip, its exchange direct at
+# 4 sites), and the same over the ring.
 def e8_algos(runner):
     pilot = runner.simulate("e8", "local-pilot", 4, ["local"],
                             E7_MODEL + ["--eval-every", "100000", "--epochs", f"{epochs_for(24, 4, E7_BATCH):.4f}"])
@@ -349,7 +350,7 @@ def e8_algos(runner):
     compute = pilot.get("steady", {}).get("local") or 0.05
     h, overlap = choose_diloco(E8_LATENCY_MS, compute)
     hand = diloco_spec(h, overlap)
-    return ["local", hand, hand + ":compression=fp16", hand + ":compression=int8", "diloco:exchange=direct", "diloco",
+    return ["local", hand, hand + ":compression=fp16", hand + ":compression=int8", "diloco", "diloco:exchange=ring",
             f"diloco-gossip:period={h}:delay={overlap}", "dts:delay=2:period=16:exchange=direct"]
 
 
@@ -752,8 +753,8 @@ NOTES = {
           "and τ chosen to cover 1.5× a crossing with the compute measured by a short `local` pilot just before "
           "(the cell's label gives it); the same shape with fp16 and int8 pseudo-gradients (error feedback keeps "
           "what rounding cut for the next sync); diloco with no overlap given, which chooses it from the measured "
-          "round trip and step time, over the direct exchange (`diloco:exchange=direct`) and over its default ring "
-          "(`diloco`, whose 2(n − 1) crossings take longer than H = 32 steps); diloco-gossip (push-sum outer average, one out-peer) with the hand-picked shape; and dts' shape of experiment 7 for reference (D = 2 covers 100 ms, not 400). "
+          "round trip and step time and its exchange by the federation's size (`diloco`: the direct exchange at 4 sites), "
+          "and the same over the ring (`diloco:exchange=ring`, whose 2(n − 1) crossings take longer than H = 32 steps); diloco-gossip (push-sum outer average, one out-peer) with the hand-picked shape; and dts' shape of experiment 7 for reference (D = 2 covers 100 ms, not 400). "
           "*efficiency* = `local`'s s/step ÷ the algorithm's, in the same invocation.",
     "e6": "4 sites, `--wan world4,bandwidth=20mbit`, dts with D = 2, P = 16. Compression (`--compression`, see "
           "docs/algorithms.md): fp16 halves sgp's shares; dts' compressed averages travel by the direct exchange "
