@@ -20,7 +20,7 @@ bool Algorithm::declares(const AlgorithmOption& option) const {
 std::uint64_t Algorithm::view_change_reach(const SiteSettings& settings) const {
   const auto period = static_cast<std::uint64_t>(std::max(settings.options.period, 0));
   // An automatic overlap stays within the period (diloco's τ <= H).
-  if (settings.options.delay == kAutoShape) return 2 * period;
+  if (delay_is_auto(settings)) return 2 * period;
   return static_cast<std::uint64_t>(std::max(settings.options.delay, 0)) + period;
 }
 
@@ -29,6 +29,8 @@ MixerSet Algorithm::make_mixers(const MixerContext& context) const {
   set.mix = &context.exact;
   return set;
 }
+
+bool delay_is_auto(const SiteSettings& settings) { return settings.options.delay == kAutoShape; }
 
 std::size_t direct_exchange_max_sites(const SiteSettings& settings) {
   if (settings.exchange == Exchange::kDirect || settings.compression.encoding != gossip::Encoding::kDense)
@@ -53,7 +55,7 @@ MixerSet exact_mean_mixers(const MixerContext& context) {
   set.owned = std::make_unique<gossip::DirectMeanMixer>(context.inbox, context.exact, context.settings.compression,
                                                         context.timeouts, max_sites);
   set.mix = set.owned.get();
-  set.reaverage_with_mix = context.settings.compression.encoding == gossip::Encoding::kDense;
+  set.reaverage_with_mix = true;
   return set;
 }
 

@@ -146,6 +146,10 @@ class Algorithm {
   virtual std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const = 0;
 };
 
+// --delay auto: dts' D and P, or the overlap τ of diloco and diloco-gossip, follow the view's pace
+// (daemon/algorithms/auto_shape.h).
+bool delay_is_auto(const SiteSettings& settings);
+
 // For the algorithms whose rounds take an exact mean (dts, diloco): the largest view whose mean travels
 // in one direct crossing rather than over the ring all-reduce. 0 with --exchange ring (never); every
 // view with --exchange direct or any compression (the ring carries no compressed values); with
@@ -162,9 +166,8 @@ inline constexpr std::size_t kAutoDirectMaxSites = 8;
 std::string describe_exchange(const SiteSettings& settings);
 
 // Their mixers: the exact ring, or a DirectMeanMixer when some views exchange directly (it hands larger
-// views to the ring). A dense direct exchange re-averages in its single crossing too (the ring's
-// 2(n − 1) crossings stall every trainer about 6x longer with 4 sites); a compressed one leaves
-// re-averages to the exact ring.
+// views to the ring). The direct exchange re-averages in its single crossing too, dense whatever the
+// wire (the ring's 2(n − 1) crossings stall every trainer about 6x longer with 4 sites).
 MixerSet exact_mean_mixers(const MixerContext& context);
 
 // For the push-sum algorithms: a PushSumMixer over the view's exponential graph with K = --out-peers,

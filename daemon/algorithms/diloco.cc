@@ -52,8 +52,6 @@ constexpr std::array<const AlgorithmOption*, 3> kOptions{&kFragments, &kOuterLr,
 
 int fragments_of(const SiteSettings& s) { return s.options.algorithm_options.whole(kFragments); }
 
-bool auto_overlap(const SiteSettings& s) { return s.options.delay == kAutoShape; }
-
 // The overlap before any measured pace: the fixed default, within H.
 std::uint32_t fallback_overlap(const SiteSettings& s) {
   return static_cast<std::uint32_t>(std::min(kDilocoDefaultOverlap, s.options.period));
@@ -66,7 +64,7 @@ gossip::DilocoConfig diloco_config_of(const SiteSettings& s) {
   config.inner_steps = static_cast<std::uint32_t>(s.options.period);
   config.outer_lr = s.options.algorithm_options.real(kOuterLr);
   config.outer_momentum = s.options.algorithm_options.real(kOuterMomentum);
-  config.overlap = auto_overlap(s) ? fallback_overlap(s) : static_cast<std::uint32_t>(s.options.delay);
+  config.overlap = delay_is_auto(s) ? fallback_overlap(s) : static_cast<std::uint32_t>(s.options.delay);
   config.fragments = static_cast<std::uint32_t>(fragments_of(s));
   config.wire = s.compression;
   config.wait_timeout = mix_wait_timeout(s);
@@ -80,7 +78,7 @@ class DilocoTrainer final : public OptimizerTrainer {
   DilocoTrainer(const TrainerContext& context, const gossip::DilocoConfig& config)
       : OptimizerTrainer(context),
         wire_(config.wire),
-        auto_(auto_overlap(context.settings)),
+        auto_(delay_is_auto(context.settings)),
         // A push-sum share (diloco-gossip) makes one crossing whatever the view's size.
         direct_max_sites_(config.outer_average == gossip::OuterAverage::kPushSum
                               ? std::numeric_limits<std::size_t>::max()
@@ -209,7 +207,7 @@ class Diloco final : public Algorithm {
   }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     const auto& o = s.options;
-    if (!auto_overlap(s) && o.delay > o.period)
+    if (!delay_is_auto(s) && o.delay > o.period)
       problems.push_back("--delay: diloco's overlap τ = " + std::to_string(o.delay) + " exceeds --period H = " +
                          std::to_string(o.period) + " (an exchange must land before its fragment syncs again)");
     if (const int fragments = fragments_of(s); fragments < 1 || fragments > o.period)
@@ -218,7 +216,7 @@ class Diloco final : public Algorithm {
                          "] (one fragment sync per step at most)");
   }
   bool reads(std::string_view option) const override { return option == "exchange"; }
-  bool shape_from_network(const SiteSettings& s) const override { return auto_overlap(s); }
+  bool shape_from_network(const SiteSettings& s) const override { return delay_is_auto(s); }
   bool accepts(gossip::Encoding encoding) const override { return encoding != gossip::Encoding::kTopK; }
   std::string describe_knobs(const SiteSettings& s) const override {
     const auto& o = s.options;
@@ -227,7 +225,7 @@ class Diloco final : public Algorithm {
     std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)", o.algorithm_options.real(kOuterLr),
                   o.algorithm_options.real(kOuterMomentum));
     std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
-                      "), overlap τ = " + (auto_overlap(s) ? "auto" : std::to_string(o.delay)) +
+                      "), overlap τ = " + (delay_is_auto(s) ? "auto" : std::to_string(o.delay)) +
                       ", F = " + std::to_string(fragments) + " fragment" + (fragments == 1 ? "" : "s") + ", " + outer +
                       ", wire " + gossip::diloco_wire_name(s.compression) + ", exchange " + describe_exchange(s);
     return out;

@@ -5,12 +5,12 @@
 // the exchange runs during τ further inner steps and is applied with delayed compensation; auto (the
 // default) chooses τ from the network and follows the view's pace (daemon/algorithms/auto_shape.h).
 // --fragments F staggers F fragment syncs H/F steps apart. --compression fp16 or int8 sends the
-// pseudo-gradients compressed over the direct exchange (--exchange direct sends dense ones there too;
-// the default is the ring). --fragments, --outer-lr and --outer-momentum are its own options, declared
-// in diloco.cc (daemon/algorithms/algorithm_option.h); the others are shared. Checkpoint sections: the
-// parameters, the inner optimizer's state ("optimizer"), and the outer state "diloco-global" (θ_g) and
-// "diloco-outer-momentum" (m), and with an fp16 or int8 wire "diloco-residuals" (the error-feedback
-// residuals, element i's at i; optional: a checkpoint without it resumes with them at zero).
+// pseudo-gradients compressed over the direct exchange; dense ones take it while the view has at most
+// 8 sites and the ring above (--exchange auto, the default; ring or direct fix it). --fragments, --outer-lr and
+// --outer-momentum are its own options, declared in diloco.cc (daemon/algorithms/algorithm_option.h); the others are
+// shared. Checkpoint sections: the parameters, the inner optimizer's state ("optimizer"), and the outer state
+// "diloco-global" (θ_g) and "diloco-outer-momentum" (m), and with an fp16 or int8 wire "diloco-residuals" (the
+// error-feedback residuals, element i's at i; optional: a checkpoint without it resumes with them at zero).
 #pragma once
 
 #include <memory>

@@ -10,8 +10,6 @@
 namespace meridian::daemon::algorithms {
 namespace {
 
-bool auto_overlap(const SiteSettings& s) { return s.options.delay == kAutoShape; }
-
 class DilocoGossip final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kDilocoGossip; }
@@ -26,7 +24,7 @@ class DilocoGossip final : public Algorithm {
     if (!given("delay")) config.delay = std::min(kDilocoDefaultOverlap, config.period);
   }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
-    if (!auto_overlap(s) && s.options.delay > s.options.period)
+    if (!delay_is_auto(s) && s.options.delay > s.options.period)
       problems.push_back("--delay: diloco-gossip's overlap τ = " + std::to_string(s.options.delay) +
                          " exceeds --period H = " + std::to_string(s.options.period) +
                          " (a share must land before the next outer step)");
@@ -42,7 +40,7 @@ class DilocoGossip final : public Algorithm {
     std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)",
                   o.algorithm_options.real(outer_lr_option()), o.algorithm_options.real(outer_momentum_option()));
     return "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
-           "), overlap τ = " + (auto_overlap(s) ? "auto" : std::to_string(o.delay)) + ", " + outer +
+           "), overlap τ = " + (delay_is_auto(s) ? "auto" : std::to_string(o.delay)) + ", " + outer +
            ", push-sum outer average to K = " + std::to_string(o.out_peers) + " out-peer" +
            (o.out_peers == 1 ? "" : "s") + ", wire " + gossip::diloco_wire_name(s.compression);
   }
@@ -55,7 +53,7 @@ class DilocoGossip final : public Algorithm {
   WireLimits wire_limits(const SiteSettings&) const override { return {}; }
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t n) const override { return {n, n}; }
   // --delay auto: the overlap follows the view's pace as diloco's does, with one crossing per share.
-  bool shape_from_network(const SiteSettings& s) const override { return auto_overlap(s); }
+  bool shape_from_network(const SiteSettings& s) const override { return delay_is_auto(s); }
   // Push-sum waits for nobody: a returning site joins at the round its peers mix.
   bool peers_wait_for_rejoin() const override { return false; }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {

@@ -63,7 +63,7 @@ class Dsync final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kDsync; }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
-    if (s.options.delay == kAutoShape)
+    if (delay_is_auto(s))
       problems.push_back("--delay: dsync takes a whole number of steps (auto chooses dts' and diloco's shapes only)");
   }
   std::string describe_knobs(const SiteSettings& s) const override {

@@ -11,8 +11,6 @@ namespace {
 
 bool with_momentum(const SiteSettings& s) { return s.optimizer == models::OptimizerKind::momentum; }
 
-// --delay auto: D and P = 8·D follow the view's pace (daemon/algorithms/auto_shape.h).
-bool auto_shape(const SiteSettings& s) { return s.options.delay == kAutoShape; }
 constexpr DtsShape kFallbackShape{kDtsDefaultDelay, kDtsDefaultPeriod};
 
 class DtsTrainer final : public TrainerAlgorithm {
@@ -24,7 +22,7 @@ class DtsTrainer final : public TrainerAlgorithm {
         weight_decay_(static_cast<float>(context.settings.options.weight_decay)),
         momentum_buffer_(with_momentum(context.settings) ? context.model.parameters().size() : 0),
         // Re-averages carry the normalization statistics (gossip/dts.h).
-        auto_(auto_shape(context.settings)),
+        auto_(delay_is_auto(context.settings)),
         direct_max_sites_(direct_exchange_max_sites(context.settings)),
         dts_(config_of(context.settings), context.channel, mirror_.parameters(), momentum_buffer_, mirror_.state()) {}
 
@@ -98,7 +96,7 @@ class DtsTrainer final : public TrainerAlgorithm {
   static gossip::DtsConfig config_of(const SiteSettings& s) {
     // The window average is exact over the ring and the dense direct exchange, not a compressed one.
     const bool exact_window_mean = s.compression.encoding == gossip::Encoding::kDense;
-    const bool automatic = auto_shape(s);
+    const bool automatic = delay_is_auto(s);
     return gossip::DtsConfig{automatic ? kFallbackShape.delay : static_cast<std::uint32_t>(s.options.delay),
                              automatic ? kFallbackShape.period : static_cast<std::uint32_t>(s.options.period),
                              with_momentum(s) ? s.options.momentum : 0.0,
@@ -128,7 +126,7 @@ class Dts final : public Algorithm {
     config.period = kDtsDefaultPeriod;
   }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
-    if (auto_shape(s) && s.options.period != 1)
+    if (delay_is_auto(s) && s.options.period != 1)
       problems.push_back("--period: dts with --delay auto chooses P = 8·D itself (give both D and P, or neither)");
     if (s.optimizer != models::OptimizerKind::sgd && s.optimizer != models::OptimizerKind::momentum) {
       problems.push_back("--optimizer: dts is its own optimizer and supports sgd or momentum (heavy-ball), not '" +
@@ -140,8 +138,8 @@ class Dts final : public Algorithm {
   bool accepts(gossip::Encoding) const override { return true; }
   std::string describe_knobs(const SiteSettings& s) const override {
     const auto& o = s.options;
-    std::string out = auto_shape(s) ? std::string("D = auto, P = 8·D (chosen from the network)")
-                                    : "D = " + std::to_string(o.delay) + ", P = " + std::to_string(o.period);
+    std::string out = delay_is_auto(s) ? std::string("D = auto, P = 8·D (chosen from the network)")
+                                       : "D = " + std::to_string(o.delay) + ", P = " + std::to_string(o.period);
     if (o.delay == kDtsDefaultDelay && o.period == kDtsDefaultPeriod) out += " (dts' default shape)";
     if (o.delay == 0 && o.period == 1) out += " (waits for every average, as allreduce does)";
     out += ", exchange " + describe_exchange(s) + ", compensation " + o.compensation;
@@ -158,9 +156,9 @@ class Dts final : public Algorithm {
     return {2 * parameters, s.exchange != Exchange::kRing ? 2 * parameters : parameters};
   }
   MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
-  bool shape_from_network(const SiteSettings& s) const override { return auto_shape(s); }
+  bool shape_from_network(const SiteSettings& s) const override { return delay_is_auto(s); }
   std::uint64_t view_change_reach(const SiteSettings& s) const override {
-    if (!auto_shape(s)) return Algorithm::view_change_reach(s);
+    if (!delay_is_auto(s)) return Algorithm::view_change_reach(s);
     return kAutoDtsMaxDelay + 8 * kAutoDtsMaxDelay;
   }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {

@@ -14,6 +14,7 @@
 
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
@@ -23,16 +24,6 @@ using meridian::testing::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
-
-// A small CSV table (two features, a text label): the sites load it in milliseconds.
-fs::path write_table(const fs::path& dir, const std::string& name, const std::vector<std::string>& labels) {
-  fs::create_directories(dir);
-  const fs::path file = dir / name;
-  std::ofstream out(file);
-  out << "x,y,label\n";
-  for (int i = 0; i < 64; ++i) out << i % 7 << "," << (i * 3) % 5 << "," << labels[i % labels.size()] << "\n";
-  return file;
-}
 
 // A table with the given header (a label column "label" among them) and 40 rows of small numbers.
 fs::path write_columns(const fs::path& dir, const std::string& name, const std::vector<std::string>& header) {
@@ -93,7 +84,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 TEST_CASE("a site running another --algo is refused at join, with both algorithms named", "[daemon][join][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "sgp"),
                       args_for("beta", 1, table).set("--algo", "allreduce"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
@@ -108,7 +99,7 @@ TEST_CASE("a site running another --algo is refused at join, with both algorithm
 
 TEST_CASE("a dts site with another delay is refused at join, with both shapes named", "[daemon][join][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "dts").set("--delay", 1),
                       args_for("beta", 1, table).set("--algo", "dts").set("--delay", 2));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
@@ -122,7 +113,7 @@ TEST_CASE("a dts site with another delay is refused at join, with both shapes na
 TEST_CASE("a dts site with --delay auto and one with a fixed delay are refused at join, with both shapes named",
           "[daemon][join][auto_shape][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "dts").set("--delay", "auto"),
                       args_for("beta", 1, table).set("--algo", "dts").set("--delay", 4));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
@@ -136,7 +127,7 @@ TEST_CASE("a dts site with --delay auto and one with a fixed delay are refused a
 TEST_CASE("an sgp site with a fixed tau joining one with --tau auto is refused, with both named",
           "[daemon][join][auto_shape][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "sgp").set("--tau", 3),
                       args_for("beta", 1, table).set("--algo", "sgp").set("--tau", "auto"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
@@ -148,7 +139,7 @@ TEST_CASE("an sgp site with a fixed tau joining one with --tau auto is refused, 
 
 TEST_CASE("a site with another model is refused at join, with both architectures named", "[daemon][join][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o =
       join(dir.path(), args_for("alpha", 0, table).set("--widths", 8), args_for("beta", 1, table).set("--widths", 16));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
@@ -165,8 +156,8 @@ TEST_CASE("a site with another model is refused at join, with both architectures
 TEST_CASE("a site whose data names other classes is refused at join, with both class lists named",
           "[daemon][join][process]") {
   TempDir dir;
-  const auto pets = write_table(dir.path() / "a", "t.csv", {"cat", "dog"});
-  const auto fruit = write_table(dir.path() / "b", "t.csv", {"apple", "pear"});
+  const auto pets = meridian::tests::write_small_table(dir.path() / "a", "t.csv", {"cat", "dog"});
+  const auto fruit = meridian::tests::write_small_table(dir.path() / "b", "t.csv", {"apple", "pear"});
   const auto o = join(dir.path(), args_for("alpha", 0, pets), args_for("beta", 1, fruit));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
   CHECK(o.joiner_exit == 1);
@@ -181,7 +172,7 @@ TEST_CASE("a site whose data names other classes is refused at join, with both c
 TEST_CASE("an allreduce site with another optimizer is refused at join, with both optimizers named",
           "[daemon][join][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"cat", "dog"});
   const auto o = join(dir.path() / "allreduce",
                       args_for("alpha", 0, table).set("--algo", "allreduce").set("--optimizer", "momentum"),
                       args_for("beta", 1, table).set("--algo", "allreduce").set("--optimizer", "adam"));

@@ -18,6 +18,7 @@
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
@@ -27,15 +28,6 @@ using meridian::testing::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
-
-fs::path write_table(const fs::path& dir) {
-  fs::create_directories(dir);
-  const fs::path file = dir / "t.csv";
-  std::ofstream out(file);
-  out << "x,y,label\n";
-  for (int i = 0; i < 64; ++i) out << i % 7 << "," << (i * 3) % 5 << "," << (i % 2 ? "cat" : "dog") << "\n";
-  return file;
-}
 
 // A site of two that waits (long) for the other, without keys unless secure() gives them.
 StartArgs args_for(const std::string& name, int index, const fs::path& table) {
@@ -84,7 +76,7 @@ bool waiting_line_says(const SiteProcess& site, const std::string& part) {
 
 TEST_CASE("a joiner with nobody listening at its --join address says so while it waits", "[daemon][join][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"dog", "cat"});
   const auto port = meridian::cli::free_loopback_ports(1).at(0);
   const std::string address = "tcp://127.0.0.1:" + std::to_string(port);
   SiteProcess beta(dir.path() / "beta", args_for("beta", 1, table).join(address));
@@ -109,7 +101,7 @@ TEST_CASE("a joiner with nobody listening at its --join address says so while it
 
 TEST_CASE("a joiner whose key the other site's roster lacks hears that its key is refused", "[daemon][join][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"dog", "cat"});
   const auto keys = make_keys(dir.path(), {"alpha", "beta"});
   // alpha's roster leaves beta out; beta's lists both, so beta knows alpha's key and dials it.
   const auto alpha_roster = write_roster(dir.path() / "alpha-roster.txt", keys, {"alpha"});
@@ -134,7 +126,7 @@ TEST_CASE("a joiner whose key the other site's roster lacks hears that its key i
 
 TEST_CASE("a joiner without CURVE at a secure site hears that CurveZMQ is wanted", "[daemon][join][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"dog", "cat"});
   const auto keys = make_keys(dir.path(), {"alpha"});
   const auto roster = write_roster(dir.path() / "roster.txt", keys, {"alpha"});
   SiteProcess alpha(dir.path() / "alpha", args_for("alpha", 0, table).secure(dir.path() / "keys-alpha", roster));

@@ -16,6 +16,7 @@
 
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
@@ -24,14 +25,6 @@ using meridian::testing::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
-
-fs::path write_table(const fs::path& dir) {
-  const fs::path file = dir / "table.csv";
-  std::ofstream out(file);
-  out << "x,y,label\n";
-  for (int i = 0; i < 64; ++i) out << i % 7 << "," << (i * 3) % 5 << "," << (i % 2 == 0 ? "even" : "odd") << "\n";
-  return file;
-}
 
 // Site `name` of a federation of `site_count` that waits for `min_sites` of them (0: all) for at most
 // `join_timeout` seconds.
@@ -53,7 +46,7 @@ StartArgs site_args(const std::string& name, int index, int site_count, int min_
 TEST_CASE("a site alone past --join-timeout gives up with exit code 1, naming the only site it reached",
           "[process][daemon][join]") {
   TempDir dir;
-  const auto table = write_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path(), "table.csv", {"even", "odd"});
   SiteProcess alone(dir.path() / "alone", site_args("alone", 0, 2, 0, "0.5", table));
   const int code = alone.wait_exit();
   INFO(alone.log());
@@ -68,7 +61,7 @@ TEST_CASE("a site alone past --join-timeout gives up with exit code 1, naming th
 TEST_CASE("a site short of --min-sites past --join-timeout names the sites it reached and how many it needed",
           "[process][daemon][join]") {
   TempDir dir;
-  const auto table = write_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path(), "table.csv", {"even", "odd"});
   // Four sites in the federation, of which `patient` waits for all and `hasty` for three; only these two
   // run. `patient` outwaits the test.
   const auto launched = std::chrono::steady_clock::now();

@@ -13,6 +13,7 @@
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
 
 namespace fs = std::filesystem;
@@ -21,15 +22,6 @@ using meridian::testing::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
-
-fs::path write_table(const fs::path& dir) {
-  fs::create_directories(dir);
-  const fs::path file = dir / "t.csv";
-  std::ofstream out(file);
-  out << "x,y,label\n";
-  for (int i = 0; i < 64; ++i) out << i % 7 << "," << (i * 3) % 5 << "," << (i % 2 ? "cat" : "dog") << "\n";
-  return file;
-}
 
 // Two sites of 32 rows each, batch 8: 4 steps per epoch.
 StartArgs args_for(const std::string& name, int index, const fs::path& table, const std::string& epochs) {
@@ -85,7 +77,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST_CASE("a finished federation restarted with a longer --epochs continues its run to the new end",
           "[daemon][restart][process]") {
   TempDir dir;
-  const auto table = write_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"dog", "cat"});
 
   const auto first = run_both(dir.path(), table, "1");
   INFO("alpha:\n" << first.logs[0] << "\nbeta:\n" << first.logs[1]);

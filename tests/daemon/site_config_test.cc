@@ -14,6 +14,7 @@
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/small_table.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
@@ -474,11 +475,7 @@ TEST_CASE("a secure site started from another directory finds the keys, roster a
   const auto keys = meridian::peer::generate_curve_key_pair();
   meridian::peer::write_key_pair(keys, site / "keys");
   std::ofstream(site / "roster.txt") << "alpha " << keys.public_key << "\n";
-  {
-    std::ofstream table(site / "data" / "train.csv");
-    table << "x,y,label\n";
-    for (int i = 0; i < 64; ++i) table << i % 7 << "," << (i * 3) % 5 << "," << (i % 2 ? "cat" : "dog") << "\n";
-  }
+  meridian::tests::write_small_table(site / "data", "train.csv", {"dog", "cat"});
   std::ofstream(site / "site.toml") << "name = \"alpha\"\n"
                                        "listen = \"tcp://127.0.0.1:0\"\n"
                                        "metrics-address = \"off\"\n"
