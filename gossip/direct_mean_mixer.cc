@@ -26,17 +26,19 @@ std::optional<std::span<const float>> DirectMeanMixer::accept(const peer::Messag
 }
 
 MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) {
-  // Dense contributions give every site the exact mean (the same bits everywhere), so the periodic
-  // re-average takes the single crossing too; compressed ones would not be exact, so it keeps the ring.
-  const bool dense = feedback_.spec().encoding == Encoding::kDense;
-  if (tag != RoundTag::kMix && !(dense && tag == RoundTag::kReaverage)) return exact_.mix(step, tag, data, weight);
+  // Dense contributions give every site the exact mean (the same bits everywhere), so the re-average
+  // takes the single crossing too, dense whatever the wire: a compressed one would not be exact, and
+  // the ring's 2(n − 1) crossings in a row stalled every trainer for seconds at each view change at a
+  // few hundred milliseconds one way.
+  const bool dense = feedback_.spec().encoding == Encoding::kDense || tag == RoundTag::kReaverage;
+  if (tag != RoundTag::kMix && tag != RoundTag::kReaverage) return exact_.mix(step, tag, data, weight);
   peer::Transport& transport = inbox_.transport();
   // Past the site bound the ring's 2(n − 1)/n copies per site beat n − 1 (compressed contributions
   // cannot take the ring, so the bound is for dense ones only).
   if (dense && transport.view_for(step).size() > max_sites_) return exact_.mix(step, tag, data, weight);
   const auto tag_value = static_cast<std::uint32_t>(tag);
   const auto kind = peer::MessageKind::kCompressedShare;
-  const auto encoding = static_cast<std::uint32_t>(feedback_.spec().encoding);
+  const auto encoding = static_cast<std::uint32_t>(dense ? Encoding::kDense : feedback_.spec().encoding);
   // Rounds run in increasing step order, so older mail is what an abandoned attempt left behind.
   inbox_.discard_if([&](const peer::Message& m) { return m.kind == kind && m.round < step; });
   const std::size_t n = data.size();

@@ -15,10 +15,10 @@
 // ring (the exact mixer) for the steps whose announced view has more members than the bound: every
 // site sees the same view for a step, so all take the same path.
 //
-// RoundTag::kMix goes direct, and so does the periodic exact re-average (kReaverage) when contributions
-// travel dense: a re-average stalls the trainer, and one crossing stalls it 2(n − 1) times less than
-// the ring. With compression every tag but kMix goes to the exact mixer given to the constructor, so
-// replicas and residual-free parameters still meet exactly.
+// RoundTag::kMix goes direct, and so does the exact re-average (kReaverage, periodic or after a view
+// change), always dense, without error feedback, whatever the wire: replicas and residual-free
+// parameters meet exactly, and a re-average, which stalls the trainer, takes one crossing instead of the
+// ring's 2(n − 1). Other tags go to the exact mixer given to the constructor.
 //
 // Rounds and faults as AverageMixer: a round not complete by its deadline, or whose missing member a
 // newer announced view leaves out, is abandoned (counted), the input and the residual restored, and
