@@ -90,13 +90,16 @@ class DilocoTrainer final : public OptimizerTrainer {
     if (!auto_ || (shape_ && shape_->view_id == view.id)) return;
     // Exchanges in flight keep the overlap they started with (gossip/diloco.h); syncs from round k
     // on take the new one.
-    const std::uint32_t tau =
-        algorithms::choose_diloco_overlap(view.pace, exchange_crossings(view.size(), view.size() <= direct_max_sites_),
-                                          diloco_.fragments().inner_steps(), fallback_);
-    const bool changed = !shape_ || shape_->delay != tau;
+    const bool direct = view.size() <= direct_max_sites_;
+    const std::uint32_t tau = algorithms::choose_diloco_overlap(view.pace, exchange_crossings(view.size(), direct),
+                                                                diloco_.fragments().inner_steps(), fallback_);
+    // With --exchange auto the path follows the view's size too: the shape names it, so that the log
+    // line of a switch and `status` say which one the syncs take.
+    std::string text = "overlap τ = " + std::to_string(tau);
+    if (direct_max_sites_ == kAutoDirectMaxSites) text += direct ? " over the direct exchange" : " over the ring";
+    const bool changed = !shape_ || shape_->text != text;
     diloco_.set_overlap(tau);
-    shape_ = ChosenShape{"overlap τ = " + std::to_string(tau), tau, 0, 0, view.pace, view.id,
-                         changed ? k : shape_->from_round};
+    shape_ = ChosenShape{std::move(text), tau, 0, 0, view.pace, view.id, changed ? k : shape_->from_round};
   }
   std::optional<ChosenShape> chosen_shape() const override { return shape_; }
 

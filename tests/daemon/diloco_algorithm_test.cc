@@ -109,6 +109,39 @@ TEST_CASE(
   CHECK_THAT(problems_of(sgp), Catch::Contains("--exchange: applies to dts and diloco only"));
 }
 
+TEST_CASE("diloco's automatic overlap counts the crossings of the exchange the view's size picks, and names it",
+          "[daemon][config][diloco][auto_shape][unit]") {
+  SiteConfig c = diloco_config();
+  apply_algorithm_defaults(c, [](std::string_view) { return false; });  // τ auto, exchange auto
+  const auto settings = settings_of(c);
+  auto backend = std::make_shared<meridian::models::CpuBackend>();
+  auto model = meridian::models::make_model("logreg", meridian::models::Shape{1, 2, 2}, 3, {}, backend, 7);
+  meridian::gossip::MixChannel channel;
+  meridian::models::ScheduleConfig schedule;
+  auto trainer = algorithms::find_algorithm("diloco")->make_trainer(
+      algorithms::TrainerContext{settings, *model, backend, channel, schedule});
+  // A 100 ms round trip and 10 ms steps: one crossing of 50 ms, covered twice in 10 steps.
+  const meridian::peer::Pace pace{100'000, 10'000};
+  std::vector<std::string> names;
+  for (int i = 0; i < 9; ++i) names.push_back("s" + std::to_string(i));
+  trainer->adopt_view(0, meridian::peer::View::of({names.begin(), names.begin() + 8}, 1, 0, pace));
+  REQUIRE(trainer->chosen_shape().has_value());
+  CHECK(trainer->chosen_shape()->delay == 10);
+  CHECK(trainer->chosen_shape()->text == "overlap τ = 10 over the direct exchange");
+  // A ninth site: the ring's 2(n − 1) = 16 crossings ask for 160 steps, clamped at H = 32.
+  trainer->adopt_view(100, meridian::peer::View::of(names, 2, 100, pace));
+  CHECK(trainer->chosen_shape()->delay == 32);
+  CHECK(trainer->chosen_shape()->text == "overlap τ = 32 over the ring");
+  CHECK(trainer->chosen_shape()->from_round == 100);
+  // A fixed exchange is not named: it never changes.
+  c.exchange = "direct";
+  const auto fixed = settings_of(c);
+  auto direct = algorithms::find_algorithm("diloco")->make_trainer(
+      algorithms::TrainerContext{fixed, *model, backend, channel, schedule});
+  direct->adopt_view(0, meridian::peer::View::of(names, 1, 0, pace));
+  CHECK(direct->chosen_shape()->text == "overlap τ = 10");
+}
+
 TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do not read them",
           "[daemon][config][diloco][unit]") {
   SiteConfig c = diloco_config();
