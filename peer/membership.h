@@ -35,7 +35,9 @@
 // Why that is safe: the amendment is announced a full lead before its round like any proposal, so a
 // site that runs up to that round holds it in time; a site that starts right at that round waits for
 // it while awaits_pace() (daemon/start_protocol.cc); and one that stops waiting (bounded) still starts
-// at the same round as everybody, and once it reports that round nobody amends any more. A new id
+// at the same round as everybody, and once it reports that round nobody amends any more (only an
+// amendment already on its way then, proposed within a gossip delay of the site giving up, would find
+// it running the unmeasured view: the bound makes that a member's figures missing for seconds). A new id
 // rather than a new pace under the same id: conflicting proposals for one id are settled by
 // comparison, which a site that already runs in its own no longer takes. The unmeasured view is in
 // force at no round (the one exception to "every view is in force for view_lead_rounds at least":
