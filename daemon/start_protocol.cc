@@ -36,13 +36,18 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   const std::uint64_t checkpoint_round = resumed && resume ? resume->step : 0;
   // A federation that chooses its shapes from the network starts on a measured pace: while the view
   // awaits the amendment that brings it (peer/membership.h), starting on it would run the default
-  // shape. The amendment keeps the view's round, so a site that stops waiting for it still starts at
-  // the same round as the others; the bound is for a member whose figures never come (its warm-up
-  // steps outlast it, say): twice the heartbeat timeout, after which a silent member would long have
-  // been declared dead, plus the settling.
+  // shape. The view's first member amends it once every member reported its figures, or twice the
+  // heartbeat timeout on with those reported so far, as soon as it has timed its own steps and measured
+  // a round trip. The bound is for a first member that cannot (its steps take many seconds each):
+  // stopping the wait is safe in that the amendment keeps the view's round, so this site still starts
+  // with the others; only an amendment proposed just then would find it on the other shape, hence a
+  // bound far beyond the first member's patience: four heartbeat timeouts, half a minute at least,
+  // plus the settling, and at most half the --join-timeout.
   std::optional<Clock::time_point> pace_awaited_since;
   bool pace_given_up = false;
-  const auto pace_grace = 2 * heartbeat_milliseconds(config.heartbeat_timeout) + settle;
+  const auto pace_grace = std::min(
+      std::max<milliseconds>(4 * heartbeat_milliseconds(config.heartbeat_timeout), std::chrono::seconds(30)) + settle,
+      seconds_ms(config.join_timeout) / 2);
   auto awaits_pace = [&](const peer::View& view) {
     if (pace_given_up || view.size() < 2 || !transport->awaits_pace()) {
       pace_awaited_since.reset();
@@ -54,9 +59,10 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
                    view.effective_round, view.members.front());
     } else if (Clock::now() - *pace_awaited_since >= pace_grace) {
       spdlog::warn(
-          "view {} from round {}: no measured pace announced within {} (a member's step time or round trip is "
-          "missing): starting on the default shape, from the same round",
-          view.id, view.effective_round, format_duration(std::chrono::duration<double>(pace_grace).count()));
+          "view {} from round {}: no measured pace announced within {} ('{}' has not timed its steps or measured "
+          "a round trip): starting on the default shape, from the same round",
+          view.id, view.effective_round, format_duration(std::chrono::duration<double>(pace_grace).count()),
+          view.members.front());
       pace_given_up = true;
       return false;
     }

@@ -224,13 +224,27 @@ MembershipChange Membership::tick(Clock::time_point now) {
     // first member, so that no two sites amend with different figures.
     const View& unmeasured = views_.back();
     if (unmeasured.members.front() != config_.self) return change;
-    const auto pace = complete_pace(unmeasured.members);
+    if (!pace_awaited_ || pace_awaited_->first != unmeasured.id) pace_awaited_ = {unmeasured.id, now};
+    auto pace = complete_pace(unmeasured.members);
+    const bool patient = now - pace_awaited_->second < 2 * config_.heartbeat_timeout;
+    if (!pace && !patient) {
+      // A member whose figures are this late (its warm-up steps are slow, say) holds up every site's
+      // start: the figures reported so far do, and the pace rule corrects them once the view is in force.
+      Pace partial;
+      for (const auto& name : unmeasured.members)
+        if (auto it = paces_.find(name); it != paces_.end()) {
+          partial.rtt_us = std::max(partial.rtt_us, it->second.rtt_us);
+          partial.step_us = std::max(partial.step_us, it->second.step_us);
+        }
+      if (partial.measured()) pace = partial;
+    }
     if (!pace) return change;
     View v = View::of(unmeasured.members, unmeasured.id + 1, unmeasured.effective_round, *pace);
     spdlog::info(
-        "membership: '{}' proposes view {} from round {} with the measured pace: round trip {} µs, step {} µs "
-        "(view {}, from the same round, had none; no site has run it)",
-        config_.self, v.id, v.effective_round, v.pace.rtt_us, v.pace.step_us, unmeasured.id);
+        "membership: '{}' proposes view {} from round {} with the {} pace: round trip {} µs, step {} µs (view {}, "
+        "from the same round, had none; no site has run it)",
+        config_.self, v.id, v.effective_round, patient ? "measured" : "partly measured (not every member's yet)",
+        v.pace.rtt_us, v.pace.step_us, unmeasured.id);
     views_.push_back(std::move(v));
     if (views_.size() > kKeptViews) views_.erase(views_.begin());
     change.views = true;

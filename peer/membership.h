@@ -31,7 +31,8 @@
 // view that first gathers the members usually carries none. While that view awaits its pace
 // (awaits_pace(): no site has run it, and it is still announced a full view_lead_rounds ahead of every
 // round any site reported), its first member, alone, amends it as soon as every member reported both
-// figures: a view with the next id, the same members, the measured pace and the SAME effective round.
+// figures (after twice the heartbeat timeout, with the figures reported so far if they are measured):
+// a view with the next id, the same members, the measured pace and the SAME effective round.
 // Why that is safe: the amendment is announced a full lead before its round like any proposal, so a
 // site that runs up to that round holds it in time; a site that starts right at that round waits for
 // it while awaits_pace() (daemon/start_protocol.cc); and one that stops waiting (bounded) still starts
@@ -55,6 +56,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "peer/membership_messages.h"
@@ -125,7 +127,8 @@ class Membership {
   // Whether the newest view awaits the amendment that gives it a measured pace (see above): the views
   // carry paces, the newest has members besides this site and no measured pace, this process runs no
   // round, and no site reported a round within view_lead_rounds of the view's. Its first member
-  // proposes the amendment once every member reported both figures.
+  // proposes the amendment once every member reported both figures, or twice the heartbeat timeout
+  // after its tick first saw the view await it, with the figures reported so far if measured.
   bool awaits_pace() const;
   // Marks this site as leaving: its own record becomes "left" and it stops proposing views.
   void leave();
@@ -179,6 +182,8 @@ class Membership {
   std::uint64_t newest_round_ = 0;
   std::uint64_t own_round_ = 0;
   bool runs_ = false;  // this process noted a round of its own (own_round_ may be 0 then)
+  // The view whose pace this site, its first member, awaits, and since when (see tick()).
+  std::optional<std::pair<std::uint64_t, Clock::time_point>> pace_awaited_;
   bool leaving_ = false;
   // Members whose new incarnation arrived while the old one was still alive here, with the newest
   // view id at that moment; tick() leaves them out of one view before taking them back.

@@ -216,6 +216,33 @@ TEST_CASE("a view that gathers the members before any site ran it gets its measu
   CHECK(f.a.latest_view() == amended);
 }
 
+TEST_CASE("a member whose figures are late holds up the amendment for twice the heartbeat timeout, no longer",
+          "[peer][membership][pace][unit]") {
+  Federation f;
+  exchange(f.all, f.t0);
+  const View unmeasured = f.a.latest_view();
+  REQUIRE_FALSE(unmeasured.pace.measured());
+  // c has not timed its steps yet (its warm-up is slow); a and b have their figures.
+  f.a.note_own_pace(Pace{20'000, 40'000});
+  f.b.note_own_pace(Pace{90'000, 35'000});
+  f.c.note_own_pace(Pace{60'000, 0});
+  exchange(f.all, f.t0);
+  CHECK(f.a.latest_view() == unmeasured);
+  // Just short of twice the heartbeat timeout (1 s here) since a first saw the view await its pace.
+  const auto patient = f.t0 + 2000ms - 1ms;
+  // (b and c keep being heard, so that nobody is declared dead meanwhile.)
+  for (const auto* name : {"b", "c"}) f.a.heard_from(name, patient);
+  CHECK_FALSE(f.a.tick(patient).views);
+  // Then the figures reported so far: the largest round trip, the largest step time known.
+  const auto late = f.t0 + 2000ms;
+  for (const auto* name : {"b", "c"}) f.a.heard_from(name, late);
+  CHECK(f.a.tick(late).views);
+  const View amended = f.a.latest_view();
+  CHECK(amended.pace == Pace{90'000, 40'000});
+  CHECK(amended.effective_round == unmeasured.effective_round);
+  CHECK(amended.members == unmeasured.members);
+}
+
 TEST_CASE("once a site runs the view's round, its unmeasured pace is not amended: the pace comes a lead later",
           "[peer][membership][pace][unit]") {
   Federation f;
