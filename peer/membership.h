@@ -21,30 +21,35 @@
 //
 // Paces (peer/pace.h), with MembershipConfig::agree_pace: every site reports its own figures in its
 // heartbeats; a proposal for new members carries the federation's largest figures over the members
-// it proposes once every one of them reported both (the previous view's pace until then), and the view's first member,
-// alone, proposes a view with the same members and fresh figures when they moved beyond the margin
-// (pace_moved) from the newest view's, once that view is in force. Conflicting proposals compare
-// (effective_round, members, pace), so every site keeps the same pace for a view.
+// it proposes once every one of them reported both (the previous view's pace until then), and the
+// view's first member, alone, proposes a view with the same members and fresh figures when they
+// moved beyond the margin (pace_moved) from the newest view's, once that view is in force.
+// Conflicting proposals compare (effective_round, members, pace), so every site keeps the same pace
+// for a view.
 //
-// A federation starts on a measured pace: nobody has a step time before training (the daemon times a
-// few steps while it waits for its peers) nor a round trip before the heartbeats measure one, so the
-// view that first gathers the members usually carries none. While that view awaits its pace
-// (awaits_pace(): no site has run it, and it is still announced a full view_lead_rounds ahead of every
-// round any site reported), its first member, alone, amends it as soon as every member reported both
-// figures (after twice the heartbeat timeout, with the figures reported so far if they are measured):
-// a view with the next id, the same members, the measured pace and the SAME effective round.
+// A federation starts on a measured pace: nobody has a step time before training (the daemon times
+// a few steps while it waits for its peers) nor a round trip before the heartbeats measure one, so
+// the view that first gathers the members usually carries none. While that view awaits its pace
+// (awaits_pace(): no site has run it, and it is still announced a full view_lead_rounds ahead of
+// every round any site reported), its first member, alone, amends it as soon as every member
+// reported both figures (after twice the heartbeat timeout, with the figures reported so far if
+// they are measured): a view with the next id, the same members, the measured pace and the SAME
+// effective round.
+//
 // Why that is safe: the amendment is announced a full lead before its round like any proposal, so a
-// site that runs up to that round holds it in time; a site that starts right at that round waits for
-// it while awaits_pace() (daemon/start_protocol.cc); and one that stops waiting (bounded) still starts
-// at the same round as everybody, and once it reports that round nobody amends any more (only an
-// amendment already on its way then, proposed within a gossip delay of the site giving up, would find
-// it running the unmeasured view: the bound makes that a member's figures missing for seconds). A new id
-// rather than a new pace under the same id: conflicting proposals for one id are settled by
-// comparison, which a site that already runs in its own no longer takes. The unmeasured view is in
-// force at no round (the one exception to "every view is in force for view_lead_rounds at least":
-// nobody runs in it, so nothing is redone or re-averaged in it). Once any site runs the view's round,
-// or the view carries a pace, nothing is amended: a pace then comes only by the rule above, a lead
-// after the newest view is in force.
+// site that runs up to that round holds it in time; a site that starts right at that round waits
+// for it while awaits_pace() (daemon/start_protocol.cc); and one that stops waiting (bounded) still
+// starts at the same round as everybody, and once it reports that round nobody amends any more.
+// Only an amendment proposed within a gossip delay of a site giving up would find that site on the
+// unmeasured view; the first member amends within twice the heartbeat timeout of having timed its
+// own steps, far inside the sites' bound. A site that trains alone (--min-sites 1) when another one
+// joins runs rounds (note_own_round), so it never amends nor waits, and the others stop awaiting
+// once its reports show its round moved on. A new id rather than a new pace under the same id:
+// conflicting proposals for one id are settled by comparison, which a site that already runs in its
+// own no longer takes. The unmeasured view is in force at no round (the one exception to "every
+// view is in force for view_lead_rounds at least": nobody runs in it, so nothing is redone or
+// re-averaged in it). Once any site runs the view's round, or the view carries a pace, nothing is
+// amended: a pace then comes only by the rule above, a lead after the newest view is in force.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
 // Thread-safety: none; the transport's I/O thread owns it.
