@@ -142,6 +142,9 @@ struct SiteDaemon::Impl final : ControlHandler {
   // --- trainer thread ---
   void train();
   void warm_buffers();
+  // This site's compute time of a training step before training starts (nullopt without training
+  // rows), timed on a model of its own so that the one training starts from is untouched.
+  std::optional<std::chrono::microseconds> time_steps_before_training();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
   // Set by wait_for_view: the first round of the view that took this site back after one without it.
   std::optional<std::uint64_t> taken_back_at;

@@ -34,6 +34,40 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   // Both views come after the checkpoint's round: the previous incarnation was alive there, so a view
   // that left it out before (when the federation formed, say) does not count.
   const std::uint64_t checkpoint_round = resumed && resume ? resume->step : 0;
+  // A federation that chooses its shapes from the network starts on a measured pace: while the view
+  // awaits the amendment that brings it (peer/membership.h), starting on it would run the default
+  // shape. The view's first member amends it once every member reported its figures, or twice the
+  // heartbeat timeout on with those reported so far, as soon as it has timed its own steps and measured
+  // a round trip. The bound is for a first member that cannot (its steps take many seconds each):
+  // stopping the wait is safe in that the amendment keeps the view's round, so this site still starts
+  // with the others; only an amendment proposed just then would find it on the other shape, hence a
+  // bound far beyond the first member's patience: four heartbeat timeouts, half a minute at least,
+  // plus the settling, and at most half the --join-timeout.
+  std::optional<Clock::time_point> pace_awaited_since;
+  bool pace_given_up = false;
+  const auto pace_grace = std::min(
+      std::max<milliseconds>(4 * heartbeat_milliseconds(config.heartbeat_timeout), std::chrono::seconds(30)) + settle,
+      seconds_ms(config.join_timeout) / 2);
+  auto awaits_pace = [&](const peer::View& view) {
+    if (pace_given_up || view.size() < 2 || !transport->awaits_pace()) {
+      pace_awaited_since.reset();
+      return false;
+    }
+    if (!pace_awaited_since) {
+      pace_awaited_since = Clock::now();
+      spdlog::info("view {} from round {} carries no measured pace yet: waiting for '{}' to announce it", view.id,
+                   view.effective_round, view.members.front());
+    } else if (Clock::now() - *pace_awaited_since >= pace_grace) {
+      spdlog::warn(
+          "view {} from round {}: no measured pace announced within {} ('{}' has not timed its steps or measured "
+          "a round trip): starting on the default shape, from the same round",
+          view.id, view.effective_round, format_duration(std::chrono::duration<double>(pace_grace).count()),
+          view.members.front());
+      pace_given_up = true;
+      return false;
+    }
+    return true;
+  };
   auto back_in = [&](const peer::View& view) {
     return peer::take_back_round(view, config.name, checkpoint_round,
                                  [&](std::uint64_t round) { return transport->view_for(round); });
@@ -44,7 +78,8 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
     if (auto refusal = transport->refusal()) throw error::UserError(*refusal);
     const auto view = transport->latest_view();
     const bool enough = view.rank_of(config.name) && view.size() >= need &&
-                        (!resumed || back_in(view).has_value() || Clock::now() - waiting_since >= alone_grace);
+                        (!resumed || back_in(view).has_value() || Clock::now() - waiting_since >= alone_grace) &&
+                        !awaits_pace(view);
     if (enough) {
       if (!candidate || *candidate != view) {
         candidate = view;

@@ -11,6 +11,8 @@
 #include "daemon/progress_line.h"
 #include "daemon/site_daemon_impl.h"
 #include "models/data/image_augmentation.h"
+#include "models/model_factory.h"
+#include "models/thread_policy.h"
 
 namespace meridian::daemon {
 namespace {
@@ -120,6 +122,45 @@ void SiteDaemon::Impl::warm_buffers() {
     transport->recycle(std::vector<float>(share_elements));
 }
 
+std::optional<std::chrono::microseconds> SiteDaemon::Impl::time_steps_before_training() {
+  if (data.train.rows == 0) return std::nullopt;
+  // A model of the same architecture and threads, not a copy of the trained one: a forward and backward
+  // pass moves batch norm's running statistics and dropout's draws, which the run's model must start
+  // without. The optimizer's update is left out (a small share of a step); the steps the trainer times
+  // later replace this figure (peer/pace.h's margin decides whether the view's pace follows).
+  const models::Shape input = data.train.channels > 0
+                                  ? models::Shape{data.train.channels, data.train.height, data.train.width}
+                                  : models::Shape{data.train.dim, 1, 1};
+  const std::vector<std::size_t> widths(config.widths.begin(), config.widths.end());
+  const auto timed_model = models::make_model(config.model, input, data.train.classes, widths, backend, config.seed);
+  const int threads =
+      config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  models::use_threads(*timed_model, *backend, static_cast<std::size_t>(threads));
+
+  const std::size_t batch = std::min<std::size_t>(static_cast<std::size_t>(config.batch), data.train.rows);
+  std::vector<float> x(batch * data.train.dim);
+  std::vector<std::int32_t> labels(batch);
+  models::data::BatchOrder order(data.train.rows, data_seed(), {});
+  const models::data::ImageAugmentation augmentation(data.train, settings.augmentation, data_seed());
+  // The first steps fault in the activations and warm the caches, as the trainer's first steps do
+  // (it leaves three out of its figure too).
+  constexpr int kUntimed = 2, kTimed = 3;
+  Clock::duration spent{};
+  for (int i = 0; i < kUntimed + kTimed && !stop; ++i) {
+    const auto started = Clock::now();
+    const auto rows = order.next(batch);
+    augmentation.gather(rows, order.position().epoch, x.data(), labels.data());
+    (void)timed_model->forward_backward(x.data(), labels.data(), rows.size());
+    if (i >= kUntimed) spent += Clock::now() - started;
+  }
+  if (stop) return std::nullopt;
+  // An emulated straggler's steps take `slowdown` times as long (see train()).
+  const double seconds = std::chrono::duration<double>(spent).count() / kTimed * std::max(1.0, config.slowdown);
+  const auto step = std::chrono::microseconds(std::max<std::int64_t>(1, std::llround(seconds * 1e6)));
+  spdlog::info("step time before training: {:.3g} ms (from {} warm-up steps)", seconds * 1e3, kTimed);
+  return step;
+}
+
 void SiteDaemon::Impl::train() {
   const bool resumed = resume.has_value();
   // A finished run continued to a longer --epochs starts like a new run (its sites agree on the rounds
@@ -164,6 +205,10 @@ void SiteDaemon::Impl::train() {
     }
   } else {
     warm_buffers();
+    // Automatic shapes: the views carry the federation's pace, and the first one it trains in should
+    // have this site's step time already (peer/membership.h).
+    if (algo.shape_from_network(settings))
+      if (const auto step = time_steps_before_training()) transport->set_step_time(*step);
     if (!wait_for_view(resumed && !continued)) return;
     const auto view = transport->latest_view();
     if (continued) {

@@ -79,6 +79,9 @@ class FederationTransport : public Transport {
   virtual std::vector<std::string> alive_members() const = 0;
   // The newest view this site knows (possibly not yet in force).
   virtual View latest_view() const = 0;
+  // Whether the newest view awaits the amendment that gives it a measured pace before anyone runs it
+  // (peer/membership.h, Membership::awaits_pace): a site about to start on it waits for that one.
+  virtual bool awaits_pace() const = 0;
   // Incoming messages refused, by cause.
   virtual const RejectionCounters& rejections() const = 0;
   virtual TransportStats stats() const = 0;

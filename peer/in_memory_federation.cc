@@ -229,6 +229,11 @@ View InMemoryFederation::latest_view() const {
   return driver_->membership().latest_view();
 }
 
+bool InMemoryFederation::awaits_pace() const {
+  std::lock_guard lock(mu_);
+  return driver_->membership().awaits_pace();
+}
+
 void InMemoryFederation::set_round(std::uint64_t round) { note_round(round, true); }
 
 void InMemoryFederation::resume_round(std::uint64_t round) { note_round(round, false); }

@@ -84,6 +84,7 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   std::vector<MemberStatus> members() const override;
   std::vector<std::string> alive_members() const override;
   View latest_view() const override;
+  bool awaits_pace() const override;
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;
   std::optional<std::string> refusal() const override;

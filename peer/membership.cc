@@ -219,6 +219,35 @@ MembershipChange Membership::tick(Clock::time_point now) {
     views_.push_back(std::move(v));
     if (views_.size() > kKeptViews) views_.erase(views_.begin());
     change.views = true;
+  } else if (awaits_pace()) {
+    // The amendment (see the header comment): the same round, so that nobody starts elsewhere for it; only the
+    // first member, so that no two sites amend with different figures.
+    const View& unmeasured = views_.back();
+    if (unmeasured.members.front() != config_.self) return change;
+    if (!pace_awaited_ || pace_awaited_->first != unmeasured.id) pace_awaited_ = {unmeasured.id, now};
+    auto pace = complete_pace(unmeasured.members);
+    const bool patient = now - pace_awaited_->second < 2 * config_.heartbeat_timeout;
+    if (!pace && !patient) {
+      // A member whose figures are this late (its warm-up steps are slow, say) holds up every site's
+      // start: the figures reported so far do, and the pace rule corrects them once the view is in force.
+      Pace partial;
+      for (const auto& name : unmeasured.members)
+        if (auto it = paces_.find(name); it != paces_.end()) {
+          partial.rtt_us = std::max(partial.rtt_us, it->second.rtt_us);
+          partial.step_us = std::max(partial.step_us, it->second.step_us);
+        }
+      if (partial.measured()) pace = partial;
+    }
+    if (!pace) return change;
+    View v = View::of(unmeasured.members, unmeasured.id + 1, unmeasured.effective_round, *pace);
+    spdlog::info(
+        "membership: '{}' proposes view {} from round {} with the {} pace: round trip {} µs, step {} µs (view {}, "
+        "from the same round, had none; no site has run it)",
+        config_.self, v.id, v.effective_round, patient ? "measured" : "partly measured (not every member's yet)",
+        v.pace.rtt_us, v.pace.step_us, unmeasured.id);
+    views_.push_back(std::move(v));
+    if (views_.size() > kKeptViews) views_.erase(views_.begin());
+    change.views = true;
   } else if (config_.agree_pace && views_.back().id != 0 && views_.back().size() > 1 &&
              views_.back().members.front() == config_.self && views_.back().effective_round <= newest_round_) {
     // Only the first member proposes a new pace, so that two sites measuring slightly different
@@ -256,16 +285,28 @@ Pace Membership::federation_pace() const {
   return out;
 }
 
-Pace Membership::proposed_pace(const std::vector<std::string>& members) const {
-  if (!config_.agree_pace) return {};
+bool Membership::awaits_pace() const {
+  const View& v = views_.back();
+  return config_.agree_pace && !leaving_ && v.id != 0 && v.size() > 1 && !v.pace.measured() && !runs_ &&
+         newest_round_ + config_.view_lead_rounds <= v.effective_round;
+}
+
+std::optional<Pace> Membership::complete_pace(const std::vector<std::string>& members) const {
   Pace out;
   for (const auto& name : members) {
     auto it = paces_.find(name);
-    if (it == paces_.end()) continue;
+    if (it == paces_.end() || it->second.rtt_us == 0 || it->second.step_us == 0) return std::nullopt;
     out.rtt_us = std::max(out.rtt_us, it->second.rtt_us);
     out.step_us = std::max(out.step_us, it->second.step_us);
   }
-  return out.measured() ? out : views_.back().pace;
+  return out;
+}
+
+Pace Membership::proposed_pace(const std::vector<std::string>& members) const {
+  if (!config_.agree_pace) return {};
+  // Partial figures (a member that joined a moment ago has no round trip yet) would understate the
+  // pace the view then keeps for view_lead_rounds at least.
+  return complete_pace(members).value_or(views_.back().pace);
 }
 
 std::uint64_t Membership::next_effective_round() const {
@@ -277,6 +318,7 @@ void Membership::note_round(std::uint64_t round) { newest_round_ = std::max(newe
 
 void Membership::note_own_round(std::uint64_t round) {
   own_round_ = std::max(own_round_, round);
+  runs_ = true;
   note_round(round);
 }
 

@@ -21,10 +21,35 @@
 //
 // Paces (peer/pace.h), with MembershipConfig::agree_pace: every site reports its own figures in its
 // heartbeats; a proposal for new members carries the federation's largest figures over the members
-// it proposes (the previous view's pace while those are not measured), and the view's first member,
-// alone, proposes a view with the same members and fresh figures when they moved beyond the margin
-// (pace_moved) from the newest view's, once that view is in force. Conflicting proposals compare
-// (effective_round, members, pace), so every site keeps the same pace for a view.
+// it proposes once every one of them reported both (the previous view's pace until then), and the
+// view's first member, alone, proposes a view with the same members and fresh figures when they
+// moved beyond the margin (pace_moved) from the newest view's, once that view is in force.
+// Conflicting proposals compare (effective_round, members, pace), so every site keeps the same pace
+// for a view.
+//
+// A federation starts on a measured pace: nobody has a step time before training (the daemon times
+// a few steps while it waits for its peers) nor a round trip before the heartbeats measure one, so
+// the view that first gathers the members usually carries none. While that view awaits its pace
+// (awaits_pace(): no site has run it, and it is still announced a full view_lead_rounds ahead of
+// every round any site reported), its first member, alone, amends it as soon as every member
+// reported both figures (after twice the heartbeat timeout, with the figures reported so far if
+// they are measured): a view with the next id, the same members, the measured pace and the SAME
+// effective round.
+//
+// Why that is safe: the amendment is announced a full lead before its round like any proposal, so a
+// site that runs up to that round holds it in time; a site that starts right at that round waits
+// for it while awaits_pace() (daemon/start_protocol.cc); and one that stops waiting (bounded) still
+// starts at the same round as everybody, and once it reports that round nobody amends any more.
+// Only an amendment proposed within a gossip delay of a site giving up would find that site on the
+// unmeasured view; the first member amends within twice the heartbeat timeout of having timed its
+// own steps, far inside the sites' bound. A site that trains alone (--min-sites 1) when another one
+// joins runs rounds (note_own_round), so it never amends nor waits, and the others stop awaiting
+// once its reports show its round moved on. A new id rather than a new pace under the same id:
+// conflicting proposals for one id are settled by comparison, which a site that already runs in its
+// own no longer takes. The unmeasured view is in force at no round (the one exception to "every
+// view is in force for view_lead_rounds at least": nobody runs in it, so nothing is redone or
+// re-averaged in it). Once any site runs the view's round, or the view carries a pace, nothing is
+// amended: a pace then comes only by the rule above, a lead after the newest view is in force.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
 // Thread-safety: none; the transport's I/O thread owns it.
@@ -36,6 +61,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "peer/membership_messages.h"
@@ -103,6 +129,12 @@ class Membership {
   // The federation's largest figures over the live members that reported any (this site included):
   // what a proposal now would carry. Unmeasured while no member reported a round trip or a step time.
   Pace federation_pace() const;
+  // Whether the newest view awaits the amendment that gives it a measured pace (see above): the views
+  // carry paces, the newest has members besides this site and no measured pace, this process runs no
+  // round, and no site reported a round within view_lead_rounds of the view's. Its first member
+  // proposes the amendment once every member reported both figures, or twice the heartbeat timeout
+  // after its tick first saw the view await it, with the figures reported so far if measured.
+  bool awaits_pace() const;
   // Marks this site as leaving: its own record becomes "left" and it stops proposing views.
   void leave();
   // The operator took `name` out of the roster (config.admissible no longer admits it): its record
@@ -145,6 +177,8 @@ class Membership {
 
   // The pace a view proposed now for `members` carries (see above).
   Pace proposed_pace(const std::vector<std::string>& members) const;
+  // The largest figures over `members` when every one of them reported both; nullopt otherwise.
+  std::optional<Pace> complete_pace(const std::vector<std::string>& members) const;
 
   MembershipConfig config_;
   std::map<std::string, Entry> members_;  // includes this site
@@ -152,6 +186,9 @@ class Membership {
   std::vector<View> views_;               // sorted by id, newest last, never empty
   std::uint64_t newest_round_ = 0;
   std::uint64_t own_round_ = 0;
+  bool runs_ = false;  // this process noted a round of its own (own_round_ may be 0 then)
+  // The view whose pace this site, its first member, awaits, and since when (see tick()).
+  std::optional<std::pair<std::uint64_t, Clock::time_point>> pace_awaited_;
   bool leaving_ = false;
   // Members whose new incarnation arrived while the old one was still alive here, with the newest
   // view id at that moment; tick() leaves them out of one view before taking them back.

@@ -64,6 +64,7 @@ void ZmqTransport::IoLoop::publish() {
   std::lock_guard lock(t_.mu_);
   t_.join_problems_ = std::move(problems);
   t_.views_ = membership().views();
+  t_.awaits_pace_ = membership().awaits_pace();
   t_.member_status_ = std::move(status);
   t_.stats_ = stats_;
   if (zap_) {

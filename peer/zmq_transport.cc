@@ -283,6 +283,11 @@ View ZmqTransport::latest_view() const {
   return views_.back();
 }
 
+bool ZmqTransport::awaits_pace() const {
+  std::lock_guard lock(mu_);
+  return awaits_pace_;
+}
+
 void ZmqTransport::set_round(std::uint64_t round) { post(Command{Command::Type::kSetRound, {}, {}, round}); }
 
 void ZmqTransport::start_partition_clock() {

@@ -178,6 +178,7 @@ class ZmqTransport final : public FederationTransport {
   std::vector<MemberStatus> members() const override;
   std::vector<std::string> alive_members() const override;  // sorted, including this site
   View latest_view() const override;
+  bool awaits_pace() const override;
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;
   std::optional<std::string> refusal() const override;
@@ -231,6 +232,7 @@ class ZmqTransport final : public FederationTransport {
   std::deque<Message> control_inbox_;
   std::deque<Command> commands_;
   std::vector<View> views_;                  // copy of the membership's views, for view_for()
+  bool awaits_pace_ = false;                 // copy of the membership's awaits_pace()
   std::vector<MemberStatus> member_status_;  // copy of the membership table, for members()
   std::exception_ptr failure_;
   std::optional<std::string> refusal_;      // the first refusal a peer sent (refusal())

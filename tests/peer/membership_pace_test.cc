@@ -157,6 +157,135 @@ TEST_CASE("a new pace waits until the newest view is in force, so one pace view 
   CHECK(f.a.latest_view().pace == Pace{80'000, 40'000});
 }
 
+TEST_CASE("a view for new members with a member not yet measured carries no pace, not the others' figures",
+          "[peer][membership][pace][unit]") {
+  Federation f;
+  f.a.note_own_pace(Pace{20'000, 40'000});
+  f.b.note_own_pace(Pace{90'000, 35'000});
+  f.c.note_own_pace(Pace{0, 50'000});  // c heard no echo yet
+  exchange(f.all, f.t0);
+  // The first member amends it as soon as c reports a round trip; until then nobody proposes a pace.
+  REQUIRE(f.a.latest_view().members == std::vector<std::string>{"a", "b", "c"});
+  CHECK(f.a.latest_view().id == 1);
+  CHECK_FALSE(f.a.latest_view().pace.measured());
+}
+
+TEST_CASE("a view that gathers the members before any site ran it gets its measured pace from the same round",
+          "[peer][membership][pace][unit]") {
+  Federation f;
+  // The members meet before their figures are measured: the view that gathers them carries none.
+  exchange(f.all, f.t0);
+  const View unmeasured = f.a.latest_view();
+  REQUIRE(unmeasured.members == std::vector<std::string>{"a", "b", "c"});
+  REQUIRE_FALSE(unmeasured.pace.measured());
+  for (auto* s : f.all) CHECK(s->awaits_pace());
+
+  // Step times from the warm-up and two of three round trips: the figures are not complete yet.
+  f.a.note_own_pace(Pace{20'000, 40'000});
+  f.b.note_own_pace(Pace{90'000, 35'000});
+  f.c.note_own_pace(Pace{0, 50'000});
+  exchange(f.all, f.t0);
+  CHECK(f.a.latest_view() == unmeasured);
+
+  // c measures its round trip: only the first member, a, amends the view.
+  f.c.note_own_pace(Pace{60'000, 50'000});
+  HeartbeatInfo hb{f.c.incarnation(), f.c.newest_round(), 1, 0, 0, 60'000, 50'000};
+  f.b.on_heartbeat("c", hb, f.t0);
+  CHECK_FALSE(f.b.tick(f.t0).views);
+  CHECK_FALSE(f.c.tick(f.t0).views);
+  f.a.on_heartbeat("c", hb, f.t0);
+  CHECK(f.a.tick(f.t0).views);
+  exchange(f.all, f.t0);
+
+  const View amended = f.a.latest_view();
+  CHECK(amended.id == unmeasured.id + 1);
+  CHECK(amended.members == unmeasured.members);
+  CHECK(amended.pace == Pace{90'000, 50'000});
+  // The same round: whichever of the two a site started on, it starts there, and the amendment is the
+  // view in force from that round on at every site; the unmeasured one is in force at no round.
+  CHECK(amended.effective_round == unmeasured.effective_round);
+  for (auto* s : f.all) {
+    CHECK(s->latest_view() == amended);
+    CHECK(s->view_for(unmeasured.effective_round) == amended);
+    CHECK(s->view_for(unmeasured.effective_round + 100) == amended);
+    CHECK_FALSE(s->awaits_pace());
+  }
+  // Measured now: figures that move on are announced by the rule for a running federation only.
+  f.c.note_own_pace(Pace{200'000, 50'000});
+  exchange(f.all, f.t0);
+  CHECK(f.a.latest_view() == amended);
+}
+
+TEST_CASE("a member whose figures are late holds up the amendment for twice the heartbeat timeout, no longer",
+          "[peer][membership][pace][unit]") {
+  Federation f;
+  exchange(f.all, f.t0);
+  const View unmeasured = f.a.latest_view();
+  REQUIRE_FALSE(unmeasured.pace.measured());
+  // c has not timed its steps yet (its warm-up is slow); a and b have their figures.
+  f.a.note_own_pace(Pace{20'000, 40'000});
+  f.b.note_own_pace(Pace{90'000, 35'000});
+  f.c.note_own_pace(Pace{60'000, 0});
+  exchange(f.all, f.t0);
+  CHECK(f.a.latest_view() == unmeasured);
+  // Just short of twice the heartbeat timeout (1 s here) since a first saw the view await its pace.
+  const auto patient = f.t0 + 2000ms - 1ms;
+  // (b and c keep being heard, so that nobody is declared dead meanwhile.)
+  for (const auto* name : {"b", "c"}) f.a.heard_from(name, patient);
+  CHECK_FALSE(f.a.tick(patient).views);
+  // Then the figures reported so far: the largest round trip, the largest step time known.
+  const auto late = f.t0 + 2000ms;
+  for (const auto* name : {"b", "c"}) f.a.heard_from(name, late);
+  CHECK(f.a.tick(late).views);
+  const View amended = f.a.latest_view();
+  CHECK(amended.pace == Pace{90'000, 40'000});
+  CHECK(amended.effective_round == unmeasured.effective_round);
+  CHECK(amended.members == unmeasured.members);
+}
+
+TEST_CASE("once a site runs the view's round, its unmeasured pace is not amended: the pace comes a lead later",
+          "[peer][membership][pace][unit]") {
+  Federation f;
+  exchange(f.all, f.t0);
+  const View unmeasured = f.a.latest_view();
+  REQUIRE_FALSE(unmeasured.pace.measured());
+  // c started on it (its wait for the pace ran out, say) and reports its round.
+  f.c.note_own_round(unmeasured.effective_round);
+  CHECK_FALSE(f.c.awaits_pace());
+  for (auto* s : f.all) s->note_own_pace(Pace{20'000, 40'000});
+  exchange(f.all, f.t0);
+  for (auto* s : f.all) CHECK_FALSE(s->awaits_pace());
+  // The pace is announced ahead of its round, as in a running federation.
+  const View paced = f.a.latest_view();
+  CHECK(paced.id == unmeasured.id + 1);
+  CHECK(paced.pace == Pace{20'000, 40'000});
+  CHECK(paced.effective_round == unmeasured.effective_round + 5);
+  for (auto* s : f.all) CHECK(s->view_for(unmeasured.effective_round) == unmeasured);
+}
+
+TEST_CASE("a site that runs a round itself, or hears a round within the lead of the view's, awaits no amendment",
+          "[peer][membership][pace][unit]") {
+  const auto t0 = Clock::now();
+  // A site training alone at its first round (--min-sites 1) when another one joins.
+  Membership a(config("a"), t0), b(config("b"), t0);
+  a.note_own_round(0);
+  a.on_hello(b.hello(), t0);
+  exchange({&a, &b}, t0);
+  REQUIRE(a.latest_view().size() == 2);
+  CHECK_FALSE(a.awaits_pace());
+  CHECK(b.awaits_pace());  // b cannot tell yet: the first round a ran is round 0
+  // One round on, a's report tells b that the view is no longer a full lead ahead of every round.
+  a.note_own_round(1);
+  exchange({&a, &b}, t0);
+  CHECK_FALSE(b.awaits_pace());
+  // Without paces in the views nothing is awaited.
+  Membership c(config("c", false), t0), d(config("d", false), t0);
+  c.on_hello(d.hello(), t0);
+  exchange({&c, &d}, t0);
+  CHECK_FALSE(c.awaits_pace());
+  CHECK_FALSE(d.awaits_pace());
+}
+
 TEST_CASE("conflicting proposals that differ only in pace settle on the same one at every site",
           "[peer][membership][pace][unit]") {
   const auto t0 = Clock::now();

@@ -1,7 +1,8 @@
 // Paces over real transports: three ZeroMQ sites on loopback with an emulated WAN latency measure
 // their round trips by heartbeats, share them with their step times, and all take the same pace in
 // the same view at the same round; when the step times change enough, a new view announces the new
-// pace at a later round, again the same at every site.
+// pace at a later round, again the same at every site. Sites that meet before any step time is known
+// get the measured pace from the round the view that gathered them announced (peer/membership.h).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -81,4 +82,46 @@ TEST_CASE("sites on an emulated WAN agree on one measured pace, and a changed on
     CHECK(s->view_for(faster.effective_round - 1) == before);
     CHECK(s->view_for(faster.effective_round) == faster);
   }
+}
+
+TEST_CASE("sites on an emulated WAN that meet before measuring start from one round with the measured pace",
+          "[peer][pace][wan][cluster]") {
+  std::vector<std::unique_ptr<ZmqTransport>> sites;
+  sites.push_back(std::make_unique<ZmqTransport>(site("a", {})));
+  const std::string first = "a@" + sites.front()->endpoint();
+  sites.push_back(std::make_unique<ZmqTransport>(site("b", {first})));
+  sites.push_back(std::make_unique<ZmqTransport>(site("c", {first})));
+  // No step time yet (the daemons time theirs before training): the view that gathers the three
+  // carries no pace, and every site, running no round, awaits the amendment.
+  auto all_hold = [&](const std::function<bool(const View&)>& wanted) {
+    const View v = sites.front()->latest_view();
+    return wanted(v) && std::all_of(sites.begin(), sites.end(), [&](const auto& s) { return s->latest_view() == v; });
+  };
+  View gathered;
+  REQUIRE(eventually([&] {
+    return all_hold([&](const View& v) {
+      gathered = v;
+      return v.size() == 3;
+    });
+  }));
+  REQUIRE_FALSE(gathered.pace.measured());
+  REQUIRE(eventually(
+      [&] { return std::all_of(sites.begin(), sites.end(), [](const auto& s) { return s->awaits_pace(); }); }));
+
+  for (const auto& s : sites) s->set_step_time(10ms);
+  View amended;
+  REQUIRE(eventually([&] {
+    return all_hold([&](const View& v) {
+      amended = v;
+      return v.pace.measured();
+    });
+  }));
+  CHECK(amended.id == gathered.id + 1);
+  CHECK(amended.members == gathered.members);
+  CHECK(amended.effective_round == gathered.effective_round);
+  CHECK(amended.pace.rtt_us >= 60'000);
+  CHECK(amended.pace.step_us == 10'000);
+  REQUIRE(eventually(
+      [&] { return std::none_of(sites.begin(), sites.end(), [](const auto& s) { return s->awaits_pace(); }); }));
+  for (const auto& s : sites) CHECK(s->view_for(gathered.effective_round) == amended);
 }
