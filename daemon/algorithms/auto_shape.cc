@@ -33,8 +33,10 @@ std::uint32_t choose_sgp_tau(const peer::Pace& pace, std::uint32_t fallback) {
 std::uint32_t choose_diloco_overlap(const peer::Pace& pace, std::uint64_t crossings, std::uint32_t inner_steps,
                                     std::uint32_t fallback) {
   if (!pace.measured()) return std::min(fallback, inner_steps);
-  return static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(steps_to_cover(pace, crossings), 1, std::max<std::uint32_t>(inner_steps, 1)));
+  // 1.5 times the crossings' time, crossings · rtt / 2 each: ⌈3 · crossings · rtt / (4 · step)⌉ steps
+  // (the same bounds on the figures keep the product within 64 bits).
+  const std::uint64_t need = (3 * crossings * pace.rtt_us + 4 * pace.step_us - 1) / (4 * pace.step_us);
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(need, 1, std::max<std::uint32_t>(inner_steps, 1)));
 }
 
 std::string describe_pace(const peer::Pace& pace) {

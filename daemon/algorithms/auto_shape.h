@@ -2,8 +2,9 @@
 // --delay auto (dts, diloco's overlap) or --tau auto (sgp) an algorithm takes its shape from the pace
 // of the view in force (peer/pace.h: the federation's largest heartbeat round trip and step time),
 // so that every site runs the same shape from the same round. The rule: the smallest shape that covers
-// twice the crossing the algorithm's exchange makes, in steps of compute; the margin that makes the
-// sites choose again (peer::pace_moved) keeps it above 1.5 times the crossing.
+// twice the crossing the algorithm's exchange makes, in steps of compute (diloco: 1.5 times); the margin
+// that makes the sites choose again (peer::pace_moved) keeps it above 1.5 times the crossing (diloco:
+// above 1.1 times).
 //
 //   crossing    one link crossing takes half the round trip; the direct exchange and push-sum make one
 //               per exchange, the ring all-reduce 2(n − 1) in a row
@@ -11,7 +12,10 @@
 //   dts         D = need clamped to [2, 8], P = 8·D (the shape stable with momentum; D = 1 leaves no
 //               slack for sites that drift a step apart)
 //   sgp         τ = need + 1, at most 32 (the mixer's bound τ − 1 covers the need, gossip/osgp_split.h)
-//   diloco      τ = need clamped to [1, H]
+//   diloco      τ = ⌈3 · crossings · rtt / (4 · step)⌉ (1.5 times the crossing) clamped to [1, H]: every
+//               step of overlap applies the outer step a step later, which costs accuracy (τ = 19 of
+//               H = 32 cost 0.8 point against τ = 11 in docs/results.md's experiment 8), and a
+//               sync waits only for what the overlap leaves uncovered, once every H steps
 //
 // A view whose pace is not measured yet gives the algorithm's fixed default shape. Integer arithmetic
 // only: every site computes the same shape from the same view.

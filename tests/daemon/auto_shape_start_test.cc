@@ -89,7 +89,8 @@ TEST_CASE("diloco sites on emulated WAN links run the automatic overlap on a mea
     // The first shape line is the first round's, and its pace is measured (not "not measured yet").
     std::smatch m;
     REQUIRE(std::regex_search(log, m,
-                              std::regex("round ([0-9]+): diloco runs (overlap τ = [0-9]+) \\(automatic, from view "
+                              std::regex("round ([0-9]+): diloco runs (overlap τ = [0-9]+ over the direct exchange) "
+                                         "\\(automatic, from view "
                                          "([0-9]+): ([^)]*)\\)")));
     CHECK(std::stoull(m[1]) == start->round);
     CHECK(std::stoull(m[3]) == start->view);

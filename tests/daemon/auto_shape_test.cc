@@ -56,9 +56,10 @@ TEST_CASE("sgp: tau - 1 covers twice the one-way latency, at most 32; the defaul
   CHECK(choose_sgp_tau(Pace{0, 40'000}, 1) == 1);
 }
 
-TEST_CASE("diloco: the overlap covers twice the exchange's crossing, within [1, H]; the default within H",
+TEST_CASE("diloco: the overlap covers 1.5 times the exchange's crossing, within [1, H]; the default within H",
           "[daemon][auto_shape][unit]") {
-  CHECK(choose_diloco_overlap(Pace{800'000, 40'000}, 1, 32, 2) == 20);  // 400 ms one way: 20 steps
+  CHECK(choose_diloco_overlap(Pace{800'000, 40'000}, 1, 32, 2) == 15);  // 400 ms one way, 1.5 times: 15 steps
+  CHECK(choose_diloco_overlap(Pace{800'000, 50'000}, 1, 32, 2) == 12);  // 600 ms in 50 ms steps
   CHECK(choose_diloco_overlap(Pace{800'000, 40'000}, 6, 32, 2) == 32);  // over the ring: clamped at H
   CHECK(choose_diloco_overlap(Pace{200, 40'000}, 1, 32, 2) == 1);
   CHECK(choose_diloco_overlap(Pace{200'000, 40'000}, 0, 32, 2) == 1);  // a site alone

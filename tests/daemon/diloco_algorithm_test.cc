@@ -120,15 +120,15 @@ TEST_CASE("diloco's automatic overlap counts the crossings of the exchange the v
   meridian::models::ScheduleConfig schedule;
   auto trainer = algorithms::find_algorithm("diloco")->make_trainer(
       algorithms::TrainerContext{settings, *model, backend, channel, schedule});
-  // A 100 ms round trip and 10 ms steps: one crossing of 50 ms, covered twice in 10 steps.
+  // A 100 ms round trip and 10 ms steps: one crossing of 50 ms, covered 1.5 times in 8 steps.
   const meridian::peer::Pace pace{100'000, 10'000};
   std::vector<std::string> names;
   for (int i = 0; i < 9; ++i) names.push_back("s" + std::to_string(i));
   trainer->adopt_view(0, meridian::peer::View::of({names.begin(), names.begin() + 8}, 1, 0, pace));
   REQUIRE(trainer->chosen_shape().has_value());
-  CHECK(trainer->chosen_shape()->delay == 10);
-  CHECK(trainer->chosen_shape()->text == "overlap τ = 10 over the direct exchange");
-  // A ninth site: the ring's 2(n − 1) = 16 crossings ask for 160 steps, clamped at H = 32.
+  CHECK(trainer->chosen_shape()->delay == 8);
+  CHECK(trainer->chosen_shape()->text == "overlap τ = 8 over the direct exchange");
+  // A ninth site: the ring's 2(n − 1) = 16 crossings ask for 120 steps, clamped at H = 32.
   trainer->adopt_view(100, meridian::peer::View::of(names, 2, 100, pace));
   CHECK(trainer->chosen_shape()->delay == 32);
   CHECK(trainer->chosen_shape()->text == "overlap τ = 32 over the ring");
@@ -139,7 +139,7 @@ TEST_CASE("diloco's automatic overlap counts the crossings of the exchange the v
   auto direct = algorithms::find_algorithm("diloco")->make_trainer(
       algorithms::TrainerContext{fixed, *model, backend, channel, schedule});
   direct->adopt_view(0, meridian::peer::View::of(names, 1, 0, pace));
-  CHECK(direct->chosen_shape()->text == "overlap τ = 10");
+  CHECK(direct->chosen_shape()->text == "overlap τ = 8");
 }
 
 TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do not read them",
