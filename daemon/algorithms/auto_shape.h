@@ -14,8 +14,9 @@
 //   sgp         τ = need + 1, at most 32 (the mixer's bound τ − 1 covers the need, gossip/osgp_split.h)
 //   diloco      τ = ⌈3 · crossings · rtt / (4 · step)⌉ (1.5 times the crossing) clamped to [1, H]: every
 //               step of overlap applies the outer step a step later, which costs accuracy (τ = 19 of
-//               H = 32 cost 0.8 point against τ = 11 in docs/results.md's experiment 8), and a
-//               sync waits only for what the overlap leaves uncovered, once every H steps
+//               H = 32 ended 0.5 point below τ = 12 from the same start round in docs/results.md's
+//               experiment 8), and a sync waits only for what the overlap leaves uncovered, once
+//               every H steps
 //
 // A view whose pace is not measured yet gives the algorithm's fixed default shape. Integer arithmetic
 // only: every site computes the same shape from the same view.
