@@ -241,80 +241,72 @@ class RefusingMixer final : public Mixer {
     throw MixError("round " + std::to_string(step) + " went to the ring");
   }
 };
+
+// What each of three sites got from one mix at step 7: the error it threw ("" for none) and its data.
+struct ThreeSiteMix {
+  std::vector<std::string> errors;
+  std::vector<std::vector<float>> results;
+};
+
+// Three sites on an in-memory network mix five copies of `first + r` (site r) once with `tag`, each
+// through a DirectMeanMixer on `wire` with `max_sites` over a RefusingMixer ring.
+ThreeSiteMix mix_on_three_sites(const char* wire, std::size_t max_sites, RoundTag tag, float first) {
+  const auto names = testing::site_names(3);
+  auto net = meridian::peer::InMemoryNetwork::create(names);
+  ThreeSiteMix out{std::vector<std::string>(names.size()), std::vector<std::vector<float>>(names.size())};
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < names.size(); ++r)
+    threads.emplace_back([&, r] {
+      auto transport = net->endpoint(names[r]);
+      Inbox inbox(*transport);
+      RefusingMixer ring;
+      DirectMeanMixer mixer(inbox, ring, *parse_compression(wire), {}, max_sites);
+      std::vector<float> data(5, first + static_cast<float>(r));
+      double weight = 1.0;
+      try {
+        mixer.mix(7, tag, data, weight);
+      } catch (const MixError& e) {
+        out.errors[r] = e.what();
+      }
+      out.results[r] = data;
+    });
+  for (auto& t : threads) t.join();
+  return out;
+}
 }  // namespace
 
 TEST_CASE("direct exchange: a re-average takes the single crossing with dense values, whatever the wire",
           "[gossip][compression][dts][cluster]") {
-  const auto names = testing::site_names(3);
-  for (const char* text : {"none", "fp16"}) {
-    auto net = meridian::peer::InMemoryNetwork::create(names);
-    std::vector<std::string> errors(names.size());
-    std::vector<std::vector<float>> results(names.size());
-    std::vector<std::thread> threads;
-    for (std::size_t r = 0; r < names.size(); ++r)
-      threads.emplace_back([&, r] {
-        auto transport = net->endpoint(names[r]);
-        Inbox inbox(*transport);
-        RefusingMixer ring;
-        DirectMeanMixer mixer(inbox, ring, *parse_compression(text));
-        // Tenths, which fp16 cannot hold exactly: the mean shows whether the values travelled dense.
-        std::vector<float> data(5, 0.1f + static_cast<float>(r));
-        double weight = 1.0;
-        try {
-          mixer.mix(7, RoundTag::kReaverage, data, weight);
-        } catch (const MixError& e) {
-          errors[r] = e.what();
-        }
-        results[r] = data;
-      });
-    for (auto& t : threads) t.join();
-    INFO(text);
+  for (const char* wire : {"none", "fp16"}) {
+    INFO(wire);
+    // Tenths, which fp16 cannot hold exactly: the mean shows whether the values travelled dense.
+    const auto got = mix_on_three_sites(wire, std::numeric_limits<std::size_t>::max(), RoundTag::kReaverage, 0.1f);
     // (0.1 + 1.1 + 2.1) / 3 on every site, summed in rank order as the mixer does: an fp16 wire
     // re-averages in float32 too, with the same bits everywhere.
     const float mean = (0.1f + 1.1f + 2.1f) * (1.0f / 3.0f);
-    for (std::size_t r = 0; r < names.size(); ++r) {
-      CHECK(errors[r].empty());
-      CHECK(results[r] == std::vector<float>(5, mean));
+    for (std::size_t r = 0; r < got.results.size(); ++r) {
+      CHECK(got.errors[r].empty());
+      CHECK(got.results[r] == std::vector<float>(5, mean));
     }
   }
 }
 
 TEST_CASE("direct exchange with a site bound: a dense mean over a larger view takes the ring, a compressed one never",
           "[gossip][compression][cluster]") {
-  const auto names = testing::site_names(3);
   struct Case {
     const char* wire;
     std::size_t max_sites;
     bool ring;
   };
   for (const Case c : {Case{"none", 2, true}, Case{"none", 3, false}, Case{"fp16", 2, false}}) {
-    auto net = meridian::peer::InMemoryNetwork::create(names);
-    std::vector<std::string> errors(names.size());
-    std::vector<std::vector<float>> results(names.size());
-    std::vector<std::thread> threads;
-    for (std::size_t r = 0; r < names.size(); ++r)
-      threads.emplace_back([&, r] {
-        auto transport = net->endpoint(names[r]);
-        Inbox inbox(*transport);
-        RefusingMixer ring;
-        DirectMeanMixer mixer(inbox, ring, *parse_compression(c.wire), {}, c.max_sites);
-        std::vector<float> data(5, static_cast<float>(r));
-        double weight = 1.0;
-        try {
-          mixer.mix(7, RoundTag::kMix, data, weight);
-        } catch (const MixError& e) {
-          errors[r] = e.what();
-        }
-        results[r] = data;
-      });
-    for (auto& t : threads) t.join();
     INFO(c.wire << ", at most " << c.max_sites << " sites direct");
-    for (std::size_t r = 0; r < names.size(); ++r) {
+    const auto got = mix_on_three_sites(c.wire, c.max_sites, RoundTag::kMix, 0.0f);
+    for (std::size_t r = 0; r < got.results.size(); ++r) {
       if (c.ring) {
-        CHECK(errors[r] == "round 7 went to the ring");
+        CHECK(got.errors[r] == "round 7 went to the ring");
       } else {
-        CHECK(errors[r].empty());
-        for (float v : results[r]) CHECK(std::fabs(v - 1.0f) < 1e-3f);  // (0 + 1 + 2) / 3, fp16 rounding aside
+        CHECK(got.errors[r].empty());
+        for (float v : got.results[r]) CHECK(std::fabs(v - 1.0f) < 1e-3f);  // (0 + 1 + 2) / 3, fp16 rounding aside
       }
     }
   }

@@ -40,15 +40,21 @@ bool agree_on(const std::vector<std::unique_ptr<ZmqTransport>>& sites, const std
   return wanted(v) && std::all_of(sites.begin(), sites.end(), [&](const auto& s) { return s->latest_view() == v; });
 }
 
-}  // namespace
-
-TEST_CASE("sites on an emulated WAN agree on one measured pace, and a changed one is announced ahead at every site",
-          "[peer][pace][wan][cluster]") {
+// Sites a, b and c, b and c joining a.
+std::vector<std::unique_ptr<ZmqTransport>> three_sites() {
   std::vector<std::unique_ptr<ZmqTransport>> sites;
   sites.push_back(std::make_unique<ZmqTransport>(site("a", {})));
   const std::string first = "a@" + sites.front()->endpoint();
   sites.push_back(std::make_unique<ZmqTransport>(site("b", {first})));
   sites.push_back(std::make_unique<ZmqTransport>(site("c", {first})));
+  return sites;
+}
+
+}  // namespace
+
+TEST_CASE("sites on an emulated WAN agree on one measured pace, and a changed one is announced ahead at every site",
+          "[peer][pace][wan][cluster]") {
+  const auto sites = three_sites();
   for (const auto& s : sites) s->set_step_time(10ms);
 
   View measured;
@@ -86,11 +92,7 @@ TEST_CASE("sites on an emulated WAN agree on one measured pace, and a changed on
 
 TEST_CASE("sites on an emulated WAN that meet before measuring start from one round with the measured pace",
           "[peer][pace][wan][cluster]") {
-  std::vector<std::unique_ptr<ZmqTransport>> sites;
-  sites.push_back(std::make_unique<ZmqTransport>(site("a", {})));
-  const std::string first = "a@" + sites.front()->endpoint();
-  sites.push_back(std::make_unique<ZmqTransport>(site("b", {first})));
-  sites.push_back(std::make_unique<ZmqTransport>(site("c", {first})));
+  const auto sites = three_sites();
   // No step time yet (the daemons time theirs before training): the view that gathers the three
   // carries no pace, and every site, running no round, awaits the amendment.
   auto all_hold = [&](const std::function<bool(const View&)>& wanted) {
