@@ -9,6 +9,7 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -150,6 +151,17 @@ class SiteThread {
   std::thread thread_;
 };
 
+// Sites s0, s1, ... of `count` on `net`, site i configured by `config_of(i)`; all but s0 join s0.
+std::vector<std::unique_ptr<SiteThread>> start_sites(int count,
+                                                     const std::shared_ptr<meridian::peer::InMemoryNetwork>& net,
+                                                     const std::function<SiteConfig(int)>& config_of) {
+  std::vector<std::unique_ptr<SiteThread>> sites;
+  for (int i = 0; i < count; ++i)
+    sites.push_back(std::make_unique<SiteThread>(config_of(i), net,
+                                                 i == 0 ? std::vector<std::string>{} : std::vector<std::string>{"s0"}));
+  return sites;
+}
+
 }  // namespace
 
 TEST_CASE("three in-process sites train to the end: allreduce replicas are bit-identical and learn",
@@ -160,12 +172,7 @@ TEST_CASE("three in-process sites train to the end: allreduce replicas are bit-i
   }
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
-  std::vector<std::unique_ptr<SiteThread>> sites;
-  for (int i = 0; i < 3; ++i) {
-    const std::string name = "s" + std::to_string(i);
-    sites.push_back(std::make_unique<SiteThread>(site_config(dir.path(), name, i, 3, 0.1), net,
-                                                 i == 0 ? std::vector<std::string>{} : std::vector<std::string>{"s0"}));
-  }
+  auto sites = start_sites(3, net, [&](int i) { return site_config(dir.path(), "s" + std::to_string(i), i, 3, 0.1); });
   for (auto& s : sites) {
     const int rc = s->wait();
     INFO(s->error());
@@ -204,17 +211,14 @@ TEST_CASE("a site leaves gracefully over its control socket; the others finish i
   }
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
-  std::vector<std::unique_ptr<SiteThread>> sites;
-  for (int i = 0; i < 3; ++i) {
-    const std::string name = "s" + std::to_string(i);
+  auto sites = start_sites(3, net, [&](int i) {
     // Two epochs of a third: 624 steps, long after the leave.
-    auto c = site_config(dir.path(), name, i, 3, 2);
+    auto c = site_config(dir.path(), "s" + std::to_string(i), i, 3, 2);
     // The leave costs the survivors one round deadline: the round after it waits for the leaver until
     // then, and is redone in the view without it (gossip/average_mixer.h).
     c.round_timeout = 5;
-    sites.push_back(
-        std::make_unique<SiteThread>(c, net, i == 0 ? std::vector<std::string>{} : std::vector<std::string>{"s0"}));
-  }
+    return c;
+  });
   auto& leaver = *sites[2];
   REQUIRE(eventually([&] { return leaver.training_past(5) || leaver.done(); }));
   REQUIRE_FALSE(leaver.done());
@@ -344,8 +348,7 @@ namespace {
 // Two in-process sites of `algo` on an MLP with batch norm; their final checkpoints.
 std::vector<fs::path> train_batch_norm_pair(const fs::path& root, const std::string& algo) {
   auto net = meridian::peer::InMemoryNetwork::create({});
-  std::vector<std::unique_ptr<SiteThread>> sites;
-  for (int i = 0; i < 2; ++i) {
+  auto sites = start_sites(2, net, [&](int i) {
     auto c = site_config(root, "s" + std::to_string(i), i, 2, 0.1);
     c.model = "mlp-bn";
     c.widths = {16};
@@ -353,9 +356,8 @@ std::vector<fs::path> train_batch_norm_pair(const fs::path& root, const std::str
     // dsync (D = 0): a re-average after every step too, so that the sites end equal whatever the parity
     // of the last step (a row step mixes both sites of the 1×2 grid, a column step neither).
     c.reaverage_every = 1;
-    sites.push_back(
-        std::make_unique<SiteThread>(c, net, i == 0 ? std::vector<std::string>{} : std::vector<std::string>{"s0"}));
-  }
+    return c;
+  });
   std::vector<fs::path> out;
   for (auto& s : sites) {
     const int rc = s->wait();
@@ -425,17 +427,14 @@ TEST_CASE("in-process dts sites with --delay auto run the same measured shape fr
   }
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
-  std::vector<std::unique_ptr<SiteThread>> sites;
-  for (int i = 0; i < 3; ++i) {
-    const std::string name = "s" + std::to_string(i);
-    SiteConfig c = site_config(dir.path(), name, i, 3, 50);  // far longer than the test: it leaves
+  auto sites = start_sites(3, net, [&](int i) {
+    SiteConfig c = site_config(dir.path(), "s" + std::to_string(i), i, 3, 50);  // far longer than the test: it leaves
     c.algo = "dts";
     c.delay = meridian::daemon::kAutoShape;
     c.exchange = "direct";
     c.slowdown = 3;
-    sites.push_back(
-        std::make_unique<SiteThread>(c, net, i == 0 ? std::vector<std::string>{} : std::vector<std::string>{"s0"}));
-  }
+    return c;
+  });
   // Every site reports the shape it runs; once the network is measured they all run the same one,
   // switched to at the same round.
   std::optional<meridian::daemon::StatusReport> first;

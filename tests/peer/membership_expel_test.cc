@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "peer/membership.h"
+#include "tests/peer/membership_config.h"
 
 using namespace meridian::peer;
 using namespace std::chrono_literals;
@@ -9,15 +10,7 @@ using Clock = Membership::Clock;
 
 namespace {
 
-MembershipConfig config(const std::string& self) {
-  MembershipConfig c;
-  c.self = self;
-  c.address = "tcp://127.0.0.1:1/" + self;
-  c.incarnation = 1;
-  c.heartbeat_timeout = 1000ms;
-  c.view_lead_rounds = 5;
-  return c;
-}
+MembershipConfig config(const std::string& self) { return meridian::peer::testing::membership_config(self); }
 
 HelloInfo hello_of(const std::string& name, std::uint64_t incarnation = 1) {
   return {name, "tcp://127.0.0.1:1/" + name, "", incarnation, 0, {}, {}};

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "peer/membership.h"
+#include "tests/peer/membership_config.h"
 #include "peer/membership_driver.h"
 #include "peer/wire_codec.h"
 
@@ -15,12 +16,7 @@ using Clock = Membership::Clock;
 namespace {
 
 MembershipConfig config(const std::string& self, bool agree_pace = true) {
-  MembershipConfig c;
-  c.self = self;
-  c.address = "tcp://127.0.0.1:1/" + self;
-  c.incarnation = 1;
-  c.heartbeat_timeout = 1000ms;
-  c.view_lead_rounds = 5;
+  auto c = meridian::peer::testing::membership_config(self);
   c.agree_pace = agree_pace;
   return c;
 }

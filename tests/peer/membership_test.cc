@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "peer/membership.h"
+#include "tests/peer/membership_config.h"
 
 using namespace meridian::peer;
 using namespace std::chrono_literals;
@@ -9,13 +10,7 @@ using Clock = Membership::Clock;
 namespace {
 
 MembershipConfig config(const std::string& self, std::uint64_t incarnation = 1) {
-  MembershipConfig c;
-  c.self = self;
-  c.address = "tcp://127.0.0.1:1/" + self;
-  c.incarnation = incarnation;
-  c.heartbeat_timeout = 1000ms;
-  c.view_lead_rounds = 5;
-  return c;
+  return meridian::peer::testing::membership_config(self, incarnation);
 }
 
 HelloInfo hello_of(const std::string& name, std::uint64_t inc = 1, std::uint64_t round = 0) {
