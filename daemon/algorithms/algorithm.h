@@ -157,9 +157,9 @@ bool delay_is_auto(const SiteSettings& settings);
 // every site, so every site takes the same path.
 std::size_t direct_exchange_max_sites(const SiteSettings& settings);
 // --exchange auto's bound: up to 8 sites one crossing is worth n − 1 copies per site (the ring sends
-// 2(n − 1)/n, so 3.5x less at 8 sites, for 14 crossings in a row instead of one); above it the volume
-// grows with n while the latency the direct exchange saves is already hidden by an overlap of a few
-// more steps.
+// 2(n − 1)/n, 4x less at 8 sites, for 14 crossings in a row instead of one); above it each site's
+// volume keeps growing with n while the ring's stays under two models. A judgement, not a measured
+// crossover.
 inline constexpr std::size_t kAutoDirectMaxSites = 8;
 // The exchange as the start-up log and the federation terms name it: "ring", "direct" or "auto (direct
 // up to 8 sites, ring above)".
