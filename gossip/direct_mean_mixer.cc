@@ -35,7 +35,8 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
   peer::Transport& transport = inbox_.transport();
   // Past the site bound the ring's 2(n − 1)/n copies per site beat n − 1 (compressed contributions
   // cannot take the ring, so the bound is for dense ones only).
-  if (dense && transport.view_for(step).size() > max_sites_) return exact_.mix(step, tag, data, weight);
+  const peer::View scheduled = transport.view_for(step);
+  if (dense && scheduled.size() > max_sites_) return exact_.mix(step, tag, data, weight);
   const auto tag_value = static_cast<std::uint32_t>(tag);
   const auto kind = peer::MessageKind::kCompressedShare;
   const auto encoding = static_cast<std::uint32_t>(dense ? Encoding::kDense : feedback_.spec().encoding);
@@ -52,7 +53,7 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
   // Re-averages after a view change key on the view announced for the step (gossip/mixer.h); left at 0,
   // every mix here looked like a change to dts and diloco whose re-average takes the ring, so they ran an
   // exact ring re-average after every compressed exchange.
-  report.scheduled_view_id = transport.view_for(step).id;
+  report.scheduled_view_id = scheduled.id;
   peer::View view = redo_.for_step(transport, step);
   for (;;) {
     const auto rank = view.rank_of(transport.self());
