@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "error/error.h"
+#include "peer/printable_text.h"
 #include "peer/roster.h"
 #include "peer/wire_codec.h"
 
@@ -24,7 +25,7 @@ std::uint64_t message_bytes(const Message& m) { return m.body.size() + m.payload
 }  // namespace
 
 InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network, InMemoryFederationOptions options)
-    : net_(std::move(network)), options_(std::move(options)), endpoint_("inmem://" + options_.name) {
+    : net_(std::move(network)), options_(std::move(options)), endpoint_("tcp://" + options_.name + ".in-memory.invalid:1") {
   // The same checks and messages as ZmqTransport's, so that a site configuration behaves alike on both.
   if (!is_valid_site_name(options_.name))
     throw error::UserError("site name '" + options_.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
@@ -79,11 +80,12 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
   std::optional<Rejection> refused;
   switch (msg.kind) {
     case MessageKind::kHello: {
-      auto hello = decode_hello(msg.body);
-      if (!hello || !is_valid_site_name(hello->name)) {
-        refuse({RejectCause::kMalformed, "hello body is not a well-formed Hello"});
+      auto decoded = decode_hello(msg.body);
+      if (auto* r = std::get_if<Rejection>(&decoded)) {
+        refuse(*r);
         return;
       }
+      const auto* hello = &std::get<HelloInfo>(decoded);
       if (hello->name != from) {
         refuse({RejectCause::kUnknownSender, "hello claims the name '" + hello->name + "'"});
         return;
@@ -92,8 +94,8 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
       // other terms is refused before it can become a member.
       if (!hello->refusal.empty()) {
         if (!refusal_) {
-          spdlog::error("'{}': {}", options_.name, hello->refusal);
-          refusal_ = hello->refusal;
+          refusal_ = printable_text(hello->refusal, kMaxPeerTextBytes);
+          spdlog::error("'{}': {}", options_.name, *refusal_);
         }
         return;
       }

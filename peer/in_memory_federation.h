@@ -63,7 +63,8 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   InMemoryFederation& operator=(const InMemoryFederation&) = delete;
 
   const std::string& self() const override { return options_.name; }
-  // "inmem://NAME".
+  // "tcp://NAME.in-memory.invalid:1": a site address (peer/site_address.h), as the wire codec wants
+  // every announced address to be, on a reserved domain that resolves nowhere.
   const std::string& endpoint() const override { return endpoint_; }
 
   // Throws TransportError after leave(). A message to a site that is not a live member is dropped and

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "peer/printable_text.h"
+
 namespace meridian::peer {
 
 std::string_view to_string(RejectCause cause) {
@@ -22,6 +24,8 @@ std::string_view to_string(RejectCause cause) {
     case RejectCause::kIncomplete: return "incomplete";
     case RejectCause::kTerms: return "terms";
     case RejectCause::kPlaintext: return "plaintext";
+    case RejectCause::kAddress: return "address";
+    case RejectCause::kStaleKey: return "stale_key";
   }
   return "unknown";
 }
@@ -31,13 +35,15 @@ void RejectionCounters::record(RejectCause cause, const std::string& peer, std::
   // A peer that can choose its own name (insecure mode) could otherwise grow this set without bound;
   // past the cap we still count, we just stop logging new pairs.
   constexpr std::size_t kMaxLoggedPairs = 4096;
+  constexpr std::size_t kMaxLoggedDetail = 2048;
   std::lock_guard lock(mu_);
   if (logged_.size() >= kMaxLoggedPairs) return;
   if (!logged_.emplace(cause, peer).second) return;
+  // Names and details may quote what the peer sent (terms, addresses): only printable text is logged.
   spdlog::warn(
       "rejected a message from peer '{}': {} ({}); further '{}' rejections from this peer are "
       "counted, not logged",
-      peer, to_string(cause), detail, to_string(cause));
+      printable_text(peer), to_string(cause), printable_text(detail, kMaxLoggedDetail), to_string(cause));
 }
 
 std::uint64_t RejectionCounters::count(RejectCause cause) const {

@@ -32,8 +32,10 @@ enum class RejectCause : std::uint8_t {
   kIncomplete,     // a chunked message whose chunks did not all arrive in order; dropped as a whole
   kTerms,          // a hello whose federation terms (model, algorithm, ...) differ from ours: refused
   kPlaintext,      // a connection without CURVE to a secure site (its handshake failed; one per connection)
+  kAddress,        // an announced address that is not tcp://host:port, or one that cannot be dialed
+  kStaleKey,       // a message on a connection whose key the roster no longer lists (removed, or replaced)
 };
-inline constexpr std::size_t kRejectCauseCount = 16;
+inline constexpr std::size_t kRejectCauseCount = 18;
 
 // Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
 std::string_view to_string(RejectCause cause);

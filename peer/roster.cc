@@ -6,6 +6,8 @@
 
 #include "error/error.h"
 #include "peer/curve_keys.h"
+#include "peer/printable_text.h"
+#include "peer/site_address.h"
 
 namespace meridian::peer {
 
@@ -21,8 +23,11 @@ void Roster::add(Entry e) {
     throw error::UserError("site name '" + e.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
   if (!is_z85_key(e.public_key))
     throw error::UserError("public key of '" + e.name + "' is not a 40-character Z85 CurveZMQ key");
-  if (!e.address.empty() && e.address.rfind("tcp://", 0) != 0)
-    throw error::UserError("address of '" + e.name + "' must look like tcp://host:port, got '" + e.address + "'");
+  if (!e.address.empty()) {
+    if (auto problem = site_address_problem(e.address))
+      throw error::UserError("address of '" + e.name + "' must look like tcp://host:port, got '" +
+                             printable_text(e.address) + "': " + *problem);
+  }
   if (by_name(e.name)) throw error::UserError("site '" + e.name + "' is listed twice");
   if (const auto* other = by_key(e.public_key))
     throw error::UserError("sites '" + other->name + "' and '" + e.name + "' share one public key");

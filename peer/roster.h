@@ -5,8 +5,9 @@
 //   oregon  rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7  tcp://10.0.0.1:7000
 //
 // NAME: letters, digits, '.', '_' and '-' (at most 64). PUBLIC_KEY: the 40-character Z85 key that
-// `meridian keygen` prints. ADDRESS: optional tcp://host:port where the site listens. Names and keys
-// must be unique.
+// `meridian keygen` prints. ADDRESS: optional tcp://host:port where the site listens (a site address,
+// peer/site_address.h); in secure mode it is where this site dials that site, whatever the site
+// announces. Names and keys must be unique.
 #pragma once
 
 #include <filesystem>

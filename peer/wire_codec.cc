@@ -7,6 +7,7 @@
 
 #include "error/error.h"
 #include "peer/roster.h"
+#include "peer/site_address.h"
 #include "proto/meridian.pb.h"
 
 namespace meridian::peer {
@@ -183,17 +184,25 @@ std::string encode_hello(const HelloInfo& hello) {
   return p.SerializeAsString();
 }
 
-std::optional<HelloInfo> decode_hello(std::string_view body) {
+std::variant<HelloInfo, Rejection> decode_hello(std::string_view body) {
+  auto malformed = [] { return Rejection{RejectCause::kMalformed, "hello body is not a well-formed Hello"}; };
   auto p = parse<wire::Hello>(body);
   if (!p || !is_valid_site_name(p->name()) || p->listen_address().size() > kMaxNameBytes ||
       p->region().size() > kMaxNameBytes)
-    return std::nullopt;
-  if (p->terms_size() > static_cast<int>(kMaxTerms) || p->refusal().size() > kMaxTermBytes) return std::nullopt;
+    return malformed();
+  if (p->terms_size() > static_cast<int>(kMaxTerms) || p->refusal().size() > kMaxTermBytes) return malformed();
+  // Whatever a peer announces may be dialed (a refusal goes to it, membership connects to it): only a
+  // plain tcp://host:port, never another transport or a form libzmq cannot parse.
+  if (!p->listen_address().empty()) {
+    if (auto problem = site_address_problem(p->listen_address()))
+      return Rejection{RejectCause::kAddress, "hello announces the listening address '" +
+                                                  p->listen_address() + "': " + *problem};
+  }
   HelloInfo out{p->name(), p->listen_address(), p->region(), p->incarnation(), p->round(), {}, p->refusal()};
   for (const auto& t : p->terms()) {
     if (t.name().empty() || t.name().size() > kMaxNameBytes || t.value().size() > kMaxTermBytes ||
         t.display().size() > kMaxTermBytes)
-      return std::nullopt;
+      return malformed();
     out.terms.push_back(Term{t.name(), t.value(), t.display()});
   }
   return out;
@@ -230,6 +239,8 @@ std::optional<MemberListInfo> decode_members(std::string_view body) {
     if (!is_valid_site_name(q.name()) || q.address().size() > kMaxNameBytes || q.region().size() > kMaxNameBytes ||
         q.state() < wire::Member::ALIVE || q.state() > wire::Member::LEFT)
       return std::nullopt;
+    // A gossiped address may be dialed: the same rule as a hello's (empty: not known).
+    if (!q.address().empty() && !is_valid_site_address(q.address())) return std::nullopt;
     out.members.push_back({q.name(), q.address(), q.region(), q.incarnation(), static_cast<MemberState>(q.state())});
   }
   for (const auto& q : p->views()) {

@@ -90,9 +90,12 @@ std::variant<WireHeader, Rejection> decode_header(std::span<const std::byte> hea
                                                   const WireLimits& limits);
 
 // Membership bodies. encode_* never fail; decode_* return nullopt when `body` is not a well-formed
-// message of that type.
+// message of that type. Every address in them (a hello's listening address, a member record's) is
+// either empty (not known) or a site address (peer/site_address.h): a member list with another is not
+// well-formed, and a hello with another is refused as RejectCause::kAddress (any other defect:
+// kMalformed).
 std::string encode_hello(const HelloInfo& hello);
-std::optional<HelloInfo> decode_hello(std::string_view body);
+std::variant<HelloInfo, Rejection> decode_hello(std::string_view body);
 std::string encode_members(const MemberListInfo& members);
 std::optional<MemberListInfo> decode_members(std::string_view body);
 std::string encode_heartbeat(const HeartbeatInfo& heartbeat);

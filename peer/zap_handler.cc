@@ -33,10 +33,12 @@ void ZapHandler::handle() {
     if (mechanism == "CURVE" && request.size() >= 7 && request[6].size() == 32) {
       std::array<char, 41> z85{};
       zmq_z85_encode(z85.data(), static_cast<const std::uint8_t*>(request[6].data()), 32);
-      if (const auto* entry = roster_.by_key(z85.data())) {
+      if (roster_.by_key(z85.data())) {
         status = "200";
         text = "OK";
-        user = entry->name;
+        // The key itself, not the name: every message on the connection carries it, so the receiver
+        // checks it against the roster in force then, not as it was at the handshake.
+        user = z85.data();
       } else if (logged_.size() < 1024 && logged_.insert(z85.data()).second) {
         spdlog::warn("refused a CURVE connection from {}: public key {} is not in the roster (logged once per key)",
                      request[3].to_string(), z85.data());

@@ -1,6 +1,8 @@
 // The ZAP (ZeroMQ Authentication Protocol, RFC 27) handler of one ZeroMQ context: it admits a CURVE
-// client only when its public key is in the roster, and names the connection after the roster entry
-// (the "User-Id" property of every message received on it), so senders are known from their keys.
+// client only when its public key is in the roster, and gives the connection that key (Z85) as its
+// user id (the "User-Id" property of every message received on it). The receiver names the sender by
+// looking the key up in the roster in force for every message, so a key removed or replaced later
+// stops counting at once, on connections already open too.
 //
 // Thread-safety: none. The transport's I/O thread creates it, polls socket() and calls handle().
 #pragma once

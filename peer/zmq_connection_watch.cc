@@ -142,6 +142,7 @@ void ZmqTransport::IoLoop::listener_event(const ZmqSocketMonitor::Event& e) {
       if (e.value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) plaintext_pending_ = true;
       break;
     case ZMQ_EVENT_DISCONNECTED: {
+      incoming_.erase(e.value);
       std::string host;
       if (auto it = accepted_.find(e.value); it != accepted_.end()) {
         host = std::move(it->second);

@@ -4,8 +4,14 @@
 // messages to the control inbox, mixer messages to reassembly and the sink (zmq_sink_forward.cc).
 // Every refused message is counted by cause and never reaches the caller. A hello whose federation
 // terms differ from ours is answered with a refusal (peer/federation_terms.h).
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <spdlog/spdlog.h>
 
+#include "peer/printable_text.h"
 #include "peer/zmq_io_loop.h"
 
 namespace meridian::peer {
@@ -23,7 +29,67 @@ std::string hex_id(const zmq::message_t& m) {
   return out;
 }
 
+// The remote end of a connected socket as "ip:port" (which tells one connection from a later one
+// that reuses its descriptor), or empty when it cannot be read (closed already).
+std::string remote_end(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return {};
+  char host[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+    if (!::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host)) return {};
+    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (addr.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    if (!::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host)) return {};
+    std::string out(1, '[');
+    out += host;
+    out += "]:";
+    out += std::to_string(ntohs(in6->sin6_port));
+    return out;
+  }
+  return {};
+}
+
+// Accepted connections whose key is remembered; past this the lowest descriptors are forgotten (a
+// stale one among them is still refused message by message, and cut when it next speaks).
+constexpr std::size_t kMaxIncoming = 4096;
+
 }  // namespace
+
+const Roster::Entry* ZmqTransport::IoLoop::sender_of(const zmq::message_t& header, const char* key) {
+  // libzmq's source descriptor of a received message (ZMQ_SRCFD; -1 when it has none).
+  const int fd = zmq_msg_get(header.handle(), ZMQ_SRCFD);
+  if (fd >= 0) {
+    auto it = incoming_.find(fd);
+    if (it == incoming_.end() || it->second.key != key) {
+      if (it == incoming_.end() && incoming_.size() >= kMaxIncoming) incoming_.erase(incoming_.begin());
+      incoming_[fd] = Incoming{key, remote_end(fd)};
+    }
+  }
+  const auto* entry = opt_.roster->by_key(key);
+  if (!entry && fd >= 0) cut_stale_connections();
+  return entry;
+}
+
+void ZmqTransport::IoLoop::cut_stale_connections() {
+  for (auto it = incoming_.begin(); it != incoming_.end();) {
+    if (opt_.roster->by_key(it->second.key)) {
+      ++it;
+      continue;
+    }
+    // Only the connection noted: a descriptor libzmq closed and reused since has another remote end.
+    const std::string now_at = remote_end(it->first);
+    if (!now_at.empty() && now_at == it->second.peer) {
+      spdlog::info("'{}': closing the connection from {}: its key {} is no longer in the roster", opt_.name,
+                   now_at, it->second.key);
+      ::shutdown(it->first, SHUT_RDWR);
+    }
+    it = incoming_.erase(it);
+  }
+}
 
 void ZmqTransport::IoLoop::reject(RejectCause cause, const std::string& peer, const std::string& detail) {
   t_.rejections_.record(cause, peer, detail);
@@ -31,19 +97,21 @@ void ZmqTransport::IoLoop::reject(RejectCause cause, const std::string& peer, co
 
 void ZmqTransport::IoLoop::refuse(const std::string& name, const HelloInfo& hello, const TermsMismatch& mismatch) {
   reject(RejectCause::kTerms, name, refusal_log_detail(name, mismatch));
-  if (hello.listen_address.empty() || (secure() && !opt_.roster->by_name(name))) return;
+  const std::string& address = dial_address(name, hello.listen_address);
+  if (address.empty() || (secure() && !opt_.roster->by_name(name))) return;
   // The refused site's own listening address carries the answer: it reads nothing on the connection
   // it greeted us on. A hostile sender in insecure mode could make up names; a few connections at most.
   constexpr std::size_t kMaxRefusalLinks = 16;
   auto it = refusal_links_.find(name);
-  if (it != refusal_links_.end() && it->second.address != hello.listen_address) {
+  if (it != refusal_links_.end() && it->second.address != address) {
     refusal_links_.erase(it);
     it = refusal_links_.end();
   }
   if (it == refusal_links_.end()) {
     if (refusal_links_.size() >= kMaxRefusalLinks) refusal_links_.clear();
-    it = refusal_links_.emplace(name, Link{hello.listen_address, open_dealer(hello.listen_address, name), {}, false})
-             .first;
+    auto dealer = open_dealer(address, name);
+    if (!dealer) return;
+    it = refusal_links_.emplace(name, Link{address, std::move(*dealer), {}, false}).first;
   }
   HelloInfo answer = membership().hello();
   answer.refusal = refusal_reason(opt_.name, mismatch);
@@ -55,8 +123,8 @@ void ZmqTransport::IoLoop::refuse(const std::string& name, const HelloInfo& hell
 void ZmqTransport::IoLoop::refused_by(const std::string& reason) {
   std::lock_guard lock(t_.mu_);
   if (t_.refusal_) return;
-  spdlog::error("'{}': {}", opt_.name, reason);
-  t_.refusal_ = reason;
+  t_.refusal_ = printable_text(reason, kMaxPeerTextBytes);
+  spdlog::error("'{}': {}", opt_.name, *t_.refusal_);
 }
 
 bool ZmqTransport::IoLoop::receive_one() {
@@ -91,9 +159,22 @@ bool ZmqTransport::IoLoop::receive_one() {
       extra = true;
     }
   }
+  // Who sent it: the roster entry of the connection's key (secure) or the hello of this connection
+  // (insecure).
+  std::string name;
   if (secure()) {
+    // The key the connection authenticated with (the ZAP handler's User-Id), checked against the roster
+    // in force for every message: a connection admitted before the operator removed or replaced its key
+    // stays open in libzmq, so everything on it is refused here, and the connection is cut.
     user_id = zmq_msg_gets(hdr_.handle(), "User-Id");
-    label = user_id ? user_id : hex_id(rid_);
+    if (!user_id)
+      return drop(RejectCause::kUnknownSender, hex_id(rid_), "connection has no authenticated key");
+    const auto* entry = sender_of(hdr_, user_id);
+    if (!entry)
+      return drop(RejectCause::kStaleKey, std::string("key ") + user_id,
+                  "its key is no longer in the roster (removed, or replaced by a new key)");
+    name = entry->name;
+    label = name;
   } else {
     auto it = connection_names_.find(rid_.to_string());
     label = it != connection_names_.end() ? it->second : hex_id(rid_);
@@ -104,21 +185,13 @@ bool ZmqTransport::IoLoop::receive_one() {
   if (auto* r = std::get_if<Rejection>(&decoded)) return drop(r->cause, label, r->detail);
   const WireHeader& h = std::get<WireHeader>(decoded);
 
-  // Who sent it: the roster entry of the key (secure) or the hello of this connection (insecure).
-  std::string name;
   std::optional<HelloInfo> hello;
   if (h.kind == MessageKind::kHello) {
-    hello = decode_hello(h.body);
-    if (!hello || !is_valid_site_name(hello->name))
-      return drop(RejectCause::kMalformed, label, "hello body is not a well-formed Hello");
+    auto decoded_hello = decode_hello(h.body);
+    if (auto* r = std::get_if<Rejection>(&decoded_hello)) return drop(r->cause, label, r->detail);
+    hello = std::move(std::get<HelloInfo>(decoded_hello));
   }
   if (secure()) {
-    if (!user_id) return drop(RejectCause::kUnknownSender, label, "connection has no authenticated key");
-    name = user_id;
-    // The connection was admitted before the operator took this key out of the roster: libzmq keeps an
-    // accepted connection open, so everything on it is refused here.
-    if (!opt_.roster->by_name(name))
-      return drop(RejectCause::kUnknownSender, name, "its key was removed from the roster");
     if (hello && hello->name != name)
       return drop(RejectCause::kUnknownSender, label, "hello claims the name '" + hello->name + "'");
   } else if (hello) {

@@ -96,10 +96,17 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   const Membership& membership() const { return driver_->membership(); }
 
   // Socket set-up (zmq_socket_setup.cc).
-  // With `monitor`, the connection is watched from before it is opened (zmq_connection_watch.cc).
-  zmq::socket_t open_dealer(const std::string& address, const std::string& server_name,
-                            std::unique_ptr<ZmqSocketMonitor>* monitor = nullptr);
+  // A DEALER connected to `address`, authenticating `server_name`'s roster key in secure mode. With
+  // `monitor`, the connection is watched from before it is opened (zmq_connection_watch.cc). When
+  // libzmq refuses to connect to the address, nothing is opened: the refusal is logged and counted
+  // against `server_name` (RejectCause::kAddress) and nullopt returned, so that no address a peer
+  // supplies can fail the transport.
+  std::optional<zmq::socket_t> open_dealer(const std::string& address, const std::string& server_name,
+                                           std::unique_ptr<ZmqSocketMonitor>* monitor = nullptr);
   void open_bootstraps();
+  // Where to dial site `name`, which announced `announced`: in secure mode the roster's address for it
+  // when the roster lists one (a peer cannot redirect this site elsewhere), otherwise `announced`.
+  const std::string& dial_address(const std::string& name, const std::string& announced) const;
 
   // Outbound links (zmq_outbound_links.cc).
   Link* ensure_link(const std::string& name);
@@ -121,6 +128,15 @@ class ZmqTransport::IoLoop final : private MembershipPort {
 
   // Frame receiving (zmq_frame_receiver.cc): reads one message from the ROUTER, if any.
   bool receive_one();
+  // Secure mode: the roster entry of the key a received message's connection authenticated with
+  // (the ZAP handler's User-Id, peer/zap_handler.h), or nullptr when the roster in force no longer
+  // lists that key; notes the connection's key for cut_stale_connections().
+  const Roster::Entry* sender_of(const zmq::message_t& header, const char* key);
+  // Closes every accepted connection whose key the roster in force no longer lists (removed, or
+  // replaced by a new key for its name). libzmq has no call to close one connection of a ROUTER: its
+  // descriptor is shut down, which libzmq sees as the peer closing it; the pipe and what waits in it
+  // go with it, and a reconnection with that key is refused at the handshake.
+  void cut_stale_connections();
   void reject(RejectCause cause, const std::string& peer, const std::string& detail);
   // Federation terms (zmq_frame_receiver.cc): answers a hello from `name` whose terms differ from ours
   // with a refusing hello on a connection of its own, and counts the refusal.
@@ -200,6 +216,13 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   // descriptor, until closed), and whether a handshake without CURVE failed and awaits its close.
   std::unique_ptr<ZmqSocketMonitor> listener_monitor_;
   std::map<int, std::string> accepted_;
+  // Secure mode: the key each accepted connection authenticated with and its peer's ip:port, by
+  // descriptor, from the messages received on it (ZMQ_SRCFD); forgotten when it closes.
+  struct Incoming {
+    std::string key;
+    std::string peer;
+  };
+  std::map<int, Incoming> incoming_;
   bool plaintext_pending_ = false;
 };
 

@@ -3,6 +3,7 @@
 // (peer/partition_schedule.h).
 #include <spdlog/spdlog.h>
 
+#include "peer/printable_text.h"
 #include "peer/zmq_io_loop.h"
 
 namespace meridian::peer {
@@ -31,7 +32,7 @@ std::optional<ZmqTransport::IoLoop::Clock::time_point> ZmqTransport::IoLoop::due
         spdlog::warn(
             "'{}': peer '{}' announces region '{}', which the WAN model '{}' does not have; its link is "
             "not emulated",
-            opt_.name, to, record->region, opt_.wan.spec());
+            opt_.name, to, printable_text(record->region), opt_.wan.spec());
       return now;
     }
     spec = &opt_.wan.link(*region_, *theirs);

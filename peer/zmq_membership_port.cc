@@ -17,7 +17,8 @@ void ZmqTransport::IoLoop::member_restarted(const std::string& name) { close_lin
 
 void ZmqTransport::IoLoop::member_joined(const std::string& name) {
   const auto* record = membership().find(name);
-  if (auto it = links_.find(name); it != links_.end() && record && it->second.address != record->address)
+  if (auto it = links_.find(name);
+      it != links_.end() && record && it->second.address != dial_address(name, record->address))
     close_link(name);  // a new incarnation heard of through gossip, listening at a new address
   // A site that left and came back starts afresh (its partial message and replay records were kept
   // across its leave for the messages still on their way, see MembershipDriver::admit).
@@ -60,14 +61,20 @@ void ZmqTransport::IoLoop::greet_bootstraps(const std::string& hello, Clock::tim
 void ZmqTransport::IoLoop::membership_changed() { dirty_ = true; }
 
 void ZmqTransport::IoLoop::replace_roster(const Roster& roster) {
-  std::vector<std::string> expelled;
+  std::vector<std::string> expelled, moved;
   for (const auto& e : opt_.roster->entries()) {
     const auto* kept = roster.by_name(e.name);
     if (!kept || kept->public_key != e.public_key) expelled.push_back(e.name);
+    else if (kept->address != e.address) moved.push_back(e.name);
   }
   // In place: the ZAP handler and the membership's admissibility check refer to this object, so both
   // follow the new roster from the next connection and the next message on.
   *t_.options_.roster = roster;
+  // Connections opened with a key the roster no longer lists close now, not when their peer next
+  // speaks (whatever arrives on them before is refused by key, zmq_frame_receiver.cc).
+  cut_stale_connections();
+  // The roster's address wins over an announced one: a link dialed elsewhere is opened again there.
+  for (const auto& name : moved) close_link(name);
   const auto now = Clock::now();
   for (const auto& name : expelled) {
     spdlog::info("'{}': '{}' is no longer in the roster: its key is refused from now on", opt_.name, name);

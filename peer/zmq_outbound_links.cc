@@ -42,7 +42,10 @@ Link* ZmqTransport::IoLoop::ensure_link(const std::string& name) {
   // Across an emulated partition the new connection's hello would be lost, and everything sent on it
   // later refused as coming from a connection that never said hello: connect once the cut heals.
   if (cut_off(name, Clock::now())) return nullptr;
-  auto [it, inserted] = links_.emplace(name, Link{record->address, open_dealer(record->address, name), {}, false});
+  const std::string& address = dial_address(name, record->address);
+  auto dealer = open_dealer(address, name);
+  if (!dealer) return nullptr;
+  auto [it, inserted] = links_.emplace(name, Link{address, std::move(*dealer), {}, false});
   dirty_ = true;
   // Every connection starts with a hello, so the other side can name it (insecure mode) and learns us.
   enqueue_membership(it->second, name, MessageKind::kHello, encode_hello(membership().hello()), Clock::now());

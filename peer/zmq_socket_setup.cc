@@ -6,6 +6,7 @@
 #include "peer/zmq_io_loop.h"
 
 #include "error/error.h"
+#include "peer/site_address.h"
 
 namespace meridian::peer {
 
@@ -70,6 +71,9 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
     throw error::UserError("listening on all interfaces (" + t_.endpoint_ +
                            "): also set the advertised address peers should connect to, e.g. "
                            "tcp://10.0.0.1:7000");
+  // Peers refuse any other form in a hello, so this site could never be reached at it.
+  if (auto problem = site_address_problem(t_.endpoint_))
+    throw error::UserError("the address peers should connect to, '" + t_.endpoint_ + "', is not one: " + *problem);
   // The membership starts once the bound endpoint (our advertised address) is known.
   std::function<bool(const std::string&)> admissible = is_valid_site_name;
   if (secure()) admissible = [&r = *opt_.roster](const std::string& n) { return r.by_name(n) != nullptr; };
@@ -112,15 +116,28 @@ void ZmqTransport::IoLoop::open_bootstraps() {
     }
     if (secure() && !opt_.roster->by_name(name))
       throw error::UserError("bootstrap '" + spec + "': site '" + name + "' is not in the roster");
+    if (auto problem = site_address_problem(address))
+      throw error::UserError("bootstrap '" + spec + "': " + *problem);
     if (name == opt_.name || address == t_.endpoint_) continue;
+    std::unique_ptr<ZmqSocketMonitor> monitor;
+    auto dealer = open_dealer(address, name, &monitor);
+    if (!dealer) throw error::UserError("bootstrap '" + spec + "': libzmq cannot connect to " + address);
     Bootstrap& b = bootstraps_.emplace_back();
     b.name = name;
-    b.link = Link{address, open_dealer(address, name, &b.monitor), {}, false};
+    b.link = Link{address, std::move(*dealer), {}, false};
+    b.monitor = std::move(monitor);
   }
 }
 
-zmq::socket_t ZmqTransport::IoLoop::open_dealer(const std::string& address, const std::string& server_name,
-                                                std::unique_ptr<ZmqSocketMonitor>* monitor) {
+const std::string& ZmqTransport::IoLoop::dial_address(const std::string& name, const std::string& announced) const {
+  if (secure())
+    if (const auto* entry = opt_.roster->by_name(name); entry && !entry->address.empty()) return entry->address;
+  return announced;
+}
+
+std::optional<zmq::socket_t> ZmqTransport::IoLoop::open_dealer(const std::string& address,
+                                                               const std::string& server_name,
+                                                               std::unique_ptr<ZmqSocketMonitor>* monitor) {
   zmq::socket_t s(ctx_, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::sndhwm, opt_.send_high_water_mark);
@@ -132,7 +149,14 @@ zmq::socket_t ZmqTransport::IoLoop::open_dealer(const std::string& address, cons
     s.set(zmq::sockopt::curve_secretkey, opt_.keys->secret_key);
   }
   if (monitor) *monitor = watch(s);
-  s.connect(address);
+  try {
+    s.connect(address);
+  } catch (const zmq::error_t& e) {
+    if (monitor) monitor->reset();  // before the socket it watches closes
+    reject(RejectCause::kAddress, server_name,
+           "libzmq cannot connect to '" + address + "' (" + e.what() + "): not dialed");
+    return std::nullopt;
+  }
   return s;
 }
 

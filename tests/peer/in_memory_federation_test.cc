@@ -215,7 +215,7 @@ TEST_CASE("in-memory federation: messages from outside the membership are refuse
   mallory->send("a", push_sum(1, {1.0f}));
   Message forged_hello;
   forged_hello.kind = MessageKind::kHello;
-  forged_hello.body = encode_hello(HelloInfo{"b", "inmem://b", "", 1, 0, {}, {}});
+  forged_hello.body = encode_hello(HelloInfo{"b", "tcp://b.in-memory.invalid:1", "", 1, 0, {}, {}});
   mallory->send("a", forged_hello);
   Message garbage;
   garbage.kind = MessageKind::kMembers;

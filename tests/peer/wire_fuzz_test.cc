@@ -192,7 +192,7 @@ bool let_through(const std::string& input) {
   const auto* header = std::get_if<WireHeader>(&decoded);
   if (header == nullptr || is_mixer_kind(header->kind)) return false;
   switch (header->kind) {
-    case MessageKind::kHello: return decode_hello(header->body).has_value();
+    case MessageKind::kHello: return std::holds_alternative<HelloInfo>(decode_hello(header->body));
     case MessageKind::kMembers: return decode_members(header->body).has_value();
     case MessageKind::kHeartbeat: return decode_heartbeat(header->body).has_value();
     case MessageKind::kLeave: return decode_leave(header->body).has_value();
