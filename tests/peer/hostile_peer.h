@@ -86,32 +86,41 @@ class HostilePeer {
   void set_fingerprint(std::uint64_t fingerprint) { fingerprint_ = fingerprint; }
   std::uint64_t fingerprint() const { return fingerprint_; }
 
-  // Sends one raw header frame, followed by `payload` as a second frame when given.
-  void send_raw(const std::string& header, std::optional<std::span<const float>> payload = std::nullopt) {
-    if (!payload) {
-      dealer_.send(zmq::buffer(header), zmq::send_flags::none);
-      return;
-    }
-    dealer_.send(zmq::buffer(header), zmq::send_flags::sndmore);
-    dealer_.send(zmq::const_buffer(payload->data(), payload->size_bytes()), zmq::send_flags::none);
+  // Sends one raw header frame, followed by `payload` as a second frame when given. Never blocks:
+  // returns false when libzmq cannot take it (no connection left to queue it on, as after the site
+  // refused the key), and then nothing was sent.
+  bool send_raw(const std::string& header, std::optional<std::span<const float>> payload = std::nullopt) {
+    if (!payload) return dealer_.send(zmq::buffer(header), zmq::send_flags::dontwait).has_value();
+    if (!dealer_.send(zmq::buffer(header), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
+    // Once the first frame is taken libzmq takes the rest of the multipart message.
+    (void)dealer_.send(zmq::const_buffer(payload->data(), payload->size_bytes()), zmq::send_flags::dontwait);
+    return true;
   }
 
-  // Sends `msg` as the wire codec encodes it (chunked as a site would), with this harness's fingerprint.
-  void send(const peer::Message& msg) {
+  // Sends `msg` as the wire codec encodes it (chunked as a site would), with this harness's
+  // fingerprint; returns whether libzmq took every chunk (see send_raw).
+  bool send(const peer::Message& msg) {
     const auto chunks = peer::encode_message(msg, fingerprint_, next_id_++, peer::WireLimits{});
     for (const auto& c : chunks) {
-      if (c.elements == 0) send_raw(c.header);
-      else send_raw(c.header, std::span<const float>(msg.payload).subspan(c.offset, c.elements));
+      const bool taken = c.elements == 0
+                             ? send_raw(c.header)
+                             : send_raw(c.header, std::span<const float>(msg.payload).subspan(c.offset, c.elements));
+      if (!taken) return false;
     }
+    return true;
   }
-  void send_hello(const peer::HelloInfo& hello) { send(membership(peer::MessageKind::kHello, peer::encode_hello(hello))); }
-  void send_members(const peer::MemberListInfo& list) {
-    send(membership(peer::MessageKind::kMembers, peer::encode_members(list)));
+  bool send_hello(const peer::HelloInfo& hello) {
+    return send(membership(peer::MessageKind::kHello, peer::encode_hello(hello)));
   }
-  void send_heartbeat(const peer::HeartbeatInfo& hb) {
-    send(membership(peer::MessageKind::kHeartbeat, peer::encode_heartbeat(hb)));
+  bool send_members(const peer::MemberListInfo& list) {
+    return send(membership(peer::MessageKind::kMembers, peer::encode_members(list)));
   }
-  void send_leave(const peer::LeaveInfo& leave) { send(membership(peer::MessageKind::kLeave, peer::encode_leave(leave))); }
+  bool send_heartbeat(const peer::HeartbeatInfo& hb) {
+    return send(membership(peer::MessageKind::kHeartbeat, peer::encode_heartbeat(hb)));
+  }
+  bool send_leave(const peer::LeaveInfo& leave) {
+    return send(membership(peer::MessageKind::kLeave, peer::encode_leave(leave)));
+  }
 
   // The next header that arrived on the listening socket (a site's answer), or nullopt when none came
   // within `guard` (a hang guard, not a timing assertion). Headers that do not decode are skipped.
