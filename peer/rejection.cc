@@ -22,6 +22,10 @@ std::string_view to_string(RejectCause cause) {
     case RejectCause::kIncomplete: return "incomplete";
     case RejectCause::kTerms: return "terms";
     case RejectCause::kPlaintext: return "plaintext";
+    case RejectCause::kUnvouched: return "unvouched";
+    case RejectCause::kIncarnation: return "incarnation";
+    case RejectCause::kInventedMember: return "invented_member";
+    case RejectCause::kStrayRefusal: return "stray_refusal";
   }
   return "unknown";
 }

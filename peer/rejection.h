@@ -32,8 +32,18 @@ enum class RejectCause : std::uint8_t {
   kIncomplete,     // a chunked message whose chunks did not all arrive in order; dropped as a whole
   kTerms,          // a hello whose federation terms (model, algorithm, ...) differ from ours: refused
   kPlaintext,      // a connection without CURVE to a secure site (its handshake failed; one per connection)
+
+  // Membership (peer/membership.h): another site's record of a member (alive, dead, left, its
+  // incarnation), which only that member may vouch for.
+  kUnvouched,
+  // An incarnation step a site may not take: more than one without a hello, or above this site's own.
+  kIncarnation,
+  // A view or record naming a site outside this site's roster.
+  kInventedMember,
+  // A refusal from a site this one does not join through (only those decide that it is not admitted).
+  kStrayRefusal,
 };
-inline constexpr std::size_t kRejectCauseCount = 16;
+inline constexpr std::size_t kRejectCauseCount = 20;
 
 // Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
 std::string_view to_string(RejectCause cause);
