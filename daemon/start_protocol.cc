@@ -74,7 +74,9 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   };
   while (true) {
     if (stop) return false;
-    // A peer that refused this site's terms will never admit it: stop now with its reason.
+    // The site this one joins through refused its terms and will never admit it: stop now with its
+    // reason. The transport reports only such a refusal (peer/federation_transport.h); one from any
+    // other member is counted, not obeyed, so a hostile member cannot stop a starting site.
     if (auto refusal = transport->refusal()) throw error::UserError(*refusal);
     const auto view = transport->latest_view();
     const bool enough = view.rank_of(config.name) && view.size() >= need &&

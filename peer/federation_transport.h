@@ -85,9 +85,10 @@ class FederationTransport : public Transport {
   // Incoming messages refused, by cause.
   virtual const RejectionCounters& rejections() const = 0;
   virtual TransportStats stats() const = 0;
-  // The first refusal a peer sent this site because their federation terms differ ("alpha refuses
-  // this site: ..."), nullopt while none came. A refused site is never admitted by that peer: its
-  // caller should stop and show the reason.
+  // The first refusal a site this one joins through (a bootstrap) sent because their federation terms
+  // differ ("alpha refuses this site: ..."), nullopt while none came. A refused site is never admitted
+  // by that peer: its caller should stop and show the reason. A refusal from any other site is only
+  // counted (RejectCause::kStrayRefusal): one member must not be able to stop a site that joins others.
   virtual std::optional<std::string> refusal() const = 0;
 
   // Replaces the roster of a secure site while it runs (an operator added or removed a site). From then

@@ -93,6 +93,11 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
       // Terms as on TCP (peer/zmq_frame_receiver.cc): a refusal is kept for refusal(), a peer with
       // other terms is refused before it can become a member.
       if (!hello->refusal.empty()) {
+        // Only a site this one joins through decides that it is not admitted.
+        if (std::find(options_.bootstrap.begin(), options_.bootstrap.end(), from) == options_.bootstrap.end()) {
+          refuse({RejectCause::kStrayRefusal, "refuses this site, which does not join through it"});
+          return;
+        }
         if (!refusal_) {
           refusal_ = printable_text(hello->refusal, kMaxPeerTextBytes);
           spdlog::error("'{}': {}", options_.name, *refusal_);

@@ -1,6 +1,7 @@
 #include "peer/membership.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 #include <spdlog/spdlog.h>
@@ -16,6 +17,20 @@ constexpr std::size_t kGossipedViews = 8;
 
 int state_rank(MemberState s) { return static_cast<int>(s); }  // alive 0 < dead 1 < left 2
 
+const char* state_name(MemberState s) {
+  switch (s) {
+    case MemberState::kAlive: return "alive";
+    case MemberState::kDead: return "dead";
+    case MemberState::kLeft: return "left";
+  }
+  return "unknown";
+}
+
+// Never wraps: at the largest incarnation a site stays there.
+std::uint64_t next_incarnation(std::uint64_t incarnation) {
+  return incarnation == std::numeric_limits<std::uint64_t>::max() ? incarnation : incarnation + 1;
+}
+
 bool newer(const MemberRecord& a, const MemberRecord& b) {
   return std::tuple(a.incarnation, state_rank(a.state)) > std::tuple(b.incarnation, state_rank(b.state));
 }
@@ -27,6 +42,8 @@ void MembershipChange::merge(const MembershipChange& o) {
   restarted.insert(restarted.end(), o.restarted.begin(), o.restarted.end());
   died.insert(died.end(), o.died.begin(), o.died.end());
   left.insert(left.end(), o.left.begin(), o.left.end());
+  heard_of.insert(heard_of.end(), o.heard_of.begin(), o.heard_of.end());
+  refused.insert(refused.end(), o.refused.begin(), o.refused.end());
   records = records || o.records;
   views = views || o.views;
 }
@@ -42,28 +59,89 @@ void Membership::heard_from(const std::string& name, Clock::time_point now) {
   if (it != members_.end() && it->second.record.state == MemberState::kAlive) it->second.last_heard = now;
 }
 
-MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_point now, bool direct_hello) {
+MembershipChange Membership::merge_own_record(const MemberRecord& r, const std::string& from, Clock::time_point now) {
   MembershipChange change;
-  if (r.name == config_.self) {
-    // Someone believes we are dead (or gone) at our current incarnation: refute by outliving it.
-    Entry& me = members_.at(config_.self);
-    if (!leaving_ && r.state != MemberState::kAlive && r.incarnation >= me.record.incarnation) {
-      me.record.incarnation = r.incarnation + 1;
-      spdlog::info("membership: peers consider '{}' {}; refuting with incarnation {}", config_.self,
-                   r.state == MemberState::kDead ? "dead" : "gone", me.record.incarnation);
-      change.records = true;
+  Entry& me = members_.at(config_.self);
+  if (leaving_ || r.state == MemberState::kAlive || r.incarnation < me.record.incarnation) return change;
+  if (r.state == MemberState::kLeft) {
+    // Only this site leaves (or a site whose roster dropped it, and that one no longer talks to it):
+    // nothing to refute, and refuting would let the sender step the incarnation.
+    change.refused.push_back({RejectCause::kUnvouched, "'" + from + "' says this site left; only this site says so"});
+    return change;
+  }
+  if (r.incarnation > me.record.incarnation) {
+    // Every incarnation of this site that others hold came from this site, so none is above its own:
+    // this one is forged. Refuting it would let the sender drive the incarnation up at will.
+    change.refused.push_back({RejectCause::kIncarnation, "'" + from + "' says this site is " +
+                                                             std::string(state_name(r.state)) + " at incarnation " +
+                                                             std::to_string(r.incarnation) + ", above its own " +
+                                                             std::to_string(me.record.incarnation)});
+    return change;
+  }
+  // A site timed this one out at its current incarnation: refute by outliving it. At most once per
+  // half timeout (the site that holds the verdict repeats it, so none is lost): the heartbeats, sent
+  // more often, then carry one step at a time, and a member that repeats a forged verdict cannot
+  // drive the incarnation up faster.
+  if (last_refutation_ && now - *last_refutation_ < config_.heartbeat_timeout / 2) return change;
+  const std::uint64_t next = next_incarnation(me.record.incarnation);
+  if (next == me.record.incarnation) return change;  // saturated: nothing outlives it, and nothing wraps
+  last_refutation_ = now;
+  me.record.incarnation = next;
+  spdlog::info("membership: '{}' considers '{}' {}; refuting with incarnation {}", from, config_.self,
+               state_name(r.state), me.record.incarnation);
+  change.records = true;
+  return change;
+}
+
+MembershipChange Membership::merge_record(const MemberRecord& r, Source source, const std::string& from,
+                                          Clock::time_point now) {
+  if (r.name == config_.self) return merge_own_record(r, from, now);
+  MembershipChange change;
+  if (config_.admissible && !config_.admissible(r.name)) {
+    change.refused.push_back(
+        {RejectCause::kInventedMember, "a record of '" + r.name + "', a site outside this site's roster"});
+    return change;
+  }
+  auto it = members_.find(r.name);
+  if (source == Source::kRelayed) {
+    if (it == members_.end()) {
+      if (r.state == MemberState::kLeft) return change;  // nobody to contact: it greets us if it comes back
+      // Known only from `from`: a site to contact, not a member. Held as not heard from and never
+      // gossiped on, so a rumour neither enters a view nor spreads; the site's own hello makes it a
+      // member. The first address heard is kept: the site corrects it itself when it greets this one.
+      MemberRecord heard = r;
+      heard.state = MemberState::kDead;
+      members_[r.name] = Entry{heard, now, false};
+      change.heard_of.push_back(r.name);
+      return change;
+    }
+    if (it->second.vouched && newer(r, it->second.record)) {
+      const MemberRecord& held = it->second.record;
+      change.refused.push_back(
+          {RejectCause::kUnvouched, "'" + from + "' says '" + r.name + "' is " + state_name(r.state) +
+                                        " at incarnation " + std::to_string(r.incarnation) + "; only '" + r.name +
+                                        "' may say that (here: " + state_name(held.state) + " at incarnation " +
+                                        std::to_string(held.incarnation) + ")"});
     }
     return change;
   }
-  if (config_.admissible && !config_.admissible(r.name)) return change;
-  auto it = members_.find(r.name);
+
+  // The member's own word about itself.
+  if (it != members_.end() && !it->second.vouched) {
+    members_.erase(it);
+    it = members_.end();
+  }
+  if (r.state == MemberState::kDead) return change;  // no site declares itself dead
   if (it != members_.end() && !newer(r, it->second.record)) return change;
-  if (it != members_.end() && !direct_hello && r.state == MemberState::kDead &&
-      it->second.record.state == MemberState::kAlive && now - it->second.last_heard < config_.heartbeat_timeout) {
-    // Another site's verdict "dead" on a member that talks to this site right now: stale gossip from
-    // the other side of a healed partition, or of a link that failed on one side only. Taking it would
-    // make this site propose a view without a live member; the member refutes the verdict itself
-    // (with a higher incarnation) once the gossip reaches it.
+  if (source == Source::kOwn && it != members_.end() && it->second.record.state == MemberState::kAlive &&
+      r.incarnation > next_incarnation(it->second.record.incarnation)) {
+    // A live member's heartbeats carry each refutation, one step at a time (see merge_own_record);
+    // a larger step is a restart only when it comes in a hello. After a death or leave here, any
+    // step is taken: the member may have refuted others' verdicts meanwhile.
+    change.refused.push_back({RejectCause::kIncarnation, "'" + r.name + "' raises its incarnation from " +
+                                                             std::to_string(it->second.record.incarnation) + " to " +
+                                                             std::to_string(r.incarnation) +
+                                                             " without a hello: more than one step"});
     return change;
   }
 
@@ -75,14 +153,16 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_poi
     if (merged.region.empty()) merged.region = it->second.record.region;
   }
   const bool restarted = was_alive && r.state == MemberState::kAlive;  // higher incarnation, still alive
-  if (restarted && direct_hello) {
+  if (restarted && source == Source::kHello) {
     // A new process says hello on every connection it opens; a site refuting a false death keeps its
     // connections (and its state) and raises its incarnation only in gossip and heartbeats. So a
     // hello with a higher incarnation from a member counted alive is a restart: the old incarnation
     // died unnoticed and took the rounds it was in with it. Its peers announce that as a view change
     // (tick() proposes a view without it, then one with it) so that the round in flight can be
-    // redone and the new incarnation joins at an announced round.
-    superseded_[r.name] = views_.back().id;
+    // redone and the new incarnation joins at an announced round. A view already announced after the
+    // one in force that leaves it out is that change (a peer heard the hello first and proposed it):
+    // the hello reaches each site directly, later than the views of the site it greeted first.
+    superseded_[r.name] = view_for(newest_round_).id;
     change.restarted.push_back(r.name);
     spdlog::info("membership: '{}' restarted (incarnation {} replaces {})", r.name, r.incarnation,
                  it->second.record.incarnation);
@@ -95,9 +175,17 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Clock::time_poi
   return change;
 }
 
-MembershipChange Membership::merge_view(const View& v) {
+MembershipChange Membership::merge_view(const View& v, const std::string& from) {
   MembershipChange change;
   if (v.id == 0) return change;  // the local initial view of some site
+  if (config_.admissible)
+    for (const auto& name : v.members)
+      if (name != config_.self && !config_.admissible(name)) {
+        change.refused.push_back({RejectCause::kInventedMember, "'" + from + "' proposes view " + std::to_string(v.id) +
+                                                                    " with '" + name +
+                                                                    "', a site outside this site's roster"});
+        return change;
+      }
   auto it =
       std::lower_bound(views_.begin(), views_.end(), v.id, [](const View& a, std::uint64_t id) { return a.id < id; });
   if (it == views_.end() || it->id != v.id) {
@@ -145,16 +233,17 @@ MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point 
     it->second.record.address = hello.listen_address;
     change.records = true;
   }
-  change.merge(merge_record(r, now, true));
+  change.merge(merge_record(r, Source::kHello, hello.name, now));
   heard_from(hello.name, now);
   return change;
 }
 
-MembershipChange Membership::on_members(const MemberListInfo& list, Clock::time_point now) {
+MembershipChange Membership::on_members(const std::string& from, const MemberListInfo& list, Clock::time_point now) {
   note_round(list.round);
   MembershipChange change;
-  for (const auto& r : list.members) change.merge(merge_record(r, now));
-  for (const auto& v : list.views) change.merge(merge_view(v));
+  for (const auto& r : list.members)
+    change.merge(merge_record(r, r.name == from ? Source::kOwn : Source::kRelayed, from, now));
+  for (const auto& v : list.views) change.merge(merge_view(v, from));
   return change;
 }
 
@@ -166,7 +255,7 @@ MembershipChange Membership::on_heartbeat(const std::string& name, const Heartbe
     MemberRecord r = it->second.record;
     r.incarnation = hb.incarnation;
     r.state = MemberState::kAlive;
-    change.merge(merge_record(r, now));
+    change.merge(merge_record(r, Source::kOwn, name, now));
   }
   heard_from(name, now);
   if (name != config_.self && members_.contains(name)) paces_[name] = Pace{hb.rtt_us, hb.step_us};
@@ -175,12 +264,12 @@ MembershipChange Membership::on_heartbeat(const std::string& name, const Heartbe
 
 MembershipChange Membership::on_leave(const std::string& name, const LeaveInfo& leave) {
   auto it = members_.find(name);
-  if (it == members_.end() || name == config_.self) return {};
+  if (it == members_.end() || name == config_.self || !it->second.vouched) return {};
   MemberRecord r = it->second.record;
   if (leave.incarnation < r.incarnation) return {};
   r.incarnation = leave.incarnation;
   r.state = MemberState::kLeft;
-  return merge_record(r, it->second.last_heard);
+  return merge_record(r, Source::kOwn, name, it->second.last_heard);
 }
 
 MembershipChange Membership::tick(Clock::time_point now) {
@@ -342,7 +431,8 @@ MembershipChange Membership::expel(const std::string& name) {
 MemberListInfo Membership::snapshot() const {
   MemberListInfo out;
   out.round = newest_round_;
-  for (const auto& [name, e] : members_) out.members.push_back(e.record);
+  for (const auto& [name, e] : members_)
+    if (e.vouched) out.members.push_back(e.record);
   for (std::size_t i = views_.size() > kGossipedViews ? views_.size() - kGossipedViews : 0; i < views_.size(); ++i)
     if (views_[i].id != 0) out.views.push_back(views_[i]);
   return out;

@@ -1,12 +1,12 @@
-// Membership without a coordinator: every site keeps a table of member records, merges the tables its
-// peers gossip, declares a member dead when nothing was heard from it for the heartbeat timeout, and
-// proposes a new view whenever the set of live members differs from the newest view.
+// Membership without a coordinator: every site keeps a table of member records, takes each member's
+// own word about itself (below: who may say what), declares a member dead when nothing was heard
+// from it for the heartbeat timeout, and proposes a new view whenever the set of live members
+// differs from the newest view.
 //
-// Records merge by (incarnation, state) with left > dead > alive at equal incarnation, so stale gossip
-// never revives a dead member; a site that hears itself declared dead (falsely) refutes it by raising
-// its incarnation. Gossip that declares dead a member this site heard from within the heartbeat
-// timeout is ignored (after a partition heals, the halves' verdicts on each other arrive together
-// with the members themselves). A member that restarts before its death was noticed (its hello brings a higher
+// Records merge by (incarnation, state) with left > dead > alive at equal incarnation, so a stale
+// record never revives a dead member; a site that hears itself declared dead (falsely: another site
+// timed it out) refutes it by raising its incarnation, and the others take the new incarnation from
+// it directly. A member that restarts before its death was noticed (its hello brings a higher
 // incarnation while the old one still counts as alive) is treated as a death followed by a join: the
 // next view leaves it out and the one after takes the new incarnation back, both announced, so that
 // the rounds the old incarnation was in are redone without it and the new one joins at an announced
@@ -51,6 +51,34 @@
 // re-averaged in it). Once any site runs the view's round, or the view carries a pace, nothing is
 // amended: a pace then comes only by the rule above, a lead after the newest view is in force.
 //
+// Who may say what (a rostered site that turns hostile must not evict, revive or invent another):
+// - A site's own record (alive, left, its incarnation, its address) is taken only from that site
+//   itself: its hello, its heartbeats, its leave, or its own record in the member list it sends.
+//   The transport authenticates the sender of every message (CurveZMQ, the roster), so "from" is
+//   that site. A record about a site that arrives from another one (relayed) never changes what this
+//   site holds about it; one that would have (a newer incarnation, "dead", "left") is refused and
+//   counted (RejectCause::kUnvouched). The full mesh makes that enough: every site hears every
+//   other directly, so nothing needs a relay or a signature.
+// - A relayed record of a site this one has no record of only makes it known as a site to contact
+//   (MembershipChange::heard_of): it is held as "dead" (not heard from), never gossiped on, and its
+//   own hello makes it a member.
+// - Death needs this site's own probes: a member is dead when THIS site heard nothing from it for
+//   the heartbeat timeout (tick). Another site's "X dead" is never taken: every site probes every
+//   other every heartbeat interval, so confirmations by others could not come sooner than its own
+//   timeout, and one hostile member (or a one-sided link failure) could otherwise evict X.
+// - Leaving is X's own word (its leave or its record) or this site's operator's (expel); a roster
+//   change elsewhere reaches this site only through its own roster.
+// - Incarnations: a site that hears itself declared dead or left at its own incarnation refutes
+//   with the next one (saturating at UINT64_MAX, never wrapping), at most once per half heartbeat
+//   timeout, so its heartbeats never carry more than one step; a member's own heartbeat, leave or
+//   record that raises its incarnation by more than one over the one this site holds while it
+//   holds it alive is refused and counted (RejectCause::kIncarnation); its hello (a restart) and
+//   its word after a death here may raise it any amount. A claim that this site has an incarnation
+//   above its own is refused and counted the same way.
+// - A proposed view that names a site outside the roster (config.admissible) is refused and counted
+//   (RejectCause::kInventedMember), and so is a record of such a site.
+// Refusals come back in MembershipChange::refused for the transport to count.
+//
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
 // Thread-safety: none; the transport's I/O thread owns it.
 #pragma once
@@ -65,6 +93,7 @@
 #include <vector>
 
 #include "peer/membership_messages.h"
+#include "peer/rejection.h"
 #include "peer/view.h"
 
 namespace meridian::peer {
@@ -84,14 +113,25 @@ struct MembershipConfig {
   bool agree_pace = false;
 };
 
+// Part of an input that was refused (a record or a view), with the cause to count it under.
+struct MembershipRefusal {
+  RejectCause cause;
+  std::string detail;
+  friend bool operator==(const MembershipRefusal&, const MembershipRefusal&) = default;
+};
+
 // What changed because of one input; the transport connects, disconnects and gossips accordingly.
 struct MembershipChange {
   std::vector<std::string> joined;     // became alive (new, revived or restarted with a higher incarnation)
   std::vector<std::string> restarted;  // of `joined`: its hello brought a new incarnation of a live member
   std::vector<std::string> died;
   std::vector<std::string> left;
-  bool records = false;  // any record changed (gossip the table)
-  bool views = false;    // a view was added or replaced
+  // Sites this one has just heard of through another site's gossip: contact them (a connection
+  // starts with this site's hello, and theirs makes them members).
+  std::vector<std::string> heard_of;
+  std::vector<MembershipRefusal> refused;  // what the input held that was not taken
+  bool records = false;                    // any record changed (gossip the table)
+  bool views = false;                      // a view was added or replaced
   void merge(const MembershipChange& o);
   bool any() const { return records || views; }
 };
@@ -105,8 +145,9 @@ class Membership {
   // A direct message from `name` arrived (any kind): it is alive now.
   void heard_from(const std::string& name, Clock::time_point now);
 
+  // Each input comes from one authenticated site: the hello's name, `from`, `name` (see the rules above).
   MembershipChange on_hello(const HelloInfo& hello, Clock::time_point now);
-  MembershipChange on_members(const MemberListInfo& list, Clock::time_point now);
+  MembershipChange on_members(const std::string& from, const MemberListInfo& list, Clock::time_point now);
   MembershipChange on_heartbeat(const std::string& name, const HeartbeatInfo& hb, Clock::time_point now);
   MembershipChange on_leave(const std::string& name, const LeaveInfo& leave);
 
@@ -142,11 +183,13 @@ class Membership {
   // next tick proposes a view without it. Does nothing for this site itself or an unknown name.
   MembershipChange expel(const std::string& name);
 
-  // The table and the newest views to gossip.
+  // The table and the newest views to gossip (without the sites only heard of).
   MemberListInfo snapshot() const;
   HelloInfo hello() const;
   std::uint64_t incarnation() const { return self_record().incarnation; }
 
+  const std::string& self() const { return config_.self; }
+  // Any record this site holds, one only heard of through gossip included (state "dead").
   const MemberRecord* find(const std::string& name) const;
   // When this site last heard from `name` (a direct message, or the record that made it alive);
   // nullopt for this site itself and for names it has no record of.
@@ -166,11 +209,15 @@ class Membership {
   struct Entry {
     MemberRecord record;
     Clock::time_point last_heard;
+    bool vouched = true;  // false: only heard of through another site's gossip (held as "dead")
   };
+  // Where a record comes from: the member's own hello, another message of its own, or another site.
+  enum class Source { kHello, kOwn, kRelayed };
   const MemberRecord& self_record() const { return members_.at(config_.self).record; }
-  // `direct_hello`: the record comes from the member's own hello (see on_hello).
-  MembershipChange merge_record(const MemberRecord& r, Clock::time_point now, bool direct_hello = false);
-  MembershipChange merge_view(const View& v);
+  MembershipChange merge_record(const MemberRecord& r, Source source, const std::string& from, Clock::time_point now);
+  // A record about this site itself: refutes a death or leave at its own incarnation.
+  MembershipChange merge_own_record(const MemberRecord& r, const std::string& from, Clock::time_point now);
+  MembershipChange merge_view(const View& v, const std::string& from);
   // Where a view proposed now takes effect: `view_lead_rounds` after the newest round any site
   // reported and after the newest view's round.
   std::uint64_t next_effective_round() const;
@@ -190,8 +237,9 @@ class Membership {
   // The view whose pace this site, its first member, awaits, and since when (see tick()).
   std::optional<std::pair<std::uint64_t, Clock::time_point>> pace_awaited_;
   bool leaving_ = false;
-  // Members whose new incarnation arrived while the old one was still alive here, with the newest
-  // view id at that moment; tick() leaves them out of one view before taking them back.
+  std::optional<Clock::time_point> last_refutation_;  // see merge_own_record
+  // Members whose new incarnation arrived while the old one was still alive here, with the id of the
+  // view in force at that moment; tick() leaves them out of one view before taking them back.
   std::map<std::string, std::uint64_t> superseded_;
 };
 

@@ -45,7 +45,7 @@ std::optional<Rejection> MembershipDriver::on_message(const std::string& from, M
     case MessageKind::kMembers: {
       auto list = decode_members(body);
       if (!list) return Rejection{RejectCause::kMalformed, "member list body is not a well-formed MemberList"};
-      change = membership_.on_members(*list, now);
+      change = membership_.on_members(from, *list, now);
       membership_.heard_from(from, now);
       break;
     }
@@ -74,7 +74,11 @@ std::optional<Rejection> MembershipDriver::on_message(const std::string& from, M
   }
   if (const auto* r = membership_.find(from); r && r->state == MemberState::kDead) maybe_refute_hint(from, now);
   process(change, now);
-  return std::nullopt;
+  if (change.refused.empty()) return std::nullopt;
+  // The rest of the message was taken; the refusal is counted once for it, and says how much more.
+  Rejection r{change.refused.front().cause, change.refused.front().detail};
+  if (change.refused.size() > 1) r.detail += " (and " + std::to_string(change.refused.size() - 1) + " more refused)";
+  return r;
 }
 
 std::optional<Rejection> MembershipDriver::admit(const std::string& from, MessageKind kind, Clock::time_point now) {
@@ -118,6 +122,9 @@ void MembershipDriver::process(const MembershipChange& change, Clock::time_point
     spdlog::info("'{}': member '{}' left", self_, name);
     port_.member_gone(name, false);
   }
+  // A site heard of through gossip becomes a member by its own hello: greet it (the connection the
+  // table goes out on starts with this site's hello, and the answer with that site's).
+  for (const auto& name : change.heard_of) send_table(name, now);
   if (change.any()) {
     gossip_due_ = true;
     port_.membership_changed();

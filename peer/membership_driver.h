@@ -72,7 +72,9 @@ class MembershipDriver {
   // A hello from `hello.name` (the transport has checked that the connection is that site's).
   void on_hello(const HelloInfo& hello, Clock::time_point now);
   // A members, heartbeat or leave message from `from`. Returns the rejection (kMalformed) when its body
-  // does not decode, or (kUnknownKind) for another kind; nothing changed then.
+  // does not decode, or (kUnknownKind) for another kind; nothing changed then. Returns the first of
+  // the parts Membership refused (kUnvouched, kIncarnation, kInventedMember), its detail counting the
+  // others, when it refused any; the rest of the message was taken then.
   std::optional<Rejection> on_message(const std::string& from, MessageKind kind, std::string_view body,
                                       Clock::time_point now);
   // Whether a control or mixer message from `from` is taken: control only from a live member; mixer

@@ -26,6 +26,10 @@ std::string_view to_string(RejectCause cause) {
     case RejectCause::kPlaintext: return "plaintext";
     case RejectCause::kAddress: return "address";
     case RejectCause::kStaleKey: return "stale_key";
+    case RejectCause::kUnvouched: return "unvouched";
+    case RejectCause::kIncarnation: return "incarnation";
+    case RejectCause::kInventedMember: return "invented_member";
+    case RejectCause::kStrayRefusal: return "stray_refusal";
   }
   return "unknown";
 }

@@ -34,8 +34,18 @@ enum class RejectCause : std::uint8_t {
   kPlaintext,      // a connection without CURVE to a secure site (its handshake failed; one per connection)
   kAddress,        // an announced address that is not tcp://host:port, or one that cannot be dialed
   kStaleKey,       // a message on a connection whose key the roster no longer lists (removed, or replaced)
+
+  // Membership (peer/membership.h): another site's record of a member (alive, dead, left, its
+  // incarnation), which only that member may vouch for.
+  kUnvouched,
+  // An incarnation step a site may not take: more than one without a hello, or above this site's own.
+  kIncarnation,
+  // A view or record naming a site outside this site's roster.
+  kInventedMember,
+  // A refusal from a site this one does not join through (only those decide that it is not admitted).
+  kStrayRefusal,
 };
-inline constexpr std::size_t kRejectCauseCount = 18;
+inline constexpr std::size_t kRejectCauseCount = 20;
 
 // Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
 std::string_view to_string(RejectCause cause);

@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "peer/printable_text.h"
@@ -120,7 +122,14 @@ void ZmqTransport::IoLoop::refuse(const std::string& name, const HelloInfo& hell
     enqueue_membership(it->second, name, MessageKind::kHello, encode_hello(answer), Clock::now());
 }
 
-void ZmqTransport::IoLoop::refused_by(const std::string& reason) {
+void ZmqTransport::IoLoop::refused_by(const std::string& from, const std::string& reason) {
+  // Only a site this one joins through decides that it is not admitted: any other member could say
+  // so of anyone. (Insecure mode authenticates no name, so there any refusal stands.)
+  if (secure() &&
+      std::none_of(bootstraps_.begin(), bootstraps_.end(), [&](const Bootstrap& b) { return b.name == from; })) {
+    reject(RejectCause::kStrayRefusal, from, "refuses this site, which does not join through it");
+    return;
+  }
   std::lock_guard lock(t_.mu_);
   if (t_.refusal_) return;
   t_.refusal_ = printable_text(reason, kMaxPeerTextBytes);
@@ -208,7 +217,7 @@ bool ZmqTransport::IoLoop::receive_one() {
   // Terms come before the header's model fingerprint: a site with another model hears which model
   // differs, not a hash. Only an authenticated sender gets here (secure mode: its roster key).
   if (hello && !hello->refusal.empty()) {
-    refused_by(hello->refusal);
+    refused_by(name, hello->refusal);
     return true;
   }
   if (hello && !opt_.terms.empty()) {

@@ -141,8 +141,9 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   // Federation terms (zmq_frame_receiver.cc): answers a hello from `name` whose terms differ from ours
   // with a refusing hello on a connection of its own, and counts the refusal.
   void refuse(const std::string& name, const HelloInfo& hello, const TermsMismatch& mismatch);
-  // A refusing hello arrived: logs and keeps the first reason for ZmqTransport::refusal().
-  void refused_by(const std::string& reason);
+  // A refusing hello arrived from `from`: logs and keeps the first reason for ZmqTransport::refusal()
+  // when `from` is a site this one joins through (secure mode), else counts it (kStrayRefusal).
+  void refused_by(const std::string& from, const std::string& reason);
 
   // Sink and forward (zmq_sink_forward.cc): a validated mixer message from `name`.
   void receive_mixer(const std::string& name, const WireHeader& h, std::size_t payload_bytes);

@@ -18,7 +18,7 @@ HelloInfo hello_of(const std::string& name, std::uint64_t incarnation = 1) {
 
 }  // namespace
 
-TEST_CASE("a member taken out of the roster is expelled: left at once, gossiped, out of the next view",
+TEST_CASE("a member taken out of the roster is expelled: left at once and out of the next view, here only",
           "[peer][membership][roster][unit]") {
   const auto t0 = Clock::now();
   bool c_admitted = true;
@@ -29,7 +29,8 @@ TEST_CASE("a member taken out of the roster is expelled: left at once, gossiped,
   a.on_hello(hello_of("b"), t0);
   a.on_hello(hello_of("c"), t0);
   a.tick(t0);
-  b.on_members(a.snapshot(), t0);
+  b.on_members("a", a.snapshot(), t0);
+  b.on_hello(hello_of("c"), t0);
   REQUIRE(a.latest_view().members == std::vector<std::string>{"a", "b", "c"});
   REQUIRE(b.is_alive("c"));
 
@@ -40,9 +41,11 @@ TEST_CASE("a member taken out of the roster is expelled: left at once, gossiped,
   CHECK_FALSE(a.is_alive("c"));
   CHECK(a.tick(t0).views);
   CHECK(a.latest_view().members == std::vector<std::string>{"a", "b"});
-  // The verdict travels: b takes "left" over its "alive" at the same incarnation.
-  b.on_members(a.snapshot(), t0);
-  CHECK_FALSE(b.is_alive("c"));
+  // Leaving the roster is each site's own decision: b, whose roster still lists c, refuses a's record.
+  const auto gossiped = b.on_members("a", a.snapshot(), t0);
+  REQUIRE(gossiped.refused.size() == 1);
+  CHECK(gossiped.refused[0].cause == RejectCause::kUnvouched);
+  CHECK(b.is_alive("c"));
   // c's own hello, even with a higher incarnation, no longer gets it back in at a.
   CHECK_FALSE(a.on_hello(hello_of("c", 2), t0).any());
   CHECK_FALSE(a.is_alive("c"));

@@ -32,7 +32,7 @@ void exchange(std::vector<Membership*> sites, Clock::time_point now) {
           HeartbeatInfo hb{from->incarnation(),     from->newest_round(),    1, 0, 0,
                            from->own_pace().rtt_us, from->own_pace().step_us};
           changed = to->on_heartbeat(from->hello().name, hb, now).any() || changed;
-          changed = to->on_members(from->snapshot(), now).any() || changed;
+          changed = to->on_members(from->self(), from->snapshot(), now).any() || changed;
         }
     for (auto* s : sites) changed = s->tick(now).any() || changed;
     if (!changed) return;
@@ -288,10 +288,10 @@ TEST_CASE("conflicting proposals that differ only in pace settle on the same one
   Membership a(config("a"), t0), b(config("b"), t0);
   View low = View::of({"a", "b"}, 1, 10, Pace{1'000, 40'000});
   View high = View::of({"a", "b"}, 1, 10, Pace{2'000, 40'000});
-  a.on_members(MemberListInfo{{}, {low}, 0}, t0);
-  b.on_members(MemberListInfo{{}, {high}, 0}, t0);
-  a.on_members(MemberListInfo{{}, {high}, 0}, t0);
-  b.on_members(MemberListInfo{{}, {low}, 0}, t0);
+  a.on_members("x", MemberListInfo{{}, {low}, 0}, t0);
+  b.on_members("x", MemberListInfo{{}, {high}, 0}, t0);
+  a.on_members("x", MemberListInfo{{}, {high}, 0}, t0);
+  b.on_members("x", MemberListInfo{{}, {low}, 0}, t0);
   CHECK(a.view_for(10) == high);
   CHECK(b.view_for(10) == high);
 }

@@ -17,13 +17,24 @@ HelloInfo hello_of(const std::string& name, std::uint64_t inc = 1, std::uint64_t
   return {name, "tcp://127.0.0.1:1/" + name, "", inc, round, {}, {}};
 }
 
-// Runs gossip among the given memberships until no table changes (all-to-all exchange per pass).
+// Runs gossip among the given memberships until no table changes (all-to-all exchange per pass). A
+// site heard of through gossip is greeted, and answers, as the driver's connections do.
 void gossip_until_quiet(std::vector<Membership*> sites, Clock::time_point now) {
   for (int pass = 0; pass < 20; ++pass) {
     bool changed = false;
     for (auto* from : sites)
-      for (auto* to : sites)
-        if (from != to) changed = to->on_members(from->snapshot(), now).any() || changed;
+      for (auto* to : sites) {
+        if (from == to) continue;
+        const auto change = to->on_members(from->self(), from->snapshot(), now);
+        changed = change.any() || changed;
+        for (const auto& name : change.heard_of)
+          for (auto* other : sites)
+            if (other->self() == name) {
+              other->on_hello(to->hello(), now);
+              to->on_hello(other->hello(), now);
+              changed = true;
+            }
+      }
     for (auto* s : sites) changed = s->tick(now).any() || changed;
     if (!changed) return;
   }
@@ -99,7 +110,7 @@ TEST_CASE("stale gossip does not revive a dead member; a restart with a higher i
   REQUIRE_FALSE(a.is_alive("b"));
   MemberListInfo stale;
   stale.members = {{"b", "tcp://x", "", 5, MemberState::kAlive}};
-  CHECK(a.on_members(stale, t0 + 1600ms).joined.empty());
+  CHECK(a.on_members("c", stale, t0 + 1600ms).joined.empty());
   CHECK_FALSE(a.is_alive("b"));
   auto change = a.on_hello(hello_of("b", 6), t0 + 1700ms);
   CHECK(change.joined == std::vector<std::string>{"b"});
@@ -111,28 +122,34 @@ TEST_CASE("a site declared dead falsely refutes with a higher incarnation", "[pe
   Membership b(config("b", 5), t0);
   MemberListInfo rumour;
   rumour.members = {{"b", "", "", 5, MemberState::kDead}};
-  CHECK(b.on_members(rumour, t0).records);
+  CHECK(b.on_members("a", rumour, t0).records);
   CHECK(b.incarnation() == 6);
   Membership a(config("a"), t0);
   a.on_hello(hello_of("b", 5), t0);
-  a.on_members(rumour, t0 + 1500ms);  // b has been silent here for longer than the timeout
+  a.tick(t0 + 1500ms);  // b has been silent here for longer than the timeout
   REQUIRE_FALSE(a.is_alive("b"));
-  CHECK(a.on_members(b.snapshot(), t0 + 1500ms).joined == std::vector<std::string>{"b"});
+  CHECK(a.on_members("b", b.snapshot(), t0 + 1500ms).joined == std::vector<std::string>{"b"});
 }
 
-TEST_CASE("gossip that declares dead a member this site hears from directly is ignored", "[peer][membership][unit]") {
+TEST_CASE("another site's verdict 'dead' is refused; only this site's own timeout declares a death",
+          "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a(config("a"), t0);
   a.on_hello(hello_of("b"), t0);
+  a.on_hello(hello_of("c"), t0);
   MemberListInfo verdict;
   verdict.members = {{"b", "tcp://127.0.0.1:1/b", "", 1, MemberState::kDead}};
-  // b spoke to a 200 ms ago: a third site's verdict (a partition it was on the other side of) is stale.
+  // b spoke to a 200 ms ago: c's verdict (a partition it was on the other side of, or a lie) is refused.
   a.heard_from("b", t0 + 800ms);
-  CHECK_FALSE(a.on_members(verdict, t0 + 1000ms).records);
+  auto change = a.on_members("c", verdict, t0 + 1000ms);
+  CHECK_FALSE(change.records);
+  REQUIRE(change.refused.size() == 1);
+  CHECK(change.refused[0].cause == RejectCause::kUnvouched);
   CHECK(a.is_alive("b"));
-  // Once b is silent for the timeout, the same verdict is taken.
-  CHECK(a.on_members(verdict, t0 + 2000ms).died == std::vector<std::string>{"b"});
-  CHECK_FALSE(a.is_alive("b"));
+  // Nor is it taken once b has been silent here for the timeout: a's own tick declares that.
+  CHECK(a.on_members("c", verdict, t0 + 2000ms).died.empty());
+  CHECK(a.is_alive("b"));
+  CHECK(a.tick(t0 + 2000ms).died == std::vector<std::string>{"b", "c"});
 }
 
 TEST_CASE("a graceful leave removes the member at once", "[peer][membership][unit]") {
@@ -155,24 +172,24 @@ TEST_CASE("conflicting proposals for one view id resolve the same way everywhere
   MemberListInfo la, lb;
   la.views = {va};
   lb.views = {vb};
-  a.on_members(la, t0);
-  a.on_members(lb, t0);
-  b.on_members(lb, t0);
-  b.on_members(la, t0);
+  a.on_members("x", la, t0);
+  a.on_members("x", lb, t0);
+  b.on_members("x", lb, t0);
+  b.on_members("x", la, t0);
   CHECK(a.latest_view() == b.latest_view());
   CHECK(a.latest_view() == vb);
   // A view a site already runs in is not rewritten.
   Membership c(config("c"), t0);
-  c.on_members(la, t0);
+  c.on_members("x", la, t0);
   c.note_own_round(25);
-  c.on_members(lb, t0);
+  c.on_members("x", lb, t0);
   CHECK(c.latest_view() == va);
   // A site that only heard of round 25 (from its peers, or from the checkpoint it resumed) has run in
   // neither: it takes the winner like everybody else.
   Membership d(config("d"), t0);
-  d.on_members(la, t0);
+  d.on_members("x", la, t0);
   d.note_round(25);
-  d.on_members(lb, t0);
+  d.on_members("x", lb, t0);
   CHECK(d.latest_view() == vb);
 }
 
@@ -184,22 +201,22 @@ TEST_CASE("a view proposed from a round its peers have run past is re-issued fro
   Membership a(config("a"), t0), c(config("c", 2), t0);
   MemberListInfo before;
   before.views = {View::of({"a", "b"}, 2, 20)};
-  a.on_members(before, t0);
-  c.on_members(before, t0);
+  a.on_members("x", before, t0);
+  c.on_members("x", before, t0);
   a.note_own_round(50);
   c.note_round(30);
   const View stale = View::of({"a", "b", "c"}, 3, 35);
   MemberListInfo proposal;
   proposal.views = {stale};
-  c.on_members(proposal, t0);
+  c.on_members("x", proposal, t0);
   REQUIRE(c.latest_view() == stale);
 
-  CHECK(a.on_members(c.snapshot(), t0).views);  // gossiped on: it changed
+  CHECK(a.on_members("c", c.snapshot(), t0).views);  // gossiped on: it changed
   const View reissued = a.latest_view();
   CHECK(reissued.id == 3);
   CHECK(reissued.members == stale.members);
   CHECK(reissued.effective_round > 50);
-  c.on_members(a.snapshot(), t0);
+  c.on_members("a", a.snapshot(), t0);
   CHECK(c.latest_view() == reissued);
   // a runs rounds 50.. in view 2 and switches with everybody else at the re-issued round.
   CHECK(a.view_for(50).id == 2);
@@ -211,8 +228,10 @@ TEST_CASE("names outside the roster are never admitted", "[peer][membership][uni
   Membership a(cfg, Clock::now());
   MemberListInfo list;
   list.members = {{"mallory", "tcp://x", "", 1, MemberState::kAlive}, {"b", "tcp://y", "", 1, MemberState::kAlive}};
-  a.on_members(list, Clock::now());
+  const auto change = a.on_members("b", list, Clock::now());
   CHECK(a.alive_names() == std::vector<std::string>{"a", "b"});
+  REQUIRE(change.refused.size() == 1);
+  CHECK(change.refused[0].cause == RejectCause::kInventedMember);
 }
 
 TEST_CASE(
@@ -246,8 +265,12 @@ TEST_CASE(
   CHECK(a.view_for(with.effective_round - 1) == without);
 
   // b hears both the new incarnation and a's views in one gossip: it proposes nothing of its own.
-  b.on_members(a.snapshot(), t0 + 450ms);
+  b.on_members("a", a.snapshot(), t0 + 450ms);
   CHECK_FALSE(b.tick(t0 + 500ms).views);
+  CHECK(b.latest_view() == with);
+  // Then c's own hello reaches b: the restart a announced is the one b now sees.
+  CHECK(b.on_hello(c2.hello(), t0 + 500ms).restarted == std::vector<std::string>{"c"});
+  CHECK_FALSE(b.tick(t0 + 550ms).views);
   CHECK(b.latest_view() == with);
   // And a quiet federation proposes nothing more.
   CHECK_FALSE(a.tick(t0 + 600ms).views);
@@ -262,19 +285,19 @@ TEST_CASE("after a partition each side keeps its own view of the id both used, t
   MemberListInfo la, lb;
   la.views = {mine};
   lb.views = {theirs};
-  a.on_members(la, t0);
-  a.on_members(lb, t0);  // greater effective round, but it leaves a out
+  a.on_members("x", la, t0);
+  a.on_members("x", lb, t0);  // greater effective round, but it leaves a out
   CHECK(a.latest_view() == mine);
-  b.on_members(lb, t0);
-  b.on_members(la, t0);
+  b.on_members("x", lb, t0);
+  b.on_members("x", la, t0);
   CHECK(b.latest_view() == theirs);
   // The view with everybody that both then propose resolves the usual way.
   const View all_a = View::of({"a", "b", "x", "y"}, 6, 60), all_b = View::of({"a", "b", "x", "y"}, 6, 64);
   la.views = {all_a};
   lb.views = {all_b};
   for (auto* s : {&a, &b}) {
-    s->on_members(la, t0);
-    s->on_members(lb, t0);
+    s->on_members("x", la, t0);
+    s->on_members("x", lb, t0);
   }
   CHECK(a.latest_view() == all_b);
   CHECK(b.latest_view() == all_b);

@@ -1,0 +1,292 @@
+// A member that turns hostile: it holds a valid identity (a roster key) and speaks the membership
+// protocol, and it forges what only other sites may say of themselves (their deaths, leaves,
+// incarnations), proposes views with invented names, claims incarnations nobody can hold and refuses
+// sites that never joined through it. Every attack is refused and counted, and no view loses an honest
+// site: in an in-memory federation, and against `meridian start` processes with CurveZMQ on 127.0.0.1.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "daemon/control_client.h"
+#include "peer/in_memory_federation.h"
+#include "peer/wire_codec.h"
+#include "tests/daemon/federation_process_support.h"
+#include "tests/daemon/http_get.h"
+#include "tests/daemon/site_process.h"
+#include "tests/daemon/temp_dir.h"
+#include "tests/support/eventually.h"
+
+namespace fs = std::filesystem;
+using namespace meridian::peer;
+using namespace std::chrono_literals;
+
+namespace {
+
+InMemoryFederationOptions member(const std::string& name, std::vector<std::string> bootstrap = {}) {
+  InMemoryFederationOptions o;
+  o.name = name;
+  o.bootstrap = std::move(bootstrap);
+  o.heartbeat_interval = 50ms;
+  o.heartbeat_timeout = 10s;  // no death from starved threads: deaths here could only be forged
+  return o;
+}
+
+Message membership_message(MessageKind kind, std::string body) {
+  Message m;
+  m.kind = kind;
+  m.body = std::move(body);
+  return m;
+}
+
+// The incarnation of `name` in the table of `at`.
+std::uint64_t incarnation_at(const FederationTransport& at, const std::string& name) {
+  for (const auto& m : at.members())
+    if (m.record.name == name) return m.record.incarnation;
+  return 0;
+}
+
+std::uint64_t count(const std::vector<InMemoryFederation*>& sites, RejectCause cause) {
+  std::uint64_t n = 0;
+  for (const auto* s : sites) n += s->rejections().count(cause);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("in-memory federation: a hostile member's forged records, views and refusals are refused and counted",
+          "[peer][membership][cluster]") {
+  auto net = InMemoryNetwork::create({"h"});
+  InMemoryFederation a(net, member("a"));
+  InMemoryFederation b(net, member("b", {"a"}));
+  InMemoryFederation c(net, member("c", {"a"}));
+  const std::vector<InMemoryFederation*> honest{&a, &b, &c};
+  const std::vector<std::string> all{"a", "b", "c"};
+  auto agree = [&] {
+    return std::all_of(honest.begin(), honest.end(), [&](const InMemoryFederation* s) {
+      return s->alive_members() == all && s->latest_view().members == all && s->latest_view() == a.latest_view();
+    });
+  };
+  REQUIRE(meridian::tests::eventually(agree));
+  const auto b_incarnation = incarnation_at(a, "b");
+  REQUIRE(b_incarnation != 0);
+
+  // h speaks the protocol from a plain endpoint: the network names it "h" as a connection would.
+  auto h = net->endpoint("h");
+  auto send_all = [&](const Message& m) {
+    for (const auto* s : honest) h->send(s->self(), m);
+  };
+  MemberListInfo forged;
+  forged.members = {{"b", "inmem://b", "", b_incarnation, MemberState::kLeft}};
+  send_all(membership_message(MessageKind::kMembers, encode_members(forged)));
+  forged.members = {{"b", "inmem://b", "", b_incarnation, MemberState::kDead}};
+  send_all(membership_message(MessageKind::kMembers, encode_members(forged)));
+  forged.members = {{"b", "inmem://b", "", b_incarnation + 1000, MemberState::kAlive}};
+  send_all(membership_message(MessageKind::kMembers, encode_members(forged)));
+  HelloInfo refusal{"h", "inmem://h", "", 1, 0, {}, "h refuses this site: model differs"};
+  send_all(membership_message(MessageKind::kHello, encode_hello(refusal)));
+
+  // a and c refuse all three; b refuses "b left" and refutes "b dead" with one step.
+  REQUIRE(meridian::tests::eventually([&] {
+    return a.rejections().count(RejectCause::kUnvouched) == 3 && c.rejections().count(RejectCause::kUnvouched) == 3 &&
+           b.rejections().count(RejectCause::kUnvouched) == 1;
+  }));
+  REQUIRE(meridian::tests::eventually([&] { return count(honest, RejectCause::kStrayRefusal) == 3; }));
+  for (const auto* s : honest) CHECK_FALSE(s->refusal());
+  // Many heartbeats later (each site has taken a hundred more messages, and ticked as often) nothing
+  // moved: b is alive everywhere, in every site's newest view, at the incarnation it announced.
+  const auto view = a.latest_view();
+  const auto received = a.stats().messages_received;
+  REQUIRE(meridian::tests::eventually([&] { return a.stats().messages_received >= received + 100; }));
+  CHECK(agree());
+  CHECK(a.latest_view() == view);
+  for (const auto* s : {&a, &c}) CHECK(incarnation_at(*s, "b") <= b_incarnation + 1);
+}
+
+namespace {
+
+// meridian_rejected_messages_total{cause} of a site's /metrics; -1 when it cannot be read.
+double rejected(const meridian::testing::SiteProcess& site, const std::string& cause) {
+  const int port = meridian::testing::metrics_port(site.log());
+  if (port == 0) return -1;
+  const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const std::string name = "\nmeridian_rejected_messages_total{cause=\"" + cause + "\"} ";
+  const auto at = body.find(name);
+  return at == std::string::npos ? 0 : std::stod(body.substr(at + name.size()));
+}
+
+// The site's status; nullopt while its control socket does not answer.
+std::optional<meridian::daemon::StatusReport> status_of(const meridian::testing::SiteProcess& site) {
+  try {
+    return meridian::daemon::ControlClient((site.run_dir() / "control.sock").string()).status();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+int peers_alive(const meridian::testing::SiteProcess& site) {
+  const auto status = status_of(site);
+  return status ? status->peers_alive : -1;
+}
+
+// The hostile site's connection to one honest site: a DEALER with its roster key, as a site's own.
+struct HostileLink {
+  zmq::socket_t socket;
+  HostileLink(zmq::context_t& ctx, const CurveKeyPair& own, const std::string& server_key, const std::string& endpoint)
+      : socket(ctx, zmq::socket_type::dealer) {
+    socket.set(zmq::sockopt::linger, 0);
+    socket.set(zmq::sockopt::curve_serverkey, server_key);
+    socket.set(zmq::sockopt::curve_publickey, own.public_key);
+    socket.set(zmq::sockopt::curve_secretkey, own.secret_key);
+    socket.connect(endpoint);
+  }
+  void send(MessageKind kind, std::string body, std::uint64_t fingerprint) {
+    static std::uint64_t id = 1u << 30;
+    Message m;
+    m.kind = kind;
+    m.body = std::move(body);
+    const auto chunks = encode_message(m, fingerprint, id++, WireLimits{});
+    REQUIRE(chunks.size() == 1);
+    REQUIRE(socket.send(zmq::buffer(chunks[0].header), zmq::send_flags::none));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of a running federation",
+          "[peer][membership][security][process]") {
+  meridian::testing::TempDir dir;
+  const auto table = meridian::testing::write_small_table(dir.path());
+  const std::vector<std::string> honest{"a", "b", "c"};
+  const meridian::testing::SiteKeys keys(dir.path(), {"a", "b", "c", "h"});
+  std::ofstream(dir.path() / "roster.txt") << keys.roster({"a", "b", "c", "h"});
+  auto args = [&](const std::string& name, int index) {
+    return meridian::testing::training_site_args(name, index, 3, table)
+        .secure(dir.path() / ("keys-" + name), dir.path() / "roster.txt")
+        .set("--min-sites", 3);
+  };
+  using meridian::testing::SiteProcess;
+  std::map<std::string, std::unique_ptr<SiteProcess>> sites;
+  zmq::context_t ctx;  // before the links: their sockets close before it terminates
+  std::map<std::string, std::unique_ptr<HostileLink>> links;
+  // h refuses every site the moment it listens, while it waits for its view: none joins through h.
+  const HelloInfo refusal{"h", "tcp://127.0.0.1:9", "", 1, 0, {}, "h refuses this site: model differs"};
+  std::string join_a;
+  std::uint64_t fingerprint = 0;
+  for (std::size_t i = 0; i < honest.size(); ++i) {
+    const auto& name = honest[i];
+    auto site_args = args(name, static_cast<int>(i));
+    if (!join_a.empty()) site_args.join(join_a);
+    sites[name] = std::make_unique<SiteProcess>(dir.path() / name, site_args);
+    const auto endpoint = sites[name]->endpoint();
+    REQUIRE(endpoint.rfind("tcp://127.0.0.1:", 0) == 0);
+    if (join_a.empty()) join_a = "a@" + endpoint;
+    std::smatch m;
+    REQUIRE(meridian::testing::eventually([&] {
+      const auto log = sites[name]->log();
+      return std::regex_search(log, m, std::regex("wire fingerprint ([0-9a-f]{16})")) || sites[name]->exited();
+    }));
+    const auto log = sites[name]->log();
+    REQUIRE(std::regex_search(log, m, std::regex("wire fingerprint ([0-9a-f]{16})")));
+    fingerprint = std::stoull(m[1], nullptr, 16);
+    links[name] = std::make_unique<HostileLink>(ctx, keys.of.at("h"), keys.of.at(name).public_key, endpoint);
+    links[name]->send(MessageKind::kHello, encode_hello(refusal), fingerprint);
+  }
+  auto logs = [&] {
+    std::string text;
+    for (const auto& name : honest) text += "log of " + name + ":\n" + sites[name]->log() + "\n";
+    return text;
+  };
+  INFO(logs());
+  REQUIRE(meridian::testing::eventually([&] {
+    return std::all_of(honest.begin(), honest.end(),
+                       [&](const auto& n) { return peers_alive(*sites[n]) == 3 || sites[n]->exited(); });
+  }));
+  for (const auto& name : honest) REQUIRE_FALSE(sites[name]->exited());
+  // The forgeries come while they train.
+  REQUIRE(meridian::testing::eventually([&] {
+    const auto status = status_of(*sites["a"]);
+    return (status && status->step > 10) || sites["a"]->exited();
+  }));
+
+  // The forgeries, each to every site. An incarnation above any site's: milliseconds since the epoch now.
+  const auto later = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  std::map<std::string, std::map<std::string, int>> expected;  // site -> cause -> count
+  for (const auto& name : honest) expected[name]["stray_refusal"] = 1;
+  auto forge = [&](std::vector<MemberRecord> records, std::vector<View> views,
+                   const std::map<std::string, std::string>& cause_at) {
+    MemberListInfo list;
+    list.members = std::move(records);
+    list.views = std::move(views);
+    for (const auto& name : honest) {
+      links[name]->send(MessageKind::kMembers, encode_members(list), fingerprint);
+      if (auto it = cause_at.find(name); it != cause_at.end()) ++expected[name][it->second];
+    }
+  };
+  const auto top = std::numeric_limits<std::uint64_t>::max();
+  // "b left", "b dead": b itself refuses a leave it did not announce and a verdict above its incarnation.
+  forge({{"b", "", "", later, MemberState::kLeft}}, {}, {{"a", "unvouched"}, {"b", "unvouched"}, {"c", "unvouched"}});
+  forge({{"b", "", "", later, MemberState::kDead}}, {}, {{"a", "unvouched"}, {"b", "incarnation"}, {"c", "unvouched"}});
+  // c at the largest incarnation: only c says which incarnation it has.
+  forge({{"c", "", "", top, MemberState::kAlive}}, {}, {{"a", "unvouched"}, {"b", "unvouched"}});
+  // A view and a record with a name outside the roster.
+  forge({}, {View::of({"a", "b", "c", "ghost"}, 1000, 1000000)},
+        {{"a", "invented_member"}, {"b", "invented_member"}, {"c", "invented_member"}});
+  forge({{"ghost", "tcp://127.0.0.1:9", "", 1, MemberState::kAlive}}, {},
+        {{"a", "invented_member"}, {"b", "invented_member"}, {"c", "invented_member"}});
+
+  const bool all_counted = meridian::testing::eventually([&] {
+    for (const auto& [name, causes] : expected)
+      for (const auto& [cause, n] : causes)
+        if (rejected(*sites[name], cause) < n) return false;
+    return true;
+  });
+  std::string counts;
+  for (const auto& [name, causes] : expected)
+    for (const auto& cause : {"unvouched", "incarnation", "invented_member", "stray_refusal"})
+      counts += name + " " + cause + ": " + std::to_string(rejected(*sites[name], cause)) + " (sent " +
+                std::to_string(causes.contains(cause) ? causes.at(cause) : 0) + ")\n";
+  INFO(counts);
+  REQUIRE(all_counted);
+  for (const auto& [name, causes] : expected)
+    for (const auto& cause : {"unvouched", "incarnation", "invented_member", "stray_refusal"}) {
+      INFO(name << " " << cause);
+      CHECK(rejected(*sites[name], cause) == (causes.contains(cause) ? causes.at(cause) : 0));
+    }
+
+  // Training goes on with all three: the steps advance by 40 (two view leads and more), every site
+  // counts three live members throughout, and no site ever saw an honest one die or leave.
+  const auto before = status_of(*sites["a"]);
+  REQUIRE(before);
+  REQUIRE(meridian::testing::eventually([&] {
+    const auto now = status_of(*sites["a"]);
+    if (now) CHECK(now->peers_alive == 3);
+    return (now && now->step > before->step + 40) || sites["a"]->exited();
+  }));
+  for (const auto& name : honest) {
+    CHECK(peers_alive(*sites[name]) == 3);
+    const auto log = sites[name]->log();
+    for (const auto& other : honest) {
+      INFO(name << " about " << other);
+      CHECK(log.find("member '" + other + "' is dead") == std::string::npos);
+      CHECK(log.find("member '" + other + "' left") == std::string::npos);
+    }
+    CHECK(log.find("ghost' is alive") == std::string::npos);
+  }
+  for (const auto& name : honest) sites[name]->signal(SIGINT);
+  for (const auto& name : honest) CHECK(sites[name]->wait_exit() == 0);
+}

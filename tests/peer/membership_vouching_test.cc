@@ -1,0 +1,209 @@
+// Who may say what in the membership (peer/membership.h): a site's own state comes from that site
+// alone, deaths from this site's own timeout, leaving from the member or this site's roster, and
+// incarnations move one plausible step at a time without wrapping. Each refusal is returned for the
+// transport to count.
+#include <limits>
+
+#include <catch2/catch.hpp>
+
+#include "peer/membership.h"
+#include "tests/peer/membership_config.h"
+
+using namespace meridian::peer;
+using namespace std::chrono_literals;
+using Clock = Membership::Clock;
+
+namespace {
+
+MembershipConfig config(const std::string& self, std::uint64_t incarnation = 1) {
+  return meridian::peer::testing::membership_config(self, incarnation);
+}
+
+HelloInfo hello_of(const std::string& name, std::uint64_t inc = 1) {
+  return {name, "tcp://127.0.0.1:1/" + name, "", inc, 0, {}, {}};
+}
+
+MemberListInfo one_record(const std::string& name, std::uint64_t inc, MemberState state) {
+  MemberListInfo list;
+  list.members = {{name, "tcp://127.0.0.1:1/" + name, "", inc, state}};
+  return list;
+}
+
+bool refused_for(const MembershipChange& change, RejectCause cause) {
+  return change.refused.size() == 1 && change.refused[0].cause == cause;
+}
+
+// a with live members b and c (incarnation 1), and a view of all three.
+Membership federation_at_a(Clock::time_point t0) {
+  Membership a(config("a"), t0);
+  a.on_hello(hello_of("b"), t0);
+  a.on_hello(hello_of("c"), t0);
+  a.tick(t0);
+  REQUIRE(a.latest_view().members == std::vector<std::string>{"a", "b", "c"});
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("another site's 'left' never removes a member; the member's own leave does", "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  for (const std::uint64_t inc : {1, 2}) {
+    const auto change = a.on_members("c", one_record("b", inc, MemberState::kLeft), t0 + 100ms);
+    CHECK(refused_for(change, RejectCause::kUnvouched));
+    CHECK(change.left.empty());
+    CHECK(a.is_alive("b"));
+    CHECK(a.find("b")->incarnation == 1);
+  }
+  a.heard_from("b", t0 + 100ms);
+  a.heard_from("c", t0 + 100ms);
+  CHECK_FALSE(a.tick(t0 + 200ms).views);
+  CHECK(a.latest_view().members == std::vector<std::string>{"a", "b", "c"});
+  // b's own word: its leave on its own connection.
+  CHECK(a.on_leave("b", LeaveInfo{1}).left == std::vector<std::string>{"b"});
+  CHECK_FALSE(a.is_alive("b"));
+}
+
+TEST_CASE("a roster change at another site does not make this site mark a member left", "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  Membership c(config("c"), t0);
+  c.on_hello(hello_of("a"), t0);
+  c.on_hello(hello_of("b"), t0);
+  // c's operator took b out of c's roster; a's roster still lists b.
+  REQUIRE(c.expel("b").left == std::vector<std::string>{"b"});
+  const auto change = a.on_members("c", c.snapshot(), t0 + 100ms);
+  CHECK(refused_for(change, RejectCause::kUnvouched));
+  CHECK(a.is_alive("b"));
+  a.heard_from("b", t0 + 100ms);
+  a.heard_from("c", t0 + 100ms);
+  CHECK_FALSE(a.tick(t0 + 200ms).views);
+  CHECK(a.latest_view().members == std::vector<std::string>{"a", "b", "c"});
+}
+
+TEST_CASE("one member's 'dead' never takes out a member this site hears, in records or views",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  for (auto t = t0; t < t0 + 5000ms; t += 250ms) {
+    a.heard_from("b", t);
+    a.heard_from("c", t);
+    // c repeats its verdict on b, at b's incarnation and above.
+    CHECK(refused_for(a.on_members("c", one_record("b", 1, MemberState::kDead), t), RejectCause::kUnvouched));
+    CHECK(refused_for(a.on_members("c", one_record("b", 7, MemberState::kDead), t), RejectCause::kUnvouched));
+    const auto change = a.tick(t);
+    CHECK(change.died.empty());
+    CHECK_FALSE(change.views);
+  }
+  CHECK(a.is_alive("b"));
+  CHECK(a.latest_view().members == std::vector<std::string>{"a", "b", "c"});
+}
+
+TEST_CASE("only a member raises its own incarnation, one step at a time unless it restarts",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  // Relayed: never, whatever the step.
+  for (const std::uint64_t inc : {std::uint64_t{2}, std::uint64_t{1000}, std::numeric_limits<std::uint64_t>::max()}) {
+    CHECK(refused_for(a.on_members("c", one_record("b", inc, MemberState::kAlive), t0), RejectCause::kUnvouched));
+    CHECK(a.find("b")->incarnation == 1);
+  }
+  // Its own heartbeats: one step (a refutation) is taken, more is refused.
+  CHECK(refused_for(a.on_heartbeat("b", HeartbeatInfo{.incarnation = 3}, t0), RejectCause::kIncarnation));
+  CHECK(a.find("b")->incarnation == 1);
+  CHECK(a.on_heartbeat("b", HeartbeatInfo{.incarnation = 2}, t0).refused.empty());
+  CHECK(a.find("b")->incarnation == 2);
+  // Its own record in its own table, the same.
+  CHECK(refused_for(a.on_members("b", one_record("b", 50, MemberState::kAlive), t0), RejectCause::kIncarnation));
+  CHECK(a.find("b")->incarnation == 2);
+  // Its hello: a restart, any step.
+  const auto change = a.on_hello(hello_of("b", 1'000'000), t0);
+  CHECK(change.refused.empty());
+  CHECK(change.restarted == std::vector<std::string>{"b"});
+  CHECK(a.find("b")->incarnation == 1'000'000);
+}
+
+TEST_CASE("a member declared dead here comes back on its own word at any incarnation", "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a(config("a"), t0);
+  a.on_hello(hello_of("b", 5), t0);
+  a.tick(t0 + 1500ms);
+  REQUIRE_FALSE(a.is_alive("b"));
+  // While apart, b refuted the verdicts of others several times.
+  const auto change = a.on_members("b", one_record("b", 9, MemberState::kAlive), t0 + 1600ms);
+  CHECK(change.refused.empty());
+  CHECK(change.joined == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("refutations saturate at the largest incarnation and never wrap", "[peer][membership][unit]") {
+  const auto top = std::numeric_limits<std::uint64_t>::max();
+  const auto t0 = Clock::now();
+  Membership b(config("b", top), t0);
+  b.on_members("a", one_record("b", top, MemberState::kDead), t0);
+  CHECK(b.incarnation() == top);
+  Membership c(config("c", top - 1), t0);
+  CHECK(c.on_members("a", one_record("c", top - 1, MemberState::kDead), t0).records);
+  CHECK(c.incarnation() == top);
+  c.on_members("a", one_record("c", top, MemberState::kDead), t0 + 2000ms);
+  CHECK(c.incarnation() == top);
+}
+
+TEST_CASE("a site refutes a death at its own incarnation once per half timeout; a leave or one above it is refused",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership b(config("b", 5), t0);
+  // Above its own: nobody can hold that incarnation of b; refuting would let the sender drive it up.
+  CHECK(refused_for(b.on_members("h", one_record("b", 900, MemberState::kDead), t0), RejectCause::kIncarnation));
+  CHECK(b.incarnation() == 5);
+  // "You left": only b leaves, so there is nothing to refute.
+  CHECK(refused_for(b.on_members("h", one_record("b", 5, MemberState::kLeft), t0), RejectCause::kUnvouched));
+  CHECK(b.incarnation() == 5);
+  CHECK(b.on_members("h", one_record("b", 5, MemberState::kDead), t0).records);
+  CHECK(b.incarnation() == 6);
+  // Repeated at once: no second step until half the timeout has passed (its heartbeats, sent more
+  // often, carry each step).
+  CHECK_FALSE(b.on_members("h", one_record("b", 6, MemberState::kDead), t0 + 100ms).records);
+  CHECK(b.incarnation() == 6);
+  CHECK(b.on_members("h", one_record("b", 6, MemberState::kDead), t0 + 500ms).records);
+  CHECK(b.incarnation() == 7);
+}
+
+TEST_CASE("a view or record naming a site outside the roster is refused", "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  auto cfg = config("a");
+  cfg.admissible = [](const std::string& n) { return n == "a" || n == "b" || n == "c"; };
+  Membership a(cfg, t0);
+  a.on_hello(hello_of("b"), t0);
+  a.tick(t0);
+  const View before = a.latest_view();
+  MemberListInfo list;
+  list.views = {View::of({"a", "b", "ghost"}, before.id + 1, 40)};
+  const auto change = a.on_members("b", list, t0);
+  CHECK(refused_for(change, RejectCause::kInventedMember));
+  CHECK_FALSE(change.views);
+  CHECK(a.latest_view() == before);
+  // A view of rostered names is taken.
+  list.views = {View::of({"a", "b", "c"}, before.id + 1, 40)};
+  CHECK(a.on_members("b", list, t0).views);
+}
+
+TEST_CASE("a site heard of only through gossip is one to contact, not a member, until its own hello",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  const auto change = a.on_members("c", one_record("d", 4, MemberState::kAlive), t0);
+  CHECK(change.heard_of == std::vector<std::string>{"d"});
+  CHECK(change.joined.empty());
+  CHECK_FALSE(a.is_alive("d"));
+  REQUIRE(a.find("d"));  // its address, to connect to
+  CHECK(a.find("d")->address == "tcp://127.0.0.1:1/d");
+  const auto snapshot = a.snapshot();
+  CHECK(std::none_of(snapshot.members.begin(), snapshot.members.end(),
+                     [](const MemberRecord& r) { return r.name == "d"; }));
+  a.heard_from("b", t0);
+  CHECK_FALSE(a.tick(t0).views);
+  // Its own hello, at whatever incarnation, makes it a member.
+  CHECK(a.on_hello(hello_of("d", 2), t0).joined == std::vector<std::string>{"d"});
+  CHECK(a.tick(t0).views);
+  CHECK(a.latest_view().members == std::vector<std::string>{"a", "b", "c", "d"});
+}
