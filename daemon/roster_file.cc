@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/safe_file.h"
 #include "error/error.h"
 
 namespace meridian::daemon {
@@ -56,36 +57,13 @@ std::string read_roster_text(const std::filesystem::path& file) {
 }
 
 void write_roster_text(const std::filesystem::path& file, const std::string& text) {
-  const auto fail = [&](const std::string& what, int err) {
-    return error::UserError("cannot write roster " + file.string() + " (" + what + ": " + std::strerror(err) +
-                            "); the roster in force is unchanged");
-  };
   std::error_code ec;
   const auto perms = std::filesystem::status(file, ec).permissions();
-  const auto tmp = file.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw fail("create " + tmp, errno);
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const auto n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw fail("write " + tmp, err);
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw fail("flush " + tmp, err);
-  }
-  if (!ec) std::filesystem::permissions(tmp, perms, ec);
-  if (::rename(tmp.c_str(), file.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw fail("rename " + tmp, err);
+  const mode_t mode = ec ? 0644 : static_cast<mode_t>(perms) & 07777;
+  try {
+    replace_file(file, text, mode);
+  } catch (const error::UserError& e) {
+    throw error::UserError(std::string("roster not changed: ") + e.what() + "; the roster in force is unchanged");
   }
 }
 
