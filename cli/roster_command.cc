@@ -9,6 +9,8 @@
 #include "cli/commands.h"
 #include "cli/control_target.h"
 #include "daemon/control_client.h"
+#include "daemon/roster_file.h"
+#include "error/error.h"
 
 namespace meridian::cli {
 namespace {
@@ -38,6 +40,11 @@ CLI::App* add_action(CLI::App& roster, const std::string& name, const std::strin
     return cmd;
   }
   cmd->callback([target, change, &exit_code] {
+    // The daemon checks too; refusing here names the problem without a round trip.
+    if (change->action == daemon::RosterChange::Action::kAdd) {
+      if (const auto problem = daemon::roster_entry_problem({change->name, change->public_key, change->address}))
+        throw error::UserError("roster add: " + *problem);
+    }
     daemon::ControlClient client(target->socket_path(),
                                  std::chrono::milliseconds(std::llround(target->timeout_seconds * 1000)));
     const auto report = client.roster(*change);

@@ -79,10 +79,11 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     c.metrics_address = "off";
     c.checkpoint_dir.clear();
     c.control_socket.clear();
-    // A Unix socket path must fit in 108 bytes; deep output directories get a short path in /tmp.
+    // A Unix socket path must fit in 108 bytes; deep output directories get a short path in a
+    // directory of their own under /tmp (a control socket's directory must be private).
     if ((s.run_dir / "control.sock").string().size() > 100)
       c.control_socket =
-          "/tmp/meridian-sim-" + std::to_string(::getpid()) + "-" + algo + "-" + std::to_string(i) + ".sock";
+          "/tmp/meridian-sim-" + std::to_string(::getpid()) + "/" + algo + "-" + std::to_string(i) + ".sock";
     c.eval_every = options.eval_every;
     c.byzantine_scale = i == options.byzantine_site ? options.byzantine_scale : 0.0;
     s.arguments = {"start", "--config", (s.run_dir / "site.toml").string()};

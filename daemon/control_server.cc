@@ -4,8 +4,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
+#include "daemon/private_directory.h"
 #include "daemon/unix_socket_probe.h"
 
 namespace meridian::daemon {
@@ -23,14 +26,12 @@ ControlServer::ControlServer(zmq::context_t& context, std::string path, ControlH
                              std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
                              " bytes); choose a shorter --control-socket or --run-dir");
   }
-  const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    if (std::filesystem::create_directories(parent, ec)) {
-      std::filesystem::permissions(parent, std::filesystem::perms::owner_all, ec);
-    }
-    if (ec)
-      throw ControlServerError("control socket " + path_ + ": cannot create " + parent.string() + ": " + ec.message());
+  std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+  if (parent.empty()) parent = ".";
+  try {
+    make_private_directory(parent, "control socket directory");
+  } catch (const PrivateDirectoryError& e) {
+    throw ControlServerError("control socket " + path_ + ": " + e.what());
   }
   std::string probe_error;
   switch (probe_unix_socket(path_, &probe_error)) {
@@ -52,14 +53,46 @@ ControlServer::ControlServer(zmq::context_t& context, std::string path, ControlH
   // after, but shutdown must not wait long for a client that went away.
   socket_.set(zmq::sockopt::linger, 500);
   socket_.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
+  bind_private(parent);
+}
+
+void ControlServer::bind_private(const std::filesystem::path& parent) {
+  const auto fail = [&](const std::string& what) {
+    return ControlServerError("control socket " + path_ + ": " + what);
+  };
+  // `leave` stops the site, so only the daemon's user may connect. bind creates the socket file with
+  // the process umask (changing the umask would affect every thread's files), so the socket is bound
+  // inside a new directory of mode 0700, where nobody else can reach it, restricted to 0600 there, and
+  // only then renamed into place.
+  std::string staging = (parent / ".ctl-XXXXXX").string();
+  const bool staged = staging.size() + 2 < sizeof(sockaddr_un::sun_path) && ::mkdtemp(staging.data()) != nullptr;
+  // Without room for the staging name, bind in place: the directory is private already (checked above),
+  // and only a directory that others may enter leaves them the moment before the chmod.
+  const std::string bound = staged ? staging + "/s" : path_;
+  const auto discard = [&] {
+    if (!staged) return;
+    ::unlink(bound.c_str());
+    ::rmdir(staging.c_str());
+  };
   try {
-    socket_.bind("ipc://" + path_);
+    socket_.bind("ipc://" + bound);
   } catch (const zmq::error_t& e) {
-    throw ControlServerError("control socket " + path_ + ": cannot bind: " + e.what());
+    discard();
+    throw fail(std::string("cannot bind: ") + e.what());
   }
-  // bind creates the file with the process umask; leave stops the site, so only the daemon's user may
-  // connect. (Changing the umask around bind would affect every thread's files, so chmod afterwards.)
-  ::chmod(path_.c_str(), 0600);
+  if (::chmod(bound.c_str(), 0600) != 0) {
+    const int err = errno;
+    discard();
+    throw fail(std::string("cannot restrict it to this user (chmod 600): ") + std::strerror(err));
+  }
+  if (staged) {
+    if (::rename(bound.c_str(), path_.c_str()) != 0) {
+      const int err = errno;
+      discard();
+      throw fail(std::string("cannot move it into place: ") + std::strerror(err));
+    }
+    ::rmdir(staging.c_str());
+  }
 }
 
 ControlServer::~ControlServer() {

@@ -3,11 +3,12 @@
 //
 // Threading: one owning thread (the daemon's control thread) creates the server, puts socket() into
 // its zmq::poll set and calls serve_pending() when it is readable. The server creates no thread; it calls the handler
-// on the polling thread. The socket file is created with mode 0600 (only the daemon's user may make it leave) and
-// removed by the destructor.
+// on the polling thread. The socket file has mode 0600 (only the daemon's user may make it leave) from
+// the moment anyone else could reach it, and is removed by the destructor.
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,8 +47,10 @@ class ControlServerError : public error::UserError {
 class ControlServer {
  public:
   // Binds ipc://`path`, creating its directory (mode 0700) if missing. A stale socket file left by a
-  // killed daemon is replaced. Throws ControlServerError naming the path when another daemon is
-  // listening there, the path is too long for a Unix socket, or it cannot be bound.
+  // killed daemon is replaced. Throws ControlServerError naming the path when its directory is not
+  // private (another user's, or writable by group or others: daemon/private_directory.h), another
+  // daemon is listening there, the path is too long for a Unix socket, or it cannot be bound or
+  // restricted to mode 0600.
   // `context` and `handler` must outlive the server.
   ControlServer(zmq::context_t& context, std::string path, ControlHandler& handler);
   ControlServer(const ControlServer&) = delete;
@@ -64,6 +67,7 @@ class ControlServer {
 
  private:
   std::string answer(const std::string& request);
+  void bind_private(const std::filesystem::path& parent);
 
   std::string path_;
   ControlHandler& handler_;

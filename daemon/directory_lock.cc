@@ -2,21 +2,37 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
+#include "daemon/private_directory.h"
+
 namespace meridian::daemon {
 
 DirectoryLock DirectoryLock::acquire(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw DirectoryLockError("cannot use directory " + dir.string() + ": " + ec.message());
+  make_private_directory(dir, "directory");
   const auto file = dir / ".meridian.lock";
-  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) throw DirectoryLockError("cannot create lock file " + file.string() + ": " + std::strerror(errno));
+  // Opened in place, not created under a temporary name and renamed: the lock is the file's inode, so
+  // every daemon must open the same one. O_NOFOLLOW refuses a link planted there; the checks below
+  // refuse a hard link or a file of another user's.
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    throw DirectoryLockError("cannot open lock file " + file.string() + ": " +
+                             (err == ELOOP ? std::string("it is a symbolic link, which is not followed; remove it")
+                                           : std::string(std::strerror(err))));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != ::geteuid()) {
+    ::close(fd);
+    throw DirectoryLockError("lock file " + file.string() +
+                             " is not a plain file of this user's with one name (a link or another user's file); "
+                             "remove it");
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     // The holder wrote its pid into the file; it is only for the message.

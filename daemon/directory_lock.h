@@ -20,8 +20,10 @@ class DirectoryLockError : public error::UserError {
 
 class DirectoryLock {
  public:
-  // Creates `dir` if missing and takes its lock without waiting. Throws DirectoryLockError when another
-  // process (or another DirectoryLock in this one) holds it, or the directory cannot be used.
+  // Creates `dir` if missing (mode 0700) and takes its lock without waiting. Throws
+  // PrivateDirectoryError when another user owns `dir` or its group or others can write it
+  // (daemon/private_directory.h); DirectoryLockError when another process (or another DirectoryLock in
+  // this one) holds it, the lock file is a link or another user's, or the directory cannot be used.
   static DirectoryLock acquire(const std::filesystem::path& dir);
 
   DirectoryLock(DirectoryLock&& other) noexcept;

@@ -3,16 +3,84 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "daemon/safe_file.h"
 #include "error/error.h"
+#include "peer/curve_keys.h"
 
 namespace meridian::daemon {
+namespace {
+
+// `text` with control characters and bytes outside ASCII written as escapes, fit for a message.
+std::string visible(std::string_view text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c >= 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else out += static_cast<char>(c);
+  }
+  return out;
+}
+
+bool is_host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'; }
+
+// Why `address` is not exactly tcp://HOST:PORT, or nullopt.
+std::optional<std::string> address_problem(std::string_view address) {
+  constexpr std::string_view kScheme = "tcp://";
+  if (!address.starts_with(kScheme)) return "it does not start with tcp://";
+  const std::string_view rest = address.substr(kScheme.size());
+  const auto colon = rest.rfind(':');
+  if (colon == std::string_view::npos) return "it has no :PORT";
+  const std::string_view host = rest.substr(0, colon), port = rest.substr(colon + 1);
+  if (host.empty()) return "its host is empty";
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return "its [IPv6] host is not closed by ']'";
+    for (const char c : host.substr(1, host.size() - 2))
+      if (!(std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'))
+        return "its [IPv6] host holds '" + visible(std::string(1, c)) + "'";
+  } else {
+    for (const char c : host)
+      if (!is_host_char(c)) return "its host holds '" + visible(std::string(1, c)) + "'";
+  }
+  unsigned value = 0;
+  if (port.empty() || port.size() > 5) return "its port is not a number in 1..65535";
+  for (const char c : port) {
+    if (c < '0' || c > '9') return "its port is not a number in 1..65535";
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (value == 0 || value > 65535) return "its port is not a number in 1..65535";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> roster_entry_problem(const peer::Roster::Entry& entry) {
+  if (!peer::is_valid_site_name(entry.name))
+    return "site name '" + visible(entry.name) + "' must be 1-64 letters, digits, '.', '_' or '-'";
+  if (!peer::is_z85_key(entry.public_key))
+    return "public key '" + visible(entry.public_key) + "' of '" + entry.name +
+           "' is not a 40-character Z85 CurveZMQ key";
+  if (!entry.address.empty()) {
+    if (const auto why = address_problem(entry.address))
+      return "address of '" + entry.name + "' must look like tcp://host:port, got '" + visible(entry.address) +
+             "': " + *why;
+  }
+  return std::nullopt;
+}
 
 std::string roster_text_adding(const std::string& text, const peer::Roster::Entry& entry, const std::string& source) {
+  if (const auto problem = roster_entry_problem(entry)) throw error::UserError(*problem);
   const auto before = peer::Roster::parse(text, source);
   if (const auto* same = before.by_name(entry.name)) {
     throw error::UserError("site '" + entry.name + "' is already in " + source + " (key " + same->public_key +
@@ -52,40 +120,38 @@ std::string read_roster_text(const std::filesystem::path& file) {
   if (!in) throw error::UserError("cannot read roster " + file.string() + ": " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
-  return text.str();
+  const std::string content = text.str();
+  std::istringstream lines(content);
+  std::string line;
+  for (int lineno = 1; std::getline(lines, line); ++lineno) {
+    const auto where = [&] { return "roster " + file.string() + " line " + std::to_string(lineno) + ": "; };
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    for (const unsigned char c : line) {
+      if ((c < 0x20 && c != '\t') || c == 0x7f)
+        throw error::UserError(where() + "holds the control character " +
+                               visible(std::string(1, static_cast<char>(c))) + " ('" + visible(line) +
+                               "'); a roster line is NAME PUBLIC_KEY [ADDRESS] in plain text");
+    }
+    std::istringstream fields(line);
+    std::string name, key, address;
+    if (!(fields >> name) || name[0] == '#') continue;
+    if (fields >> key >> address) {
+      if (const auto why = address_problem(address))
+        throw error::UserError(where() + "address of '" + visible(name) + "' must look like tcp://host:port, got '" +
+                               visible(address) + "': " + *why);
+    }
+  }
+  return content;
 }
 
 void write_roster_text(const std::filesystem::path& file, const std::string& text) {
-  const auto fail = [&](const std::string& what, int err) {
-    return error::UserError("cannot write roster " + file.string() + " (" + what + ": " + std::strerror(err) +
-                            "); the roster in force is unchanged");
-  };
   std::error_code ec;
   const auto perms = std::filesystem::status(file, ec).permissions();
-  const auto tmp = file.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw fail("create " + tmp, errno);
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const auto n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw fail("write " + tmp, err);
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw fail("flush " + tmp, err);
-  }
-  if (!ec) std::filesystem::permissions(tmp, perms, ec);
-  if (::rename(tmp.c_str(), file.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw fail("rename " + tmp, err);
+  const mode_t mode = ec ? 0644 : static_cast<mode_t>(perms) & 07777;
+  try {
+    replace_file(file, text, mode);
+  } catch (const error::UserError& e) {
+    throw error::UserError(std::string("roster not changed: ") + e.what() + "; the roster in force is unchanged");
   }
 }
 

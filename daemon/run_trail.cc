@@ -1,29 +1,19 @@
 #include "daemon/run_trail.h"
 
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <system_error>
 
+#include "daemon/safe_file.h"
 #include "error/error.h"
 
 namespace meridian::daemon {
 namespace {
 
-// Readers may poll these files while the daemon runs, so replace them whole rather than rewrite in place.
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw error::UserError("cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw error::UserError("cannot rename " + tmp + " to " + path.string() + ": " + ec.message());
-}
+// Readers may poll these files while the daemon runs, so replace them whole rather than rewrite in
+// place; under a random temporary name, so that a link planted at a fixed one cannot redirect the write.
+void write_atomically(const std::filesystem::path& path, const std::string& text) { replace_file(path, text, 0644); }
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 
@@ -43,11 +33,8 @@ void RunTrail::append_progress(const ProgressRecord& r) const {
                                {"bytes_sent", r.bytes_sent},
                                {"bytes_received", r.bytes_received},
                                {"eval_seconds", r.eval_seconds}};
-  std::ofstream out(progress_file(), std::ios::app);
   // A diverged loss is NaN, which JSON cannot hold; dump() writes null for it.
-  out << line.dump() << '\n';
-  out.flush();
-  if (!out) throw error::UserError("cannot append to " + progress_file().string());
+  append_to_file(progress_file(), line.dump() + "\n", 0644);
 }
 
 void RunTrail::write_result(const RunResult& r) const {

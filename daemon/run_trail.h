@@ -70,9 +70,11 @@ class RunTrail {
  public:
   explicit RunTrail(std::filesystem::path run_dir) : dir_(std::move(run_dir)) {}
 
-  // Appends one line to progress.jsonl (flushed). Throws error::UserError naming the file on failure.
+  // Appends one line to progress.jsonl. Throws error::UserError naming the file on failure, or when it
+  // is a symbolic link (never followed).
   void append_progress(const ProgressRecord& record) const;
-  // Writes result.json atomically (temporary file, then rename). Throws error::UserError naming the file.
+  // Writes result.json atomically (a temporary file under a random name, then rename; a link at the
+  // name is replaced, not followed). Throws error::UserError naming the file.
   void write_result(const RunResult& result) const;
   // Writes the endpoint file atomically. Throws error::UserError naming the file.
   void write_endpoint(const std::string& endpoint) const;
