@@ -35,8 +35,8 @@ std::size_t fingerprint_count(const std::string& fp, const std::string& key, std
   const auto begin = at + field.size(), end = std::min(fp.find('|', begin), fp.size());
   const auto value = whole_number(fp, begin, end);
   if (!value) {
-    throw CheckpointModelError(source + ": the model fingerprint's " + key + " count '" + fp.substr(begin, end - begin) +
-                               "' is not a whole number");
+    throw CheckpointModelError(source + ": the model fingerprint's " + key + " count '" +
+                               fp.substr(begin, end - begin) + "' is not a whole number");
   }
   return *value;
 }
@@ -49,8 +49,8 @@ void check_declared_sizes(const Checkpoint& checkpoint, const std::string& sourc
   const std::size_t params = fingerprint_count(fp, "params", std::nullopt, source);
   const std::size_t state = fingerprint_count(fp, "state", 0, source);
   if (params > models::kMaxModelParameters || state > models::kMaxModelParameters) {
-    throw CheckpointModelError(source + ": the model fingerprint declares " + std::to_string(params) + " parameters and " +
-                               std::to_string(state) + " state values, more than the limit of " +
+    throw CheckpointModelError(source + ": the model fingerprint declares " + std::to_string(params) +
+                               " parameters and " + std::to_string(state) + " state values, more than the limit of " +
                                std::to_string(models::kMaxModelParameters));
   }
   if (params != checkpoint.parameters.size() || state != checkpoint.model_state.size()) {
@@ -104,14 +104,12 @@ std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoin
   check_declared_sizes(checkpoint, source);
   const models::Shape input =
       data.channels > 0 ? models::Shape{data.channels, data.height, data.width} : models::Shape{data.dim, 1, 1};
+  const auto widths = kind == "mlp" || kind == "mlp-bn" ? mlp_hidden_widths(fp, source) : std::vector<std::size_t>{};
   auto backend = std::make_shared<models::CpuBackend>(1);
   std::unique_ptr<models::Model> model;
   try {
     // A model file's text names the model itself (its `model` line) or takes the kind as its name.
-    model = builtin ? models::make_model(
-                          kind, input, data.classes,
-                          kind == "mlp" || kind == "mlp-bn" ? mlp_hidden_widths(fp, source) : std::vector<std::size_t>{},
-                          backend, 1)
+    model = builtin ? models::make_model(kind, input, data.classes, widths, backend, 1)
                     : models::parse_model_file(checkpoint.model_file, kind, input, data.classes, backend, 1);
   } catch (const error::UserError& e) {
     throw CheckpointModelError(source + ": cannot rebuild the model for this dataset: " + e.what());

@@ -19,9 +19,11 @@ Model::Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::
   // Sizes first, checked against the model's bounds (models/checked_size.h) before any is multiplied
   // by a batch or allocated: the input, every layer's output and, summed, the activations of one sample.
   const auto sample_values = [&](Shape shape, const std::string& what) {
-    return checked_product({shape.channels, shape.height, shape.width}, kMaxSampleValues, "model " + kind_ + ": " + what);
+    return checked_product({shape.channels, shape.height, shape.width}, kMaxSampleValues,
+                           "model " + kind_ + ": " + what);
   };
-  std::size_t activations = sample_values(layers.front()->input_shape(), "input " + layers.front()->input_shape().to_string());
+  const Shape input = layers.front()->input_shape();
+  std::size_t activations = sample_values(input, "input " + input.to_string());
   for (const auto& layer : layers) {
     const std::string what = layer->describe() + " output " + layer->output_shape().to_string();
     activations = checked_sum(activations, sample_values(layer->output_shape(), what), kMaxSampleValues,

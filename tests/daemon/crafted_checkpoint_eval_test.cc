@@ -15,7 +15,8 @@
 
 namespace fs = std::filesystem;
 
-TEST_CASE("meridian eval refuses a checkpoint whose fingerprint declares a 2^61-wide layer", "[daemon][checkpoint][process]") {
+TEST_CASE("meridian eval refuses a checkpoint whose fingerprint declares a 2^61-wide layer",
+          "[daemon][checkpoint][process]") {
   meridian::testing::TempDir dir;
   // The test set: 8×8 grayscale images of two classes, so the model's input is 1×8×8 = 64 features.
   for (const char* name : {"dark", "bright"}) {
@@ -36,7 +37,7 @@ TEST_CASE("meridian eval refuses a checkpoint whose fingerprint declares a 2^61-
   view.algorithm = "sgp";
   const auto checkpoint = dir.path() / "crafted.ckpt";
   REQUIRE_FALSE(meridian::daemon::write_checkpoint_file(checkpoint, view));
-  REQUIRE(fs::file_size(checkpoint) < 400);
+  REQUIRE(fs::file_size(checkpoint) < 512);  // a few hundred bytes
 
   const auto r = meridian::tests::run_meridian("eval --checkpoint '" + checkpoint.string() + "' --test '" +
                                                (dir.path() / "test").string() + "' --classes dark,bright");

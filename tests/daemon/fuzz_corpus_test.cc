@@ -36,10 +36,14 @@ const fs::path kFuzz = fs::path(MERIDIAN_SOURCE_DIR) / "tests" / "fuzz";
 // Every target but the wire decoder, by the name of its folders and of its `make fuzz FUZZ_TARGET=`.
 const std::map<std::string, std::function<void(FuzzBytes)>>& targets() {
   namespace t = meridian::testing;
-  static const std::map<std::string, std::function<void(FuzzBytes)>> all{
-      {"checkpoint", t::fuzz_checkpoint}, {"model_file", t::fuzz_model_file}, {"roster", t::fuzz_roster},
-      {"site_config", t::fuzz_site_config}, {"csv", t::fuzz_csv}, {"npy", t::fuzz_npy},
-      {"idx", t::fuzz_idx}, {"image_file", t::fuzz_image_file}};
+  static const std::map<std::string, std::function<void(FuzzBytes)>> all{{"checkpoint", t::fuzz_checkpoint},
+                                                                         {"model_file", t::fuzz_model_file},
+                                                                         {"roster", t::fuzz_roster},
+                                                                         {"site_config", t::fuzz_site_config},
+                                                                         {"csv", t::fuzz_csv},
+                                                                         {"npy", t::fuzz_npy},
+                                                                         {"idx", t::fuzz_idx},
+                                                                         {"image_file", t::fuzz_image_file}};
   return all;
 }
 
@@ -134,8 +138,10 @@ std::map<std::string, std::map<std::string, std::string>> seeds() {
       "join = [\"tcp://127.0.0.1:7401\"]\nlr = 0.05\n[extra]\nx = 1\n";
 
   auto& csv = out["csv"];
-  const std::string table = "\xEF\xBB\xBF" "age,weight,\"note, quoted\",label\n34,70.5,1,yes\n51,82,\"2\",no\n\n"
-                            "29, 60 ,3,yes\n";
+  const std::string table =
+      "\xEF\xBB\xBF"
+      "age,weight,\"note, quoted\",label\n34,70.5,1,yes\n51,82,\"2\",no\n\n"
+      "29, 60 ,3,yes\n";
   csv["header.csv"] = table;
   csv["plain.csv"] = "1,0.5,2\n0,1.5,3\n1,2.5e3,-4\nyes,1,1\n";
   csv["header.csv.gz"] = meridian::testing::gzip_bytes(table);
@@ -187,13 +193,15 @@ std::map<std::string, std::map<std::string, std::string>> hostile_inputs() {
                            ")|relu|linear(" + w2 + "->3)|classes=3|params=2";
   view.algorithm = "sgp";
   out["checkpoint"]["mlp-2-61-wide.bin"] = checkpoint_input(view);
-  view.model_fingerprint = "mlp|in=1x12x12|flatten|linear(144->99999999999999999999999)|relu|linear(3->3)|classes=3|params=2";
+  view.model_fingerprint =
+      "mlp|in=1x12x12|flatten|linear(144->99999999999999999999999)|relu|linear(3->3)|classes=3|params=2";
   out["checkpoint"]["width-past-64-bits.bin"] = checkpoint_input(view);
   view.model_fingerprint = "logreg|in=1x12x12|flatten|linear(144->3)|classes=3|params=435";
   out["checkpoint"]["params-not-stored.bin"] = checkpoint_input(view);
 
   out["model_file"]["linear-2-61.model"] = "flatten\nlinear " + w1 + "\nlinear classes\n";
-  out["model_file"]["conv-padding-2-62.model"] = "conv2d 1 kernel=3 padding=4611686018427387904\nglobal_avg_pool\nlinear classes\n";
+  out["model_file"]["conv-padding-2-62.model"] =
+      "conv2d 1 kernel=3 padding=4611686018427387904\nglobal_avg_pool\nlinear classes\n";
   out["model_file"]["conv-wide-output.model"] = "conv2d 65536 kernel=1 padding=100\nglobal_avg_pool\nlinear classes\n";
   std::string nested;
   for (int i = 0; i < 2000; ++i) nested += "residual\n";
@@ -218,7 +226,8 @@ std::map<std::string, std::map<std::string, std::string>> hostile_inputs() {
     std::string out;
     for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((data.size() >> (8 * i)) & 0xff));
     const std::string body = type + data;
-    const auto crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+    const auto crc =
+        crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
     out += body;
     for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
     return out;

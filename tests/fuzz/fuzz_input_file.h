@@ -27,8 +27,8 @@ class FuzzInputFile {
 
   // Replaces the file's content with `size` bytes at `data` and returns its path.
   const std::string& write(const std::uint8_t* data, std::size_t size) {
-    std::ofstream(path_, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                    static_cast<std::streamsize>(size));
+    std::ofstream(path_, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
     return path_;
   }
 

@@ -91,8 +91,8 @@ inline void fuzz_model_file(FuzzBytes input) {
   static const auto test = fuzz_image_dataset();
   const std::string_view text(reinterpret_cast<const char*>(input.data()), input.size());
   try {
-    auto model = models::parse_model_file(text, "fuzz", {test.channels, test.height, test.width}, test.classes,
-                                          backend, 1);
+    auto model =
+        models::parse_model_file(text, "fuzz", {test.channels, test.height, test.width}, test.classes, backend, 1);
     model->evaluate(test);
   } catch (const error::UserError&) {
   }
@@ -178,8 +178,8 @@ inline void fuzz_npy(FuzzBytes input) {
   const auto [features_bytes, labels_bytes] = split_input(input);
   for (auto layout : kLayouts) {
     try {
-      const auto features =
-          md::parse_npy(std::string(reinterpret_cast<const char*>(features_bytes.data()), features_bytes.size()), "x.npy");
+      const auto features = md::parse_npy(
+          std::string(reinterpret_cast<const char*>(features_bytes.data()), features_bytes.size()), "x.npy");
       const auto labels =
           md::parse_npy(std::string(reinterpret_cast<const char*>(labels_bytes.data()), labels_bytes.size()), "y.npy");
       md::NpyOptions options;
