@@ -332,10 +332,10 @@ TEST_CASE("the crafted hostile inputs are refused, each for its size", "[fuzz][u
                     Contains("big.png") && Contains("65535x65535") && Contains("67108864"));
 }
 
-// Rewrites the seed corpora of tests/fuzz/corpus/ (not the wire decoder's) and adds the crafted hostile
-// inputs to tests/fuzz/regressions/ (inputs kept from libFuzzer runs stay): build/meridian_tests "[.corpus]"
+// Rewrites the named seeds of tests/fuzz/corpus/ (not the wire decoder's) and the crafted hostile inputs
+// of tests/fuzz/regressions/; the inputs libFuzzer runs added next to them (named by their SHA-1, merged
+// with `-merge=1`) stay: build/meridian_tests "[.corpus]"
 TEST_CASE("write the fuzz seed corpora", "[.corpus]") {
-  for (const auto& [target, run] : targets()) fs::remove_all(kFuzz / "corpus" / target);
   write_all(kFuzz / "corpus", seeds());
   write_all(kFuzz / "regressions", hostile_inputs());
 }
