@@ -22,7 +22,7 @@ help:
 	@echo "make bench-wan  the papers' experiments under the emulated WAN, ~40 min (writes docs/results.md);"
 	@echo "                QUICK=1 for a few minutes"
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
-	@echo "make fuzz       fuzz the wire decoder with libFuzzer (clang, ASan/UBSan) for FUZZ_RUNS executions (default 1000000)"
+	@echo "make fuzz       libFuzzer (clang, ASan/UBSan): each target, or FUZZ_TARGET=NAME, for FUZZ_RUNS executions (default 1000000)"
 	@echo "make endurance  8 sites for 10 minutes: memory, descriptors, sockets, abandoned rounds (ENDURANCE_ARGS=\"--minutes 2\")"
 	@echo "make gpu-kit    CUDA build in build-cuda/ packed into gpu-kit/ (<= 60 MiB) to run on a GPU machine (docs/cuda.md)"
 	@echo "make docker-check  build the CPU image with a dockerd of its own and check a 4-container federation (root; ~30 min first, ~2 min after)"
@@ -70,19 +70,28 @@ sanitize:
 	    CMAKE_FLAGS="-DMERIDIAN_SANITIZE=ON"
 	@scripts/run-tests build-sanitize
 
-# The seed corpus is copied so that the fuzzer's discoveries do not grow the repository. A crashing
-# input lands in build-fuzz/crash-*: fix the decoder, then keep the input in tests/fuzz/regressions/
-# (the normal test suite replays that folder). FUZZ_SECONDS=N also stops the run after N seconds.
+# FUZZ_TARGET=NAME runs one target (tests/fuzz/NAME_fuzzer.cc), the default `all` runs each in turn.
+# A target's seed corpus (tests/fuzz/corpus/NAME/) is copied so that the fuzzer's discoveries do not grow
+# the repository. A crashing input lands in build-fuzz/NAME-crash-*: fix the code it reached, then keep
+# the input in tests/fuzz/regressions/NAME/ (the normal test suite replays those folders).
+# FUZZ_SECONDS=N also stops each target after N seconds; FUZZ_FLAGS adds libFuzzer flags.
 FUZZ_RUNS ?= 1000000
 FUZZ_SECONDS ?= 0
+FUZZ_TARGET ?= all
+FUZZ_FLAGS ?=
+FUZZ_TARGETS := wire_decoder checkpoint model_file roster site_config csv npy idx image_file
+fuzz_selected = $(if $(filter all,$(FUZZ_TARGET)),$(FUZZ_TARGETS),$(FUZZ_TARGET))
 fuzz:
 	@scripts/install-deps fuzz
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DMERIDIAN_CUDA=0 -DCMAKE_C_COMPILER=clang \
 	    -DCMAKE_CXX_COMPILER=clang++ -DMERIDIAN_SANITIZE=ON -DMERIDIAN_FUZZ=ON > /dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target wire_decoder_fuzzer -- --no-print-directory
-	@rm -rf build-fuzz/corpus && cp -r tests/fuzz/corpus build-fuzz/corpus
-	@build-fuzz/wire_decoder_fuzzer -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	    -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus tests/fuzz/regressions
+	@cmake --build build-fuzz -j $(JOBS) --target $(addsuffix _fuzzer,$(fuzz_selected)) -- --no-print-directory
+	@for t in $(fuzz_selected); do \
+	    rm -rf build-fuzz/corpus/$$t && mkdir -p build-fuzz/corpus && cp -r tests/fuzz/corpus/$$t build-fuzz/corpus/$$t && \
+	    build-fuzz/$${t}_fuzzer -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+	        -artifact_prefix=build-fuzz/$$t- $(FUZZ_FLAGS) build-fuzz/corpus/$$t \
+	        $$(test -d tests/fuzz/regressions/$$t && echo tests/fuzz/regressions/$$t) || exit 1; \
+	done
 
 # Not part of `make test`: it runs for ENDURANCE_ARGS' --minutes (10 by default).
 ENDURANCE_ARGS ?=

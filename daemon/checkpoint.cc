@@ -283,7 +283,8 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
   const auto computed = static_cast<std::uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), bytes.data(), size - kTrailerBytes));
   if (stored != computed) throw bad("checksum mismatch: the file is corrupt");
 
-  // The checksum matched, so what follows only guards against a writer bug, not against bad disks.
+  // The checksum guards against damage, not against a crafted file (whoever crafts one computes a valid
+  // checksum), so every length below is checked against the bytes that are there.
   Checkpoint cp;
   bool have_params = false, have_weight = false, have_progress = false, have_fingerprint = false,
        have_algorithm = false;

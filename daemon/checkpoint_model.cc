@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
+#include "models/checked_size.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
 #include "models/model_file.h"
@@ -11,18 +13,68 @@
 namespace meridian::daemon {
 namespace {
 
-// The fingerprint is "KIND|in=CxHxW|layer|layer|...|classes=N|params=P" (models/model.cc). Hidden
-// widths of an MLP are the outputs of every linear layer but the last, "linear(IN->OUT)".
-std::vector<std::size_t> mlp_hidden_widths(const std::string& fingerprint) {
+// The fingerprint is "KIND|in=CxHxW|layer|layer|...|classes=N|params=P[|state=S]" (models/model.cc).
+
+// The whole number text[begin, end), or nullopt when it is not one (or does not fit 64 bits).
+std::optional<std::size_t> whole_number(const std::string& text, std::size_t begin, std::size_t end) {
+  std::size_t value = 0;
+  const auto [stop, error] = std::from_chars(text.data() + begin, text.data() + end, value);
+  if (begin >= end || error != std::errc{} || stop != text.data() + end) return std::nullopt;
+  return value;
+}
+
+// The number after the last "|KEY=" of the fingerprint, `absent` when there is none.
+std::size_t fingerprint_count(const std::string& fp, const std::string& key, std::optional<std::size_t> absent,
+                              const std::string& source) {
+  const std::string field = "|" + key + "=";
+  const auto at = fp.rfind(field);
+  if (at == std::string::npos) {
+    if (absent) return *absent;
+    throw CheckpointModelError(source + ": the model fingerprint '" + fp + "' states no " + key + " count");
+  }
+  const auto begin = at + field.size(), end = std::min(fp.find('|', begin), fp.size());
+  const auto value = whole_number(fp, begin, end);
+  if (!value) {
+    throw CheckpointModelError(source + ": the model fingerprint's " + key + " count '" +
+                               fp.substr(begin, end - begin) + "' is not a whole number");
+  }
+  return *value;
+}
+
+// The sizes the fingerprint declares, checked before any model is built from it: as many parameters
+// and state values as the checkpoint holds (so a model is never larger than its file), within the
+// bound on any model (models/checked_size.h).
+void check_declared_sizes(const Checkpoint& checkpoint, const std::string& source) {
+  const std::string& fp = checkpoint.model_fingerprint;
+  const std::size_t params = fingerprint_count(fp, "params", std::nullopt, source);
+  const std::size_t state = fingerprint_count(fp, "state", 0, source);
+  if (params > models::kMaxModelParameters || state > models::kMaxModelParameters) {
+    throw CheckpointModelError(source + ": the model fingerprint declares " + std::to_string(params) +
+                               " parameters and " + std::to_string(state) + " state values, more than the limit of " +
+                               std::to_string(models::kMaxModelParameters));
+  }
+  if (params != checkpoint.parameters.size() || state != checkpoint.model_state.size()) {
+    throw CheckpointModelError(source + ": the model fingerprint declares " + std::to_string(params) +
+                               " parameters and " + std::to_string(state) + " state values, the checkpoint holds " +
+                               std::to_string(checkpoint.parameters.size()) + " and " +
+                               std::to_string(checkpoint.model_state.size()));
+  }
+}
+
+// Hidden widths of an MLP: the outputs of every linear layer but the last, "linear(IN->OUT)".
+std::vector<std::size_t> mlp_hidden_widths(const std::string& fingerprint, const std::string& source) {
   std::vector<std::size_t> outs;
   for (std::size_t pos = fingerprint.find("|linear("); pos != std::string::npos;
        pos = fingerprint.find("|linear(", pos + 1)) {
     const auto arrow = fingerprint.find("->", pos);
     const auto close = fingerprint.find(')', pos);
     if (arrow == std::string::npos || close == std::string::npos || arrow > close) break;
-    std::size_t out = 0;
-    std::from_chars(fingerprint.data() + arrow + 2, fingerprint.data() + close, out);
-    outs.push_back(out);
+    const auto out = whole_number(fingerprint, arrow + 2, close);
+    if (!out) {
+      throw CheckpointModelError(source + ": the model fingerprint's layer width '" +
+                                 fingerprint.substr(arrow + 2, close - arrow - 2) + "' is not a whole number");
+    }
+    outs.push_back(*out);
   }
   if (!outs.empty()) outs.pop_back();
   return outs;
@@ -49,16 +101,15 @@ std::unique_ptr<models::Model> model_from_checkpoint(const Checkpoint& checkpoin
     throw CheckpointModelError(source + ": push-sum weight " + std::to_string(checkpoint.push_sum_weight) +
                                " is not positive");
   }
+  check_declared_sizes(checkpoint, source);
   const models::Shape input =
       data.channels > 0 ? models::Shape{data.channels, data.height, data.width} : models::Shape{data.dim, 1, 1};
+  const auto widths = kind == "mlp" || kind == "mlp-bn" ? mlp_hidden_widths(fp, source) : std::vector<std::size_t>{};
   auto backend = std::make_shared<models::CpuBackend>(1);
   std::unique_ptr<models::Model> model;
   try {
     // A model file's text names the model itself (its `model` line) or takes the kind as its name.
-    model = builtin ? models::make_model(
-                          kind, input, data.classes,
-                          kind == "mlp" || kind == "mlp-bn" ? mlp_hidden_widths(fp) : std::vector<std::size_t>{},
-                          backend, 1)
+    model = builtin ? models::make_model(kind, input, data.classes, widths, backend, 1)
                     : models::parse_model_file(checkpoint.model_file, kind, input, data.classes, backend, 1);
   } catch (const error::UserError& e) {
     throw CheckpointModelError(source + ": cannot rebuild the model for this dataset: " + e.what());

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "error/error.h"
+#include "models/checked_size.h"
 
 namespace meridian::models {
 
@@ -10,9 +11,22 @@ Conv2d::Conv2d(Shape input, std::size_t out_channels, std::size_t kernel, std::s
                InitScheme init)
     : input_(input), out_channels_(out_channels), init_(init) {
   geometry_ = ConvGeometry{input.channels, input.height, input.width, kernel, stride, padding};
-  if (kernel == 0 || stride == 0 || input.height + 2 * padding < kernel || input.width + 2 * padding < kernel)
+  // Every size the geometry computes, checked before it is used: the padded input, the output, the
+  // column matrix of one sample (patch × output pixels) and the parameters.
+  const std::string what = "conv2d(" + std::to_string(input.channels) + "->" + std::to_string(out_channels) + ",k" +
+                           std::to_string(kernel) + ",s" + std::to_string(stride) + ",p" + std::to_string(padding) +
+                           ") on " + input.to_string();
+  const std::size_t border = checked_product({2, padding}, kMaxSampleValues, what + ": padding");
+  const std::size_t padded_height = checked_sum(input.height, border, kMaxSampleValues, what + ": padded height");
+  const std::size_t padded_width = checked_sum(input.width, border, kMaxSampleValues, what + ": padded width");
+  if (kernel == 0 || stride == 0 || padded_height < kernel || padded_width < kernel)
     throw error::UserError("conv2d: kernel " + std::to_string(kernel) + " does not fit input " + input.to_string() +
                            " with padding " + std::to_string(padding));
+  const std::size_t patch = checked_product({input.channels, kernel, kernel}, kMaxSampleValues, what + ": patch");
+  checked_product({out_channels, geometry_.out_height(), geometry_.out_width()}, kMaxSampleValues, what + ": output");
+  checked_product({patch, geometry_.out_height(), geometry_.out_width()}, kMaxSampleValues, what + ": column matrix");
+  checked_product({out_channels, checked_sum(patch, 1, kMaxSampleValues, what + ": patch")}, kMaxModelParameters,
+                  what + ": parameters");
 }
 
 std::string Conv2d::describe() const {

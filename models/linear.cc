@@ -1,9 +1,15 @@
 #include "models/linear.h"
 
+#include "models/checked_size.h"
+
 namespace meridian::models {
 
 Linear::Linear(std::size_t in_features, std::size_t out_features, InitScheme init)
-    : in_(in_features), out_(out_features), init_(init) {}
+    : in_(in_features), out_(out_features), init_(init) {
+  // The weights and the bias, out · (in + 1), within the model's bound; so is every size bind() takes.
+  checked_product({out_, checked_sum(in_, 1, kMaxSampleValues, describe() + ": input features")}, kMaxModelParameters,
+                  describe() + ": parameters");
+}
 
 std::string Linear::describe() const { return "linear(" + std::to_string(in_) + "->" + std::to_string(out_) + ")"; }
 

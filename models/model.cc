@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "error/error.h"
+#include "models/checked_size.h"
 #include "models/split_mix64.h"
 
 namespace meridian::models {
@@ -15,6 +16,19 @@ Model::Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::
     : kind_(std::move(kind)), classes_(classes), backend_(std::move(backend)) {
   if (layers.empty()) throw error::UserError("model " + kind_ + ": no layers");
   if (!backend_) throw error::InternalError("model " + kind_ + ": no backend");
+  // Sizes first, checked against the model's bounds (models/checked_size.h) before any is multiplied
+  // by a batch or allocated: the input, every layer's output and, summed, the activations of one sample.
+  const auto sample_values = [&](Shape shape, const std::string& what) {
+    return checked_product({shape.channels, shape.height, shape.width}, kMaxSampleValues,
+                           "model " + kind_ + ": " + what);
+  };
+  const Shape input = layers.front()->input_shape();
+  std::size_t activations = sample_values(input, "input " + input.to_string());
+  for (const auto& layer : layers) {
+    const std::string what = layer->describe() + " output " + layer->output_shape().to_string();
+    activations = checked_sum(activations, sample_values(layer->output_shape(), what), kMaxSampleValues,
+                              "model " + kind_ + ": activations of one sample at " + what);
+  }
   for (std::size_t i = 1; i < layers.size(); ++i) {
     if (!(layers[i]->input_shape() == layers[i - 1]->output_shape()))
       throw error::UserError("model " + kind_ + ": layer " + std::to_string(i) + " (" + layers[i]->describe() +
@@ -31,8 +45,10 @@ Model::Model(std::string kind, std::vector<std::unique_ptr<Layer>> layers, std::
   for (const auto& layer : layers) {
     offsets_.push_back(total);
     state_offsets_.push_back(state_total);
-    total += layer->parameter_count();
-    state_total += layer->state_count();
+    total = checked_sum(total, layer->parameter_count(), kMaxModelParameters,
+                        "model " + kind_ + ": parameters up to " + layer->describe());
+    state_total = checked_sum(state_total, layer->state_count(), kMaxModelParameters,
+                              "model " + kind_ + ": state values up to " + layer->describe());
   }
   parameters_ = BackendBuffer<float>(*backend_, total);
   gradients_ = BackendBuffer<float>(*backend_, total);

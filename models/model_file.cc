@@ -231,6 +231,16 @@ class Parser {
   }
 
   std::unique_ptr<Layer> residual(const Statement& s, Shape input) {
+    // Blocks nest by recursion: the depth is bounded so that no file can exhaust the stack.
+    if (depth_ == kMaxNesting)
+      fail(s.line, "residual blocks nested more than " + std::to_string(kMaxNesting) + " deep");
+    ++depth_;
+    auto block = residual_block(s, input);
+    --depth_;
+    return block;
+  }
+
+  std::unique_ptr<Layer> residual_block(const Statement& s, Shape input) {
     Shape body_shape = input;
     const Statement* terminator = nullptr;
     auto body = parse_block(body_shape, &terminator);
@@ -263,6 +273,8 @@ class Parser {
   std::size_t next_ = 0;
   std::size_t last_layer_line_ = 0;
   std::string name_;
+  static constexpr std::size_t kMaxNesting = 32;
+  std::size_t depth_ = 0;  // residual blocks open around the statement being read
 };
 
 // The model `text` describes; `default_name` is its kind without a `model` line.
@@ -271,8 +283,12 @@ std::unique_ptr<Model> build_model(std::string_view text, const std::string& sou
                                    std::uint64_t seed) {
   Parser parser(text, source, classes);
   auto layers = parser.parse_network(input);
-  return std::make_unique<Model>(parser.name().empty() ? default_name : parser.name(), std::move(layers), classes,
-                                 std::move(backend), seed);
+  try {
+    return std::make_unique<Model>(parser.name().empty() ? default_name : parser.name(), std::move(layers), classes,
+                                   std::move(backend), seed);
+  } catch (const error::UserError& e) {
+    throw ModelFileError(source + ": " + e.what());  // the model's own checks: its total size, ...
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 // Thread-safety: plain values; the functions are pure.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 
 namespace meridian::peer {

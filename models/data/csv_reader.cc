@@ -6,6 +6,7 @@
 #include <map>
 #include <string_view>
 
+#include "models/checked_size.h"
 #include "models/data/compressed_file.h"
 
 namespace meridian::models::data {
@@ -217,6 +218,10 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
 
   d.class_names = options.class_names.empty() ? derive_class_names(label_text) : options.class_names;
   d.classes = d.class_names.size();
+  if (d.classes > kMaxClasses) {
+    throw DataError(path + ": the label column holds " + std::to_string(d.classes) +
+                    " classes, more than the limit of " + std::to_string(kMaxClasses));
+  }
   std::map<std::string, std::int32_t, std::less<>> index;
   for (std::size_t k = 0; k < d.class_names.size(); ++k) index.emplace(d.class_names[k], static_cast<std::int32_t>(k));
   d.labels.resize(d.rows);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "error/error.h"
+#include "models/checked_size.h"
 #include "models/data/compressed_file.h"
 
 namespace meridian::models::data {
@@ -119,6 +120,7 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path,
   if (height == 0 || width == 0) {
     throw DataError(images_path + ": image size " + std::to_string(height) + "x" + std::to_string(width) + " is empty");
   }
+  if (count == 0) throw DataError(images_path + ": the IDX header announces no images");
   // height * width fits in 64 bits (both < 2^32); the product with count may not.
   const std::uintmax_t pixels = std::uintmax_t{height} * width;
   const std::uintmax_t payload = count != 0 && pixels > std::numeric_limits<std::uintmax_t>::max() / count
@@ -126,6 +128,9 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path,
                                      : pixels * count;
   check_payload_fits(file, payload, 16,
                      std::to_string(count) + " images of " + std::to_string(height) + "x" + std::to_string(width));
+  // One image is one sample of a model: its pixels are bounded as a model's input is (a file that
+  // cannot even hold what it announces is reported as truncated, above).
+  checked_product<DataError>({height, width}, kMaxSampleValues, images_path + ": pixels per image");
   if (count != all_labels.size()) {
     throw DataError(labels_path + ": holds " + std::to_string(all_labels.size()) + " labels but " + images_path +
                     " holds " + std::to_string(count) + " images");

@@ -9,6 +9,7 @@
 #include <jpeglib.h>
 #include <png.h>
 
+#include "models/checked_size.h"
 #include "models/data/dataset.h"
 
 namespace meridian::models::data {
@@ -25,6 +26,18 @@ std::string read_bytes(const std::string& path) {
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) unreadable(path, "read error");
   return bytes;
+}
+
+// The bytes of the decoded image `info` describes, checked before they are allocated: a header of a few
+// bytes can declare 4 billion pixels. The bound is the most values a model takes per sample.
+std::size_t decoded_bytes(const std::string& path, const ImageInfo& info, std::size_t channels) {
+  const auto bytes = product_within({info.width, info.height, channels}, kMaxSampleValues);
+  if (!bytes) {
+    unreadable(path, std::to_string(info.width) + "x" + std::to_string(info.height) + " pixels of " +
+                         std::to_string(channels) + " channels is more than the limit of " +
+                         std::to_string(kMaxSampleValues) + " values per image");
+  }
+  return *bytes;
 }
 
 bool is_png(const std::string& b) {
@@ -52,7 +65,8 @@ std::vector<unsigned char> decode_png(const std::string& path, const std::string
   PngImage png;
   info = begin_png(png, path, bytes);
   png.image.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
-  std::vector<unsigned char> pixels(PNG_IMAGE_SIZE(png.image));
+  std::vector<unsigned char> pixels(decoded_bytes(path, info, channels));
+  if (pixels.size() != PNG_IMAGE_SIZE(png.image)) unreadable(path, "libpng's image size differs from the header's");
   const png_color black{0, 0, 0};
   if (png_image_finish_read(&png.image, &black, pixels.data(), 0, nullptr) == 0) unreadable(path, png.image.message);
   return pixels;
@@ -134,7 +148,7 @@ ImageInfo probe_jpeg(const std::string& path, const std::string& bytes) {
 std::vector<unsigned char> decode_jpeg(const std::string& path, const std::string& bytes, std::size_t channels,
                                        ImageInfo& info) {
   info = probe_jpeg(path, bytes);
-  std::vector<unsigned char> pixels(info.width * info.height * channels);
+  std::vector<unsigned char> pixels(decoded_bytes(path, info, channels));
   JpegErrors errors{};
   const JpegResult r = run_jpeg(bytes, channels, pixels.data(), pixels.size(), errors);
   if (!r.ok) unreadable(path, errors.message[0] != '\0' ? errors.message : "decoded size differs from the header's");

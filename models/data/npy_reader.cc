@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "error/error.h"
+#include "models/checked_size.h"
 #include "models/data/compressed_file.h"
 #include "models/data/zip_archive.h"
 
@@ -172,13 +173,14 @@ void fill_labels(Dataset& d, const NpyArray& l, const std::string& where, const 
       std::int64_t v;
       std::memcpy(&v, &bits, 8);
       const bool negative = l.kind == 'i' && v < 0;
-      const std::uint64_t limit = known > 0 ? known : std::uint64_t{1} << 31;
+      // Without a class list the largest label sets the number of classes (and of their names).
+      const std::uint64_t limit = known > 0 ? known : kMaxClasses;
       if (negative || bits >= limit) {
         const std::string value = l.kind == 'u' ? std::to_string(bits) : std::to_string(v);
         throw DataError(where + ": label " + value + " of row " + std::to_string(r) + " is out of range (" +
                         (known > 0 ? "expected 0.." + std::to_string(known - 1) + " for the " + std::to_string(known) +
                                          " classes " + join(options.class_names)
-                                   : std::string("expected a class number from 0")) +
+                                   : "expected a class number from 0 to " + std::to_string(kMaxClasses - 1)) +
                         ")");
       }
       d.labels[r] = static_cast<std::int32_t>(v);

@@ -66,10 +66,16 @@ std::string ZipArchive::read(const std::string& name) const {
   if (zip_stat_index(archive_.get(), static_cast<zip_uint64_t>(index), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)) {
     throw DataError(where + ": cannot read its size: " + zip_strerror(archive_.get()));
   }
-  // The size comes from the archive's directory: refuse one its compressed bytes cannot hold (deflate
-  // expands at most about 1032:1) before allocating, so a damaged directory cannot ask for terabytes.
-  if ((st.valid & ZIP_STAT_COMP_SIZE) && st.comp_size < std::numeric_limits<zip_uint64_t>::max() / 1032 &&
-      st.size > st.comp_size * 1032 + 64) {
+  // The sizes come from the archive's directory: refuse compressed bytes the archive cannot hold, and a
+  // size those bytes cannot expand to (deflate expands at most about 1032:1), before allocating, so a
+  // damaged or crafted directory cannot ask for terabytes.
+  std::error_code ignored;
+  const std::uintmax_t archive_bytes = std::filesystem::file_size(path_, ignored);
+  if (!(st.valid & ZIP_STAT_COMP_SIZE) || ignored || st.comp_size > archive_bytes) {
+    throw DataError(where + ": announces " + std::to_string(st.comp_size) + " compressed bytes, more than the " +
+                    std::to_string(archive_bytes) + " bytes of the archive");
+  }
+  if (st.size > st.comp_size * 1032 + 64) {
     throw DataError(where + ": announces " + std::to_string(st.size) + " bytes but holds only " +
                     std::to_string(st.comp_size) + " compressed bytes");
   }

@@ -1,5 +1,5 @@
 // libFuzzer target for the receive pipeline (decode_header, membership bodies, validator, reassembler).
-// Build and run with `make fuzz` (clang, ASan/UBSan); seeds: tests/fuzz/corpus/.
+// Build and run with `make fuzz` (clang, ASan/UBSan); seeds: tests/fuzz/corpus/wire_decoder/.
 // Input format: see tests/peer/wire_input.h. One pipeline persists across inputs so that chunked
 // messages and replay records build up state the way a long-lived connection does.
 #include <cstddef>

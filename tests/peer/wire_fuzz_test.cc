@@ -1,8 +1,8 @@
 // Randomized robustness test of the receive pipeline: 100,000+ mutated frames built from valid ones
-// and from the seed corpus in tests/fuzz/corpus/. Passing means no crash, no hang, no sanitizer
+// and from the seed corpus in tests/fuzz/corpus/wire_decoder/. Passing means no crash, no hang, no sanitizer
 // report (run it under `make sanitize`), and the pipeline still accepts valid input afterwards.
-// Also checks that the stored seed corpus (tests/fuzz/corpus/) is current, and that every kept hostile
-// input (tests/fuzz/regressions/: inputs that once crashed the libFuzzer target, and crafted lies about
+// Also checks that the stored seed corpus (tests/fuzz/corpus/wire_decoder/) is current, and that every kept hostile
+// input (tests/fuzz/regressions/wire_decoder/: inputs that once crashed the libFuzzer target, and crafted lies about
 // lengths, counts and kinds) is refused.
 #include <catch2/catch.hpp>
 
@@ -25,8 +25,8 @@ namespace wire = meridian::wire;
 
 namespace {
 
-const fs::path kCorpus = fs::path(MERIDIAN_SOURCE_DIR) / "tests" / "fuzz" / "corpus";
-const fs::path kRegressions = fs::path(MERIDIAN_SOURCE_DIR) / "tests" / "fuzz" / "regressions";
+const fs::path kCorpus = fs::path(MERIDIAN_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "wire_decoder";
+const fs::path kRegressions = fs::path(MERIDIAN_SOURCE_DIR) / "tests" / "fuzz" / "regressions" / "wire_decoder";
 
 std::vector<std::string> valid_inputs() {
   std::vector<std::string> out;
@@ -218,7 +218,7 @@ wire::Header push_sum_header(std::uint64_t n) {
 }
 
 // Hostile inputs, each a lie that one check of the receive path must catch, by the name of its file in
-// tests/fuzz/regressions/.
+// tests/fuzz/regressions/wire_decoder/.
 std::map<std::string, std::string> hostile_inputs() {
   std::map<std::string, std::string> out;
   const std::string floats16(16 * 4, '\0');
@@ -465,7 +465,7 @@ TEST_CASE("write the wire seed corpus", "[.corpus]") {
   write_all(near_valid_inputs(), "near");
 }
 
-// Writes the crafted hostile inputs into tests/fuzz/regressions/ (inputs kept from libFuzzer crashes
+// Writes the crafted hostile inputs into tests/fuzz/regressions/wire_decoder/ (inputs kept from libFuzzer crashes
 // stay): build/meridian_tests "[.regressions]"
 TEST_CASE("write the crafted hostile wire inputs", "[.regressions]") {
   fs::create_directories(kRegressions);

@@ -2,7 +2,7 @@
 // through the whole receive pipeline that runs before anything touches a model (decode_header,
 // membership body decoders, validator, reassembler).
 //
-// Input format (also the format of the seed corpus in tests/fuzz/corpus/):
+// Input format (also the format of the seed corpus in tests/fuzz/corpus/wire_decoder/):
 //   2 bytes little-endian header length L, L bytes header frame, then the payload frame (absent when
 //   no bytes follow).
 #pragma once
