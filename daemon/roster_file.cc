@@ -13,6 +13,7 @@
 #include "daemon/safe_file.h"
 #include "error/error.h"
 #include "peer/curve_keys.h"
+#include "peer/site_address.h"
 
 namespace meridian::daemon {
 namespace {
@@ -33,36 +34,6 @@ std::string visible(std::string_view text) {
   return out;
 }
 
-bool is_host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'; }
-
-// Why `address` is not exactly tcp://HOST:PORT, or nullopt.
-std::optional<std::string> address_problem(std::string_view address) {
-  constexpr std::string_view kScheme = "tcp://";
-  if (!address.starts_with(kScheme)) return "it does not start with tcp://";
-  const std::string_view rest = address.substr(kScheme.size());
-  const auto colon = rest.rfind(':');
-  if (colon == std::string_view::npos) return "it has no :PORT";
-  const std::string_view host = rest.substr(0, colon), port = rest.substr(colon + 1);
-  if (host.empty()) return "its host is empty";
-  if (host.front() == '[') {
-    if (host.size() < 3 || host.back() != ']') return "its [IPv6] host is not closed by ']'";
-    for (const char c : host.substr(1, host.size() - 2))
-      if (!(std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'))
-        return "its [IPv6] host holds '" + visible(std::string(1, c)) + "'";
-  } else {
-    for (const char c : host)
-      if (!is_host_char(c)) return "its host holds '" + visible(std::string(1, c)) + "'";
-  }
-  unsigned value = 0;
-  if (port.empty() || port.size() > 5) return "its port is not a number in 1..65535";
-  for (const char c : port) {
-    if (c < '0' || c > '9') return "its port is not a number in 1..65535";
-    value = value * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (value == 0 || value > 65535) return "its port is not a number in 1..65535";
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<std::string> roster_entry_problem(const peer::Roster::Entry& entry) {
@@ -72,7 +43,7 @@ std::optional<std::string> roster_entry_problem(const peer::Roster::Entry& entry
     return "public key '" + visible(entry.public_key) + "' of '" + entry.name +
            "' is not a 40-character Z85 CurveZMQ key";
   if (!entry.address.empty()) {
-    if (const auto why = address_problem(entry.address))
+    if (const auto why = peer::site_address_problem(entry.address))
       return "address of '" + entry.name + "' must look like tcp://host:port, got '" + visible(entry.address) +
              "': " + *why;
   }
@@ -136,7 +107,7 @@ std::string read_roster_text(const std::filesystem::path& file) {
     std::string name, key, address;
     if (!(fields >> name) || name[0] == '#') continue;
     if (fields >> key >> address) {
-      if (const auto why = address_problem(address))
+      if (const auto why = peer::site_address_problem(address))
         throw error::UserError(where() + "address of '" + visible(name) + "' must look like tcp://host:port, got '" +
                                visible(address) + "': " + *why);
     }

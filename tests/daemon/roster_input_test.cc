@@ -45,11 +45,11 @@ TEST_CASE("a roster entry is exactly a name, a key and tcp://HOST:PORT", "[daemo
   CHECK_THAT(problem_of("epsilon", kKey, "tcp://10.0.0.5:7400 extra"), Contains("must look like tcp://host:port"));
   CHECK_THAT(problem_of("epsilon", kKey, "tcp://10.0.0.5:7400\r"), Contains("\\r"));
   CHECK_THAT(problem_of("epsilon", kKey, "tcp://\x1b[31mhost:7400"), Contains("\\x1b"));
-  CHECK_THAT(problem_of("epsilon", kKey, "tcp://10.0.0.5"), Contains("no :PORT"));
-  CHECK_THAT(problem_of("epsilon", kKey, "tcp://10.0.0.5:0"), Contains("1..65535"));
-  CHECK_THAT(problem_of("epsilon", kKey, "tcp://10.0.0.5:99999"), Contains("1..65535"));
-  CHECK_THAT(problem_of("epsilon", kKey, "ipc:///tmp/x"), Contains("does not start with tcp://"));
-  CHECK_THAT(problem_of("epsilon", kKey, "tcp://:7400"), Contains("host is empty"));
+  CHECK_THAT(problem_of("epsilon", kKey, "tcp://10.0.0.5"), Contains("must end with :PORT"));
+  CHECK_THAT(problem_of("epsilon", kKey, "tcp://10.0.0.5:0"), Contains("1 to 65535"));
+  CHECK_THAT(problem_of("epsilon", kKey, "tcp://10.0.0.5:99999"), Contains("1 to 65535"));
+  CHECK_THAT(problem_of("epsilon", kKey, "ipc:///tmp/x"), Contains("must start with tcp://"));
+  CHECK_THAT(problem_of("epsilon", kKey, "tcp://:7400"), Contains("the host is empty"));
   CHECK_THAT(problem_of("eps\nilon", kKey, ""), Contains("site name 'eps\\nilon'"));
   CHECK_THAT(problem_of("epsilon", kKey + "\n" + second, ""), Contains("is not a 40-character Z85"));
 }
