@@ -7,13 +7,9 @@
 // handshake's mechanisms differ, or the other side closes the connection during the handshake), or
 // a connection closed during the CURVE handshake (the roster here may list an old key of that site). A secure site
 // counts connections without CURVE as rejections, with the peer's host when it could still be read.
-#include <sys/socket.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <spdlog/spdlog.h>
 
+#include "peer/socket_peer_address.h"
 #include "peer/zmq_io_loop.h"
 
 namespace meridian::peer {
@@ -30,21 +26,8 @@ constexpr std::size_t kMaxAccepted = 1024;
 // The remote host of a connected socket (its address without the port, which changes with every
 // reconnection); empty when it cannot be read (the connection is gone already).
 std::string peer_host(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return {};
-  char host[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
-    if (!::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host)) return {};
-    return host;
-  }
-  if (addr.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
-    if (!::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host)) return {};
-    return host;
-  }
-  return {};
+  const auto address = socket_peer_address(fd);
+  return address ? address->host : std::string();
 }
 
 }  // namespace

@@ -6,14 +6,12 @@
 // terms differ from ours is answered with a refusal (peer/federation_terms.h).
 #include <sys/socket.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
 #include "peer/printable_text.h"
+#include "peer/socket_peer_address.h"
 #include "peer/zmq_io_loop.h"
 
 namespace meridian::peer {
@@ -34,25 +32,8 @@ std::string hex_id(const zmq::message_t& m) {
 // The remote end of a connected socket as "ip:port" (which tells one connection from a later one
 // that reuses its descriptor), or empty when it cannot be read (closed already).
 std::string remote_end(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return {};
-  char host[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
-    if (!::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host)) return {};
-    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
-  }
-  if (addr.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
-    if (!::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host)) return {};
-    std::string out(1, '[');
-    out += host;
-    out += "]:";
-    out += std::to_string(ntohs(in6->sin6_port));
-    return out;
-  }
-  return {};
+  const auto address = socket_peer_address(fd);
+  return address ? address->endpoint() : std::string();
 }
 
 // Accepted connections whose key is remembered; past this the lowest descriptors are forgotten (a
