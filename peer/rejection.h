@@ -45,7 +45,9 @@ enum class RejectCause : std::uint8_t {
   // A refusal from a site this one does not join through (only those decide that it is not admitted).
   kStrayRefusal,
 };
-inline constexpr std::size_t kRejectCauseCount = 20;
+inline constexpr std::size_t kRejectCauseCount = 22;
+// Counters are indexed by cause: a cause added after the last one must move this count too.
+static_assert(static_cast<std::size_t>(RejectCause::kStrayRefusal) + 1 == kRejectCauseCount);
 
 // Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
 std::string_view to_string(RejectCause cause);

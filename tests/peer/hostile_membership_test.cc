@@ -89,13 +89,13 @@ TEST_CASE("in-memory federation: a hostile member's forged records, views and re
     for (const auto* s : honest) h->send(s->self(), m);
   };
   MemberListInfo forged;
-  forged.members = {{"b", "inmem://b", "", b_incarnation, MemberState::kLeft}};
+  forged.members = {{"b", "tcp://b.in-memory.invalid:1", "", b_incarnation, MemberState::kLeft}};
   send_all(membership_message(MessageKind::kMembers, encode_members(forged)));
-  forged.members = {{"b", "inmem://b", "", b_incarnation, MemberState::kDead}};
+  forged.members = {{"b", "tcp://b.in-memory.invalid:1", "", b_incarnation, MemberState::kDead}};
   send_all(membership_message(MessageKind::kMembers, encode_members(forged)));
-  forged.members = {{"b", "inmem://b", "", b_incarnation + 1000, MemberState::kAlive}};
+  forged.members = {{"b", "tcp://b.in-memory.invalid:1", "", b_incarnation + 1000, MemberState::kAlive}};
   send_all(membership_message(MessageKind::kMembers, encode_members(forged)));
-  HelloInfo refusal{"h", "inmem://h", "", 1, 0, {}, "h refuses this site: model differs"};
+  HelloInfo refusal{"h", "tcp://h.in-memory.invalid:1", "", 1, 0, {}, "h refuses this site: model differs"};
   send_all(membership_message(MessageKind::kHello, encode_hello(refusal)));
 
   // a and c refuse all three; b refuses "b left" and refutes "b dead" with one step.
