@@ -638,9 +638,23 @@ def run_minutes(records):
     return sum(r["seconds"] for r in records) / 60
 
 
+def shown_command(record, work_dir):
+    """The record's command with its run directory under `work_dir` instead of the work directory the
+    run used, which may be a path of one machine: work_dir is where `make bench-wan` puts it, relative
+    to the repository. Records without a run directory keep their command."""
+    out_dir = record.get("out_dir")
+    if not out_dir:
+        return record["command"]
+    experiment_and_run = os.path.relpath(out_dir, os.path.dirname(os.path.dirname(out_dir)))
+    return record["command"].replace(f"--out {out_dir}", f"--out {os.path.join(work_dir, experiment_and_run)}")
+
+
 def write_report(raw, doc, plan_name, command):
     figdir = os.path.join(os.path.dirname(doc), "results")
     os.makedirs(figdir, exist_ok=True)
+    work_dir = os.path.join("build", "bench-wan-quick" if plan_name == "quick" else "bench-wan")
+    raw = {key: [dict(r, command=shown_command(r, work_dir)) for r in recs] if isinstance(recs, list) else recs
+           for key, recs in raw.items()}
     all_records = [r for recs in raw.values() if isinstance(recs, list) for r in recs]
     started = min((r["started"] for r in all_records), default=time.time())
     ended = max((r["started"] + r["seconds"] for r in all_records), default=time.time())
