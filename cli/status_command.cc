@@ -11,6 +11,7 @@
 #include "cli/control_target.h"
 #include "daemon/control_client.h"
 #include "daemon/human_format.h"
+#include "daemon/run_progress.h"
 
 namespace meridian::cli {
 namespace {
@@ -33,6 +34,21 @@ std::string shape_line(const daemon::StatusReport& s) {
   return out;
 }
 
+// "2410 of 5000 rounds (48.2%), about 3 min 20 s left  (epoch 3)"; "0  (epoch 0)" before the run's
+// rounds are agreed.
+std::string step_line(const daemon::StatusReport& s) {
+  std::string out = std::to_string(s.step);
+  if (s.total_steps) {
+    daemon::RunProgress p;
+    p.done = s.step;
+    p.total = *s.total_steps;
+    p.percent = s.percent_done.value_or(0);
+    p.eta_seconds = s.eta_seconds;
+    out = daemon::format_run_progress(p);
+  }
+  return out + "  (epoch " + std::to_string(s.epoch) + ")";
+}
+
 void print_status(const daemon::StatusReport& s) {
   char loss[32];
   std::snprintf(loss, sizeof loss, "%.4g", s.train_loss.value_or(0));
@@ -48,7 +64,7 @@ void print_status(const daemon::StatusReport& s) {
   std::snprintf(weight, sizeof weight, "%.6g", s.push_sum_weight);
   std::cout << "site        " << s.site << " (" << s.algorithm << "), " << s.state << "\n"
             << "listen      " << s.listen << "\n"
-            << "step        " << s.step << "  (epoch " << s.epoch << ")\n"
+            << "step        " << step_line(s) << "\n"
             << "loss        " << (s.train_loss ? loss : kNotMeasured) << "\n"
             << "accuracy    " << accuracy << "\n"
             << "peers       " << s.peers_alive << " alive of " << s.peers_known << " known (view " << s.view_id << ")\n"
@@ -63,6 +79,7 @@ void print_status(const daemon::StatusReport& s) {
                           " ago)")
             << "\n"
             << "uptime      " << daemon::format_duration(s.uptime_seconds) << "\n";
+  for (const auto& note : s.notes) std::cout << "note        " << note << "\n";
 }
 
 std::string optional_text(const std::optional<double>& v, const char* format, double scale = 1) {

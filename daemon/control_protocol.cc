@@ -62,6 +62,10 @@ void to_json(json& j, const StatusReport& r) {
            {"uptime_seconds", number(r.uptime_seconds)},
            {"last_checkpoint", r.last_checkpoint},
            {"checkpoint_age_seconds", optional_json(r.checkpoint_age_seconds)}};
+  if (r.total_steps) j["total_steps"] = *r.total_steps;
+  put_measured(j, "percent_done", r.percent_done);
+  put_measured(j, "eta_seconds", r.eta_seconds);
+  if (!r.notes.empty()) j["notes"] = r.notes;
   put_measured(j, "train_loss", r.train_loss);
   put_measured(j, "samples_per_second", r.samples_per_second);
   put_measured(j, "bytes_per_second", r.bytes_per_second);
@@ -80,6 +84,10 @@ void from_json(const json& j, StatusReport& r) {
   j.at("listen").get_to(r.listen);
   j.at("step").get_to(r.step);
   j.at("epoch").get_to(r.epoch);
+  if (j.contains("total_steps")) r.total_steps = j.at("total_steps").get<std::uint64_t>();
+  r.percent_done = measured_from(j, "percent_done");
+  r.eta_seconds = measured_from(j, "eta_seconds");
+  if (j.contains("notes")) j.at("notes").get_to(r.notes);
   r.train_loss = measured_from(j, "train_loss");
   r.test_accuracy = optional_from<double>(j, "test_accuracy");
   j.at("peers_alive").get_to(r.peers_alive);

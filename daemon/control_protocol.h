@@ -30,8 +30,19 @@ struct StatusReport {
   std::string algorithm;
   std::string state;   // joining | training | leaving | stopped
   std::string listen;  // the address peers connect to
+  // Rounds of the run done, counted from the run's first round as the federation counts them (a site
+  // that joined a running federation shows the federation's round, not its own steps), and the epochs
+  // of this site's data those rounds make (whole epochs, from the same count).
   std::uint64_t step = 0;
   std::uint64_t epoch = 0;
+  // The run's rounds once the sites agreed on them, its share done (0-100), and the time left at the
+  // recent pace; none before (JSON: keys absent).
+  std::optional<std::uint64_t> total_steps;
+  std::optional<double> percent_done;
+  std::optional<double> eta_seconds;
+  // What stands in this site's way as far as it knows, one line each for people: what it waits for
+  // and why, a member other sites admit that its own roster lacks. Empty when nothing.
+  std::vector<std::string> notes;
   // The three measurements of the progress report are none until the first one (a few seconds into
   // training); in JSON their keys are absent then, and null stands for NaN (a diverged loss).
   std::optional<double> train_loss;

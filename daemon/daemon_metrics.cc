@@ -4,8 +4,16 @@ namespace meridian::daemon {
 
 DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorithm)
     : last_durable_(Clock::now().time_since_epoch().count()),
-      step(registry_.gauge("meridian_step", "Training steps completed by this site.")),
-      epoch(registry_.gauge("meridian_epoch", "Epochs of the local data completed.")),
+      step(registry_.gauge("meridian_step",
+                           "Rounds of the run completed, counted from the run's first round (a site that joined "
+                           "late counts as the federation does).")),
+      epoch(registry_.gauge("meridian_epoch", "Epochs of the local data the completed rounds make.")),
+      total_steps(registry_.gauge_once_measured("meridian_total_steps",
+                                                "Rounds of the run, once the sites have agreed on them.")),
+      progress_ratio(registry_.gauge_once_measured("meridian_progress_ratio",
+                                                   "Share of the run's rounds completed (0 to 1; x100 for percent).")),
+      eta_seconds(registry_.gauge_once_measured(
+          "meridian_eta_seconds", "Time left until the run's last round at the pace of the last 30 seconds.")),
       train_loss(
           registry_.gauge_once_measured("meridian_train_loss", "Training loss, averaged over recent local batches.")),
       test_accuracy(registry_.gauge_once_measured("meridian_test_accuracy",

@@ -2,7 +2,8 @@
 // communication thread set them without spelling metric names. Owns its registry; hand registry() to
 // the MetricsServer.
 //
-// Names (all prefixed meridian_): step, epoch, train_loss, test_accuracy, samples_per_second,
+// Names (all prefixed meridian_): step, epoch, total_steps, progress_ratio, eta_seconds (the three absent
+// until the run's rounds are agreed, ETA until its pace is measured), train_loss, test_accuracy, samples_per_second,
 // push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, peer_rtt_seconds{peer},
 // peer_sent_bytes_total{peer}, peer_received_bytes_total{peer}, rejected_messages_total{cause},
 // zap_denied_total, checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds,
@@ -50,8 +51,12 @@ class DaemonMetrics {
   std::atomic<Clock::rep> last_durable_;  // last checkpoint, or the daemon's start before the first
 
  public:
-  Gauge& step;
-  Gauge& epoch;
+  Gauge& step;   // rounds of the run done (daemon/run_progress.h)
+  Gauge& epoch;  // epochs of the local data those rounds make
+  // Each absent until known: the run's rounds once agreed, the share done, the time left once paced.
+  Gauge& total_steps;
+  Gauge& progress_ratio;
+  Gauge& eta_seconds;
   Gauge& train_loss;
   Gauge& test_accuracy;  // fraction in [0, 1] of the last evaluation
   Gauge& samples_per_second;

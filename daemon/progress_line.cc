@@ -11,9 +11,13 @@ std::string format_progress_line(const Progress& p) {
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) about "/" + std::to_string(...).
   std::string line = "step ";
   line += std::to_string(p.step);
+  char buf[64];
   if (p.total_steps) {
     line += '/';
     line += std::to_string(*p.total_steps);
+    const double share = *p.total_steps == 0 ? 100.0 : 100.0 * static_cast<double>(p.step) / *p.total_steps;
+    std::snprintf(buf, sizeof buf, " (%.1f%%)", share);
+    line += buf;
   }
   line += "  epoch ";
   line += std::to_string(p.epoch);
@@ -22,7 +26,6 @@ std::string format_progress_line(const Progress& p) {
     line += std::to_string(*p.total_epochs);
   }
 
-  char buf[64];
   if (std::isnan(p.loss)) {
     line += "  loss nan";
   } else {
@@ -38,6 +41,7 @@ std::string format_progress_line(const Progress& p) {
   line += "  peers " + std::to_string(p.peers_alive) + "/" + std::to_string(p.peers_known);
   line += "  stale " + std::to_string(p.staleness);
   line += "  " + format_rate(p.bytes_per_second);
+  if (p.eta_seconds) line += "  eta " + format_duration(*p.eta_seconds);
   return line;
 }
 

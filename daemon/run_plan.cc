@@ -6,13 +6,16 @@
 namespace meridian::daemon {
 
 std::string encode_plan(const RunPlan& plan) {
-  return "plan steps=" + std::to_string(plan.steps) + " end=" + std::to_string(plan.end_round);
+  std::string body = "plan steps=" + std::to_string(plan.steps) + " end=" + std::to_string(plan.end_round);
+  if (plan.end_round != 0) body += " start=" + std::to_string(plan.start_round);
+  return body;
 }
 
 std::optional<RunPlan> decode_plan(const std::string& body) {
-  // Exactly "plan steps=<digits> end=<digits>"; from_chars takes no sign, so "-1" is refused.
+  // Exactly "plan steps=<digits> end=<digits>[ start=<digits>]"; from_chars takes no sign, so "-1"
+  // is refused.
   const std::string_view text(body);
-  const std::string_view head = "plan steps=", middle = " end=";
+  const std::string_view head = "plan steps=", middle = " end=", tail = " start=";
   if (!text.starts_with(head)) return std::nullopt;
   RunPlan plan;
   const char* p = text.data() + head.size();
@@ -23,7 +26,14 @@ std::optional<RunPlan> decode_plan(const std::string& body) {
   if (!rest.starts_with(middle)) return std::nullopt;
   p = after_steps + middle.size();
   auto [after_end, e2] = std::from_chars(p, end, plan.end_round);
-  if (e2 != std::errc() || after_end == p || after_end != end || plan.steps == 0) return std::nullopt;
+  if (e2 != std::errc() || after_end == p || plan.steps == 0) return std::nullopt;
+  if (after_end == end) return plan;
+  const std::string_view last(after_end, static_cast<std::size_t>(end - after_end));
+  if (!last.starts_with(tail) || plan.end_round == 0) return std::nullopt;
+  p = after_end + tail.size();
+  auto [after_start, e3] = std::from_chars(p, end, plan.start_round);
+  if (e3 != std::errc() || after_start == p || after_start != end || plan.start_round > plan.end_round)
+    return std::nullopt;
   return plan;
 }
 

@@ -24,10 +24,14 @@ inline constexpr std::uint32_t kPlanTag = 0x706c616e;  // "plan"
 struct RunPlan {
   std::uint64_t steps = 0;      // steps this site's data gives it
   std::uint64_t end_round = 0;  // the run's last round + 1 once this site trains; 0 before
+  // The run's first round once this site trains (with end_round), so that a site joining a running
+  // federation counts its rounds as the others do; 0 before.
+  std::uint64_t start_round = 0;
   friend bool operator==(const RunPlan&, const RunPlan&) = default;
 };
 
-// "plan steps=S end=E"; decode returns nullopt for anything else (never throws).
+// "plan steps=S end=E", with " start=B" appended once E is set; decode returns nullopt for anything
+// else (never throws).
 std::string encode_plan(const RunPlan& plan);
 std::optional<RunPlan> decode_plan(const std::string& body);
 

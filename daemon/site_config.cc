@@ -238,7 +238,8 @@ const std::vector<OptionSpec>& shared_option_specs() {
                     "measured round trip and step time (docs/algorithms.md)",
                     &C::tau),
         field(algo, "grid", "dsync: auto | AxB (rows x columns of sites)", &C::grid),
-        field(algo, "min-sites", "Sites that must be in the view before training starts (0 = --site-count)",
+        field(algo, "min-sites", "Sites that must be in the view before training starts (0 = the roster's quorum or size; with "
+              "--insecure, --site-count)",
               &C::min_sites),
         field(algo, "join-timeout", "Seconds to wait for --min-sites sites before giving up", &C::join_timeout),
         field(algo, "round-timeout",

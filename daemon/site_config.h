@@ -109,7 +109,7 @@ struct SiteConfig {
   int out_peers = 1;            // K: sgp out-peers per step
   int tau = 1;                  // τ: sgp may run τ steps ahead of the oldest expected message; kAutoShape: auto
   std::string grid = "auto";    // dsync: auto | AxB
-  int min_sites = 0;            // sites in the view before training starts; 0 = site-count
+  int min_sites = 0;            // sites in the view before training starts; 0: daemon/min_sites.h
   double join_timeout = 300.0;  // seconds to wait for min-sites before giving up
   double round_timeout = 30.0;  // seconds before a mixing round is abandoned and redone
   int reaverage_every = 100;    // steps between exact parameter re-averages; 0 = only on view change

@@ -110,6 +110,7 @@ void SiteDaemon::Impl::prepare() {
           format_count(added_steps, "step"));
     } else if (finished) {
       // Peers that start a longer run hear at once that this site's run has ended (serve_control).
+      run_start = resume->start_round;
       run_end = resume->end_round;
       spdlog::warn(
           "the checkpoint's run finished at round {} after {} steps and --epochs {} gives no more ({}): "
@@ -162,7 +163,13 @@ void SiteDaemon::Impl::make_transport() {
   if (!transport) throw error::InternalError("the transport factory of site '" + config.name + "' made no transport");
   if (resume) transport->resume_round(resume->step);
   // What `meridian roster` changes (daemon/site_roster.cc); the transport read the same file.
-  if (!config.insecure) roster_in_force = peer::Roster::load(config.roster);
+  if (!config.insecure) {
+    roster_in_force = peer::Roster::load(config.roster);
+    reachability.set_roster(names_of(*roster_in_force));
+  }
+  min_sites = resolve_min_sites(config, roster_in_force ? &*roster_in_force : nullptr);
+  spdlog::info("{}", describe(min_sites));
+  if (min_sites.warning) spdlog::warn("{}", *min_sites.warning);
   trail->write_endpoint(transport->endpoint());
 }
 

@@ -16,10 +16,10 @@
 // exceptions at the next wait, every wait with a deadline) and in a few atomics and one mutex-guarded
 // status snapshot.
 //
-// Starting: training begins when the view holds --min-sites sites (default --site-count) and has been
-// stable for a moment; every site then starts at the view's effective round and the sites agree on
-// the last round (daemon/run_plan.h: the smallest site's step count, so sites whose own data gives
-// them more steps do not wait for rounds the others never start), so all run the same rounds. A site
+// Starting: training begins when the view holds --min-sites sites (default: the roster's quorum or
+// size, daemon/min_sites.h) and has been stable for a moment; every site then starts at the view's
+// effective round and the sites agree on the last round (daemon/run_plan.h: the smallest site's step
+// count, so sites whose own data gives them more steps do not wait for rounds the others never start), so all run the same rounds. A site
 // that joins a running federation takes its end round from a peer. A site that resumes from a checkpoint waits to be
 // back in the view (one that follows a view without its previous incarnation, see peer/membership.h) and starts at that
 // view's first round (sgp: or the later round its peers are mixing, seen from their first message to it, since push-sum

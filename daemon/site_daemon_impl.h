@@ -36,7 +36,10 @@
 #include "daemon/federation_view.h"
 #include "daemon/input_scaling_exchange.h"
 #include "daemon/metrics_server.h"
+#include "daemon/min_sites.h"
+#include "daemon/reachability.h"
 #include "daemon/run_plan.h"
+#include "daemon/run_progress.h"
 #include "daemon/run_trail.h"
 #include "daemon/site_daemon.h"
 #include "daemon/site_data.h"
@@ -66,8 +69,10 @@ inline const char* to_string(SiteState s) {
 
 // What the trainer publishes for the control socket; guarded by Impl::live_mu.
 struct LiveStatus {
-  std::uint64_t step = 0;  // steps of this run done
+  std::uint64_t step = 0;  // rounds of this run done, counted from the run's first round (RunProgress)
   std::uint64_t epoch = 0;
+  std::optional<std::uint64_t> total_steps;  // the run's rounds once agreed
+  RunPace pace;                              // the rounds done, noted as they go
   std::optional<double> train_loss;  // these three: none before the first progress report
   std::optional<double> test_accuracy;
   std::uint64_t staleness = 0;
@@ -126,10 +131,26 @@ struct SiteDaemon::Impl final : ControlHandler {
   ScalingExchange scaling;  // noted by the control thread (daemon/input_scaling_exchange.h)
   // The run's end round once the trainer knows it (a finished run's, from its checkpoint, at start); 0 before.
   std::atomic<std::uint64_t> run_end{0};
+  // The run's first round once the trainer knows it (with run_end): what a joining site counts from.
+  std::atomic<std::uint64_t> run_start{0};
   std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
+  // Sites the view must hold before training starts, fixed at start (daemon/min_sites.h).
+  MinSites min_sites;
+  // Who reaches whom as far as this site knows (daemon/reachability.h): noted and shared by the
+  // control thread, read for the waiting line and status.
+  Reachability reachability{config.name, std::nullopt};
+  std::set<std::string> unlisted_logged;  // members others hold that this roster lacks, logged once (control thread)
+  std::mutex notes_mu;
+  std::string waiting_note;  // the trainer's latest waiting line while it waits for the view (guarded by notes_mu)
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
   StatusReport status() override;
+  // What stands in this site's way as far as it knows (StatusReport::notes), and this site's own
+  // reach report (daemon/reachability.h).
+  std::vector<std::string> notes();
+  ReachReport own_reach() const;
+  // Members other sites hold that this site's roster lacks: logged once each (control thread).
+  void log_unlisted();
   std::vector<PeerReport> peers() override;
   LeaveReport leave() override;
   std::vector<SiteRow> federation() override;                // site_federation.cc
@@ -150,7 +171,9 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::optional<std::uint64_t> taken_back_at;
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
   // The run's end round, agreed with the view's members when each proposes `steps` from the view's round.
+  // A site that joins a running federation learns the run's first round too (joined_run_start).
   std::uint64_t agree_end_round(const peer::View& view, std::uint64_t steps);
+  std::optional<std::uint64_t> joined_run_start;
   // A finished run resumed with a longer --epochs: the steps it adds (its checkpoint's run ended
   // before the run this --epochs gives would); 0 otherwise. Set by prepare().
   std::uint64_t added_steps = 0;

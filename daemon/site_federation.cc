@@ -37,13 +37,54 @@ SiteRow SiteDaemon::Impl::own_summary() {
   return r;
 }
 
+ReachReport SiteDaemon::Impl::own_reach() const {
+  return reachability.own_report(transport->alive_members(), transport->refused_by());
+}
+
+std::vector<std::string> SiteDaemon::Impl::notes() {
+  std::vector<std::string> out;
+  bool waiting = false;
+  {
+    std::lock_guard lock(notes_mu);
+    if (!waiting_note.empty()) out.push_back(waiting_note);
+    waiting = !waiting_note.empty();
+  }
+  for (const auto& [name, holders] : reachability.unlisted()) {
+    std::string held;
+    for (const auto& h : holders) held += (held.empty() ? "" : ", ") + h;
+    out.push_back(name + " is a member at " + held + " but this site's roster (" + config.roster +
+                  ") does not list it");
+  }
+  // The waiting line names the causes already.
+  if (!waiting)
+    for (auto& cause : reachability.causes(own_reach())) out.push_back("as far as this site knows: " + cause);
+  return out;
+}
+
+void SiteDaemon::Impl::log_unlisted() {
+  for (const auto& [name, holders] : reachability.unlisted()) {
+    if (!unlisted_logged.insert(name).second) continue;
+    std::string held;
+    for (const auto& h : holders) held += (held.empty() ? "" : ", ") + h;
+    spdlog::warn(
+        "'{}' is a member at {}, but this site's roster {} does not list it: this site refuses it, so the "
+        "federation cannot form one view with it. If it belongs, add it here (meridian roster add); if not, "
+        "{} should remove it",
+        name, held, config.roster, held);
+  }
+}
+
 void SiteDaemon::Impl::share_summary() {
   const auto summary = own_summary();
   federation_view.note_self(summary, Clock::now());
   const auto message = summary_message(summary);
+  const auto reach = reach_message(own_reach());
   try {
     for (const auto& name : transport->alive_members())
-      if (name != config.name) transport->send(name, message);
+      if (name != config.name) {
+        transport->send(name, message);
+        transport->send(name, reach);
+      }
   } catch (const peer::TransportError&) {
     // Stopped or failed: the communication thread reports a failure, and a stopped site has no peers.
   }
@@ -62,6 +103,8 @@ void SiteDaemon::Impl::refresh_federation(std::set<std::string>& in_metrics) {
     if (m.record.state == peer::MemberState::kDead) dead.push_back(m.record.name);
   }
   federation_view.keep_only(members, dead);
+  reachability.keep_only(members);
+  log_unlisted();
   const auto rows = federation_view.rows(Clock::now());
   std::set<std::string> shown;
   for (const auto& r : rows) {
@@ -77,7 +120,17 @@ void SiteDaemon::Impl::refresh_federation(std::set<std::string>& in_metrics) {
     if (!shown.contains(name)) metrics->forget_site(name);
   in_metrics = std::move(shown);
 
-  StatusPage next{config.name, std::string(algo.name()), rows, peers(), federation_view.curves()};
+  StatusPage next;
+  next.self = config.name;
+  next.algorithm = algo.name();
+  next.sites = rows;
+  next.links = peers();
+  next.curves = federation_view.curves();
+  next.notes = notes();
+  {
+    std::lock_guard lock(live_mu);
+    if (live.total_steps) next.progress = format_run_progress(live.pace.progress(*live.total_steps));
+  }
   std::lock_guard lock(page_mu);
   page = std::move(next);
 }

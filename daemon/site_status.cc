@@ -27,9 +27,18 @@ StatusReport SiteDaemon::Impl::status() {
   r.peers_known = static_cast<int>(std::max<std::size_t>(members.size(), 1));
   r.view_id = transport->latest_view().id;
   r.uptime_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  r.notes = notes();
   std::lock_guard lock(live_mu);
   r.step = live.step;
   r.epoch = live.epoch;
+  if (live.total_steps) {
+    // A run that stalls (peers gone, a round waiting) slows its pace, so the time left grows honestly.
+    if (state.load() == SiteState::kTraining) live.pace.note(live.step, Clock::now());
+    const auto progress = live.pace.progress(*live.total_steps);
+    r.total_steps = progress.total;
+    r.percent_done = progress.percent;
+    r.eta_seconds = progress.eta_seconds;
+  }
   r.train_loss = live.train_loss;
   r.test_accuracy = live.test_accuracy;
   r.staleness = live.staleness;
@@ -131,6 +140,7 @@ void SiteDaemon::Impl::serve_control() {
     if (item.revents & ZMQ_POLLIN) control.serve_pending();
     while (auto msg = transport->receive_control(milliseconds(0))) {
       if (federation_view.note(*msg, Clock::now())) continue;  // a peer's summary (site_federation.cc)
+      if (reachability.note(*msg)) continue;                     // whom a peer reaches (daemon/reachability.h)
       // A peer's moments or the federation's input scaling (daemon/input_scaling_exchange.h).
       if (auto noted = scaling.note(*msg); noted.recognized) {
         if (noted.reply) transport->send(msg->from, std::move(*noted.reply));
@@ -145,7 +155,7 @@ void SiteDaemon::Impl::serve_control() {
             msg->from);
         continue;
       }
-      if (plan->end_round == 0 && run_end != 0) transport->send(msg->from, plan_message({data.total_steps, run_end}));
+      if (plan->end_round == 0 && run_end != 0) transport->send(msg->from, plan_message({data.total_steps, run_end, run_start}));
     }
     if (daemon_options.handle_signals && ShutdownSignals::requested() && !stop.exchange(true)) {
       spdlog::info("stop requested: finishing the step in flight, then checkpoint and leave (again to exit at once)");

@@ -17,7 +17,7 @@ using std::chrono::milliseconds;
 }  // namespace
 
 bool SiteDaemon::Impl::wait_for_view(bool resumed) {
-  const auto need = static_cast<std::size_t>(config.min_sites > 0 ? config.min_sites : config.site_count);
+  const std::size_t need = min_sites.count;
   const auto deadline = Clock::now() + seconds_ms(config.join_timeout);
   auto next_note = Clock::now();
   std::optional<peer::View> candidate;
@@ -68,6 +68,17 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
     }
     return true;
   };
+  // Views seen since the last waiting line: many mean the view does not settle.
+  std::uint64_t last_view_id = transport->latest_view().id;
+  std::size_t views_seen = 0;
+  // The waiting line is gone from `meridian status` once this wait ends, however it ends.
+  struct ClearNote {
+    Impl& impl;
+    ~ClearNote() {
+      std::lock_guard lock(impl.notes_mu);
+      impl.waiting_note.clear();
+    }
+  } clear_note{*this};
   auto back_in = [&](const peer::View& view) {
     return peer::take_back_round(view, config.name, checkpoint_round,
                                  [&](std::uint64_t round) { return transport->view_for(round); });
@@ -79,6 +90,10 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
     // other member is counted, not obeyed, so a hostile member cannot stop a starting site.
     if (auto refusal = transport->refusal()) throw error::UserError(*refusal);
     const auto view = transport->latest_view();
+    if (view.id != last_view_id) {
+      last_view_id = view.id;
+      ++views_seen;
+    }
     const bool enough = view.rank_of(config.name) && view.size() >= need &&
                         (!resumed || back_in(view).has_value() || Clock::now() - waiting_since >= alone_grace) &&
                         !awaits_pace(view);
@@ -99,6 +114,9 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
       } else if (Clock::now() - candidate_since >= settle) {
         spdlog::info("view {} from round {}: {} ({}){}", view.id, view.effective_round, join_names(view.members),
                      format_count(view.size(), "site"), resumed ? ", rejoining" : "");
+        if (view.size() == 1)
+          spdlog::warn("training alone: the view holds only this site ({}); no other site's data takes part",
+                       describe(min_sites));
         return true;
       }
     } else {
@@ -113,12 +131,30 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
                              "); check --join addresses, the roster and that the other sites are running" + why);
     }
     if (Clock::now() >= next_note) {
-      // What the connections to the --join sites say (nobody listening, key refused, ...), if anything.
+      // What the connections to the --join sites say (nobody listening, key refused, ...), if anything,
+      // then what this site and its peers know of sites that do not reach each other.
       std::string why;
       for (const auto& problem : transport->join_problems()) why += "; " + problem;
-      spdlog::info("waiting for {} in the view (have {}: {}); --join {}{}", format_count(need, "site"), view.size(),
-                   join_names(view.members),
-                   config.join.empty() ? "(none: others must join this site)" : join_names(config.join), why);
+      const auto causes = reachability.causes(own_reach());
+      if (!causes.empty()) why += "; as far as this site knows: " + join_names(causes);
+      // Enough sites, but the view keeps changing: the members do not all reach each other.
+      const std::string unsettled =
+          view.size() >= need && view.rank_of(config.name) && views_seen > 2 ? ", the view does not settle: " +
+                                                                                   std::to_string(views_seen) +
+                                                                                   " views in the last 5 s"
+                                                                             : "";
+      const std::string line = fmt::format("waiting for {} in the view ({}; have {}: {}{}); --join {}{}",
+                                           format_count(need, "site"), describe(min_sites), view.size(),
+                                           join_names(view.members), unsettled,
+                                           config.join.empty() ? "(none: others must join this site)"
+                                                               : join_names(config.join),
+                                           why);
+      spdlog::info("{}", line);
+      {
+        std::lock_guard lock(notes_mu);
+        waiting_note = line;
+      }
+      views_seen = 0;
       next_note = Clock::now() + std::chrono::seconds(5);
     }
     std::this_thread::sleep_for(milliseconds(50));
@@ -171,6 +207,7 @@ std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view, std::uin
       }
       if (it->second.end_round != 0) {
         spdlog::info("joining a running federation: '{}' trains until round {}", m, it->second.end_round);
+        joined_run_start = std::min(it->second.start_round, view.effective_round);
         return std::max(it->second.end_round, view.effective_round);
       }
       steps = std::min(steps, it->second.steps);

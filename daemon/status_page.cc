@@ -136,8 +136,14 @@ std::string render_status_page(const StatusPage& page) {
        << "tr.self td{font-weight:bold}tr.dead td,tr.unheard td{color:#a00}\n"
        << ".legend span{margin-right:1em}\n"
        << "</style>\n</head>\n<body>\n"
-       << "<h1>Meridian federation seen from " << escape(page.self) << " (" << escape(page.algorithm) << ")</h1>\n"
-       << "<h2>Sites</h2>\n<table id=\"sites\">\n<thead><tr><th>site</th><th>state</th><th>step</th><th>epoch</th>"
+       << "<h1>Meridian federation seen from " << escape(page.self) << " (" << escape(page.algorithm) << ")</h1>\n";
+  if (!page.progress.empty()) html << "<p id=\"progress\">Run: " << escape(page.progress) << "</p>\n";
+  if (!page.notes.empty()) {
+    html << "<ul id=\"notes\">\n";
+    for (const auto& note : page.notes) html << "<li>" << escape(note) << "</li>\n";
+    html << "</ul>\n";
+  }
+  html << "<h2>Sites</h2>\n<table id=\"sites\">\n<thead><tr><th>site</th><th>state</th><th>step</th><th>epoch</th>"
        << "<th>loss</th><th>accuracy</th><th>samples/s</th><th>push-sum w</th><th>last heard</th></tr></thead>\n"
        << "<tbody>\n";
   for (const auto& r : page.sites) {

@@ -3,7 +3,9 @@
 // curves. One self-contained document: inline CSS and SVG, no script, no external asset; it reloads
 // itself every few seconds (a meta refresh), so any browser that can reach the port can watch a run.
 //
-// Element ids for tools and tests: table#sites (one tr[data-site] per site), table#links (one
+// Element ids for tools and tests: p#progress (this site's run: rounds done of the total, percent,
+// time left; absent before the rounds are agreed), ul#notes (one li per note: what this site waits
+// for and why; absent when none), table#sites (one tr[data-site] per site), table#links (one
 // tr[data-peer] per peer), svg#loss-chart and svg#accuracy-chart (one polyline[data-site] per site
 // with at least two points).
 #pragma once
@@ -20,6 +22,8 @@ namespace meridian::daemon {
 struct StatusPage {
   std::string self;  // the site that serves the page
   std::string algorithm;
+  std::string progress;            // daemon/run_progress.h format_run_progress; empty before it is known
+  std::vector<std::string> notes;  // StatusReport::notes
   std::vector<SiteRow> sites;
   std::vector<PeerReport> links;
   std::map<std::string, std::vector<CurvePoint>> curves;

@@ -193,7 +193,7 @@ void SiteDaemon::Impl::train() {
         if (Clock::now() >= alone && members.size() <= 1) break;
         if (Clock::now() >= next_send) {
           for (const auto& m : members)
-            if (m != config.name) transport->send(m, plan_message({data.total_steps, end_round}));
+            if (m != config.name) transport->send(m, plan_message({data.total_steps, end_round, start_round}));
           next_send = Clock::now() + std::chrono::seconds(1);
         }
         if (!heard && !plans.snapshot().empty()) {
@@ -245,8 +245,22 @@ void SiteDaemon::Impl::train() {
       end_round = agree_end_round(view, data.total_steps);
       k = start_round;
     }
+    // Before run_end: a joining site that hears the end from this one hears the start with it.
+    run_start = std::min(joined_run_start.value_or(start_round), start_round);
     run_end = end_round;
   }
+  // Rounds count from the run's first round, as the federation counts them: a site that joined a
+  // running federation shows the others' round, not its own few steps.
+  const std::uint64_t first_round = std::min(joined_run_start.value_or(start_round), start_round);
+  run_start = first_round;  // also for a finished run that answers plans (serve_control)
+  {
+    std::lock_guard lock(live_mu);
+    live.step = k - first_round;
+    live.epoch = (k - first_round) / std::max<std::uint64_t>(data.steps_per_epoch, 1);
+    live.total_steps = end_round - first_round;
+    live.pace.note(k - first_round, Clock::now());
+  }
+  metrics->total_steps.set(static_cast<double>(end_round - first_round));
   settle_normalization(resumed);
   if (stop) return;
   state = SiteState::kTraining;
@@ -386,13 +400,21 @@ void SiteDaemon::Impl::train() {
     }
     if (store->due()) (void)write_checkpoint(*algorithm, order, k + 1, start_round, end_round);
 
-    const double epoch = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
+    // What status, the page and /metrics show: the run's rounds done and the epochs they make.
+    const std::uint64_t rounds_done = k + 1 - first_round;
+    const double epoch = static_cast<double>(rounds_done) / static_cast<double>(data.steps_per_epoch);
+    RunProgress run_progress;
     {
       std::lock_guard lock(live_mu);
-      live.step = steps_done;
+      live.step = rounds_done;
+      live.epoch = static_cast<std::uint64_t>(epoch);
+      live.pace.note(rounds_done, Clock::now());
+      run_progress = live.pace.progress(end_round - first_round);
     }
-    metrics->step.set(static_cast<double>(steps_done));
+    metrics->step.set(static_cast<double>(rounds_done));
     metrics->epoch.set(epoch);
+    metrics->progress_ratio.set(run_progress.percent / 100);
+    if (run_progress.eta_seconds) metrics->eta_seconds.set(*run_progress.eta_seconds);
     metrics->train_loss.set(loss_avg);
     metrics->push_sum_weight.set(algorithm->push_sum_weight());
     metrics->staleness_steps.set(static_cast<double>(algorithm->staleness()));
@@ -408,8 +430,9 @@ void SiteDaemon::Impl::train() {
       const double bps = dt > 0 ? static_cast<double>(sent + received - bytes_at_last) / dt : 0;
       metrics->samples_per_second.set(sps);
       Progress p;
-      p.step = steps_done;
-      p.total_steps = steps_total;
+      p.step = rounds_done;
+      p.total_steps = end_round - first_round;
+      p.eta_seconds = run_progress.eta_seconds;
       p.epoch = static_cast<std::uint64_t>(epoch);
       p.total_epochs = static_cast<std::uint64_t>(std::ceil(config.epochs));
       p.loss = loss_avg;
@@ -427,8 +450,6 @@ void SiteDaemon::Impl::train() {
       std::fflush(stderr);
       {
         std::lock_guard lock(live_mu);
-        live.step = steps_done;
-        live.epoch = static_cast<std::uint64_t>(epoch);
         live.train_loss = loss_avg;
         live.test_accuracy = accuracy;
         live.staleness = algorithm->staleness();

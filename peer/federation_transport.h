@@ -109,6 +109,9 @@ class FederationTransport : public Transport {
   // for people: nobody listening there, this site's key refused, security that differs. Empty while
   // nothing is known, and once those sites are members.
   virtual std::vector<std::string> join_problems() const = 0;
+  // The sites this site joins through whose handshake refused its key (their roster lacks it, or lists
+  // another key for it), by name, sorted; empty while none did, and on transports without keys.
+  virtual std::vector<std::string> refused_by() const { return {}; }
 };
 
 }  // namespace meridian::peer

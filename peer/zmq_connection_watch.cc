@@ -70,10 +70,12 @@ void ZmqTransport::IoLoop::bootstrap_event(Bootstrap& b, const ZmqSocketMonitor:
       break;
     case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
       b.handshake_ok = true;
+      b.key_refused = false;
       b.cut_handshakes = 0;
       b.problem.clear();
       break;
     case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+      b.key_refused = true;
       b.problem = site + " refused this site's key (CURVE handshake denied, ZAP status " + std::to_string(e.value) +
                   "): is this site's public key in that site's roster?";
       break;

@@ -58,11 +58,15 @@ void ZmqTransport::IoLoop::publish() {
     }
     status.push_back(std::move(m));
   }
-  std::vector<std::string> problems;
-  for (const auto& b : bootstraps_)
+  std::vector<std::string> problems, refused_by;
+  for (const auto& b : bootstraps_) {
     if (!b.problem.empty()) problems.push_back(b.problem);
+    if (b.key_refused && !b.name.empty()) refused_by.push_back(b.name);
+  }
+  std::sort(refused_by.begin(), refused_by.end());
   std::lock_guard lock(t_.mu_);
   t_.join_problems_ = std::move(problems);
+  t_.refused_by_ = std::move(refused_by);
   t_.views_ = membership().views();
   t_.awaits_pace_ = membership().awaits_pace();
   t_.member_status_ = std::move(status);

@@ -62,6 +62,7 @@ struct Bootstrap {
   bool handshake_ok = false;  // its handshake succeeded
   int cut_handshakes = 0;     // connections closed during the handshake since the last that succeeded
   std::string problem;        // why the site has not been reached, for people; empty: none known
+  bool key_refused = false;   // its handshake refused this site's key (the cause of `problem`)
 };
 
 class ZmqTransport::IoLoop final : private MembershipPort {

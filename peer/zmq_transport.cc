@@ -333,6 +333,11 @@ std::optional<std::string> ZmqTransport::refusal() const {
   return refusal_;
 }
 
+std::vector<std::string> ZmqTransport::refused_by() const {
+  std::lock_guard lock(mu_);
+  return refused_by_;
+}
+
 std::vector<std::string> ZmqTransport::join_problems() const {
   std::lock_guard lock(mu_);
   return join_problems_;

@@ -185,6 +185,7 @@ class ZmqTransport final : public FederationTransport {
   void set_roster(const Roster& roster) override;
   // From the socket monitors of the bootstrap connections (libzmq's connection and handshake events).
   std::vector<std::string> join_problems() const override;
+  std::vector<std::string> refused_by() const override;
 
  private:
   class IoLoop;  // the loop's state: sockets, membership, queues (peer/zmq_io_loop.h)
@@ -237,6 +238,7 @@ class ZmqTransport final : public FederationTransport {
   std::exception_ptr failure_;
   std::optional<std::string> refusal_;      // the first refusal a peer sent (refusal())
   std::vector<std::string> join_problems_;  // copy of the bootstrap links' problems, for join_problems()
+  std::vector<std::string> refused_by_;     // bootstrap sites that refused this site's key, for refused_by()
   bool stopped_ = false;
   int wake_fd_ = -1;  // eventfd: post() writes, the I/O thread polls
   TransportStats stats_;

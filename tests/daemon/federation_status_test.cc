@@ -116,6 +116,22 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   CHECK(parsed[0]["self"] == true);
   CHECK(parsed[1]["train_loss"].is_number());
 
+  // Progress: the run's rounds, the share done and the time left, with an epoch that matches the step.
+  const auto own = meridian::tests::run_meridian("status --json --socket " + socket_of(gamma));
+  REQUIRE(own.exit_code == 0);
+  const auto status = nlohmann::json::parse(own.output);
+  INFO(own.output);
+  REQUIRE(status.contains("total_steps"));
+  const auto step = status["step"].get<std::uint64_t>();
+  const auto total = status["total_steps"].get<std::uint64_t>();
+  CHECK(total > 0);
+  CHECK(step <= total);
+  CHECK(status["percent_done"].get<double>() == Approx(100.0 * static_cast<double>(step) / static_cast<double>(total)));
+  CHECK(status["epoch"].get<std::uint64_t>() <= step);  // whole epochs of those rounds, never a stale count
+  const auto text = meridian::tests::run_meridian("status --socket " + socket_of(gamma));
+  INFO(text.output);
+  CHECK(contains(text.output, " of " + std::to_string(total) + " rounds ("));
+
   // These sites run without CURVE: there is no roster to list or change, and the command says so.
   const auto roster = meridian::tests::run_meridian("roster list --socket " + socket_of(gamma));
   CHECK(roster.exit_code == 1);
@@ -125,6 +141,11 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   const int port = meridian::testing::metrics_port(alpha.log());
   REQUIRE(port != 0);
   const auto metrics = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  CHECK(contains(metrics, "\nmeridian_total_steps " + std::to_string(total) + "\n"));
+  CHECK(contains(metrics, "\nmeridian_progress_ratio "));
+  REQUIRE(eventually([&] {
+    return contains(meridian::testing::http_body(meridian::testing::http_get(port, "/metrics")), "\nmeridian_eta_seconds ");
+  }));
   for (const auto& n : names) {
     CHECK(contains(metrics, "meridian_federation_step{site=\"" + n + "\"} "));
     CHECK(contains(metrics, "meridian_federation_train_loss{site=\"" + n + "\"} "));
@@ -136,6 +157,7 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   const auto response = meridian::testing::http_get(port, "/status");
   REQUIRE(response.rfind("HTTP/1.1 200", 0) == 0);
   CHECK(contains(response, "Content-Type: text/html"));
+  CHECK(contains(response, "<p id=\"progress\">Run: "));
   // The page's curves need two points per site: summaries come once a second.
   REQUIRE(eventually([&] {
     const auto page = meridian::testing::http_body(meridian::testing::http_get(port, "/"));
@@ -159,6 +181,8 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
     INFO("chromium: " << meridian::tests::file_contents(dir.path() / "chromium.log"));
     REQUIRE(dom.exit_code == 0);
     CHECK(contains(dom.output, "<table id=\"sites\">"));
+    CHECK(contains(dom.output, "<p id=\"progress\">Run: "));
+    CHECK(contains(dom.output, " of " + std::to_string(total) + " rounds ("));
     CHECK(contains(dom.output, "alpha (this site)"));
     for (const auto& n : names) {
       CHECK(contains(dom.output, "<tr data-site=\"" + n + "\""));

@@ -153,7 +153,12 @@ TEST_CASE("the status page shows every site, the links and a curve per site", "[
   link.bytes_sent = 2048;
   page.links = {link};
   page.curves = view.curves();
+  page.progress = "40 of 200 rounds (20.0%), about 8 s left";
+  page.notes = {"gamma is a member at beta but this site's roster (r<1>.txt) does not list it"};
   const auto html = render_status_page(page);
+  CHECK_THAT(html, Contains("<p id=\"progress\">Run: 40 of 200 rounds (20.0%), about 8 s left</p>"));
+  CHECK_THAT(html, Contains("<ul id=\"notes\">\n<li>gamma is a member at beta but this site&#39;s roster "
+                            "(r&lt;1&gt;.txt) does not list it</li>"));
   CHECK_THAT(html, Contains("<table id=\"sites\">"));
   CHECK_THAT(html,
              Contains("<tr data-site=\"alpha\" class=\"self\"><td>alpha (this site)</td><td>training</td><td>40"));
@@ -174,6 +179,8 @@ TEST_CASE("the status page shows every site, the links and a curve per site", "[
   StatusPage empty;
   empty.self = "alpha";
   CHECK_THAT(render_status_page(empty), Contains("no measurement yet"));
+  CHECK(render_status_page(empty).find("id=\"progress\"") == std::string::npos);  // before the rounds are agreed
+  CHECK(render_status_page(empty).find("id=\"notes\"") == std::string::npos);
 }
 
 TEST_CASE("federation and roster requests and replies round-trip the control protocol", "[unit][daemon][control]") {

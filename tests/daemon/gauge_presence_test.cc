@@ -42,7 +42,8 @@ TEST_CASE("a gauge created absent is left out of the exposition until set, and a
 TEST_CASE("a new daemon exposes no loss, accuracy or throughput before it measured them", "[daemon][metrics][unit]") {
   DaemonMetrics metrics("alpha", "sgp");
   std::string text = metrics.registry().render();
-  for (const char* name : {"meridian_train_loss", "meridian_test_accuracy", "meridian_samples_per_second"}) {
+  for (const char* name : {"meridian_train_loss", "meridian_test_accuracy", "meridian_samples_per_second",
+                           "meridian_total_steps", "meridian_progress_ratio", "meridian_eta_seconds"}) {
     INFO(name);
     CHECK_FALSE(has_sample(text, name));
   }

@@ -29,10 +29,12 @@ using meridian::tests::StartArgs;
 
 namespace {
 
-// A site of two that waits (long) for the other, without keys unless secure() gives them.
+// A site of two that waits (long) for the other, without keys unless secure() gives them. Two sites
+// whatever its roster lists: alpha's lists only itself in the tests below, and must wait all the same.
 StartArgs args_for(const std::string& name, int index, const fs::path& table) {
   return StartArgs(name)
       .site(index, 2)
+      .set("--min-sites", 2)
       .csv(table)
       .mlp(8)
       .set("--epochs", 1)

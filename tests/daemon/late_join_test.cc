@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -71,6 +72,20 @@ TEST_CASE("a site that joins a running federation takes the end round from a pee
   REQUIRE(training);
   REQUIRE_FALSE(s0.exited());
   SiteProcess s2(dir.path() / "s2", site_args(2, "4").join(endpoint));
+  // While s2 trains, its status counts the federation's rounds (checked below against the run's).
+  std::optional<meridian::daemon::StatusReport> late;
+  meridian::daemon::ControlClient s2_control((s2.run_dir() / "control.sock").string());
+  eventually([&] {
+    if (s2.exited()) return true;
+    try {
+      const auto status = s2_control.status();
+      if (status.state == "training" && status.total_steps) late = status;
+    } catch (const std::exception&) {
+      return false;
+    }
+    return late.has_value();
+  });
+  REQUIRE(late);
 
   std::vector<int> codes;
   for (auto* s : {&s0, &s1, &s2}) codes.push_back(s->wait_exit(std::chrono::seconds(600)));
@@ -91,6 +106,9 @@ TEST_CASE("a site that joins a running federation takes the end round from a pee
       std::regex_search(log, plan, std::regex("joining a running federation: 's[01]' trains until round ([0-9]+)")));
   const auto end_round = std::stoull(plan[1]);
   CHECK(end_round == run_start + 3 * 312);
+  CHECK(*late->total_steps == 3 * 312);
+  // Its step was the federation's round, past the rounds it trained itself.
+  CHECK(late->step >= std::stoull(view[1]) - run_start);
   // Everybody ends at that round.
   CHECK(final_step(s0) == end_round);
   CHECK(final_step(s1) == end_round);

@@ -90,6 +90,9 @@ namespace {
 void populate(DaemonMetrics& metrics) {
   metrics.step.set(1200);
   metrics.epoch.set(3);
+  metrics.total_steps.set(5000);
+  metrics.progress_ratio.set(0.24);
+  metrics.eta_seconds.set(380);
   metrics.train_loss.set(0.4123);
   metrics.test_accuracy.set(0.862);
   metrics.samples_per_second.set(5400.5);
@@ -120,7 +123,8 @@ TEST_CASE("/metrics over HTTP serves every metric with its value, and nothing el
   REQUIRE_THAT(response, Contains("200 OK") && Contains("text/plain; version=0.0.4"));
   const auto body = meridian::testing::http_body(response);
   for (const char* name :
-       {"meridian_step 1200", "meridian_epoch 3", "meridian_train_loss 0.4123", "meridian_test_accuracy 0.862",
+       {"meridian_step 1200", "meridian_epoch 3", "meridian_total_steps 5000", "meridian_progress_ratio 0.24",
+        "meridian_eta_seconds 380", "meridian_train_loss 0.4123", "meridian_test_accuracy 0.862",
         "meridian_samples_per_second 5400.5", "meridian_push_sum_weight 0.97", "meridian_staleness_steps 1",
         "meridian_peers_alive 4", "meridian_rounds_abandoned_total 1", "meridian_peer_rtt_seconds{peer=\"tokyo\"} 0.2",
         "meridian_peer_sent_bytes_total{peer=\"tokyo\"} 1048576",

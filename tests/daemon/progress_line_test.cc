@@ -20,7 +20,12 @@ TEST_CASE("the progress line shows step, epoch, loss, accuracy, peers, staleness
   p.peers_known = 4;
   p.staleness = 1;
   p.bytes_per_second = 2.4e6;
-  CHECK(format_progress_line(p) == "step 1200/5000  epoch 3/5  loss 0.4123  acc 86.2%  peers 3/4  stale 1  2.4 MB/s");
+  CHECK(format_progress_line(p) ==
+        "step 1200/5000 (24.0%)  epoch 3/5  loss 0.4123  acc 86.2%  peers 3/4  stale 1  2.4 MB/s");
+  Progress timed = p;  // once the pace is measured, the time left
+  timed.eta_seconds = 190;
+  CHECK(format_progress_line(timed) ==
+        "step 1200/5000 (24.0%)  epoch 3/5  loss 0.4123  acc 86.2%  peers 3/4  stale 1  2.4 MB/s  eta 3 min 10 s");
 
   Progress start;  // before anything is known
   start.peers_alive = 1;
@@ -31,7 +36,7 @@ TEST_CASE("the progress line shows step, epoch, loss, accuracy, peers, staleness
   diverged.loss = std::nan("");
   diverged.bytes_per_second = 999.4;
   CHECK(format_progress_line(diverged) ==
-        "step 1200/5000  epoch 3/5  loss nan  acc 86.2%  peers 3/4  stale 1  999 B/s");
+        "step 1200/5000 (24.0%)  epoch 3/5  loss nan  acc 86.2%  peers 3/4  stale 1  999 B/s");
   diverged.loss = 12345.678;
   CHECK_THAT(format_progress_line(diverged), Catch::Matchers::Contains("loss 1.235e+04"));
 }

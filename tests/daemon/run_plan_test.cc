@@ -5,9 +5,11 @@
 using namespace meridian::daemon;
 
 TEST_CASE("a run plan survives its encoding; anything else is refused", "[daemon][plan][unit]") {
-  for (const RunPlan plan : {RunPlan{234, 0}, RunPlan{1, 18446744073709551615ull}, RunPlan{702, 710}})
+  for (const RunPlan plan : {RunPlan{234, 0}, RunPlan{1, 18446744073709551615ull}, RunPlan{702, 710},
+                             RunPlan{50, 710, 640}})
     CHECK(decode_plan(encode_plan(plan)) == plan);
   for (const std::string bad : {"", "plan", "plan steps=0 end=5", "plan steps=12", "plan steps=12 end=3 more",
+                                "plan steps=12 end=3 start=4", "plan steps=12 end=0 start=0", "plan steps=12 end=3 start=",
                                 "plan steps=-1 end=3", "steps=12 end=3", "plan steps=1x end=3"})
     CHECK_FALSE(decode_plan(bad));
 }
