@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string_view>
+
+#include "models/model_factory.h"
 
 namespace meridian::cli {
 namespace {
@@ -200,6 +203,22 @@ std::string render_accuracy_svg(const std::vector<CurvePoint>& points, const std
   svg += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" fill=\"#555\">one line per site</text>\n";
   svg += "</svg>\n";
   return svg;
+}
+
+std::string model_and_data(const daemon::SiteConfig& site, const std::vector<std::string>& site_train) {
+  const auto file_name = [](const std::string& path) { return std::filesystem::path(path).filename().string(); };
+  std::string data;
+  for (const auto& path : site_train) data += (data.empty() ? "" : ", ") + file_name(path);
+  if (data.empty()) {
+    data = !site.train.empty()                                  ? file_name(site.train)
+           : site.dataset == "csv" && !site.train_csv.empty()   ? file_name(site.train_csv)
+           : site.dataset == "idx"                              ? "the IDX files in " + site.data_dir
+                                                                : site.dataset;
+  }
+  // A model file names itself by its file name; a built-in model by its name.
+  const auto& builtins = models::builtin_models();
+  const bool builtin = std::find(builtins.begin(), builtins.end(), site.model) != builtins.end();
+  return (builtin ? site.model : file_name(site.model)) + " on " + data;
 }
 
 }  // namespace meridian::cli

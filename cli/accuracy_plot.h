@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/algorithm_comparison.h"
+#include "daemon/site_config.h"
 
 namespace meridian::cli {
 
@@ -16,6 +17,11 @@ struct AccuracyPlotLabels {
   std::string subtitle;        // e.g. "4 sites, WAN world4, mlp, iid"
   double target_accuracy = 0;  // 0: no target line
 };
+
+// What a run trained on what, for the subtitle: "mlp on fashion-mnist", "mlp on train.csv" (the file
+// --train or --train-csv names), "model.txt on ohio.csv, utah.csv" (a model file; one training file
+// per site as `site_train` lists them).
+std::string model_and_data(const daemon::SiteConfig& site, const std::vector<std::string>& site_train = {});
 
 // `rows` give the algorithms in legend order and the diamonds (wall_seconds, averaged_accuracy);
 // `points` are the curves (accuracy_curve of every algorithm). With no points at all the plot still

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "daemon/site_config.h"
 #include "error/error.h"
+#include "peer/roster.h"
 
 namespace meridian::cli {
 namespace {
@@ -29,6 +30,33 @@ std::string default_site_name() {
       name.begin(), name.end(),
       [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-'; }, '-');
   return name.empty() ? "site" : name.substr(0, 64);
+}
+
+// What is left to do before `meridian start --config OUT` for the site of `config` (paths as seen from
+// here): its keys when they do not exist yet, the roster when it is missing, lacks this site or does
+// not parse; then the start.
+std::string next_steps(const daemon::SiteConfig& config, const std::string& out) {
+  namespace fs = std::filesystem;
+  std::string steps;
+  const auto then = [&](const std::string& step) { steps += (steps.empty() ? "" : ", then ") + step; };
+  if (!config.insecure) {
+    const fs::path keys(config.key_dir);
+    if (!fs::exists(keys / "public.key") || !fs::exists(keys / "secret.key"))
+      then("create keys with 'meridian keygen --out " + config.key_dir + "'");
+    if (!fs::exists(config.roster)) {
+      then("list the sites in " + config.roster +
+           " (one 'NAME PUBLIC_KEY ADDRESS' line each; 'quorum = N' lets training start with N of them)");
+    } else {
+      try {
+        if (!peer::Roster::load(config.roster).by_name(config.name))
+          then("add '" + config.name + "' with its public key to " + config.roster);
+      } catch (const error::UserError& e) {
+        then("fix the roster (" + std::string(e.what()) + ")");
+      }
+    }
+  }
+  then("run 'meridian start --config " + out + "'");
+  return steps;
 }
 
 struct InitOptions {
@@ -87,10 +115,7 @@ void add_init_command(CLI::App& app, int& exit_code, Invocation invocation) {
     file.close();
     if (!file) throw error::UserError("cannot write " + options->out + ": " + std::strerror(errno));
     std::cout << "wrote " << options->out << " for site '" << config.name << "'\n"
-              << "next: create keys with 'meridian keygen --out "
-              << daemon::rebase_site_paths(config, out_dir, {}).key_dir << "', list the sites in "
-              << daemon::rebase_site_paths(config, out_dir, {}).roster << ", then run 'meridian start --config "
-              << options->out << "'\n";
+              << "next: " << next_steps(daemon::rebase_site_paths(config, out_dir, {}), options->out) << "\n";
     exit_code = 0;
   });
 }

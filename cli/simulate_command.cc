@@ -131,8 +131,9 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   write_text_file(context.curves_csv, curves_csv(curves));
   AccuracyPlotLabels labels;
   labels.subtitle = std::to_string(options.sites) + " sites, WAN " +
-                    (options.site.wan.empty() ? "none" : options.site.wan) + ", " + options.site.model + " on " +
-                    options.site.dataset + " (" + options.site.partition + ")";
+                    (options.site.wan.empty() ? "none" : options.site.wan) + ", " +
+                    model_and_data(options.site, options.site_train) +
+                    (options.site_train.empty() ? " (" + options.site.partition + ")" : "");
   labels.target_accuracy = options.target_accuracy;
   write_text_file(context.plot_svg, render_accuracy_svg(curves, rows, labels));
 

@@ -506,3 +506,17 @@ TEST_CASE("--algo entries with automatic shapes: dts:delay=auto, sgp:tau=auto, a
   CHECK(std::any_of(problems.begin(), problems.end(),
                     [](const std::string& p) { return p.find("--period: dts with --delay auto") == 0; }));
 }
+
+TEST_CASE("the plot names the model and the data the run trained on", "[cli][simulate][unit]") {
+  meridian::daemon::SiteConfig site;
+  CHECK(model_and_data(site) == "mlp on fashion-mnist");
+  site.train = "/data/hospital/train.csv";
+  CHECK(model_and_data(site) == "mlp on train.csv");
+  site.train.clear();
+  site.dataset = "csv";
+  site.train_csv = "clinic/visits.csv";
+  site.model = "cnn";
+  CHECK(model_and_data(site) == "cnn on visits.csv");
+  site.model = "models/tabular.txt";
+  CHECK(model_and_data(site, {"/x/ohio.csv", "/y/utah.csv"}) == "tabular.txt on ohio.csv, utah.csv");
+}
