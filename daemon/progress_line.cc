@@ -41,7 +41,8 @@ std::string format_progress_line(const Progress& p) {
   line += "  peers " + std::to_string(p.peers_alive) + "/" + std::to_string(p.peers_known);
   line += "  stale " + std::to_string(p.staleness);
   line += "  " + format_rate(p.bytes_per_second);
-  if (p.eta_seconds) line += "  eta " + format_duration(*p.eta_seconds);
+  const bool done = p.total_steps && p.step >= *p.total_steps;
+  if (p.eta_seconds && !done) line += "  eta " + format_duration(*p.eta_seconds);
   return line;
 }
 

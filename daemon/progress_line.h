@@ -11,7 +11,7 @@ namespace meridian::daemon {
 struct Progress {
   std::uint64_t step = 0;
   std::optional<std::uint64_t> total_steps;  // shown as step/total (percent) when known
-  std::optional<double> eta_seconds;         // time left, shown once measured
+  std::optional<double> eta_seconds;         // time left, shown once measured and until the last step
   std::uint64_t epoch = 0;                   // epochs completed
   std::optional<std::uint64_t> total_epochs;
   double loss = 0;                 // recent training loss; NaN shows as "nan" (diverged)

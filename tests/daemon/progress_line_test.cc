@@ -26,6 +26,9 @@ TEST_CASE("the progress line shows step, epoch, loss, accuracy, peers, staleness
   timed.eta_seconds = 190;
   CHECK(format_progress_line(timed) ==
         "step 1200/5000 (24.0%)  epoch 3/5  loss 0.4123  acc 86.2%  peers 3/4  stale 1  2.4 MB/s  eta 3 min 10 s");
+  timed.step = 5000;  // the last step: nothing left to estimate
+  timed.eta_seconds = 0;
+  CHECK(format_progress_line(timed).ends_with("2.4 MB/s"));
 
   Progress start;  // before anything is known
   start.peers_alive = 1;
