@@ -358,3 +358,32 @@ TEST_CASE("status carries a shape chosen from the network and its figures, and n
   CHECK(decode_status_reply(encode_status_reply(fixed)) == fixed);
   CHECK_THAT(to_json_text(fixed), !Contains("\"shape"));
 }
+
+TEST_CASE("status carries the run's progress and the site's notes, and the command shows them",
+          "[daemon][control][process]") {
+  auto status = sample_status();
+  status.total_steps = 5000;
+  status.percent_done = 24.0;
+  status.eta_seconds = 380;
+  status.notes = {"gamma is a member at ohio but this site's roster (roster.txt) does not list it"};
+  CHECK(decode_status_reply(encode_status_reply(status)) == status);
+  CHECK_THAT(to_json_text(status), Contains("\"total_steps\": 5000") && Contains("\"percent_done\": 24.0") &&
+                                       Contains("\"eta_seconds\": 380.0") && Contains("\"notes\": ["));
+  // Before the run's rounds are agreed, and with nothing to note: no keys at all.
+  const auto plain = sample_status();
+  CHECK(decode_status_reply(encode_status_reply(plain)) == plain);
+  CHECK_THAT(to_json_text(plain), !Contains("total_steps") && !Contains("eta_seconds") && !Contains("notes"));
+
+  TempDir tmp;
+  const std::string path = (tmp.path() / "control.sock").string();
+  zmq::context_t context;
+  FakeDaemon daemon;
+  daemon.report = status;
+  PollingThread comm(context, path, daemon);
+  const auto shown = run_meridian("status --socket " + path, tmp);
+  INFO(shown.out);
+  CHECK(shown.exit_code == 0);
+  CHECK_THAT(shown.out, Contains("step        1200 of 5000 rounds (24.0%), about 6 min 20 s left  (epoch 3)\n") &&
+                            Contains("note        gamma is a member at ohio but this site's roster (roster.txt) does "
+                                     "not list it\n"));
+}
