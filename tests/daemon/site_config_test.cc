@@ -131,7 +131,7 @@ TEST_CASE("meridian init writes paths given to it so that the file names the sam
   TempDir tmp;
   std::filesystem::create_directories(tmp.path() / "conf");
   const auto written = meridian::tests::run_shell("cd " + tmp.path().string() + " && " + MERIDIAN_BINARY +
-                                                  " init --name alpha --insecure --key-dir secrets/alpha --train-csv "
+                                                  " init --name alpha --key-dir secrets/alpha --train-csv "
                                                   "data/train.csv --out conf/alpha.toml");
   INFO(written.output);
   REQUIRE(written.exit_code == 0);
