@@ -411,6 +411,8 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     problem("device", "'" + c.device + "' is not auto, cpu, cuda or cuda:N");
   }
   at_least("threads", c.threads, 0);
+  if (c.trainer != "builtin" && c.trainer != "attached")
+    problem("trainer", "'" + c.trainer + "' is not builtin or attached");
 
   // What only the algorithm knows, on the options as parsed (one that did not parse holds its default),
   // then the ranges its own options declare.
