@@ -71,7 +71,6 @@ bool AttachedSession::attach(Clock::time_point deadline, const StopCheck& stoppe
     if (got.kind == TrainerChannel::Received::Kind::kClosed) continue;  // left before its hello
     // A trainer whose hello is refused is detached; the site waits for the next one.
     const auto refuse = [&](TrainerRefusal cause, const std::string& message) {
-      spdlog::warn("trainer (pid {}) refused: {}", channel_.trainer_pid(), message);
       try {
         channel_.send(encode_error(message, true));
       } catch (const TrainerChannelError&) {
@@ -154,7 +153,6 @@ std::optional<AttachedSession::Step> AttachedSession::next_step(Clock::duration 
         const std::string message = "step " + std::to_string(m->step) + ": gradient element " + std::to_string(*at) +
                                     " is " + (std::isnan(gradients()[*at]) ? "NaN" : "Inf") +
                                     "; the step is refused (skip the batch, or lower the learning rate)";
-        spdlog::warn("trainer refused: {}", message);
         send(encode_error(message, false));
         if (on_refusal_) on_refusal_(TrainerRefusal::kNonFinite, message);
         continue;

@@ -26,8 +26,6 @@ std::chrono::steady_clock::duration SiteDaemon::Impl::trainer_silence() const {
 }
 
 bool SiteDaemon::Impl::prepare_attached() {
-  if (const auto problem = attached_support_problem(settings); !problem.empty())
-    throw SiteConfigError("invalid site configuration:\n  --trainer: " + problem);
   make_metrics();
   const auto socket = std::filesystem::path(config.run_dir) / "trainer.sock";
   attached = std::make_unique<AttachedSession>(

@@ -88,6 +88,10 @@ void TrainerChannel::detach() {
 void TrainerChannel::refuse(int fd, TrainerRefusal cause, const std::string& message) {
   const std::string packet = encode_error(message, true);
   (void)::send(fd, packet.data(), packet.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  // Closed with its hello unread, the socket would reset the connection and the trainer would lose
+  // the error before reading it: its first packet is taken (waiting a moment for it) and dropped first.
+  pollfd pending{fd, POLLIN, 0};
+  if (::poll(&pending, 1, 200) > 0) (void)::recv(fd, nullptr, 0, MSG_TRUNC | MSG_DONTWAIT);
   ::close(fd);
   if (on_refusal_) on_refusal_(cause, message);
 }

@@ -159,7 +159,7 @@ class AttachedOptimizer:
     def _copy_gradients_out(self) -> None:
         for view, p in zip(self._grad_views, self._params):
             if p.grad is None:
-                p.grad = view.to(device=p.device, dtype=p.dtype)
+                p.grad = view.to(device=p.device, dtype=p.dtype, copy=True)  # never an alias of the segment
             else:
                 p.grad.copy_(view)
 
