@@ -6,8 +6,8 @@ downloaded.
     MERIDIAN_RUN_DIR=site-a python3 examples/pytorch/fashion_mnist.py   # attached to `meridian start
                                                                         #   --trainer attached --run-dir site-a`
 
-It prints one JSON line at the end: steps run, test accuracy, and (with --save) where the parameters
-went. docs/pytorch.md walks through it.
+It prints one JSON line at the end: steps run, test accuracy, the loop's wall time, and (with --save)
+where the parameters went. docs/pytorch.md walks through it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import json
 import os
 import struct
 import sys
+import time
 
 import numpy as np
 import torch
@@ -93,6 +94,7 @@ def main() -> int:
 
     order = torch.Generator().manual_seed(args.seed + index)
     done = 0
+    started = time.perf_counter()
     while done < steps:
         for batch in torch.randperm(len(x), generator=order).split(args.batch):
             if len(batch) < args.batch or done >= steps:
@@ -106,6 +108,7 @@ def main() -> int:
                 break
         if site and site.finished:
             break
+    loop_seconds = time.perf_counter() - started
     if site:
         site.close()
 
@@ -114,7 +117,7 @@ def main() -> int:
         accuracy = (model(tx).argmax(1) == ty).float().mean().item()
     if args.save:
         torch.save(model.state_dict(), args.save)
-    print(json.dumps({"steps": done, "test_accuracy": accuracy, "saved": args.save}))
+    print(json.dumps({"steps": done, "test_accuracy": accuracy, "loop_seconds": loop_seconds, "saved": args.save}))
     return 0
 
 
