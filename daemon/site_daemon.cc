@@ -87,6 +87,7 @@ void SiteDaemon::Impl::prepare() {
   models::use_threads(*model, *backend, static_cast<std::size_t>(threads));
 
   load_checkpoint(model->fingerprint());
+  make_metrics();
 }
 
 void SiteDaemon::Impl::load_checkpoint(const std::string& fingerprint) {
@@ -135,8 +136,6 @@ void SiteDaemon::Impl::load_checkpoint(const std::string& fingerprint) {
           resume->end_round - resume->start_round);
     }
   }
-
-  make_metrics();
 }
 
 void SiteDaemon::Impl::make_metrics() {
