@@ -50,6 +50,12 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
           registry_.counter_family("meridian_peer_received_bytes_total", "Bytes received from the peer.", {"peer"})),
       rejected_messages(registry_.counter_family("meridian_rejected_messages_total",
                                                  "Incoming messages rejected by validation, by cause.", {"cause"})),
+      trainer_refusals(registry_.counter_family(
+          "meridian_trainer_refusals_total",
+          "Attached trainers or their messages refused (busy, other_user, bad_message, model, non_finite, silent, "
+          "disconnected).",
+          {"cause"})),
+      trainer_attached(registry_.gauge("meridian_trainer_attached", "1 while a trainer process is attached.")),
       federation_step(registry_.gauge_family("meridian_federation_step",
                                              "Training steps of each site, as it last reported them.", {"site"})),
       federation_epoch(registry_.gauge_family("meridian_federation_epoch",

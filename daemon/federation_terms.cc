@@ -39,6 +39,20 @@ std::string data_term(const models::data::Dataset& train) {
   return data;
 }
 
+// The algorithm with its shape, and robust aggregation with its clip and trim.
+std::string algorithm_term(const SiteSettings& settings) {
+  const auto& o = settings.options;
+  std::string algorithm = describe_algorithm(settings);
+  if (o.robust_aggregation) {
+    algorithm += " (clip ";
+    algorithm += number(o.robust_clip);
+    algorithm += ", trim ";
+    algorithm += std::to_string(o.robust_trim);
+    algorithm += ')';
+  }
+  return algorithm;
+}
+
 }  // namespace
 
 peer::FederationTerms federation_terms(const SiteSettings& settings, const models::Model& model,
@@ -60,15 +74,7 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
   terms.push_back({"model", model.fingerprint(), model.summary()});
 
   const auto& o = settings.options;
-  std::string algorithm = describe_algorithm(settings);
-  if (o.robust_aggregation) {
-    algorithm += " (clip ";
-    algorithm += number(o.robust_clip);
-    algorithm += ", trim ";
-    algorithm += std::to_string(o.robust_trim);
-    algorithm += ')';
-  }
-  terms.push_back({"algorithm", algorithm});
+  terms.push_back({"algorithm", algorithm_term(settings)});
 
   // Where optimizer state travels with the parameters, sites with different optimizers would mix
   // buffers of different meanings (or lengths): the optimizer is part of the terms there only.
@@ -84,6 +90,12 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
   }
 
   return terms;
+}
+
+peer::FederationTerms federation_terms(const SiteSettings& settings, const AttachedModel& model) {
+  return {{"trainer", "attached"},
+          {"model", model.fingerprint(), model.summary()},
+          {"algorithm", algorithm_term(settings)}};
 }
 
 }  // namespace meridian::daemon

@@ -12,6 +12,7 @@
 // Thread-safety: a pure function.
 #pragma once
 
+#include "daemon/attached_model.h"
 #include "daemon/site_config.h"
 #include "models/data/dataset.h"
 #include "models/model.h"
@@ -21,5 +22,11 @@ namespace meridian::daemon {
 
 peer::FederationTerms federation_terms(const SiteSettings& settings, const models::Model& model,
                                        const models::data::Dataset& train);
+
+// The terms of a site whose trainer is attached (daemon/attached_trainer.h): "trainer" (attached),
+// "model" (the declared tensors' names, shapes and dtypes in order: AttachedModel::fingerprint(), shown
+// as its summary) and "algorithm" as above. The data stays with the trainer and the optimizer is the
+// trainer's own, so neither is announced; a built-in site and an attached one never agree.
+peer::FederationTerms federation_terms(const SiteSettings& settings, const AttachedModel& model);
 
 }  // namespace meridian::daemon

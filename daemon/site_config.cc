@@ -303,6 +303,10 @@ const std::vector<OptionSpec>& shared_option_specs() {
         field(ops, "device", "auto | cpu | cuda | cuda:N", &C::device),
         field(ops, "seed", "Random seed (initial model, data order)", &C::seed),
         field(ops, "threads", "Compute threads (0 = one per core)", &C::threads),
+        field(ops, "trainer",
+              "builtin (this daemon trains --model on its data) | attached (a local PyTorch process trains, "
+              "through the meridian Python package; docs/pytorch.md)",
+              &C::trainer),
     };
   }();
   return specs;

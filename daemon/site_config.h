@@ -140,6 +140,7 @@ struct SiteConfig {
   std::string device = "auto";                     // auto | cpu | cuda | cuda:N
   std::uint64_t seed = 1;
   int threads = 0;  // 0 = one per core
+  std::string trainer = "builtin";  // builtin | attached (a local process trains: daemon/attached_trainer.h)
 
   // The paths with their defaults applied.
   std::string checkpoint_dir_or_default() const;

@@ -57,6 +57,12 @@ void SiteDaemon::Impl::prepare() {
   if (!config.checkpoint_dir.empty()) checkpoint_lock = DirectoryLock::acquire(checkpoint_dir);
   trail = std::make_unique<RunTrail>(config.run_dir);
 
+  if (attached_trainer()) {
+    // The model is the trainer's: it declares it when it attaches (daemon/attached_training.cc).
+    if (!prepare_attached()) return;
+    load_checkpoint(attached->model().fingerprint());
+    return;
+  }
   data = load_site_data(settings);
   spdlog::info("data: {} rows of {} in this site's part ({} of {}, {}), test {} rows; {} steps per epoch, {} steps",
                data.train.rows, config.train.empty() ? config.dataset : config.train, config.site_index,
@@ -80,10 +86,15 @@ void SiteDaemon::Impl::prepare() {
   }
   models::use_threads(*model, *backend, static_cast<std::size_t>(threads));
 
+  load_checkpoint(model->fingerprint());
+  make_metrics();
+}
+
+void SiteDaemon::Impl::load_checkpoint(const std::string& fingerprint) {
   store = std::make_unique<CheckpointStore>(
-      checkpoint_dir, static_cast<std::size_t>(config.checkpoint_keep),
+      config.checkpoint_dir_or_default(), static_cast<std::size_t>(config.checkpoint_keep),
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config.checkpoint_interval)));
-  auto loaded = store->load_newest(model->fingerprint());
+  auto loaded = store->load_newest(fingerprint);
   for (const auto& skipped : loaded.skipped) spdlog::warn("checkpoint passed over: {}", skipped.line());
   if (const auto fresh = fresh_start_message(store->dir(), loaded)) spdlog::warn("{}", *fresh);
   // Out of rotation, never deleted: the next write would replace or rotate them away.
@@ -126,7 +137,10 @@ void SiteDaemon::Impl::prepare() {
           resume->end_round - resume->start_round);
     }
   }
+}
 
+void SiteDaemon::Impl::make_metrics() {
+  if (metrics) return;
   metrics = std::make_unique<DaemonMetrics>(config.name, std::string(algo.name()));
   if (settings.metrics_address) {
     metrics_server = std::make_unique<MetricsServer>(metrics->registry(), *settings.metrics_address,
@@ -142,22 +156,26 @@ void SiteDaemon::Impl::make_transport() {
   spec.view_lead_rounds = std::max<std::uint64_t>(spec.view_lead_rounds, algo.view_change_reach(settings) + 2);
   // Views carry the federation's pace when this site's shape is chosen from it.
   spec.agree_pace = algo.shape_from_network(settings);
-  spec.validation.model_fingerprint = fingerprint_hash(model->fingerprint());
+  // The built-in model, or the one the attached trainer declared.
+  const std::string fingerprint = model ? model->fingerprint() : attached->model().fingerprint();
+  const std::size_t parameters = model ? model->parameters().size() : attached->model().parameters;
+  const std::size_t state = model ? model->state_count() : 0;
+  spec.validation.model_fingerprint = fingerprint_hash(fingerprint);
   // Refused at join when they differ from a peer's (daemon/federation_terms.h).
-  spec.terms = federation_terms(settings, *model, data.train);
+  spec.terms = model ? federation_terms(settings, *model, data.train) : federation_terms(settings, attached->model());
   spec.identity = identity;
   // No tensor a mixer sends is longer than four model-sized vectors (allreduce's re-average packs the
   // parameters with Adam's two moment vectors, then the normalization statistics); the cap also bounds
   // the frames libzmq will buffer.
-  spec.limits.max_payload_elements = 4 * std::max<std::uint64_t>(model->parameters().size(), 1) + model->state_count();
+  spec.limits.max_payload_elements = 4 * std::max<std::uint64_t>(parameters, 1) + state;
   // Operators (and the hostile-input test) match this against the fingerprints named in rejections.
-  spdlog::info("model {}: {} parameters, wire fingerprint {:016x}", model->fingerprint(), model->parameters().size(),
+  spdlog::info("model {}: {} parameters, wire fingerprint {:016x}", fingerprint, parameters,
                spec.validation.model_fingerprint);
   spdlog::info("algorithm: {}", describe_algorithm(settings));
   // The tensor lengths this algorithm's peers send (daemon/algorithms/).
   const auto wire = algo.wire_limits(settings);
-  if (wire.pin_model_elements) spec.validation.model_elements = model->parameters().size();
-  if (wire.pin_model_elements && wire.carries_state) spec.validation.state_elements = model->state_count();
+  if (wire.pin_model_elements) spec.validation.model_elements = parameters;
+  if (wire.pin_model_elements && wire.carries_state) spec.validation.state_elements = state;
   spec.validation.max_model_multiple = wire.max_model_multiple;
   transport = daemon_options.transport ? daemon_options.transport(spec) : make_zmq_transport(spec);
   if (!transport) throw error::InternalError("the transport factory of site '" + config.name + "' made no transport");
@@ -232,11 +250,13 @@ int SiteDaemon::run() {
     ReloadSignal::install();
   }
   d.prepare();
+  // Stopped while waiting for an attached trainer: nothing was joined, nothing to leave.
+  if (d.attached_trainer() && !d.attached) return 0;
   d.make_transport();
 
   std::thread trainer([&d] {
     try {
-      d.backend->use_on_this_thread();
+      if (d.backend) d.backend->use_on_this_thread();
       d.train();
     } catch (...) {
       d.trainer_error = std::current_exception();

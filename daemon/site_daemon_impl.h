@@ -6,6 +6,7 @@
 //                      agreeing on the run's last round
 //   normalization_agreement.cc  before the first step: the input scaling every site uses
 //   training_loop.cc   the trainer thread: steps, evaluations, checkpoints, progress and the result
+//   attached_training.cc  the same with --trainer attached: the steps of a trainer in another process
 //   site_status.cc     the control thread: status, peers and leave over the control socket, signals,
 //                      network metrics
 //   site_federation.cc the federation view: summaries to and from the peers, its metrics, the status page
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "daemon/algorithms/registry.h"
+#include "daemon/attached_session.h"
 #include "daemon/checkpoint_store.h"
 #include "daemon/control_server.h"
 #include "daemon/daemon_metrics.h"
@@ -158,7 +160,21 @@ struct SiteDaemon::Impl final : ControlHandler {
 
   // --- set-up ---
   void prepare();
+  // The newest checkpoint of the model with `fingerprint`, and what --epochs does with it.
+  void load_checkpoint(const std::string& fingerprint);
+  void make_metrics();
   void make_transport();
+
+  // --- --trainer attached (attached_training.cc) ---
+  bool attached_trainer() const { return config.trainer == "attached"; }
+  // The attachment, made by prepare_attached(); null with the built-in trainer.
+  std::unique_ptr<AttachedSession> attached;
+  // Waits for the trainer's hello; false when stopped first (attached stays null).
+  bool prepare_attached();
+  // The trainer thread's loop from round k of the run [start_round, end_round).
+  void train_attached(std::uint64_t k, std::uint64_t start_round, std::uint64_t end_round, bool resumed);
+  // How long the trainer may stay silent between its messages.
+  std::chrono::steady_clock::duration trainer_silence() const;
 
   // --- trainer thread ---
   void train();
@@ -181,7 +197,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   // throws PeerError when a member's moments do not come.
   void settle_normalization(bool resumed);
   // Returns the error when the checkpoint could not be written (logged and counted already).
-  std::optional<std::string> write_checkpoint(const TrainerAlgorithm& algorithm, const models::data::BatchOrder& order,
+  std::optional<std::string> write_checkpoint(const TrainerAlgorithm& algorithm, models::data::BatchPosition position,
                                               std::uint64_t round, std::uint64_t start_round, std::uint64_t end_round);
   std::optional<double> evaluate(double& test_loss);
   // The trainer's algorithm runs `shape` now (it was `before`): logged, and published for status and

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "daemon/algorithms/registry.h"
+#include "daemon/attached_trainer.h"
 #include "daemon/site_config.h"
 #include "error/error.h"
 #include "models/data/data_source.h"
@@ -411,6 +412,10 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     problem("device", "'" + c.device + "' is not auto, cpu, cuda or cuda:N");
   }
   at_least("threads", c.threads, 0);
+  if (c.trainer != "builtin" && c.trainer != "attached")
+    problem("trainer", "'" + c.trainer + "' is not builtin or attached");
+  else if (c.trainer == "attached" && algorithm != nullptr)
+    if (auto text = attached_support_problem(settings); !text.empty()) problem("trainer", text);
 
   // What only the algorithm knows, on the options as parsed (one that did not parse holds its default),
   // then the ranges its own options declare.

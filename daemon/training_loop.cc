@@ -32,7 +32,7 @@ std::optional<double> SiteDaemon::Impl::evaluate(double& test_loss) {
 }
 
 std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgorithm& algorithm,
-                                                              const models::data::BatchOrder& order,
+                                                              models::data::BatchPosition position,
                                                               std::uint64_t round, std::uint64_t start_round,
                                                               std::uint64_t end_round) {
   const std::uint64_t seed = data_seed();
@@ -44,16 +44,17 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   v.push_sum_weight = algorithm.push_sum_weight();
   v.push_sum_weight_average = algorithm.push_sum_weight_average();
   v.step = round;
-  v.epoch = order.position().epoch;
-  v.data_position = order.position().offset;
+  v.epoch = position.epoch;
+  v.data_position = position.offset;
   v.rng_state = rng;
-  v.model_fingerprint = model->fingerprint();
+  // An attached trainer's model is the one it declared (daemon/attached_model.h).
+  v.model_fingerprint = model ? model->fingerprint() : attached->model().fingerprint();
   v.algorithm = algo.name();
   v.start_round = start_round;
   v.end_round = end_round;
   // What `meridian eval` and `meridian export` need besides the parameters, as `meridian train --save`
   // writes it: batch norm's running statistics, the inputs' standardization and the model file's text.
-  model_state.resize(model->state_count());
+  model_state.resize(model ? model->state_count() : 0);
   if (!model_state.empty()) model->read_state(model_state);
   v.model_state = model_state;
   v.input_mean = data.train.standardization.mean;
@@ -106,8 +107,8 @@ void SiteDaemon::Impl::warm_buffers() {
   // during its first steps. They are made now, while the site waits for its peers: the transport's
   // pool and the channel's spares hand them out later (heap_retention.h keeps what is freed).
   // Sized with the normalization statistics, which the mixes of the algorithms that average them carry.
-  const auto [channel_elements, share_elements] =
-      algo.buffer_sizes(settings, model->parameter_count() + model->state_count());
+  const std::size_t elements = model ? model->parameter_count() + model->state_count() : attached->model().parameters;
+  const auto [channel_elements, share_elements] = algo.buffer_sizes(settings, elements);
   constexpr std::size_t kBudgetBytes = std::size_t{256} << 20;
   constexpr std::size_t kChannelBuffers = 6, kTransportBuffers = 8;
   std::size_t budget = kBudgetBytes;
@@ -265,6 +266,10 @@ void SiteDaemon::Impl::train() {
   if (stop) return;
   state = SiteState::kTraining;
   if (transport) transport->start_partition_clock();
+  if (attached) {
+    train_attached(k, start_round, end_round, resumed);
+    return;
+  }
 
   models::data::BatchPosition position;
   if (resumed)
@@ -398,7 +403,7 @@ void SiteDaemon::Impl::train() {
     } else if (Clock::now() - last_record >= record_period && steps_done < steps_total) {
       record_progress(steps_done, std::nullopt);
     }
-    if (store->due()) (void)write_checkpoint(*algorithm, order, k + 1, start_round, end_round);
+    if (store->due()) (void)write_checkpoint(*algorithm, order.position(), k + 1, start_round, end_round);
 
     // What status, the page and /metrics show: the run's rounds done and the epochs they make.
     const std::uint64_t rounds_done = k + 1 - first_round;
@@ -481,7 +486,7 @@ void SiteDaemon::Impl::train() {
   double test_loss = 0;
   accuracy = evaluate(test_loss);
   if (accuracy) metrics->test_accuracy.set(*accuracy);
-  const auto final_checkpoint_error = write_checkpoint(*algorithm, order, k, start_round, end_round);
+  const auto final_checkpoint_error = write_checkpoint(*algorithm, order.position(), k, start_round, end_round);
   const std::uint64_t steps_done = k - start_round;
   record_progress(steps_done, accuracy);
   std::string final_checkpoint;

@@ -1,0 +1,92 @@
+"""A small attached trainer for the process tests of `meridian start --trainer attached`
+(tests/daemon/attached_trainer_test.cc): a linear model on random data, with ways to misbehave.
+
+    attached_trainer_check.py RUN_DIR STEPS [--nan-at K] [--silent-at K] [--reshape-at K]
+                              [--bad-dtype] [--width N] [--hold-until FILE] [--save FILE]
+
+Prints one JSON line: what happened ("finished", "refused", "error") with the site's message.
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+import torch  # noqa: E402
+
+import meridian  # noqa: E402
+
+
+def report(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("run_dir")
+    parser.add_argument("steps", type=int)
+    parser.add_argument("--nan-at", type=int, default=-1)
+    parser.add_argument("--silent-at", type=int, default=-1)
+    parser.add_argument("--reshape-at", type=int, default=-1)
+    parser.add_argument("--bad-dtype", action="store_true")
+    parser.add_argument("--width", type=int, default=2, help="the model's outputs")
+    parser.add_argument("--hold-until", help="before the first step, wait until this file exists")
+    parser.add_argument("--save")
+    args = parser.parse_args()
+
+    if args.bad_dtype:
+        # A hello no PyTorch model sends: an integer parameter tensor.
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock.connect(os.path.join(args.run_dir, "trainer.sock"))
+        sock.send(json.dumps({"op": "hello", "version": 1, "steps": 5,
+                              "tensors": [{"name": "w", "shape": [2, 2], "dtype": "int8"}]}).encode())
+        report(outcome="refused", error=json.loads(sock.recv(1 << 16).decode())["error"])
+        return 0
+
+    torch.manual_seed(7)
+    model = torch.nn.Linear(4, args.width)
+    generator = torch.Generator().manual_seed(11)
+    try:
+        site = meridian.attach(args.run_dir)
+        opt = site.optimizer(model, torch.optim.SGD(model.parameters(), lr=0.1), steps=args.steps)
+    except meridian.SiteError as e:
+        report(outcome="refused", error=str(e))
+        return 0
+    while args.hold_until and not os.path.exists(args.hold_until):
+        time.sleep(0.05)
+    refused = []
+    step = 0
+    try:
+        while not site.finished:
+            x = torch.randn(8, 4, generator=generator)
+            loss = model(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            if step == args.nan_at and not refused:
+                model.weight.grad[0, 0] = float("nan")
+            if step == args.silent_at:
+                time.sleep(3600)
+            if step == args.reshape_at:
+                model.weight.data = torch.zeros(3, 4)
+            try:
+                opt.step(loss=loss.item())
+            except meridian.StepRefused as e:
+                refused.append(str(e))
+                continue
+            step += 1
+    except (meridian.SiteError, ValueError) as e:
+        report(outcome="error", error=str(e), steps=step, refused=refused)
+        return 0
+    site.close()
+    if args.save:
+        torch.save(model.state_dict(), args.save)
+    report(outcome="finished", steps=step, refused=refused)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
