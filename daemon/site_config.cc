@@ -462,7 +462,8 @@ SiteConfig read_site_config_file(const std::string& path) {
   return config;
 }
 
-std::string render_site_config(const SiteConfig& config) {
+std::string render_site_config(const SiteConfig& config,
+                               const std::function<std::optional<std::string>(std::string_view option)>& commented) {
   std::string out =
       "# Meridian site configuration (written by 'meridian init').\n"
       "# Start the site with:   meridian start --config THIS_FILE\n"
@@ -474,7 +475,9 @@ std::string render_site_config(const SiteConfig& config) {
       group = spec.group;
       out += "\n# --- " + group + " ---\n";
     }
-    out += "\n# " + spec.help + "\n" + spec.name + " = " + spec.toml(config) + "\n";
+    const auto note = commented ? commented(spec.name) : std::nullopt;
+    out += "\n# " + spec.help + "\n" + (note ? "# " + *note + "\n# " : "") + spec.name + " = " + spec.toml(config) +
+           "\n";
   }
   return out;
 }

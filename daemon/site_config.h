@@ -204,7 +204,12 @@ std::optional<std::string> unreachable_address_problem(const SiteConfig& config)
 
 // A commented TOML file that bind_site_options + apply_site_config_file read back to `config` when it
 // is read from the current directory; elsewhere, rebase its paths first (rebase_site_paths).
-std::string render_site_config(const SiteConfig& config);
+// `commented` (by long name without "--"), when given, picks keys to write as comments instead, each
+// after the note it returns: reading the file back leaves those at their defaults (what `meridian
+// init` does with the knobs its algorithm does not read or picks itself).
+std::string render_site_config(
+    const SiteConfig& config,
+    const std::function<std::optional<std::string>(std::string_view option)>& commented = {});
 
 // Parsed forms of the small option grammars the daemon owns (daemon/site_settings.cc parses them and
 // the whole configuration; daemon/site_config.cc binds, reads and writes the options as given).
