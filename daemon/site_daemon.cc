@@ -268,7 +268,7 @@ int SiteDaemon::run() {
   spdlog::info("announcing leave");
   // Per-peer FIFO: once the leave is out, so is every chunk of the last round.
   d.transport->leave(milliseconds(3000));
-  return 0;
+  return d.finished_before ? kExitRunFinishedBefore : 0;
 }
 
 }  // namespace meridian::daemon
