@@ -174,6 +174,10 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "on a heavily loaded machine or long, lossy links (several intervals plus the slowest round trip)",
               &C::heartbeat_timeout),
         path_field(id, "run-dir", "Directory for checkpoints and the control socket unless those are set", &C::run_dir),
+        field(id, "max-send-rate",
+              "Cap on everything this site sends, over all its peers: a rate such as 50mbit or 10MB/s (\"\" = no "
+              "cap); messages wait until the cap lets them go",
+              &C::max_send_rate),
         path_field(data, "train",
                    "Training data, format from the path: an image folder (one subfolder per class), FILE.npz, "
                    "FEATURES.npy,LABELS.npy, FILE.csv or an IDX images file (see docs/datasets.md); replaces --dataset",

@@ -71,6 +71,7 @@ struct SiteConfig {
   double heartbeat_interval = 0.5;       // seconds between the heartbeats sent to every live member
   double heartbeat_timeout = 3.0;        // seconds of silence after which a member is declared dead
   std::string run_dir = "meridian-run";  // default home of checkpoints and the control socket
+  std::string max_send_rate;             // "" (no cap) | a rate such as 50mbit or 10MB/s: all this site sends
 
   // Data
   std::string train;                      // data as a path, format from the path (models/data/data_source.h);
@@ -269,6 +270,7 @@ struct SiteSettings {
   PartitionOrigin wan_partition_origin;
   models::DeviceRequest device;
   std::optional<std::string> metrics_address;  // HOST:PORT; nullopt for "off"
+  double max_send_bits_per_s = 0;              // --max-send-rate; 0: no cap
 };
 
 // The one boundary from text to types: `config` read and checked, with every problem listed (each

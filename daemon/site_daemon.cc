@@ -127,6 +127,7 @@ void SiteDaemon::Impl::prepare() {
   }
 
   metrics = std::make_unique<DaemonMetrics>(config.name, std::string(algo.name()));
+  if (settings.max_send_bits_per_s > 0) metrics->max_send_bytes_per_second.set(settings.max_send_bits_per_s / 8);
   if (settings.metrics_address) {
     metrics_server = std::make_unique<MetricsServer>(metrics->registry(), *settings.metrics_address,
                                                      [this] { return render_page(); });
