@@ -110,7 +110,7 @@ TEST_CASE("a finished federation restarted with a longer --epochs continues its 
   CHECK(meridian::daemon::kExitRunFinishedBefore == 3);
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(contains(again.logs[i], "after 12 steps and --epochs 3 gives no more (12 steps): nothing to train"));
-    CHECK(contains(again.logs[i], "the run had finished before this start (round 12): result"));
+    CHECK(contains(again.logs[i], "the run had finished before this start (round 28): result"));
     CHECK(contains(again.logs[i], "kept; exit code 3"));
     CHECK_FALSE(contains(again.logs[i], "continuing"));
     CHECK(again.results[i] == longer.results[i]);
