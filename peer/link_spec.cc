@@ -88,13 +88,13 @@ double parse_rate_or_throw(std::string_view value, std::string_view zero_hint) {
   if (!q) throw RateError(quoted(value) + " is not a number with a unit");
   // Bit units say "bit"; the byte units end in "/s" (lower case here: "mb/s" is megabytes per second).
   static constexpr std::array<std::pair<std::string_view, double>, 8> kScales{{{"bit", 1},
-                                                                              {"kbit", 1e3},
-                                                                              {"mbit", 1e6},
-                                                                              {"gbit", 1e9},
-                                                                              {"b/s", 8},
-                                                                              {"kb/s", 8e3},
-                                                                              {"mb/s", 8e6},
-                                                                              {"gb/s", 8e9}}};
+                                                                               {"kbit", 1e3},
+                                                                               {"mbit", 1e6},
+                                                                               {"gbit", 1e9},
+                                                                               {"b/s", 8},
+                                                                               {"kb/s", 8e3},
+                                                                               {"mb/s", 8e6},
+                                                                               {"gb/s", 8e9}}};
   const auto scale = std::find_if(kScales.begin(), kScales.end(), [&](const auto& s) { return s.first == q->unit; });
   if (q->unit.empty()) throw RateError(quoted(value) + " needs a unit: " + std::string(kUnits));
   if (scale == kScales.end()) throw RateError("unit \"" + q->unit + "\" is unknown; use " + std::string(kUnits));
@@ -146,9 +146,7 @@ std::string format_duration(std::chrono::microseconds d) {
 
 }  // namespace
 
-double parse_rate(std::string_view text) {
-  return parse_rate_or_throw(trim(text), "leave the rate out for no limit");
-}
+double parse_rate(std::string_view text) { return parse_rate_or_throw(trim(text), "leave the rate out for no limit"); }
 
 std::string format_rate(double bits_per_s) { return format_bandwidth(bits_per_s); }
 

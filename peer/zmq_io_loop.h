@@ -205,11 +205,10 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   // --max-send-rate over everything sent (nullopt: no cap), and the link that sent last under it: the
   // next flush starts after it, so that links take turns.
   std::optional<SendRateLimit> send_limit_ =
-      opt_.max_send_bits_per_s > 0 ? std::optional<SendRateLimit>(std::in_place, opt_.max_send_bits_per_s,
-                                                                  SendRateLimit::default_burst_bytes(
-                                                                      opt_.max_send_bits_per_s),
-                                                                  Clock::now())
-                                   : std::nullopt;
+      opt_.max_send_bits_per_s > 0
+          ? std::optional<SendRateLimit>(std::in_place, opt_.max_send_bits_per_s,
+                                         SendRateLimit::default_burst_bytes(opt_.max_send_bits_per_s), Clock::now())
+          : std::nullopt;
   std::string capped_last_;
   bool stop_ = false;
   bool dirty_ = true;

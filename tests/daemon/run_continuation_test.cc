@@ -105,8 +105,8 @@ TEST_CASE("a finished federation restarted with a longer --epochs continues its 
   // times, not an empty run's).
   const auto again = run_both(dir.path(), table, "3");
   INFO("alpha:\n" << again.logs[0] << "\nbeta:\n" << again.logs[1]);
-  REQUIRE(again.exits == std::vector<int>{meridian::daemon::kExitRunFinishedBefore,
-                                          meridian::daemon::kExitRunFinishedBefore});
+  REQUIRE(again.exits ==
+          std::vector<int>{meridian::daemon::kExitRunFinishedBefore, meridian::daemon::kExitRunFinishedBefore});
   CHECK(meridian::daemon::kExitRunFinishedBefore == 3);
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(contains(again.logs[i], "after 12 steps and --epochs 3 gives no more (12 steps): nothing to train"));

@@ -27,7 +27,7 @@ TEST_CASE("a site sends under --max-send-rate, shows the cap in status and /metr
           "[daemon][process]") {
   meridian::testing::TempDir dir;
   const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"dog", "cat"});
-  constexpr double kBitsPerSecond = 8e6;  // 1 MB/s
+  constexpr double kBitsPerSecond = 8e6;       // 1 MB/s
   constexpr double kShareBytes = 66818 * 4.0;  // one chunk: the whole share
   // 2 inputs, 256 and 256 hidden, 2 classes: 66,818 parameters, a 267 kB share per sgp step; 32 rows
   // per site in batches of 8 for 2 epochs: 8 steps, at least 2 MB per site, 2 s at the cap.

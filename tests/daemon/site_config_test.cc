@@ -184,8 +184,16 @@ TEST_CASE("switching algo in a file meridian init wrote gives the new algorithm 
   TempDir tmp;
   // The knobs an algorithm reads, as the start-up log line names them, and the knob fields themselves.
   const auto knobs = [](const SiteConfig& c) {
-    return std::tuple{describe_algorithm(settings_of(c)), c.delay,    c.period,       c.out_peers,   c.tau,
-                      c.grid,                             c.exchange, c.compression, c.compensation, c.reaverage_every,
+    return std::tuple{describe_algorithm(settings_of(c)),
+                      c.delay,
+                      c.period,
+                      c.out_peers,
+                      c.tau,
+                      c.grid,
+                      c.exchange,
+                      c.compression,
+                      c.compensation,
+                      c.reaverage_every,
                       c.algorithm_options};
   };
   const auto names = algorithms::algorithm_names(" ");

@@ -52,8 +52,8 @@ TEST_CASE("make deb's package holds the binary, the unit, the user and the docs,
   const auto control = run_command({"dpkg-deb", "--field", debs[0].string()});
   INFO(control.output);
   REQUIRE(control.exit_code == 0);
-  CHECK_THAT(control.output, Contains("Package: meridian") && Contains("libzmq5") && Contains("libprotobuf") &&
-                                 Contains("libc6 (>="));
+  CHECK_THAT(control.output,
+             Contains("Package: meridian") && Contains("libzmq5") && Contains("libprotobuf") && Contains("libc6 (>="));
 
   const auto root = dir.path() / "root";
   REQUIRE(run_command({"dpkg-deb", "--extract", debs[0].string(), root.string()}).exit_code == 0);
@@ -90,7 +90,8 @@ TEST_CASE("make deb's package holds the binary, the unit, the user and the docs,
 
   // The check has teeth: without the binary the unit does not verify.
   fs::remove(root / "usr/bin/meridian");
-  const auto without = run_command({"systemd-analyze", "verify", "--root=" + root.string(), "meridian@riverside.service"});
+  const auto without =
+      run_command({"systemd-analyze", "verify", "--root=" + root.string(), "meridian@riverside.service"});
   CHECK(without.exit_code != 0);
   CHECK_THAT(without.output, Contains("/usr/bin/meridian is not executable"));
 }
@@ -100,9 +101,9 @@ TEST_CASE("the packaging scripts pass shellcheck", "[packaging][process]") {
     WARN("SKIPPED: shellcheck is not installed (apt install shellcheck)");
     return;
   }
-  const auto r = run_command({"shellcheck", (kSource / "packaging" / "build-deb").string(),
-                              (kSource / "packaging" / "check-deb").string(),
-                              (kSource / "packaging" / "postinst").string(), (kSource / "packaging" / "postrm").string()});
+  const auto r = run_command(
+      {"shellcheck", (kSource / "packaging" / "build-deb").string(), (kSource / "packaging" / "check-deb").string(),
+       (kSource / "packaging" / "postinst").string(), (kSource / "packaging" / "postrm").string()});
   INFO(r.output);
   CHECK(r.exit_code == 0);
 }

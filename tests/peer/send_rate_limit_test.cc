@@ -71,8 +71,8 @@ TEST_CASE("the send rate cap lets at most burst + rate x window + one chunk go i
     total += bytes;
     largest = std::max(largest, bytes);
   }
-  for (const auto window : {std::chrono::milliseconds(100), std::chrono::milliseconds(1000),
-                            std::chrono::milliseconds(10000)}) {
+  for (const auto window :
+       {std::chrono::milliseconds(100), std::chrono::milliseconds(1000), std::chrono::milliseconds(10000)}) {
     INFO("window " << window.count() << " ms");
     const double allowed = burst + 1e6 * std::chrono::duration<double>(window).count() + static_cast<double>(largest);
     CHECK(static_cast<double>(most_in_window(sent, window)) <= allowed);
@@ -116,8 +116,8 @@ TEST_CASE("a send rate reads as the WAN emulation's bandwidth does, in bits or b
   CHECK(parse_rate(" 512kB/s ") == 512e3 * 8);
   CHECK(parse_rate("1.5gbit") == 1.5e9);
   CHECK(format_rate(parse_rate("50mbit")) == "50mbit");
-  CHECK_THROWS_WITH(parse_rate("50"), Catch::Contains("\"50\" needs a unit: bit, kbit, mbit or gbit") &&
-                                          Catch::Contains("MB/s"));
+  CHECK_THROWS_WITH(parse_rate("50"),
+                    Catch::Contains("\"50\" needs a unit: bit, kbit, mbit or gbit") && Catch::Contains("MB/s"));
   CHECK_THROWS_WITH(parse_rate("50mb"), Catch::Contains("unit \"mb\" is unknown"));
   CHECK_THROWS_WITH(parse_rate("0mbit"), Catch::Contains("must be > 0"));
   CHECK_THROWS_AS(parse_rate("fast"), meridian::error::UserError);
