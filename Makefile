@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 # TARGET=NAME builds one CMake target (and what it needs) instead of everything.
 TARGET ?=
 
-.PHONY: all build deps test test-fast demo bench bench-wan sanitize fuzz endurance gpu-kit docker-check format clean help
+.PHONY: all build deps test test-fast demo bench bench-wan sanitize fuzz endurance gpu-kit docker-check deb deb-check format clean help
 
 all: build
 
@@ -26,6 +26,8 @@ help:
 	@echo "make endurance  8 sites for 10 minutes: memory, descriptors, sockets, abandoned rounds (ENDURANCE_ARGS=\"--minutes 2\")"
 	@echo "make gpu-kit    CUDA build in build-cuda/ packed into gpu-kit/ (<= 60 MiB) to run on a GPU machine (docs/cuda.md)"
 	@echo "make docker-check  build the CPU image with a dockerd of its own and check a 4-container federation (root; ~30 min first, ~2 min after)"
+	@echo "make deb        the Debian package (binary, meridian@.service, docs) in $(BUILD)/meridian_VERSION_ARCH.deb"
+	@echo "make deb-check  install the package into a fresh debootstrap root and run a site from it (root; minutes the first time)"
 	@echo "make format     apply .clang-format to every tracked C++ and CUDA source"
 	@echo "options: CUDA=auto|0|1  JOBS=N  TYPE=Release|Debug"
 
@@ -107,6 +109,17 @@ gpu-kit:
 # Not part of `make test`: its own dockerd, the image built from scratch, a container federation (root).
 docker-check:
 	@scripts/docker-check
+
+deb:
+	@scripts/install-deps deb
+	@$(MAKE) --no-print-directory build TARGET=meridian
+	@packaging/build-deb $(BUILD)
+
+# Not part of `make test`: a debootstrap root (cached beside docker-check's), apt-get, chroot (root).
+deb-check:
+	@scripts/install-deps deb
+	@$(MAKE) --no-print-directory build TARGET=meridian
+	@packaging/check-deb $(BUILD)
 
 format:
 	@scripts/install-deps format

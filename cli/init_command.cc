@@ -7,12 +7,16 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "cli/commands.h"
+#include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
 #include "error/error.h"
 #include "peer/roster.h"
@@ -59,6 +63,34 @@ std::string next_steps(const daemon::SiteConfig& config, const std::string& out)
   return steps;
 }
 
+// Which of the algorithm knobs (the shared ones only some algorithms read, and those an algorithm
+// declares) the file leaves as comments, with the note that says why: those `algorithm` does not read,
+// and those it reads that were not given, whose value it picks itself. Reading the file back leaves
+// them at their defaults, so that changing `algo` in the file gives the new algorithm's own defaults
+// rather than the old one's shape. `given` says whether an option was given (flag or template).
+std::function<std::optional<std::string>(std::string_view)> algorithm_knob_comments(
+    const daemon::algorithms::Algorithm& algorithm, std::function<bool(std::string_view)> given) {
+  namespace algorithms = daemon::algorithms;
+  return [&algorithm, given = std::move(given)](std::string_view option) -> std::optional<std::string> {
+    const auto* declared = algorithms::find_algorithm_option(option);
+    const bool shared = std::find(algorithms::kAlgorithmKnobs.begin(), algorithms::kAlgorithmKnobs.end(), option) !=
+                        algorithms::kAlgorithmKnobs.end();
+    if (declared == nullptr && !shared) return std::nullopt;
+    const auto reads = [&](const algorithms::Algorithm& a) {
+      return declared != nullptr ? a.declares(*declared) : a.reads(option);
+    };
+    const std::string name(algorithm.name());
+    if (reads(algorithm)) {
+      if (given(option)) return std::nullopt;
+      return "left to " + name + ", which runs this value; write the key to set it";
+    }
+    std::string readers;
+    for (const auto* a : algorithms::all_algorithms())
+      if (reads(*a)) readers += (readers.empty() ? "" : ", ") + std::string(a->name());
+    return "not read by " + name + (readers.empty() ? std::string() : " (read by " + readers + ")");
+  };
+}
+
 struct InitOptions {
   daemon::SiteConfig config;
   std::string out;
@@ -101,7 +133,12 @@ void add_init_command(CLI::App& app, int& exit_code, Invocation invocation) {
         return template_given || cmd->get_option("--" + std::string(name))->count() > 0;
       });
     }
-    const std::string text = daemon::render_site_config(config);
+    const auto given = [cmd](std::string_view name) {
+      const CLI::Option* option = cmd->get_option_no_throw("--" + std::string(name));
+      return option != nullptr && option->count() > 0;
+    };
+    const std::string text = daemon::render_site_config(
+        config, algorithm_knob_comments(*daemon::algorithms::find_algorithm(config.algo), given));
     if (options->out.empty()) {
       std::cout << text;
       exit_code = 0;

@@ -71,6 +71,9 @@ void print_status(const daemon::StatusReport& s) {
             << "staleness   " << s.staleness << (s.staleness == 1 ? " step" : " steps") << "\n"
             << (s.shape.empty() ? std::string() : "shape       " + shape_line(s) + "\n") << "throughput  " << throughput
             << "\n"
+            << (s.max_send_bytes_per_second
+                    ? "send cap    " + daemon::format_rate(*s.max_send_bytes_per_second) + " (--max-send-rate)\n"
+                    : std::string())
             << "push-sum w  " << weight << "\n"
             << "checkpoint  "
             << (s.last_checkpoint.empty()

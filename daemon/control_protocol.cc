@@ -69,6 +69,7 @@ void to_json(json& j, const StatusReport& r) {
   put_measured(j, "train_loss", r.train_loss);
   put_measured(j, "samples_per_second", r.samples_per_second);
   put_measured(j, "bytes_per_second", r.bytes_per_second);
+  put_measured(j, "max_send_bytes_per_second", r.max_send_bytes_per_second);
   if (!r.shape.empty()) {
     j["shape"] = r.shape;
     if (r.shape_since_round) j["shape_since_round"] = *r.shape_since_round;
@@ -97,6 +98,7 @@ void from_json(const json& j, StatusReport& r) {
   r.push_sum_weight = number_from(j, "push_sum_weight");
   r.samples_per_second = measured_from(j, "samples_per_second");
   r.bytes_per_second = measured_from(j, "bytes_per_second");
+  r.max_send_bytes_per_second = measured_from(j, "max_send_bytes_per_second");
   r.uptime_seconds = number_from(j, "uptime_seconds");
   j.at("last_checkpoint").get_to(r.last_checkpoint);
   r.checkpoint_age_seconds = optional_from<double>(j, "checkpoint_age_seconds");

@@ -54,6 +54,7 @@ struct StatusReport {
   double push_sum_weight = 1;
   std::optional<double> samples_per_second;
   std::optional<double> bytes_per_second;  // sent + received, recent average
+  std::optional<double> max_send_bytes_per_second;  // --max-send-rate; none without a cap
   double uptime_seconds = 0;
   std::string last_checkpoint;  // path; empty before the first
   std::optional<double> checkpoint_age_seconds;

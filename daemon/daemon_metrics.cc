@@ -34,6 +34,9 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
           "The federation's largest heartbeat round trip the automatic shape was chosen from.")),
       shape_step_seconds(registry_.gauge_once_measured(
           "meridian_shape_step_seconds", "The federation's largest step time the automatic shape was chosen from.")),
+      max_send_bytes_per_second(registry_.gauge_once_measured(
+          "meridian_max_send_bytes_per_second",
+          "The cap on what this site sends (--max-send-rate), in bytes per second; absent without a cap.")),
       peers_alive(registry_.gauge("meridian_peers_alive",
                                   "Sites of the current view that answer heartbeats, this one included.")),
       rounds_abandoned(registry_.counter("meridian_rounds_abandoned_total",

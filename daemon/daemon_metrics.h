@@ -16,7 +16,8 @@
 // 0. The federation view (daemon/federation_view.h), one series per site including this one: federation_step{site},
 // federation_epoch{site}, federation_train_loss{site}, federation_test_accuracy{site},
 // federation_samples_per_second{site} (absent while that site has not measured them) and
-// federation_last_heard_seconds{site} (absent while never heard).
+// federation_last_heard_seconds{site} (absent while never heard); max_send_bytes_per_second (--max-send-rate,
+// absent without a cap).
 //
 // Thread-safety: every member may be updated from any thread (see metrics_registry.h).
 #pragma once
@@ -69,6 +70,7 @@ class DaemonMetrics {
   Gauge& shape_tau_steps;
   Gauge& shape_round_trip_seconds;
   Gauge& shape_step_seconds;
+  Gauge& max_send_bytes_per_second;  // --max-send-rate; absent without a cap
   Gauge& peers_alive;  // members of the current view that answer heartbeats, this site included
   Counter& rounds_abandoned;
   Counter& checkpoints_written;

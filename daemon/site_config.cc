@@ -174,6 +174,10 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "on a heavily loaded machine or long, lossy links (several intervals plus the slowest round trip)",
               &C::heartbeat_timeout),
         path_field(id, "run-dir", "Directory for checkpoints and the control socket unless those are set", &C::run_dir),
+        field(id, "max-send-rate",
+              "Cap on everything this site sends, over all its peers: a rate such as 50mbit or 10MB/s (\"\" = no "
+              "cap); messages wait until the cap lets them go",
+              &C::max_send_rate),
         path_field(data, "train",
                    "Training data, format from the path: an image folder (one subfolder per class), FILE.npz, "
                    "FEATURES.npy,LABELS.npy, FILE.csv or an IDX images file (see docs/datasets.md); replaces --dataset",
@@ -467,7 +471,8 @@ SiteConfig read_site_config_file(const std::string& path) {
   return config;
 }
 
-std::string render_site_config(const SiteConfig& config) {
+std::string render_site_config(const SiteConfig& config,
+                               const std::function<std::optional<std::string>(std::string_view option)>& commented) {
   std::string out =
       "# Meridian site configuration (written by 'meridian init').\n"
       "# Start the site with:   meridian start --config THIS_FILE\n"
@@ -479,7 +484,9 @@ std::string render_site_config(const SiteConfig& config) {
       group = spec.group;
       out += "\n# --- " + group + " ---\n";
     }
-    out += "\n# " + spec.help + "\n" + spec.name + " = " + spec.toml(config) + "\n";
+    const auto note = commented ? commented(spec.name) : std::nullopt;
+    out += "\n# " + spec.help + "\n" + (note ? "# " + *note + "\n# " : "") + spec.name + " = " + spec.toml(config) +
+           "\n";
   }
   return out;
 }

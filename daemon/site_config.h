@@ -71,6 +71,7 @@ struct SiteConfig {
   double heartbeat_interval = 0.5;       // seconds between the heartbeats sent to every live member
   double heartbeat_timeout = 3.0;        // seconds of silence after which a member is declared dead
   std::string run_dir = "meridian-run";  // default home of checkpoints and the control socket
+  std::string max_send_rate;             // "" (no cap) | a rate such as 50mbit or 10MB/s: all this site sends
 
   // Data
   std::string train;                      // data as a path, format from the path (models/data/data_source.h);
@@ -205,7 +206,12 @@ std::optional<std::string> unreachable_address_problem(const SiteConfig& config)
 
 // A commented TOML file that bind_site_options + apply_site_config_file read back to `config` when it
 // is read from the current directory; elsewhere, rebase its paths first (rebase_site_paths).
-std::string render_site_config(const SiteConfig& config);
+// `commented` (by long name without "--"), when given, picks keys to write as comments instead, each
+// after the note it returns: reading the file back leaves those at their defaults (what `meridian
+// init` does with the knobs its algorithm does not read or picks itself).
+std::string render_site_config(
+    const SiteConfig& config,
+    const std::function<std::optional<std::string>(std::string_view option)>& commented = {});
 
 // Parsed forms of the small option grammars the daemon owns (daemon/site_settings.cc parses them and
 // the whole configuration; daemon/site_config.cc binds, reads and writes the options as given).
@@ -265,6 +271,7 @@ struct SiteSettings {
   PartitionOrigin wan_partition_origin;
   models::DeviceRequest device;
   std::optional<std::string> metrics_address;  // HOST:PORT; nullopt for "off"
+  double max_send_bits_per_s = 0;              // --max-send-rate; 0: no cap
 };
 
 // The one boundary from text to types: `config` read and checked, with every problem listed (each

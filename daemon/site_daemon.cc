@@ -142,6 +142,7 @@ void SiteDaemon::Impl::load_checkpoint(const std::string& fingerprint) {
 void SiteDaemon::Impl::make_metrics() {
   if (metrics) return;
   metrics = std::make_unique<DaemonMetrics>(config.name, std::string(algo.name()));
+  if (settings.max_send_bits_per_s > 0) metrics->max_send_bytes_per_second.set(settings.max_send_bits_per_s / 8);
   if (settings.metrics_address) {
     metrics_server = std::make_unique<MetricsServer>(metrics->registry(), *settings.metrics_address,
                                                      [this] { return render_page(); });
@@ -295,7 +296,7 @@ int SiteDaemon::run() {
   spdlog::info("announcing leave");
   // Per-peer FIFO: once the leave is out, so is every chunk of the last round.
   d.transport->leave(milliseconds(3000));
-  return 0;
+  return d.finished_before ? kExitRunFinishedBefore : 0;
 }
 
 }  // namespace meridian::daemon

@@ -27,7 +27,10 @@
 //
 // Stopping: on the first SIGINT/SIGTERM or `meridian leave` the trainer finishes the step in flight,
 // applies or abandons outstanding mixes, writes a checkpoint, the site announces its leave, and run()
-// returns 0. A normal end also writes result.json (daemon/run_trail.h).
+// returns 0. A normal end also writes result.json (daemon/run_trail.h). A site whose checkpoint is at
+// its run's last round (and whose --epochs adds none) has nothing to train: it tells the members its
+// run's end, then run() returns kExitRunFinishedBefore and leaves result.json and the checkpoints as
+// they are, so that a service manager that restarts it does not wipe the run's result.
 //
 // The network: the daemon sees its federation only through peer::FederationTransport (membership,
 // views, rounds, control messages, leave), made by a factory (daemon/site_daemon_transport.h): ZeroMQ
@@ -42,6 +45,11 @@
 #include "daemon/site_daemon_transport.h"
 
 namespace meridian::daemon {
+
+// run()'s exit code for a site whose run had already finished when it started (a service manager's
+// restart of a finished site): nothing trained, nothing rewritten. packaging/meridian@.service names it
+// in RestartPreventExitStatus; docs/operations.md lists the exit codes.
+inline constexpr int kExitRunFinishedBefore = 3;
 
 // How a daemon is embedded in its process.
 struct SiteDaemonOptions {
@@ -62,7 +70,8 @@ class SiteDaemon {
   SiteDaemon(const SiteDaemon&) = delete;
   SiteDaemon& operator=(const SiteDaemon&) = delete;
 
-  // Runs the site; returns the process exit code (0 after a normal end or a graceful stop). Throws
+  // Runs the site; returns the process exit code (0 after a normal end or a graceful stop,
+  // kExitRunFinishedBefore when the run had ended before this start). Throws
   // std::exception with a message naming the cause for a failure (data, checkpoint directory, port in
   // use, a peer-side error that reached the trainer, training that diverged).
   int run();

@@ -124,6 +124,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<bool> stop{false};  // graceful stop asked (signal or `meridian leave`)
   std::atomic<bool> trainer_done{false};
   std::exception_ptr trainer_error;                // written by the trainer before trainer_done
+  bool finished_before = false;                    // written by the trainer: the run had ended before this start
   std::atomic<bool> observe_rounds{false};         // the trainer wants to know which round peers mix
   std::atomic<std::uint64_t> observed_round{0};    // round + 1 of the first mixer message seen; 0: none
   std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count

@@ -45,6 +45,7 @@ std::unique_ptr<peer::FederationTransport> make_zmq_transport(const SiteTranspor
   o.insecure = config.insecure;
   o.heartbeat_interval = heartbeat_milliseconds(config.heartbeat_interval);
   o.heartbeat_timeout = heartbeat_milliseconds(config.heartbeat_timeout);
+  o.max_send_bits_per_s = settings.max_send_bits_per_s;
   if (!config.insecure) {
     auto identity = spec.identity ? *spec.identity : read_site_identity(config);
     o.keys = std::move(identity.keys);

@@ -13,6 +13,7 @@
 #include "error/error.h"
 #include "models/data/data_source.h"
 #include "models/model_factory.h"
+#include "peer/link_spec.h"
 
 namespace meridian::daemon {
 namespace {
@@ -352,6 +353,13 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0))
     problem("round-timeout", "must be a positive number of seconds");
 
+  if (!c.max_send_rate.empty()) {
+    try {
+      settings.max_send_bits_per_s = peer::parse_rate(c.max_send_rate);
+    } catch (const error::UserError& e) {
+      problem("max-send-rate", std::string(e.what()) + " (e.g. 50mbit or 10MB/s)");
+    }
+  }
   // peer/ owns the --wan grammar; a model with regions needs to know which one this site is in.
   try {
     settings.wan = peer::parse_wan_spec(c.wan);

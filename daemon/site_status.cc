@@ -45,6 +45,7 @@ StatusReport SiteDaemon::Impl::status() {
   r.push_sum_weight = live.push_sum_weight;
   r.samples_per_second = live.samples_per_second;
   r.bytes_per_second = live.bytes_per_second;
+  if (settings.max_send_bits_per_s > 0) r.max_send_bytes_per_second = settings.max_send_bits_per_s / 8;
   r.last_checkpoint = live.last_checkpoint;
   if (live.checkpoint_time) {
     r.checkpoint_age_seconds = std::chrono::duration<double>(Clock::now() - *live.checkpoint_time).count();

@@ -204,6 +204,14 @@ void SiteDaemon::Impl::train() {
         std::this_thread::sleep_for(milliseconds(50));
       }
     }
+    if (finished) {
+      // Nothing was trained: the run's result and checkpoints stay as the run left them (a supervisor's
+      // restart must not replace its figures with an empty run's).
+      finished_before = true;
+      spdlog::info("the run had finished before this start (round {}): result {} kept; exit code {}", end_round,
+                   trail->result_file().string(), kExitRunFinishedBefore);
+      return;
+    }
   } else {
     warm_buffers();
     // Automatic shapes: the views carry the federation's pace, and the first one it trains in should

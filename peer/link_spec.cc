@@ -76,26 +76,38 @@ std::chrono::microseconds parse_duration(std::string_view spec, std::string_view
   return std::chrono::microseconds(std::llround(us));
 }
 
-double parse_bandwidth(std::string_view spec, std::string_view value) {
-  constexpr std::string_view kExample = "bandwidth=50mbit";
+// A rate's problem, as it follows the rate's name: parse_rate's message, or the bandwidth field's.
+class RateError : public error::UserError {
+ public:
+  using error::UserError::UserError;
+};
+
+double parse_rate_or_throw(std::string_view value, std::string_view zero_hint) {
+  constexpr std::string_view kUnits = "bit, kbit, mbit or gbit (per second), or B/s, kB/s, MB/s or GB/s";
   const auto q = split_quantity(value);
-  if (!q) fail(spec, "bandwidth", quoted(value) + " is not a number with a unit", kExample);
-  double scale = 0;
-  if (q->unit == "bit") {
-    scale = 1;
-  } else if (q->unit == "kbit") {
-    scale = 1e3;
-  } else if (q->unit == "mbit") {
-    scale = 1e6;
-  } else if (q->unit == "gbit") {
-    scale = 1e9;
-  } else if (q->unit.empty()) {
-    fail(spec, "bandwidth", quoted(value) + " needs a unit: bit, kbit, mbit or gbit (per second)", kExample);
-  } else {
-    fail(spec, "bandwidth", "unit \"" + q->unit + "\" is unknown; use bit, kbit, mbit or gbit (per second)", kExample);
+  if (!q) throw RateError(quoted(value) + " is not a number with a unit");
+  // Bit units say "bit"; the byte units end in "/s" (lower case here: "mb/s" is megabytes per second).
+  static constexpr std::array<std::pair<std::string_view, double>, 8> kScales{{{"bit", 1},
+                                                                               {"kbit", 1e3},
+                                                                               {"mbit", 1e6},
+                                                                               {"gbit", 1e9},
+                                                                               {"b/s", 8},
+                                                                               {"kb/s", 8e3},
+                                                                               {"mb/s", 8e6},
+                                                                               {"gb/s", 8e9}}};
+  const auto scale = std::find_if(kScales.begin(), kScales.end(), [&](const auto& s) { return s.first == q->unit; });
+  if (q->unit.empty()) throw RateError(quoted(value) + " needs a unit: " + std::string(kUnits));
+  if (scale == kScales.end()) throw RateError("unit \"" + q->unit + "\" is unknown; use " + std::string(kUnits));
+  if (q->value <= 0) throw RateError("must be > 0 (" + std::string(zero_hint) + ")");
+  return q->value * scale->second;
+}
+
+double parse_bandwidth(std::string_view spec, std::string_view value) {
+  try {
+    return parse_rate_or_throw(value, "leave bandwidth out for an unlimited link");
+  } catch (const RateError& e) {
+    fail(spec, "bandwidth", e.what(), "bandwidth=50mbit");
   }
-  if (q->value <= 0) fail(spec, "bandwidth", "must be > 0 (leave bandwidth out for an unlimited link)", kExample);
-  return q->value * scale;
 }
 
 double parse_loss(std::string_view spec, std::string_view value) {
@@ -133,6 +145,10 @@ std::string format_duration(std::chrono::microseconds d) {
 }
 
 }  // namespace
+
+double parse_rate(std::string_view text) { return parse_rate_or_throw(trim(text), "leave the rate out for no limit"); }
+
+std::string format_rate(double bits_per_s) { return format_bandwidth(bits_per_s); }
 
 std::string LinkSpec::to_string() const {
   std::ostringstream out;

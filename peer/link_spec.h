@@ -23,11 +23,19 @@ struct LinkSpec {
 
 // Parses comma-separated key=value fields, each at most once, in any order, spaces allowed around them:
 //   latency, jitter   a duration >= 0 with unit us, ms or s   (e.g. 120ms, 1.5s)
-//   bandwidth         a rate > 0 with unit bit, kbit, mbit or gbit per second, decimal (50mbit = 50e6 bit/s)
+//   bandwidth         a rate > 0 as parse_rate reads it (e.g. 50mbit)
 //   loss              a probability in [0, 1), or a percentage below 100 with % (0.001 or 0.1%)
 // An empty (or all-space) string is a link without emulation.
 // Throws error::UserError whose message quotes the spec, names the bad field and shows a valid
 // example of it.
 LinkSpec parse_link_spec(std::string_view text);
+
+// A rate > 0 in bits per second (bandwidth=, --max-send-rate): a number with a unit of bits per second,
+// bit, kbit, mbit or gbit, or of bytes per second, B/s, kB/s, MB/s or GB/s; decimal and
+// case-insensitive (50mbit = 50e6 bit/s, 10MB/s = 80e6 bit/s). Throws error::UserError with the problem
+// as it follows the rate's name (e.g. "\"50\" needs a unit: bit, kbit, ...").
+double parse_rate(std::string_view text);
+// `bits_per_s` as parse_rate reads it back, in the largest bit unit that keeps it whole (50mbit).
+std::string format_rate(double bits_per_s);
 
 }  // namespace meridian::peer

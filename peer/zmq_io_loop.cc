@@ -103,7 +103,7 @@ void ZmqTransport::IoLoop::step(Clock::time_point wake_by, bool until_delivery) 
   if (listener_monitor_) items_.push_back({listener_monitor_->socket().handle(), 0, ZMQ_POLLIN, 0});
   for (auto& [name, link] : links_) {
     if (link.blocked) items_.push_back({link.dealer.handle(), 0, ZMQ_POLLOUT, 0});
-    else if (!link.queue.empty()) deadline = std::min(deadline, link.queue.front().due);
+    else if (!link.queue.empty()) deadline = std::min(deadline, next_send_time(link));
   }
   now = Clock::now();
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);

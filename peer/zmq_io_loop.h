@@ -27,6 +27,7 @@
 #include "peer/link_emulator.h"
 #include "peer/membership_driver.h"
 #include "peer/reassembler.h"
+#include "peer/send_rate_limit.h"
 #include "peer/zap_handler.h"
 #include "peer/zmq_socket_monitor.h"
 #include "peer/zmq_transport.h"
@@ -116,8 +117,11 @@ class ZmqTransport::IoLoop final : private MembershipPort {
   void enqueue_membership(Link& link, const std::string& to, MessageKind kind, std::string body, Clock::time_point now);
   void handle_send(std::string to, Message msg);
   void handle_leave(std::chrono::milliseconds linger);
-  // Hands what is due to libzmq; returns whether a link is blocked.
+  // Hands what is due to libzmq, as far as the send rate cap lets it; returns whether a link is blocked.
   bool flush(Clock::time_point now);
+  // When the first message queued on `link` (not empty) may leave: its due time, or later when the send
+  // rate cap holds it.
+  Clock::time_point next_send_time(const Link& link) const;
 
   // Link shaping (zmq_link_shaping.cc). When a message of `kind` and `bytes` to `to` handed to its link
   // `now` is delivered, or nullopt when the emulation loses it (mixer kinds only) or a partition cuts
@@ -199,6 +203,14 @@ class ZmqTransport::IoLoop final : private MembershipPort {
           ? std::optional(Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::system_clock::now() -
                                                                                      *opt_.partition_origin))
           : std::optional(Clock::now());
+  // --max-send-rate over everything sent (nullopt: no cap), and the link that sent last under it: the
+  // next flush starts after it, so that links take turns.
+  std::optional<SendRateLimit> send_limit_ =
+      opt_.max_send_bits_per_s > 0
+          ? std::optional<SendRateLimit>(std::in_place, opt_.max_send_bits_per_s,
+                                         SendRateLimit::default_burst_bytes(opt_.max_send_bits_per_s), Clock::now())
+          : std::nullopt;
+  std::string capped_last_;
   bool stop_ = false;
   bool dirty_ = true;
   TransportStats stats_;

@@ -1,6 +1,7 @@
 // Outbound links of the ZeroMQ transport: one DEALER per peer, opened on first use with a hello, and
 // a FIFO queue of encoded chunks per link that flush() hands to libzmq once the (emulated) link
-// delivers them. Payloads leave without a copy: libzmq sends straight from the message's buffer.
+// delivers them and the send rate cap (peer/send_rate_limit.h) lets them go. Payloads leave without a
+// copy: libzmq sends straight from the message's buffer.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -122,31 +123,53 @@ void ZmqTransport::IoLoop::handle_send(std::string to, Message msg) {
   enqueue(*link, to, std::move(msg), Clock::now());
 }
 
+ZmqTransport::IoLoop::Clock::time_point ZmqTransport::IoLoop::next_send_time(const Link& link) const {
+  const auto due = link.queue.front().due;
+  return send_limit_ ? std::max(due, send_limit_->ready_at()) : due;
+}
+
 bool ZmqTransport::IoLoop::flush(Clock::time_point now) {
+  // The cap counts on the real clock: at leave, `now` is the end of time (everything queued is due).
+  const auto capped_now = std::min(now, Clock::now());
+  bool capped = false;  // the cap holds the next due message back
+  // Hands `link`'s due messages to libzmq; returns whether one went.
   auto drain = [&](Link& link, std::uint64_t* bytes_out) {
     link.blocked = false;
-    while (!link.queue.empty() && link.queue.front().due <= now) {
+    bool sent = false;
+    while (!capped && !link.queue.empty() && link.queue.front().due <= now) {
+      if (send_limit_ && !send_limit_->ready(capped_now)) {
+        capped = true;
+        break;
+      }
       Outgoing& o = link.queue.front();
       const auto flags =
           o.has_payload ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait;
       if (!link.dealer.send(o.header, flags)) {
         link.blocked = true;
-        return;
+        break;
       }
       // Once the first frame is accepted libzmq accepts the rest of the multipart message.
       if (o.has_payload) (void)link.dealer.send(o.payload, zmq::send_flags::dontwait);
       stats_.bytes_sent += o.bytes;
       if (bytes_out) *bytes_out += o.bytes;
       if (o.last_chunk) ++stats_.messages_sent;
+      if (send_limit_) send_limit_->take(o.bytes);
       dirty_ = true;
       link.queue.pop_front();
+      sent = true;
     }
+    return sent;
   };
   bool any_blocked = false;
-  for (auto& [name, link] : links_) {
-    drain(link, &traffic_[name].out);
-    any_blocked = any_blocked || link.blocked;
-  }
+  auto drain_member = [&](std::pair<const std::string, Link>& entry) {
+    if (drain(entry.second, &traffic_[entry.first].out)) capped_last_ = entry.first;
+    any_blocked = any_blocked || entry.second.blocked;
+  };
+  // Under a cap the links take turns, each flush starting after the one that sent last, so that one
+  // busy link does not keep the others waiting; without one the order does not matter.
+  const auto first = send_limit_ ? links_.upper_bound(capped_last_) : links_.begin();
+  for (auto it = first; it != links_.end(); ++it) drain_member(*it);
+  for (auto it = links_.begin(); it != first; ++it) drain_member(*it);
   for (auto& b : bootstraps_) drain(b.link, nullptr);
   for (auto& [name, link] : refusal_links_) drain(link, nullptr);
   return any_blocked;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <spdlog/spdlog.h>
 
@@ -33,6 +34,8 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options) : options_(std::move(opt
   if (options_.socket_buffer_bytes < 0)
     throw error::UserError("socket buffer size (" + std::to_string(options_.socket_buffer_bytes) +
                            " bytes) must be positive, or 0 for the OS default");
+  if (!(std::isfinite(options_.max_send_bits_per_s) && options_.max_send_bits_per_s >= 0))
+    throw error::UserError("the send rate cap must be a rate in bits per second, or 0 for none");
   if (options_.insecure) {
     spdlog::warn(
         "*** INSECURE: site '{}' uses plain TCP: no encryption, no authentication; anyone who can reach "

@@ -111,6 +111,10 @@ struct ZmqTransportOptions {
   FederationTerms terms;
   WireLimits limits;
   int send_high_water_mark = 8192;  // chunks queued in libzmq per peer before sends wait
+  // A cap on everything this site sends, over all its links (peer/send_rate_limit.h), in bits per
+  // second; 0: none. Messages wait in their link's queue until the cap lets them go, after the WAN
+  // emulation's delivery time when that is on.
+  double max_send_bits_per_s = 0;
   // Kernel socket buffer of each TCP connection, in bytes: SO_RCVBUF of the connections peers open to
   // this site (they only carry data in), SO_SNDBUF of the ones it opens to them (they only carry data
   // out). 0 keeps the OS default and its autotuning, which a WAN link needs: a fixed buffer caps a

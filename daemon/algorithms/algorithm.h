@@ -18,6 +18,7 @@
 // the process; what it makes (trainer, mixers) belongs to the thread that asked for it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -108,10 +109,11 @@ class Algorithm {
   // (hint)". `settings` holds the parsed options; one that did not parse holds its default there (its
   // own problem is reported already).
   virtual void check(const SiteSettings& settings, std::vector<std::string>& problems) const = 0;
-  // Whether it reads --OPTION, for the shared options only some algorithms read ("compensation",
-  // "exchange"): the configuration refuses a value other than the default for an algorithm that does
-  // not read it, naming those that do (for a declared option, declares() decides the same). The
-  // default reads none.
+  // Whether it reads --OPTION, for the shared options only some algorithms read (kAlgorithmKnobs): the
+  // configuration refuses a value of "compensation" or "exchange" other than the default for an
+  // algorithm that does not read it, naming those that do, and `meridian init` writes the knobs it
+  // does not read as comments (for a declared option, declares() decides the same). The default
+  // reads none.
   virtual bool reads(std::string_view option) const;
   // Whether it can send its tensors with `encoding` (--compression); the default only dense ones.
   virtual bool accepts(gossip::Encoding encoding) const { return encoding == gossip::Encoding::kDense; }
@@ -145,6 +147,12 @@ class Algorithm {
   // Its trainer side, for settings check() accepted.
   virtual std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const = 0;
 };
+
+// The shared options only some algorithms read, each a field of SiteConfig named by its long option
+// without "--": what Algorithm::reads() answers for. Every other shared option is read alike by every
+// algorithm (or by every one that communicates).
+inline constexpr std::array<std::string_view, 9> kAlgorithmKnobs{
+    "delay", "period", "out-peers", "tau", "grid", "reaverage-every", "compensation", "compression", "exchange"};
 
 // --delay auto: dts' D and P, or the overlap τ of diloco and diloco-gossip, follow the view's pace
 // (daemon/algorithms/auto_shape.h).

@@ -218,7 +218,9 @@ class Diloco final : public Algorithm {
                          " must be in [1, --period " + std::to_string(o.period) +
                          "] (one fragment sync per step at most)");
   }
-  bool reads(std::string_view option) const override { return option == "exchange"; }
+  bool reads(std::string_view option) const override {
+    return option == "delay" || option == "period" || option == "compression" || option == "exchange";
+  }
   bool shape_from_network(const SiteSettings& s) const override { return delay_is_auto(s); }
   bool accepts(gossip::Encoding encoding) const override { return encoding != gossip::Encoding::kTopK; }
   std::string describe_knobs(const SiteSettings& s) const override {

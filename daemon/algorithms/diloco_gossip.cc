@@ -23,6 +23,9 @@ class DilocoGossip final : public Algorithm {
     if (!given("period")) config.period = kDilocoDefaultInnerSteps;
     if (!given("delay")) config.delay = std::min(kDilocoDefaultOverlap, config.period);
   }
+  bool reads(std::string_view option) const override {
+    return option == "delay" || option == "period" || option == "out-peers" || option == "compression";
+  }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     if (!delay_is_auto(s) && s.options.delay > s.options.period)
       problems.push_back("--delay: diloco-gossip's overlap τ = " + std::to_string(s.options.delay) +

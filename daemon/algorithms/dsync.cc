@@ -66,6 +66,9 @@ class Dsync final : public Algorithm {
     if (delay_is_auto(s))
       problems.push_back("--delay: dsync takes a whole number of steps (auto chooses dts' and diloco's shapes only)");
   }
+  bool reads(std::string_view option) const override {
+    return option == "delay" || option == "grid" || option == "reaverage-every";
+  }
   std::string describe_knobs(const SiteSettings& s) const override {
     return "grid " + s.options.grid + ", D = " + std::to_string(s.options.delay);
   }

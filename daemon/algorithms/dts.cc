@@ -134,7 +134,10 @@ class Dts final : public Algorithm {
     }
     if (with_momentum(s) && s.options.momentum >= 1) problems.push_back("--momentum: must be below 1 for dts");
   }
-  bool reads(std::string_view option) const override { return option == "compensation" || option == "exchange"; }
+  bool reads(std::string_view option) const override {
+    return option == "delay" || option == "period" || option == "reaverage-every" || option == "compensation" ||
+           option == "compression" || option == "exchange";
+  }
   bool accepts(gossip::Encoding) const override { return true; }
   std::string describe_knobs(const SiteSettings& s) const override {
     const auto& o = s.options;

@@ -149,6 +149,9 @@ class Sgp final : public Algorithm {
       problems.push_back("--delay: sgp overlaps its mixing by --tau steps; --delay applies to dts and dsync only");
     }
   }
+  bool reads(std::string_view option) const override {
+    return option == "out-peers" || option == "tau" || option == "compression";
+  }
   // Push-sum receivers decode fp16 shares only (gossip/push_sum_mixer.h).
   bool accepts(gossip::Encoding encoding) const override {
     return encoding == gossip::Encoding::kDense || encoding == gossip::Encoding::kFp16;

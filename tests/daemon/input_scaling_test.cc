@@ -180,9 +180,10 @@ TEST_CASE("a site that resumes keeps the input scaling of its checkpoint", "[dae
     before = meridian::daemon::read_checkpoint_file(alpha.checkpoints().back());
   }
   REQUIRE(before.input_mean.size() == 2);
-  // Other rows under the same name: a resumed run must not rescale with them.
+  // Other rows under the same name: a resumed run must not rescale with them (the run continued to a
+  // longer --epochs, as a finished one would train nothing).
   (void)write_table(dir.path() / "ohio.csv", 32, 70, 190, label);
-  SiteProcess again(dir.path() / "run", args);
+  SiteProcess again(dir.path() / "run", StartArgs(args).set("--epochs", 4));
   INFO(again.log());
   REQUIRE(again.wait_exit() == 0);
   CHECK(contains(again.log(), "input scaling from the checkpoint: mean "));

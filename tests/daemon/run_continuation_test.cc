@@ -1,7 +1,7 @@
 // Restarting a finished federation with a longer --epochs, through real `meridian start` processes on
 // 127.0.0.1 (docs/operations.md, "Run length"): the sites continue the finished run from its
 // checkpoint to the end the new --epochs gives, agreeing on it as a new run does; restarted again
-// with the same --epochs they have nothing left to train and say so.
+// with the same --epochs they have nothing left to train, say so, exit 3 and keep their result.json.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/site_daemon.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
@@ -99,20 +100,28 @@ TEST_CASE("a finished federation restarted with a longer --epochs continues its 
     CHECK(longer.results[i]["completed"] == true);
   }
 
+  // Started again as a service manager would restart them: nothing to train, the exit code that
+  // meridian@.service does not restart, and the run's result.json as the run wrote it (its traffic and
+  // times, not an empty run's).
   const auto again = run_both(dir.path(), table, "3");
   INFO("alpha:\n" << again.logs[0] << "\nbeta:\n" << again.logs[1]);
-  REQUIRE(again.exits == std::vector<int>{0, 0});
+  REQUIRE(again.exits ==
+          std::vector<int>{meridian::daemon::kExitRunFinishedBefore, meridian::daemon::kExitRunFinishedBefore});
+  CHECK(meridian::daemon::kExitRunFinishedBefore == 3);
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(contains(again.logs[i], "after 12 steps and --epochs 3 gives no more (12 steps): nothing to train"));
+    CHECK(contains(again.logs[i], "the run had finished before this start (round 28): result"));
+    CHECK(contains(again.logs[i], "kept; exit code 3"));
     CHECK_FALSE(contains(again.logs[i], "continuing"));
-    CHECK(again.results[i]["steps"] == 12);
+    CHECK(again.results[i] == longer.results[i]);
+    CHECK(again.results[i]["bytes_sent"] > 0);
   }
 
   // One site wants more, the other does not: the finished run's end stands, and the first says how to
   // continue.
   const auto split = run_both(dir.path(), table, "5", "3");
   INFO("alpha:\n" << split.logs[0] << "\nbeta:\n" << split.logs[1]);
-  REQUIRE(split.exits == std::vector<int>{0, 0});
+  REQUIRE(split.exits == std::vector<int>{0, meridian::daemon::kExitRunFinishedBefore});
   CHECK(contains(split.logs[0], "--epochs 5 gives 20: continuing it by 8 steps"));
   CHECK(contains(split.logs[0], "the federation does not continue the finished run (another site's run has ended)"));
   CHECK(contains(split.logs[0], "restart every site with the longer --epochs to continue it"));

@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <tuple>
 
 #include "daemon/algorithms/dts.h"
+#include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
 #include "peer/curve_keys.h"
 #include "tests/daemon/temp_dir.h"
@@ -164,11 +166,64 @@ TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given
   std::ofstream(file) << "algo = \"dts\"\n";
   CHECK(shape(parse({"--config", file.string()})) == std::pair{2, 16});
 
-  // meridian init writes the shape into the file it makes, so the file says what the site will run.
+  // meridian init shows the shape in the file it makes, as a comment, so the file says what the site will
+  // run and still leaves the shape to the algorithm; a shape given to init is written as a key.
   const auto made = tmp.path() / "made.toml";
   REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --name a --algo dts --out " + made.string() + " > /dev/null") == 0);
   const std::string text = meridian::tests::file_contents(made);
-  CHECK_THAT(text, Catch::Contains("\ndelay = 2\n") && Catch::Contains("\nperiod = 16\n"));
+  CHECK_THAT(text, Catch::Contains("\n# delay = 2\n") && Catch::Contains("\n# period = 16\n"));
+  CHECK(shape(parse({"--config", made.string()})) == std::pair{2, 16});
+  REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --name a --algo dts --period 4 --force --out " + made.string() +
+              " > /dev/null") == 0);
+  CHECK_THAT(meridian::tests::file_contents(made), Catch::Contains("\nperiod = 4\n"));
+  CHECK(shape(parse({"--config", made.string()})) == std::pair{0, 4});
+}
+
+TEST_CASE("switching algo in a file meridian init wrote gives the new algorithm its own defaults",
+          "[daemon][config][process]") {
+  TempDir tmp;
+  // The knobs an algorithm reads, as the start-up log line names them, and the knob fields themselves.
+  const auto knobs = [](const SiteConfig& c) {
+    return std::tuple{describe_algorithm(settings_of(c)),
+                      c.delay,
+                      c.period,
+                      c.out_peers,
+                      c.tau,
+                      c.grid,
+                      c.exchange,
+                      c.compression,
+                      c.compensation,
+                      c.reaverage_every,
+                      c.algorithm_options};
+  };
+  const auto names = algorithms::algorithm_names(" ");
+  std::vector<std::string> all;
+  for (std::size_t at = 0, space = 0; at < names.size(); at = space + 1) {
+    space = std::min(names.find(' ', at), names.size());
+    all.push_back(names.substr(at, space - at));
+  }
+  REQUIRE(all.size() >= 7);
+  for (const auto& written_for : all) {
+    const auto file = tmp.path() / (written_for + ".toml");
+    const auto init = meridian::tests::run_meridian("init --name a --algo " + written_for + " --out " + file.string());
+    INFO(init.output);
+    REQUIRE(init.exit_code == 0);
+    const std::string text = meridian::tests::file_contents(file);
+    const auto algo_line = "\nalgo = \"" + written_for + "\"\n";
+    REQUIRE(text.find(algo_line) != std::string::npos);
+    for (const auto& switched_to : all) {
+      INFO("written for " << written_for << ", switched to " << switched_to);
+      std::string edited = text;
+      edited.replace(edited.find(algo_line), algo_line.size(), "\nalgo = \"" + switched_to + "\"\n");
+      const auto switched = tmp.path() / "switched.toml";
+      std::ofstream(switched, std::ios::trunc) << edited;
+      CHECK(knobs(parse({"--config", switched.string()})) == knobs(parse({"--name", "a", "--algo", switched_to})));
+    }
+  }
+  // What the file says about a knob the algorithm leaves out or picks itself.
+  const std::string sgp = meridian::tests::file_contents(tmp.path() / "sgp.toml");
+  CHECK_THAT(sgp, Contains("# not read by sgp (read by dts, dsync, diloco, diloco-gossip)\n# delay = 0\n") &&
+                      Contains("# left to sgp, which runs this value; write the key to set it\n# tau = 1\n"));
 }
 
 TEST_CASE("the start-up log names the algorithm with the knobs it reads", "[daemon][config][unit]") {
