@@ -45,7 +45,7 @@ TEST_CASE("the old CSV options work on train, start and eval, with a warning nam
   TempDir dir;
   const auto train = write_table(dir.path() / "train.csv", 30, false);
   const auto test = write_table(dir.path() / "test.csv", 12, true);
-  const std::string deprecated = "is deprecated: name the data as --train ";
+  const std::string deprecated = "is deprecated: name the data as --";
 
   // The old form with --classes: the test file's class 2 is declared.
   const auto trained = run_meridian("train --dataset csv --train-csv " + shell_path(train) + " --test-csv " +
