@@ -21,6 +21,8 @@ struct EvalOptions {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string train_csv, test_csv, label_column = "label";
   std::string train, test, classes, layout;
+  std::string ignore_columns, categorical;  // tables: as the run gave them
+  bool missing_indicators = false;
   bool json = false;
 };
 
@@ -38,6 +40,9 @@ int run_eval(const EvalOptions& o) {
   config.test = o.test;
   config.classes = o.classes;
   config.layout = o.layout;
+  config.ignore_columns = o.ignore_columns;
+  config.categorical = o.categorical;
+  config.missing_indicators = o.missing_indicators;
   std::vector<std::filesystem::path> files(o.checkpoints.begin(), o.checkpoints.end());
   // The inputs are scaled as the model was trained (the federation's agreed scaling, kept in the
   // checkpoint), not with statistics of whichever file is at hand.
@@ -86,10 +91,12 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"fashion-mnist", "idx", "csv"}))
       ->capture_default_str();
   cmd->add_option("--data-dir", o->data_dir, "IDX files for fashion-mnist and idx")->capture_default_str();
-  cmd->add_option("--train-csv", o->train_csv,
-                  "csv: the training file (its scaling and classes apply to the test file)");
-  cmd->add_option("--test-csv", o->test_csv, "csv: the test file");
-  cmd->add_option("--label-column", o->label_column, "csv: name or 0-based index of the label column")
+  cmd->add_option("--train-csv", o->train_csv, "Deprecated: the old name of --train for a CSV file");
+  cmd->add_option("--test-csv", o->test_csv, "Deprecated: the old name of --test for a CSV file");
+  cmd->add_option("--ignore-columns", o->ignore_columns, "Tables: the run's columns left out, a,b");
+  cmd->add_option("--categorical", o->categorical, "Tables: the run's category columns, a,b=x|y");
+  cmd->add_flag("--missing-indicators", o->missing_indicators, "Tables: the run had missing indicators");
+  cmd->add_option("--label-column", o->label_column, "Tables: name or 0-based index of the label column")
       ->capture_default_str();
   cmd->add_option("--test", o->test,
                   "Test data by path (image folder, .npz, FEATURES.npy,LABELS.npy, .csv, IDX); replaces --dataset");

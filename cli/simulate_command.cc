@@ -251,9 +251,17 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       ->capture_default_str()
       ->group(shared);
   cmd->add_option("--data-dir", s.data_dir, "Directory of the IDX files")->capture_default_str()->group(shared);
-  cmd->add_option("--train-csv", s.train_csv, "csv: training file")->group(shared);
-  cmd->add_option("--test-csv", s.test_csv, "csv: test file")->group(shared);
-  cmd->add_option("--label-column", s.label_column, "csv: label column")->group(shared);
+  cmd->add_option("--train-csv", s.train_csv, "Deprecated: the old name of --train for a CSV file")->group(shared);
+  cmd->add_option("--test-csv", s.test_csv, "Deprecated: the old name of --test for a CSV file")->group(shared);
+  cmd->add_option("--label-column", s.label_column, "Tables: label column")->group(shared);
+  cmd->add_option("--ignore-columns", s.ignore_columns, "Tables: columns to leave out, a,b (e.g. id,mrn)")
+      ->group(shared);
+  cmd->add_option("--categorical", s.categorical,
+                  "Tables: category columns, one-hot encoded, a,b, each optionally with its list (ward=icu|surgery)")
+      ->group(shared);
+  cmd->add_flag("--missing-indicators", s.missing_indicators,
+                "Tables: an input per numeric column that is 1 where the value was missing")
+      ->group(shared);
   cmd->add_option("--model", s.model, "logreg | mlp | mlp-bn | cnn | resnet8 | resnet20, or a model file")
       ->capture_default_str()
       ->group(shared);

@@ -38,6 +38,9 @@ struct TrainOptions {
   std::string dataset = "fashion-mnist";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string train, test, classes, layout, label_column = "label";
+  std::string train_csv, test_csv;  // the deprecated names of --train and --test for CSV files
+  std::string ignore_columns, categorical;  // tables, as start's (models/data/tabular_schema.h)
+  bool missing_indicators = false;
   std::string augment = "none";  // as start's --augment (models/data/image_augmentation.h)
   // As start's: a federation of one agrees with itself (models/data/normalization_spec.h).
   std::string normalize = "auto", input_mean, input_std;
@@ -66,11 +69,16 @@ struct TrainOptions {
 std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
 // The options that name data, checked together so that every mistake is reported at once, each
-// naming its option. The same loader and options as `meridian start` (daemon/site_data.h).
-models::data::DataOptions data_options(const TrainOptions& o) {
-  std::vector<std::string> problems;
+// naming its option. The same loader and options as `meridian start` (daemon/site_data.h); the old
+// CSV options are folded into --train and --test first.
+models::data::DataOptions data_options(TrainOptions& o) {
+  auto fold = models::data::fold_legacy_csv_names(o.train, o.test, o.train_csv, o.test_csv);
+  std::vector<std::string> problems = std::move(fold.problems);
+  if (!fold.warning.empty()) std::fprintf(stderr, "train: warning: %s\n", fold.warning.c_str());
   models::data::DataOptions options;
   options.label_column = o.label_column;
+  if (!o.train.empty() && o.dataset != "fashion-mnist" && o.dataset != "csv")
+    problems.push_back("--dataset: '" + o.dataset + "' and --train both name the data: give one of them");
   if (o.train.empty()) {
     if (o.dataset != "fashion-mnist")
       problems.push_back("--dataset: '" + o.dataset + "' is not fashion-mnist (name other data with --train PATH)");
@@ -91,6 +99,11 @@ models::data::DataOptions data_options(const TrainOptions& o) {
     if (!o.classes.empty()) options.class_names = models::data::parse_class_list(o.classes);
   } catch (const error::UserError& e) {
     problems.push_back(std::string("--classes: ") + e.what());
+  }
+  try {
+    options.tabular = models::data::parse_tabular_spec(o.ignore_columns, o.categorical, o.missing_indicators);
+  } catch (const error::UserError& e) {
+    problems.push_back(e.what());
   }
   try {
     if (!o.layout.empty()) options.layout = models::data::parse_array_layout(o.layout);
@@ -146,7 +159,7 @@ void save_model(const TrainOptions& o, const models::Model& model, const models:
   std::fprintf(stderr, "train: saved the model to %s\n", o.save.c_str());
 }
 
-int run_train(const TrainOptions& o) {
+int run_train(TrainOptions o) {
   using clock = std::chrono::steady_clock;
   const models::data::DataOptions data = data_options(o);
   // The device first: a --device cuda that cannot be honoured fails before the data is read.
@@ -172,7 +185,15 @@ int run_train(const TrainOptions& o) {
       scaling = models::data::standardization_from(normalization.mean, normalization.stddev, train);
       break;
     case models::data::NormalizationSource::kNone:
-    case models::data::NormalizationSource::kAuto: break;
+    case models::data::NormalizationSource::kAuto:
+      for (const auto& [part, path] : {std::pair{&train, &o.train}, std::pair{&test, &o.test}}) {
+        if (const std::size_t missing = models::data::count_missing(part->features); missing > 0) {
+          throw models::data::DataError(*path + ": has " + std::to_string(missing) +
+                                        " missing values, and --normalize none leaves nothing to fill them with: "
+                                        "use --normalize auto (they are filled with each column's mean)");
+        }
+      }
+      break;
   }
   for (auto* part : {&train, &test}) {
     scaling.apply(part->features);
@@ -337,7 +358,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--input-mean", options->input_mean, "Given input scaling: each feature's or channel's mean, a,b,c");
   cmd->add_option("--input-std", options->input_std,
                   "Given input scaling: each feature's or channel's standard deviation, a,b,c");
-  cmd->add_option("--label-column", options->label_column, "CSV: name or 0-based index of the label column")
+  cmd->add_option("--train-csv", options->train_csv, "Deprecated: the old name of --train for a CSV file");
+  cmd->add_option("--test-csv", options->test_csv, "Deprecated: the old name of --test for a CSV file");
+  cmd->add_option("--ignore-columns", options->ignore_columns, "Tables: columns to leave out, a,b (e.g. id,mrn)");
+  cmd->add_option("--categorical", options->categorical,
+                  "Tables: category columns, one-hot encoded, a,b, each optionally with its list (ward=icu|surgery)");
+  cmd->add_flag("--missing-indicators", options->missing_indicators,
+                "Tables: an input per numeric column that is 1 where the value was missing");
+  cmd->add_option("--label-column", options->label_column, "Tables: name or 0-based index of the label column")
       ->capture_default_str();
   cmd->add_option("--data-dir", options->data_dir, "Folder with the dataset's IDX files (gzip or raw)")
       ->capture_default_str();

@@ -60,6 +60,11 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
   peer::FederationTerms terms;
   // The data's schema first: a site with another table is told about its columns, not about the
   // model its column count builds.
+  // Category lists before the columns they expand into: a site that saw another set of categories is
+  // told which, and that --categorical NAME=a|b|c declares the full list at every site.
+  if (train.table && !train.table->categorical.empty())
+    terms.push_back({"categories", train.table->describe_categories(), {},
+                     "declare each column's full list at every site with --categorical NAME=a|b|c"});
   if (!train.feature_names.empty()) {
     std::string columns = "[";
     for (std::size_t i = 0; i < train.feature_names.size(); ++i) {
@@ -67,9 +72,12 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
       columns += train.feature_names[i];
     }
     columns += ']';
-    terms.push_back({"columns", columns});
+    terms.push_back({"columns", columns, {},
+                     "every site needs the same columns (in any order); leave extra ones out with --ignore-columns"});
   }
-  terms.push_back({"data", data_term(train)});
+  // Sites that each derive their classes from their own labels differ when one lacks a class.
+  terms.push_back({"data", data_term(train), {},
+                   settings.class_names.empty() ? "give every site the full class list with --classes a,b,c" : ""});
   terms.push_back({"normalization", models::data::describe_normalization(settings.normalization, train)});
   terms.push_back({"model", model.fingerprint(), model.summary()});
 

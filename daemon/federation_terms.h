@@ -1,6 +1,8 @@
 // The federation terms a site announces when it joins (peer/federation_terms.h): everything that must
 // be equal on every site, as canonical text.
-//   columns    the names of the features, in order, where the data names them (a CSV header)
+//   categories a table's category columns with their lists (models/data/tabular_schema.h), when it has any
+//   columns    the names of the features, in order, where the data names them (a CSV header: numeric
+//              columns sorted by name, missing indicators, one-hot categories)
 //   data       the input shape, the class count and the class names where the data has them
 //   normalization  how inputs are scaled (models/data/normalization_spec.h), with the values when given
 //   model      the model's fingerprint: architecture, input shape, class count, parameter count;

@@ -78,6 +78,11 @@ std::string encode_moments(const models::data::FeatureMoments& moments) {
     append_number(out, moments.sum[g]);
     append_number(out, g < moments.squared_deviations.size() ? moments.squared_deviations[g] : 0.0);
   }
+  if (!moments.missing.empty()) {
+    out += " missing";
+    for (std::size_t g = 0; g < moments.sum.size(); ++g)
+      out += ' ' + std::to_string(g < moments.missing.size() ? moments.missing[g] : 0);
+  }
   return out;
 }
 
@@ -95,6 +100,13 @@ std::optional<models::data::FeatureMoments> decode_moments(const std::string& bo
     if (!sum || !m2 || *m2 < 0) return std::nullopt;
     m.sum.push_back(*sum);
     m.squared_deviations.push_back(*m2);
+  }
+  if (w.done()) return m;
+  if (!w.word("missing")) return std::nullopt;
+  for (std::uint64_t g = 0; g < *groups; ++g) {
+    const auto missing = w.count();
+    if (!missing || *missing > m.count) return std::nullopt;
+    m.missing.push_back(*missing);
   }
   if (!w.done()) return std::nullopt;
   return m;

@@ -11,7 +11,9 @@
 // daemon/normalization_agreement.cc.
 //
 // Bodies are text; numbers travel as C99 hexadecimal floating point ("%a"), exact in both directions:
-//   "moments COUNT GROUPS SUM M2 SUM M2 ..."      "scaling WIDTH MEAN STD MEAN STD ..."
+//   "moments COUNT GROUPS SUM M2 SUM M2 ... [missing N N ...]"      "scaling WIDTH MEAN STD MEAN STD ..."
+// where the missing counts (one per group) come only when the part has missing values
+// (models/data/feature_moments.h); the scaling's means are then what every site fills them with.
 // Decoding never throws: a body that is not exactly of this form is not a message of this exchange.
 #pragma once
 

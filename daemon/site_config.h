@@ -35,6 +35,7 @@
 #include "models/data/normalization_spec.h"
 #include "models/data/npy_reader.h"
 #include "models/data/partition.h"
+#include "models/data/tabular_schema.h"
 #include "models/device.h"
 #include "models/optimizer.h"
 #include "peer/partition_schedule.h"
@@ -84,9 +85,12 @@ struct SiteConfig {
   std::string input_mean, input_std;      // given normalization: one value per feature or channel, a,b,c
   std::string dataset = "fashion-mnist";  // fashion-mnist | idx | csv (when --train is not given)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // idx and fashion-mnist: the IDX files
-  std::string train_csv;                                       // csv only
-  std::string test_csv;                                        // csv only, optional
-  std::string label_column = "label";                          // csv only: column name or 0-based index
+  std::string train_csv;                                       // deprecated name of --train for CSV
+  std::string test_csv;                                        // deprecated name of --test for CSV
+  std::string label_column = "label";                          // tables: column name or 0-based index
+  std::string ignore_columns;   // tables: columns left out, a,b ("" = none; models/data/tabular_schema.h)
+  std::string categorical;      // tables: category columns, sex,ward=icu|surgery ("" = none)
+  bool missing_indicators = false;  // tables: one indicator input per numeric column
   std::string partition = "iid";                               // iid | dirichlet:ALPHA (simulations split one dataset)
   int site_index = 0;                                          // this site's part when the dataset is split
   int site_count = 1;                                          // number of parts
@@ -265,6 +269,7 @@ struct SiteSettings {
   models::data::ArrayLayout layout = models::data::ArrayLayout::kUnstated;
   models::data::AugmentationSpec augmentation;    // --augment
   models::data::NormalizationSpec normalization;  // --normalize, --input-mean, --input-std
+  models::data::TabularSpec tabular;              // --ignore-columns, --categorical, --missing-indicators
   models::data::PartitionSpec partition;
   peer::WanModel wan;
   peer::PartitionSchedule wan_partition;

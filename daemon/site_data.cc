@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <spdlog/spdlog.h>
+
 #include "error/error.h"
-#include "models/data/csv_reader.h"
 #include "models/data/data_source.h"
 #include "models/data/image_augmentation.h"
 #include "models/data/idx_reader.h"
@@ -13,47 +14,24 @@
 namespace meridian::daemon {
 namespace {
 
-models::data::CsvOptions csv_options(const SiteConfig& config) {
-  models::data::CsvOptions options;
-  const bool numeric =
-      !config.label_column.empty() &&
-      std::all_of(config.label_column.begin(), config.label_column.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (numeric) {
-    options.label_index = std::stoul(config.label_column);
-  } else {
-    options.label_column = config.label_column;
-  }
-  return options;
-}
-
 struct Loaded {
   models::data::Dataset train, test;
 };
 
-// `select_train` picks the site's rows of a training set read from IDX files (empty: all of them);
-// CSV data is partitioned after reading.
-// `standardize`: CSV tables scaled with the training file's own statistics (the behaviour before
-// checkpoints carried a scaling), or left as read.
-Loaded load(const SiteConfig& config, Dataset dataset, bool want_train, bool standardize,
-            const models::data::RowSelection& select_train = {}) {
+// The packaged datasets (fashion-mnist and idx) both read the four IDX files of the MNIST layout from
+// --data-dir. `select_train` picks the site's rows of the training set (empty: all of them).
+Loaded load_idx_files(const SiteConfig& config, bool want_train, const models::data::RowSelection& select_train = {}) {
   Loaded out;
-  if (dataset == Dataset::kCsv) {
-    auto train_options = csv_options(config);
-    train_options.standardize = standardize;
-    auto train = models::data::read_csv(config.train_csv, train_options);
-    if (!config.test_csv.empty()) {
-      auto options = train_options;
-      options.standardization = train.standardization;
-      options.class_names = train.class_names;
-      out.test = models::data::read_csv(config.test_csv, options);
-    }
-    if (want_train) out.train = std::move(train);
-    return out;
-  }
-  // fashion-mnist and idx both read the four IDX files of the MNIST layout from --data-dir.
   if (want_train) out.train = models::data::load_fashion_mnist(config.data_dir, true, select_train);
   out.test = models::data::load_fashion_mnist(config.data_dir, false);
   return out;
+}
+
+// Prints the deprecation warning of the old CSV options, when they are used.
+void warn_legacy_csv_form(const SiteConfig& config) {
+  SiteConfig copy = config;
+  const auto fold = models::data::fold_legacy_csv_names(copy.train, copy.test, copy.train_csv, copy.test_csv);
+  if (!fold.warning.empty()) spdlog::warn("{}", fold.warning);
 }
 
 models::data::DataOptions data_options(const SiteSettings& settings, models::data::RowSelection select,
@@ -63,14 +41,27 @@ models::data::DataOptions data_options(const SiteSettings& settings, models::dat
   options.class_names = settings.class_names;
   options.layout = settings.layout;
   options.label_column = settings.options.label_column;
+  options.tabular = settings.tabular;
   options.select = std::move(select);
   return options;
+}
+
+// With the inputs left as read (--normalize none) there is no agreed mean to fill a missing value with.
+void refuse_unfilled_missing(const SiteData& data, const SiteConfig& config) {
+  for (const auto& [part, path] : {std::pair{&data.train, &config.train}, std::pair{&data.test, &config.test}}) {
+    const std::size_t missing = models::data::count_missing(part->features);
+    if (missing == 0) continue;
+    throw models::data::DataError(*path + ": has " + std::to_string(missing) +
+                                  " missing values, and --normalize none leaves nothing to fill them with: use "
+                                  "--normalize auto (they are filled with the federation's mean of each column)");
+  }
 }
 
 }  // namespace
 
 SiteData load_site_data(const SiteSettings& settings) {
   const SiteConfig& config = settings.options;
+  warn_legacy_csv_form(config);
   const auto sites = static_cast<std::size_t>(config.site_count);
   const auto site = static_cast<std::size_t>(config.site_index);
   const auto spec = sites > 1 ? settings.partition : models::data::PartitionSpec{};
@@ -79,7 +70,7 @@ SiteData load_site_data(const SiteSettings& settings) {
   // otherwise hold all 60000 rows as floats (188 MB) for a moment.
   bool partitioned = false;
   models::data::RowSelection select;
-  if (sites > 1 && settings.dataset != Dataset::kCsv) {
+  if (sites > 1 && config.train.empty()) {
     select = [&](std::span<const std::int32_t> labels) {
       out.whole_train_rows = labels.size();
       partitioned = true;
@@ -104,7 +95,7 @@ SiteData load_site_data(const SiteSettings& settings) {
     loaded.train = std::move(both.train);
     loaded.test = std::move(both.test);
   } else {
-    loaded = load(config, settings.dataset, true, false, select);
+    loaded = load_idx_files(config, true, select);
   }
   // The trainer builds the same augmentation before its first step; building it here refuses a
   // table with --augment at start-up, before the site joins anyone.
@@ -128,7 +119,7 @@ SiteData load_site_data(const SiteSettings& settings) {
       out.moments = models::data::moments_of(out.train);
       break;
     case models::data::NormalizationSource::kNone:
-    case models::data::NormalizationSource::kAuto: break;
+    case models::data::NormalizationSource::kAuto: refuse_unfilled_missing(out, config); break;
   }
   out.steps_per_epoch =
       std::max<std::uint64_t>(1, out.whole_train_rows / sites / static_cast<std::size_t>(config.batch));
@@ -167,7 +158,11 @@ std::string class_counts(const models::data::Dataset& data) {
   return out;
 }
 
-models::data::Dataset load_test_data(const SiteConfig& config, const models::data::Standardization& scaling) {
+models::data::Dataset load_test_data(const SiteConfig& given, const models::data::Standardization& scaling) {
+  SiteConfig config = given;
+  const auto fold = models::data::fold_legacy_csv_names(config.train, config.test, config.train_csv, config.test_csv);
+  if (!fold.problems.empty()) throw models::data::DataError(fold.problems.front());
+  if (!fold.warning.empty()) spdlog::warn("{}", fold.warning);
   // A checkpoint's scaling replaces the training file's: the data are read as they are, then scaled.
   const bool standardize = scaling.empty();
   auto scaled = [&](models::data::Dataset test) {
@@ -192,6 +187,12 @@ models::data::Dataset load_test_data(const SiteConfig& config, const models::dat
       throw models::data::DataError(std::string(config.classes.empty() ? "--layout: " : "--classes or --layout: ") +
                                     e.what());
     }
+    try {
+      settings.tabular =
+          models::data::parse_tabular_spec(config.ignore_columns, config.categorical, config.missing_indicators);
+    } catch (const error::UserError& e) {
+      throw models::data::DataError(e.what());
+    }
     const auto options = data_options(settings, {}, standardize);
     if (config.train.empty()) return scaled(models::data::load_dataset(config.test, options));
     return scaled(models::data::load_train_and_test(config.train, config.test, options).test);
@@ -199,10 +200,8 @@ models::data::Dataset load_test_data(const SiteConfig& config, const models::dat
   if (!config.train.empty()) throw models::data::DataError("--train " + config.train + " has no test set: give --test");
   const auto dataset = parse_dataset(config.dataset);
   if (!dataset) throw models::data::DataError("--dataset '" + config.dataset + "' is not fashion-mnist, idx or csv");
-  if (*dataset == Dataset::kCsv && config.test_csv.empty()) {
-    throw models::data::DataError("--dataset csv has no test set: give --test-csv");
-  }
-  return scaled(load(config, *dataset, *dataset == Dataset::kCsv, standardize).test);
+  if (*dataset == Dataset::kCsv) throw models::data::DataError("--dataset csv names no test file: give --test FILE.csv");
+  return scaled(load_idx_files(config, false).test);
 }
 
 }  // namespace meridian::daemon

@@ -30,7 +30,9 @@ struct SiteData {
   models::data::FeatureMoments moments;  // of the unscaled training part; set when pending
 };
 
-// Loads the configured data (--train/--test through models/data/data_source.h, else --dataset),
+// Loads the configured data (--train/--test through models/data/data_source.h, else --dataset; the
+// old CSV options were folded into --train/--test by parse_site_settings, and their deprecation
+// warning is printed here),
 // keeps this site's part (partition, site-index, site-count, seed), scales it as --normalize says (or
 // leaves it pending, see SiteData) and applies the run length rule. Throws
 // models::data::DataError naming the file or the problem, also when --augment is on and the training data has no image
@@ -48,7 +50,8 @@ std::string class_counts(const models::data::Dataset& data);
 
 // Loads only the test set: --test when given (read with --classes and --layout and, when --train is
 // given too, with the training data's class list), else that of `config`'s dataset (fashion-mnist /
-// idx: the t10k files; csv: --test-csv). Scaled with `scaling` when it is not empty (a checkpoint's
+// idx: the t10k files). The old CSV options (--train-csv, --test-csv) are read as --train and --test
+// (models::data::fold_legacy_csv_names), with the deprecation warning printed. Scaled with `scaling` when it is not empty (a checkpoint's
 // input standardization), else as before checkpoints carried one: tables with the training file's
 // statistics, images not at all. Throws DataError, also when the data has no test set, `config.dataset`
 // names none of these, or `scaling` has another width than the data.

@@ -173,11 +173,16 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   }
   if (c.run_dir.empty()) problem("run-dir", "must not be empty (e.g. --run-dir /var/lib/meridian)");
 
-  // --train names data by path; it replaces --dataset, whose csv form has its own paths. The paths are
-  // resolved here (existence and format, no data read) so that a mistyped one is listed with the rest.
-  if (!c.train.empty()) {
-    if (c.dataset != "fashion-mnist") problem("train", "replaces --dataset " + c.dataset + ": give one of them");
-    for (const auto& [option, path] : {std::pair{"train", &c.train}, std::pair{"test", &c.test}}) {
+  // --train names data by path; it replaces --dataset, whose old csv form (--train-csv, --test-csv) is
+  // read as --train and --test from here on. The paths are resolved here (existence and format, no
+  // data read) so that a mistyped one is listed with the rest.
+  SiteConfig& d = settings.options;
+  for (const auto& text : models::data::fold_legacy_csv_names(d.train, d.test, d.train_csv, d.test_csv).problems)
+    problems.push_back(text);
+  if (!d.train.empty()) {
+    if (d.dataset != "fashion-mnist" && d.dataset != "csv")
+      problem("train", "replaces --dataset " + d.dataset + ": give one of them");
+    for (const auto& [option, path] : {std::pair{"train", &d.train}, std::pair{"test", &d.test}}) {
       if (path->empty()) continue;
       try {
         (void)models::data::resolve_data_path(*path);
@@ -187,7 +192,7 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     }
   } else {
     for (const auto& [option, value] :
-         {std::pair{"test", &c.test}, std::pair{"classes", &c.classes}, std::pair{"layout", &c.layout}}) {
+         {std::pair{"test", &d.test}, std::pair{"classes", &d.classes}, std::pair{"layout", &d.layout}}) {
       if (!value->empty()) problem(option, "applies with --train only (give the training data as --train PATH)");
     }
   }
@@ -206,6 +211,11 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     }
   }
   try {
+    settings.tabular = models::data::parse_tabular_spec(c.ignore_columns, c.categorical, c.missing_indicators);
+  } catch (const error::UserError& e) {
+    problem(std::string_view(e.what()).starts_with("--ignore-columns") ? "ignore-columns" : "categorical", e.what());
+  }
+  try {
     settings.augmentation = models::data::parse_augmentation_spec(c.augment);
   } catch (const error::UserError& e) {
     problem("augment", e.what());
@@ -222,8 +232,8 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   if (dataset && settings.dataset != Dataset::kCsv && c.data_dir.empty()) {
     problem("data-dir", "missing: the directory with the IDX files");
   }
-  if (settings.dataset == Dataset::kCsv && c.train_csv.empty())
-    problem("train-csv", "missing: --dataset csv needs a training file");
+  if (settings.dataset == Dataset::kCsv && d.train.empty())
+    problem("train", "missing: --dataset csv needs a training file (--train FILE.csv)");
   if (c.label_column.empty()) problem("label-column", "must not be empty (a column name or 0-based index)");
   try {
     settings.partition = models::data::parse_partition_spec(c.partition);

@@ -18,12 +18,12 @@ const Term* find(const FederationTerms& terms, const std::string& name) {
 std::optional<TermsMismatch> compare_terms(const FederationTerms& ours, const FederationTerms& theirs) {
   for (const auto& term : ours) {
     const Term* other = find(theirs, term.name);
-    if (!other) return TermsMismatch{term.name, term.value, kNotAnnounced};
+    if (!other) return TermsMismatch{term.name, term.value, kNotAnnounced, term.hint};
     if (other->value == term.value) continue;
     // Displays that agree (a detail they leave out differs) would hide the difference: then the values.
     if (!term.display.empty() && !other->display.empty() && term.display != other->display)
-      return TermsMismatch{term.name, term.display, other->display};
-    return TermsMismatch{term.name, term.value, other->value};
+      return TermsMismatch{term.name, term.display, other->display, term.hint};
+    return TermsMismatch{term.name, term.value, other->value, term.hint};
   }
   // A peer of a newer version may check more than we do; its extra field still makes the terms
   // differ, since that peer would refuse us for it anyway.
@@ -34,11 +34,12 @@ std::optional<TermsMismatch> compare_terms(const FederationTerms& ours, const Fe
 
 std::string refusal_reason(const std::string& refuser, const TermsMismatch& m) {
   return refuser + " refuses this site: " + m.field + " differs (" + refuser + ": " + m.ours +
-         "; this site: " + m.theirs + ")";
+         "; this site: " + m.theirs + ")" + (m.hint.empty() ? "" : ": " + m.hint);
 }
 
 std::string refusal_log_detail(const std::string& refused, const TermsMismatch& m) {
-  return "refused at join: " + m.field + " differs (this site: " + m.ours + "; " + refused + ": " + m.theirs + ")";
+  return "refused at join: " + m.field + " differs (this site: " + m.ours + "; " + refused + ": " + m.theirs + ")" +
+         (m.hint.empty() ? "" : ": " + m.hint);
 }
 
 }  // namespace meridian::peer

@@ -21,6 +21,10 @@ struct Term {
   // value where two sites' values differ and their displays do too; empty: the value is shown.
   // compare_terms() never compares it.
   std::string display = {};
+  // What makes the values equal, added to a refusal over this field ("declare the full class list at
+  // every site with --classes"); empty: nothing is added. Never compared, never sent: a refusal
+  // carries the refusing site's hint in its text.
+  std::string hint = {};
   friend bool operator==(const Term&, const Term&) = default;
 };
 
@@ -34,6 +38,7 @@ struct TermsMismatch {
   std::string field;
   std::string ours;
   std::string theirs;
+  std::string hint = {};  // our term's hint
   friend bool operator==(const TermsMismatch&, const TermsMismatch&) = default;
 };
 
@@ -42,11 +47,11 @@ struct TermsMismatch {
 std::optional<TermsMismatch> compare_terms(const FederationTerms& ours, const FederationTerms& theirs);
 
 // What the refused site reads: "alpha refuses this site: algorithm differs (alpha: sgp, K = 1;
-// this site: allreduce)". `refuser` is the refusing site's name; `m` is from the refuser's side.
+// this site: allreduce)", followed by ": " and the hint when there is one. `refuser` is the refusing site's name; `m` is from the refuser's side.
 std::string refusal_reason(const std::string& refuser, const TermsMismatch& m);
 
 // What the refusing site logs: "refused at join: algorithm differs (this site: sgp, K = 1; gamma:
-// allreduce)".
+// allreduce)", followed by ": " and the hint when there is one.
 std::string refusal_log_detail(const std::string& refused, const TermsMismatch& m);
 
 }  // namespace meridian::peer

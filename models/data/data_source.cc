@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <stdexcept>
+#include <tuple>
 
 #include "error/error.h"
 #include "models/data/compressed_file.h"
@@ -74,6 +75,10 @@ CsvOptions csv_options(const DataOptions& options) {
   csv.standardization = options.standardization;
   csv.standardize = options.standardize;
   csv.class_names = options.class_names;
+  csv.classes_from = options.classes_from.empty() && !options.class_names.empty() ? "--classes" : options.classes_from;
+  csv.tabular = options.tabular;
+  csv.schema = options.schema;
+  csv.schema_from = options.schema_from;
   return csv;
 }
 
@@ -147,6 +152,29 @@ std::vector<std::string> parse_class_list(std::string_view text) {
     start = end + 1;
   }
   return names;
+}
+
+LegacyCsvFold fold_legacy_csv_names(std::string& train, std::string& test, const std::string& train_csv,
+                                    const std::string& test_csv) {
+  LegacyCsvFold out;
+  std::string old_form, new_form;
+  for (const auto& [old_option, old_path, new_option, new_path] :
+       {std::tuple{"--train-csv", &train_csv, "--train", &train}, std::tuple{"--test-csv", &test_csv, "--test", &test}}) {
+    if (old_path->empty()) continue;
+    old_form += std::string(old_form.empty() ? "" : " ") + old_option + " " + *old_path;
+    new_form += std::string(new_form.empty() ? "" : " ") + new_option + " " + *old_path;
+    if (!new_path->empty() && *new_path != *old_path) {
+      out.problems.push_back(std::string(old_option) + ": names " + *old_path + " but " + new_option + " names " +
+                             *new_path + ": give only " + new_option + " (" + old_option + " is its old name)");
+      continue;
+    }
+    *new_path = *old_path;
+  }
+  if (!old_form.empty()) {
+    out.warning = old_form + " is deprecated: name the data as " + new_form +
+                  " (the same options for every format, docs/datasets.md; --dataset csv is then not needed)";
+  }
+  return out;
 }
 
 DataPath resolve_data_path(const std::string& text) {
@@ -232,6 +260,9 @@ TrainAndTest load_train_and_test(const std::string& train_path, const std::strin
   DataOptions test_options = options;
   test_options.select = {};
   test_options.class_names = out.train.class_names;
+  if (options.class_names.empty()) test_options.classes_from = "the training data " + train_path;
+  test_options.schema = out.train.table;
+  test_options.schema_from = train_path;
   test_options.standardization = out.train.standardization;
   if (out.train.channels > 0) test_options.channels = out.train.channels;
   out.test = load_dataset(test_path, test_options);

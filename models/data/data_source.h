@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "models/data/idx_reader.h"
 #include "models/data/npy_reader.h"
 #include "models/data/standardization.h"
+#include "models/data/tabular_schema.h"
 
 namespace meridian::models::data {
 
@@ -45,6 +47,19 @@ DataPath resolve_data_path(const std::string& text);
 // name or a name given twice.
 std::vector<std::string> parse_class_list(std::string_view text);
 
+// The deprecated way to name CSV data (--dataset csv --train-csv F --test-csv G) read as the documented
+// one (--train F --test G): each old path given is copied into `train` or `test`. An old and a new
+// option that name different files for the same role are a problem ("--train-csv: ..."), listed in
+// `problems`; `warning` is the deprecation line to print, naming the options to use, empty when no
+// old option is given. `--dataset csv` itself stays valid next to --train: it only says the data is a
+// table.
+struct LegacyCsvFold {
+  std::string warning;
+  std::vector<std::string> problems;
+};
+LegacyCsvFold fold_legacy_csv_names(std::string& train, std::string& test, const std::string& train_csv,
+                                    const std::string& test_csv);
+
 // Everything a caller may state about the data; each reader uses its part.
 struct DataOptions {
   // The class list (--classes a,b,c). Empty: each reader derives it from the data (see its header).
@@ -61,6 +76,16 @@ struct DataOptions {
   Standardization standardization;
   // CSV: false keeps the features as read (CsvOptions::standardize), for the test set too.
   bool standardize = true;
+  // CSV: ignored and category columns, missing indicators (--ignore-columns, --categorical,
+  // --missing-indicators; tabular_schema.h).
+  TabularSpec tabular;
+  // CSV: the training file's schema to match the columns to by name, and that file's name (set by
+  // load_train_and_test for the test set; csv_reader.h).
+  std::optional<TableSchema> schema;
+  std::string schema_from;
+  // Where class_names came from, for the message about a label outside them; empty with a class list
+  // means --classes.
+  std::string classes_from;
   // Image folders: 1 or 3 channels, 0 to follow the images.
   std::size_t channels = 0;
   // Keeps only these rows (a site's part); empty keeps all. IDX files convert only the kept rows;
@@ -79,8 +104,8 @@ struct TrainAndTest {
 };
 
 // Reads the training data, then the test data (when `test_path` is not empty) with the training
-// set's class list, standardization and, for image folders, channel count, so that labels and scaling
-// mean the same in both. options.select applies to the training set only. Throws DataError from
+// set's class list, standardization, table schema (columns matched by name) and, for image folders,
+// channel count, so that labels, inputs and scaling mean the same in both. options.select applies to the training set only. Throws DataError from
 // load_dataset, and when the test set's shape differs from the training set's, naming both paths and
 // both shapes (features per row, and image geometry when either has one).
 TrainAndTest load_train_and_test(const std::string& train_path, const std::string& test_path,

@@ -15,6 +15,7 @@ Dataset Dataset::subset(std::span<const std::size_t> row_indices) const {
   out.class_names = class_names;
   out.feature_names = feature_names;
   out.standardization = standardization;
+  out.table = table;
   out.features.resize(out.rows * dim);
   out.labels.resize(out.rows);
   for (std::size_t i = 0; i < row_indices.size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "error/error.h"
 #include "models/data/standardization.h"
+#include "models/data/tabular_schema.h"
 
 namespace meridian::models::data {
 
@@ -37,6 +39,9 @@ struct Dataset {
   // The per-feature scaling already applied to `features` (empty when none was), so a test set can be
   // scaled with the training set's statistics.
   Standardization standardization;
+  // For a table read with a header: how its columns became the features (tabular_schema.h), so that a
+  // test file, a peer and an exported model use the same.
+  std::optional<TableSchema> table;
 
   const float* row(std::size_t i) const { return features.data() + i * dim; }
 

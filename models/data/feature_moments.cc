@@ -1,5 +1,6 @@
 #include "models/data/feature_moments.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -30,16 +31,25 @@ FeatureMoments moments_of(const Dataset& data) {
   m.count = data.rows * width;
   m.sum.assign(groups, 0.0);
   m.squared_deviations.assign(groups, 0.0);
-  for (std::size_t r = 0; r < data.rows; ++r) {
-    const float* row = data.row(r);
-    for (std::size_t f = 0; f < data.dim; ++f) m.sum[f / width] += row[f];
-  }
-  if (m.count == 0) return m;
-  std::vector<double> mean(groups);
-  for (std::size_t g = 0; g < groups; ++g) mean[g] = m.sum[g] / static_cast<double>(m.count);
+  std::vector<std::uint64_t> missing(groups, 0);
   for (std::size_t r = 0; r < data.rows; ++r) {
     const float* row = data.row(r);
     for (std::size_t f = 0; f < data.dim; ++f) {
+      if (std::isnan(row[f])) {
+        ++missing[f / width];
+        continue;
+      }
+      m.sum[f / width] += row[f];
+    }
+  }
+  if (std::any_of(missing.begin(), missing.end(), [](std::uint64_t n) { return n > 0; })) m.missing = missing;
+  std::vector<double> mean(groups, 0.0);
+  for (std::size_t g = 0; g < groups; ++g)
+    if (m.present(g) > 0) mean[g] = m.sum[g] / static_cast<double>(m.present(g));
+  for (std::size_t r = 0; r < data.rows; ++r) {
+    const float* row = data.row(r);
+    for (std::size_t f = 0; f < data.dim; ++f) {
+      if (std::isnan(row[f])) continue;
       const double d = row[f] - mean[f / width];
       m.squared_deviations[f / width] += d * d;
     }
@@ -53,22 +63,30 @@ FeatureMoments combine(std::span<const FeatureMoments> parts) {
   const std::size_t groups = parts.front().sum.size();
   out.sum.assign(groups, 0.0);
   out.squared_deviations.assign(groups, 0.0);
+  std::vector<std::uint64_t> missing(groups, 0);
   for (const auto& p : parts) {
-    if (p.sum.size() != groups || p.squared_deviations.size() != groups) {
+    if (p.sum.size() != groups || p.squared_deviations.size() != groups ||
+        (!p.missing.empty() && p.missing.size() != groups)) {
       throw DataError("input statistics of " + std::to_string(p.sum.size()) + " groups cannot be combined with " +
                       std::to_string(groups));
     }
     out.count += p.count;
-    for (std::size_t g = 0; g < groups; ++g) out.sum[g] += p.sum[g];
+    for (std::size_t g = 0; g < groups; ++g) {
+      out.sum[g] += p.sum[g];
+      missing[g] += p.count - p.present(g);
+    }
   }
   if (out.count == 0) throw DataError("no site holds any training rows: no input statistics to combine");
+  if (std::any_of(missing.begin(), missing.end(), [](std::uint64_t n) { return n > 0; })) out.missing = missing;
   for (std::size_t g = 0; g < groups; ++g) {
-    const double mean = out.sum[g] / static_cast<double>(out.count);
+    if (out.present(g) == 0) continue;
+    const double mean = out.sum[g] / static_cast<double>(out.present(g));
     double m2 = 0.0;
     for (const auto& p : parts) {
-      if (p.count == 0) continue;
-      const double d = p.sum[g] / static_cast<double>(p.count) - mean;
-      m2 += p.squared_deviations[g] + static_cast<double>(p.count) * d * d;
+      const std::uint64_t n = p.present(g);
+      if (n == 0) continue;
+      const double d = p.sum[g] / static_cast<double>(n) - mean;
+      m2 += p.squared_deviations[g] + static_cast<double>(n) * d * d;
     }
     out.squared_deviations[g] = m2;
   }
@@ -79,9 +97,10 @@ Standardization standardization_from(const FeatureMoments& moments, const Datase
   const std::size_t groups = moments.sum.size();
   std::vector<double> mean(groups), stddev(groups);
   for (std::size_t g = 0; g < groups; ++g) {
-    const double n = static_cast<double>(moments.count);
-    mean[g] = moments.count == 0 ? 0.0 : moments.sum[g] / n;
-    const double sd = moments.count == 0 ? 0.0 : std::sqrt(moments.squared_deviations[g] / n);
+    const std::uint64_t present = moments.present(g);
+    const double n = static_cast<double>(present);
+    mean[g] = present == 0 ? 0.0 : moments.sum[g] / n;
+    const double sd = present == 0 ? 0.0 : std::sqrt(moments.squared_deviations[g] / n);
     // Compared in float, as Standardization::fit does: a spread that rounds to 0 would divide by 0.
     stddev[g] = static_cast<float>(sd) > 0.0f ? sd : 1.0;
   }

@@ -6,6 +6,7 @@
 // sums and its sums of squared deviations from its own mean; combine() pools them as if all rows sat
 // in one file (the parallel variance formula of Chan, Golub and LeVeque):
 //   n = Σ nᵢ    mean = Σ sumᵢ / n    M2 = Σ [ M2ᵢ + nᵢ (meanᵢ − mean)² ]    stddev = √(M2 / n)
+// Missing values are left out, group by group (FeatureMoments::missing).
 // Squared deviations rather than raw sums of squares: E[x²] − E[x]² cancels catastrophically for
 // columns with a large offset (years, blood counts), the deviations do not.
 //
@@ -23,9 +24,16 @@
 namespace meridian::models::data {
 
 struct FeatureMoments {
-  std::uint64_t count = 0;                 // values seen per group (rows; rows × height × width per channel)
-  std::vector<double> sum;                 // (groups) Σ x
-  std::vector<double> squared_deviations;  // (groups) Σ (x − this part's mean)²
+  // The values present in group g: count − missing[g].
+  std::uint64_t present(std::size_t g) const { return missing.empty() ? count : count - missing[g]; }
+
+  std::uint64_t count = 0;                 // values per group (rows; rows × height × width per channel)
+  std::vector<double> sum;                 // (groups) Σ x over the values present
+  std::vector<double> squared_deviations;  // (groups) Σ (x − this part's mean)² over the values present
+  // (groups) values missing (NaN in a table, tabular_schema.h) among `count`; empty when none is.
+  // A group's statistics are over its count − missing values present, so the pooled mean is that of
+  // the values present at every site: what a missing value is filled with.
+  std::vector<std::uint64_t> missing;
   friend bool operator==(const FeatureMoments&, const FeatureMoments&) = default;
 };
 

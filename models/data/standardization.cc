@@ -8,22 +8,31 @@ Standardization Standardization::fit(std::span<const float> features, std::size_
   Standardization s;
   const std::size_t rows = dim == 0 ? 0 : features.size() / dim;
   std::vector<double> sum(dim, 0.0), sq(dim, 0.0);
+  std::vector<std::size_t> present(dim, 0);
   for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < dim; ++c) sum[c] += features[r * dim + c];
+    for (std::size_t c = 0; c < dim; ++c) {
+      const float x = features[r * dim + c];
+      if (std::isnan(x)) continue;
+      sum[c] += x;
+      ++present[c];
+    }
   }
   s.mean.resize(dim);
-  for (std::size_t c = 0; c < dim; ++c) s.mean[c] = rows == 0 ? 0.0f : static_cast<float>(sum[c] / rows);
+  for (std::size_t c = 0; c < dim; ++c)
+    s.mean[c] = present[c] == 0 ? 0.0f : static_cast<float>(sum[c] / static_cast<double>(present[c]));
   // Two passes: the sum of squared deviations from the mean does not cancel catastrophically the way
   // E[x^2] - E[x]^2 does for columns with a large offset (e.g. years, blood counts).
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < dim; ++c) {
-      const double d = features[r * dim + c] - static_cast<double>(sum[c] / rows);
+      const float x = features[r * dim + c];
+      if (std::isnan(x)) continue;
+      const double d = x - sum[c] / static_cast<double>(present[c]);
       sq[c] += d * d;
     }
   }
   s.stddev.resize(dim);
   for (std::size_t c = 0; c < dim; ++c) {
-    const double sd = rows == 0 ? 0.0 : std::sqrt(sq[c] / rows);
+    const double sd = present[c] == 0 ? 0.0 : std::sqrt(sq[c] / static_cast<double>(present[c]));
     s.stddev[c] = sd > 0.0 ? static_cast<float>(sd) : 1.0f;
   }
   return s;
@@ -35,7 +44,10 @@ void Standardization::apply(std::span<float> features) const {
   std::vector<float> inv(dim);
   for (std::size_t c = 0; c < dim; ++c) inv[c] = 1.0f / stddev[c];
   for (std::size_t i = 0; i < features.size(); i += dim) {
-    for (std::size_t c = 0; c < dim; ++c) features[i + c] = (features[i + c] - mean[c]) * inv[c];
+    for (std::size_t c = 0; c < dim; ++c) {
+      float& x = features[i + c];
+      x = std::isnan(x) ? 0.0f : (x - mean[c]) * inv[c];
+    }
   }
 }
 

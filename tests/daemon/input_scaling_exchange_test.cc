@@ -18,8 +18,13 @@ TEST_CASE("moments and scalings travel exactly and a malformed body is not one",
   CHECK(back->mean == s.mean);
   CHECK(back->stddev == s.stddev);
 
+  FeatureMoments gaps{10, {1.5, 2.5}, {0.25, 0.5}, {3, 0}};
+  CHECK(encode_moments(gaps).ends_with(" missing 3 0"));
+  CHECK(decode_moments(encode_moments(gaps)) == gaps);
+
   for (const std::string body :
-       {"", "moments", "moments 3", "moments 3 2 0x1p+0 0x1p+0", "moments 3 1 1 -1", "moments 3 1 1 1 extra",
+       {"moments 3 1 1 1 missing", "moments 3 1 1 1 missing 4", "moments 3 1 1 1 missing 1 1",
+        "moments 3 1 1 1 gaps 1", "", "moments", "moments 3", "moments 3 2 0x1p+0 0x1p+0", "moments 3 1 1 -1", "moments 3 1 1 1 extra",
         "moments -3 1 1 1", "moments 3 1 nan 1", "plan steps=3 end=0", "moments3 1 1 1"}) {
     INFO(body);
     CHECK_FALSE(decode_moments(body));

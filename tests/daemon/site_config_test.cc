@@ -132,6 +132,8 @@ TEST_CASE("meridian init writes paths given to it so that the file names the sam
           "[daemon][config][process]") {
   TempDir tmp;
   std::filesystem::create_directories(tmp.path() / "conf");
+  // Data paths are checked when the file is written, as start checks them.
+  meridian::tests::write_small_table(tmp.path() / "data", "train.csv", {"dog", "cat"});
   const auto written = meridian::tests::run_shell("cd " + tmp.path().string() + " && " + MERIDIAN_BINARY +
                                                   " init --name alpha --key-dir secrets/alpha --train-csv "
                                                   "data/train.csv --out conf/alpha.toml");
@@ -309,7 +311,10 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
        },
        "--heartbeat-timeout: 0.0012 s must exceed --heartbeat-interval 0.0011 s (by a whole millisecond at least)"},
       {[](SiteConfig& c) { c.dataset = "cifar"; }, "--dataset: 'cifar' is not one of fashion-mnist, idx, csv"},
-      {[](SiteConfig& c) { c.dataset = "csv"; }, "--train-csv: missing"},
+      {[](SiteConfig& c) { c.dataset = "csv"; }, "--train: missing: --dataset csv needs a training file"},
+      {[](SiteConfig& c) { c.dataset = "idx"; c.train = "t.csv"; }, "--train: replaces --dataset idx"},
+      {[](SiteConfig& c) { c.categorical = "ward=a||b"; }, "--categorical: --categorical 'ward=a||b'"},
+      {[](SiteConfig& c) { c.ignore_columns = "id,id"; }, "--ignore-columns: --ignore-columns 'id,id'"},
       {[](SiteConfig& c) { c.partition = "dirichlet:0"; }, "--partition: partition \"dirichlet:0\": alpha"},
       {[](SiteConfig& c) { c.partition = "dirichlet:x"; }, "--partition: partition \"dirichlet:x\""},
       {[](SiteConfig& c) {
@@ -480,11 +485,10 @@ TEST_CASE("a site listening on all interfaces without --advertise hears it from 
 TEST_CASE("start refuses a missing key pair or roster, or one that does not list this site, before it reads the data",
           "[daemon][config][process]") {
   TempDir tmp;
-  // The data file does not exist: a start that got as far as reading it would say so instead.
-  const std::string common =
-      "start --name alpha --listen tcp://127.0.0.1:0 --metrics-address off --dataset csv "
-      "--train-csv " +
-      (tmp.path() / "absent.csv").string() + " --run-dir " + (tmp.path() / "run").string();
+  // The data file holds no table: a start that got as far as reading it would say so instead.
+  std::ofstream(tmp.path() / "broken.csv") << "label\n";
+  const std::string common = "start --name alpha --listen tcp://127.0.0.1:0 --metrics-address off --train " +
+                             (tmp.path() / "broken.csv").string() + " --run-dir " + (tmp.path() / "run").string();
   const auto start = [&](const std::string& key_dir, const std::string& roster) {
     return meridian::tests::run_meridian(common + " --key-dir " + key_dir + " --roster " + roster);
   };
@@ -518,7 +522,7 @@ TEST_CASE("start refuses a missing key pair or roster, or one that does not list
   CHECK_THAT(other_key.output, Contains("lists another public key for site 'alpha'"));
 
   for (const auto* result : {&no_key, &no_roster, &not_listed, &other_key})
-    CHECK_THAT(result->output, !Contains("absent.csv") && !Contains("data: "));
+    CHECK_THAT(result->output, !Contains("broken.csv") && !Contains("data: "));
 }
 
 TEST_CASE("a secure site started from another directory finds the keys, roster and data its config file names",

@@ -76,10 +76,16 @@ TEST_CASE("CSV reader: a test file is scaled and labelled with the training file
   CHECK(test.row(1)[0] == Approx(10 / std::sqrt(125.0)));
   CHECK(test.row(1)[1] == Approx(-30 / std::sqrt(350.0)));
 
-  SECTION("a label the training file never had is out of range") {
+  SECTION("a label the training file never had names the option that declares the full class list") {
     const auto path = dir.write("odd.csv", "age,diagnosis,glucose\n65,unknown,110\n");
-    CHECK_THROWS_WITH(read_csv(path, opt), Contains(path) && Contains("line 2") && Contains("'unknown'") &&
-                                               Contains("out of range") && Contains("benign, cyst, malignant"));
+    CHECK_THROWS_WITH(read_csv(path, opt),
+                      Contains(path) && Contains("line 2") && Contains("'unknown'") &&
+                          Contains("not one of the 3 known classes (benign, cyst, malignant)") &&
+                          Contains("--classes benign,cyst,malignant,unknown"));
+    opt.classes_from = "the training data train.csv";
+    CHECK_THROWS_WITH(read_csv(path, opt), Contains("not one of the 3 classes of the training data train.csv") &&
+                                               Contains("if it is a class, declare the full class list with --classes "
+                                                        "benign,cyst,malignant,unknown"));
   }
   SECTION("statistics of another width are refused") {
     const auto path = dir.write("wide.csv", "age,diagnosis,glucose,bmi\n65,cyst,110,22\n");
@@ -131,9 +137,11 @@ TEST_CASE("CSV reader names the file, the line and the problem for bad input", "
     CHECK_THROWS_WITH(read_csv(p), Contains(p) && Contains("line 3") && Contains("column 2 (glucose)") &&
                                        Contains("'high' is not a number"));
   }
-  SECTION("empty and non-finite fields") {
-    const auto empty = dir.write("empty-field.csv", "a,y\n,0\n");
-    CHECK_THROWS_WITH(read_csv(empty), Contains("line 2") && Contains("'' is not a number"));
+  SECTION("a category column not declared, and non-finite fields") {
+    const auto sex = dir.write("sex.csv", "age,sex,y\n50,F,0\n60,M,1\n");
+    CHECK_THROWS_WITH(read_csv(sex), Contains(sex) && Contains("line 2, column 2 (sex): 'F' is not a number") &&
+                                         Contains("declare it with --categorical sex") &&
+                                         Contains("leave it out with --ignore-columns sex"));
     const auto inf = dir.write("inf.csv", "a,y\ninf,0\n");
     CHECK_THROWS_WITH(read_csv(inf), Contains("line 2") && Contains("not a finite number"));
   }
@@ -163,5 +171,104 @@ TEST_CASE("CSV reader names the file, the line and the problem for bad input", "
     CHECK_THROWS_WITH(read_csv(one_column), Contains("no feature column"));
     const auto quote = dir.write("quote.csv", "a,y\n\"1,0\n2,1\n");
     CHECK_THROWS_WITH(read_csv(quote), Contains(quote) && Contains("line 2") && Contains("never closed"));
+  }
+}
+
+namespace {
+
+// A table as hospitals export it: an identifier, missing values spelled three ways, a category
+// column, and the label in the middle.
+const char* const kMessy =
+    "mrn,age,sex,diagnosis,glucose\n"
+    "A-17,50,F,benign,90\n"
+    "A-18,,M,malignant,NA\n"
+    "A-19,70,F,benign,100\n"
+    "A-20,80,,malignant,n/a\n";
+
+}  // namespace
+
+TEST_CASE("CSV reader: ignored, missing and category columns become the schema's inputs", "[data][csv][unit]") {
+  ScratchDir dir;
+  CsvOptions opt;
+  opt.label_column = "diagnosis";
+  opt.tabular = parse_tabular_spec("mrn", "sex", true);
+  opt.standardize = false;
+  const Dataset d = read_csv(dir.write("messy.csv", kMessy), opt);
+  REQUIRE(d.table);
+  CHECK(d.table->numeric == std::vector<std::string>{"age", "glucose"});
+  CHECK(d.table->ignored == std::vector<std::string>{"mrn"});
+  CHECK(d.table->describe_categories() == "sex: F, M");
+  CHECK(d.feature_names ==
+        std::vector<std::string>{"age", "glucose", "age missing", "glucose missing", "sex=F", "sex=M"});
+  REQUIRE(d.dim == 6);
+  // Row 2: age missing, glucose missing, sex M.
+  CHECK(std::isnan(d.row(1)[0]));
+  CHECK(std::isnan(d.row(1)[1]));
+  CHECK(d.row(1)[2] == 1.0f);
+  CHECK(d.row(1)[3] == 1.0f);
+  CHECK(d.row(1)[4] == 0.0f);
+  CHECK(d.row(1)[5] == 1.0f);
+  // Row 4: sex missing sets neither of its inputs.
+  CHECK(d.row(3)[4] == 0.0f);
+  CHECK(d.row(3)[5] == 0.0f);
+  CHECK(count_missing(d.features) == 3);
+
+  SECTION("standardized, a missing value becomes the mean of the values present") {
+    opt.standardize = true;
+    const Dataset s = read_csv(dir.write("messy.csv", kMessy), opt);
+    CHECK(s.standardization.mean[0] == Approx((50.0 + 70 + 80) / 3));
+    CHECK(s.standardization.mean[1] == Approx(95.0));
+    CHECK(s.row(1)[0] == 0.0f);
+    CHECK(s.row(3)[1] == 0.0f);
+    CHECK(count_missing(s.features) == 0);
+  }
+  SECTION("a test file with its columns in another order is mapped by name") {
+    CsvOptions test_opt = opt;
+    test_opt.schema = d.table;
+    test_opt.schema_from = "messy.csv";
+    test_opt.class_names = d.class_names;
+    const Dataset t = read_csv(
+        dir.write("test.csv", "sex,glucose,diagnosis,mrn,age\nM,120,benign,B-1,65\nF,?,malignant,B-2,NaN\n"), test_opt);
+    REQUIRE(t.dim == 6);
+    CHECK(t.row(0)[0] == 65.0f);
+    CHECK(t.row(0)[1] == 120.0f);
+    CHECK(t.row(0)[5] == 1.0f);
+    CHECK(std::isnan(t.row(1)[1]));
+    CHECK(t.row(1)[4] == 1.0f);
+    CHECK(t.labels == std::vector<std::int32_t>{0, 1});
+  }
+  SECTION("a missing or extra column, or an unknown category, is refused naming both files and the fix") {
+    CsvOptions test_opt = opt;
+    test_opt.schema = d.table;
+    test_opt.schema_from = "messy.csv";
+    const auto lacking = dir.write("lacking.csv", "mrn,age,sex,diagnosis\nB,1,F,benign\n");
+    CHECK_THROWS_WITH(read_csv(lacking, test_opt),
+                      Contains(lacking) && Contains("has no column 'glucose', which messy.csv has"));
+    const auto extra = dir.write("extra.csv", "mrn,age,sex,diagnosis,glucose,bmi\nB,1,F,benign,2,3\n");
+    CHECK_THROWS_WITH(read_csv(extra, test_opt),
+                      Contains(extra) && Contains("has column 'bmi', which messy.csv does not use") &&
+                          Contains("--ignore-columns bmi"));
+    const auto other = dir.write("other.csv", "mrn,age,sex,diagnosis,glucose\nB,1,X,benign,2\n");
+    CHECK_THROWS_WITH(read_csv(other, test_opt),
+                      Contains(other) && Contains("line 2, column 3 (sex): category 'X'") &&
+                          Contains("from messy.csv") && Contains("--categorical sex=F|M|X"));
+  }
+  SECTION("a declared column the file lacks, or the label ignored, is refused") {
+    CsvOptions bad = opt;
+    bad.tabular = parse_tabular_spec("patient", "", false);
+    CHECK_THROWS_WITH(read_csv(dir.write("messy.csv", kMessy), bad),
+                      Contains("--ignore-columns names 'patient', which is not a column"));
+    bad.tabular = parse_tabular_spec("mrn", "ward", false);
+    CHECK_THROWS_WITH(read_csv(dir.write("messy.csv", kMessy), bad),
+                      Contains("--categorical names 'ward', which is not a column"));
+    bad.tabular = parse_tabular_spec("diagnosis,mrn", "", false);
+    CHECK_THROWS_WITH(read_csv(dir.write("messy.csv", kMessy), bad),
+                      Contains("--ignore-columns names the label column 'diagnosis'"));
+  }
+  SECTION("a declared category list fixes the inputs whatever values the file holds") {
+    CsvOptions declared = opt;
+    declared.tabular = parse_tabular_spec("mrn", "sex=M|F|X", false);
+    const Dataset x = read_csv(dir.write("messy.csv", kMessy), declared);
+    CHECK(x.feature_names == std::vector<std::string>{"age", "glucose", "sex=M", "sex=F", "sex=X"});
   }
 }

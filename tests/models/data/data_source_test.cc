@@ -194,3 +194,28 @@ TEST_CASE("a class list is parsed from its comma-separated form", "[data][source
   CHECK_THROWS_WITH(parse_class_list("a,,b"), Contains("'a,,b': class 2 has no name"));
   CHECK_THROWS_WITH(parse_class_list("a,b,a"), Contains("'a' is given twice"));
 }
+
+TEST_CASE("the old CSV options are read as --train and --test, with a warning naming them", "[data][source][unit]") {
+  std::string train, test;
+  auto fold = fold_legacy_csv_names(train, test, "a.csv", "b.csv");
+  CHECK(train == "a.csv");
+  CHECK(test == "b.csv");
+  CHECK(fold.problems.empty());
+  CHECK(fold.warning == "--train-csv a.csv --test-csv b.csv is deprecated: name the data as --train a.csv --test b.csv "
+                        "(the same options for every format, docs/datasets.md; --dataset csv is then not needed)");
+
+  std::string same = "a.csv", none;
+  fold = fold_legacy_csv_names(same, none, "a.csv", "");
+  CHECK(fold.problems.empty());
+  CHECK(none.empty());
+
+  std::string other = "c.csv";
+  fold = fold_legacy_csv_names(other, none, "a.csv", "");
+  CHECK(other == "c.csv");
+  REQUIRE(fold.problems.size() == 1);
+  CHECK(fold.problems[0] == "--train-csv: names a.csv but --train names c.csv: give only --train (--train-csv is its "
+                            "old name)");
+
+  std::string untouched;
+  CHECK(fold_legacy_csv_names(untouched, none, "", "").warning.empty());
+}

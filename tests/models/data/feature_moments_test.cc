@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "models/data/feature_moments.h"
@@ -147,4 +148,35 @@ TEST_CASE("--normalize, --input-mean and --input-std are read and checked", "[da
   const auto one = standardization_from(std::vector<double>{0.5}, std::vector<double>{0.25}, image);
   CHECK(one.mean == std::vector<float>(4, 0.5f));
   CHECK(one.stddev == std::vector<float>(4, 0.25f));
+}
+
+TEST_CASE("missing values are left out of the moments, so the pooled mean is that of the values present",
+          "[data][normalization][unit]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Dataset a;
+  a.rows = 3;
+  a.dim = 2;
+  a.features = {1, 10, nan, 20, 3, nan};
+  Dataset b = a;
+  b.rows = 2;
+  b.features = {nan, nan, 8, 40};
+  const std::vector<FeatureMoments> parts = {moments_of(a), moments_of(b)};
+  CHECK(parts[0].missing == std::vector<std::uint64_t>{1, 1});
+  CHECK(parts[1].present(0) == 1);
+  const auto pooled = combine(parts);
+  CHECK(pooled.count == 5);
+  CHECK(pooled.missing == std::vector<std::uint64_t>{2, 2});
+  const auto s = standardization_from(pooled, a);
+  // Column 0: 1, 3, 8; column 1: 10, 20, 40.
+  CHECK(s.mean[0] == Approx(4.0));
+  CHECK(s.mean[1] == Approx(70.0 / 3));
+  CHECK(s.stddev[0] == Approx(std::sqrt((9.0 + 1 + 16) / 3)));
+  std::vector<float> all = {1, 10, nan, 20, 3, nan, nan, nan, 8, 40};
+  const auto fitted = Standardization::fit(all, 2);
+  CHECK(fitted.mean[0] == Approx(s.mean[0]));
+  CHECK(fitted.stddev[1] == Approx(s.stddev[1]));
+  fitted.apply(all);
+  CHECK(all[2] == 0.0f);  // filled with the mean
+  CHECK(all[7] == 0.0f);
+  CHECK(moments_of(Dataset{}).missing.empty());
 }
