@@ -276,6 +276,9 @@ std::optional<std::string> Membership::dropped_live_member(const View& v, const 
   if (before.id == 0 || leaving_) return std::nullopt;
   for (const auto& name : before.members) {
     if (v.rank_of(name) || !is_alive(name) || superseded_.contains(name)) continue;
+    // A process that runs no round yet may be a restart: views that leave its previous
+    // incarnation out are history it must hold to rejoin where its peers wait for it.
+    if (name == config_.self && !runs_) continue;
     return name;
   }
   return std::nullopt;

@@ -78,8 +78,9 @@
 // - A proposed view that names a site outside the roster (config.admissible) is refused and counted
 //   (RejectCause::kInventedMember), and so is a record of such a site.
 // - A view must agree with this site's own evidence: a proposal that leaves out a member of the view
-//   it follows here (this site included) that this site itself holds alive (heard within the timeout,
-//   not an incarnation superseded by a restart) is held back and counted once
+//   it follows here (this site included once this process runs rounds: before, a view without it is
+//   about its previous incarnation) that this site itself holds alive (heard within the timeout, not
+//   an incarnation superseded by a restart) is held back and counted once
 //   (RejectCause::kUnjustifiedView). It is taken as soon as this site's own evidence agrees (its own
 //   timeout declares the member dead, the member's own leave, its restart's hello, this site's
 //   operator's expel), before this site would propose a view of its own: so for honest sites, whose

@@ -248,7 +248,8 @@ TEST_CASE("a view that drops a member this site hears is held back, counted once
   CHECK_FALSE(a.tick(t0 + 1950ms).views);
 }
 
-TEST_CASE("a view that drops the receiving site itself is held back there", "[peer][membership][unit]") {
+TEST_CASE("a view that drops the receiving site itself is held back there once it runs rounds",
+          "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership b(config("b"), t0);
   b.on_hello(hello_of("a"), t0);
@@ -256,10 +257,18 @@ TEST_CASE("a view that drops the receiving site itself is held back there", "[pe
   b.tick(t0);
   const View before = b.latest_view();
   REQUIRE(before.members == std::vector<std::string>{"a", "b", "c"});
+  b.note_own_round(3);
   CHECK(refused_for(b.on_members("c", one_view(View::of({"a", "c"}, before.id + 1, 20)), t0),
                     RejectCause::kUnjustifiedView));
   CHECK(b.latest_view() == before);
   CHECK_FALSE(b.tick(t0 + 100ms).views);
+  // A process that runs no round yet (a restart) takes the views that left its previous incarnation
+  // out: they say where its peers wait for it.
+  Membership b2(config("b", 2), t0);
+  b2.on_members("a", one_view(before), t0);
+  const View without_old_b = View::of({"a", "c"}, before.id + 1, 20);
+  CHECK(b2.on_members("a", one_view(without_old_b), t0).refused.empty());
+  CHECK(b2.latest_view() == without_old_b);
 }
 
 TEST_CASE("a view that a member's own leave or restart justifies is taken at once", "[peer][membership][unit]") {
