@@ -11,12 +11,13 @@
 // next view leaves it out and the one after takes the new incarnation back, both announced, so that
 // the rounds the old incarnation was in are redone without it and the new one joins at an announced
 // round. Views are numbered; a proposed view takes effect `view_lead_rounds` after the newest round
-// any site reported and after the newest view's round, so that gossip reaches every site before the
-// switch, all switch at the same step, and every view is in force for at least that many rounds.
-// Two sites may propose different views with the same id (a site that restarts proposes the view that
-// takes it back from the stale round it knows while its peers propose it from theirs); the one with
-// the greater (effective_round, members) wins everywhere, unless this process has already reached the
-// round of the one it holds or the other one leaves this site out (then the next view corrects the
+// any site reported (plausibly: see "Rounds" below) and after the newest view's round, so that gossip
+// reaches every site before the switch, all switch at the same step, and every view is in force for at
+// least that many rounds. Two sites may propose different views with the same id (a site that
+// restarts proposes the view that takes it back from the stale round it knows while its peers propose
+// it from theirs); the one with more members, then the greater (effective_round, members), wins
+// everywhere, unless this process has already reached the round of the one it holds or the other one
+// leaves out a member this site still hears, itself included (then the next view corrects the
 // membership). The initial one-member view (id 0) is local and never gossiped.
 //
 // Paces (peer/pace.h), with MembershipConfig::agree_pace: every site reports its own figures in its
