@@ -1,6 +1,7 @@
 // `meridian export`: a trained model in the formats other tools load, safetensors (for PyTorch, through
 // python/meridian_torch.py) and ONNX, with the input standardization inside, so that the exported
-// model takes raw inputs (docs/export.md).
+// model takes raw inputs, and with the input and class names and a table's preprocessing recorded, so
+// that a caller can feed it a raw CSV row (docs/export.md).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -39,6 +40,10 @@ int run_export(const ExportOptions& o) {
       throw error::UserError(o.checkpoints[i] + ": its input scaling differs from " + o.checkpoints.front() +
                              "'s: average only the checkpoints of one federation");
     }
+    if (checkpoints[i].inputs != first.inputs) {
+      throw error::UserError(o.checkpoints[i] + ": its input and class names or table preprocessing differ from " +
+                             o.checkpoints.front() + "'s: average only the checkpoints of one federation");
+    }
   }
   // De-biased (an sgp checkpoint holds the push-sum numerator and its weight), and averaged over the
   // sites as `meridian eval` averages them (daemon/checkpoint_model.h).
@@ -59,6 +64,9 @@ int run_export(const ExportOptions& o) {
   source.input_mean = first.input_mean;
   source.input_stddev = first.input_stddev;
   source.model_file = first.model_file;
+  source.feature_names = first.inputs.feature_names;
+  source.class_names = first.inputs.class_names;
+  source.table = first.inputs.table;
   models::interchange::ExportedModel model;
   try {
     model = models::interchange::make_exported_model(source);
@@ -70,9 +78,12 @@ int run_export(const ExportOptions& o) {
   } else {
     models::interchange::write_onnx(o.out, model);
   }
+  std::string included;
+  if (!model.input_mean.empty()) included += ", input standardization included";
+  if (!model.feature_names.empty() || !model.class_names.empty()) included += ", input and class names included";
+  if (source.table) included += ", table preprocessing included";
   std::printf("exported %s (%s, %zu tensors%s) to %s as %s\n", name.c_str(), model.graph.kind.c_str(),
-              model.tensors.size(), model.input_mean.empty() ? "" : ", input standardization included", o.out.c_str(),
-              o.format.c_str());
+              model.tensors.size(), included.c_str(), o.out.c_str(), o.format.c_str());
   return 0;
 }
 

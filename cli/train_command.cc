@@ -133,7 +133,8 @@ models::data::DataOptions data_options(TrainOptions& o) {
 
 // Writes the final model as a checkpoint in the format `meridian start` writes (daemon/checkpoint.h),
 // so that `meridian eval` and `meridian export` read it: parameters, batch norm's running statistics,
-// the inputs' standardization (CSV data) and, for a model file, its text.
+// the inputs' standardization (CSV data), the input and class names with the table preprocessing and,
+// for a model file, its text.
 void save_model(const TrainOptions& o, const models::Model& model, const models::data::Dataset& train,
                 std::size_t steps) {
   std::vector<float> parameters(model.parameter_count()), state(model.state_count());
@@ -155,6 +156,9 @@ void save_model(const TrainOptions& o, const models::Model& model, const models:
   view.input_mean = train.standardization.mean;
   view.input_stddev = train.standardization.stddev;
   view.model_file = model_file;
+  view.inputs.feature_names = train.feature_names;
+  view.inputs.class_names = train.class_names;
+  view.inputs.table = train.table;
   if (const auto problem = daemon::write_checkpoint_file(o.save, view)) throw error::UserError("--save: " + *problem);
   std::fprintf(stderr, "train: saved the model to %s\n", o.save.c_str());
 }

@@ -37,7 +37,11 @@ enum class Section : std::uint32_t {
   kModelState = 10,            // floats (optional)
   kInputStandardization = 11,  // the means, then as many standard deviations (optional)
   kModelFile = 12,             // text (optional)
+  kInputDescription = 13,      // see encode_input_description (optional)
 };
+
+// The input description's own format version: a reader leaves a newer one's description empty.
+constexpr std::uint32_t kInputDescriptionVersion = 1;
 
 void put_u32(std::string& out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -54,6 +58,108 @@ std::uint64_t get_u64(const std::uint8_t* p) {
   std::uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
   return v;
+}
+
+// The input description: u32 version, then feature names, class names, u8 whether a table schema
+// follows and, when one does, its label column, numeric columns, u8 missing indicators, ignored
+// columns and u32 category column count, each column's name and categories. A string is u32 length
+// and bytes; a list of strings is u32 count and the strings.
+void put_string(std::string& out, const std::string& s) {
+  put_u32(out, static_cast<std::uint32_t>(s.size()));
+  out += s;
+}
+void put_strings(std::string& out, const std::vector<std::string>& list) {
+  put_u32(out, static_cast<std::uint32_t>(list.size()));
+  for (const auto& s : list) put_string(out, s);
+}
+
+std::string encode_input_description(const InputDescription& d) {
+  std::string out;
+  put_u32(out, kInputDescriptionVersion);
+  put_strings(out, d.feature_names);
+  put_strings(out, d.class_names);
+  out.push_back(d.table ? '\1' : '\0');
+  if (d.table) {
+    put_string(out, d.table->label);
+    put_strings(out, d.table->numeric);
+    out.push_back(d.table->missing_indicators ? '\1' : '\0');
+    put_strings(out, d.table->ignored);
+    put_u32(out, static_cast<std::uint32_t>(d.table->categorical.size()));
+    for (const auto& column : d.table->categorical) {
+      put_string(out, column.name);
+      put_strings(out, column.categories);
+    }
+  }
+  return out;
+}
+
+// Reads what encode_input_description wrote; every length is checked against the bytes there.
+// Throws std::out_of_range for a payload that ends early or holds more than it should.
+class DescriptionReader {
+ public:
+  DescriptionReader(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  std::uint32_t u32() {
+    need(4);
+    const auto v = get_u32(data_ + pos_);
+    pos_ += 4;
+    return v;
+  }
+  bool flag() {
+    need(1);
+    const auto v = data_[pos_++];
+    if (v > 1) throw std::out_of_range("a flag is neither 0 nor 1");
+    return v == 1;
+  }
+  std::string string() {
+    const std::uint32_t length = u32();
+    need(length);
+    std::string s(reinterpret_cast<const char*>(data_ + pos_), length);
+    pos_ += length;
+    return s;
+  }
+  std::vector<std::string> strings() {
+    const std::uint32_t count = u32();
+    // Each string takes at least its 4-byte length: a count beyond that cannot be real.
+    if (count > (size_ - pos_) / 4) throw std::out_of_range("a list is longer than the section");
+    std::vector<std::string> list;
+    list.reserve(count);
+    for (std::uint32_t i = 0; i < count; ++i) list.push_back(string());
+    return list;
+  }
+  bool at_end() const { return pos_ == size_; }
+
+ private:
+  void need(std::size_t n) const {
+    if (n > size_ - pos_) throw std::out_of_range("the section ends early");
+  }
+  const std::uint8_t* data_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+};
+
+InputDescription decode_input_description(const std::uint8_t* data, std::size_t size) {
+  DescriptionReader in(data, size);
+  InputDescription d;
+  if (in.u32() != kInputDescriptionVersion) return d;  // a newer writer's: this reader cannot read it
+  d.feature_names = in.strings();
+  d.class_names = in.strings();
+  if (in.flag()) {
+    models::data::TableSchema table;
+    table.label = in.string();
+    table.numeric = in.strings();
+    table.missing_indicators = in.flag();
+    table.ignored = in.strings();
+    const std::uint32_t columns = in.u32();
+    for (std::uint32_t i = 0; i < columns; ++i) {
+      models::data::CategoryColumn column;
+      column.name = in.string();
+      column.categories = in.strings();
+      table.categorical.push_back(std::move(column));
+    }
+    d.table = std::move(table);
+  }
+  if (!in.at_end()) throw std::out_of_range("bytes after its end");
+  return d;
 }
 
 // A section before it is written: small metadata is held here, large payloads are borrowed.
@@ -104,6 +210,10 @@ std::vector<PendingSection> layout(const CheckpointView& data) {
     sections.push_back({Section::kInputStandardization, "input_standardization", standardization, {}});
   }
   if (!data.model_file.empty()) sections.push_back({Section::kModelFile, "model_file", data.model_file, {}});
+  if (!data.inputs.empty()) {
+    sections.push_back(
+        {Section::kInputDescription, "input_description", encode_input_description(data.inputs), {}});
+  }
   return sections;
 }
 
@@ -171,6 +281,7 @@ CheckpointView Checkpoint::view() const {
   v.input_mean = input_mean;
   v.input_stddev = input_stddev;
   v.model_file = model_file;
+  v.inputs = inputs;
   return v;
 }
 
@@ -293,6 +404,13 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
         break;
       }
       case Section::kModelFile: cp.model_file.assign(reinterpret_cast<const char*>(payload), payload_len); break;
+      case Section::kInputDescription:
+        try {
+          cp.inputs = decode_input_description(payload, payload_len);
+        } catch (const std::out_of_range& e) {
+          throw bad(std::string("input description section is malformed: ") + e.what());
+        }
+        break;
       default: break;  // a section a newer writer added that this reader does not need
     }
   }

@@ -7,7 +7,9 @@
 // Sections are found by kind (and by name for optimizer state), so a reader skips kinds it does not
 // know; a change that older readers cannot skip bumps the version. Optional sections added later (older
 // files lack them and read as empty): the model's state buffer (batch norm's running statistics), the
-// input standardization the model was trained with, and the text of the model file that describes it. Float payloads
+// input standardization the model was trained with, the text of the model file that describes it, and
+// the input description (what the inputs and classes are called and how a raw table row becomes the
+// inputs; a payload with its own format version, read as empty when the version is newer). Float payloads
 // are IEEE-754 binary32 in little-endian order, which is the host order on every platform Meridian builds for.
 #pragma once
 
@@ -20,10 +22,21 @@
 #include <vector>
 
 #include "error/error.h"
+#include "models/data/tabular_schema.h"
 
 namespace meridian::daemon {
 
 inline constexpr std::uint32_t kCheckpointVersion = 1;
+
+// What a model's inputs and outputs are called, and how a raw table row becomes its inputs: what an
+// exported model needs to take a CSV row and answer with a class name (docs/export.md).
+struct InputDescription {
+  std::vector<std::string> feature_names;          // one per input, in input order; empty when unnamed
+  std::vector<std::string> class_names;            // indexed by label; empty when unnamed
+  std::optional<models::data::TableSchema> table;  // the table preprocessing the federation agreed on
+  bool empty() const { return feature_names.empty() && class_names.empty() && !table; }
+  bool operator==(const InputDescription&) const = default;
+};
 
 // A named piece of optimizer state (momentum buffer, Adam moments, ...): borrowed, not owned.
 struct OptimizerSpan {
@@ -53,6 +66,7 @@ struct CheckpointView {
   std::span<const float> input_mean;    // the per-feature standardization x' = (x - mean) / stddev the
   std::span<const float> input_stddev;  // model's inputs were given (CSV data); same size as input_mean
   std::string model_file;               // the model file's text, for a model not built into Meridian
+  InputDescription inputs;              // small, so copied; written when not empty
 };
 
 // What a reader returns: owns its data.
@@ -77,6 +91,7 @@ struct Checkpoint {
   std::vector<float> model_state;  // empty in a file without the section
   std::vector<float> input_mean, input_stddev;
   std::string model_file;
+  InputDescription inputs;  // empty in a file without the section
 
   // The optimizer state named `name`, or nullptr.
   const std::vector<float>* find_optimizer_state(const std::string& name) const;

@@ -60,6 +60,10 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   v.input_mean = data.train.standardization.mean;
   v.input_stddev = data.train.standardization.stddev;
   v.model_file = model_file;
+  // The names and the table preprocessing agreed at join, so that an exported model takes a raw row.
+  v.inputs.feature_names = data.train.feature_names;
+  v.inputs.class_names = data.train.class_names;
+  v.inputs.table = data.train.table;
   const auto status = store->write(v);
   for (const auto& w : status.warnings) spdlog::warn("{}", w);
   if (!status.ok) {

@@ -7,11 +7,24 @@
 The network is rebuilt from the description in the file's metadata ("layers": one object per layer, as
 Meridian's model fingerprint lists them) and loaded with the file's weights; the input standardization
 the model was trained with ("input_mean", "input_stddev") is part of the module, so it takes raw inputs.
-The file is parsed with numpy (the safetensors package is not needed). See docs/export.md.
+The file is parsed with numpy (the safetensors package is not needed).
+
+A model trained on a table also knows its names and how a raw row becomes its inputs:
+
+    model = meridian_torch.load("clinic.safetensors")
+    model.feature_names        # ['age', 'glucose', 'age missing', ..., 'ward=surgery'], in input order
+    model.class_names          # ['benign', 'malignant']
+    row = {"mrn": "A-1001", "age": "", "sex": "F", "ward": "icu", "glucose": "104"}
+    model.predict(row)         # 'benign': missing age filled, indicators and one-hot set, scaled
+    model.encode(row)          # the (1, features) tensor model(...) takes
+
+See docs/export.md.
 """
 
 import json
+import math
 import struct
+from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -19,8 +32,29 @@ from torch import nn
 
 __all__ = ["load", "read_safetensors", "MeridianModel"]
 
+# How a table field spells a missing value (any case, surrounding spaces ignored), as Meridian reads it.
+_MISSING = {"", "na", "n/a", "nan", "null", "none", "?"}
 
-def read_safetensors(path):
+Row = Mapping[str, str]
+
+
+def _is_missing(field: str) -> bool:
+    return field.strip().lower() in _MISSING
+
+
+def _number(column: str, field: str) -> float:
+    text = field.strip()
+    text = text[1:] if text.startswith("+") else text
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"column {column!r}: {field!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"column {column!r}: {field!r} is not a finite number")
+    return value
+
+
+def read_safetensors(path: str):
     """Returns (tensors, metadata) of a safetensors file: {name: numpy array}, {key: string}."""
     with open(path, "rb") as f:
         data = f.read()
@@ -113,8 +147,17 @@ def _layer(spec):
 class MeridianModel(nn.Module):
     """A network exported by Meridian: input standardization (when the model has one), then the layers.
 
-    Takes (N, *input_shape) or (N, features) raw inputs and returns (N, classes) logits.
-    metadata holds the file's description (model, fingerprint, input_shape, classes, ...).
+    Takes (N, *input_shape) or (N, features) raw inputs and returns (N, classes) logits; a missing
+    input (NaN) is filled with its mean, as Meridian fills it. metadata holds the file's description
+    (model, fingerprint, input_shape, classes, ...). feature_names and class_names are the names the
+    federation agreed on (None when the data had none); preprocessing is how a raw table row becomes
+    the inputs (None for a model not trained on a table with a header), which encode() and predict()
+    apply.
+
+    Example::
+
+        model = meridian_torch.load("clinic.safetensors")
+        model.predict([{"age": "61", "glucose": "NA", "sex": "M", "ward": "surgery"}])  # ['malignant']
     """
 
     def __init__(self, metadata):
@@ -136,15 +179,95 @@ class MeridianModel(nn.Module):
         # Buffers, not parameters: they move with .to(device) and are not trained.
         self.register_buffer("input_mean", mean, persistent=False)
         self.register_buffer("input_stddev", stddev, persistent=False)
+        self.feature_names: Optional[List[str]] = json.loads(metadata["feature_names"]) if "feature_names" in metadata else None
+        self.class_names: Optional[List[str]] = json.loads(metadata["class_names"]) if "class_names" in metadata else None
+        self.preprocessing: Optional[dict] = json.loads(metadata["preprocessing"]) if "preprocessing" in metadata else None
+        if self.feature_names is not None and len(self.feature_names) != features:
+            raise ValueError(f"{len(self.feature_names)} feature names for {features} features")
+        if self.class_names is not None and len(self.class_names) != self.classes:
+            raise ValueError(f"{len(self.class_names)} class names for {self.classes} classes")
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[0]
         x = x.reshape(n, -1)
+        x = torch.where(torch.isnan(x), self.input_mean.expand_as(x), x)
         x = (x - self.input_mean) / self.input_stddev
         return self.network(x)
 
+    def encode(self, rows: Union[Row, Sequence[Row]]) -> torch.Tensor:
+        """The (N, features) raw inputs of table rows, each a dict of column name to field text as a CSV
+        holds it: numeric columns in input order with a missing value filled with the federation's
+        value (preprocessing["numeric"][i]["impute"]), then the missing indicators (1.0 where the value
+        was missing), then each category column one-hot (all 0 for a missing category). Ignored columns
+        and the label column may be present and are left out. The scaling is the module's own (forward).
+        Raises ValueError naming the column for a missing or unknown column, a field that is not a
+        number, or a category outside the agreed list.
 
-def load(path):
+        Example::
+
+            x = model.encode({"mrn": "7", "age": "", "sex": "F", "ward": "icu", "glucose": "98"})
+            logits = model(x)
+        """
+        if isinstance(rows, Mapping):
+            rows = [rows]
+        if self.preprocessing is None:
+            if self.feature_names is None:
+                raise ValueError("this export records no column names: give model(...) a tensor instead")
+            numeric = [{"name": name, "impute": None} for name in self.feature_names]
+            categorical, indicators, skip = [], False, set()
+        else:
+            p = self.preprocessing
+            numeric, categorical, indicators = p["numeric"], p["categorical"], p["missing_indicators"]
+            skip = set(p["ignored"]) | {p["label"]}
+        known = {c["name"] for c in numeric} | {c["name"] for c in categorical} | skip
+        encoded = []
+        for row in rows:
+            unknown = sorted(set(row) - known)
+            if unknown:
+                raise ValueError(f"unknown column(s) {unknown}: the model knows {sorted(known)}")
+            values: List[float] = []
+            missing: List[float] = []
+            for column in numeric:
+                name = column["name"]
+                if name not in row:
+                    raise ValueError(f"column {name!r} is missing from the row")
+                if _is_missing(row[name]):
+                    values.append(float("nan") if column["impute"] is None else float(column["impute"]))
+                    missing.append(1.0)
+                else:
+                    values.append(_number(name, row[name]))
+                    missing.append(0.0)
+            if indicators:
+                values += missing
+            for column in categorical:
+                name, categories = column["name"], column["categories"]
+                if name not in row:
+                    raise ValueError(f"column {name!r} is missing from the row")
+                one_hot = [0.0] * len(categories)
+                if not _is_missing(row[name]):
+                    if row[name] not in categories:
+                        raise ValueError(f"column {name!r}: category {row[name]!r} is not one of {categories}")
+                    one_hot[categories.index(row[name])] = 1.0
+                values += one_hot
+            encoded.append(values)
+        return torch.tensor(encoded, dtype=torch.float32).reshape(len(encoded), -1)
+
+    def predict(self, rows: Union[Row, Sequence[Row]]) -> Union[str, List[str]]:
+        """The class name the model predicts for a table row (a dict of column name to field text), or
+        the list of them for a list of rows; class indices as text when the export has no class names.
+
+        Example::
+
+            model.predict({"age": "54", "glucose": "", "sex": "", "ward": "medicine"})  # 'benign'
+        """
+        single = isinstance(rows, Mapping)
+        with torch.no_grad():
+            labels = self(self.encode(rows)).argmax(dim=1).tolist()
+        names = [self.class_names[k] if self.class_names else str(k) for k in labels]
+        return names[0] if single else names
+
+
+def load(path: str) -> MeridianModel:
     """The model in the safetensors file at `path`, an eval-mode torch.nn.Module (MeridianModel) with
     its weights loaded. Raises ValueError for a file that is not a Meridian export or whose tensors do
     not fit its description."""

@@ -73,6 +73,30 @@ Json layers_json(const std::vector<LayerNode>& layers) {
 }
 
 // The hidden widths of an MLP: every linear layer's output but the last.
+// How a raw table row becomes the inputs, for a caller that holds rows as text (docs/export.md): the
+// columns in input order with the value that fills a missing one (the mean the standardization was made
+// from: the federation's pooled mean of the values present), the category lists, and the scaling.
+Json preprocessing_json(const data::TableSchema& table, const std::vector<float>& mean,
+                        const std::vector<float>& stddev) {
+  Json numeric = Json::array();
+  for (std::size_t i = 0; i < table.numeric.size(); ++i) {
+    numeric.push_back({{"name", table.numeric[i]}, {"impute", mean.empty() ? Json(nullptr) : Json(mean[i])}});
+  }
+  Json categorical = Json::array();
+  for (const auto& column : table.categorical) {
+    categorical.push_back({{"name", column.name}, {"categories", column.categories}});
+  }
+  Json scaling = mean.empty() ? Json(nullptr) : Json{{"mean", mean}, {"stddev", stddev}};
+  return Json{{"format", 1},
+              {"label", table.label},
+              {"ignored", table.ignored},
+              {"missing_values", Json::array({"", "NA", "N/A", "NaN", "null", "None", "?"})},
+              {"numeric", numeric},
+              {"missing_indicators", table.missing_indicators},
+              {"categorical", categorical},
+              {"scaling", scaling}};
+}
+
 Json hidden_widths(const std::vector<LayerNode>& layers) {
   Json widths = Json::array();
   for (const auto& node : layers)
@@ -105,6 +129,18 @@ ExportedModel make_exported_model(const ModelSource& source) {
                            std::to_string(source.input_stddev.size()) + " standard deviations, the model takes " +
                            std::to_string(g.input.size()) + " input features");
   }
+  if (!source.feature_names.empty() && source.feature_names.size() != g.input.size()) {
+    throw error::UserError(std::to_string(source.feature_names.size()) + " input names were recorded, the model takes " +
+                           std::to_string(g.input.size()) + " input features");
+  }
+  if (!source.class_names.empty() && source.class_names.size() != g.classes) {
+    throw error::UserError(std::to_string(source.class_names.size()) + " class names were recorded, the model has " +
+                           std::to_string(g.classes) + " classes");
+  }
+  if (source.table && source.table->width() != g.input.size()) {
+    throw error::UserError("the recorded table preprocessing gives " + std::to_string(source.table->width()) +
+                           " inputs, the model takes " + std::to_string(g.input.size()));
+  }
   add_tensors(g.layers, "", source, model.tensors);
   model.input_mean.assign(source.input_mean.begin(), source.input_mean.end());
   model.input_stddev.assign(source.input_stddev.begin(), source.input_stddev.end());
@@ -124,6 +160,14 @@ ExportedModel make_exported_model(const ModelSource& source) {
     m["inputs"] = "raw feature values (the CSV columns), standardized inside the model";
   } else {
     m["inputs"] = "as the model saw them in training (pixels in [0, 1] for images); no standardization is part of it";
+  }
+  model.feature_names = source.feature_names;
+  model.class_names = source.class_names;
+  if (!source.feature_names.empty()) m["feature_names"] = Json(source.feature_names).dump();
+  if (!source.class_names.empty()) m["class_names"] = Json(source.class_names).dump();
+  if (source.table) {
+    model.impute_missing = !model.input_mean.empty();
+    m["preprocessing"] = preprocessing_json(*source.table, model.input_mean, model.input_stddev).dump();
   }
   return model;
 }

@@ -39,7 +39,7 @@ constexpr std::uint32_t kDims = 1, kDataType = 2, kName = 8, kRawData = 9;
 constexpr std::int64_t kFloat = 1, kInt64 = 7;  // DataType
 }  // namespace tensor_proto
 namespace value_info_proto {
-constexpr std::uint32_t kName = 1, kType = 2;
+constexpr std::uint32_t kName = 1, kType = 2, kDocString = 3;
 }
 namespace type_proto {
 constexpr std::uint32_t kTensorType = 1;               // TypeProto.tensor_type
@@ -220,6 +220,12 @@ std::string emit_layers(GraphBuilder& g, const std::vector<LayerNode>& layers, c
   return x;
 }
 
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
 ProtobufWriter value_info(const std::string& name, const std::vector<std::int64_t>& dims) {
   ProtobufWriter shape;
   ProtobufWriter batch;
@@ -253,7 +259,10 @@ void write_onnx(const std::filesystem::path& path, const ExportedModel& model) {
   GraphBuilder g(model);
   std::string x = "input";
   if (!model.input_mean.empty()) {
-    x = g.node("Sub", {x, g.floats("input_mean", sample_dims, model.input_mean)});
+    const std::string mean = g.floats("input_mean", sample_dims, model.input_mean);
+    // A table's missing value (NaN) takes its column's mean, as in Meridian: 0 after the scaling.
+    if (model.impute_missing) x = g.node("Where", {g.node("IsNaN", {x}), mean, x});
+    x = g.node("Sub", {x, mean});
     x = g.node("Div", {x, g.floats("input_stddev", sample_dims, model.input_stddev)});
   }
   x = emit_layers(g, net.layers, "", x, input_rank);
@@ -262,8 +271,12 @@ void write_onnx(const std::filesystem::path& path, const ExportedModel& model) {
 
   ProtobufWriter& graph = g.graph();
   graph.bytes(graph_proto::kName, net.kind);
-  graph.message(graph_proto::kInput, value_info("input", sample_dims));
+  // The names, where known, go with the input and the output (and into metadata_props with the rest).
+  ProtobufWriter input = value_info("input", sample_dims);
+  if (!model.feature_names.empty()) input.bytes(value_info_proto::kDocString, "features: " + join(model.feature_names));
+  graph.message(graph_proto::kInput, input);
   ProtobufWriter output = value_info(logits, {static_cast<std::int64_t>(net.classes)});
+  if (!model.class_names.empty()) output.bytes(value_info_proto::kDocString, "classes: " + join(model.class_names));
   graph.message(graph_proto::kOutput, output);
   std::string graph_bytes = graph.data() + g.initializers().data();
 

@@ -2,14 +2,19 @@
 
     export_check.py torch MODEL.safetensors INPUTS.f32 ROWS LOGITS.f32
     export_check.py onnx  MODEL.onnx        INPUTS.f32 ROWS LOGITS.f32
+    export_check.py rows  MODEL.safetensors ROWS.json  -    LOGITS.f32
 
 INPUTS.f32 holds ROWS raw samples as little-endian float32, row-major; LOGITS.f32 receives (ROWS,
 classes) float32. `torch` loads the file with python/meridian_torch.py. `onnx` checks the file with
 onnx.checker (ONNX 1.12 has no reference evaluator) and then evaluates its graph node by node with
 torch's functional operators, so the numbers come from the ONNX graph itself, not from the PyTorch
-module. Prints one line "classes=N" plus, for onnx, "opset=N".
+module. Prints one line "classes=N" plus, for onnx, "opset=N". `rows` reads ROWS.json, a list of
+raw table rows (column name to field text), turns them into inputs with the export's own
+preprocessing (MeridianModel.encode) and prints one JSON line with the export's feature_names,
+class_names and the class names predict() gives.
 """
 
+import json
 import os
 import sys
 
@@ -85,6 +90,10 @@ def run_onnx(path, x):
             y = i[0].mean(dim=(2, 3), keepdim=True)
         elif op == "Identity":
             y = i[0]
+        elif op == "IsNaN":
+            y = torch.isnan(i[0])
+        elif op == "Where":
+            y = torch.where(i[0], i[1], i[2])
         else:
             raise SystemExit(f"export_check.py: operator {op} is not evaluated here")
         values[node.output[0]] = y
@@ -92,8 +101,24 @@ def run_onnx(path, x):
     return values[graph.output[0].name], classes
 
 
+def run_rows(path, rows_file, out):
+    import meridian_torch
+
+    model = meridian_torch.load(path)
+    with open(rows_file) as f:
+        rows = json.load(f)
+    with torch.no_grad():
+        logits = model(model.encode(rows))
+    logits.numpy().astype("<f4").tofile(out)
+    print(json.dumps({"feature_names": model.feature_names, "class_names": model.class_names,
+                      "predicted": model.predict(rows), "first": model.predict(rows[0])}))
+
+
 def main():
     kind, path, inputs, rows, out = sys.argv[1:6]
+    if kind == "rows":
+        run_rows(path, inputs, out)
+        return
     x = torch.from_numpy(np.fromfile(inputs, dtype="<f4").reshape(int(rows), -1).copy())
     with torch.no_grad():
         logits, classes = run_torch(path, x) if kind == "torch" else run_onnx(path, x)

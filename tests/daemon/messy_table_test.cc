@@ -139,6 +139,13 @@ TEST_CASE("three sites with messy tables agree on columns, categories and the va
   CHECK(a.input_mean == b.input_mean);  // to the bit
   CHECK(a.input_mean == g.input_mean);
   CHECK(a.input_stddev == b.input_stddev);
+  // Every site's checkpoint records the same names and preprocessing, for `meridian export`.
+  CHECK(a.inputs == b.inputs);
+  CHECK(a.inputs == g.inputs);
+  CHECK(a.inputs.feature_names.size() == 9);
+  CHECK(a.inputs.class_names == std::vector<std::string>{"benign", "malignant"});
+  REQUIRE(a.inputs.table.has_value());
+  CHECK(a.inputs.table->ignored == std::vector<std::string>{"mrn"});
   // age, glucose, age missing, glucose missing, sex=F, sex=M, ward=icu, ward=medicine, ward=surgery
   REQUIRE(a.input_mean.size() == 9);
   double sum = 0;
