@@ -59,10 +59,6 @@ class AttachedAllReduce final : public AttachedTrainer {
   std::uint64_t abandoned_ = 0;
 };
 
-// The outer state's checkpoint sections, named as the built-in diloco trainer names them.
-constexpr const char* kGlobalSection = "diloco-global";
-constexpr const char* kMomentumSection = "diloco-outer-momentum";
-
 class AttachedDiloco final : public AttachedTrainer {
  public:
   explicit AttachedDiloco(const AttachedContext& context)
@@ -88,18 +84,11 @@ class AttachedDiloco final : public AttachedTrainer {
   std::uint64_t staleness() const override { return diloco_.in_flight(); }
   std::uint64_t rounds_abandoned() const override { return diloco_.abandoned_rounds(); }
   std::vector<OptimizerSpan> checkpoint_state() const override {
-    return {OptimizerSpan{kGlobalSection, diloco_.global_parameters()},
-            OptimizerSpan{kMomentumSection, diloco_.outer_momentum()}};
+    return algorithms::outer_state_sections(diloco_);
   }
   void restore(const Checkpoint& cp) override {
     AttachedTrainer::restore(cp);
-    for (const auto& [name, target] : {std::pair{kGlobalSection, diloco_.global_parameters()},
-                                       std::pair{kMomentumSection, diloco_.outer_momentum()}}) {
-      const auto* section = cp.find_optimizer_state(name);
-      if (section == nullptr) throw CheckpointError(std::string("checkpoint has no '") + name + "' section for diloco");
-      check_checkpoint_size(section->size(), target.size(), name);
-      std::copy(section->begin(), section->end(), target.begin());
-    }
+    algorithms::restore_outer_state(cp, diloco_);
   }
 
  private:

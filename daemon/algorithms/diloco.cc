@@ -127,8 +127,7 @@ class DilocoTrainer final : public OptimizerTrainer {
   std::uint64_t rounds_abandoned() const override { return diloco_.abandoned_rounds(); }
   std::vector<OptimizerSpan> checkpoint_state() const override {
     auto sections = OptimizerTrainer::checkpoint_state();
-    sections.push_back(OptimizerSpan{kGlobalSection, diloco_.global_parameters()});
-    sections.push_back(OptimizerSpan{kMomentumSection, diloco_.outer_momentum()});
+    for (auto& section : outer_state_sections(diloco_)) sections.push_back(std::move(section));
     if (diloco_.outer_average() == gossip::OuterAverage::kPushSum) {
       weight_[0] = static_cast<float>(diloco_.push_sum_weight());
       sections.push_back(OptimizerSpan{kWeightSection, weight_});
@@ -142,13 +141,7 @@ class DilocoTrainer final : public OptimizerTrainer {
   }
   void restore(const Checkpoint& cp) override {
     OptimizerTrainer::restore(cp);
-    for (const auto& [name, target] : {std::pair{kGlobalSection, diloco_.global_parameters()},
-                                       std::pair{kMomentumSection, diloco_.outer_momentum()}}) {
-      const auto* section = cp.find_optimizer_state(name);
-      if (section == nullptr) throw CheckpointError(std::string("checkpoint has no '") + name + "' section for diloco");
-      check_checkpoint_size(section->size(), target.size(), name);
-      std::copy(section->begin(), section->end(), target.begin());
-    }
+    restore_outer_state(cp, diloco_);
     if (const auto* weight = cp.find_optimizer_state(kWeightSection); weight != nullptr) {
       check_checkpoint_size(weight->size(), 1, kWeightSection);
       diloco_.set_push_sum_weight((*weight)[0]);
@@ -261,6 +254,21 @@ std::unique_ptr<TrainerAlgorithm> make_diloco_trainer(const TrainerContext& cont
 const Algorithm& diloco_algorithm() {
   static const Diloco algorithm;
   return algorithm;
+}
+
+std::vector<OptimizerSpan> outer_state_sections(const gossip::Diloco& diloco) {
+  return {OptimizerSpan{kGlobalSection, diloco.global_parameters()},
+          OptimizerSpan{kMomentumSection, diloco.outer_momentum()}};
+}
+
+void restore_outer_state(const Checkpoint& checkpoint, gossip::Diloco& diloco) {
+  for (const auto& [name, target] : {std::pair{kGlobalSection, diloco.global_parameters()},
+                                     std::pair{kMomentumSection, diloco.outer_momentum()}}) {
+    const auto* section = checkpoint.find_optimizer_state(name);
+    if (section == nullptr) throw CheckpointError(std::string("checkpoint has no '") + name + "' section for diloco");
+    check_checkpoint_size(section->size(), target.size(), name);
+    std::copy(section->begin(), section->end(), target.begin());
+  }
 }
 
 }  // namespace meridian::daemon::algorithms

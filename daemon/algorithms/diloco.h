@@ -41,4 +41,11 @@ gossip::DilocoConfig diloco_config_of(const SiteSettings& settings);
 std::unique_ptr<TrainerAlgorithm> make_diloco_trainer(const TrainerContext& context,
                                                       const gossip::DilocoConfig& config);
 
+// The outer state's checkpoint sections ("diloco-global" θ_g, then "diloco-outer-momentum" m), written
+// and read by every trainer that runs gossip::Diloco (the built-in one here, daemon/attached_trainer.h),
+// so that both keep the same sections. restore_outer_state throws CheckpointError naming a missing or
+// mis-sized section.
+std::vector<OptimizerSpan> outer_state_sections(const gossip::Diloco& diloco);
+void restore_outer_state(const Checkpoint& checkpoint, gossip::Diloco& diloco);
+
 }  // namespace meridian::daemon::algorithms
