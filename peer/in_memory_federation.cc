@@ -110,7 +110,7 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
           return;
         }
       }
-      refused = driver_->on_hello(*hello, now);
+      driver_->on_hello(*hello, now);
       break;
     }
     case MessageKind::kMembers:
