@@ -94,7 +94,8 @@ void SiteDaemon::Impl::settle_normalization(bool resumed) {
       throw error::PeerError("no input statistics from " + join_names(missing) + " within --round-timeout " +
                              format_duration(config.round_timeout) +
                              " + 10 s: the sites cannot agree on the input scaling (--normalize); check that they "
-                             "run the same Meridian version");
+                             "run the same Meridian version" +
+                             known_causes());
     }
     std::this_thread::sleep_for(milliseconds(20));
   }

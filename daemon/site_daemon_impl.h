@@ -152,6 +152,9 @@ struct SiteDaemon::Impl final : ControlHandler {
   // reach report (daemon/reachability.h).
   std::vector<std::string> notes();
   ReachReport own_reach() const;
+  // "; as far as this site knows: CAUSE, CAUSE" for the sites that do not reach each other, or "" when
+  // nothing is known; appended to the messages of a start that cannot complete.
+  std::string known_causes() const;
   // Members other sites hold that this site's roster lacks: logged once each (control thread).
   void log_unlisted();
   std::vector<PeerReport> peers() override;

@@ -41,6 +41,12 @@ ReachReport SiteDaemon::Impl::own_reach() const {
   return reachability.own_report(transport->alive_members(), transport->refused_by());
 }
 
+std::string SiteDaemon::Impl::known_causes() const {
+  std::string text;
+  for (const auto& cause : reachability.causes(own_reach())) text += (text.empty() ? "" : ", ") + cause;
+  return text.empty() ? text : "; as far as this site knows: " + text;
+}
+
 std::vector<std::string> SiteDaemon::Impl::notes() {
   std::vector<std::string> out;
   bool waiting = false;

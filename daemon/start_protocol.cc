@@ -135,8 +135,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
       // then what this site and its peers know of sites that do not reach each other.
       std::string why;
       for (const auto& problem : transport->join_problems()) why += "; " + problem;
-      const auto causes = reachability.causes(own_reach());
-      if (!causes.empty()) why += "; as far as this site knows: " + join_names(causes);
+      why += known_causes();
       // Enough sites, but the view keeps changing: the members do not all reach each other.
       const std::string unsettled =
           view.size() >= need && view.rank_of(config.name) && views_seen > 2 ? ", the view does not settle: " +
@@ -215,8 +214,8 @@ std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view, std::uin
     const bool late = Clock::now() >= deadline;
     if (missing == 0 || late) {
       if (late)
-        spdlog::warn("{} of {} sent no plan in time: the run length counts only the others", missing,
-                     format_count(view.size(), "site"));
+        spdlog::warn("{} of {} sent no plan in time: the run length counts only the others{}", missing,
+                     format_count(view.size(), "site"), known_causes());
       if (steps < own.steps)
         spdlog::info("the run ends after {} steps, as the smallest site's data gives ({} here)", steps, own.steps);
       return view.effective_round + steps;
