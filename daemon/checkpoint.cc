@@ -1,18 +1,16 @@
 #include "daemon/checkpoint.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <utility>
+
+#include "daemon/safe_file.h"
 
 namespace meridian::daemon {
 namespace {
@@ -219,41 +217,7 @@ std::vector<PendingSection> layout(const CheckpointView& data) {
   return sections;
 }
 
-// Owns a POSIX file descriptor; fsync and rename need one (std::ofstream exposes neither).
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes now so that a failing close (which can report a delayed write error) is seen.
-  int close() {
-    const int fd = std::exchange(fd_, -1);
-    return fd >= 0 ? ::close(fd) : 0;
-  }
-
- private:
-  int fd_;
-};
-
 std::string errno_text(int err) { return std::string(std::strerror(err)); }
-
-// Writes all of [data, data+size), retrying on EINTR and short writes; returns 0 or the errno.
-int write_all(int fd, const std::uint8_t* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return 0;
-}
 
 // Writes and checksums the whole file to `fd`; returns 0 or the errno.
 int write_contents(int fd, const std::vector<PendingSection>& sections) {
@@ -322,36 +286,11 @@ CheckpointView Checkpoint::view() const {
 }
 
 std::optional<std::string> write_checkpoint_file(const std::filesystem::path& path, const CheckpointView& data) {
-  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  // Unique within the process (several stores may write at once in tests) and across processes.
-  static std::atomic<std::uint64_t> counter{0};
-  std::string tmp_name = ".";
-  tmp_name += path.filename().string();
-  tmp_name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-  const auto tmp = dir / tmp_name;
-  const auto fail = [&](const std::string& what, int err) {
-    ::unlink(tmp.c_str());
-    return std::optional<std::string>("cannot write checkpoint " + path.string() + ": " + what + ": " +
-                                      errno_text(err));
-  };
-
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (fd.get() < 0) {
-    // Nothing was created, so there is nothing to remove; report the directory, the usual culprit.
-    return "cannot write checkpoint " + path.string() + ": cannot create a file in " + dir.string() + ": " +
-           errno_text(errno);
-  }
-  if (int err = write_contents(fd.get(), layout(data))) return fail("write", err);
-  // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
-  if (::fsync(fd.get()) != 0) return fail("fsync", errno);
-  if (fd.close() != 0) return fail("close", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename", errno);
-  // fsync the directory so that the rename itself survives a crash.
-  Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir_fd.get() < 0 || ::fsync(dir_fd.get()) != 0) {
-    // The new file is complete and valid; only its durability across a power loss is in doubt.
-    return "checkpoint " + path.string() + " written but its directory could not be synced: " + errno_text(errno);
-  }
+  const auto sections = layout(data);
+  auto failure = replace_file_with(path, 0600, "checkpoint", [&](int fd) { return write_contents(fd, sections); });
+  // A failed directory sync leaves a complete, valid file; only its durability across a power loss
+  // is in doubt, which the caller reports like any other problem.
+  if (failure) return std::move(failure->message);
   return std::nullopt;
 }
 

@@ -23,7 +23,7 @@ bool is_checkpoint_name(const std::string& name) {
                      [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// write_checkpoint_file names its temporary ".<final name>.tmp-<pid>-<n>"; returns the pid part.
+// write_checkpoint_file names its temporary ".<final name>.tmp-<pid>-<random>" (daemon/safe_file.h); returns the pid part.
 std::optional<long> temp_file_pid(const std::string& name) {
   constexpr std::string_view kTempPrefix = ".checkpoint-";
   constexpr std::string_view kTempMark = ".mrdn.tmp-";

@@ -3,9 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -13,38 +11,20 @@
 #include "daemon/safe_file.h"
 #include "error/error.h"
 #include "peer/curve_keys.h"
+#include "peer/printable_text.h"
 #include "peer/site_address.h"
 
 namespace meridian::daemon {
-namespace {
-
-// `text` with control characters and bytes outside ASCII written as escapes, fit for a message.
-std::string visible(std::string_view text) {
-  std::string out;
-  for (const unsigned char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c >= 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else out += static_cast<char>(c);
-  }
-  return out;
-}
-
-}  // namespace
 
 std::optional<std::string> roster_entry_problem(const peer::Roster::Entry& entry) {
   if (!peer::is_valid_site_name(entry.name))
-    return "site name '" + visible(entry.name) + "' must be 1-64 letters, digits, '.', '_' or '-'";
+    return "site name '" + peer::printable_text(entry.name) + "' must be 1-64 letters, digits, '.', '_' or '-'";
   if (!peer::is_z85_key(entry.public_key))
-    return "public key '" + visible(entry.public_key) + "' of '" + entry.name +
+    return "public key '" + peer::printable_text(entry.public_key) + "' of '" + entry.name +
            "' is not a 40-character Z85 CurveZMQ key";
   if (!entry.address.empty()) {
     if (const auto why = peer::site_address_problem(entry.address))
-      return "address of '" + entry.name + "' must look like tcp://host:port, got '" + visible(entry.address) +
+      return "address of '" + entry.name + "' must look like tcp://host:port, got '" + peer::printable_text(entry.address) +
              "': " + *why;
   }
   return std::nullopt;
@@ -101,7 +81,7 @@ std::string read_roster_text(const std::filesystem::path& file) {
     for (const unsigned char c : line) {
       if ((c < 0x20 && c != '\t') || c == 0x7f)
         throw error::UserError(where() + "holds the control character " +
-                               visible(std::string(1, static_cast<char>(c))) + " ('" + visible(line) +
+                               peer::printable_text(std::string(1, static_cast<char>(c))) + " ('" + peer::printable_text(line) +
                                "'); a roster line is NAME PUBLIC_KEY [ADDRESS] in plain text");
     }
     if (peer::Roster::is_quorum_line(line)) continue;  // checked by peer::Roster::parse
@@ -110,8 +90,8 @@ std::string read_roster_text(const std::filesystem::path& file) {
     if (!(fields >> name) || name[0] == '#') continue;
     if (fields >> key >> address) {
       if (const auto why = peer::site_address_problem(address))
-        throw error::UserError(where() + "address of '" + visible(name) + "' must look like tcp://host:port, got '" +
-                               visible(address) + "': " + *why);
+        throw error::UserError(where() + "address of '" + peer::printable_text(name) + "' must look like tcp://host:port, got '" +
+                               peer::printable_text(address) + "': " + *why);
     }
   }
   return content;
