@@ -57,8 +57,13 @@ std::optional<ReplaceFailure> replace_file_with(const std::filesystem::path& pat
   const std::string named = (what.empty() ? std::string() : std::string(what) + " ") + path.string();
   // ".<name>.tmp-<pid>-<random>": the pid lets a later writer remove what a killed one left
   // (daemon/checkpoint_store.cc); mkostemp creates with O_CREAT | O_EXCL under a name nobody could predict.
-  std::string tmp =
-      (dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on a literal + std::string here.
+  std::string leaf(".");
+  leaf += path.filename().string();
+  leaf += ".tmp-";
+  leaf += std::to_string(::getpid());
+  leaf += "-XXXXXX";
+  std::string tmp = (dir / leaf).string();
   Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
   if (fd.get() < 0) {
     // Nothing was created, so there is nothing to remove; report the directory, the usual culprit.
