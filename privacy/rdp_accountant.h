@@ -10,8 +10,8 @@
 // their figures are reproduced to rounding. RDP composes additively over steps.
 //
 // Conversion to (ε, δ): the improved conversion of Balle, Barthe, Gaboardi, Hsu and Sato, "Hypothesis
-// Testing Interpretations and Renyi Differential Privacy" (AISTATS 2020, Theorem 21), also stated by
-// Canonne, Kamath and Steinke (2020, Proposition 12):
+// Testing Interpretations and Renyi Differential Privacy" (AISTATS 2020, arXiv 1905.09982, Theorem 21),
+// also stated by Canonne, Kamath and Steinke (arXiv 2004.00010 v4, Proposition 12):
 //     ε = min over α of  RDP(α) + log((α-1)/α) - (log δ + log α) / (α - 1),
 // which is what Opacus's get_privacy_spent computes. It is never larger than Mironov's original
 // ε = RDP(α) + log(1/δ)/(α-1) (Proposition 3 of "Rényi Differential Privacy", 2017), which is kept as
