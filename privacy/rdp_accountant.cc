@@ -66,8 +66,8 @@ double log_a_integer(double q, double sigma, int alpha) {
   const double lgamma_alpha = std::lgamma(alpha + 1.0);
   for (int i = 0; i <= alpha; ++i) {
     const double log_binomial = lgamma_alpha - std::lgamma(i + 1.0) - std::lgamma(alpha - i + 1.0);
-    const double term = log_binomial + i * log_q + (alpha - i) * log_1mq +
-                        (static_cast<double>(i) * i - i) / (2.0 * sigma * sigma);
+    const double term =
+        log_binomial + i * log_q + (alpha - i) * log_1mq + (static_cast<double>(i) * i - i) / (2.0 * sigma * sigma);
     log_a = log_add(log_a, term);
   }
   return log_a;
@@ -183,10 +183,9 @@ PrivacySpent epsilon_from_rdp(std::span<const double> orders, std::span<const do
       throw AccountantError(message.str());
     }
     if (std::isnan(rdp[i]) || std::isinf(rdp[i])) continue;
-    const double epsilon =
-        conversion == Conversion::kBalle2020
-            ? rdp[i] + std::log((alpha - 1.0) / alpha) - (log_delta + std::log(alpha)) / (alpha - 1.0)
-            : rdp[i] - log_delta / (alpha - 1.0);
+    const double epsilon = conversion == Conversion::kBalle2020 ? rdp[i] + std::log((alpha - 1.0) / alpha) -
+                                                                      (log_delta + std::log(alpha)) / (alpha - 1.0)
+                                                                : rdp[i] - log_delta / (alpha - 1.0);
     if (epsilon < best.epsilon) best = {epsilon, alpha};
   }
   // Both conversions can dip below 0 for a tiny divergence and δ near 1; ε < 0 means nothing.
@@ -196,14 +195,16 @@ PrivacySpent epsilon_from_rdp(std::span<const double> orders, std::span<const do
 
 std::optional<std::string> sampled_gaussian_problem(double sample_rate, double noise_multiplier) {
   std::ostringstream message;
-  if (!(sample_rate > 0.0 && sample_rate <= 1.0))
+  if (!(sample_rate > 0.0 && sample_rate <= 1.0)) {
     message << "sample rate must lie in (0, 1] (the expected batch size over the number of records), got "
             << sample_rate;
-  else if (!(noise_multiplier >= 0.0) || std::isinf(noise_multiplier))
+    return message.str();
+  }
+  if (!(noise_multiplier >= 0.0) || std::isinf(noise_multiplier)) {
     message << "noise multiplier must be finite and >= 0, got " << noise_multiplier;
-  else
-    return std::nullopt;
-  return message.str();
+    return message.str();
+  }
+  return std::nullopt;
 }
 
 RdpAccountant::RdpAccountant(double sample_rate, double noise_multiplier)
@@ -259,8 +260,7 @@ double noise_multiplier_for(double target_epsilon, double delta, double sample_r
   if (auto problem = sampled_gaussian_problem(sample_rate, 0.0)) throw AccountantError(*problem);
   if (steps == 0) throw AccountantError("a noise multiplier is calibrated for at least one step, got 0 steps");
   const auto meets = [&](double sigma) {
-    return spent_from_rdp_per_step(rdp_at_default_orders(sample_rate, sigma), steps, delta).epsilon <=
-           target_epsilon;
+    return spent_from_rdp_per_step(rdp_at_default_orders(sample_rate, sigma), steps, delta).epsilon <= target_epsilon;
   };
   constexpr double kLargestSigma = 1e6;
   constexpr double kSmallestSigma = 1e-6;
@@ -272,8 +272,8 @@ double noise_multiplier_for(double target_epsilon, double delta, double sample_r
     high *= 2.0;
     if (high > kLargestSigma) {
       std::ostringstream message;
-      message << "no noise multiplier up to " << kLargestSigma << " keeps epsilon <= " << target_epsilon
-              << " at delta " << delta << " after " << steps << " steps at sample rate " << sample_rate;
+      message << "no noise multiplier up to " << kLargestSigma << " keeps epsilon <= " << target_epsilon << " at delta "
+              << delta << " after " << steps << " steps at sample rate " << sample_rate;
       throw AccountantError(message.str());
     }
   }

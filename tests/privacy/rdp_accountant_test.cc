@@ -162,8 +162,7 @@ TEST_CASE("accountant: the ends of the sample rate and the noise", "[privacy][un
       const double epsilon = full_batch.spent_after(steps, 1e-5).epsilon;
       const double mu = std::sqrt(static_cast<double>(steps)) / sigma;
       // e^ε Φ(·) in log space: e^ε alone overflows for the large ε of little noise.
-      const double exact_delta =
-          phi(mu / 2 - epsilon / mu) - std::exp(epsilon + std::log(phi(-mu / 2 - epsilon / mu)));
+      const double exact_delta = phi(mu / 2 - epsilon / mu) - std::exp(epsilon + std::log(phi(-mu / 2 - epsilon / mu)));
       INFO("sigma " << sigma << ", " << steps << " steps, eps " << epsilon);
       CHECK(exact_delta <= 1e-5);
     }
@@ -212,8 +211,12 @@ TEST_CASE("accountant: max_steps_within stops before the step that would exceed 
     double sample_rate, noise_multiplier, budget, delta;
   };
   const std::vector<Case> cases = {
-      {kMnistSampleRate, 1.1, 3.0, 1e-5}, {kMnistSampleRate, 1.1, 1.0, 1e-5}, {0.04, 1.5, 8.0, 1e-5},
-      {0.01, 0.8, 2.0, 1e-6},             {1.0, 10.0, 1.0, 1e-5},             {0.001, 2.0, 8.0, 1e-7},
+      {kMnistSampleRate, 1.1, 3.0, 1e-5},
+      {kMnistSampleRate, 1.1, 1.0, 1e-5},
+      {0.04, 1.5, 8.0, 1e-5},
+      {0.01, 0.8, 2.0, 1e-6},
+      {1.0, 10.0, 1.0, 1e-5},
+      {0.001, 2.0, 8.0, 1e-7},
   };
   for (const auto& c : cases) {
     RdpAccountant accountant(c.sample_rate, c.noise_multiplier);
@@ -242,8 +245,12 @@ TEST_CASE("accountant: noise_multiplier_for returns the smallest noise that meet
     std::uint64_t steps;
   };
   const std::vector<Case> cases = {
-      {3.0, 1e-5, kMnistSampleRate, 14063}, {1.0, 1e-5, kMnistSampleRate, 2340}, {8.0, 1e-5, 0.04, 2250},
-      {0.5, 1e-6, 0.01, 500},               {3.0, 1e-5, 1.0, 10},                {50.0, 1e-5, 0.5, 100},
+      {3.0, 1e-5, kMnistSampleRate, 14063},
+      {1.0, 1e-5, kMnistSampleRate, 2340},
+      {8.0, 1e-5, 0.04, 2250},
+      {0.5, 1e-6, 0.01, 500},
+      {3.0, 1e-5, 1.0, 10},
+      {50.0, 1e-5, 0.5, 100},
   };
   for (const auto& c : cases) {
     const double sigma = noise_multiplier_for(c.epsilon, c.delta, c.sample_rate, c.steps);
