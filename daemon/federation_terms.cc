@@ -75,9 +75,9 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
     terms.push_back({"columns", columns, {},
                      "every site needs the same columns (in any order); leave extra ones out with --ignore-columns"});
   }
-  // Sites that each derive their classes from their own labels differ when one lacks a class.
-  terms.push_back({"data", data_term(train), {},
-                   settings.class_names.empty() ? "give every site the full class list with --classes a,b,c" : ""});
+  // Sites that each derive their classes from their own labels differ when one lacks a class. The fix
+  // is named whether or not this site declared its list: the site it reaches may be the one that did not.
+  terms.push_back({"data", data_term(train), {}, "give every site the same full class list with --classes a,b,c"});
   terms.push_back({"normalization", models::data::describe_normalization(settings.normalization, train)});
   terms.push_back({"model", model.fingerprint(), model.summary()});
 

@@ -237,6 +237,8 @@ TEST_CASE("a site with the classes in another order is refused at join, with bot
   CHECK(contains(o.refuser_log,
                  "refused at join: data differs (this site: input 1, 2 classes (benign, malignant); "
                  "beta: input 1, 2 classes (malignant, benign))"));
+  // The fix is named although the refusing site declared its list: the joiner reads the refuser's fix.
+  CHECK(contains(o.joiner_log, "give every site the same full class list with --classes a,b,c"));
 }
 
 TEST_CASE("a site that scales its inputs otherwise is refused at join, with both scalings named",
