@@ -92,7 +92,11 @@ class Site:
                 # Interrupted inside a step (Ctrl-C while the site mixed): that step is finished
                 # first, so that the site hears the bye between steps.
                 self._optimizer._finish_exchange()
-                self._optimizer._copy_parameters_in()
+                try:
+                    self._optimizer._check_shapes()
+                    self._optimizer._copy_parameters_in()
+                except ValueError:
+                    pass  # a model that no longer fits: the site keeps the last exchange's parameters
                 self._channel.send({"op": "bye"})
             except SiteError:
                 pass
