@@ -10,7 +10,9 @@
 //     communication thread (make_mixers);
 //   - what it puts on the wire (wire_limits: the tensor lengths a receiver accepts) and the buffers a
 //     site warms for it (buffer_sizes);
-//   - its checkpoint sections: the trainer's checkpoint_*() and restore() say which it writes and reads.
+//   - its checkpoint sections: the trainer's checkpoint_*() and restore() say which it writes and reads;
+//   - how it exchanges with an attached trainer (attached_hook, make_attached_trainer;
+//     daemon/attached_trainer.h), on the same gossip/ rule as its built-in trainer side.
 // daemon/algorithms/registry.cc lists the algorithms, one line each; docs/design.md ("What an algorithm
 // implements") and docs/algorithms.md ("Adding an algorithm") say what a new one implements.
 //
@@ -23,12 +25,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "daemon/algorithms/algorithm_option.h"
+#include "daemon/attached_trainer.h"
 #include "daemon/site_config.h"
 #include "daemon/trainer_algorithm.h"
 #include "gossip/algorithm.h"
@@ -146,6 +150,17 @@ class Algorithm {
   // --- training ---
   // Its trainer side, for settings check() accepted.
   virtual std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const = 0;
+
+  // --- an attached trainer (`--trainer attached`, daemon/attached_trainer.h) ---
+  // Where the exchange with a trainer process sits in its step: kGradients before the trainer's
+  // optimizer step, kParameters after it, kUpdate in its place (the algorithm is its own optimizer, as
+  // dts). nullopt: the algorithm does not run attached (the configuration refuses it, naming those
+  // that do). The default: nullopt.
+  virtual std::optional<TrainerHook> attached_hook() const { return std::nullopt; }
+  // Its trainer side for an attached trainer, on the shared segment, running the same gossip/ rule as
+  // make_trainer's; for an algorithm whose attached_hook() is set (the default throws
+  // error::InternalError).
+  virtual std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) const;
 };
 
 // The shared options only some algorithms read, each a field of SiteConfig named by its long option
