@@ -17,8 +17,9 @@ EncodeCounts encode(std::span<const float> values, std::span<std::uint64_t> lane
     if (!std::isfinite(v)) {
       ++counts.non_finite;
     } else {
-      // Exact: a float times a power of two is exact in double, and nearbyint rounds ties to even.
-      const double scaled = std::nearbyint(static_cast<double>(v) * kScale);
+      // Exact: a float times a power of two is exact in double. Near the clip a float's spacing is
+      // 2^14 encoded units, so comparing before rounding clips exactly the values whose rounding would.
+      const double scaled = static_cast<double>(v) * kScale;
       if (scaled > static_cast<double>(kMaxEncoded)) {
         q = kMaxEncoded;
         ++counts.clipped;
@@ -26,7 +27,10 @@ EncodeCounts encode(std::span<const float> values, std::span<std::uint64_t> lane
         q = -kMaxEncoded;
         ++counts.clipped;
       } else {
-        q = static_cast<std::int64_t>(scaled);
+        // Round to nearest, ties to even, without a libm call: for |x| < 2^51, adding and subtracting
+        // 1.5 * 2^52 leaves x rounded to an integer in the current (default: to nearest even) mode.
+        constexpr double kRound = 6755399441055744.0;
+        q = static_cast<std::int64_t>((scaled + kRound) - kRound);
       }
     }
     lanes[i] = static_cast<std::uint64_t>(q);

@@ -185,7 +185,8 @@ TEST_CASE("over real ZeroMQ sites the masked mean equals the unmasked fixed-poin
   for (std::size_t r = 0; r < sites; ++r) data.push_back(random_values(n, 100 + r, 0.3f));
   data[1][5] = 1e5f;  // clipped
   data[2][6] = std::numeric_limits<float>::quiet_NaN();
-  std::vector<std::span<const float>> inputs(data.begin(), data.end());
+  const auto originals = data;  // the mixes overwrite `data` with the mean
+  std::vector<std::span<const float>> inputs(originals.begin(), originals.end());
   std::vector<float> expected(n);
   plain_fixed_point_mean(inputs, expected);
   std::vector<SecureAggregationCounters> counters(sites);
