@@ -356,8 +356,9 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   at_least("robust-trim", c.robust_trim, 0);
   if (c.secure_aggregation) {
     // Push-sum shares are weighted and forwarded, not summed once over a round: pairwise masks would
-    // not cancel in them (docs/privacy.md).
-    if (algorithm != nullptr && !algorithm->takes_exact_means())
+    // not cancel in them (docs/privacy.md). local sends nothing, so there is nothing to mask, and
+    // simulate can run it beside the others.
+    if (algorithm != nullptr && algorithm->communicates() && !algorithm->takes_exact_means())
       problem("secure-aggregation", "applies to " +
                                         readers([](const algorithms::Algorithm& a) { return a.takes_exact_means(); }) +
                                         " only, whose rounds take an exact mean (this site runs " + c.algo + ")");
