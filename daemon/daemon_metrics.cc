@@ -53,6 +53,11 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
           registry_.counter_family("meridian_peer_received_bytes_total", "Bytes received from the peer.", {"peer"})),
       rejected_messages(registry_.counter_family("meridian_rejected_messages_total",
                                                  "Incoming messages rejected by validation, by cause.", {"cause"})),
+      secure_aggregation(registry_.counter_family(
+          "meridian_secure_aggregation_total",
+          "Secure aggregation: values clipped or not finite, masked shares refused (malformed, stale, unmasked) "
+          "and sent, rounds abandoned.",
+          {"event"})),
       trainer_refusals(registry_.counter_family(
           "meridian_trainer_refusals_total",
           "Attached trainers or their messages refused (busy, other_user, bad_message, model, non_finite, silent, "

@@ -53,6 +53,12 @@ std::string algorithm_term(const SiteSettings& settings) {
   return algorithm;
 }
 
+// Masked and unmasked shares cannot meet in one sum: every site masks, or none does.
+peer::Term secure_aggregation_term(const SiteSettings& settings) {
+  return {"secure-aggregation", settings.options.secure_aggregation ? "on" : "off", {},
+          "give every site the same --secure-aggregation"};
+}
+
 }  // namespace
 
 peer::FederationTerms federation_terms(const SiteSettings& settings, const models::Model& model,
@@ -83,6 +89,7 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
 
   const auto& o = settings.options;
   terms.push_back({"algorithm", algorithm_term(settings)});
+  terms.push_back(secure_aggregation_term(settings));
 
   // Where optimizer state travels with the parameters, sites with different optimizers would mix
   // buffers of different meanings (or lengths): the optimizer is part of the terms there only.
@@ -103,7 +110,8 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
 peer::FederationTerms federation_terms(const SiteSettings& settings, const AttachedModel& model) {
   return {{"trainer", "attached"},
           {"model", model.fingerprint(), model.summary()},
-          {"algorithm", algorithm_term(settings)}};
+          {"algorithm", algorithm_term(settings)},
+          secure_aggregation_term(settings)};
 }
 
 }  // namespace meridian::daemon

@@ -9,6 +9,7 @@
 //              shown in refusals as its summary ("mlp 784-256-128-10 (235,146 parameters)")
 //   algorithm  the algorithm and its shape, as its start-up log line says it (daemon/algorithms/:
 //              D, P, tau, K, grid, exchange, compression), plus robust aggregation and its clip and trim
+//   secure-aggregation  on or off (--secure-aggregation: every site masks its shares, or none does)
 //   optimizer  only where the algorithm puts optimizer state on the wire (its wire_limits: allreduce's
 //              re-average, dts with momentum), with its momentum
 // Thread-safety: a pure function.

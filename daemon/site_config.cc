@@ -287,6 +287,10 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "With --robust-aggregation: values dropped at each end of every coordinate when a group has at least "
               "2*trim+1 sites (0 = clipping only)",
               &C::robust_trim),
+        field(algo, "secure-aggregation",
+              "Mask every share with pairwise secrets from the sites' CurveZMQ keys so that peers see only the "
+              "exact mean (allreduce, dts, dsync, diloco; every site of a federation must agree; docs/privacy.md)",
+              &C::secure_aggregation),
         field(algo, "byzantine-scale",
               "Fault injection for experiments: > 0 makes this site send random garbage this many times the RMS "
               "of its honest vectors (0 = honest)",

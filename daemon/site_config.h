@@ -124,6 +124,7 @@ struct SiteConfig {
   bool robust_aggregation = false;  // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
   double robust_clip = 4.0;         // clip others' differences at this many times the own update scale; 0 = off
   int robust_trim = 1;              // trimmed mean drops this many values at each end; 0 = clip only
+  bool secure_aggregation = false;  // exact means over pairwise-masked fixed-point shares (privacy/)
   double byzantine_scale = 0;       // fault injection: > 0 makes this site send garbage of this RMS scale
   // The values of the options each algorithm declares for itself (daemon/algorithms/algorithm_option.h).
   algorithms::OptionValues algorithm_options;

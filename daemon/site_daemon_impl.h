@@ -54,6 +54,7 @@
 #include "models/model.h"
 #include "peer/federation_transport.h"
 #include "peer/roster.h"
+#include "privacy/secure_aggregation_counters.h"
 
 namespace meridian::daemon {
 
@@ -137,6 +138,13 @@ struct SiteDaemon::Impl final : ControlHandler {
   // The run's first round once the trainer knows it (with run_end): what a joining site counts from.
   std::atomic<std::uint64_t> run_start{0};
   std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
+  // --secure-aggregation (privacy/): what the masked mixers count, and the roster their pair secrets
+  // look peers' keys up in (a copy of the roster in force, guarded by secure_roster_mu: the
+  // communication thread reads it, the control thread replaces it).
+  privacy::SecureAggregationCounters secure_counters;
+  std::mutex secure_roster_mu;
+  std::optional<peer::Roster> secure_roster;
+  std::array<std::uint64_t, privacy::kSecureAggregationEvents.size()> secure_reported{};  // control thread
   // Sites the view must hold before training starts, fixed at start (daemon/min_sites.h).
   MinSites min_sites;
   // Who reaches whom as far as this site knows (daemon/reachability.h): noted and shared by the

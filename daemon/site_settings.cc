@@ -354,6 +354,21 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
       only_for_declaring(*option);
   }
   at_least("robust-trim", c.robust_trim, 0);
+  if (c.secure_aggregation) {
+    // Push-sum shares are weighted and forwarded, not summed once over a round: pairwise masks would
+    // not cancel in them (docs/privacy.md). local sends nothing, so there is nothing to mask, and
+    // simulate can run it beside the others.
+    if (algorithm != nullptr && algorithm->communicates() && !algorithm->takes_exact_means())
+      problem("secure-aggregation", "applies to " +
+                                        readers([](const algorithms::Algorithm& a) { return a.takes_exact_means(); }) +
+                                        " only, whose rounds take an exact mean (this site runs " + c.algo + ")");
+    if (c.insecure)
+      problem("secure-aggregation", "needs the CurveZMQ keys its pair secrets come from; drop --insecure");
+    if (c.robust_aggregation)
+      problem("secure-aggregation", "cannot be combined with --robust-aggregation, which needs each site's values");
+    if (c.compression != "none")
+      problem("secure-aggregation", "sends dense fixed-point shares; use --compression none");
+  }
   if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");
   if (!(std::isfinite(c.byzantine_scale) && c.byzantine_scale >= 0))
     problem("byzantine-scale", "must be 0 (an honest site) or positive");

@@ -121,6 +121,14 @@ void SiteDaemon::Impl::refresh_network_metrics(
     if (rejected[c] > last_rejected[c]) counter.inc(static_cast<double>(rejected[c] - last_rejected[c]));
     last_rejected[c] = rejected[c];
   }
+  if (config.secure_aggregation) {
+    const auto secure = secure_counters.snapshot();
+    for (std::size_t e = 0; e < secure.size(); ++e) {
+      auto& counter = metrics->secure_aggregation.with({std::string(privacy::kSecureAggregationEvents[e])});
+      if (secure[e] > secure_reported[e]) counter.inc(static_cast<double>(secure[e] - secure_reported[e]));
+      secure_reported[e] = secure[e];
+    }
+  }
 }
 
 void SiteDaemon::Impl::serve_control() {

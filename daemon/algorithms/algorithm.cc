@@ -53,7 +53,7 @@ std::string describe_exchange(const SiteSettings& settings) {
 MixerSet exact_mean_mixers(const MixerContext& context) {
   MixerSet set;
   const auto max_sites = direct_exchange_max_sites(context.settings);
-  if (max_sites == 0) {
+  if (max_sites == 0 || context.pair_keys != nullptr) {
     set.mix = &context.exact;
     return set;
   }

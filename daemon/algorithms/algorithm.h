@@ -44,6 +44,8 @@
 #include "gossip/tensor_codec.h"
 #include "models/lr_schedule.h"
 #include "models/model.h"
+#include "privacy/pair_keys.h"
+#include "privacy/secure_aggregation_counters.h"
 
 namespace meridian::daemon::algorithms {
 
@@ -70,7 +72,12 @@ struct MixerContext {
   gossip::Inbox& inbox;
   gossip::RoundTimeouts timeouts;
   gossip::RobustOptions robust;
-  gossip::Mixer& exact;  // the ring all-reduce over the view (gossip/average_mixer.h), which always exists
+  gossip::Mixer& exact;  // the ring all-reduce over the view (gossip/average_mixer.h), which always exists;
+                         // with secure aggregation, the masked mean over the view instead
+  // With --secure-aggregation: this site's pair secrets and its counters, for an algorithm that makes
+  // masked mixers of its own (dsync's groups); null otherwise.
+  privacy::PairKeys* pair_keys = nullptr;
+  privacy::SecureAggregationCounters* secure_counters = nullptr;
 };
 
 // The mixer an algorithm's rounds run on. `owned` holds it unless it is the context's exact mixer.
@@ -146,6 +153,10 @@ class Algorithm {
   }
   // On the communication thread. The default: every round on the exact mixer.
   virtual MixerSet make_mixers(const MixerContext& context) const;
+  // Whether every round takes an exact mean over a group (a sum of one share per member), which
+  // secure aggregation can mask (--secure-aggregation, privacy/secure_mean_mixer.h); false for push-sum
+  // and for an algorithm that does not communicate.
+  virtual bool takes_exact_means() const { return false; }
 
   // --- training ---
   // Its trainer side, for settings check() accepted.
@@ -189,7 +200,7 @@ inline constexpr std::size_t kAutoDirectMaxSites = 8;
 std::string describe_exchange(const SiteSettings& settings);
 
 // Their mixers: the exact ring, or a DirectMeanMixer when some views exchange directly (it hands larger
-// views to the ring). The direct exchange re-averages in its single crossing too, dense whatever the
+// views to the ring); with secure aggregation, the context's exact mixer, which is then the masked mean. The direct exchange re-averages in its single crossing too, dense whatever the
 // wire (the ring's 2(n − 1) crossings stall every trainer about 6x longer with 4 sites).
 MixerSet exact_mean_mixers(const MixerContext& context);
 

@@ -306,6 +306,7 @@ class Diloco final : public Algorithm {
     return {2 * parameters, parameters};
   }
   MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
+  bool takes_exact_means() const override { return true; }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     return make_diloco_trainer(context, diloco_config_of(context.settings));
   }

@@ -7,6 +7,7 @@
 #include "daemon/backend_parameters.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/group_mixer.h"
+#include "privacy/secure_mean_mixer.h"
 
 namespace meridian::daemon::algorithms {
 namespace {
@@ -107,8 +108,24 @@ class Dsync final : public Algorithm {
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
     return {parameters, parameters};
   }
+  bool takes_exact_means() const override { return true; }
   MixerSet make_mixers(const MixerContext& c) const override {
     MixerSet set;
+    if (c.pair_keys != nullptr) {
+      // The masked mean within the step's group; a group that cannot finish keeps its values, as below.
+      const gossip::GridSpec grid = c.settings.grid;
+      auto group_of = [grid](const peer::View& view, std::size_t rank, std::uint64_t step) {
+        std::vector<std::string> members;
+        for (std::size_t r : gossip::group_at(gossip::group_grid_for(view.size(), grid), rank, step))
+          members.push_back(view.at(r));
+        return members;
+      };
+      set.owned =
+          std::make_unique<privacy::SecureMeanMixer>(c.inbox, *c.pair_keys, *c.secure_counters, c.timeouts, group_of,
+                                                     privacy::kGroupDomain, privacy::SecureMeanMixer::Abandon::kSkip);
+      set.mix = set.owned.get();
+      return set;
+    }
     set.owned = std::make_unique<gossip::GroupMixer>(c.inbox, c.timeouts, c.robust, c.settings.grid);
     set.mix = set.owned.get();
     return set;

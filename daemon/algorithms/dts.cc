@@ -240,6 +240,7 @@ class Dts final : public Algorithm {
     return {2 * parameters, s.exchange != Exchange::kRing ? 2 * parameters : parameters};
   }
   MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
+  bool takes_exact_means() const override { return true; }
   bool shape_from_network(const SiteSettings& s) const override { return delay_is_auto(s); }
   std::uint64_t view_change_reach(const SiteSettings& s) const override {
     if (!delay_is_auto(s)) return Algorithm::view_change_reach(s);
