@@ -18,6 +18,8 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
           registry_.gauge_once_measured("meridian_train_loss", "Training loss, averaged over recent local batches.")),
       test_accuracy(registry_.gauge_once_measured("meridian_test_accuracy",
                                                   "Test accuracy (fraction in [0, 1]) of the last evaluation.")),
+      dp_epsilon_spent(registry_.gauge_once_measured(
+          "meridian_dp_epsilon_spent", "DP-SGD: epsilon spent so far by this site's steps, at the run's delta.")),
       samples_per_second(
           registry_.gauge_once_measured("meridian_samples_per_second", "Local training samples per second.")),
       push_sum_weight(registry_.gauge("meridian_push_sum_weight", "Push-sum weight w of this site (sgp).")),

@@ -61,6 +61,7 @@ class DaemonMetrics {
   Gauge& eta_seconds;
   Gauge& train_loss;
   Gauge& test_accuracy;  // fraction in [0, 1] of the last evaluation
+  Gauge& dp_epsilon_spent;  // DP-SGD: ε spent so far at the run's δ; absent without DP
   Gauge& samples_per_second;
   Gauge& push_sum_weight;
   Gauge& staleness_steps;  // steps ahead of the oldest mixer message still expected

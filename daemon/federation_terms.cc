@@ -59,6 +59,18 @@ peer::Term secure_aggregation_term(const SiteSettings& settings) {
           "give every site the same --secure-aggregation"};
 }
 
+// "DP-SGD epsilon 3, delta 1e-05, clip 1" (with "noise multiplier S" where it is given rather than
+// derived from each site's data), or "none": a site's guarantee is only as good as its federation's
+// agreement that every site clips and adds noise, so a site without DP never joins a DP federation.
+std::string privacy_term(const SiteConfig& c) {
+  if (!c.dp()) return "none";
+  std::string term = "DP-SGD";
+  if (c.dp_epsilon > 0) term += " epsilon " + number(c.dp_epsilon) + ",";
+  if (c.dp_noise_multiplier > 0) term += " noise multiplier " + number(c.dp_noise_multiplier) + ",";
+  term += " delta " + number(c.dp_delta) + ", clip " + number(c.dp_clip);
+  return term;
+}
+
 }  // namespace
 
 peer::FederationTerms federation_terms(const SiteSettings& settings, const models::Model& model,
@@ -90,6 +102,7 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
   const auto& o = settings.options;
   terms.push_back({"algorithm", algorithm_term(settings)});
   terms.push_back(secure_aggregation_term(settings));
+  terms.push_back({"privacy", privacy_term(o), {}, "give every site the same --dp-* settings"});
 
   // Where optimizer state travels with the parameters, sites with different optimizers would mix
   // buffers of different meanings (or lengths): the optimizer is part of the terms there only.

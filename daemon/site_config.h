@@ -129,6 +129,13 @@ struct SiteConfig {
   // The values of the options each algorithm declares for itself (daemon/algorithms/algorithm_option.h).
   algorithms::OptionValues algorithm_options;
 
+  // Privacy: DP-SGD (privacy/dp_sgd.h) is on when dp_epsilon or dp_noise_multiplier is > 0
+  double dp_epsilon = 0;           // ε budget; σ from it, the data size, batch and run length; 0 = none
+  double dp_delta = 1e-5;          // δ of the (ε, δ) guarantee
+  double dp_clip = 0;              // C: each example's gradient clipped to this L2 norm (required with DP)
+  double dp_noise_multiplier = 0;  // σ given directly instead of from dp_epsilon; 0 = from dp_epsilon
+  bool dp() const { return dp_epsilon > 0 || dp_noise_multiplier > 0; }
+
   // WAN emulation
   std::string wan;                             // "" (none) | world4 | latency=..,jitter=..,bandwidth=..,loss=..
   std::string region;                          // with world4: oregon | ohio | london | tokyo

@@ -88,8 +88,10 @@ void SiteDaemon::Impl::prepare() {
     model_file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   models::use_threads(*model, *backend, static_cast<std::size_t>(threads));
+  if (config.dp()) check_dp_model();
 
   load_checkpoint(model->fingerprint());
+  prepare_dp();
   make_metrics();
 }
 

@@ -450,6 +450,23 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   else if (c.trainer == "attached" && algorithm != nullptr)
     if (auto text = attached_support_problem(settings); !text.empty()) problem("trainer", text);
 
+  // DP-SGD. Whether the model can clip per example (no batch norm) and the backend is the CPU's is
+  // known once the model is built: the daemon refuses those before it joins (site_daemon.cc).
+  if (!(std::isfinite(c.dp_epsilon) && c.dp_epsilon >= 0)) problem("dp-epsilon", "must be 0 (no DP-SGD) or positive");
+  if (!(std::isfinite(c.dp_noise_multiplier) && c.dp_noise_multiplier >= 0))
+    problem("dp-noise-multiplier", "must be 0 (from --dp-epsilon) or positive");
+  if (c.dp()) {
+    if (!(c.dp_delta > 0 && c.dp_delta < 1)) problem("dp-delta", "must lie between 0 and 1 (e.g. 1e-5)");
+    if (!(std::isfinite(c.dp_clip) && c.dp_clip > 0))
+      problem("dp-clip", "missing: DP-SGD clips each example's gradient to this norm; give a positive value (e.g. 1)");
+    if (c.trainer == "attached")
+      problem("trainer", "attached trainers compute their own gradients: DP-SGD (--dp-*) runs with the builtin trainer");
+    if (settings.device.kind == models::DeviceRequest::Kind::kCuda)
+      problem("device", "DP-SGD's per-example clipping runs on the CPU backend only; use --device cpu with --dp-*");
+  } else if (c.dp_clip != 0) {
+    problem("dp-clip", "applies with DP-SGD only: give --dp-epsilon or --dp-noise-multiplier");
+  }
+
   // What only the algorithm knows, on the options as parsed (one that did not parse holds its default),
   // then the ranges its own options declare.
   if (algorithm != nullptr) {

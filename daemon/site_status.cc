@@ -41,6 +41,10 @@ StatusReport SiteDaemon::Impl::status() {
   }
   r.train_loss = live.train_loss;
   r.test_accuracy = live.test_accuracy;
+  if (config.dp()) {
+    r.dp_epsilon_spent = live.dp_epsilon_spent.value_or(0.0);
+    if (config.dp_epsilon > 0) r.dp_epsilon_budget = config.dp_epsilon;
+  }
   r.staleness = live.staleness;
   r.push_sum_weight = live.push_sum_weight;
   r.samples_per_second = live.samples_per_second;

@@ -266,3 +266,23 @@ TEST_CASE("a site that scales its inputs otherwise is refused at join, with both
                    "this site: given, per feature: mean 50, 25; std 10, 4)"));
   }
 }
+
+TEST_CASE("a site without DP-SGD is refused at join by a DP-SGD site, with both privacy settings named",
+          "[daemon][join][process][dp]") {
+  TempDir dir;
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto o = join(dir.path(),
+                      args_for("alpha", 0, table)
+                          .set("--algo", "allreduce")
+                          .set("--dp-epsilon", 3)
+                          .set("--dp-delta", "1e-5")
+                          .set("--dp-clip", 1),
+                      args_for("beta", 1, table).set("--algo", "allreduce"));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log,
+                 "alpha refuses this site: privacy differs (alpha: DP-SGD epsilon 3, delta 1e-05, clip 1; this site: "
+                 "none)"));
+  CHECK(contains(o.refuser_log,
+                 "refused at join: privacy differs (this site: DP-SGD epsilon 3, delta 1e-05, clip 1; beta: none)"));
+}
