@@ -459,6 +459,11 @@ bool Membership::is_alive(const std::string& name) const {
   return r && r->state == MemberState::kAlive;
 }
 
+bool Membership::only_heard_of(const std::string& name) const {
+  const auto it = members_.find(name);
+  return it != members_.end() && !it->second.vouched;
+}
+
 std::vector<MemberRecord> Membership::alive_others() const {
   std::vector<MemberRecord> out;
   for (const auto& [name, e] : members_)

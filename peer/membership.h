@@ -195,6 +195,10 @@ class Membership {
   // nullopt for this site itself and for names it has no record of.
   std::optional<Clock::time_point> last_heard(const std::string& name) const;
   bool is_alive(const std::string& name) const;
+  // Whether `name` is known only from another site's gossip: no word from it yet, so it is held as
+  // "dead" although nothing says it died. A view announced by a site that has heard from it may
+  // already list it.
+  bool only_heard_of(const std::string& name) const;
   // Live members other than this site.
   std::vector<MemberRecord> alive_others() const;
   // Live members including this site, sorted.

@@ -113,7 +113,12 @@ void ZmqTransport::IoLoop::handle_send(std::string to, Message msg) {
     deliver(std::move(msg));
     return;
   }
-  Link* link = membership().is_alive(to) ? ensure_link(to) : nullptr;
+  // A member only heard of is in a view already when another site has heard from it first (views
+  // travel faster than its own hello over a slow link): what the view's rounds send it waits on the
+  // link opened to greet it, behind that greeting, instead of being lost. Only a member found dead or
+  // gone is unreachable.
+  const bool reachable = membership().is_alive(to) || membership().only_heard_of(to);
+  Link* link = reachable ? ensure_link(to) : nullptr;
   if (!link) {
     ++stats_.dropped_unreachable;
     dirty_ = true;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "peer/wan_model.h"
 #include "peer/wire_codec.h"
 #include "peer/zmq_transport.h"
 #include "proto/meridian.pb.h"
@@ -141,6 +142,40 @@ TEST_CASE("three sites agree on members and views; a leave is seen and the view 
     return a.latest_view().members == std::vector<std::string>{"a", "b"} && a.latest_view() == b.latest_view();
   }));
   CHECK(a.latest_view().id > v.id);
+}
+
+TEST_CASE("a member that a view lists before its own hello has arrived still receives what is sent to it",
+          "[peer][zmq][wan][cluster]") {
+  // Over world4's links the view that a (Oregon) announces with c (Tokyo) in it reaches b (London)
+  // through a in about 235 ms, while c's own hello reaches b only after c has heard of b through a and
+  // dialed it: about 510 ms. In between, b holds c as only heard of, and what b's rounds send c must
+  // wait for that connection instead of being dropped as sent to a dead site.
+  Federation fed({"a", "b", "c"});
+  auto options = [&](const std::string& name, const std::string& region, std::vector<std::string> bootstrap) {
+    auto o = fed.options(name, std::move(bootstrap));
+    o.region = region;
+    o.wan = parse_wan_spec("world4");
+    return o;
+  };
+  ZmqTransport a(options("a", "oregon", {}));
+  ZmqTransport b(options("b", "london", {"a@" + a.endpoint()}));
+  ZmqTransport c(options("c", "tokyo", {"a@" + a.endpoint()}));
+  const std::vector<std::string> all{"a", "b", "c"};
+  // The send goes out the moment b first holds a view with c, polled every millisecond.
+  const auto guard = std::chrono::steady_clock::now() + 30s;
+  while (b.latest_view().members != all && std::chrono::steady_clock::now() < guard) std::this_thread::sleep_for(1ms);
+  REQUIRE(b.latest_view().members == all);
+  const auto alive = b.alive_members();
+  INFO("b counts alive, when the view with c arrives: " << alive.size() << " sites");
+  b.send("c", push_sum(1, 8));
+  std::optional<Message> got;
+  REQUIRE(eventually([&] {
+    got = c.receive(10ms);
+    return got && got->kind == MessageKind::kPushSum;
+  }));
+  CHECK(got->from == "b");
+  CHECK(got->payload == push_sum(1, 8).payload);
+  CHECK(b.stats().dropped_unreachable == 0);
 }
 
 TEST_CASE("a site whose key is not in the roster cannot deliver a single message", "[peer][zmq][security][cluster]") {
