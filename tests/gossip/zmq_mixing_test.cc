@@ -54,7 +54,10 @@ struct Federation {
     }
   }
 
-  // Waits until every live site runs in the same view holding exactly `members`; returns it.
+  // Waits until every live site counts exactly `members` alive and runs in the same view holding
+  // them; returns it. The view alone is not enough: a site may take a view from a peer before the
+  // hello of a member in it has reached it over a slow link, and until then it holds that member as
+  // only heard of and may still propose a view without it.
   peer::View agreed_view(const std::vector<std::string>& members) {
     auto live = [&] {
       std::vector<peer::ZmqTransport*> out;
@@ -65,7 +68,9 @@ struct Federation {
     REQUIRE(eventually([&] {
       auto l = live();
       for (auto* s : l)
-        if (s->latest_view().members != members || !(s->latest_view() == l[0]->latest_view())) return false;
+        if (s->alive_members() != members || s->latest_view().members != members ||
+            !(s->latest_view() == l[0]->latest_view()))
+          return false;
       return true;
     }));
     return live()[0]->latest_view();

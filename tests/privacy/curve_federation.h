@@ -63,7 +63,9 @@ struct CurveFederation {
     });
   }
 
-  // Waits until every live site runs in the same view holding exactly `members`; returns it.
+  // Waits until every live site counts exactly `members` alive and runs in the same view holding
+  // them; returns it (a site may take a view with a member in it before that member's own hello has
+  // reached it, and until then may still propose a view without it).
   peer::View agreed_view(const std::vector<std::string>& members) {
     auto live = [&] {
       std::vector<peer::ZmqTransport*> out;
@@ -74,7 +76,9 @@ struct CurveFederation {
     REQUIRE(tests::eventually([&] {
       auto l = live();
       for (auto* s : l)
-        if (s->latest_view().members != members || !(s->latest_view() == l[0]->latest_view())) return false;
+        if (s->alive_members() != members || s->latest_view().members != members ||
+            !(s->latest_view() == l[0]->latest_view()))
+          return false;
       return true;
     }));
     return live()[0]->latest_view();
