@@ -159,6 +159,10 @@ gossip::MixReport SecureMeanMixer::mix(std::uint64_t step, gossip::RoundTag tag,
   report.scheduled_view_id = transport.view_for(step).id;
   // Encoded once: a redo sends the same values under fresh masks.
   lanes_.resize(n);
+  // Both touched now, so that the swap below hands over memory that is already faulted in: a fresh
+  // model-sized buffer costs a page fault per 4 KiB on first touch.
+  share_.resize(n);
+  sum_.resize(n);
   const EncodeCounts counts = encode(data, lanes_);
   counters_.clipped += counts.clipped;
   counters_.non_finite += counts.non_finite;
