@@ -2,14 +2,17 @@
 // network (one thread each, no sockets, so that only the mixers' own work is measured) average a model
 // of --mb megabytes --rounds times, first with the ring all-reduce allreduce uses (gossip/average_mixer.h),
 // then with masked shares (privacy/secure_mean_mixer.h). Prints, per method, the process CPU seconds per
-// round and per MB of model per site, and the difference.
+// round and per MB of model per site, and the difference; with --repeats, the two methods alternate,
+// each repeat is printed with the load average before it, and the medians close.
 //
-// Usage: meridian_bench_secure_aggregation [--sites 4] [--mb 16] [--rounds 10]
+// Usage: meridian_bench_secure_aggregation [--sites 4] [--mb 16] [--rounds 10] [--repeats 1]
 #include <CLI/CLI.hpp>
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -79,42 +82,68 @@ Figures measure(std::size_t sites, std::size_t floats, std::size_t rounds,
   return f;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+double load_average() {
+  double load[1] = {0};
+  return getloadavg(load, 1) == 1 ? load[0] : -1.0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"CPU added by secure aggregation to an exact mean"};
-  std::size_t sites = 4, rounds = 10;
+  std::size_t sites = 4, rounds = 10, repeats = 1;
   double mb = 16;
   app.add_option("--sites", sites, "Sites, one thread each")->check(CLI::Range(3, 64));
   app.add_option("--mb", mb, "Model size in MB (float32)")->check(CLI::PositiveNumber);
   app.add_option("--rounds", rounds, "Rounds measured (after one warm-up round)")->check(CLI::Range(1, 10000));
+  app.add_option("--repeats", repeats, "Measurements of each method, alternating ring and masked")
+      ->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
   const auto floats = static_cast<std::size_t>(mb * 1e6 / 4);
 
-  const auto plain = measure(sites, floats, rounds, [](std::size_t, gossip::Inbox& inbox) {
-    return std::make_unique<gossip::AverageMixer>(inbox);
-  });
-
   std::map<std::string, peer::CurveKeyPair> keys;
   for (std::size_t r = 0; r < sites; ++r) keys["site" + std::to_string(r)] = peer::generate_curve_key_pair();
-  std::vector<std::unique_ptr<privacy::PairKeys>> pair_keys;
-  std::vector<privacy::SecureAggregationCounters> counters(sites);
-  const auto secure = measure(sites, floats, rounds, [&](std::size_t r, gossip::Inbox& inbox) {
-    pair_keys.push_back(std::make_unique<privacy::PairKeys>(
-        keys.at("site" + std::to_string(r)),
-        [&](const std::string& name) -> std::optional<std::string> { return keys.at(name).public_key; }));
-    return std::make_unique<privacy::SecureMeanMixer>(inbox, *pair_keys.back(), counters[r], gossip::RoundTimeouts{},
-                                                      privacy::SecureMeanMixer::whole_view(), privacy::kWholeViewDomain,
-                                                      privacy::SecureMeanMixer::Abandon::kRedo);
-  });
+  auto plain = [&] {
+    return measure(sites, floats, rounds,
+                   [](std::size_t, gossip::Inbox& inbox) { return std::make_unique<gossip::AverageMixer>(inbox); });
+  };
+  auto secure = [&] {
+    std::vector<std::unique_ptr<privacy::PairKeys>> pair_keys;
+    std::vector<privacy::SecureAggregationCounters> counters(sites);
+    return measure(sites, floats, rounds, [&](std::size_t r, gossip::Inbox& inbox) {
+      pair_keys.push_back(std::make_unique<privacy::PairKeys>(
+          keys.at("site" + std::to_string(r)),
+          [&](const std::string& name) -> std::optional<std::string> { return keys.at(name).public_key; }));
+      return std::make_unique<privacy::SecureMeanMixer>(inbox, *pair_keys.back(), counters[r], gossip::RoundTimeouts{},
+                                                        privacy::SecureMeanMixer::whole_view(),
+                                                        privacy::kWholeViewDomain,
+                                                        privacy::SecureMeanMixer::Abandon::kRedo);
+    });
+  };
 
-  const double per = static_cast<double>(rounds) * static_cast<double>(sites) * mb;
-  std::printf("sites %zu, model %.1f MB, %zu rounds\n", sites, mb, rounds);
-  std::printf("ring all-reduce: %.3f ms CPU per MB per site per round (wall %.3f s)\n", 1e3 * plain.cpu_seconds / per,
-              plain.wall_seconds);
-  std::printf("secure mean:     %.3f ms CPU per MB per site per round (wall %.3f s)\n", 1e3 * secure.cpu_seconds / per,
-              secure.wall_seconds);
-  std::printf("added:           %.3f ms CPU per MB per site per round\n",
-              1e3 * (secure.cpu_seconds - plain.cpu_seconds) / per);
+  // ms of CPU per MB of model, per site and round.
+  const double per = static_cast<double>(rounds) * static_cast<double>(sites) * mb / 1e3;
+  std::printf("sites %zu, model %.1f MB, %zu rounds, %zu repeats\n", sites, mb, rounds, repeats);
+  std::vector<double> ring_ms, masked_ms, added_ms;
+  for (std::size_t k = 0; k < repeats; ++k) {
+    const double load = load_average();
+    const auto p = plain();
+    const auto s = secure();
+    ring_ms.push_back(p.cpu_seconds / per);
+    masked_ms.push_back(s.cpu_seconds / per);
+    added_ms.push_back(masked_ms.back() - ring_ms.back());
+    std::printf("repeat %zu (load %.2f): ring %.3f ms, masked %.3f ms, added %.3f ms CPU per MB per site per round "
+                "(wall %.3f s, %.3f s)\n",
+                k + 1, load, ring_ms.back(), masked_ms.back(), added_ms.back(), p.wall_seconds, s.wall_seconds);
+  }
+  std::printf("ring all-reduce: %.3f ms CPU per MB per site per round (median)\n", median(ring_ms));
+  std::printf("secure mean:     %.3f ms CPU per MB per site per round (median)\n", median(masked_ms));
+  std::printf("added:           %.3f ms CPU per MB per site per round (median)\n", median(added_ms));
   return 0;
 }

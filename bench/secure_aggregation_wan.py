@@ -5,8 +5,11 @@ experiment 1: E1_MODEL on Fashion-MNIST, diloco's H and overlap chosen from a pi
 efficiency = local's steady s/step / diloco's, local measured in the same invocation), but with
 CurveZMQ keys, which secure aggregation needs.
 
+With --repeats N the runs without and with the flag alternate N times after the one pilot (the same
+shape for all), each printed with the load average before it, and the medians close.
+
 Usage: bench/secure_aggregation_wan.py [--build build] [--sites 4] [--latency-ms 100] [--steps 96]
-                                       [--out build/bench-secure-aggregation]
+                                       [--overlap TAU] [--repeats 1] [--out build/bench-secure-aggregation]
 
 Example:
     >>> # bench/secure_aggregation_wan.py --sites 4 --latency-ms 100
@@ -14,6 +17,7 @@ Example:
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -38,12 +42,33 @@ def simulate(program: str, out: str, sites: int, algos: list, extra: list) -> di
     return record
 
 
+def site_figures(out_dir: str, algo: str) -> dict:
+    """What separates the causes of a slower run, as means over `algo`'s sites from their result.json:
+    the trainer's wait for mixes per step, the process CPU outside the trainer thread (communication and
+    transport), and the minor page faults, all over the step loop."""
+    rows = []
+    algo_dir = os.path.join(out_dir, algo)
+    for site in sorted(os.listdir(algo_dir)):
+        path = os.path.join(algo_dir, site, "result.json")
+        if os.path.exists(path):
+            rows.append(json.load(open(path)))
+    if not rows:
+        return {}
+    return {"wait_s_per_step": statistics.mean(r["loop_wait_seconds"] / r["steps"] for r in rows),
+            "non_trainer_cpu_s": statistics.mean(r["loop_process_cpu_seconds"] - r["loop_trainer_cpu_seconds"]
+                                                 for r in rows),
+            "minor_faults": statistics.mean(r["loop_minor_faults"] for r in rows)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--sites", type=int, default=4)
     ap.add_argument("--latency-ms", type=int, default=100)
     ap.add_argument("--steps", type=int, default=96, help="steps of each measured run (at least 2 H)")
+    ap.add_argument("--overlap", type=int, default=0,
+                    help="diloco's overlap tau in steps (default: chosen from the pilot, as bench_wan.py does)")
+    ap.add_argument("--repeats", type=int, default=1, help="alternations of the runs without and with the flag")
     ap.add_argument("--out", default="build/bench-secure-aggregation")
     a = ap.parse_args()
     program = os.path.join(a.build, "meridian")
@@ -53,18 +78,26 @@ def main() -> None:
                      base + ["--epochs", f"{bench_wan.epochs_for(16, a.sites, bench_wan.E1_BATCH):.4f}"])
     compute = pilot["steady"]["local"]
     h, overlap = bench_wan.choose_diloco(a.latency_ms, compute)
+    if a.overlap > 0:
+        h, overlap = max(32, a.overlap), a.overlap
     diloco = bench_wan.diloco_spec(h, overlap)
     steps = max(a.steps, 2 * h)
     wan = ["--wan", f"latency={a.latency_ms}ms", "--epochs", f"{bench_wan.epochs_for(steps, a.sites, bench_wan.E1_BATCH):.4f}"]
-    rows = {}
-    for label, flags in (("plain", []), ("secure", ["--secure-aggregation"])):
-        rec = simulate(program, os.path.join(a.out, stamp, label), a.sites, ["local", diloco], base + wan + flags)
-        local, algo = rec["steady"]["local"], rec["steady"][diloco]
-        rows[label] = {"efficiency": local / algo, "local_s_per_step": local, "diloco_s_per_step": algo,
-                       "load": rec["load_before"], "command": rec["command"]}
-        print(json.dumps({label: rows[label]}), flush=True)
+    rows = {"plain": [], "secure": []}
+    for repeat in range(a.repeats):
+        for label, flags in (("plain", []), ("secure", ["--secure-aggregation"])):
+            rec = simulate(program, os.path.join(a.out, stamp, f"{label}-{repeat}"), a.sites, ["local", diloco],
+                           base + wan + flags)
+            local, algo = rec["steady"]["local"], rec["steady"][diloco]
+            row = {"repeat": repeat, "efficiency": local / algo, "local_s_per_step": local, "diloco_s_per_step": algo,
+                   "load": rec["load_before"], "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                   "diloco_sites": site_figures(rec["out_dir"], diloco), "command": rec["command"]}
+            rows[label].append(row)
+            print(json.dumps({label: row}), flush=True)
+    med = {label: statistics.median(r["efficiency"] for r in rows[label]) for label in rows}
     print(json.dumps({"sites": a.sites, "latency_ms": a.latency_ms, "diloco": diloco, "compute_s": compute,
-                      "efficiency_difference": rows["plain"]["efficiency"] - rows["secure"]["efficiency"]}))
+                      "repeats": a.repeats, "median_efficiency": med,
+                      "efficiency_difference": med["plain"] - med["secure"]}))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "gossip/share_message.h"
+
 namespace meridian::gossip {
 
 DirectMeanMixer::DirectMeanMixer(Inbox& inbox, Mixer& exact, CompressionSpec spec, RoundTimeouts timeouts,
@@ -68,20 +70,9 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
     if (!dense) feedback_.compress(input_, packed_, own_);
     const std::span<const float> wire = dense ? std::span<const float>(input_) : std::span<const float>(packed_);
     const std::span<const float> own = dense ? std::span<const float>(input_) : std::span<const float>(own_);
-    for (std::size_t r = 0; r < view.size(); ++r) {
-      if (r == *rank) continue;
-      peer::Message msg;
-      msg.kind = kind;
-      msg.view_id = view.id;
-      msg.round = step;
-      msg.tag = tag_value;
-      msg.phase = encoding;
-      msg.total = n;
-      // From the transport's pool: a fresh model-sized buffer per message would fault in every page.
-      msg.payload = transport.take_buffer(wire.size());
-      std::copy(wire.begin(), wire.end(), msg.payload.begin());
-      transport.send(view.at(r), std::move(msg));
-    }
+    const ShareHeader header{view.id, step, tag_value, encoding, n};
+    for (std::size_t r = 0; r < view.size(); ++r)
+      if (r != *rank) send_share(transport, view.at(r), header, wire);
     // Summed in rank order on every site, so every site ends with the same bits. The first
     // contribution is copied rather than added to zero, which spares a pass and changes no value.
     auto add = [&](std::span<const float> contribution, bool first) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "error/error.h"
+#include "peer/buffer_pool.h"
 
 namespace meridian::peer {
 
@@ -19,9 +20,16 @@ class InMemoryTransport final : public Transport {
 
   View view_for(std::uint64_t round) const override { return net_->view_for(round); }
 
+  // Payloads travel by move, so a buffer a peer sent ends up here once this site recycles it, and its
+  // own next send reuses it: without the pool every large message would be a fresh buffer, zero-filled
+  // and faulted in page by page, which cost more than the mixers' own work.
+  std::vector<float> take_buffer(std::size_t elements) override { return pool_.take(elements); }
+  void recycle(std::vector<float>&& payload) override { pool_.give(std::move(payload)); }
+
  private:
   std::shared_ptr<InMemoryNetwork> net_;
   std::string self_;
+  BufferPool pool_;
 };
 
 std::shared_ptr<InMemoryNetwork> InMemoryNetwork::create(const std::vector<std::string>& sites) {

@@ -1,9 +1,12 @@
 #include "privacy/secure_mean_mixer.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include <spdlog/spdlog.h>
+
+#include "gossip/share_message.h"
 
 namespace meridian::privacy {
 
@@ -15,18 +18,43 @@ bool is_masked_share(const peer::Message& m) {
   return m.kind == kKind && (m.phase == kMaskedLowPhase || m.phase == kMaskedHighPhase);
 }
 
-// Whether `half` (one phase of a share of n lanes) is well formed: the whole tensor at offset 0, every
-// value a whole number in [0, 2^24).
-bool well_formed(const peer::Message& half, std::size_t n) {
+// Adds `half` (the 24-bit halves of n lanes, shifted by `shift`) into `sum` in one pass, and returns
+// whether it was well formed: the whole tensor at offset 0, every value a whole number in [0, 2^24).
+// Branch-free, so that it vectorizes: in double, v + 2^52 holds a whole v < 2^24 exactly in its low
+// mantissa bits, and subtracting 2^52 again gives v back only when v was whole (NaN fails every
+// comparison). What is added for a value is a function of its bits alone, so a malformed half is
+// taken back out exactly (the sum is modulo 2^64): checking and adding in one pass reads each payload
+// once.
+bool add_half(const peer::Message& half, int shift, std::span<std::uint64_t> sum) {
+  const std::size_t n = sum.size();
   if (half.offset != 0 || half.total != n || half.payload.size() != n) return false;
-  // Branch-free, so that it vectorizes: clamp into [0, 2^24 − 1] (NaN becomes 0), truncate, and compare
-  // with the value itself; only a whole number in range survives unchanged.
-  bool bad = false;
-  for (float v : half.payload) {
-    const float clamped = std::min(std::max(0.0f, v), static_cast<float>(kHalfMask));
-    bad |= static_cast<float>(static_cast<std::int32_t>(clamped)) != v;
+  constexpr double kMagic = 0x1p52;
+  constexpr double kLimit = 0x1p24;
+  const float* in = half.payload.data();
+  auto lane_bits = [&](std::size_t i) {
+    return (std::bit_cast<std::uint64_t>(static_cast<double>(in[i]) + kMagic) & kHalfMask) << shift;
+  };
+  std::uint64_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = in[i];
+    const auto ok = static_cast<std::uint64_t>(v >= 0.0) & static_cast<std::uint64_t>(v < kLimit) &
+                    static_cast<std::uint64_t>((v + kMagic) - kMagic == v);
+    bad |= ok ^ 1u;
+    sum[i] += lane_bits(i);
   }
-  return !bad;
+  if (bad != 0)
+    for (std::size_t i = 0; i < n; ++i) sum[i] -= lane_bits(i);
+  return bad == 0;
+}
+
+// Splits masked lanes into the two halves sent (low and high 24 bits, as whole-number floats).
+void split_halves(std::span<const std::uint64_t> lanes, std::vector<float>& low, std::vector<float>& high) {
+  low.resize(lanes.size());
+  high.resize(lanes.size());
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    low[i] = static_cast<float>(static_cast<std::int32_t>(lanes[i] & kHalfMask));
+    high[i] = static_cast<float>(static_cast<std::int32_t>((lanes[i] >> 24) & kHalfMask));
+  }
 }
 
 }  // namespace
@@ -89,7 +117,6 @@ SecureMeanMixer::Wait SecureMeanMixer::receive_half(const peer::View& view, cons
                                                     const std::string& from, std::uint64_t step, std::uint32_t tag,
                                                     std::uint32_t phase, bool redoing,
                                                     gossip::Clock::time_point deadline) {
-  const std::size_t n = sum_.size();
   const int shift = phase == kMaskedLowPhase ? 0 : 24;
   auto mine = [&](const peer::Message& m) {
     return m.kind == kKind && m.phase == phase && m.round == step && m.tag == tag && m.view_id == view.id &&
@@ -99,12 +126,7 @@ SecureMeanMixer::Wait SecureMeanMixer::receive_half(const peer::View& view, cons
     const auto until = std::min(deadline, gossip::Clock::now() + std::chrono::milliseconds(100));
     auto msg = inbox_.take(mine, until);
     if (msg) {
-      const bool ok = well_formed(*msg, n);
-      // Through int32, which converts in one instruction (the halves are below 2^24).
-      if (ok)
-        for (std::size_t i = 0; i < n; ++i)
-          sum_[i] += static_cast<std::uint64_t>(static_cast<std::uint32_t>(static_cast<std::int32_t>(msg->payload[i])))
-                     << shift;
+      const bool ok = add_half(*msg, shift, sum_);
       inbox_.transport().recycle(std::move(msg->payload));
       if (ok) return Wait::kGot;
       ++counters_.refused_malformed;
@@ -137,6 +159,10 @@ gossip::MixReport SecureMeanMixer::mix(std::uint64_t step, gossip::RoundTag tag,
   report.scheduled_view_id = transport.view_for(step).id;
   // Encoded once: a redo sends the same values under fresh masks.
   lanes_.resize(n);
+  // Both touched now, so that the swap below hands over memory that is already faulted in: a fresh
+  // model-sized buffer costs a page fault per 4 KiB on first touch.
+  share_.resize(n);
+  sum_.resize(n);
   const EncodeCounts counts = encode(data, lanes_);
   counters_.clipped += counts.clipped;
   counters_.non_finite += counts.non_finite;
@@ -162,25 +188,16 @@ gossip::MixReport SecureMeanMixer::mix(std::uint64_t step, gossip::RoundTag tag,
     const MaskRound round{view.id, step, tag_value, domain_};
     share_.assign(lanes_.begin(), lanes_.end());
     mask_share(self, group, keys_, round, share_);
+    // Split once: every other member gets the same two halves.
+    split_halves(share_, low_, high_);
     for (const auto& to : group) {
       if (to == self) continue;
-      for (const auto phase : {kMaskedLowPhase, kMaskedHighPhase}) {
-        peer::Message msg;
-        msg.kind = kKind;
-        msg.view_id = view.id;
-        msg.round = step;
-        msg.tag = tag_value;
-        msg.phase = phase;
-        msg.total = n;
-        msg.payload = transport.take_buffer(n);
-        const int shift = phase == kMaskedLowPhase ? 0 : 24;
-        for (std::size_t i = 0; i < n; ++i)
-          msg.payload[i] = static_cast<float>(static_cast<std::int32_t>((share_[i] >> shift) & kHalfMask));
-        transport.send(to, std::move(msg));
-      }
+      gossip::send_share(transport, to, {view.id, step, tag_value, kMaskedLowPhase, n}, low_);
+      gossip::send_share(transport, to, {view.id, step, tag_value, kMaskedHighPhase, n}, high_);
       ++counters_.shares_sent;
     }
-    sum_.assign(share_.begin(), share_.end());
+    // This site's own share starts the sum (share_ is refilled from lanes_ at the next attempt).
+    std::swap(sum_, share_);
     const auto deadline = gossip::Clock::now() + timeouts_.round;
     bool complete = true;
     for (const auto& from : group) {

@@ -97,6 +97,7 @@ class SecureMeanMixer final : public gossip::Mixer {
   std::vector<std::uint64_t> lanes_;  // (n) this site's encoded values
   std::vector<std::uint64_t> share_;  // (n) ... plus its masks
   std::vector<std::uint64_t> sum_;    // (n) the sum of the shares received so far
+  std::vector<float> low_, high_;     // (n) each: the masked share's halves as sent
 };
 
 }  // namespace meridian::privacy

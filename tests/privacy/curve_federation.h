@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -84,11 +85,23 @@ struct CurveFederation {
     return live()[0]->latest_view();
   }
 
-  // Runs body(rank, transport) on one thread per listed site.
+  // Runs body(rank, transport) on one thread per listed site. An exception a body throws (a mixer's
+  // MixError, say) is rethrown here after every thread has joined, so that the test case fails with its
+  // message instead of std::terminate aborting the whole test run.
   void run(const std::vector<std::size_t>& ranks, const std::function<void(std::size_t, peer::ZmqTransport&)>& body) {
     std::vector<std::thread> threads;
-    for (auto r : ranks) threads.emplace_back([&, r] { body(r, *sites[r]); });
+    std::vector<std::exception_ptr> errors(ranks.size());
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      threads.emplace_back([&, i] {
+        try {
+          body(ranks[i], *sites[ranks[i]]);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
     for (auto& t : threads) t.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
   }
 };
 
