@@ -53,10 +53,12 @@ std::string algorithm_term(const SiteSettings& settings) {
   return algorithm;
 }
 
-// Masked and unmasked shares cannot meet in one sum: every site masks, or none does.
+// Masked and unmasked shares cannot meet in one sum: every site masks, or none does. The value names
+// the mask layout too (privacy/pairwise_mask.h): masks drawn another way would not cancel, and the
+// sum would be wrong without any error, so builds that draw them differently refuse each other.
 peer::Term secure_aggregation_term(const SiteSettings& settings) {
-  return {"secure-aggregation", settings.options.secure_aggregation ? "on" : "off", {},
-          "give every site the same --secure-aggregation"};
+  return {"secure-aggregation", settings.options.secure_aggregation ? "on (48-bit masks, 6 bytes a value)" : "off",
+          {}, "give every site the same --secure-aggregation, from the same Meridian release"};
 }
 
 // "DP-SGD epsilon 3, delta 1e-05, clip 1" (with "noise multiplier S" where it is given rather than
