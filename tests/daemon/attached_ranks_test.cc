@@ -82,7 +82,7 @@ TEST_CASE("two sites of two DDP ranks each keep their ranks bit-identical and fi
   }
 }
 
-TEST_CASE("a rank that dies stops its site's other ranks with a clear error, and the group started again finishes",
+TEST_CASE("a rank that dies stops its site's other ranks with a clear error and the group started again finishes",
           "[daemon][process][attached][ranks]") {
   if (!have_torch()) {
     WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch");
