@@ -5,6 +5,8 @@ downloaded.
     python3 examples/pytorch/fashion_mnist.py --native                  # plain PyTorch
     MERIDIAN_RUN_DIR=site-a python3 examples/pytorch/fashion_mnist.py   # attached to `meridian start
                                                                         #   --trainer attached --run-dir site-a`
+    MERIDIAN_RUN_DIR=site-a torchrun --nproc_per_node 2 examples/pytorch/fashion_mnist.py
+                                                  # the site's part split over two DDP ranks (gloo)
 
 It prints one JSON line at the end: steps run, test accuracy, the loop's wall time, and (with --save)
 where the parameters went. docs/pytorch.md walks through it.
@@ -22,6 +24,7 @@ import time
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import nn
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
@@ -68,15 +71,26 @@ def main() -> int:
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=1, help="initial parameters (the same on every site)")
     parser.add_argument("--test-rows", type=int, default=0, help="evaluate on the first ROWS test rows (0 = all)")
-    parser.add_argument("--save", help="write the final parameters here (torch.save of the state_dict)")
+    parser.add_argument("--save", help="write the final parameters here (torch.save of the state_dict); "
+                        "with several ranks, rank R writes FILE.rankR")
+    parser.add_argument("--dist-init", default="env://",
+                        help="torch.distributed's init_method when WORLD_SIZE > 1 (torchrun sets RANK and WORLD_SIZE)")
     args = parser.parse_args()
+
+    # Several ranks (torchrun, or RANK and WORLD_SIZE set by hand): DDP over gloo, each rank on its
+    # share of the site's part.
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        dist.init_process_group("gloo", init_method=args.dist_init, rank=rank, world_size=world)
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     model = make_model(args.model)
+    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     x, y = load(args.data_dir, True, args.rows)
     index, parts = (int(v) for v in args.part.split("/"))
-    x, y = x[index::parts], y[index::parts]
+    x, y = x[index::parts][rank::world], y[index::parts][rank::world]
     steps = max(1, int(args.epochs * len(x) // args.batch))
     loss_fn = nn.CrossEntropyLoss()
     inner = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
@@ -88,11 +102,11 @@ def main() -> int:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
         import meridian
 
-        site = meridian.attach()
-        opt = site.optimizer(model, inner, steps=steps)
+        site = meridian.attach()  # with several ranks, rank 0 attaches and the others follow it
+        opt = site.optimizer(net, inner, steps=steps)
         steps = opt.steps
 
-    order = torch.Generator().manual_seed(args.seed + index)
+    order = torch.Generator().manual_seed(args.seed + index + 7919 * rank)
     done = 0
     started = time.perf_counter()
     while done < steps:
@@ -100,7 +114,7 @@ def main() -> int:
             if len(batch) < args.batch or done >= steps:
                 continue
             opt.zero_grad()
-            loss = loss_fn(model(x[batch]), y[batch])
+            loss = loss_fn(net(x[batch]), y[batch])
             loss.backward()
             opt.step(loss=loss.item()) if site else opt.step()
             done += 1
@@ -115,9 +129,10 @@ def main() -> int:
     tx, ty = load(args.data_dir, False, args.test_rows)
     with torch.no_grad():
         accuracy = (model(tx).argmax(1) == ty).float().mean().item()
-    if args.save:
-        torch.save(model.state_dict(), args.save)
-    print(json.dumps({"steps": done, "test_accuracy": accuracy, "loop_seconds": loop_seconds, "saved": args.save}))
+    save = f"{args.save}.rank{rank}" if args.save and world > 1 else args.save
+    if save:
+        torch.save(model.state_dict(), save)
+    print(json.dumps({"steps": done, "test_accuracy": accuracy, "loop_seconds": loop_seconds, "saved": save}))
     return 0
 
 

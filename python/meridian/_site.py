@@ -1,5 +1,6 @@
 """A training process attached to its Meridian site: the site, the shared segment, and the optimizer
-wrapper that moves tensors in and out of it around the user's own optimizer step."""
+wrapper that moves tensors in and out of it around the user's own optimizer step. A site of several
+ranks (torch.distributed) attaches through rank 0; the others follow it (meridian._ranks)."""
 
 from __future__ import annotations
 
@@ -7,32 +8,50 @@ import atexit
 import logging
 import mmap
 import os
-from typing import Callable, List, Optional
+import sys
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 import torch
 
 from meridian._channel import PROTOCOL_VERSION, SOCKET_NAME, Channel, SiteError, SiteLost, StepRefused
+from meridian._ranks import RankLost, SiteRanks
 
-__all__ = ["attach", "Site", "AttachedOptimizer", "SiteError", "SiteLost", "StepRefused"]
+__all__ = ["attach", "Site", "AttachedOptimizer", "SiteError", "SiteLost", "StepRefused", "RankLost"]
 
 _log = logging.getLogger("meridian")
 
 
-def attach(run_dir: Optional[str] = None, timeout: float = 60.0, reconnect: float = 300.0) -> "Site":
+def attach(
+    run_dir: Optional[str] = None, timeout: float = 60.0, reconnect: float = 300.0, group: Optional[Any] = None
+) -> "Site":
     """Connects to the site whose run directory is `run_dir` (default: $MERIDIAN_RUN_DIR, else
     ./meridian-run), waiting up to `timeout` seconds for it to listen. When the site's daemon goes
     away during the run (it died, or was restarted), the optimizer waits up to `reconnect` seconds for
     it to listen again and attaches again; the daemon resumes from its checkpoint and the model
     continues from the checkpoint's parameters. `reconnect=0` raises :class:`SiteLost` instead.
 
+    A site that trains with torch.distributed (DDP, or FSDP without sharding) calls this on every
+    rank, after ``init_process_group``: rank 0 attaches, and the other ranks receive what the site's
+    algorithm mixed from it by broadcast. `group` is the site's ranks (a gloo group); by default the
+    default group, or a gloo group over its ranks when that one is not gloo (nccl).
+
     Example::
 
         >>> import meridian  # doctest: +SKIP
         >>> site = meridian.attach("meridian-run")  # doctest: +SKIP
     """
+    ranks = SiteRanks.of(group)
     run_dir = run_dir or os.environ.get("MERIDIAN_RUN_DIR", "meridian-run")
-    return Site(Channel(os.path.join(run_dir, SOCKET_NAME), timeout), reconnect)
+    path = os.path.join(run_dir, SOCKET_NAME)
+    channel: Optional[Channel] = None
+
+    def connect() -> None:
+        nonlocal channel
+        channel = Channel(path, timeout)
+
+    ranks.lead(connect)
+    return Site(channel, reconnect, ranks, path)
 
 
 class Site:
@@ -46,23 +65,46 @@ class Site:
         False
     """
 
-    def __init__(self, channel: Channel, reconnect: float = 0.0) -> None:
+    def __init__(
+        self,
+        channel: Optional[Channel],
+        reconnect: float = 0.0,
+        ranks: Optional[SiteRanks] = None,
+        path: Optional[str] = None,
+    ) -> None:
+        self.ranks = ranks or SiteRanks(None)
         self._channel: Optional[Channel] = channel
-        self._channel_path = channel.path
+        self._channel_path = path or (channel.path if channel else "")
+        self._closed = False
         self.reconnect = reconnect
         # A script that ends without close() (Ctrl-C, an exception, sys.exit) still leaves its site
         # cleanly: the site checkpoints the parameters and stops, rather than losing its trainer.
         atexit.register(self.close)
+        # Except, on rank 0 of several, an exception other than Ctrl-C: there it is mostly another
+        # rank's failure seen through the process group, after which torchrun restarts the whole
+        # group. The site treats it as its trainer's crash, goes on without it, and takes the group
+        # back when it attaches again.
+        self._group_failure: Optional[BaseException] = None
+        if self.ranks.size > 1 and self.ranks.leader:
+            self._previous_excepthook = sys.excepthook
+            sys.excepthook = self._excepthook
         self.finished = False
         self.name = ""
         self.algorithm = ""
         self.hook = ""
         self._optimizer: Optional[AttachedOptimizer] = None
 
+    def _excepthook(self, kind, value, traceback) -> None:
+        if not issubclass(kind, KeyboardInterrupt):
+            self._group_failure = value
+        self._previous_excepthook(kind, value, traceback)
+
     def optimizer(self, model: torch.nn.Module, inner: torch.optim.Optimizer, steps: int) -> "AttachedOptimizer":
         """Declares `model`'s trainable parameters to the site, waits until the federation starts the
         run, and returns `inner` wrapped: call its zero_grad() and step() as usual. `steps` is how
-        many steps this loop runs; the federation runs the smallest site's count.
+        many steps this loop runs; the federation runs the smallest site's count. A model wrapped in
+        DistributedDataParallel is declared by its module's names (as the same model without DDP).
+        On a site of several ranks every rank calls this, with the same model.
 
         Example::
 
@@ -83,11 +125,24 @@ class Site:
 
     def close(self) -> None:
         """Leaves the site before the run's end (the site checkpoints the parameters and stops), or
-        just closes the channel once the run has finished."""
+        just closes the channel once the run has finished. On a site of several ranks, rank 0's
+        close() leaves the site; the other ranks' does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
         if self._channel is None:
             return
-        atexit.unregister(self.close)
-        if not self.finished and self._optimizer is not None:
+        failure = self._group_failure or (self._optimizer._rank_lost if self._optimizer else None)
+        if failure is not None:
+            # The group failed: no bye, so that the site keeps its state for the group's restart.
+            _log.warning(
+                "this site's process group failed (%s: %s); the site goes on without its trainer and takes the "
+                "ranks back when they attach again",
+                type(failure).__name__,
+                failure,
+            )
+        elif not self.finished and self._optimizer is not None:
             try:
                 # Interrupted inside a step (Ctrl-C while the site mixed): that step is finished
                 # first, so that the site hears the bye between steps.
@@ -114,11 +169,21 @@ class AttachedOptimizer:
     """`inner` (any torch.optim optimizer) with the site's algorithm around its step: the averaged
     gradients before it (allreduce), the site's rule on the parameters after it (sgp, dsync, diloco,
     diloco-gossip, local), or the site's update in its place (dts, which is its own optimizer: `inner`
-    only zeroes the gradients). Every tensor crosses the shared segment with one copy each way."""
+    only zeroes the gradients). Every tensor crosses the shared segment with one copy each way.
+
+    On a site of several ranks, rank 0 exchanges with the site, then broadcasts what came back (the
+    step's outcome, and the segment's parameters or gradients when the site changed them) to the
+    other ranks, which copy it into their model from a host buffer of the segment's layout. Every rank
+    then runs `inner` on the same values, so the ranks stay identical to the bit."""
 
     def __init__(self, site: Site, model: torch.nn.Module, inner: torch.optim.Optimizer, steps: int) -> None:
         self.site = site
         self.inner = inner
+        self._ranks = site.ranks
+        # DDP's wrapper names its parameters "module.*": the site declares the model's own names, so
+        # that a site of several ranks agrees with a site of one that trains the same model.
+        if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+            model = model.module
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         if not named:
             raise ValueError("the model has no trainable parameters")
@@ -127,32 +192,20 @@ class AttachedOptimizer:
         self._tensors = [
             {"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", "")} for n, p in named
         ]
+        self._total = sum(p.numel() for p in self._params)
         self._declared_steps = steps
         self._step = 0
         self._in_exchange = False
+        self._rank_lost: Optional[RankLost] = None
+        if not self._ranks.leader:
+            # The other ranks' copy of the segment's layout (parameters, then gradients), made once.
+            self._point_views(torch.zeros(2 * self._total, dtype=torch.float32))
         self._handshake()
 
-    def _handshake(self) -> None:
-        """Declares the model, maps the site's segment, hands over the parameters and waits for the
-        run's start (copying the site's parameters in when it resumes)."""
-        site = self.site
-        channel = site.channel
-        channel.send(
-            {"op": "hello", "version": PROTOCOL_VERSION, "steps": self._declared_steps, "tensors": self._tensors}
-        )
-        welcome, fd = channel.receive(with_fd=True)
-        if welcome.get("op") != "welcome" or fd is None:
-            raise SiteError(f"the site answered the hello with {welcome}")
-        total = sum(p.numel() for p in self._params)
-        if welcome["parameters"] != total:
-            os.close(fd)
-            raise SiteError(f"the site shares {welcome['parameters']} parameters, this model has {total}")
-        site.name, site.algorithm, site.hook = welcome["site"], welcome["algorithm"], welcome["hook"]
-        try:
-            self._segment = mmap.mmap(fd, 2 * total * 4)
-        finally:
-            os.close(fd)
-        flat = torch.from_numpy(np.frombuffer(self._segment, dtype=np.float32))
+    def _point_views(self, flat: torch.Tensor) -> None:
+        """Points the per-parameter views into `flat`: parameters at 0, gradients at the total."""
+        total = self._total
+        self._flat = flat
         self._param_views, self._grad_views = [], []
         offset = 0
         for p in self._params:
@@ -160,18 +213,62 @@ class AttachedOptimizer:
             self._param_views.append(flat[offset : offset + n].view(p.shape))
             self._grad_views.append(flat[total + offset : total + offset + n].view(p.shape))
             offset += n
+
+    def _handshake(self, lost: Optional[SiteLost] = None) -> None:
+        """Rank 0 declares the model, maps the site's segment, hands over the parameters and waits for
+        the run's start (after reconnecting first when `lost` says the daemon went away); every rank
+        then takes the site's parameters when it resumes."""
+        try:
+            info = self._ranks.lead(lambda: self._handshake_with_site(lost))
+        except RankLost as e:
+            self._rank_lost = e
+            raise
+        site = self.site
+        if info["parameters"] != self._total:
+            raise SiteError(f"rank 0's model has {info['parameters']} parameters, this rank's {self._total}")
+        site.name, site.algorithm, site.hook = info["site"], info["algorithm"], info["hook"]
+        self.steps = info["steps"]
+        if info["restore"]:
+            self._share(parameters=True, gradients=False)
+            self._copy_parameters_out()
+
+    def _handshake_with_site(self, lost: Optional[SiteLost]) -> dict:
+        site = self.site
+        if lost is not None:
+            self._reconnect(lost)
+        channel = site.channel
+        channel.send(
+            {"op": "hello", "version": PROTOCOL_VERSION, "steps": self._declared_steps, "tensors": self._tensors}
+        )
+        welcome, fd = channel.receive(with_fd=True)
+        if welcome.get("op") != "welcome" or fd is None:
+            raise SiteError(f"the site answered the hello with {welcome}")
+        total = self._total
+        if welcome["parameters"] != total:
+            os.close(fd)
+            raise SiteError(f"the site shares {welcome['parameters']} parameters, this model has {total}")
+        try:
+            self._segment = mmap.mmap(fd, 2 * total * 4)
+        finally:
+            os.close(fd)
+        self._point_views(torch.from_numpy(np.frombuffer(self._segment, dtype=np.float32)))
         self._copy_parameters_in()
         channel.send({"op": "pulled"})
         start, _ = channel.receive()
         if start.get("op") != "start":
             raise SiteError(f"expected the run's start, got {start}")
-        self.steps = start["steps"]
-        if start["restore"]:
-            self._copy_parameters_out()
+        return {
+            "site": welcome["site"],
+            "algorithm": welcome["algorithm"],
+            "hook": welcome["hook"],
+            "parameters": total,
+            "steps": start["steps"],
+            "restore": bool(start["restore"]),
+        }
 
-    def _reattach(self, lost: SiteLost) -> None:
-        """The site's daemon went away: waits for it to listen again (it resumes from its checkpoint)
-        and attaches to it, taking its parameters. Raises `lost` when the site does not allow it."""
+    def _reconnect(self, lost: SiteLost) -> None:
+        """The site's daemon went away: waits for it to listen again (it resumes from its checkpoint).
+        Raises `lost` when the site does not allow it."""
         site = self.site
         if site.reconnect <= 0:
             raise lost
@@ -183,10 +280,30 @@ class AttachedOptimizer:
             site._channel = Channel(site._channel_path, site.reconnect)
         except SiteError as e:
             raise SiteLost(f"{lost}, and it did not come back within {site.reconnect:g} s") from e
-        self._handshake()
-        _log.warning("attached again to site %s; it resumed from its checkpoint, %d steps left", site.name, self.steps)
 
-    # The one copy each way between the model's tensors and the segment.
+    def _reattach(self, lost: SiteLost) -> None:
+        """Attaches again to a site whose daemon went away, and takes its parameters."""
+        self._handshake(lost)
+        if self._ranks.leader:
+            _log.warning(
+                "attached again to site %s; it resumed from its checkpoint, %d steps left", self.site.name, self.steps
+            )
+
+    def _share(self, parameters: bool, gradients: bool) -> None:
+        """Broadcasts the parameters and/or the gradients of rank 0's segment into the other ranks'
+        buffer, in one broadcast."""
+        total = self._total
+        begin = 0 if parameters else total
+        end = 2 * total if gradients else total
+        if parameters or gradients:
+            try:
+                self._ranks.share(self._flat[begin:end])
+            except RankLost as e:
+                self._rank_lost = e
+                raise
+
+    # The one copy each way between the model's tensors and the segment (rank 0) or the buffer
+    # the segment's values were broadcast into (the other ranks).
     @torch.no_grad()
     def _copy_parameters_in(self) -> None:
         for view, p in zip(self._param_views, self._params):
@@ -199,6 +316,8 @@ class AttachedOptimizer:
 
     @torch.no_grad()
     def _copy_gradients_in(self) -> None:
+        if not self._ranks.leader:
+            return  # only rank 0's gradients go to the site; DDP made them every rank's
         for view, p in zip(self._grad_views, self._params):
             if p.grad is None:
                 view.zero_()
@@ -222,10 +341,24 @@ class AttachedOptimizer:
                 )
 
     def _exchange(self, loss: Optional[float]) -> dict:
-        """Sends this step to the site and answers its requests until the step is through."""
-        self.site.channel.send({"op": "step", "step": self._step, "loss": loss})
-        self._in_exchange = True
-        return self._finish_exchange()
+        """Sends this step to the site and answers its requests until the step is through (rank 0),
+        then gives every rank the outcome and what the site changed."""
+        done: Optional[dict] = None
+        try:
+            if self._ranks.leader:
+                try:
+                    self.site.channel.send({"op": "step", "step": self._step, "loss": loss})
+                    self._in_exchange = True
+                    done = self._finish_exchange()
+                except (SiteError, StepRefused) as e:
+                    self._ranks.share_done(None, e)
+                    raise
+            done = self._ranks.share_done(done)
+            self._share(parameters=done["parameters"], gradients=done["gradients"])
+        except RankLost as e:
+            self._rank_lost = e
+            raise
+        return done
 
     def _finish_exchange(self) -> dict:
         """Answers the site's requests until the step in flight is through (nothing when none is)."""
@@ -252,10 +385,11 @@ class AttachedOptimizer:
 
     def step(self, closure: Optional[Callable[[], float]] = None, loss: Optional[float] = None):
         """The inner optimizer's step with the site's algorithm around it. `loss` (or the closure's
-        result) is reported to the site's metrics. Raises StepRefused for NaN or Inf gradients (the
-        step is not taken: skip the batch), SiteError when the site ended the attachment. When the
-        site's daemon goes away, waits for it to come back (see :func:`attach`) and returns with the
-        step dropped and the model at the site's checkpoint.
+        result) is reported to the site's metrics (rank 0's). Raises StepRefused for NaN or Inf
+        gradients (the step is not taken: skip the batch), SiteError when the site ended the
+        attachment, RankLost (a SiteError) when another rank of the site failed. When the site's
+        daemon goes away, waits for it to come back (see :func:`attach`) and returns with the step
+        dropped and the model at the site's checkpoint.
 
         Example::
 
@@ -263,6 +397,8 @@ class AttachedOptimizer:
         """
         if self.site.finished:
             return None
+        if self._rank_lost is not None:
+            raise self._rank_lost
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
@@ -270,6 +406,8 @@ class AttachedOptimizer:
         self._check_shapes()
         try:
             done = self._step_with_site(value)
+        except RankLost:
+            raise
         except SiteLost as lost:
             # The daemon went away (it is restarted): this step is dropped, and the loop goes on from
             # the parameters of the checkpoint the daemon resumes from.
@@ -289,7 +427,7 @@ class AttachedOptimizer:
             if done["parameters"]:
                 self._copy_parameters_out()
             self.inner.step()
-            if done["finished"]:
+            if done["finished"] and self._ranks.leader:
                 # The last update happens after the last exchange: the site checkpoints its result.
                 self._copy_parameters_in()
                 self.site.channel.send({"op": "pulled"})

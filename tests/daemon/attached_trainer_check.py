@@ -3,7 +3,10 @@
 
     attached_trainer_check.py RUN_DIR STEPS [--nan-at K] [--silent-at K] [--reshape-at K]
                               [--bad-dtype] [--width N] [--hold-until FILE] [--save FILE]
-                              [--interrupt-at K] [--pause-at K --pause-file FILE]
+                              [--interrupt-at K] [--pause-at K --pause-file FILE] [--dist-init URL]
+
+With WORLD_SIZE > 1 in the environment (and RANK), the ranks form a gloo group through --dist-init and
+train the model under DistributedDataParallel; rank R saves to FILE.rankR.
 
 Prints one JSON line: what happened ("finished", "refused", "error") with the site's message.
 """
@@ -41,7 +44,12 @@ def main():
     parser.add_argument("--pause-at", type=int, default=-1, help="at step K, wait until --pause-file exists")
     parser.add_argument("--pause-file", default="")
     parser.add_argument("--interrupt-at", type=int, default=-1, help="Ctrl-C (SIGINT) to itself at step K")
+    parser.add_argument("--dist-init", default="env://", help="the ranks' init_method when WORLD_SIZE > 1")
     args = parser.parse_args()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        torch.distributed.init_process_group("gloo", init_method=args.dist_init, rank=rank, world_size=world)
 
     if args.bad_dtype:
         # A hello no PyTorch model sends: an integer parameter tensor.
@@ -54,12 +62,13 @@ def main():
 
     torch.manual_seed(7)
     model = torch.nn.Linear(4, args.width)
-    generator = torch.Generator().manual_seed(11)
+    generator = torch.Generator().manual_seed(11 + rank)
     initial = [p.detach().clone() for p in model.parameters()]
+    net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     try:
         site = meridian.attach(args.run_dir)
         report(connected=True)
-        opt = site.optimizer(model, torch.optim.SGD(model.parameters(), lr=0.1), steps=args.steps)
+        opt = site.optimizer(net, torch.optim.SGD(model.parameters(), lr=0.1), steps=args.steps)
     except meridian.SiteError as e:
         report(outcome="refused", error=str(e))
         return 0
@@ -73,7 +82,7 @@ def main():
     try:
         while not site.finished:
             x = torch.randn(8, 4, generator=generator)
-            loss = model(x).pow(2).mean()
+            loss = net(x).pow(2).mean()
             opt.zero_grad()
             loss.backward()
             if step == args.nan_at and not refused:
@@ -99,7 +108,7 @@ def main():
         return 0
     site.close()
     if args.save:
-        torch.save(model.state_dict(), args.save)
+        torch.save(model.state_dict(), f"{args.save}.rank{rank}" if world > 1 else args.save)
     report(outcome="finished", steps=step, refused=refused)
     return 0
 
