@@ -89,7 +89,7 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
       else
         for (std::size_t i = 0; i < n; ++i) data[i] += contribution[i];
     };
-    const auto deadline = Clock::now() + timeouts_.round;
+    const auto deadline = Clock::now() + timeouts_.round_deadline();
     bool complete = true;
     for (std::size_t r = 0; r < view.size() && complete; ++r) {
       if (r == *rank) {

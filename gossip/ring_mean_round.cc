@@ -67,7 +67,7 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
                                      [&](const std::string& m) { return left_out_after(inbox_.transport(), view, m); });
     };
     const Round round{view.id, step, tag_value};
-    const auto deadline = Clock::now() + timeouts_.round;
+    const auto deadline = Clock::now() + timeouts_.round_deadline();
     const auto status =
         robust_ ? robust_->run(group, round, data, deadline, kind) : ring_.run(group, round, data, deadline, options);
     inbox_.discard_if([&](const peer::Message& m) {
