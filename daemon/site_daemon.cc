@@ -211,7 +211,10 @@ void SiteDaemon::Impl::communicate() {
   gossip::RoundTimeouts timeouts;
   timeouts.round = round_timeout_bound(config);
   timeouts.adaptive = round_deadline;
-  timeouts.view_change = std::max(milliseconds(60000), round_timeout_bound(config) * 2);
+  // A round abandoned for a member that died waits for the view without it: membership declares the
+  // death within a heartbeat timeout and announces the view at once. Past twice that, nobody was found
+  // dead (a lost message, a slow member) and the round is redone in its own view (gossip/redo_view.h).
+  timeouts.view_change = heartbeat_timeout_bound(config) * 2;
   gossip::RobustOptions robust;
   robust.enabled = config.robust_aggregation;
   robust.clip_factor = config.robust_clip;
