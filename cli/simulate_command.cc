@@ -298,17 +298,16 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--reaverage-every", s.reaverage_every, "Steps between exact re-averages")
       ->capture_default_str()
       ->group(shared);
-  cmd->add_option("--round-timeout", s.round_timeout, "Seconds before a mixing round is abandoned and redone")
-      ->capture_default_str()
+  daemon::bind_deadline_option(*cmd, "round-timeout", s.round_timeout,
+                               "Seconds before a mixing round is abandoned and redone, or auto: from measured mixes")
       ->group(shared);
   // Many sites on few cores delay heartbeats by whole seconds: the knobs to keep them from being
   // declared dead falsely.
   cmd->add_option("--heartbeat-interval", s.heartbeat_interval, "Seconds between heartbeats")
       ->capture_default_str()
       ->group(shared);
-  cmd->add_option("--heartbeat-timeout", s.heartbeat_timeout,
-                  "Seconds of silence before a site is declared dead (raise it when the machine is loaded)")
-      ->capture_default_str()
+  daemon::bind_deadline_option(*cmd, "heartbeat-timeout", s.heartbeat_timeout,
+                               "Seconds of silence before a site is declared dead, or auto: from measured heartbeats")
       ->group(shared);
   cmd->add_flag("--robust-aggregation", s.robust_aggregation,
                 "Byzantine-robust mixing on every site (trimmed mean, norm clipping; docs/reliability.md)")

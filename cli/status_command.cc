@@ -93,6 +93,11 @@ void print_status(const daemon::StatusReport& s) {
                           " ago)")
             << "\n"
             << "uptime      " << daemon::format_duration(s.uptime_seconds) << "\n";
+  if (!s.round_timeout_basis.empty())
+    std::cout << "deadlines   round " << daemon::format_duration(s.round_timeout_seconds) << " ("
+              << s.round_timeout_basis << ")\n"
+              << "            heartbeat " << daemon::format_duration(s.heartbeat_timeout_seconds) << " ("
+              << s.heartbeat_timeout_basis << ")\n";
   for (const auto& note : s.notes) std::cout << "note        " << note << "\n";
 }
 

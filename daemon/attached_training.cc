@@ -23,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 std::chrono::steady_clock::duration SiteDaemon::Impl::trainer_silence() const {
   // As long as a peer may take to answer a round: the trainer's step is this site's share of one.
-  return seconds_ms(config.round_timeout);
+  return round_timeout_bound(config);
 }
 
 bool SiteDaemon::Impl::prepare_attached() {

@@ -78,6 +78,14 @@ void to_json(json& j, const StatusReport& r) {
     put_measured(j, "shape_round_trip_seconds", r.shape_round_trip_seconds);
     put_measured(j, "shape_step_seconds", r.shape_step_seconds);
   }
+  if (!r.round_timeout_basis.empty()) {
+    j["round_timeout_seconds"] = number(r.round_timeout_seconds);
+    j["round_timeout_basis"] = r.round_timeout_basis;
+  }
+  if (!r.heartbeat_timeout_basis.empty()) {
+    j["heartbeat_timeout_seconds"] = number(r.heartbeat_timeout_seconds);
+    j["heartbeat_timeout_basis"] = r.heartbeat_timeout_basis;
+  }
 }
 
 void from_json(const json& j, StatusReport& r) {
@@ -111,6 +119,14 @@ void from_json(const json& j, StatusReport& r) {
     r.shape_since_round = optional_from<std::uint64_t>(j, "shape_since_round");
     r.shape_round_trip_seconds = measured_from(j, "shape_round_trip_seconds");
     r.shape_step_seconds = measured_from(j, "shape_step_seconds");
+  }
+  if (j.contains("round_timeout_basis")) {
+    r.round_timeout_seconds = number_from(j, "round_timeout_seconds");
+    j.at("round_timeout_basis").get_to(r.round_timeout_basis);
+  }
+  if (j.contains("heartbeat_timeout_basis")) {
+    r.heartbeat_timeout_seconds = number_from(j, "heartbeat_timeout_seconds");
+    j.at("heartbeat_timeout_basis").get_to(r.heartbeat_timeout_basis);
   }
 }
 

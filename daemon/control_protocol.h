@@ -68,6 +68,13 @@ struct StatusReport {
   std::optional<std::uint64_t> shape_since_round;
   std::optional<double> shape_round_trip_seconds;
   std::optional<double> shape_step_seconds;
+  // The deadlines in force (daemon/deadlines.h) in seconds, and where each comes from, for people:
+  // "given" or "auto: from the last 64 mixes: median 0.41 s, MAD 0.05 s, longest 1.2 s". 0 and empty
+  // (JSON: keys absent) from a daemon that does not report them.
+  double round_timeout_seconds = 0;
+  std::string round_timeout_basis;
+  double heartbeat_timeout_seconds = 0;
+  std::string heartbeat_timeout_basis;
   bool operator==(const StatusReport&) const = default;
 };
 

@@ -49,7 +49,7 @@ void SiteDaemon::Impl::settle_normalization(bool resumed) {
   const auto view = transport->latest_view();
   // Re-sent each second, like the run plans (daemon/run_plan.h): a first message may go out before a
   // peer's connection is up. The deadline is that of a round: every member is alive in the view.
-  const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(10);
+  const auto deadline = Clock::now() + round_timeout_bound(config) + std::chrono::seconds(10);
   auto next_send = Clock::now();
   while (!stop) {
     if (Clock::now() >= next_send) {
@@ -92,7 +92,7 @@ void SiteDaemon::Impl::settle_normalization(bool resumed) {
     }
     if (Clock::now() >= deadline) {
       throw error::PeerError("no input statistics from " + join_names(missing) + " within --round-timeout " +
-                             format_duration(config.round_timeout) +
+                             format_duration(std::chrono::duration<double>(round_timeout_bound(config)).count()) +
                              " + 10 s: the sites cannot agree on the input scaling (--normalize); check that they "
                              "run the same Meridian version" +
                              known_causes());

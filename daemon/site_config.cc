@@ -88,6 +88,18 @@ OptionSpec shape_field(std::string group, std::string name, std::string help, in
   return spec;
 }
 
+// A number of seconds that also takes "auto" (--round-timeout, --heartbeat-timeout).
+OptionSpec deadline_field(std::string group, std::string name, std::string help, double SiteConfig::*member) {
+  OptionSpec spec{std::move(group), name, help, nullptr, nullptr, nullptr, nullptr};
+  spec.bind = [name, help, member](CLI::App& app, SiteConfig& config) {
+    return bind_deadline_option(app, name, config.*member, help);
+  };
+  spec.toml = [member](const SiteConfig& config) {
+    return config.*member == kAutoDeadline ? toml_value(std::string("auto")) : toml_value(config.*member);
+  };
+  return spec;
+}
+
 // A field that names a file or folder: relative values in a config file count from the file's folder.
 OptionSpec path_field(std::string group, std::string name, std::string help, std::string SiteConfig::*member) {
   OptionSpec spec = field(std::move(group), std::move(name), std::move(help), member);
@@ -169,10 +181,10 @@ const std::vector<OptionSpec>& shared_option_specs() {
               &C::insecure),
         field(id, "heartbeat-interval", "Seconds between the heartbeats this site sends to every live member",
               &C::heartbeat_interval),
-        field(id, "heartbeat-timeout",
-              "Seconds of silence after which a member is declared dead and left out of the next view; raise it "
-              "on a heavily loaded machine or long, lossy links (several intervals plus the slowest round trip)",
-              &C::heartbeat_timeout),
+        deadline_field(id, "heartbeat-timeout",
+                       "Seconds of silence after which a member is declared dead and left out of the next view, or "
+                       "auto: from the measured gaps between heartbeats, at least 6 intervals (docs/operations.md)",
+                       &C::heartbeat_timeout),
         path_field(id, "run-dir", "Directory for checkpoints and the control socket unless those are set", &C::run_dir),
         field(id, "max-send-rate",
               "Cap on everything this site sends, over all its peers: a rate such as 50mbit or 10MB/s (\"\" = no "
@@ -255,8 +267,10 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "--insecure, --site-count)",
               &C::min_sites),
         field(algo, "join-timeout", "Seconds to wait for --min-sites sites before giving up", &C::join_timeout),
-        field(algo, "round-timeout",
-              "Seconds after which a mixing round is abandoned and redone without the late sites", &C::round_timeout),
+        deadline_field(algo, "round-timeout",
+                       "Seconds after which a mixing round is abandoned and redone without the late sites, or auto: "
+                       "from the measured durations of this site's mixes (docs/operations.md)",
+                       &C::round_timeout),
         field(algo, "reaverage-every", "Steps between exact parameter re-averages (0 = only on a view change)",
               &C::reaverage_every),
         field(algo, "compensation",
@@ -317,7 +331,8 @@ const std::vector<OptionSpec>& shared_option_specs() {
               &C::slowdown),
         field(wan, "wan-partition",
               "Emulated partitions, the same on every site: \"s0,s1|s2,s3@20s+10s\" cuts s0,s1 from s2,s3 "
-              "from 20 s after start for 10 s (\"\" = none)",
+              "from 20 s after start for 10 s; \"s3|*@20s+120s\" cuts s3 from every other site; \"s0|s1@30s+30s "
+              "every 180s\" flaps a link, down 30 s of every 180 s; windows separated by ';' (\"\" = none)",
               &C::wan_partition),
         field(wan, "wan-partition-origin",
               "Where the --wan-partition windows count from: start (this site's start), training (its first "
@@ -381,6 +396,32 @@ CLI::Option* bind_shape_option(CLI::App& app, const std::string& name, int& fiel
           help)
       ->type_name("INT|auto")
       ->default_function([target] { return shape_knob_text(*target); })
+      ->capture_default_str();
+}
+
+CLI::Option* bind_deadline_option(CLI::App& app, const std::string& name, double& field, const std::string& help) {
+  double* target = &field;
+  return app
+      .add_option_function<std::string>(
+          "--" + name,
+          [target, name](const std::string& text) {
+            if (text == "auto") {
+              *target = kAutoDeadline;
+              return;
+            }
+            double value = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (ec != std::errc() || end != text.data() + text.size())
+              throw CLI::ValidationError("--" + name, "'" + text + "' is not a number of seconds or auto");
+            *target = value;
+          },
+          help)
+      ->type_name("SECONDS|auto")
+      ->default_function([target] {
+        if (*target == kAutoDeadline) return std::string("auto");
+        std::string text = toml_value(*target);
+        return text;
+      })
       ->capture_default_str();
 }
 

@@ -59,6 +59,13 @@ std::string shape_knob_text(int value);
 // simulate's shared ones).
 CLI::Option* bind_shape_option(CLI::App& app, const std::string& name, int& field, const std::string& help);
 
+// --round-timeout auto and --heartbeat-timeout auto in SiteConfig's fields: the deadline follows
+// measurements (daemon/deadlines.h).
+inline constexpr double kAutoDeadline = -1;
+// Binds --NAME to `field`, taking a number of seconds or auto (the start flags --round-timeout and
+// --heartbeat-timeout, and simulate's). The number's range is checked later, with the other options.
+CLI::Option* bind_deadline_option(CLI::App& app, const std::string& name, double& field, const std::string& help);
+
 struct SiteConfig {
   // Identity and network
   std::string name;                   // unique in the federation; [A-Za-z0-9._-], at most 64 characters
@@ -70,7 +77,7 @@ struct SiteConfig {
   std::vector<std::string> join;         // bootstrap peers, tcp://HOST:PORT
   bool insecure = false;                 // no CurveZMQ: local experiments only
   double heartbeat_interval = 0.5;       // seconds between the heartbeats sent to every live member
-  double heartbeat_timeout = 3.0;        // seconds of silence after which a member is declared dead
+  double heartbeat_timeout = kAutoDeadline;  // seconds of silence after which a member is declared dead; auto
   std::string run_dir = "meridian-run";  // default home of checkpoints and the control socket
   std::string max_send_rate;             // "" (no cap) | a rate such as 50mbit or 10MB/s: all this site sends
 
@@ -116,7 +123,7 @@ struct SiteConfig {
   std::string grid = "auto";    // dsync: auto | AxB
   int min_sites = 0;            // sites in the view before training starts; 0: daemon/min_sites.h
   double join_timeout = 300.0;  // seconds to wait for min-sites before giving up
-  double round_timeout = 30.0;  // seconds before a mixing round is abandoned and redone
+  double round_timeout = kAutoDeadline;  // seconds before a mixing round is abandoned and redone; auto
   int reaverage_every = 100;    // steps between exact parameter re-averages; 0 = only on view change
   std::string compensation = "exact";  // dts: exact | no-momentum | off (stale) | local (gossip/dts.h)
   std::string compression = "none";    // none | fp16 (dts, sgp, diloco) | int8 (dts, diloco) | topk[:FRACTION] (dts)

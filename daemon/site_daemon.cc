@@ -178,6 +178,11 @@ void SiteDaemon::Impl::make_transport() {
   spdlog::info("model {}: {} parameters, wire fingerprint {:016x}", fingerprint, parameters,
                spec.validation.model_fingerprint);
   spdlog::info("algorithm: {}", describe_algorithm(settings));
+  spdlog::info("deadlines: {}", describe_deadlines(config));
+  if (config.round_timeout == kAutoDeadline) round_deadline = std::make_shared<peer::AdaptiveDeadline>(round_deadline_rule());
+  if (config.heartbeat_timeout == kAutoDeadline)
+    heartbeat_deadline = std::make_shared<peer::AdaptiveDeadline>(heartbeat_deadline_rule(config));
+  spec.heartbeat_deadline = heartbeat_deadline;
   // The tensor lengths this algorithm's peers send (daemon/algorithms/).
   const auto wire = algo.wire_limits(settings);
   if (wire.pin_model_elements) spec.validation.model_elements = parameters;
@@ -204,8 +209,12 @@ void SiteDaemon::Impl::make_transport() {
 void SiteDaemon::Impl::communicate() {
   gossip::Inbox inbox(*transport);
   gossip::RoundTimeouts timeouts;
-  timeouts.round = seconds_ms(config.round_timeout);
-  timeouts.view_change = std::max(milliseconds(60000), seconds_ms(config.round_timeout) * 2);
+  timeouts.round = round_timeout_bound(config);
+  timeouts.adaptive = round_deadline;
+  // A round abandoned for a member that died waits for the view without it: membership declares the
+  // death within a heartbeat timeout and announces the view at once. Past twice that, nobody was found
+  // dead (a lost message, a slow member) and the round is redone in its own view (gossip/redo_view.h).
+  timeouts.view_change = heartbeat_timeout_bound(config) * 2;
   gossip::RobustOptions robust;
   robust.enabled = config.robust_aggregation;
   robust.clip_factor = config.robust_clip;
@@ -249,7 +258,18 @@ void SiteDaemon::Impl::communicate() {
     algorithm = &*byzantine_algorithm;
     exact = &*byzantine_exact;
   }
-  gossip::MixServer server(channel, *algorithm, mixers.reaverage_with_mix ? *algorithm : *exact);
+  gossip::MixServer server(channel, *algorithm, mixers.reaverage_with_mix ? *algorithm : *exact, round_deadline);
+  {
+    std::lock_guard lock(mix_server_mu);
+    mix_server = &server;
+  }
+  struct Unpublish {
+    Impl& d;
+    ~Unpublish() {
+      std::lock_guard lock(d.mix_server_mu);
+      d.mix_server = nullptr;
+    }
+  } unpublish{*this};
 
   while (!trainer_done) {
     if (!algo.communicates()) {

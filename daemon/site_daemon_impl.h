@@ -33,6 +33,7 @@
 #include "daemon/attached_session.h"
 #include "daemon/checkpoint_store.h"
 #include "daemon/control_server.h"
+#include "daemon/deadlines.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/directory_lock.h"
 #include "daemon/federation_view.h"
@@ -51,6 +52,7 @@
 #include "daemon/trainer_algorithm.h"
 #include "error/error.h"
 #include "gossip/mix_channel.h"
+#include "gossip/mix_server.h"
 #include "models/data/batch_order.h"
 #include "models/data/seeded_random.h"
 #include "models/model.h"
@@ -157,6 +159,12 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::set<std::string> unlisted_logged;  // members others hold that this roster lacks, logged once (control thread)
   std::mutex notes_mu;
   std::string waiting_note;  // the trainer's latest waiting line while it waits for the view (guarded by notes_mu)
+  // --round-timeout auto and --heartbeat-timeout auto (daemon/deadlines.h): what the deadlines follow,
+  // made with the transport; null for a given number.
+  std::shared_ptr<peer::AdaptiveDeadline> round_deadline, heartbeat_deadline;
+  // The communication thread's mix server while it runs, for the waiting note (guarded by mix_server_mu).
+  std::mutex mix_server_mu;
+  const gossip::MixServer* mix_server = nullptr;
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
   StatusReport status() override;
@@ -169,6 +177,12 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::string known_causes() const;
   // Members other sites hold that this site's roster lacks: logged once each (control thread).
   void log_unlisted();
+  // The mix that has waited a second or more for its peers, for people: which round, for whom, since
+  // when, and the deadline in force; nullopt when no mix waits that long (site_status.cc).
+  std::optional<std::string> mix_wait_note();
+  // Logs mix_wait_note() once per mix that has waited five seconds (control thread).
+  void log_mix_wait();
+  std::optional<std::uint64_t> mix_wait_logged;  // the step of the mix last logged (control thread)
   std::vector<PeerReport> peers() override;
   LeaveReport leave() override;
   std::vector<SiteRow> federation() override;                // site_federation.cc

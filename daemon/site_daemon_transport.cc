@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/deadlines.h"
 #include "error/error.h"
 #include "peer/curve_keys.h"
 #include "peer/in_memory_federation.h"
@@ -44,7 +45,8 @@ std::unique_ptr<peer::FederationTransport> make_zmq_transport(const SiteTranspor
   o.bootstrap = config.join;
   o.insecure = config.insecure;
   o.heartbeat_interval = heartbeat_milliseconds(config.heartbeat_interval);
-  o.heartbeat_timeout = heartbeat_milliseconds(config.heartbeat_timeout);
+  o.heartbeat_timeout = heartbeat_timeout_bound(config);
+  o.heartbeat_deadline = spec.heartbeat_deadline;
   o.max_send_bits_per_s = settings.max_send_bits_per_s;
   if (!config.insecure) {
     auto identity = spec.identity ? *spec.identity : read_site_identity(config);
@@ -76,7 +78,8 @@ TransportFactory in_memory_transport(std::shared_ptr<peer::InMemoryNetwork> netw
     o.region = config.region;
     o.bootstrap = bootstrap;
     o.heartbeat_interval = heartbeat_milliseconds(config.heartbeat_interval);
-    o.heartbeat_timeout = heartbeat_milliseconds(config.heartbeat_timeout);
+    o.heartbeat_timeout = heartbeat_timeout_bound(config);
+    o.heartbeat_deadline = spec.heartbeat_deadline;
     o.view_lead_rounds = spec.view_lead_rounds;
     o.agree_pace = spec.agree_pace;
     o.terms = spec.terms;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/site_config.h"
+#include "peer/adaptive_deadline.h"
 #include "peer/federation_terms.h"
 #include "peer/federation_transport.h"
 #include "peer/in_memory_transport.h"
@@ -58,6 +59,9 @@ struct SiteTransportSpec {
   // A secure site's identity, read before the data so that a missing key fails at once; nullopt: the
   // ZeroMQ factory reads it itself.
   std::optional<SiteIdentity> identity;
+  // --heartbeat-timeout auto: the measured timeout the transport's membership follows (daemon/deadlines.h);
+  // null for a given timeout.
+  std::shared_ptr<peer::AdaptiveDeadline> heartbeat_deadline;
 };
 
 // Makes the site's transport; throws (naming the cause) when it cannot, e.g. an address in use.

@@ -55,6 +55,7 @@ std::vector<std::string> SiteDaemon::Impl::notes() {
     if (!waiting_note.empty()) out.push_back(waiting_note);
     waiting = !waiting_note.empty();
   }
+  if (auto mix = mix_wait_note()) out.push_back(std::move(*mix));
   for (const auto& [name, holders] : reachability.unlisted()) {
     std::string held;
     for (const auto& h : holders) held += (held.empty() ? "" : ", ") + h;
@@ -111,6 +112,7 @@ void SiteDaemon::Impl::refresh_federation(std::set<std::string>& in_metrics) {
   federation_view.keep_only(members, dead);
   reachability.keep_only(members);
   log_unlisted();
+  log_mix_wait();
   const auto rows = federation_view.rows(Clock::now());
   std::set<std::string> shown;
   for (const auto& r : rows) {

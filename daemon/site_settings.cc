@@ -161,8 +161,11 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   };
   const bool interval_ok =
       heartbeat_seconds_ok("heartbeat-interval", c.heartbeat_interval, kMaxHeartbeatIntervalSeconds, "0.5");
-  const bool timeout_ok = heartbeat_seconds_ok("heartbeat-timeout", c.heartbeat_timeout, kMaxHeartbeatSeconds, "3");
-  if (interval_ok && timeout_ok &&
+  // auto (daemon/deadlines.h) is never below six intervals.
+  const bool timeout_auto = c.heartbeat_timeout == kAutoDeadline;
+  const bool timeout_ok =
+      timeout_auto || heartbeat_seconds_ok("heartbeat-timeout", c.heartbeat_timeout, kMaxHeartbeatSeconds, "3");
+  if (interval_ok && timeout_ok && !timeout_auto &&
       heartbeat_milliseconds(c.heartbeat_timeout) <= heartbeat_milliseconds(c.heartbeat_interval)) {
     // One late heartbeat must not kill a member: the timeout has to span several of them.
     const char* margin = c.heartbeat_timeout > c.heartbeat_interval ? " (by a whole millisecond at least)" : "";
@@ -375,8 +378,8 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   at_least("min-sites", c.min_sites, 0);
   if (!(std::isfinite(c.join_timeout) && c.join_timeout > 0))
     problem("join-timeout", "must be a positive number of seconds");
-  if (!(std::isfinite(c.round_timeout) && c.round_timeout > 0))
-    problem("round-timeout", "must be a positive number of seconds");
+  if (c.round_timeout != kAutoDeadline && !(std::isfinite(c.round_timeout) && c.round_timeout > 0))
+    problem("round-timeout", "must be a positive number of seconds or auto");
 
   if (!c.max_send_rate.empty()) {
     try {

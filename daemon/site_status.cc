@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
+#include "daemon/human_format.h"
 #include "daemon/reload_signal.h"
 #include "daemon/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
@@ -14,6 +15,42 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 }  // namespace
+
+std::optional<std::string> SiteDaemon::Impl::mix_wait_note() {
+  std::optional<gossip::MixInFlight> flight;
+  {
+    std::lock_guard lock(mix_server_mu);
+    if (mix_server) flight = mix_server->in_flight();
+  }
+  if (!flight) return std::nullopt;
+  const double waited = std::chrono::duration<double>(Clock::now() - flight->since).count();
+  if (waited < 1) return std::nullopt;
+  const auto view = transport->view_for(flight->step);
+  std::string peers;
+  for (const auto& m : view.members)
+    if (m != config.name) peers += (peers.empty() ? "" : ", ") + m;
+  const double deadline = std::chrono::duration<double>(round_deadline ? round_deadline->deadline()
+                                                                        : round_timeout_bound(config))
+                              .count();
+  return "round " + std::to_string(flight->step) +
+         (flight->tag == gossip::RoundTag::kReaverage ? " (re-average)" : "") + " has waited " +
+         format_duration(waited) + " for its peers in view " + std::to_string(view.id) + " (" +
+         (peers.empty() ? std::string("none") : peers) + "); a round is abandoned after " + format_duration(deadline) +
+         (round_deadline ? " (--round-timeout auto)" : " (--round-timeout)");
+}
+
+void SiteDaemon::Impl::log_mix_wait() {
+  std::optional<gossip::MixInFlight> flight;
+  {
+    std::lock_guard lock(mix_server_mu);
+    if (mix_server) flight = mix_server->in_flight();
+  }
+  if (!flight || Clock::now() - flight->since < std::chrono::seconds(5) || mix_wait_logged == flight->step) return;
+  if (auto note = mix_wait_note()) {
+    spdlog::info("'{}': {}", config.name, *note);
+    mix_wait_logged = flight->step;
+  }
+}
 
 StatusReport SiteDaemon::Impl::status() {
   StatusReport r;
@@ -28,6 +65,22 @@ StatusReport SiteDaemon::Impl::status() {
   r.view_id = transport->latest_view().id;
   r.uptime_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   r.notes = notes();
+  const auto seconds_of = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  if (round_deadline) {
+    r.round_timeout_seconds = seconds_of(round_deadline->deadline());
+    r.round_timeout_basis = "auto: " + peer::describe_basis(round_deadline->basis(), round_deadline->rule(), "mixes");
+  } else {
+    r.round_timeout_seconds = seconds_of(round_timeout_bound(config));
+    r.round_timeout_basis = "given";
+  }
+  if (heartbeat_deadline) {
+    r.heartbeat_timeout_seconds = seconds_of(heartbeat_deadline->deadline());
+    r.heartbeat_timeout_basis =
+        "auto: " + peer::describe_basis(heartbeat_deadline->basis(), heartbeat_deadline->rule(), "heartbeat gaps");
+  } else {
+    r.heartbeat_timeout_seconds = seconds_of(heartbeat_timeout_bound(config));
+    r.heartbeat_timeout_basis = "given";
+  }
   std::lock_guard lock(live_mu);
   r.step = live.step;
   r.epoch = live.epoch;

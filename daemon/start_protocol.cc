@@ -30,7 +30,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   // back comes after one that leaves the old incarnation out (peer/membership.h). Only when nobody
   // leaves it out for a few heartbeat timeouts (the whole federation restarted) does any view do.
   const auto waiting_since = Clock::now();
-  const auto alone_grace = 2 * heartbeat_milliseconds(config.heartbeat_timeout) + settle;
+  const auto alone_grace = 2 * heartbeat_timeout_bound(config) + settle;
   // Both views come after the checkpoint's round: the previous incarnation was alive there, so a view
   // that left it out before (when the federation formed, say) does not count.
   const std::uint64_t checkpoint_round = resumed && resume ? resume->step : 0;
@@ -46,7 +46,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   std::optional<Clock::time_point> pace_awaited_since;
   bool pace_given_up = false;
   const auto pace_grace = std::min(
-      std::max<milliseconds>(4 * heartbeat_milliseconds(config.heartbeat_timeout), std::chrono::seconds(30)) + settle,
+      std::max<milliseconds>(4 * heartbeat_timeout_bound(config), std::chrono::seconds(30)) + settle,
       seconds_ms(config.join_timeout) / 2);
   auto awaits_pace = [&](const peer::View& view) {
     if (pace_given_up || view.size() < 2 || !transport->awaits_pace()) {
@@ -166,7 +166,7 @@ std::uint64_t SiteDaemon::Impl::rejoin_round(const peer::View& view, std::uint64
   // not count). When nobody sends (the whole federation restarted), the view's round is the common start.
   observe_min_view = view.id;
   observe_rounds = true;
-  const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(2);
+  const auto deadline = Clock::now() + round_timeout_bound(config) + std::chrono::seconds(2);
   while (Clock::now() < deadline && !stop) {
     if (const auto r = observed_round.load(); r > 0) {
       observe_rounds = false;
@@ -186,7 +186,7 @@ std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view, std::uin
   // run's end round, which this site then takes. Plans are re-sent each second in case one was sent
   // before a peer's connection was up.
   const RunPlan own{steps, 0};
-  const auto deadline = Clock::now() + seconds_ms(config.round_timeout) + std::chrono::seconds(10);
+  const auto deadline = Clock::now() + round_timeout_bound(config) + std::chrono::seconds(10);
   auto next_send = Clock::now();
   while (!stop) {
     if (Clock::now() >= next_send) {

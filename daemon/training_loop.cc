@@ -189,9 +189,9 @@ void SiteDaemon::Impl::train() {
       // membership's grace for a site alone when nobody comes, and at the latest when a starting
       // site's wait for plans would be over.
       const auto now = Clock::now();
-      const auto alone = now + 2 * heartbeat_milliseconds(config.heartbeat_timeout) +
+      const auto alone = now + 2 * heartbeat_timeout_bound(config) +
                          std::max(milliseconds(1000), 2 * heartbeat_milliseconds(config.heartbeat_interval));
-      auto until = alone + seconds_ms(config.round_timeout) + std::chrono::seconds(10);
+      auto until = alone + round_timeout_bound(config) + std::chrono::seconds(10);
       auto next_send = now;
       bool heard = false;
       while (!stop && Clock::now() < until) {

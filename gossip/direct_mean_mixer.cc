@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "gossip/share_message.h"
 
 namespace meridian::gossip {
@@ -56,10 +58,40 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
   // every mix here looked like a change to dts and diloco whose re-average takes the ring, so they ran an
   // exact ring re-average after every compressed exchange.
   report.scheduled_view_id = scheduled.id;
+  // Whether a member of `attempt` from rank `from_rank` on whose contribution has not arrived has sent
+  // mail of a later step in a view no newer than the attempt's: it completed this step (mixes run one
+  // after another in step order) and will not send its contribution again.
+  auto missing_peer_moved_past = [&](const peer::View& attempt, std::size_t from_rank) {
+    for (std::size_t r = from_rank; r < attempt.size(); ++r) {
+      const std::string& name = attempt.at(r);
+      if (name == transport.self()) continue;
+      bool here = false, past = false;
+      (void)inbox_.take(
+          [&](const peer::Message& m) {
+            if (m.kind != kind || m.from != name) return false;
+            here = here || (m.round == step && m.tag == tag_value && m.view_id == attempt.id);
+            past = past || (m.round > step && m.view_id <= attempt.id);
+            return false;
+          },
+          Clock::now());
+      if (past && !here) return true;
+    }
+    return false;
+  };
   peer::View view = redo_.for_step(transport, step);
+  const std::uint64_t first_view_id = view.id;
+  // After an attempt in `summed_view` failed, `data` holds the sum of the contributions of its ranks
+  // below `summed_ranks`: a redo in the same view goes on from there, so it waits only for what is
+  // missing and adds in the same order, to the same bits as the sites that completed the round.
+  std::optional<std::uint64_t> summed_view;
+  std::size_t summed_ranks = 0;
+  constexpr int kSameViewRedos = 3;
+  int same_view_redos = 0;
   for (;;) {
     const auto rank = view.rank_of(transport.self());
     if (!rank) {
+      // A failed attempt left partial sums in `data`.
+      std::copy(input_.begin(), input_.end(), data.begin());
       // The others found this site dead and run without it. As on the ring (gossip/ring_mean_round.cc),
       // it sits the mix out with its own values and trains on until a view takes it back; failing here
       // ended a live site whose heartbeats a loaded machine had delayed.
@@ -80,14 +112,15 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
       else
         for (std::size_t i = 0; i < n; ++i) data[i] += contribution[i];
     };
-    const auto deadline = Clock::now() + timeouts_.round;
-    bool complete = true;
-    for (std::size_t r = 0; r < view.size() && complete; ++r) {
+    const auto deadline = Clock::now() + timeouts_.round_deadline();
+    std::size_t r = summed_view == view.id ? summed_ranks : 0;
+    for (; r < view.size(); ++r) {
       if (r == *rank) {
         add(own, r == 0);
         continue;
       }
       const std::string& from = view.at(r);
+      bool added = false;
       for (;;) {
         // A member a newer announced view leaves out abandons the round at once instead of at its
         // deadline: its contribution will not come.
@@ -97,17 +130,17 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
               return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id == view.id && m.from == from;
             },
             view, from, deadline);
-        if (!msg) {
-          complete = false;
-          break;
-        }
+        if (!msg) break;
         const auto contribution = accept(*msg, n);
         if (contribution) add(*contribution, r == 0);
         transport.recycle(std::move(msg->payload));
-        if (contribution) break;
+        added = contribution.has_value();
+        if (added) break;
         ++rejected_;
       }
+      if (!added) break;
     }
+    const bool complete = r == view.size();
     if (complete) {
       const float scale = 1.0f / static_cast<float>(view.size());
       for (float& v : data) v *= scale;
@@ -117,9 +150,51 @@ MixReport DirectMeanMixer::mix(std::uint64_t step, RoundTag tag, std::span<float
     ++report.abandoned;
     ++abandoned_;
     if (!dense) feedback_.set_residual(residual_);
-    inbox_.discard_if(
-        [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.view_id <= view.id; });
-    view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
+    auto discard_attempt = [&](std::uint64_t up_to_view) {
+      inbox_.discard_if(
+          [&](const peer::Message& m) { return m.kind == kind && m.round == step && m.view_id <= up_to_view; });
+    };
+    summed_view = view.id;
+    summed_ranks = r;
+    if (missing_peer_moved_past(view, r)) {
+      // A peer whose contribution is missing completed the round (its mail of a later step is here)
+      // and will not send it again: as on the ring (gossip/ring_mean_round.cc), this site keeps its own
+      // values for the step and reports the view the peer completed it in.
+      spdlog::info(
+          "direct round {} (tag {}) abandoned in view {}: a peer whose contribution was lost completed "
+          "it and moved on; this site keeps its own values for the step",
+          step, tag_value, view.id);
+      discard_attempt(view.id);
+      std::copy(input_.begin(), input_.end(), data.begin());
+      report.view_id = first_view_id;
+      return report;
+    }
+    const peer::View failed = view;
+    view = redo_.after_abandon(inbox_, failed, timeouts_.view_change);
+    if (view.id != failed.id) {
+      discard_attempt(failed.id);
+      same_view_redos = 0;
+    } else if (++same_view_redos > kSameViewRedos) {
+      // Still missing after a few redos (a peer whose contribution this site refused as invalid cannot
+      // send a valid one: the transport takes each piece once): as above, keep its own values.
+      spdlog::info(
+          "direct round {} (tag {}) abandoned in view {} {} times with no member found dead: this site keeps "
+          "its own values for the step",
+          step, tag_value, view.id, same_view_redos);
+      std::copy(input_.begin(), input_.end(), data.begin());
+      report.view_id = view.id;
+      return report;
+    } else {
+      // Nobody was found dead (lost messages, a member slower than the deadline), so no view comes to
+      // redo the round in: it is redone in this one. `data` keeps the contributions summed so far and the
+      // mail that arrived for this view stays, so the redo needs only the contributions that were lost,
+      // which the transport never received and therefore takes when their senders redo the round too
+      // (a piece it has received once is refused as a replay).
+      spdlog::info(
+          "direct round {} (tag {}) abandoned in view {} with no member found dead (lost messages or a "
+          "member slower than the deadline): redoing it in the same view",
+          step, tag_value, view.id);
+    }
   }
 }
 

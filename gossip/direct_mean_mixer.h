@@ -22,7 +22,11 @@
 //
 // Rounds and faults as AverageMixer: a round not complete by its deadline, or whose missing member a
 // newer announced view leaves out, is abandoned (counted), the input and the residual restored, and
-// redone in the newer view membership announces. Incoming shares
+// redone in the newer view membership announces. When none comes (nobody was found dead), it is redone
+// in the same view, at most three times, from the contributions already summed (in rank order, so
+// with the same bits as a site that completed it), waiting only for those that never arrived; a site
+// whose missing contribution comes from a peer that completed the round keeps its own values for the
+// step, as one that is still missing a contribution after the third redo does. Incoming shares
 // are decoded and validated (length, indices, finite values); a bad one is dropped and counted in
 // rejected(), and the round then waits for a valid one until its deadline.
 #pragma once

@@ -18,6 +18,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "gossip/mix_channel.h"
@@ -25,20 +29,37 @@
 
 namespace meridian::gossip {
 
-// Thread-safety: serve_one() is called by the communication thread only. Does not own its parts.
+// The mix a server runs now, for status displays.
+struct MixInFlight {
+  std::uint64_t step = 0;
+  RoundTag tag = RoundTag::kMix;
+  std::chrono::steady_clock::time_point since;
+};
+
+// Thread-safety: serve_one() is called by the communication thread only; in_flight() from any thread.
+// Does not own its parts.
 class MixServer {
  public:
-  MixServer(MixChannel& channel, Mixer& algorithm, Mixer& averager)
-      : channel_(channel), algorithm_(algorithm), averager_(averager) {}
+  // `measured`, when given, learns the duration of every mix that completed without abandoning a
+  // round and without sitting out (--round-timeout auto; peer/adaptive_deadline.h).
+  MixServer(MixChannel& channel, Mixer& algorithm, Mixer& averager,
+            std::shared_ptr<peer::AdaptiveDeadline> measured = nullptr)
+      : channel_(channel), algorithm_(algorithm), averager_(averager), measured_(std::move(measured)) {}
 
   // Runs the next job, waiting up to `wait` for one. Returns false when no job came. A mixer's
   // exception is stored in the channel for the trainer (and returned as true: the job was consumed).
   bool serve_one(std::chrono::milliseconds wait);
 
+  // The mix running now; nullopt between mixes.
+  std::optional<MixInFlight> in_flight() const;
+
  private:
   MixChannel& channel_;
   Mixer& algorithm_;
   Mixer& averager_;
+  std::shared_ptr<peer::AdaptiveDeadline> measured_;
+  mutable std::mutex in_flight_mu_;
+  std::optional<MixInFlight> in_flight_;
 };
 
 // A thread that serves `server` until the channel is closed; joins on destruction (closing the channel

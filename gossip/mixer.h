@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "gossip/round.h"
+#include "peer/adaptive_deadline.h"
 
 namespace meridian::gossip {
 
@@ -24,10 +26,18 @@ struct MixReport {
   bool sat_out = false;
 };
 
-// Timing knobs shared by the mixers.
+// Timing knobs shared by the mixers. Copies share `adaptive`.
 struct RoundTimeouts {
-  std::chrono::milliseconds round{30000};        // a round not finished by then is abandoned
+  std::chrono::milliseconds round{30000};        // a round not finished by then is abandoned (fixed deadline)
   std::chrono::milliseconds view_change{60000};  // how long to wait for the view to redo it in
+  // --round-timeout auto: the deadline follows the measured mixes (peer/adaptive_deadline.h), which
+  // MixServer feeds; `round` is then unused. Null: the fixed `round`.
+  std::shared_ptr<peer::AdaptiveDeadline> adaptive;
+
+  // The deadline of a round that starts now.
+  std::chrono::milliseconds round_deadline() const {
+    return adaptive ? std::chrono::ceil<std::chrono::milliseconds>(adaptive->deadline()) : round;
+  }
 };
 
 // Thread-safety: none; every call comes from the one communication thread that owns the transport.

@@ -103,7 +103,7 @@ bool PushSumMixer::add(const peer::Message& m, std::span<float> data, double& we
 std::size_t PushSumMixer::await_through(std::uint64_t through, std::span<float> data, double& weight,
                                         std::size_t sites) {
   const auto kind = peer::MessageKind::kPushSum;
-  const auto deadline = Clock::now() + timeouts_.round;
+  const auto deadline = Clock::now() + timeouts_.round_deadline();
   std::size_t missing = 0;
   while (auto due = outstanding_.oldest_through(through)) {
     // A peer that a newer view leaves out (it left or died) sends nothing more.

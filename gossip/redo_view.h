@@ -7,6 +7,13 @@
 // oldest, not the newest: when a site restarts before its death was noticed, membership announces a
 // view without its old incarnation and then one with the new incarnation, which starts only at that
 // view's round; a redo in the newest view would wait for a site that is not there yet.
+//
+// When no newer view comes, nobody was found dead: the round's messages were lost (a link that dropped
+// for less than the heartbeat timeout) or a member was slower than the deadline. after_abandon() then
+// hands back the failed view and the mixer decides: the transport takes each piece of a round once (a
+// second copy is refused as a replay), so a redo in the same view can only wait for what never
+// arrived. The direct exchange does that, keeping what it summed (gossip/direct_mean_mixer.h); the
+// ring and the masked mean, which need every piece again, keep the site's own values for the step.
 #pragma once
 
 #include <chrono>
@@ -45,8 +52,9 @@ class RedoView {
   // The view to run `step` in.
   peer::View for_step(const peer::Transport& transport, std::uint64_t step) const;
 
-  // After a round in view `failed` was abandoned: waits (pumping the inbox so mail keeps flowing) until a
-  // view newer than `failed` is announced, makes it the floor and returns it. Throws MixError after `wait`.
+  // After a round in view `failed` was abandoned: waits (pumping the inbox so mail keeps flowing) up to
+  // `wait` for a view newer than `failed` to be announced, makes it the floor and returns it; when none
+  // is announced by then, returns `failed` itself (see above). Never throws.
   peer::View after_abandon(Inbox& inbox, const peer::View& failed, std::chrono::milliseconds wait);
 
  private:

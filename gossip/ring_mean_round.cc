@@ -67,13 +67,16 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
                                      [&](const std::string& m) { return left_out_after(inbox_.transport(), view, m); });
     };
     const Round round{view.id, step, tag_value};
-    const auto deadline = Clock::now() + timeouts_.round;
+    const auto deadline = Clock::now() + timeouts_.round_deadline();
     const auto status =
         robust_ ? robust_->run(group, round, data, deadline, kind) : ring_.run(group, round, data, deadline, options);
-    inbox_.discard_if([&](const peer::Message& m) {
-      return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id <= view.id;
-    });
+    auto discard_attempt = [&](std::uint64_t up_to_view) {
+      inbox_.discard_if([&](const peer::Message& m) {
+        return m.kind == kind && m.round == step && m.tag == tag_value && m.view_id <= up_to_view;
+      });
+    };
     if (status == RoundStatus::kCompleted) {
+      discard_attempt(view.id);
       report.view_id = view.id;
       return report;
     }
@@ -83,6 +86,7 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
                   Clock::now() < deadline ? "early: a member will not come" : "at its deadline");
     std::copy(backup_.begin(), backup_.end(), data.begin());
     if (abandon_ == Abandon::kSkip) {
+      discard_attempt(view.id);
       report.view_id = view.id;
       return report;
     }
@@ -93,10 +97,27 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
       // they do: a trainer that re-averages when the reported view changes (allreduce) must do so at
       // the same step on every site.
       spdlog::debug("round {} (tag {}) skipped: a peer moved past it; this site keeps its own values", step, tag_value);
+      discard_attempt(view.id);
       report.view_id = first_view_id;
       return report;
     }
-    view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
+    const peer::View failed = view;
+    view = redo_.after_abandon(inbox_, failed, timeouts_.view_change);
+    discard_attempt(failed.id);
+    if (view.id == failed.id) {
+      // Nobody was found dead (lost messages, a member slower than the deadline), so no view comes to
+      // redo the round in, and it cannot be redone in this one: each site relays what it received, so
+      // a redo needs every piece again, and the transport refuses a piece it has already received as
+      // a replay. Every member that abandoned the round keeps its own values for the step, as a dsync
+      // group that cannot finish does, and goes on; the re-average after the next view change pulls
+      // the replicas together.
+      spdlog::info(
+          "round {} (tag {}) abandoned in view {} with no member found dead (lost messages or a member "
+          "slower than the deadline): this site keeps its own values for the step",
+          step, tag_value, view.id);
+      report.view_id = view.id;
+      return report;
+    }
     redoing = true;
     spdlog::debug("round {} (tag {}) redone in view {}", step, tag_value, view.id);
   }

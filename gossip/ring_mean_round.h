@@ -47,8 +47,8 @@ class RingMeanRound {
   // Replaces `data` by its mean over group_of(view, rank, step). When this site is not in the view it
   // sits the round out (MixReport::sat_out, `data` unchanged). An abandoned round whose step a peer
   // has already moved past (it completed the round, or skipped it) is skipped as with kSkip, even with
-  // kRedo: no peer would redo it. Throws MixError when no newer view
-  // comes to redo an abandoned round in (Abandon::kRedo only).
+  // kRedo: no peer would redo it. So is one abandoned where no newer view comes (nobody was found dead:
+  // gossip/redo_view.h), since the transport takes each piece once.
   MixReport run(std::uint64_t step, RoundTag tag, std::span<float> data, const GroupOf& group_of);
 
   // Rounds abandoned so far; may be read from any thread.

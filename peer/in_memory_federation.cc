@@ -39,7 +39,7 @@ InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network,
       MembershipConfig{options_.name, endpoint_, options_.region,
                        options_.incarnation ? options_.incarnation : wall_clock_ms(), options_.heartbeat_timeout,
                        options_.view_lead_rounds, is_valid_site_name, options_.terms, options_.agree_pace},
-      MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout}, static_cast<MembershipPort&>(*this),
+      MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout, options_.heartbeat_deadline}, static_cast<MembershipPort&>(*this),
       Clock::now());
   net_->attach(options_.name);
   thread_ = std::thread([this] { run(); });

@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "peer/adaptive_deadline.h"
 #include "peer/federation_terms.h"
 #include "peer/federation_transport.h"
 #include "peer/in_memory_transport.h"
@@ -42,6 +43,9 @@ struct InMemoryFederationOptions {
   std::vector<std::string> bootstrap;  // names of sites to contact first
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds heartbeat_timeout{3000};
+  // --heartbeat-timeout auto (peer/membership_driver.h, MembershipTiming): the timeout follows it, from
+  // heartbeat_timeout on. Null: heartbeat_timeout stays.
+  std::shared_ptr<AdaptiveDeadline> heartbeat_deadline;
   std::uint64_t view_lead_rounds = 8;
   // Views carry the federation's pace for automatic shapes (peer/membership.h, agree_pace).
   bool agree_pace = false;

@@ -189,6 +189,8 @@ class Membership {
   std::uint64_t incarnation() const { return self_record().incarnation; }
 
   const std::string& self() const { return config_.self; }
+  // --heartbeat-timeout auto: the driver moves the timeout as it measures (peer/membership_driver.h).
+  void set_heartbeat_timeout(std::chrono::milliseconds timeout) { config_.heartbeat_timeout = timeout; }
   // Any record this site holds, one only heard of through gossip included (state "dead").
   const MemberRecord* find(const std::string& name) const;
   // When this site last heard from `name` (a direct message, or the record that made it alive);

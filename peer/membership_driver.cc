@@ -54,6 +54,9 @@ std::optional<Rejection> MembershipDriver::on_message(const std::string& from, M
       if (!hb) return Rejection{RejectCause::kMalformed, "heartbeat body is not a well-formed Heartbeat"};
       change = membership_.on_heartbeat(from, *hb, now);
       auto& echo = echoes_[from];
+      // A gap longer than the timeout in force was a death or a cut, not a sample of a live member.
+      if (timing_.adaptive_timeout && echo.received != Clock::time_point{} && now - echo.received < timing_.heartbeat_timeout)
+        timing_.adaptive_timeout->observe(std::chrono::duration_cast<std::chrono::microseconds>(now - echo.received));
       echo.sent_us = hb->sent_us;
       echo.received = now;
       // Only echoes of our own clock readings are meaningful; ignore anything from the future.
@@ -152,6 +155,12 @@ MembershipDriver::Clock::time_point MembershipDriver::next_due() const {
 }
 
 void MembershipDriver::tick(Clock::time_point now) {
+  if (timing_.adaptive_timeout) {
+    timing_.heartbeat_timeout =
+        std::max(std::chrono::ceil<std::chrono::milliseconds>(timing_.adaptive_timeout->deadline()),
+                 timing_.heartbeat_interval + std::chrono::milliseconds(1));
+    membership_.set_heartbeat_timeout(timing_.heartbeat_timeout);
+  }
   {
     // This site's figures: its largest round trip to a live member, bounded as the wire bounds them.
     Pace own{0, std::min(step_us_, kMaxPaceMicros)};

@@ -15,11 +15,13 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 
+#include "peer/adaptive_deadline.h"
 #include "peer/membership.h"
 #include "peer/message.h"
 #include "peer/wire_codec.h"
@@ -58,6 +60,10 @@ class MembershipPort {
 struct MembershipTiming {
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds heartbeat_timeout{3000};
+  // --heartbeat-timeout auto: the timeout follows the measured gaps between the heartbeats of live
+  // members (peer/adaptive_deadline.h); the driver feeds it every gap shorter than the timeout in force
+  // and sets the membership's timeout from it each tick (never down to the interval). Null: fixed.
+  std::shared_ptr<AdaptiveDeadline> adaptive_timeout;
 };
 
 class MembershipDriver {

@@ -12,6 +12,7 @@ namespace meridian::peer {
 namespace {
 
 constexpr std::string_view kExample = "s0,s1|s2,s3@20s+10s";
+constexpr std::string_view kWildcard = "*";
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -53,11 +54,16 @@ std::chrono::microseconds parse_time(std::string_view text, std::string_view val
 bool PartitionSchedule::cuts(std::string_view self, std::string_view peer,
                              std::chrono::microseconds since_start) const {
   for (const auto& w : windows_) {
-    if (since_start < w.start || since_start >= w.start + w.length) continue;
+    if (since_start < w.start) continue;
+    const auto into = since_start - w.start;
+    if ((w.period.count() > 0 ? into % w.period : into) >= w.length) continue;
     auto group_of = [&](std::string_view name) -> int {
-      for (std::size_t g = 0; g < w.groups.size(); ++g)
-        if (std::find(w.groups[g].begin(), w.groups[g].end(), name) != w.groups[g].end()) return static_cast<int>(g);
-      return -1;
+      int wildcard = -1;
+      for (std::size_t g = 0; g < w.groups.size(); ++g) {
+        if (w.groups[g].size() == 1 && w.groups[g][0] == kWildcard) wildcard = static_cast<int>(g);
+        else if (std::find(w.groups[g].begin(), w.groups[g].end(), name) != w.groups[g].end()) return static_cast<int>(g);
+      }
+      return wildcard;
     };
     const int a = group_of(self), b = group_of(peer);
     if (a >= 0 && b >= 0 && a != b) return true;
@@ -71,18 +77,34 @@ PartitionSchedule parse_partition_schedule(std::string_view text) {
   for (auto part : split(text, ';')) {
     const auto at = part.find('@');
     if (at == std::string_view::npos) fail(text, "a window needs GROUPS@START+LENGTH");
-    const auto when = trim(part.substr(at + 1));
+    auto when = trim(part.substr(at + 1));
+    PartitionWindow w;
+    constexpr std::string_view kEvery = " every ";
+    const auto every = when.find(kEvery);
+    if (every != std::string_view::npos) {
+      w.period = parse_time(text, trim(when.substr(every + kEvery.size())), "period");
+      when = trim(when.substr(0, every));
+    }
     const auto plus = when.find('+');
     if (plus == std::string_view::npos) fail(text, "a window needs START+LENGTH after '@'");
-    PartitionWindow w;
     w.start = parse_time(text, trim(when.substr(0, plus)), "start");
     w.length = parse_time(text, trim(when.substr(plus + 1)), "length");
     if (w.length.count() == 0) fail(text, "a window's length must be above 0");
+    if (every != std::string_view::npos && w.period <= w.length)
+      fail(text, "a repeating window's period must exceed its length (\"s0|s1@30s+30s every 180s\")");
     std::vector<std::string> seen;
+    bool wildcard = false;
     for (auto group : split(trim(part.substr(0, at)), '|')) {
       std::vector<std::string> names;
+      if (group == kWildcard) {
+        if (wildcard) fail(text, "one '*' per window");
+        wildcard = true;
+        w.groups.push_back({std::string(kWildcard)});
+        continue;
+      }
       for (auto name : split(group, ',')) {
         if (name.empty()) fail(text, "an empty site name");
+        if (name == kWildcard) fail(text, "'*' is a group of its own (\"s3|*@20s+2s\")");
         if (std::find(seen.begin(), seen.end(), name) != seen.end())
           fail(text, "site \"" + std::string(name) + "\" is in two groups of one window");
         seen.emplace_back(name);

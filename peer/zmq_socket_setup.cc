@@ -80,7 +80,7 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
   driver_.emplace(MembershipConfig{opt_.name, t_.endpoint_, opt_.region,
                                    opt_.incarnation ? opt_.incarnation : wall_clock_ms(), opt_.heartbeat_timeout,
                                    opt_.view_lead_rounds, std::move(admissible), opt_.terms, opt_.agree_pace},
-                  MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout},
+                  MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout, opt_.heartbeat_deadline},
                   static_cast<MembershipPort&>(*this), Clock::now());
   if (secure()) watch_listener();
   open_bootstraps();

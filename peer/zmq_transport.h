@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "peer/adaptive_deadline.h"
 #include "peer/buffer_pool.h"
 #include "peer/curve_keys.h"
 #include "peer/federation_transport.h"
@@ -100,6 +101,9 @@ struct ZmqTransportOptions {
   std::optional<Roster> roster;      // required unless insecure
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds heartbeat_timeout{3000};
+  // --heartbeat-timeout auto (peer/membership_driver.h, MembershipTiming): the timeout follows it, from
+  // heartbeat_timeout on. Null: heartbeat_timeout stays.
+  std::shared_ptr<AdaptiveDeadline> heartbeat_deadline;
   std::uint64_t view_lead_rounds = 8;
   // Views carry the federation's pace for automatic shapes (peer/membership.h, agree_pace).
   bool agree_pace = false;

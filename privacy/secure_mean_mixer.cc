@@ -224,7 +224,14 @@ gossip::MixReport SecureMeanMixer::mix(std::uint64_t step, gossip::RoundTag tag,
       report.view_id = abandon_ == Abandon::kSkip ? view.id : first_view_id;
       return report;
     }
+    const std::uint64_t failed = view.id;
     view = redo_.after_abandon(inbox_, view, timeouts_.view_change);
+    if (view.id == failed) {
+      // No view without anybody came: the masks depend on the view, and the transport refuses a share
+      // it has received once, so the round cannot be redone; this site keeps its own values, as above.
+      report.view_id = view.id;
+      return report;
+    }
     redoing = true;
     spdlog::debug("secure round {} (tag {}) redone in view {} with fresh masks", step, tag_value, view.id);
   }

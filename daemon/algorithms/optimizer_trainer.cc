@@ -1,5 +1,7 @@
 #include "daemon/algorithms/optimizer_trainer.h"
 
+#include "daemon/deadlines.h"
+
 namespace meridian::daemon::algorithms {
 namespace {
 
@@ -14,8 +16,12 @@ models::OptimizerConfig optimizer_of(const SiteSettings& settings) {
 }  // namespace
 
 std::chrono::milliseconds mix_wait_timeout(const SiteSettings& settings) {
-  return std::chrono::milliseconds(static_cast<long long>(settings.options.round_timeout * 1000.0)) * 3 +
-         std::chrono::seconds(60);
+  // With --round-timeout auto a round may take up to the rule's cap: a healthy slow federation must not
+  // look like a hung communication thread.
+  const auto round = settings.options.round_timeout == kAutoDeadline
+                         ? std::chrono::duration_cast<std::chrono::milliseconds>(round_deadline_rule().cap)
+                         : round_timeout_bound(settings.options);
+  return round * 3 + std::chrono::seconds(60);
 }
 
 void check_checkpoint_size(std::size_t got, std::size_t want, const std::string& what) {

@@ -6,6 +6,7 @@
 
 #include "gossip/average_mixer.h"
 #include "gossip/delayed_mixing.h"
+#include "gossip/direct_mean_mixer.h"
 #include "gossip/dts.h"
 #include "gossip/synchronous_average.h"
 #include "peer/in_memory_transport.h"
@@ -138,6 +139,55 @@ TEST_CASE("an abandoned round that a peer has moved past is skipped, not redone,
   CHECK(data == std::vector<float>{1.0f, 2.0f});  // a keeps its own values
   // b's step-7 mail is still there for a's next round.
   CHECK(inbox.take([](const meridian::peer::Message& m) { return m.round == 7; }, Clock::now()).has_value());
+}
+
+TEST_CASE("a round abandoned where nobody died fails no site: the direct exchange redoes it in the same view, "
+          "the ring leaves each site its own values",
+          "[gossip][faults][cluster]") {
+  // A member slower than the round deadline (or whose messages a link that dropped briefly lost): the
+  // others abandon the round and no view without anybody comes. The direct exchange redoes it in view
+  // 0: the late member finds their mail, they find its contribution in their redo, and every site ends
+  // with the same bits. The ring cannot redo it there (a piece is taken once), so every site keeps its
+  // own values for the step.
+  RoundTimeouts timeouts;
+  timeouts.round = 100ms;
+  timeouts.view_change = 50ms;
+  for (const auto kind : {MixerKind::kAverage, MixerKind::kDirectMean}) {
+    INFO("mixer kind " << static_cast<int>(kind));
+    const std::size_t n = 3, late = 2;
+    SiteCluster cluster(n, kind, timeouts);
+    auto abandoned = [&](std::size_t r) -> std::uint64_t {
+      if (kind == MixerKind::kDirectMean) return dynamic_cast<DirectMeanMixer&>(*cluster.site(r).algorithm).abandoned();
+      return cluster.site(r).averager->abandoned();
+    };
+    std::vector<std::vector<float>> data(n);
+    std::vector<MixReport> reports(n);
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      // The late site starts once both others have abandoned the round (a minute at most: the hang guard).
+      for (int i = 0; r == late && i < 60000 && (abandoned(0) < 1 || abandoned(1) < 1); ++i)
+        std::this_thread::sleep_for(1ms);
+      data[r] = {static_cast<float>(r), 1.0f, 0.5f * static_cast<float>(r)};
+      reports[r] = average_now(channel, 4, data[r], 60s);
+    });
+    CHECK(reports[0].abandoned >= 1);
+    CHECK(reports[1].abandoned >= 1);
+    for (std::size_t r = 0; r < n; ++r) {
+      INFO("site " << r);
+      CHECK_FALSE(reports[r].sat_out);
+      CHECK(reports[r].view_id == 0);
+      if (kind == MixerKind::kDirectMean) {
+        CHECK(data[r] == data[0]);
+      } else {
+        const auto rf = static_cast<float>(r);
+        CHECK(data[r] == std::vector<float>{rf, 1.0f, 0.5f * rf});
+      }
+    }
+    if (kind == MixerKind::kDirectMean) {
+      CHECK(data[0][0] == Approx(1.0f));
+      CHECK(data[0][1] == Approx(1.0f));
+      CHECK(data[0][2] == Approx(0.5f));
+    }
+  }
 }
 
 TEST_CASE("a site dropped from the view sits the mix out, neither failing nor hanging", "[gossip][faults][cluster]") {
