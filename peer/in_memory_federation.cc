@@ -110,7 +110,7 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
           return;
         }
       }
-      driver_->on_hello(*hello, now);
+      refused = driver_->on_hello(*hello, now);
       break;
     }
     case MessageKind::kMembers:

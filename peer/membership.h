@@ -11,12 +11,13 @@
 // next view leaves it out and the one after takes the new incarnation back, both announced, so that
 // the rounds the old incarnation was in are redone without it and the new one joins at an announced
 // round. Views are numbered; a proposed view takes effect `view_lead_rounds` after the newest round
-// any site reported and after the newest view's round, so that gossip reaches every site before the
-// switch, all switch at the same step, and every view is in force for at least that many rounds.
-// Two sites may propose different views with the same id (a site that restarts proposes the view that
-// takes it back from the stale round it knows while its peers propose it from theirs); the one with
-// the greater (effective_round, members) wins everywhere, unless this process has already reached the
-// round of the one it holds or the other one leaves this site out (then the next view corrects the
+// any site reported (plausibly: see "Rounds" below) and after the newest view's round, so that gossip
+// reaches every site before the switch, all switch at the same step, and every view is in force for at
+// least that many rounds. Two sites may propose different views with the same id (a site that
+// restarts proposes the view that takes it back from the stale round it knows while its peers propose
+// it from theirs); the one with more members, then the greater (effective_round, members), wins
+// everywhere, unless this process has already reached the round of the one it holds or the other one
+// leaves out a member this site still hears, itself included (then the next view corrects the
 // membership). The initial one-member view (id 0) is local and never gossiped.
 //
 // Paces (peer/pace.h), with MembershipConfig::agree_pace: every site reports its own figures in its
@@ -77,6 +78,29 @@
 //   above its own is refused and counted the same way.
 // - A proposed view that names a site outside the roster (config.admissible) is refused and counted
 //   (RejectCause::kInventedMember), and so is a record of such a site.
+// - A view must agree with this site's own evidence: a proposal that leaves out a member of the view
+//   it follows here (this site included once this process runs rounds: before, a view without it is
+//   about its previous incarnation) that this site itself holds alive (heard within the timeout, not
+//   an incarnation superseded by a restart) is held back and counted once
+//   (RejectCause::kUnjustifiedView). It is taken as soon as this site's own evidence agrees (its own
+//   timeout declares the member dead, the member's own leave, its restart's hello, this site's
+//   operator's expel), before this site would propose a view of its own: so for honest sites, whose
+//   evidence converges (every site hears every other directly), each adopts the first proposal of a
+//   change as it would have, a heartbeat interval later at most, while one member's proposal that
+//   drops a site the others hear is never taken. A conflicting proposal for an id this site holds
+//   that drops such a member never replaces the held one either. Conflicting proposals compare
+//   (size, effective_round, members, pace): the view with more members wins, so that a proposal
+//   made before a join was heard of gives way to the one with the joiner everywhere (neither drops
+//   anyone the other site hears). A site that has only its initial view (id 0) takes the
+//   federation's views as they come: they are its history. A leaving site takes every view.
+// - Rounds: the round in a site's hello, heartbeats and member list is that site's own (the newest
+//   round its process ran or resumed), never a relay of others'. A site's report is believed only
+//   within kRoundWindowLeads view leads of the lower median of the rounds the live members report
+//   (this site's own included once it runs rounds; rounds 0, of sites that ran none, aside); one beyond is refused and counted
+//   (RejectCause::kImplausibleRound), and so is one from a site that is not a member. One member
+//   therefore cannot push the start of new views ahead (a site with no round of its own and one
+//   report takes that report: nothing contradicts it yet). A proposed view whose effective round
+//   lies beyond that window and a view lead past the view it follows is refused the same way.
 // Refusals come back in MembershipChange::refused for the transport to count.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
@@ -112,6 +136,10 @@ struct MembershipConfig {
   // The views carry paces for automatic shapes (see above); false: every view's pace stays zero.
   bool agree_pace = false;
 };
+
+// How far ahead of the members' rounds a reported round stays plausible, in view leads (see the
+// header comment): far beyond the few rounds sites that mix together drift apart.
+inline constexpr std::uint64_t kRoundWindowLeads = 8;
 
 // Part of an input that was refused (a record or a view), with the cause to count it under.
 struct MembershipRefusal {
@@ -155,9 +183,13 @@ class Membership {
   // live members differ from the newest view.
   MembershipChange tick(Clock::time_point now);
 
-  // The site's own round (and the newest round seen from others) moves view effective rounds ahead.
+  // A round this process noted (run, or resumed from a checkpoint): the round it reports of itself.
+  // With the rounds the members report (see above) it moves view effective rounds ahead.
   void note_round(std::uint64_t round);
+  // The newest round believed: this site's own and the members' plausible reports.
   std::uint64_t newest_round() const { return newest_round_; }
+  // What this site reports as its round in its hello, heartbeats and member list: its own.
+  std::uint64_t reported_round() const { return local_round_; }
   // A round this process itself runs (also noted as seen). Only a view whose round this process has
   // reached is one it "runs in" when a conflicting proposal for the same id arrives: the rounds its
   // peers report, or a checkpoint an earlier process wrote, do not make it so.
@@ -217,7 +249,23 @@ class Membership {
   MembershipChange merge_record(const MemberRecord& r, Source source, const std::string& from, Clock::time_point now);
   // A record about this site itself: refutes a death or leave at its own incarnation.
   MembershipChange merge_own_record(const MemberRecord& r, const std::string& from, Clock::time_point now);
-  MembershipChange merge_view(const View& v, const std::string& from);
+  // `retry`: a proposal held back before (see the header comment), not counted again.
+  MembershipChange merge_view(const View& v, const std::string& from, bool retry = false);
+  // The first member of `before` that `v` leaves out although this site's own evidence says it is
+  // alive; nullopt when there is none, when `before` is the initial view, or while this site leaves.
+  std::optional<std::string> dropped_live_member(const View& v, const View& before) const;
+  // Keeps a proposal refused for dropping a live member; counts it once (not again for a retry).
+  void hold_back(const View& v, const std::string& from, const std::string& dropped, bool retry,
+                 MembershipChange& change);
+  // Takes the held-back proposals this site's own evidence now justifies.
+  void retry_held_back(MembershipChange& change);
+  // A round `from` reports of itself (hello, heartbeat, member list): believed within the window
+  // (see the header comment), else refused into `change`.
+  void note_report(const std::string& from, std::uint64_t round, MembershipChange& change);
+  // The largest plausible round: the lower median of the live members' reports (this site's own
+  // round included once it runs) plus the window; nullopt while there is nothing to go by.
+  std::optional<std::uint64_t> round_bound() const;
+  void refresh_newest_round();
   // Where a view proposed now takes effect: `view_lead_rounds` after the newest round any site
   // reported and after the newest view's round.
   std::uint64_t next_effective_round() const;
@@ -231,7 +279,11 @@ class Membership {
   std::map<std::string, Entry> members_;  // includes this site
   std::map<std::string, Pace> paces_;     // the newest figures each member reported, this site's own too
   std::vector<View> views_;               // sorted by id, newest last, never empty
-  std::uint64_t newest_round_ = 0;
+  std::uint64_t newest_round_ = 0;  // see newest_round()
+  std::uint64_t local_round_ = 0;   // see note_round()
+  std::map<std::string, std::uint64_t> reported_rounds_;  // each member's own report
+  // Proposals held back for dropping a member this site hears, by id (a few distinct ones per id).
+  std::map<std::uint64_t, std::vector<std::pair<View, std::string>>> held_back_;
   std::uint64_t own_round_ = 0;
   bool runs_ = false;  // this process noted a round of its own (own_round_ may be 0 then)
   // The view whose pace this site, its first member, awaits, and since when (see tick()).
