@@ -224,7 +224,7 @@ std::optional<Message> InMemoryFederation::receive_control(std::chrono::millisec
 
 View InMemoryFederation::view_for(std::uint64_t round) const {
   std::lock_guard lock(mu_);
-  const auto& views = driver_->membership().views();
+  const auto& views = driver_->membership().views_in_force();
   const View* best = &views.front();
   for (const auto& v : views)
     if (v.effective_round <= round) best = &v;
@@ -233,7 +233,7 @@ View InMemoryFederation::view_for(std::uint64_t round) const {
 
 View InMemoryFederation::latest_view() const {
   std::lock_guard lock(mu_);
-  return driver_->membership().latest_view();
+  return driver_->membership().views_in_force().back();
 }
 
 bool InMemoryFederation::awaits_pace() const {

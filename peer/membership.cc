@@ -72,6 +72,7 @@ Membership::Membership(MembershipConfig config, Clock::time_point now) : config_
   members_[config_.self] =
       Entry{{config_.self, config_.address, config_.region, config_.incarnation, MemberState::kAlive}, now};
   views_.push_back(View::of({config_.self}, 0, 0));
+  in_force_ = views_;
 }
 
 void Membership::heard_from(const std::string& name, Clock::time_point now) {
@@ -267,6 +268,7 @@ MembershipChange Membership::merge_view(const View& v, const std::string& from, 
   if (it->rank_of(config_.self) && !v.rank_of(config_.self)) return change;
   if (wins_over(v, *it)) {
     *it = v;
+    confirmed_.erase(v.id);  // the members held the one it replaces
     change.views = true;
   }
   return change;
@@ -309,6 +311,68 @@ void Membership::retry_held_back(MembershipChange& change) {
   }
 }
 
+std::vector<std::string> Membership::missing_holders(const View& v) const {
+  std::vector<std::string> out;
+  for (const auto& name : v.members) {
+    if (name == config_.self) continue;
+    // Gone by this site's own evidence: it will not confirm, and the next view leaves it out (a round
+    // in this one fails and is redone there), as for a member that dies after the view took effect.
+    if (auto e = members_.find(name);
+        e != members_.end() && e->second.vouched && e->second.record.state != MemberState::kAlive)
+      continue;
+    auto h = holdings_.find(name);
+    if (h == holdings_.end() || std::find(h->second.begin(), h->second.end(), v) == h->second.end())
+      out.push_back(name);
+  }
+  return out;
+}
+
+void Membership::refresh_in_force() {
+  std::erase_if(confirmed_, [&](std::uint64_t id) { return id < views_.front().id; });
+  // The newest view in force stays in force even once it is no longer among the views kept.
+  View fallback = in_force_.back();
+  in_force_.clear();
+  const View* before = nullptr;
+  bool before_in_force = true;
+  for (const auto& v : views_) {
+    bool in_force = v.id == 0 || confirmed_.contains(v.id);
+    if (!in_force && missing_holders(v).empty()) {
+      confirmed_.insert(v.id);
+      in_force = true;
+    }
+    // A new pace for the same members: nobody defers it, so it follows the view it amends.
+    if (!in_force && before && before->members == v.members) in_force = before_in_force;
+    if (in_force) in_force_.push_back(v);
+    before = &v;
+    before_in_force = in_force;
+  }
+  if (in_force_.empty()) in_force_.push_back(std::move(fallback));
+}
+
+MembershipChange Membership::settled(MembershipChange change) {
+  // Only new views, records (a death) or holdings move a view into force: a heartbeat costs nothing.
+  if (!change.views && !change.records && !holdings_changed_) return change;
+  holdings_changed_ = false;
+  const auto before = in_force_;
+  refresh_in_force();
+  // A view that came into force is news for the transport (and its members), like a new view.
+  if (in_force_ != before) change.views = true;
+  return change;
+}
+
+std::optional<std::string> Membership::pending_view_note() const {
+  for (auto v = views_.rbegin(); v != views_.rend(); ++v) {
+    if (std::find(in_force_.begin(), in_force_.end(), *v) != in_force_.end()) return std::nullopt;
+    const auto missing = missing_holders(*v);
+    if (missing.empty()) continue;  // a pace that waits for the view before it
+    std::string who;
+    for (const auto& name : missing) who += (who.empty() ? "" : ", ") + name;
+    return "view " + std::to_string(v->id) + " (" + names(*v) + ") is not in force here until " + who +
+           (missing.size() == 1 ? " holds" : " hold") + " it too";
+  }
+  return std::nullopt;
+}
+
 MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point now) {
   MemberRecord r{hello.name, hello.listen_address, hello.region, hello.incarnation, MemberState::kAlive};
   MembershipChange change;
@@ -325,17 +389,29 @@ MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point 
   note_report(hello.name, hello.round, change);
   // Its hello may be the evidence a held-back view waited for (a join, a restart).
   retry_held_back(change);
-  return change;
+  return settled(std::move(change));
 }
 
 MembershipChange Membership::on_members(const std::string& from, const MemberListInfo& list, Clock::time_point now) {
   MembershipChange change;
+  if (from != config_.self) {
+    // What `from` holds, in its own word: it confirms the views it is a member of (see the header).
+    // The newest few by id, so that a long list cannot grow the table.
+    std::vector<View> held = list.views;
+    std::sort(held.begin(), held.end(), [](const View& x, const View& y) { return x.id > y.id; });
+    if (held.size() > kGossipedViews) held.resize(kGossipedViews);
+    auto& before = holdings_[from];
+    if (held != before) {
+      before = std::move(held);
+      holdings_changed_ = true;
+    }
+  }
   for (const auto& r : list.members)
     change.merge(merge_record(r, r.name == from ? Source::kOwn : Source::kRelayed, from, now));
   note_report(from, list.round, change);
   for (const auto& v : list.views) change.merge(merge_view(v, from));
   retry_held_back(change);
-  return change;
+  return settled(std::move(change));
 }
 
 MembershipChange Membership::on_heartbeat(const std::string& name, const HeartbeatInfo& hb, Clock::time_point now) {
@@ -350,7 +426,7 @@ MembershipChange Membership::on_heartbeat(const std::string& name, const Heartbe
   heard_from(name, now);
   note_report(name, hb.round, change);
   if (name != config_.self && members_.contains(name)) paces_[name] = Pace{hb.rtt_us, hb.step_us};
-  return change;
+  return settled(std::move(change));
 }
 
 MembershipChange Membership::on_leave(const std::string& name, const LeaveInfo& leave) {
@@ -362,7 +438,7 @@ MembershipChange Membership::on_leave(const std::string& name, const LeaveInfo& 
   r.state = MemberState::kLeft;
   auto change = merge_record(r, Source::kOwn, name, it->second.last_heard);
   retry_held_back(change);
-  return change;
+  return settled(std::move(change));
 }
 
 MembershipChange Membership::tick(Clock::time_point now) {
@@ -376,7 +452,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
     }
   }
   if (!change.died.empty()) refresh_newest_round();
-  if (leaving_) return change;
+  if (leaving_) return settled(std::move(change));
   // This site's own timeouts may justify a proposal held back: taking it (its proposer's round and
   // pace) keeps every site on the first proposal of a change instead of proposing a rival.
   retry_held_back(change);
@@ -409,7 +485,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
     // The amendment (see the header comment): the same round, so that nobody starts elsewhere for it; only the
     // first member, so that no two sites amend with different figures.
     const View& unmeasured = views_.back();
-    if (unmeasured.members.front() != config_.self) return change;
+    if (unmeasured.members.front() != config_.self) return settled(std::move(change));
     if (!pace_awaited_ || pace_awaited_->first != unmeasured.id) pace_awaited_ = {unmeasured.id, now};
     auto pace = complete_pace(unmeasured.members);
     const bool patient = now - pace_awaited_->second < 2 * config_.heartbeat_timeout;
@@ -424,7 +500,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
         }
       if (partial.measured()) pace = partial;
     }
-    if (!pace) return change;
+    if (!pace) return settled(std::move(change));
     View v = View::of(unmeasured.members, unmeasured.id + 1, unmeasured.effective_round, *pace);
     spdlog::info(
         "membership: '{}' proposes view {} from round {} with the {} pace: round trip {} µs, step {} µs (view {}, "
@@ -452,7 +528,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
       change.views = true;
     }
   }
-  return change;
+  return settled(std::move(change));
 }
 
 const Pace& Membership::own_pace() const {
@@ -572,7 +648,7 @@ MembershipChange Membership::expel(const std::string& name) {
   if (was_alive) change.left.push_back(name);
   refresh_newest_round();
   retry_held_back(change);
-  return change;
+  return settled(std::move(change));
 }
 
 MemberListInfo Membership::snapshot() const {

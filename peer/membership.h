@@ -101,6 +101,20 @@
 //   therefore cannot push the start of new views ahead (a site with no round of its own and one
 //   report takes that report: nothing contradicts it yet). A proposed view whose effective round
 //   lies beyond that window and a view lead past the view it follows is refused the same way.
+// - A view is in force only once its members hold it (views_in_force()): a view whose members differ
+//   from those of the view before it is handed to rounds (the transport's view_for) when every other
+//   member of it has sent a member list holding exactly that view, or is dead or left by this site's
+//   own evidence; a view with the same members as the one before it (a pace) is in force when that
+//   one is. Once in force a view stays so (unless a conflicting proposal replaces it before this site
+//   runs it). Why: a site that defers a proposal (above) must not strand its proposer, who would
+//   otherwise run rounds in it alone, abandon them, and wait for a newer view that never comes. An
+//   honest site defers a proposal at most until its own heartbeat timeout fires for the same
+//   member, so a view dropping a dead member takes effect everywhere within about one heartbeat
+//   timeout of the first proposal, at the same round for all (the rounds that failed meanwhile are
+//   redone in it); a view that one member never takes (a member that hears the dropped site, a
+//   roster that lacks a joiner, a hostile member that stays silent) never takes effect, and the view
+//   before it stays in force: pending_view_note() names who holds it up. Views are still proposed,
+//   compared and gossiped as held (views(), latest_view()); only what rounds run in waits.
 // Refusals come back in MembershipChange::refused for the transport to count.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
@@ -112,6 +126,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -233,9 +248,15 @@ class Membership {
   std::vector<std::string> alive_names() const;
   std::vector<MemberRecord> records() const;
 
+  // The views held here (proposed here or taken), in force or not: what is gossiped and compared.
   View view_for(std::uint64_t round) const;
   const View& latest_view() const { return views_.back(); }
   const std::vector<View>& views() const { return views_; }
+  // The views in force here (see above): the ones rounds run in, sorted by id, never empty.
+  const std::vector<View>& views_in_force() const { return in_force_; }
+  // While the newest view held is not in force: a line for people naming it and the members that do
+  // not hold it yet ("view 4 (a, b, c) is not in force until a holds it too"); nullopt otherwise.
+  std::optional<std::string> pending_view_note() const;
 
  private:
   struct Entry {
@@ -266,6 +287,13 @@ class Membership {
   // round included once it runs) plus the window; nullopt while there is nothing to go by.
   std::optional<std::uint64_t> round_bound() const;
   void refresh_newest_round();
+  // The members of `v` other than this site that neither hold it (their newest member list) nor are
+  // dead or left by this site's own evidence.
+  std::vector<std::string> missing_holders(const View& v) const;
+  // Recomputes in_force_ from views_ (see above); every input that changes views or records calls it.
+  void refresh_in_force();
+  // `change` with in_force_ refreshed, for the inputs to return.
+  MembershipChange settled(MembershipChange change);
   // Where a view proposed now takes effect: `view_lead_rounds` after the newest round any site
   // reported and after the newest view's round.
   std::uint64_t next_effective_round() const;
@@ -279,6 +307,11 @@ class Membership {
   std::map<std::string, Entry> members_;  // includes this site
   std::map<std::string, Pace> paces_;     // the newest figures each member reported, this site's own too
   std::vector<View> views_;               // sorted by id, newest last, never empty
+  std::vector<View> in_force_;            // see views_in_force()
+  std::set<std::uint64_t> confirmed_;     // ids of views_ every other member was seen holding
+  // The views each site's newest member list held (its own word: the sender is authenticated).
+  std::map<std::string, std::vector<View>> holdings_;
+  bool holdings_changed_ = false;  // since in_force_ was last refreshed
   std::uint64_t newest_round_ = 0;  // see newest_round()
   std::uint64_t local_round_ = 0;   // see note_round()
   std::map<std::string, std::uint64_t> reported_rounds_;  // each member's own report

@@ -84,7 +84,7 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
                   static_cast<MembershipPort&>(*this), Clock::now());
   if (secure()) watch_listener();
   open_bootstraps();
-  t_.views_ = membership().views();
+  t_.views_ = membership().views_in_force();
 }
 
 ZmqTransport::IoLoop::~IoLoop() {
