@@ -153,8 +153,10 @@ struct MembershipConfig {
 };
 
 // How far ahead of the members' rounds a reported round stays plausible, in view leads (see the
-// header comment): far beyond the few rounds sites that mix together drift apart.
-inline constexpr std::uint64_t kRoundWindowLeads = 8;
+// header comment): as far apart as sites that mix together may drift (push-sum sites run ahead of
+// their peers; the message validator takes shares up to 256 rounds old), 256 rounds at the default
+// lead of 8.
+inline constexpr std::uint64_t kRoundWindowLeads = 32;
 
 // Part of an input that was refused (a record or a view), with the cause to count it under.
 struct MembershipRefusal {
