@@ -46,12 +46,16 @@ int run_eval(const EvalOptions& o) {
   std::vector<std::filesystem::path> files(o.checkpoints.begin(), o.checkpoints.end());
   // The inputs are scaled as the model was trained (the federation's agreed scaling, kept in the
   // checkpoint), not with statistics of whichever file is at hand.
+  // Its class list and table preprocessing, recorded in it, read the test data the way the federation
+  // read its own, so only --test is needed.
   models::data::Standardization scaling;
+  daemon::InputDescription trained;
   if (!files.empty()) {
     auto first = daemon::read_checkpoint_file(files.front());
     scaling = {std::move(first.input_mean), std::move(first.input_stddev)};
+    trained = std::move(first.inputs);
   }
-  const auto test = daemon::load_test_data(config, scaling);
+  const auto test = daemon::load_test_data(config, scaling, trained);
   const auto r = daemon::evaluate_checkpoints(files, test);
   if (o.json) {
     std::printf(
@@ -81,9 +85,11 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       "push-sum numerators divided by their weights first; batch norm's running statistics with the\n"
       "parameters) and the average is evaluated.\n"
       "  meridian eval --checkpoint X.mrdn --test scans/test --classes benign,malignant\n"
-      "--test takes the paths `meridian start` takes (docs/datasets.md); give the run's --classes, or its\n"
-      "--train, whose class list then applies to the test data. The inputs are scaled as the checkpoint says\n"
-      "(the scaling its federation agreed on); only a checkpoint without one takes a CSV --train's scaling.");
+      "--test takes the paths `meridian start` takes (docs/datasets.md). The checkpoint's class list and\n"
+      "table preprocessing (label, ignored and category columns) apply to it; a checkpoint without them\n"
+      "needs the run's --classes (or its --train, whose class list then applies) and table options. The\n"
+      "inputs are scaled as the checkpoint says (the scaling its federation agreed on); only a checkpoint\n"
+      "without one takes a CSV --train's scaling.");
   cmd->add_option("--checkpoint", o->checkpoints, "Checkpoint file (repeat to average several)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -101,7 +107,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--test", o->test,
                   "Test data by path (image folder, .npz, FEATURES.npy,LABELS.npy, .csv, IDX); replaces --dataset");
   cmd->add_option("--train", o->train, "With --test: the run's training data (its class list applies)");
-  cmd->add_option("--classes", o->classes, "With --test: the run's class list a,b,c");
+  cmd->add_option("--classes", o->classes,
+                  "With --test: the run's class list a,b,c (default: the checkpoint's, where it has one)");
   cmd->add_option("--layout", o->layout, "With --test: axis order of 4-D NumPy features: nchw | nhwc");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o, &exit_code] { exit_code = run_eval(*o); });

@@ -38,7 +38,9 @@ std::string default_site_name() {
 
 // What is left to do before `meridian start --config OUT` for the site of `config` (paths as seen from
 // here): its keys when they do not exist yet, the roster when it is missing, lacks this site or does
-// not parse; then the start.
+// not parse; then the start: for a file where the Debian package's unit reads it
+// (/etc/meridian/NAME.toml, packaging/meridian@.service), the service's instance NAME, since started
+// by hand there the site would keep its run directory under /etc/meridian, apart from the service's.
 std::string next_steps(const daemon::SiteConfig& config, const std::string& out) {
   namespace fs = std::filesystem;
   std::string steps;
@@ -59,7 +61,15 @@ std::string next_steps(const daemon::SiteConfig& config, const std::string& out)
       }
     }
   }
-  then("run 'meridian start --config " + out + "'");
+  const fs::path file = fs::absolute(out).lexically_normal();
+  if (file.parent_path() == "/etc/meridian" && file.extension() == ".toml") {
+    then("start the service: 'systemctl enable --now meridian@" + file.stem().string() +
+         "' (it runs as user meridian, who must be able to read the key pair and the data; its log: "
+         "'journalctl -u meridian@" +
+         file.stem().string() + "')");
+  } else {
+    then("run 'meridian start --config " + out + "'");
+  }
   return steps;
 }
 

@@ -313,6 +313,10 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_flag("--robust-aggregation", s.robust_aggregation,
                 "Byzantine-robust mixing on every site (trimmed mean, norm clipping; docs/reliability.md)")
       ->group(shared);
+  cmd->add_flag("--secure-aggregation", s.secure_aggregation,
+                "Masked shares on every site: peers see only exact means (docs/privacy.md; needs the keys simulate "
+                "makes, so not with --insecure)")
+      ->group(shared);
   cmd->add_option("--robust-clip", s.robust_clip, "Clip factor of --robust-aggregation")
       ->capture_default_str()
       ->group(shared);

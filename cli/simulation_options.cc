@@ -111,7 +111,11 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
     config.listen = "tcp://127.0.0.1:7400";
     config.threads = o.threads_per_site;
     config.metrics_address = "off";
-    config.insecure = true;  // keys do not exist yet; simulate creates them
+    // Keys do not exist yet; simulate creates them (unless --insecure), so the check names placeholders.
+    if (!config.insecure) {
+      config.key_dir = "keys";
+      config.roster = "roster.txt";
+    }
     config.region = simulated_site_region(config.wan, 0);
     for (auto& p : daemon::site_config_problems(config)) {
       if (std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(std::move(p));

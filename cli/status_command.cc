@@ -49,6 +49,16 @@ std::string step_line(const daemon::StatusReport& s) {
   return out + "  (epoch " + std::to_string(s.epoch) + ")";
 }
 
+// "epsilon 1.2 of 3 spent (DP-SGD)".
+std::string privacy_line(const daemon::StatusReport& s) {
+  char text[96];
+  if (s.dp_epsilon_budget)
+    std::snprintf(text, sizeof text, "epsilon %.3g of %.3g spent (DP-SGD)", *s.dp_epsilon_spent, *s.dp_epsilon_budget);
+  else
+    std::snprintf(text, sizeof text, "epsilon %.3g spent (DP-SGD)", *s.dp_epsilon_spent);
+  return text;
+}
+
 void print_status(const daemon::StatusReport& s) {
   char loss[32];
   std::snprintf(loss, sizeof loss, "%.4g", s.train_loss.value_or(0));
@@ -67,6 +77,7 @@ void print_status(const daemon::StatusReport& s) {
             << "step        " << step_line(s) << "\n"
             << "loss        " << (s.train_loss ? loss : kNotMeasured) << "\n"
             << "accuracy    " << accuracy << "\n"
+            << (s.dp_epsilon_spent ? "privacy     " + privacy_line(s) + "\n" : std::string())
             << "peers       " << s.peers_alive << " alive of " << s.peers_known << " known (view " << s.view_id << ")\n"
             << "staleness   " << s.staleness << (s.staleness == 1 ? " step" : " steps") << "\n"
             << (s.shape.empty() ? std::string() : "shape       " + shape_line(s) + "\n") << "throughput  " << throughput

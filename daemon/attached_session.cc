@@ -1,5 +1,6 @@
 #include "daemon/attached_session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -7,6 +8,9 @@
 
 namespace meridian::daemon {
 namespace {
+
+// How long a trainer that attaches again may take to answer the welcome.
+constexpr std::chrono::seconds kWelcomeAnswer{30};
 
 // The index of the first NaN or Inf in `values`, or nullopt.
 std::optional<std::size_t> first_non_finite(std::span<const float> values) {
@@ -48,9 +52,9 @@ std::optional<TrainerMessage> AttachedSession::receive(Clock::duration silence, 
     case TrainerChannel::Received::Kind::kTimeout:
       lose(TrainerRefusal::kSilent,
            "sent nothing for " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silence).count()) +
-               " s (the deadline is --round-timeout); the site stops");
+               " s (the deadline is --round-timeout)");
     case TrainerChannel::Received::Kind::kClosed:
-      lose(TrainerRefusal::kDisconnected, "closed the channel before the run's end; the site stops");
+      lose(TrainerRefusal::kDisconnected, "closed the channel before the run's end");
     case TrainerChannel::Received::Kind::kPacket: break;
   }
   try {
@@ -61,13 +65,26 @@ std::optional<TrainerMessage> AttachedSession::receive(Clock::duration silence, 
 }
 
 bool AttachedSession::attach(Clock::time_point deadline, const StopCheck& stopped) {
+  switch (accept_trainer(deadline, stopped)) {
+    case Accepted::kAttached: return true;
+    case Accepted::kStopped: return false;
+    case Accepted::kTimeout: break;
+  }
+  throw AttachedTrainerLost("no trainer attached to " + channel_.path().string() +
+                            " within --join-timeout; start the training script with MERIDIAN_RUN_DIR set to "
+                            "this site's run directory (docs/pytorch.md)");
+}
+
+bool AttachedSession::reattach(Clock::time_point deadline, const StopCheck& stopped) {
+  return accept_trainer(deadline, stopped) == Accepted::kAttached;
+}
+
+AttachedSession::Accepted AttachedSession::accept_trainer(Clock::time_point deadline, const StopCheck& stopped) {
+  const bool again = model_.has_value();
   for (;;) {
     const auto got = channel_.receive(deadline, stopped);
-    if (got.kind == TrainerChannel::Received::Kind::kStopped) return false;
-    if (got.kind == TrainerChannel::Received::Kind::kTimeout)
-      throw AttachedTrainerLost("no trainer attached to " + channel_.path().string() +
-                                " within --join-timeout; start the training script with MERIDIAN_RUN_DIR set to "
-                                "this site's run directory (docs/pytorch.md)");
+    if (got.kind == TrainerChannel::Received::Kind::kStopped) return Accepted::kStopped;
+    if (got.kind == TrainerChannel::Received::Kind::kTimeout) return Accepted::kTimeout;
     if (got.kind == TrainerChannel::Received::Kind::kClosed) continue;  // left before its hello
     // A trainer whose hello is refused is detached; the site waits for the next one.
     const auto refuse = [&](TrainerRefusal cause, const std::string& message) {
@@ -93,28 +110,55 @@ bool AttachedSession::attach(Clock::time_point deadline, const StopCheck& stoppe
       refuse(TrainerRefusal::kModel, "the trainer declared 0 steps to run");
       continue;
     }
+    AttachedModel declared;
     try {
-      model_ = attached_model_of(std::move(hello.tensors));
+      declared = attached_model_of(std::move(hello.tensors));
     } catch (const AttachedModelError& e) {
       refuse(TrainerRefusal::kModel, e.what());
       continue;
     }
-    steps_ = hello.steps;
-    // Parameters and gradients, n floats each (at most 2^33 floats: no overflow).
-    segment_ = SharedSegment::create("meridian-" + site_, 2 * model_->parameters);
+    if (again && declared.fingerprint() != model_->fingerprint()) {
+      // The federation agreed on the first trainer's model; a trainer that comes back must bring it.
+      refuse(TrainerRefusal::kModel, "this site trains " + model_->summary() + " and the trainer declared " +
+                                         declared.summary() + "; attach the same model again");
+      continue;
+    }
+    if (!again) {
+      model_ = std::move(declared);
+      steps_ = hello.steps;
+      // Parameters and gradients, n floats each (at most 2^33 floats: no overflow).
+      segment_ = SharedSegment::create("meridian-" + site_, 2 * model_->parameters);
+    } else {
+      // The segment holds this site's state; the trainer's copy-in below must not replace it. One
+      // model-sized copy per re-attachment, allocated once.
+      held_.assign(parameters().begin(), parameters().end());
+    }
     channel_.send(encode_welcome(site_, algorithm_, hook_, model_->parameters), segment_->fd());
-    // The trainer's initial parameters follow at once: the algorithm starts from them.
-    const auto initial = channel_.receive(deadline, stopped);
-    if (initial.kind == TrainerChannel::Received::Kind::kStopped) return false;
+    // The trainer's initial parameters follow at once: a fresh run starts from them.
+    // A trainer answers the welcome at once; a re-attaching one, polled for between rounds, within
+    // a bound of its own.
+    const auto initial =
+        channel_.receive(again ? std::max(deadline, Clock::now() + kWelcomeAnswer) : deadline, stopped);
+    if (initial.kind == TrainerChannel::Received::Kind::kStopped) return Accepted::kStopped;
     std::optional<TrainerMessage> pulled;
     try {
       if (initial.kind == TrainerChannel::Received::Kind::kPacket) pulled = decode_trainer_message(initial.packet);
     } catch (const TrainerProtocolError&) {
     }
+    const auto restore_held = [&] {
+      if (again) std::copy(held_.begin(), held_.end(), parameters().begin());
+    };
     if (!pulled || pulled->op != TrainerOp::kPulled) {
       refuse(TrainerRefusal::kBadMessage, "the welcome must be answered with the initial parameters (\"pulled\")");
-      segment_.reset();
+      restore_held();
+      if (!again) segment_.reset();
       continue;
+    }
+    if (again) {
+      restore_held();
+      spdlog::info("trainer attached again (pid {}): it continues from this site's parameters",
+                   channel_.trainer_pid());
+      return Accepted::kAttached;
     }
     if (const auto at = first_non_finite(parameters())) {
       refuse(TrainerRefusal::kNonFinite, "initial parameter " + std::to_string(*at) + " is NaN or Inf");
@@ -122,7 +166,7 @@ bool AttachedSession::attach(Clock::time_point deadline, const StopCheck& stoppe
       continue;
     }
     spdlog::info("trainer attached (pid {}): {}, {} steps", channel_.trainer_pid(), model_->summary(), steps_);
-    return true;
+    return Accepted::kAttached;
   }
 }
 
@@ -146,7 +190,7 @@ std::optional<AttachedSession::Step> AttachedSession::next_step(Clock::duration 
       return std::nullopt;
     }
     if (m->op != TrainerOp::kStep) lose(TrainerRefusal::kBadMessage, "expected a step");
-    if (hook_ == TrainerHook::kGradients) {
+    if (hook_ != TrainerHook::kParameters) {
       if (const auto at = first_non_finite(gradients())) {
         // Refused before anything reads it: the site's state and the federation never see it. The
         // trainer may skip the batch and send the step again.
@@ -174,7 +218,7 @@ void AttachedSession::take_final_parameters(Clock::duration silence) {
   while (m && m->op == TrainerOp::kStep) m = receive(silence, [] { return false; });
   if (!m || m->op != TrainerOp::kPulled) lose(TrainerRefusal::kBadMessage, "expected the parameters (\"pulled\")");
   if (const auto at = first_non_finite(parameters()))
-    lose(TrainerRefusal::kNonFinite, "parameter element " + std::to_string(*at) + " is NaN or Inf; the site stops");
+    lose(TrainerRefusal::kNonFinite, "parameter element " + std::to_string(*at) + " is NaN or Inf");
 }
 
 void AttachedSession::done(bool gradients, bool parameters, bool finished) {

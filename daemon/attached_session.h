@@ -5,6 +5,8 @@
 //   attach()     waits for a trainer's hello, refuses a declaration that does not fit, makes the
 //                segment, sends the welcome with its descriptor and takes the trainer's initial
 //                parameters;
+//   reattach()   after the trainer was lost: the same for a trainer started again, which must declare
+//                the same model; the segment and the parameters in it (the site's) are kept;
 //   start()      training begins (after the federation agreed on the run);
 //   next_step()  waits for the trainer's next step; refuses (and counts) a step whose gradients hold
 //                NaN or Inf, which the trainer may send again;
@@ -12,6 +14,7 @@
 //   done()       the step is through.
 // A trainer that goes silent past the deadline, closes the channel, or breaks the protocol is
 // counted and ends the attachment with AttachedTrainerLost; nothing it sent reaches the federation.
+// The segment stays, so that a trainer may attach again (reattach()).
 //
 // Ownership: owns the channel and the segment. Thread-safety: one thread (the site's trainer thread).
 #pragma once
@@ -21,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "daemon/attached_model.h"
 #include "daemon/shared_segment.h"
@@ -47,6 +51,12 @@ class AttachedSession {
   // Waits (until `deadline`) for a trainer whose hello declares a model that fits, refusing the others.
   // Returns false when `stopped()` turned true first. Throws AttachedTrainerLost when none attached in time.
   bool attach(Clock::time_point deadline, const StopCheck& stopped);
+  // After attach() and the loss of its trainer: waits (until `deadline`; a past one only looks) for a
+  // trainer that declares the same model, refusing others (counted), and hands it the segment with
+  // the parameters it holds, which the trainer then starts from (start() with restore). Returns false
+  // at the deadline or when `stopped()` turned true.
+  bool reattach(Clock::time_point deadline, const StopCheck& stopped);
+  bool has_trainer() const { return channel_.attached(); }
 
   const AttachedModel& model() const { return *model_; }
   std::uint64_t steps() const { return steps_; }
@@ -79,6 +89,8 @@ class AttachedSession {
   std::optional<TrainerMessage> receive(Clock::duration silence, const StopCheck& stopped);
   void send(const std::string& packet, int fd = -1);
   [[noreturn]] void lose(TrainerRefusal cause, const std::string& message);
+  enum class Accepted { kAttached, kTimeout, kStopped };
+  Accepted accept_trainer(Clock::time_point deadline, const StopCheck& stopped);
 
   TrainerChannel channel_;
   TrainerChannel::OnRefusal on_refusal_;
@@ -88,6 +100,7 @@ class AttachedSession {
   std::optional<SharedSegment> segment_;
   std::uint64_t steps_ = 0;
   bool bye_ = false;
+  std::vector<float> held_;  // (n) the site's parameters while a re-attaching trainer copies its own in
 };
 
 }  // namespace meridian::daemon

@@ -6,16 +6,11 @@
 // The trainer's tensors and the daemon meet in one shared segment (daemon/shared_segment.h): the
 // parameters at float 0 and the gradients at float n, float32, n = the declared model's parameter
 // count (daemon/attached_model.h). The trainer copies its tensors in and out of it, one copy each way;
-// the daemon mixes in place. Each algorithm hooks the trainer's step at one point (its TrainerHook):
-//   allreduce   gradients, before the trainer's optimizer step: averaged over the view in place
-//               (gossip::average_now), as DistributedDataParallel does; after a view change the
-//               parameters are re-averaged too, so every site holds the same bits again
-//   diloco      parameters, after the trainer's optimizer step (the inner one): every H/F steps the
-//               daemon pulls them and runs the outer step on them (gossip::Diloco)
-//   local       parameters, after the step: pulled only for checkpoints
-// The rules themselves are gossip/'s, the same code the built-in trainers run (daemon/algorithms/);
-// this file only decides where in the trainer's step they hook and when the parameters must be pulled.
-// The trainer's optimizer state is the trainer's: it is neither mixed nor checkpointed here.
+// the daemon mixes in place. Each algorithm says where it hooks the trainer's step (its TrainerHook)
+// and makes its attached trainer side, in its own file under daemon/algorithms/
+// (Algorithm::attached_hook and make_attached_trainer): the rule is gossip/'s, the same code its
+// built-in trainer runs, and the attached side only decides where it hooks and when the parameters must
+// be pulled. The trainer's optimizer state is the trainer's: it is neither mixed nor checkpointed here.
 //
 // Thread-safety: one trainer thread. Borrows the segment and the channel, which must outlive it.
 #pragma once
@@ -24,12 +19,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/site_config.h"
 #include "daemon/trainer_algorithm.h"
 #include "daemon/trainer_protocol.h"
 #include "gossip/mix_channel.h"
+#include "models/lr_schedule.h"
 
 namespace meridian::daemon {
 
@@ -41,6 +38,8 @@ struct AttachedContext {
   // Asks the trainer for its current parameters in the segment (waits for them); throws what the
   // channel throws. The trainer side calls it only when its rule reads the parameters.
   std::function<void()> pull;
+  // The learning rate over the run, for an algorithm whose update the site runs (TrainerHook::kUpdate).
+  models::ScheduleConfig schedule;
 };
 
 // What a step changed in the segment, which the trainer copies back into its tensors.
@@ -70,10 +69,10 @@ class AttachedTrainer : public TrainerAlgorithm {
 std::vector<std::string> attached_algorithm_names();
 // "" when `settings`' algorithm runs attached; else the problem, naming the ones that do.
 std::string attached_support_problem(const SiteSettings& settings);
-// Where the exchange with the trainer sits in its step (see above), for settings
-// attached_support_problem() accepts.
+// `settings`' algorithm's hook (Algorithm::attached_hook), for settings attached_support_problem()
+// accepts (throws error::InternalError otherwise).
 TrainerHook attached_hook(const SiteSettings& settings);
-// The trainer side of `settings`' algorithm for an attached trainer, for settings
+// `settings`' algorithm's attached trainer side (Algorithm::make_attached_trainer), for settings
 // attached_support_problem() accepts (throws error::InternalError otherwise).
 std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context);
 

@@ -4,6 +4,7 @@
 // trainer process, and the algorithm's rule applied here on the shared segment.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <spdlog/spdlog.h>
@@ -54,8 +55,36 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
   const auto silence = trainer_silence();
   const auto stopped = [this] { return stop.load(); };
   const TrainerHook hook = attached_hook(settings);
-  auto algorithm = make_attached_trainer(AttachedContext{settings, attached->parameters(), attached->gradients(),
-                                                         channel, [this, silence] { attached->pull(silence); }});
+  // A lost trainer (killed, silent, broken) leaves a site that survives it when the site holds the
+  // parameters: with the parameter and update hooks the segment has them as of the last exchange, so
+  // the site stays a member, runs its rounds on them (a step without a local update: the parameters as
+  // they are, a zero gradient for dts) and a trainer started again continues from them. With the
+  // gradient hook (allreduce) the parameters live in the trainer alone: the site stops, as a built-in
+  // site that crashed, and resumes from its checkpoint when restarted.
+  const bool survives = hook != TrainerHook::kGradients;
+  bool trainer_here = true;
+  Clock::time_point reattach_deadline{};
+  // The loss is counted with its cause (meridian_trainer_refusals_total) where the session saw it.
+  const auto trainer_lost = [&](const AttachedTrainerLost& e) {
+    if (!survives) throw e;
+    trainer_here = false;
+    reattach_deadline = Clock::now() + seconds_ms(config.join_timeout);
+    metrics->trainer_attached.set(0);
+    spdlog::warn("{}; the site goes on without it, a member still, and waits up to --join-timeout ({} s) for a "
+                 "trainer to attach again",
+                 e.what(), config.join_timeout);
+  };
+  const auto pull = [&] {
+    if (!trainer_here) return;  // the segment holds the parameters of the last exchange
+    try {
+      attached->pull(silence);
+    } catch (const AttachedTrainerLost& e) {
+      trainer_lost(e);
+    }
+  };
+  auto algorithm = make_attached_trainer(
+      AttachedContext{settings, attached->parameters(), attached->gradients(), channel, pull,
+                      schedule_of(settings, data.steps_per_epoch, end_round - start_round)});
   if (resumed) algorithm->restore(*resume);
   resume.reset();
   // A resumed site hands the trainer the checkpoint's parameters; a fresh one starts from the trainer's.
@@ -71,7 +100,7 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
   std::uint64_t abandoned_reported = 0;
   const std::uint64_t steps_total = end_round - start_round;
   // The parameters in the segment are those of this round (the gradient hook pulls them before the
-  // step's update, the parameter hook after it).
+  // step's update, the parameter hook after it; the update hook writes them with the update).
   auto checkpoint_round = [&](std::uint64_t round) { return hook == TrainerHook::kGradients ? round : round + 1; };
   auto network_bytes = [&] {
     const auto s = transport ? transport->stats() : peer::TransportStats{};
@@ -89,18 +118,54 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
         algorithm->adopt_view(k, view);
       }
     }
-    const auto step = attached->next_step(silence, stopped);
-    if (!step) break;  // stopping, or the trainer said bye
+    if (!trainer_here) {
+      // Between rounds, a trainer started again may attach; a site that does not communicate has no
+      // rounds to serve and waits for it.
+      const auto deadline = algo.communicates() ? Clock::now() : reattach_deadline;
+      if (attached->reattach(deadline, stopped)) {
+        trainer_here = true;
+        metrics->trainer_attached.set(1);
+        attached->start(end_round - k, true);
+        spdlog::info("round {}: the trainer attached again; {} steps left", k, end_round - k);
+      } else if (stop) {
+        break;
+      } else if (Clock::now() >= reattach_deadline) {
+        throw AttachedTrainerLost("no trainer attached again within --join-timeout; the site stops");
+      }
+    }
+    std::optional<AttachedSession::Step> step;
+    if (trainer_here) {
+      try {
+        step = attached->next_step(silence, stopped);
+        if (!step) break;  // stopping, or the trainer said bye
+      } catch (const AttachedTrainerLost& e) {
+        trainer_lost(e);
+      }
+    }
+    // Without a trainer the step has no local update: a zero gradient where the site reads one.
+    if (!trainer_here && hook != TrainerHook::kParameters) std::ranges::fill(attached->gradients(), 0.0f);
     const std::uint64_t local_step = k - start_round;
     algorithm->step(k, local_step);
     const bool last = k + 1 == end_round;
     if (last) algorithm->finish();
     auto changes = algorithm->take_changes();
-    if (store->due() || (last && hook == TrainerHook::kParameters)) {
-      if (!changes.parameters) attached->pull(silence);
+    if (store->due() || (last && hook != TrainerHook::kGradients)) {
+      if (!changes.parameters) pull();
       if (!last) (void)write_checkpoint(*algorithm, {}, checkpoint_round(k), start_round, end_round);
     }
-    attached->done(changes.gradients, changes.parameters, last);
+    if (trainer_here) {
+      try {
+        attached->done(changes.gradients, changes.parameters, last);
+      } catch (const AttachedTrainerLost& e) {
+        trainer_lost(e);
+      }
+    }
+    if (!step) {
+      metrics->step.set(static_cast<double>(local_step + 1));
+      std::lock_guard lock(live_mu);
+      live.step = local_step + 1;
+      continue;
+    }
 
     if (step->loss) loss_avg = loss_avg ? 0.95 * *loss_avg + 0.05 * *step->loss : *step->loss;
     const std::uint64_t steps_done = local_step + 1;
@@ -142,7 +207,7 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
   if (completed) {
     // The gradient hook's last update happens after the last exchange; the trainer sends the
     // parameters it ends with unasked.
-    if (hook == TrainerHook::kGradients) attached->take_final_parameters(silence);
+    if (hook == TrainerHook::kGradients && trainer_here) attached->take_final_parameters(silence);
   } else {
     try {
       algorithm->finish_stopped();
@@ -151,9 +216,13 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
     }
     // The trainer that said bye left its parameters in the segment; one that is still running is
     // told the run is over, with the parameters it has now for the checkpoint.
-    if (!attached->said_bye()) {
-      attached->pull(silence);
-      attached->done(false, algorithm->take_changes().parameters, true);
+    if (trainer_here && !attached->said_bye()) {
+      try {
+        attached->pull(silence);
+        attached->done(false, algorithm->take_changes().parameters, true);
+      } catch (const AttachedTrainerLost& e) {
+        spdlog::warn("stopping: {}", e.what());
+      }
     }
   }
   const double train_seconds = std::chrono::duration<double>(Clock::now() - train_start).count();

@@ -38,6 +38,7 @@ enum class Section : std::uint32_t {
   kInputStandardization = 11,  // the means, then as many standard deviations (optional)
   kModelFile = 12,             // text (optional)
   kInputDescription = 13,      // see encode_input_description (optional)
+  kPrivacyBudget = 14,         // DP-SGD's spent budget with its own keyed check (optional; daemon/privacy_budget.h)
 };
 
 // The input description's own format version: a reader leaves a newer one's description empty.
@@ -214,6 +215,8 @@ std::vector<PendingSection> layout(const CheckpointView& data) {
     sections.push_back(
         {Section::kInputDescription, "input_description", encode_input_description(data.inputs), {}});
   }
+  if (!data.privacy_budget.empty())
+    sections.push_back({Section::kPrivacyBudget, "privacy_budget", {}, data.privacy_budget});
   return sections;
 }
 
@@ -282,6 +285,7 @@ CheckpointView Checkpoint::view() const {
   v.input_stddev = input_stddev;
   v.model_file = model_file;
   v.inputs = inputs;
+  v.privacy_budget = privacy_budget;
   return v;
 }
 
@@ -411,6 +415,7 @@ Checkpoint read_checkpoint_file(const std::filesystem::path& path,
           throw bad(std::string("input description section is malformed: ") + e.what());
         }
         break;
+      case Section::kPrivacyBudget: cp.privacy_budget.assign(payload, payload + payload_len); break;
       default: break;  // a section a newer writer added that this reader does not need
     }
   }

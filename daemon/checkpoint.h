@@ -67,6 +67,8 @@ struct CheckpointView {
   std::span<const float> input_stddev;  // model's inputs were given (CSV data); same size as input_mean
   std::string model_file;               // the model file's text, for a model not built into Meridian
   InputDescription inputs;              // small, so copied; written when not empty
+  // DP-SGD's spent budget, opaque here: its own record with its own check (daemon/privacy_budget.h).
+  std::span<const std::uint8_t> privacy_budget;
 };
 
 // What a reader returns: owns its data.
@@ -92,6 +94,7 @@ struct Checkpoint {
   std::vector<float> input_mean, input_stddev;
   std::string model_file;
   InputDescription inputs;  // empty in a file without the section
+  std::vector<std::uint8_t> privacy_budget;  // empty in a file without the section (a run without DP)
 
   // The optimizer state named `name`, or nullptr.
   const std::vector<float>* find_optimizer_state(const std::string& name) const;

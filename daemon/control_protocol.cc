@@ -68,6 +68,8 @@ void to_json(json& j, const StatusReport& r) {
   if (!r.notes.empty()) j["notes"] = r.notes;
   put_measured(j, "train_loss", r.train_loss);
   put_measured(j, "samples_per_second", r.samples_per_second);
+  put_measured(j, "dp_epsilon_spent", r.dp_epsilon_spent);
+  put_measured(j, "dp_epsilon_budget", r.dp_epsilon_budget);
   put_measured(j, "bytes_per_second", r.bytes_per_second);
   put_measured(j, "max_send_bytes_per_second", r.max_send_bytes_per_second);
   if (!r.shape.empty()) {
@@ -97,6 +99,8 @@ void from_json(const json& j, StatusReport& r) {
   j.at("staleness").get_to(r.staleness);
   r.push_sum_weight = number_from(j, "push_sum_weight");
   r.samples_per_second = measured_from(j, "samples_per_second");
+  r.dp_epsilon_spent = measured_from(j, "dp_epsilon_spent");
+  r.dp_epsilon_budget = measured_from(j, "dp_epsilon_budget");
   r.bytes_per_second = measured_from(j, "bytes_per_second");
   r.max_send_bytes_per_second = measured_from(j, "max_send_bytes_per_second");
   r.uptime_seconds = number_from(j, "uptime_seconds");

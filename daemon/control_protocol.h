@@ -47,6 +47,9 @@ struct StatusReport {
   // training); in JSON their keys are absent then, and null stands for NaN (a diverged loss).
   std::optional<double> train_loss;
   std::optional<double> test_accuracy;  // fraction in [0, 1]; none before the first evaluation
+  // DP-SGD (--dp-*): the ε spent so far at the run's δ, and the budget; none without DP (no JSON keys).
+  std::optional<double> dp_epsilon_spent;
+  std::optional<double> dp_epsilon_budget;
   int peers_alive = 0;                  // including this site
   int peers_known = 0;                  // including this site
   std::uint64_t view_id = 0;

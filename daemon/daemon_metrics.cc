@@ -18,6 +18,8 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
           registry_.gauge_once_measured("meridian_train_loss", "Training loss, averaged over recent local batches.")),
       test_accuracy(registry_.gauge_once_measured("meridian_test_accuracy",
                                                   "Test accuracy (fraction in [0, 1]) of the last evaluation.")),
+      dp_epsilon_spent(registry_.gauge_once_measured(
+          "meridian_dp_epsilon_spent", "DP-SGD: epsilon spent so far by this site's steps, at the run's delta.")),
       samples_per_second(
           registry_.gauge_once_measured("meridian_samples_per_second", "Local training samples per second.")),
       push_sum_weight(registry_.gauge("meridian_push_sum_weight", "Push-sum weight w of this site (sgp).")),
@@ -53,6 +55,11 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
           registry_.counter_family("meridian_peer_received_bytes_total", "Bytes received from the peer.", {"peer"})),
       rejected_messages(registry_.counter_family("meridian_rejected_messages_total",
                                                  "Incoming messages rejected by validation, by cause.", {"cause"})),
+      secure_aggregation(registry_.counter_family(
+          "meridian_secure_aggregation_total",
+          "Secure aggregation: values clipped or not finite, masked shares refused (malformed, stale, unmasked) "
+          "and sent, rounds abandoned.",
+          {"event"})),
       trainer_refusals(registry_.counter_family(
           "meridian_trainer_refusals_total",
           "Attached trainers or their messages refused (busy, other_user, bad_message, model, non_finite, silent, "

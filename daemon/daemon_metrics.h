@@ -6,7 +6,7 @@
 // until the run's rounds are agreed, ETA until its pace is measured), train_loss, test_accuracy, samples_per_second,
 // push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, peer_rtt_seconds{peer},
 // peer_sent_bytes_total{peer}, peer_received_bytes_total{peer}, rejected_messages_total{cause},
-// zap_denied_total, trainer_refusals_total{cause}, trainer_attached (--trainer attached),
+// zap_denied_total, secure_aggregation_total{event}, trainer_refusals_total{cause}, trainer_attached (--trainer attached),
 // checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds,
 // site_info{site,algorithm}, and for a shape chosen from the network (--delay auto, --tau auto;
 // daemon/algorithms/auto_shape.h; absent for a fixed shape): shape_delay_steps (dts D, diloco's
@@ -61,6 +61,7 @@ class DaemonMetrics {
   Gauge& eta_seconds;
   Gauge& train_loss;
   Gauge& test_accuracy;  // fraction in [0, 1] of the last evaluation
+  Gauge& dp_epsilon_spent;  // DP-SGD: ε spent so far at the run's δ; absent without DP
   Gauge& samples_per_second;
   Gauge& push_sum_weight;
   Gauge& staleness_steps;  // steps ahead of the oldest mixer message still expected
@@ -80,6 +81,8 @@ class DaemonMetrics {
   Family<Counter>& peer_sent_bytes;      // labels: peer
   Family<Counter>& peer_received_bytes;  // labels: peer
   Family<Counter>& rejected_messages;    // labels: cause (as named by the message validator)
+  // --secure-aggregation: labels: event (privacy/secure_aggregation_counters.h); absent without it.
+  Family<Counter>& secure_aggregation;
   // --trainer attached (daemon/trainer_channel.h): refusals of the trainer or its messages, by cause;
   // and 1 while a trainer is attached.
   Family<Counter>& trainer_refusals;  // labels: cause

@@ -53,6 +53,24 @@ std::string algorithm_term(const SiteSettings& settings) {
   return algorithm;
 }
 
+// Masked and unmasked shares cannot meet in one sum: every site masks, or none does.
+peer::Term secure_aggregation_term(const SiteSettings& settings) {
+  return {"secure-aggregation", settings.options.secure_aggregation ? "on" : "off", {},
+          "give every site the same --secure-aggregation"};
+}
+
+// "DP-SGD epsilon 3, delta 1e-05, clip 1" (with "noise multiplier S" where it is given rather than
+// derived from each site's data), or "none": a site's guarantee is only as good as its federation's
+// agreement that every site clips and adds noise, so a site without DP never joins a DP federation.
+std::string privacy_term(const SiteConfig& c) {
+  if (!c.dp()) return "none";
+  std::string term = "DP-SGD";
+  if (c.dp_epsilon > 0) term += " epsilon " + number(c.dp_epsilon) + ",";
+  if (c.dp_noise_multiplier > 0) term += " noise multiplier " + number(c.dp_noise_multiplier) + ",";
+  term += " delta " + number(c.dp_delta) + ", clip " + number(c.dp_clip);
+  return term;
+}
+
 }  // namespace
 
 peer::FederationTerms federation_terms(const SiteSettings& settings, const models::Model& model,
@@ -75,14 +93,16 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
     terms.push_back({"columns", columns, {},
                      "every site needs the same columns (in any order); leave extra ones out with --ignore-columns"});
   }
-  // Sites that each derive their classes from their own labels differ when one lacks a class.
-  terms.push_back({"data", data_term(train), {},
-                   settings.class_names.empty() ? "give every site the full class list with --classes a,b,c" : ""});
+  // Sites that each derive their classes from their own labels differ when one lacks a class. The fix
+  // is named whether or not this site declared its list: the site it reaches may be the one that did not.
+  terms.push_back({"data", data_term(train), {}, "give every site the same full class list with --classes a,b,c"});
   terms.push_back({"normalization", models::data::describe_normalization(settings.normalization, train)});
   terms.push_back({"model", model.fingerprint(), model.summary()});
 
   const auto& o = settings.options;
   terms.push_back({"algorithm", algorithm_term(settings)});
+  terms.push_back(secure_aggregation_term(settings));
+  terms.push_back({"privacy", privacy_term(o), {}, "give every site the same --dp-* settings"});
 
   // Where optimizer state travels with the parameters, sites with different optimizers would mix
   // buffers of different meanings (or lengths): the optimizer is part of the terms there only.
@@ -103,7 +123,8 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
 peer::FederationTerms federation_terms(const SiteSettings& settings, const AttachedModel& model) {
   return {{"trainer", "attached"},
           {"model", model.fingerprint(), model.summary()},
-          {"algorithm", algorithm_term(settings)}};
+          {"algorithm", algorithm_term(settings)},
+          secure_aggregation_term(settings)};
 }
 
 }  // namespace meridian::daemon

@@ -9,6 +9,8 @@
 //              shown in refusals as its summary ("mlp 784-256-128-10 (235,146 parameters)")
 //   algorithm  the algorithm and its shape, as its start-up log line says it (daemon/algorithms/:
 //              D, P, tau, K, grid, exchange, compression), plus robust aggregation and its clip and trim
+//   secure-aggregation  on or off (--secure-aggregation: every site masks its shares, or none does)
+//   privacy    DP-SGD's settings (--dp-epsilon, --dp-noise-multiplier, --dp-delta, --dp-clip), or none
 //   optimizer  only where the algorithm puts optimizer state on the wire (its wire_limits: allreduce's
 //              re-average, dts with momentum), with its momentum
 // Thread-safety: a pure function.

@@ -38,7 +38,7 @@ void RunTrail::append_progress(const ProgressRecord& r) const {
 }
 
 void RunTrail::write_result(const RunResult& r) const {
-  const nlohmann::json doc = {{"site", r.site},
+  nlohmann::json doc = {{"site", r.site},
                               {"algo", r.algo},
                               {"steps", r.steps},
                               {"epochs", r.epochs},
@@ -57,6 +57,10 @@ void RunTrail::write_result(const RunResult& r) const {
                               {"loop_process_cpu_seconds", r.loop_process_cpu_seconds},
                               {"loop_minor_faults", r.loop_minor_faults},
                               {"completed", r.completed}};
+  if (r.dp_epsilon) {
+    doc["dp_epsilon"] = *r.dp_epsilon;
+    doc["dp_delta"] = r.dp_delta.value_or(0.0);
+  }
   write_atomically(result_file(), doc.dump(2) + "\n");
 }
 

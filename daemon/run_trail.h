@@ -54,6 +54,9 @@ struct RunResult {
   double loop_process_cpu_seconds = 0;
   std::uint64_t loop_minor_faults = 0;
   std::optional<double> test_accuracy;
+  // DP-SGD: the (ε, δ) spent by the run's steps; none without DP.
+  std::optional<double> dp_epsilon;
+  std::optional<double> dp_delta;
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
   std::uint64_t rounds_abandoned = 0;

@@ -148,7 +148,7 @@ const std::vector<OptionSpec>& shared_option_specs() {
   static const std::vector<OptionSpec> specs = [] {
     using C = SiteConfig;
     const std::string id = "Identity and network", data = "Data", model = "Model and optimizer", algo = "Algorithm",
-                      wan = "WAN emulation", ops = "Operations";
+                      wan = "WAN emulation", ops = "Operations", privacy = "Privacy";
     return std::vector<OptionSpec>{
         field(id, "name", "Name of this site, unique in the federation (letters, digits, '.', '_', '-')", &C::name),
         path_field(id, "key-dir", "Directory with this site's CurveZMQ key pair (create it with 'meridian keygen')",
@@ -287,10 +287,27 @@ const std::vector<OptionSpec>& shared_option_specs() {
               "With --robust-aggregation: values dropped at each end of every coordinate when a group has at least "
               "2*trim+1 sites (0 = clipping only)",
               &C::robust_trim),
+        field(algo, "secure-aggregation",
+              "Mask every share with pairwise secrets from the sites' CurveZMQ keys so that peers see only the "
+              "exact mean (allreduce, dts, dsync, diloco; every site of a federation must agree; docs/privacy.md)",
+              &C::secure_aggregation),
         field(algo, "byzantine-scale",
               "Fault injection for experiments: > 0 makes this site send random garbage this many times the RMS "
               "of its honest vectors (0 = honest)",
               &C::byzantine_scale),
+        field(privacy, "dp-epsilon",
+              "DP-SGD with this (epsilon, delta) budget: Poisson-sampled batches, per-example clipping and Gaussian "
+              "noise, the noise multiplier chosen from the budget, the data size, --batch and the run's length; "
+              "training stops before a step that would exceed it (0 = no DP-SGD; docs/privacy.md)",
+              &C::dp_epsilon),
+        field(privacy, "dp-delta", "DP-SGD: delta of the (epsilon, delta) guarantee, below 1 / the examples",
+              &C::dp_delta),
+        field(privacy, "dp-clip", "DP-SGD: each example's gradient is clipped to this L2 norm (required with DP-SGD)",
+              &C::dp_clip),
+        field(privacy, "dp-noise-multiplier",
+              "DP-SGD: the noise multiplier sigma given directly (noise std = sigma * clip) instead of from "
+              "--dp-epsilon, which is then only the budget (0 = from --dp-epsilon)",
+              &C::dp_noise_multiplier),
         field(wan, "wan", "Emulated links: \"\" (none) | world4 | latency=120ms,jitter=10ms,bandwidth=50mbit,loss=0.01",
               &C::wan),
         field(wan, "region", "With --wan world4: oregon | ohio | london | tokyo", &C::region),

@@ -124,9 +124,17 @@ struct SiteConfig {
   bool robust_aggregation = false;  // Byzantine-robust averages and push-sum receipts (gossip/robust_options.h)
   double robust_clip = 4.0;         // clip others' differences at this many times the own update scale; 0 = off
   int robust_trim = 1;              // trimmed mean drops this many values at each end; 0 = clip only
+  bool secure_aggregation = false;  // exact means over pairwise-masked fixed-point shares (privacy/)
   double byzantine_scale = 0;       // fault injection: > 0 makes this site send garbage of this RMS scale
   // The values of the options each algorithm declares for itself (daemon/algorithms/algorithm_option.h).
   algorithms::OptionValues algorithm_options;
+
+  // Privacy: DP-SGD (privacy/dp_sgd.h) is on when dp_epsilon or dp_noise_multiplier is > 0
+  double dp_epsilon = 0;           // ε budget; σ from it, the data size, batch and run length; 0 = none
+  double dp_delta = 1e-5;          // δ of the (ε, δ) guarantee
+  double dp_clip = 0;              // C: each example's gradient clipped to this L2 norm (required with DP)
+  double dp_noise_multiplier = 0;  // σ given directly instead of from dp_epsilon; 0 = from dp_epsilon
+  bool dp() const { return dp_epsilon > 0 || dp_noise_multiplier > 0; }
 
   // WAN emulation
   std::string wan;                             // "" (none) | world4 | latency=..,jitter=..,bandwidth=..,loss=..

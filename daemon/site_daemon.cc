@@ -20,6 +20,7 @@
 #include "models/device.h"
 #include "models/model_factory.h"
 #include "models/thread_policy.h"
+#include "privacy/secure_mean_mixer.h"
 
 namespace meridian::daemon {
 namespace {
@@ -51,7 +52,9 @@ void SiteDaemon::Impl::prepare() {
     throw SiteConfigError("invalid site configuration:\n  " + *problem);
   // The key pair and the roster too: a missing or unreadable one would otherwise show only after the
   // data has loaded. (A transport factory of the caller's, such as the in-memory network, needs neither.)
-  if (!config.insecure && !daemon_options.transport) identity = read_site_identity(config);
+  // Secure aggregation needs the key pair whatever the transport: its pair secrets come from it.
+  if (!config.insecure && (!daemon_options.transport || config.secure_aggregation))
+    identity = read_site_identity(config);
   run_lock = DirectoryLock::acquire(config.run_dir);
   const std::filesystem::path checkpoint_dir = config.checkpoint_dir_or_default();
   if (!config.checkpoint_dir.empty()) checkpoint_lock = DirectoryLock::acquire(checkpoint_dir);
@@ -85,8 +88,10 @@ void SiteDaemon::Impl::prepare() {
     model_file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   models::use_threads(*model, *backend, static_cast<std::size_t>(threads));
+  if (config.dp()) check_dp_model();
 
   load_checkpoint(model->fingerprint());
+  prepare_dp();
   make_metrics();
 }
 
@@ -184,6 +189,10 @@ void SiteDaemon::Impl::make_transport() {
   // What `meridian roster` changes (daemon/site_roster.cc); the transport read the same file.
   if (!config.insecure) {
     roster_in_force = peer::Roster::load(config.roster);
+    {
+      std::lock_guard lock(secure_roster_mu);
+      secure_roster = roster_in_force;
+    }
     reachability.set_roster(names_of(*roster_in_force));
   }
   min_sites = resolve_min_sites(config, roster_in_force ? &*roster_in_force : nullptr);
@@ -202,18 +211,41 @@ void SiteDaemon::Impl::communicate() {
   robust.clip_factor = config.robust_clip;
   robust.trim = static_cast<std::size_t>(config.robust_trim);
   gossip::AverageMixer averager(inbox, timeouts, gossip::RingOptions{}.max_piece, robust);
-  // The algorithm's own mixer (daemon/algorithms/), and whether it also takes the re-averages, which
-  // otherwise go to the exact ring.
-  const auto mixers = algo.make_mixers(algorithms::MixerContext{settings, inbox, timeouts, robust, averager});
-  gossip::Mixer* algorithm = mixers.mix;
+  // --secure-aggregation: every exact mean over the view, the re-averages included, is a masked one
+  // (privacy/secure_mean_mixer.h), so nothing unmasked leaves the site; the pair secrets come from
+  // this site's CurveZMQ key pair and the roster's public keys, and never leave it either.
+  std::optional<privacy::PairKeys> pair_keys;
+  std::optional<privacy::SecureMeanMixer> secure_mean;
   gossip::Mixer* exact = &averager;
+  if (config.secure_aggregation) {
+    if (!identity) throw error::InternalError("secure aggregation without this site's key pair");
+    pair_keys.emplace(identity->keys, [this](const std::string& name) -> std::optional<std::string> {
+      std::lock_guard lock(secure_roster_mu);
+      const auto* entry = secure_roster ? secure_roster->by_name(name) : nullptr;
+      if (entry == nullptr) return std::nullopt;
+      return entry->public_key;
+    });
+    secure_mean.emplace(inbox, *pair_keys, secure_counters, timeouts, privacy::SecureMeanMixer::whole_view(),
+                        privacy::kWholeViewDomain, privacy::SecureMeanMixer::Abandon::kRedo);
+    exact = &*secure_mean;
+    spdlog::info("secure aggregation: every mean over masked fixed-point shares, pair secrets from the CurveZMQ keys");
+  }
+  // The algorithm's own mixer (daemon/algorithms/), and whether it also takes the re-averages, which
+  // otherwise go to the exact mixer.
+  algorithms::MixerContext context{settings, inbox, timeouts, robust, *exact};
+  if (pair_keys) {
+    context.pair_keys = &*pair_keys;
+    context.secure_counters = &secure_counters;
+  }
+  const auto mixers = algo.make_mixers(context);
+  gossip::Mixer* algorithm = mixers.mix;
   // Fault injection (--byzantine-scale): this site's every contribution becomes garbage.
   std::optional<gossip::ByzantineMixer> byzantine_algorithm, byzantine_exact;
   if (config.byzantine_scale > 0) {
     spdlog::warn("--byzantine-scale {}: this site sends garbage to its peers (a fault-injection experiment)",
                  config.byzantine_scale);
     byzantine_algorithm.emplace(*algorithm, config.byzantine_scale, data_seed() ^ 0xb1ull);
-    byzantine_exact.emplace(averager, config.byzantine_scale, data_seed() ^ 0xb2ull);
+    byzantine_exact.emplace(*exact, config.byzantine_scale, data_seed() ^ 0xb2ull);
     algorithm = &*byzantine_algorithm;
     exact = &*byzantine_exact;
   }
@@ -236,6 +268,14 @@ void SiteDaemon::Impl::communicate() {
           Clock::now() + milliseconds(10));
       if (seen > 0) observed_round = seen;
     }
+  }
+  if (config.secure_aggregation) {
+    const auto& c = secure_counters;
+    spdlog::info(
+        "secure aggregation: {} masked shares sent; refused {} malformed, {} stale, {} unmasked; {} values "
+        "clipped, {} not finite",
+        c.shares_sent.load(), c.refused_malformed.load(), c.refused_stale.load(), c.refused_unmasked.load(),
+        c.clipped.load(), c.non_finite.load());
   }
 }
 

@@ -38,6 +38,8 @@
 #include "daemon/federation_view.h"
 #include "daemon/input_scaling_exchange.h"
 #include "daemon/metrics_server.h"
+#include "privacy/budget_record.h"
+#include "privacy/dp_sgd.h"
 #include "daemon/min_sites.h"
 #include "daemon/reachability.h"
 #include "daemon/run_plan.h"
@@ -54,6 +56,7 @@
 #include "models/model.h"
 #include "peer/federation_transport.h"
 #include "peer/roster.h"
+#include "privacy/secure_aggregation_counters.h"
 
 namespace meridian::daemon {
 
@@ -77,6 +80,8 @@ struct LiveStatus {
   RunPace pace;                              // the rounds done, noted as they go
   std::optional<double> train_loss;  // these three: none before the first progress report
   std::optional<double> test_accuracy;
+  std::optional<double> dp_epsilon_spent;  // DP-SGD only; budget in the settings
+  std::string dp_privacy_text;             // DP-SGD only: Impl::dp_spent_text()
   std::uint64_t staleness = 0;
   double push_sum_weight = 1;
   std::optional<double> samples_per_second;
@@ -137,6 +142,13 @@ struct SiteDaemon::Impl final : ControlHandler {
   // The run's first round once the trainer knows it (with run_end): what a joining site counts from.
   std::atomic<std::uint64_t> run_start{0};
   std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
+  // --secure-aggregation (privacy/): what the masked mixers count, and the roster their pair secrets
+  // look peers' keys up in (a copy of the roster in force, guarded by secure_roster_mu: the
+  // communication thread reads it, the control thread replaces it).
+  privacy::SecureAggregationCounters secure_counters;
+  std::mutex secure_roster_mu;
+  std::optional<peer::Roster> secure_roster;
+  std::array<std::uint64_t, privacy::kSecureAggregationEvents.size()> secure_reported{};  // control thread
   // Sites the view must hold before training starts, fixed at start (daemon/min_sites.h).
   MinSites min_sites;
   // Who reaches whom as far as this site knows (daemon/reachability.h): noted and shared by the
@@ -168,6 +180,20 @@ struct SiteDaemon::Impl final : ControlHandler {
   void load_checkpoint(const std::string& fingerprint);
   void make_metrics();
   void make_transport();
+
+  // --- DP-SGD (--dp-*; dp_training.cc) ---
+  // Refuses a model or backend that cannot clip per example, before anything else is set up for it.
+  void check_dp_model();
+  // Makes dp from the settings and the checkpoint's sealed budget (a resumed site keeps what it spent);
+  // throws error::UserError for a checkpoint whose budget is missing, altered, or from another setting.
+  void prepare_dp();
+  // The sealed budget record for a checkpoint of `round` (empty without DP); valid until the next call.
+  std::span<const std::uint8_t> sealed_budget(std::uint64_t round);
+  // "epsilon 1.23 of 3 spent (delta 1e-05, 120 steps)" for logs and the status page.
+  std::string dp_spent_text() const;
+  std::unique_ptr<privacy::DpSgd> dp;  // null without DP-SGD
+  std::unique_ptr<privacy::BudgetSeal> budget_seal;
+  std::vector<std::uint8_t> budget_bytes;
 
   // --- --trainer attached (attached_training.cc) ---
   bool attached_trainer() const { return config.trainer == "attached"; }

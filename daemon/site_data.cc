@@ -57,6 +57,13 @@ void refuse_unfilled_missing(const SiteData& data, const SiteConfig& config) {
   }
 }
 
+// "low, medium, high".
+std::string comma_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
 }  // namespace
 
 SiteData load_site_data(const SiteSettings& settings) {
@@ -158,7 +165,8 @@ std::string class_counts(const models::data::Dataset& data) {
   return out;
 }
 
-models::data::Dataset load_test_data(const SiteConfig& given, const models::data::Standardization& scaling) {
+models::data::Dataset load_test_data(const SiteConfig& given, const models::data::Standardization& scaling,
+                                     const InputDescription& trained) {
   SiteConfig config = given;
   const auto fold = models::data::fold_legacy_csv_names(config.train, config.test, config.train_csv, config.test_csv);
   if (!fold.problems.empty()) throw models::data::DataError(fold.problems.front());
@@ -193,9 +201,23 @@ models::data::Dataset load_test_data(const SiteConfig& given, const models::data
     } catch (const error::UserError& e) {
       throw models::data::DataError(e.what());
     }
-    const auto options = data_options(settings, {}, standardize);
-    if (config.train.empty()) return scaled(models::data::load_dataset(config.test, options));
-    return scaled(models::data::load_train_and_test(config.train, config.test, options).test);
+    if (settings.class_names.empty() && config.train.empty()) settings.class_names = trained.class_names;
+    auto options = data_options(settings, {}, standardize);
+    if (trained.table && config.train.empty() && settings.tabular.empty()) {
+      options.schema = trained.table;
+      options.schema_from = "the checkpoint's model";
+      if (config.label_column == SiteConfig{}.label_column) options.label_column = trained.table->label;
+    }
+    auto test = config.train.empty() ? models::data::load_dataset(config.test, options)
+                                     : models::data::load_train_and_test(config.train, config.test, options).test;
+    // Labels numbered in another order than the model's outputs would score a good model as a bad one.
+    if (!trained.class_names.empty() && !test.class_names.empty() && test.class_names != trained.class_names) {
+      throw models::data::DataError(
+          config.test + ": its class list (" + comma_list(test.class_names) +
+          ") is not the one the model was trained with (" + comma_list(trained.class_names) +
+          "), which gives the order of its outputs: leave out --classes and --train to use the model's list");
+    }
+    return scaled(std::move(test));
   }
   if (!config.train.empty()) throw models::data::DataError("--train " + config.train + " has no test set: give --test");
   const auto dataset = parse_dataset(config.dataset);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "daemon/checkpoint.h"
 #include "daemon/site_config.h"
 #include "models/data/dataset.h"
 #include "models/data/feature_moments.h"
@@ -51,10 +52,15 @@ std::string class_counts(const models::data::Dataset& data);
 // Loads only the test set: --test when given (read with --classes and --layout and, when --train is
 // given too, with the training data's class list), else that of `config`'s dataset (fashion-mnist /
 // idx: the t10k files). The old CSV options (--train-csv, --test-csv) are read as --train and --test
-// (models::data::fold_legacy_csv_names), with the deprecation warning printed. Scaled with `scaling` when it is not empty (a checkpoint's
-// input standardization), else as before checkpoints carried one: tables with the training file's
-// statistics, images not at all. Throws DataError, also when the data has no test set, `config.dataset`
-// names none of these, or `scaling` has another width than the data.
-models::data::Dataset load_test_data(const SiteConfig& config, const models::data::Standardization& scaling = {});
+// (models::data::fold_legacy_csv_names), with the deprecation warning printed. Scaled with `scaling`
+// when it is not empty (a checkpoint's input standardization), else as before checkpoints carried one:
+// tables with the training file's statistics, images not at all. `trained` is what the model was
+// trained on (a checkpoint's input description): a --test is labelled with its class list unless
+// --classes or --train is given, and a table is read with its schema (columns matched by name, its
+// ignored, category and label columns) unless --train or a table option is given. Throws DataError,
+// also when the data has no test set, `config.dataset` names none of these, `scaling` has another
+// width than the data, or the test data's class list is not the trained one.
+models::data::Dataset load_test_data(const SiteConfig& config, const models::data::Standardization& scaling = {},
+                                     const InputDescription& trained = {});
 
 }  // namespace meridian::daemon

@@ -136,6 +136,7 @@ void SiteDaemon::Impl::refresh_federation(std::set<std::string>& in_metrics) {
   {
     std::lock_guard lock(live_mu);
     if (live.total_steps) next.progress = format_run_progress(live.pace.progress(*live.total_steps));
+    if (live.dp_epsilon_spent) next.privacy = live.dp_privacy_text;
   }
   std::lock_guard lock(page_mu);
   page = std::move(next);

@@ -354,6 +354,21 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
       only_for_declaring(*option);
   }
   at_least("robust-trim", c.robust_trim, 0);
+  if (c.secure_aggregation) {
+    // Push-sum shares are weighted and forwarded, not summed once over a round: pairwise masks would
+    // not cancel in them (docs/privacy.md). local sends nothing, so there is nothing to mask, and
+    // simulate can run it beside the others.
+    if (algorithm != nullptr && algorithm->communicates() && !algorithm->takes_exact_means())
+      problem("secure-aggregation", "applies to " +
+                                        readers([](const algorithms::Algorithm& a) { return a.takes_exact_means(); }) +
+                                        " only, whose rounds take an exact mean (this site runs " + c.algo + ")");
+    if (c.insecure)
+      problem("secure-aggregation", "needs the CurveZMQ keys its pair secrets come from; drop --insecure");
+    if (c.robust_aggregation)
+      problem("secure-aggregation", "cannot be combined with --robust-aggregation, which needs each site's values");
+    if (c.compression != "none")
+      problem("secure-aggregation", "sends dense fixed-point shares; use --compression none");
+  }
   if (!(std::isfinite(c.robust_clip) && c.robust_clip >= 0)) problem("robust-clip", "must be 0 (off) or positive");
   if (!(std::isfinite(c.byzantine_scale) && c.byzantine_scale >= 0))
     problem("byzantine-scale", "must be 0 (an honest site) or positive");
@@ -434,6 +449,23 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
     problem("trainer", "'" + c.trainer + "' is not builtin or attached");
   else if (c.trainer == "attached" && algorithm != nullptr)
     if (auto text = attached_support_problem(settings); !text.empty()) problem("trainer", text);
+
+  // DP-SGD. Whether the model can clip per example (no batch norm) and the backend is the CPU's is
+  // known once the model is built: the daemon refuses those before it joins (site_daemon.cc).
+  if (!(std::isfinite(c.dp_epsilon) && c.dp_epsilon >= 0)) problem("dp-epsilon", "must be 0 (no DP-SGD) or positive");
+  if (!(std::isfinite(c.dp_noise_multiplier) && c.dp_noise_multiplier >= 0))
+    problem("dp-noise-multiplier", "must be 0 (from --dp-epsilon) or positive");
+  if (c.dp()) {
+    if (!(c.dp_delta > 0 && c.dp_delta < 1)) problem("dp-delta", "must lie between 0 and 1 (e.g. 1e-5)");
+    if (!(std::isfinite(c.dp_clip) && c.dp_clip > 0))
+      problem("dp-clip", "missing: DP-SGD clips each example's gradient to this norm; give a positive value (e.g. 1)");
+    if (c.trainer == "attached")
+      problem("trainer", "attached trainers compute their own gradients: DP-SGD (--dp-*) runs with the builtin trainer");
+    if (settings.device.kind == models::DeviceRequest::Kind::kCuda)
+      problem("device", "DP-SGD's per-example clipping runs on the CPU backend only; use --device cpu with --dp-*");
+  } else if (c.dp_clip != 0) {
+    problem("dp-clip", "applies with DP-SGD only: give --dp-epsilon or --dp-noise-multiplier");
+  }
 
   // What only the algorithm knows, on the options as parsed (one that did not parse holds its default),
   // then the ranges its own options declare.

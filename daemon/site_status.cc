@@ -41,6 +41,10 @@ StatusReport SiteDaemon::Impl::status() {
   }
   r.train_loss = live.train_loss;
   r.test_accuracy = live.test_accuracy;
+  if (config.dp()) {
+    r.dp_epsilon_spent = live.dp_epsilon_spent.value_or(0.0);
+    if (config.dp_epsilon > 0) r.dp_epsilon_budget = config.dp_epsilon;
+  }
   r.staleness = live.staleness;
   r.push_sum_weight = live.push_sum_weight;
   r.samples_per_second = live.samples_per_second;
@@ -120,6 +124,14 @@ void SiteDaemon::Impl::refresh_network_metrics(
     auto& counter = metrics->rejected_messages.with({std::string(peer::to_string(static_cast<peer::RejectCause>(c)))});
     if (rejected[c] > last_rejected[c]) counter.inc(static_cast<double>(rejected[c] - last_rejected[c]));
     last_rejected[c] = rejected[c];
+  }
+  if (config.secure_aggregation) {
+    const auto secure = secure_counters.snapshot();
+    for (std::size_t e = 0; e < secure.size(); ++e) {
+      auto& counter = metrics->secure_aggregation.with({std::string(privacy::kSecureAggregationEvents[e])});
+      if (secure[e] > secure_reported[e]) counter.inc(static_cast<double>(secure[e] - secure_reported[e]));
+      secure_reported[e] = secure[e];
+    }
   }
 }
 

@@ -138,6 +138,7 @@ std::string render_status_page(const StatusPage& page) {
        << "</style>\n</head>\n<body>\n"
        << "<h1>Meridian federation seen from " << escape(page.self) << " (" << escape(page.algorithm) << ")</h1>\n";
   if (!page.progress.empty()) html << "<p id=\"progress\">Run: " << escape(page.progress) << "</p>\n";
+  if (!page.privacy.empty()) html << "<p id=\"privacy\">Privacy (DP-SGD): " << escape(page.privacy) << "</p>\n";
   if (!page.notes.empty()) {
     html << "<ul id=\"notes\">\n";
     for (const auto& note : page.notes) html << "<li>" << escape(note) << "</li>\n";

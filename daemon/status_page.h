@@ -24,6 +24,7 @@ struct StatusPage {
   std::string algorithm;
   std::string progress;            // daemon/run_progress.h format_run_progress; empty before it is known
   std::vector<std::string> notes;  // StatusReport::notes
+  std::string privacy;  // DP-SGD's spent budget, "epsilon 1.2 of 3 spent (delta 1e-05, 800 steps)"; empty without DP
   std::vector<SiteRow> sites;
   std::vector<PeerReport> links;
   std::map<std::string, std::vector<CurvePoint>> curves;

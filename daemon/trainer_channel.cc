@@ -120,12 +120,14 @@ void TrainerChannel::accept_pending() {
 
 TrainerChannel::Received TrainerChannel::receive(Clock::time_point deadline, const StopCheck& stopped) {
   std::vector<char> buffer;
-  for (;;) {
+  for (bool looked = false;; looked = true) {
     if (stopped()) return {Received::Kind::kStopped, {}};
     const auto now = Clock::now();
-    if (now >= deadline) return {Received::Kind::kTimeout, {}};
+    // A deadline already past still looks once, without waiting: the site polls between rounds.
+    if (now >= deadline && looked) return {Received::Kind::kTimeout, {}};
     // Short slices, so that a stop is noticed soon whatever the deadline.
-    const auto slice = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(100));
+    const auto slice =
+        std::clamp<Clock::duration>(deadline - now, Clock::duration::zero(), std::chrono::milliseconds(100));
     pollfd fds[2] = {{listener_, POLLIN, 0}, {connection_, POLLIN, 0}};
     const int waited = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count());
     if (::poll(fds, connection_ >= 0 ? 2 : 1, waited) < 0 && errno != EINTR)

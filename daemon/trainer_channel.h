@@ -68,7 +68,7 @@ class TrainerChannel {
     std::string packet;
   };
   // The attached trainer's next packet; without one attached, the first connection of this user is
-  // attached first. Returns kTimeout at `deadline`, kStopped soon after `stopped()` turns true, kClosed when
+  // attached first. Returns kTimeout at `deadline` (one already past looks once, without waiting), kStopped soon after `stopped()` turns true, kClosed when
   // the trainer closed the channel (it is then detached). Other connections are refused meanwhile.
   Received receive(std::chrono::steady_clock::time_point deadline, const StopCheck& stopped);
   // Sends one packet to the attached trainer, with `fd` as ancillary data when it is not -1. Throws

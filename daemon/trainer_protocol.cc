@@ -74,6 +74,7 @@ const char* to_string(TrainerHook hook) {
   switch (hook) {
     case TrainerHook::kGradients: return "gradients";
     case TrainerHook::kParameters: return "parameters";
+    case TrainerHook::kUpdate: return "update";
   }
   return "parameters";
 }

@@ -6,11 +6,12 @@
 //     {"op": "hello", "version": 1, "steps": N, "tensors": [{"name": .., "shape": [..], "dtype": ..}, ..]}
 //     {"op": "step", "step": I, "loss": L}   the trainer's step I (0-based) is in the segment, as the
 //                                            welcome's hook says (gradients before the trainer's
-//                                            optimizer step, parameters after it); loss may be null
+//                                            optimizer step, parameters after it, gradients in place
+//                                            of it for "update"); loss may be null
 //     {"op": "pulled"}                       the parameters are in the segment, as asked
 //     {"op": "bye"}                          the trainer stops before the run's end
 //   site → trainer
-//     {"op": "welcome", "version": 1, "site": .., "algorithm": .., "hook": "gradients" | "parameters",
+//     {"op": "welcome", "version": 1, "site": .., "algorithm": .., "hook": "gradients" | "parameters" | "update",
 //      "parameters": N}                      with the segment's descriptor: parameters at float 0,
 //                                            gradients at float N
 //     {"op": "start", "steps": S, "restore": bool}   training starts; S steps to run; restore: copy the
@@ -57,10 +58,11 @@ struct TrainerMessage {
 // wrong type, another protocol version).
 TrainerMessage decode_trainer_message(const std::string& text);
 
-// What the trainer's segment carries at its step.
 // Where the exchange sits in the trainer's step: gradients before its optimizer step (in the
-// segment with the step message), or after it (parameters pulled when the site asks).
-enum class TrainerHook { kGradients, kParameters };
+// segment with the step message), after it (parameters pulled when the site asks), or in its place:
+// the gradients in the segment with the step message, and the site's update of the parameters back,
+// for an algorithm that is its own optimizer (dts); the trainer's optimizer does not step.
+enum class TrainerHook { kGradients, kParameters, kUpdate };
 const char* to_string(TrainerHook hook);
 
 std::string encode_welcome(const std::string& site, const std::string& algorithm, TrainerHook hook,

@@ -64,6 +64,7 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   v.inputs.feature_names = data.train.feature_names;
   v.inputs.class_names = data.train.class_names;
   v.inputs.table = data.train.table;
+  v.privacy_budget = sealed_budget(round);
   const auto status = store->write(v);
   for (const auto& w : status.warnings) spdlog::warn("{}", w);
   if (!status.ok) {
@@ -309,8 +310,11 @@ void SiteDaemon::Impl::train() {
 
   const std::size_t batch = static_cast<std::size_t>(config.batch);
   const std::size_t dim = data.train.dim;
-  std::vector<float> x(batch * dim);        // (batch, dim), reused every step
-  std::vector<std::int32_t> labels(batch);  // (batch)
+  // (batch, dim) and (batch), reused every step; a Poisson-sampled batch (DP-SGD) larger than any
+  // before grows them.
+  std::vector<float> x(batch * dim);
+  std::vector<std::int32_t> labels(batch);
+  bool budget_spent = false;
   // With --augment none a plain copy of the rows; load_site_data has already refused a table with it on.
   const models::data::ImageAugmentation augmentation(data.train, settings.augmentation, data_seed());
   const std::uint64_t eval_every =
@@ -371,12 +375,35 @@ void SiteDaemon::Impl::train() {
         if (const auto shape = algorithm->chosen_shape(); shape && shape != before) note_shape(*shape, before);
       }
     }
+    // Before the step, never after it: a step whose noisy gradient would take the privacy spent above
+    // the budget is not taken at all.
+    if (dp && !dp->next_step_within_budget()) {
+      spdlog::warn("round {}: DP-SGD budget reached: one more step would spend more than epsilon {}; training "
+                   "stops here with {}",
+                   k, *dp->options().epsilon_budget, dp_spent_text());
+      budget_spent = true;
+      break;
+    }
     const auto step_start = Clock::now();
     const auto waited_before = channel.trainer_waited();
-    // Batches never straddle epochs, so the position after next() names the batch's epoch.
-    const auto rows = order.next(batch);
-    augmentation.gather(rows, order.position().epoch, x.data(), labels.data());
-    const float loss = model->forward_backward(x.data(), labels.data(), rows.size());
+    // Batches never straddle epochs, so the position after next() names the batch's epoch. DP-SGD
+    // samples each step's rows itself (Poisson), its epochs counted in steps.
+    const auto rows = dp ? dp->sample() : order.next(batch);
+    const std::uint64_t data_epoch = dp ? (k - start_round) / data.steps_per_epoch : order.position().epoch;
+    if (rows.size() > labels.size()) {
+      x.resize(rows.size() * dim);
+      labels.resize(rows.size());
+    }
+    augmentation.gather(rows, data_epoch, x.data(), labels.data());
+    std::optional<float> step_loss;
+    if (dp) {
+      step_loss = dp->gradient(*model, x.data(), labels.data(), rows.size());
+      metrics->dp_epsilon_spent.set(dp->spent().epsilon);
+    } else {
+      step_loss = model->forward_backward(x.data(), labels.data(), rows.size());
+    }
+    // An empty Poisson batch has no loss; the last one stands in for the average.
+    const float loss = step_loss.value_or(have_loss ? static_cast<float>(loss_avg) : 0.0f);
     if (!std::isfinite(loss)) {
       throw error::UserError("training diverged at round " + std::to_string(k) + " (loss " + std::to_string(loss) +
                              "); try a smaller --lr");
@@ -469,6 +496,10 @@ void SiteDaemon::Impl::train() {
         std::lock_guard lock(live_mu);
         live.train_loss = loss_avg;
         live.test_accuracy = accuracy;
+        if (dp) {
+          live.dp_epsilon_spent = dp->spent().epsilon;
+          live.dp_privacy_text = dp_spent_text();
+        }
         live.staleness = algorithm->staleness();
         live.push_sum_weight = algorithm->push_sum_weight();
         live.samples_per_second = sps;
@@ -530,6 +561,10 @@ void SiteDaemon::Impl::train() {
   r.train_start =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - train_seconds;
   r.test_accuracy = accuracy;
+  if (dp) {
+    r.dp_epsilon = dp->spent().epsilon;
+    r.dp_delta = dp->options().delta;
+  }
   r.push_sum_weight = algorithm->push_sum_weight();
   r.bytes_sent = sent;
   r.bytes_received = received;
@@ -537,9 +572,16 @@ void SiteDaemon::Impl::train() {
   r.final_checkpoint = final_checkpoint;
   r.completed = completed;
   trail->write_result(r);
+  if (dp) {
+    metrics->dp_epsilon_spent.set(dp->spent().epsilon);
+    std::lock_guard lock(live_mu);
+    live.dp_epsilon_spent = dp->spent().epsilon;
+    live.dp_privacy_text = dp_spent_text();
+  }
+  if (dp) spdlog::info("DP-SGD: {}", dp_spent_text());
   if (!completed) {
-    spdlog::info("stopped at round {} ({} of {} steps); checkpoint {}; result {}", k, steps_done, steps_total,
-                 final_checkpoint, trail->result_file().string());
+    spdlog::info("stopped at round {} ({} of {} steps{}); checkpoint {}; result {}", k, steps_done, steps_total,
+                 budget_spent ? ", the privacy budget spent" : "", final_checkpoint, trail->result_file().string());
     fail_if_final_checkpoint_missing();
     return;
   }

@@ -64,7 +64,19 @@ void Conv2d::forward(Backend& backend, const float* in, float* out, std::size_t 
 void Conv2d::backward(Backend& backend, const float* in, const float*, const float* dout, float* din,
                       std::size_t batch) {
   reserve(backend, batch);
+  if (squared_norms_ != nullptr) {
+    norms_->add(backend, batch, in, dout, squared_norms_);
+    // The parameter gradients are not needed in this pass; only din is, and the first layer not even that.
+    if (din != nullptr) convolution_->backward(batch, in, dout, weight_.data(), nullptr, nullptr, din);
+    return;
+  }
   convolution_->backward(batch, in, dout, weight_.data(), weight_grad_.data(), bias_grad_.data(), din);
+}
+
+bool Conv2d::track_per_example_norms(double* squared_norms) {
+  if (squared_norms != nullptr && !norms_) norms_ = std::make_unique<ConvolutionNorms>(geometry_, out_channels_);
+  squared_norms_ = squared_norms;
+  return true;
 }
 
 }  // namespace meridian::models

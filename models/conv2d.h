@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "models/convolution.h"
-
 #include "models/layer.h"
+#include "models/per_example_norms.h"
 
 namespace meridian::models {
 
@@ -32,6 +32,7 @@ class Conv2d final : public Layer {
   void forward(Backend& backend, const float* in, float* out, std::size_t batch) override;
   void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                 std::size_t batch) override;
+  bool track_per_example_norms(double* squared_norms) override;
 
  private:
   Shape input_;
@@ -40,6 +41,8 @@ class Conv2d final : public Layer {
   InitScheme init_;
   std::span<float> weight_, bias_, weight_grad_, bias_grad_;  // (out_c, patch), (out_c)
   std::unique_ptr<Convolution> convolution_;  // the backend's, with its workspace; null before reserve()
+  double* squared_norms_ = nullptr;           // (batch) while tracking per-example norms
+  std::unique_ptr<ConvolutionNorms> norms_;   // made when tracking starts
 };
 
 }  // namespace meridian::models

@@ -21,7 +21,8 @@ class Convolution {
   // out = conv(in, weight) + bias.
   virtual void forward(std::size_t batch, const float* in, const float* weight, const float* bias, float* out) = 0;
   // Overwrites dweight and dbias with the gradients of the loss, and din (unless null) with the input
-  // gradient, from dout. `in` is the input of the last forward() (whose workspace it may reuse).
+  // gradient, from dout. dweight and dbias may both be null (then only din is computed) on a
+  // host-addressable backend. `in` is the input of the last forward() (whose workspace it may reuse).
   virtual void backward(std::size_t batch, const float* in, const float* dout, const float* weight, float* dweight,
                         float* dbias, float* din) = 0;
 };

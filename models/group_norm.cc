@@ -5,6 +5,7 @@
 
 #include "error/error.h"
 #include "models/number_text.h"
+#include "models/per_example_norms.h"
 
 namespace meridian::models {
 
@@ -46,8 +47,17 @@ void GroupNorm::forward(Backend& backend, const float* in, float* out, std::size
 
 void GroupNorm::backward(Backend& backend, const float* in, const float*, const float* dout, float* din,
                          std::size_t batch) {
+  // Tracking norms, the parameter gradients it writes on the way to din are overwritten by the next
+  // ordinary backward pass: they come in the same loop as din, at no extra cost.
+  if (squared_norms_ != nullptr)
+    add_group_norm_norms(layout(batch), groups_, in, dout, mean_.data(), inv_std_.data(), squared_norms_);
   backend.group_norm_backward(layout(batch), groups_, in, dout, gamma_.data(), mean_.data(), inv_std_.data(),
                               gamma_grad_.data(), beta_grad_.data(), din);
+}
+
+bool GroupNorm::track_per_example_norms(double* squared_norms) {
+  squared_norms_ = squared_norms;
+  return true;
 }
 
 }  // namespace meridian::models

@@ -26,6 +26,7 @@ class GroupNorm final : public Layer {
   void forward(Backend& backend, const float* in, float* out, std::size_t batch) override;
   void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                 std::size_t batch) override;
+  bool track_per_example_norms(double* squared_norms) override;
 
  private:
   ChannelLayout layout(std::size_t batch) const { return {batch, shape_.channels, shape_.height * shape_.width}; }
@@ -35,6 +36,7 @@ class GroupNorm final : public Layer {
   float eps_;
   std::span<float> gamma_, beta_, gamma_grad_, beta_grad_;  // (C) each
   BackendBuffer<float> mean_, inv_std_;                     // (batch, groups) of the last forward
+  double* squared_norms_ = nullptr;                         // (batch) while tracking per-example norms
 };
 
 }  // namespace meridian::models

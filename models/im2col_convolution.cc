@@ -33,13 +33,14 @@ void Im2colConvolution::backward(std::size_t batch, const float* /*in: its colum
   const std::size_t pixels = geometry_.out_height() * geometry_.out_width(), patch = geometry_.patch_size();
   const std::size_t in_size = geometry_.in_channels * geometry_.in_height * geometry_.in_width;
   const std::size_t out_size = out_channels_ * pixels;
-  backend_.sum_channels(batch, out_channels_, pixels, dout, dbias);
+  if (dbias != nullptr) backend_.sum_channels(batch, out_channels_, pixels, dout, dbias);
   for (std::size_t b = 0; b < batch; ++b) {
     const float* image_dout = dout + b * out_size;  // (out_c, pixels)
     const float* columns = columns_.data() + b * patch * pixels;
     // dW (out_c, patch) (+)= dout (out_c, pixels) · columnsᵀ (pixels, patch)
-    backend_.gemm(false, true, out_channels_, patch, pixels, 1.0f, image_dout, pixels, columns, pixels,
-                  b == 0 ? 0.0f : 1.0f, dweight, patch);
+    if (dweight != nullptr)
+      backend_.gemm(false, true, out_channels_, patch, pixels, 1.0f, image_dout, pixels, columns, pixels,
+                    b == 0 ? 0.0f : 1.0f, dweight, patch);
     if (din == nullptr) continue;
     // dcolumns (patch, pixels) = Wᵀ (patch, out_c) · dout (out_c, pixels)
     backend_.gemm(true, false, patch, pixels, out_channels_, 1.0f, weight, patch, image_dout, pixels, 0.0f,

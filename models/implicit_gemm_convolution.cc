@@ -191,8 +191,8 @@ void ImplicitGemmConvolution::backward(std::size_t batch, const float* /*in: its
   const std::size_t oh = g.out_height(), ow = g.out_width(), patch = g.patch_size(), k2 = g.kernel * g.kernel;
   const std::size_t in_size = g.in_channels * g.in_height * g.in_width, out_size = out_channels_ * oh * ow;
   const std::size_t padded_size = g.in_channels * stride_ * stride_ * phase_plane_;
-  backend_.sum_channels(batch, out_channels_, oh * ow, dout, dbias);
-  std::fill(dweight, dweight + out_channels_ * patch, 0.0f);
+  if (dbias != nullptr) backend_.sum_channels(batch, out_channels_, oh * ow, dout, dbias);
+  if (dweight != nullptr) std::fill(dweight, dweight + out_channels_ * patch, 0.0f);
   if (din != nullptr) {
     float* flipped = flipped_.data();
     if (same_) {
@@ -229,9 +229,10 @@ void ImplicitGemmConvolution::backward(std::size_t batch, const float* /*in: its
                       ow * sizeof(float));
     }
     // dW (out_c, patch) += Σ over the stack of dout (out_c, positions) · shifted phase planes (patch, positions)ᵀ
-    offset_gemm::multiply_transposed(offset_gemm::Stack{count, dout_size, padded_size}, out_channels_, reduction, patch,
-                                     dpadded_.data() + margin_ * width_ + margin_, dout_plane_,
-                                     padded_.data() + first * padded_size, input_offsets_.data(), dweight, patch);
+    if (dweight != nullptr)
+      offset_gemm::multiply_transposed(offset_gemm::Stack{count, dout_size, padded_size}, out_channels_, reduction,
+                                       patch, dpadded_.data() + margin_ * width_ + margin_, dout_plane_,
+                                       padded_.data() + first * padded_size, input_offsets_.data(), dweight, patch);
     if (din == nullptr) continue;
     for (std::size_t i = 0; i < count; ++i) {
       const float* dpadded = dpadded_.data() + i * dout_size;

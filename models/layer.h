@@ -59,6 +59,15 @@ class Layer {
   // din (batch, input) from dout (batch, output). in/out are the values of the last forward().
   virtual void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                         std::size_t batch) = 0;
+
+  // Per-example gradient norms, for DP-SGD's clipping (models/per_example_norms.h). With `squared_norms`
+  // non-null, every later backward() adds to squared_norms[b] (batch entries, host memory) the squared
+  // norm of the gradient of this layer's parameters due to example b alone, row b of dout being that
+  // example's own output gradient; it computes din as usual and may leave the parameter gradients
+  // unwritten. Null restores ordinary backward passes. Host-addressable backends only. Returns false,
+  // changing nothing, when the layer has parameters whose per-example gradients it cannot separate
+  // (batch norm: its batch statistics mix the examples of a batch).
+  virtual bool track_per_example_norms(double* squared_norms) { return parameter_count() == 0; }
 };
 
 }  // namespace meridian::models

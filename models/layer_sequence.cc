@@ -106,4 +106,13 @@ void LayerSequence::backward(Backend& backend, const float* in, const float* out
   }
 }
 
+bool LayerSequence::track_per_example_norms(double* squared_norms) {
+  for (auto& layer : layers_) {
+    if (layer->track_per_example_norms(squared_norms)) continue;
+    for (auto& other : layers_) other->track_per_example_norms(nullptr);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace meridian::models

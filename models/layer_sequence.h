@@ -33,6 +33,8 @@ class LayerSequence final : public Layer {
   void forward(Backend& backend, const float* in, float* out, std::size_t batch) override;
   void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                 std::size_t batch) override;
+  // True when every layer tracks; otherwise none does.
+  bool track_per_example_norms(double* squared_norms) override;
 
   std::size_t size() const { return layers_.size(); }
   const Layer& layer(std::size_t i) const { return *layers_.at(i); }

@@ -1,6 +1,7 @@
 #include "models/linear.h"
 
 #include "models/checked_size.h"
+#include "models/per_example_norms.h"
 
 namespace meridian::models {
 
@@ -33,12 +34,21 @@ void Linear::forward(Backend& backend, const float* in, float* out, std::size_t 
 
 void Linear::backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                       std::size_t batch) {
-  // dW (out, in) = doutᵀ (out, batch) · in (batch, in); db = column sums of dout.
-  backend.gemm(true, false, out_, in_, batch, 1.0f, dout, out_, in, in_, 0.0f, weight_grad_.data(), in_);
-  backend.sum(batch, out_, dout, false, bias_grad_.data());
+  if (squared_norms_ != nullptr) {
+    add_linear_norms(batch, in_, out_, in, dout, squared_norms_);
+  } else {
+    // dW (out, in) = doutᵀ (out, batch) · in (batch, in); db = column sums of dout.
+    backend.gemm(true, false, out_, in_, batch, 1.0f, dout, out_, in, in_, 0.0f, weight_grad_.data(), in_);
+    backend.sum(batch, out_, dout, false, bias_grad_.data());
+  }
   // din (batch, in) = dout (batch, out) · W (out, in).
   if (din != nullptr)
     backend.gemm(false, false, batch, in_, out_, 1.0f, dout, out_, weight_.data(), in_, 0.0f, din, in_);
+}
+
+bool Linear::track_per_example_norms(double* squared_norms) {
+  squared_norms_ = squared_norms;
+  return true;
 }
 
 }  // namespace meridian::models

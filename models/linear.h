@@ -20,11 +20,13 @@ class Linear final : public Layer {
   void forward(Backend& backend, const float* in, float* out, std::size_t batch) override;
   void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                 std::size_t batch) override;
+  bool track_per_example_norms(double* squared_norms) override;
 
  private:
   std::size_t in_, out_;
   InitScheme init_;
   std::span<float> weight_, bias_, weight_grad_, bias_grad_;  // (out, in), (out)
+  double* squared_norms_ = nullptr;                          // (batch) while tracking per-example norms
 };
 
 }  // namespace meridian::models

@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -191,6 +192,11 @@ float Model::forward_backward(Replica& replica, const float* x, const std::int32
   set_training(replica, true);
   const float* logits = forward(replica, x, batch);
   const float loss = backend_->softmax_cross_entropy(batch, classes_, logits, labels, replica.grad_a.data());
+  backward(replica, x, batch);
+  return loss;
+}
+
+void Model::backward(Replica& replica, const float* x, std::size_t batch) {
   float* dout = replica.grad_a.data();
   float* din = replica.grad_b.data();
   for (std::size_t i = replica.layers.size(); i-- > 0;) {
@@ -199,7 +205,75 @@ float Model::forward_backward(Replica& replica, const float* x, const std::int32
     replica.layers[i]->backward(*backend_, in, replica.activations[i].data(), dout, i == 0 ? nullptr : din, batch);
     std::swap(dout, din);
   }
+}
+
+std::optional<std::string> Model::per_example_obstacle() {
+  if (!backend_->host_addressable())
+    return "per-example gradient clipping runs on the CPU backend only, not on " + backend_->name();
+  for (std::size_t i = 0; i < layer_count(); ++i) {
+    // Asking to stop tracking answers whether the layer can track at all, and changes nothing.
+    if (replicas_[0].layers[i]->track_per_example_norms(nullptr)) continue;
+    return "layer " + std::to_string(i) + " (" + layer(i).describe() +
+           ") normalizes with statistics of the whole batch, so no example's gradient stands on its own; "
+           "use group normalization (GroupNorm: group_norm in a --model-file) instead of batch norm";
+  }
+  return std::nullopt;
+}
+
+float Model::clipped_gradient_sum(Replica& replica, const float* x, const std::int32_t* labels, std::size_t batch,
+                                  float clip) {
+  set_training(replica, true);
+  const float* logits = forward(replica, x, batch);
+  const float loss = backend_->softmax_cross_entropy(batch, classes_, logits, labels, replica.grad_a.data());
+  // The loss's gradient is that of the mean: row b times the batch size is example b's own.
+  const std::size_t n = batch * classes_;
+  replica.example_dlogits.resize(n);
+  replica.squared_norms.assign(batch, 0.0);
+  float* dlogits = replica.grad_a.data();
+  for (std::size_t i = 0; i < n; ++i) replica.example_dlogits[i] = dlogits[i] * static_cast<float>(batch);
+  std::copy(replica.example_dlogits.begin(), replica.example_dlogits.end(), dlogits);
+  for (auto& layer : replica.layers) (void)layer->track_per_example_norms(replica.squared_norms.data());
+  backward(replica, x, batch);
+  for (auto& layer : replica.layers) (void)layer->track_per_example_norms(nullptr);
+  // Second pass: example b's output gradient times min(1, C/‖g_b‖) gives Σ_b of the clipped gradients.
+  for (std::size_t b = 0; b < batch; ++b) {
+    const double norm = std::sqrt(replica.squared_norms[b]);
+    const float factor = norm > clip ? static_cast<float>(clip / norm) : 1.0f;
+    for (std::size_t c = 0; c < classes_; ++c)
+      dlogits[b * classes_ + c] = replica.example_dlogits[b * classes_ + c] * factor;
+  }
+  backward(replica, x, batch);
   return loss;
+}
+
+float Model::clipped_gradient_sum(const float* x, const std::int32_t* labels, std::size_t batch, float clip) {
+  if (batch == 0) throw error::InternalError("model " + kind_ + ": empty batch");
+  if (!(clip > 0.0f) || !std::isfinite(clip))
+    throw error::InternalError("model " + kind_ + ": clip " + std::to_string(clip) + " is not a positive number");
+  if (const auto obstacle = per_example_obstacle()) throw error::UserError("model " + kind_ + ": " + *obstacle);
+  const std::size_t parts = std::min(replicas_.size(), batch / 2);
+  if (parts <= 1) return clipped_gradient_sum(replicas_[0], x, labels, batch, clip);
+  auto first = [&](std::size_t r) { return batch * r / parts; };
+  const std::size_t dim = input_size();
+  pool_->run([&](std::size_t r) {
+    if (r >= parts) return;
+    const std::size_t begin = first(r), rows = first(r + 1) - begin;
+    replicas_[r].loss = clipped_gradient_sum(replicas_[r], x + begin * dim, labels + begin, rows, clip);
+  });
+  // Sums, not means: gradients = Σ_r gradients_r, each thread adding up one slice of the buffer.
+  const std::size_t n = gradients_.size();
+  pool_->run([&](std::size_t t) {
+    const std::size_t lo = n * t / replicas_.size(), hi = n * (t + 1) / replicas_.size();
+    float* gradients = gradients_.data();
+    for (std::size_t r = 1; r < parts; ++r) {
+      const float* g = replicas_[r].gradients.data();
+      for (std::size_t i = lo; i < hi; ++i) gradients[i] += g[i];
+    }
+  });
+  double loss = 0.0;
+  for (std::size_t r = 0; r < parts; ++r)
+    loss += static_cast<double>(replicas_[r].loss) * static_cast<double>(first(r + 1) - first(r));
+  return static_cast<float>(loss / static_cast<double>(batch));
 }
 
 const float* Model::stage_input(const float* x, std::size_t batch) {

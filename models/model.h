@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -98,6 +99,20 @@ class Model {
   // Throws = 0, std::out_of_range for a bad label=error::InternalError for batch == 0, error::UserError for a bad
   // label== 0, std::out_of_range for a bad label.
   float forward_backward(const float* x, const std::int32_t* labels, std::size_t batch);
+  // DP-SGD's per-example clipping (Abadi et al. 2016): overwrites gradients() with
+  // Σ_b min(1, clip/‖g_b‖)·g_b, g_b being the gradient of example b's own loss (the sum over the batch,
+  // not the mean), and returns the mean loss. x and labels as forward_backward(). One forward and two
+  // backward passes: the first backward gathers every example's gradient norm from the layers' inputs
+  // and output gradients (models/per_example_norms.h) without forming per-example gradients; the second
+  // computes the sum with each example's output gradient scaled by its factor, which is exact because
+  // the parameter gradients are linear in the output gradient. With threads, each thread clips its own
+  // rows and the sums add up. Reuses its buffers: a step at or below the largest batch seen allocates
+  // nothing. Throws error::UserError when per_example_obstacle() names one, error::InternalError for
+  // batch == 0 or a clip that is not positive and finite.
+  float clipped_gradient_sum(const float* x, const std::int32_t* labels, std::size_t batch, float clip);
+  // Why clipped_gradient_sum() cannot run on this model, or nullopt when it can: a backend that is not
+  // host-addressable, or a layer whose gradients mix the examples of a batch (batch norm).
+  std::optional<std::string> per_example_obstacle();
   // Logits (batch, classes) for x (batch, input_size, host memory), in backend memory; the pointer is
   // valid until the next call.
   const float* forward(const float* x, std::size_t batch);
@@ -145,12 +160,18 @@ class Model {
     std::vector<BackendBuffer<float>> activations;  // activations[i] = output of layer i, (batch, out_i)
     BackendBuffer<float> grad_a, grad_b;            // ping-pong activation gradients, (batch, widest layer)
     float loss = 0.0f;
+    std::vector<float> example_dlogits;  // (batch, classes): each example's own loss gradient, clipping
+    std::vector<double> squared_norms;   // (batch): each example's squared gradient norm, clipping
   };
 
   void reserve(Replica& replica, std::size_t batch);
   void set_training(Replica& replica, bool training);
   const float* forward(Replica& replica, const float* x, std::size_t batch);
   float forward_backward(Replica& replica, const float* x, const std::int32_t* labels, std::size_t batch);
+  // The backward pass from replica.grad_a (batch, classes) through every layer.
+  void backward(Replica& replica, const float* x, std::size_t batch);
+  float clipped_gradient_sum(Replica& replica, const float* x, const std::int32_t* labels, std::size_t batch,
+                             float clip);
   // x and labels in backend memory: the host pointers themselves on a host-addressable backend, else
   // uploaded into input_ and labels_.
   const float* stage_input(const float* x, std::size_t batch);

@@ -100,4 +100,14 @@ void ResidualBlock::backward(Backend& backend, const float* in, const float*, co
   }
 }
 
+// Both branches see the same dout, so example b's squared norm is the sum of theirs.
+bool ResidualBlock::track_per_example_norms(double* squared_norms) {
+  if (!body_->track_per_example_norms(squared_norms)) return false;
+  if (shortcut_ && !shortcut_->track_per_example_norms(squared_norms)) {
+    body_->track_per_example_norms(nullptr);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace meridian::models

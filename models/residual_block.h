@@ -33,6 +33,8 @@ class ResidualBlock final : public Layer {
   void forward(Backend& backend, const float* in, float* out, std::size_t batch) override;
   void backward(Backend& backend, const float* in, const float* out, const float* dout, float* din,
                 std::size_t batch) override;
+  // True when the body and the shortcut track; otherwise neither does.
+  bool track_per_example_norms(double* squared_norms) override;
 
  private:
   std::unique_ptr<LayerSequence> body_, shortcut_;

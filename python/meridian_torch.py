@@ -54,6 +54,15 @@ def _number(column: str, field: str) -> float:
     return value
 
 
+def _without_byte_order_mark(row: Row) -> Row:
+    """The row with a UTF-8 byte order mark taken off its column names: a spreadsheet's CSV starts with
+    one, which csv.DictReader keeps in the first column's name unless the file is opened with
+    encoding="utf-8-sig", and which Meridian's reader skips."""
+    if not any(name.startswith("\ufeff") for name in row):
+        return row
+    return {name.lstrip("\ufeff"): field for name, field in row.items()}
+
+
 def read_safetensors(path: str):
     """Returns (tensors, metadata) of a safetensors file: {name: numpy array}, {key: string}."""
     with open(path, "rb") as f:
@@ -222,6 +231,7 @@ class MeridianModel(nn.Module):
         known = {c["name"] for c in numeric} | {c["name"] for c in categorical} | skip
         encoded = []
         for row in rows:
+            row = _without_byte_order_mark(row)
             unknown = sorted(set(row) - known)
             if unknown:
                 raise ValueError(f"unknown column(s) {unknown}: the model knows {sorted(known)}")

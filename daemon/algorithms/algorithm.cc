@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "error/error.h"
 #include "gossip/direct_mean_mixer.h"
 #include "gossip/push_sum_mixer.h"
 
@@ -22,6 +23,10 @@ std::uint64_t Algorithm::view_change_reach(const SiteSettings& settings) const {
   // An automatic overlap stays within the period (diloco's τ <= H).
   if (delay_is_auto(settings)) return 2 * period;
   return static_cast<std::uint64_t>(std::max(settings.options.delay, 0)) + period;
+}
+
+std::unique_ptr<AttachedTrainer> Algorithm::make_attached_trainer(const AttachedContext&) const {
+  throw error::InternalError("--algo " + std::string(name()) + " has no attached trainer side");
 }
 
 MixerSet Algorithm::make_mixers(const MixerContext& context) const {
@@ -48,7 +53,7 @@ std::string describe_exchange(const SiteSettings& settings) {
 MixerSet exact_mean_mixers(const MixerContext& context) {
   MixerSet set;
   const auto max_sites = direct_exchange_max_sites(context.settings);
-  if (max_sites == 0) {
+  if (max_sites == 0 || context.pair_keys != nullptr) {
     set.mix = &context.exact;
     return set;
   }

@@ -10,7 +10,9 @@
 //     communication thread (make_mixers);
 //   - what it puts on the wire (wire_limits: the tensor lengths a receiver accepts) and the buffers a
 //     site warms for it (buffer_sizes);
-//   - its checkpoint sections: the trainer's checkpoint_*() and restore() say which it writes and reads.
+//   - its checkpoint sections: the trainer's checkpoint_*() and restore() say which it writes and reads;
+//   - how it exchanges with an attached trainer (attached_hook, make_attached_trainer;
+//     daemon/attached_trainer.h), on the same gossip/ rule as its built-in trainer side.
 // daemon/algorithms/registry.cc lists the algorithms, one line each; docs/design.md ("What an algorithm
 // implements") and docs/algorithms.md ("Adding an algorithm") say what a new one implements.
 //
@@ -23,12 +25,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "daemon/algorithms/algorithm_option.h"
+#include "daemon/attached_trainer.h"
 #include "daemon/site_config.h"
 #include "daemon/trainer_algorithm.h"
 #include "gossip/algorithm.h"
@@ -40,6 +44,8 @@
 #include "gossip/tensor_codec.h"
 #include "models/lr_schedule.h"
 #include "models/model.h"
+#include "privacy/pair_keys.h"
+#include "privacy/secure_aggregation_counters.h"
 
 namespace meridian::daemon::algorithms {
 
@@ -66,7 +72,12 @@ struct MixerContext {
   gossip::Inbox& inbox;
   gossip::RoundTimeouts timeouts;
   gossip::RobustOptions robust;
-  gossip::Mixer& exact;  // the ring all-reduce over the view (gossip/average_mixer.h), which always exists
+  gossip::Mixer& exact;  // the ring all-reduce over the view (gossip/average_mixer.h), which always exists;
+                         // with secure aggregation, the masked mean over the view instead
+  // With --secure-aggregation: this site's pair secrets and its counters, for an algorithm that makes
+  // masked mixers of its own (dsync's groups); null otherwise.
+  privacy::PairKeys* pair_keys = nullptr;
+  privacy::SecureAggregationCounters* secure_counters = nullptr;
 };
 
 // The mixer an algorithm's rounds run on. `owned` holds it unless it is the context's exact mixer.
@@ -142,10 +153,25 @@ class Algorithm {
   }
   // On the communication thread. The default: every round on the exact mixer.
   virtual MixerSet make_mixers(const MixerContext& context) const;
+  // Whether every round takes an exact mean over a group (a sum of one share per member), which
+  // secure aggregation can mask (--secure-aggregation, privacy/secure_mean_mixer.h); false for push-sum
+  // and for an algorithm that does not communicate.
+  virtual bool takes_exact_means() const { return false; }
 
   // --- training ---
   // Its trainer side, for settings check() accepted.
   virtual std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const = 0;
+
+  // --- an attached trainer (`--trainer attached`, daemon/attached_trainer.h) ---
+  // Where the exchange with a trainer process sits in its step: kGradients before the trainer's
+  // optimizer step, kParameters after it, kUpdate in its place (the algorithm is its own optimizer, as
+  // dts). nullopt: the algorithm does not run attached (the configuration refuses it, naming those
+  // that do). The default: nullopt.
+  virtual std::optional<TrainerHook> attached_hook() const { return std::nullopt; }
+  // Its trainer side for an attached trainer, on the shared segment, running the same gossip/ rule as
+  // make_trainer's; for an algorithm whose attached_hook() is set (the default throws
+  // error::InternalError).
+  virtual std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) const;
 };
 
 // The shared options only some algorithms read, each a field of SiteConfig named by its long option
@@ -174,7 +200,7 @@ inline constexpr std::size_t kAutoDirectMaxSites = 8;
 std::string describe_exchange(const SiteSettings& settings);
 
 // Their mixers: the exact ring, or a DirectMeanMixer when some views exchange directly (it hands larger
-// views to the ring). The direct exchange re-averages in its single crossing too, dense whatever the
+// views to the ring); with secure aggregation, the context's exact mixer, which is then the masked mean. The direct exchange re-averages in its single crossing too, dense whatever the
 // wire (the ring's 2(n − 1) crossings stall every trainer about 6x longer with 4 sites).
 MixerSet exact_mean_mixers(const MixerContext& context);
 

@@ -1,6 +1,7 @@
 #include "daemon/algorithms/allreduce.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "daemon/algorithms/optimizer_trainer.h"
 #include "gossip/synchronous_average.h"
@@ -70,9 +71,50 @@ class AllReduceTrainer final : public OptimizerTrainer {
   std::uint64_t abandoned_ = 0;
 };
 
+// The attached trainer side (daemon/attached_trainer.h): the trainer's gradients averaged in the
+// segment before its optimizer steps, as DistributedDataParallel does.
+class AttachedAllReduceTrainer final : public AttachedTrainer {
+ public:
+  explicit AttachedAllReduceTrainer(const AttachedContext& context)
+      : AttachedTrainer(context),
+        gradients_(context.gradients),
+        channel_(context.channel),
+        pull_(context.pull),
+        timeout_(mix_wait_timeout(context.settings)) {}
+
+  void step(std::uint64_t k, std::uint64_t) override {
+    const auto report = gossip::average_now(channel_, k, gradients_, timeout_);
+    abandoned_ += report.abandoned;
+    changes_.gradients = true;
+    // Every site sees the view change at the same round, so they all re-average here together, and
+    // the ring's all-gather leaves every site the same bits (a site back from a checkpoint included).
+    // The parameters are those before this step's update; the averaged gradient then moves every
+    // replica alike. The trainer's optimizer state is its own and is not re-averaged.
+    if (!have_view_ || report.view_id != view_id_) {
+      pull_();
+      const auto again = gossip::average_now(channel_, k, parameters_, timeout_, gossip::RoundTag::kReaverage);
+      abandoned_ += again.abandoned;
+      changes_.parameters = true;
+    }
+    have_view_ = true;
+    view_id_ = report.view_id;
+  }
+  std::uint64_t rounds_abandoned() const override { return abandoned_; }
+
+ private:
+  std::span<float> gradients_;
+  gossip::MixChannel& channel_;
+  std::function<void()> pull_;
+  std::chrono::milliseconds timeout_;
+  bool have_view_ = false;
+  std::uint64_t view_id_ = 0;
+  std::uint64_t abandoned_ = 0;
+};
+
 class AllReduce final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kAllReduce; }
+  bool takes_exact_means() const override { return true; }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     if (s.options.delay != 0) problems.push_back("--delay: allreduce has no delayed mixing (use dts, sgp or dsync)");
   }
@@ -86,6 +128,10 @@ class AllReduce final : public Algorithm {
   }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     return std::make_unique<AllReduceTrainer>(context);
+  }
+  std::optional<TrainerHook> attached_hook() const override { return TrainerHook::kGradients; }
+  std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) const override {
+    return std::make_unique<AttachedAllReduceTrainer>(context);
   }
 };
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -73,20 +74,26 @@ gossip::DilocoConfig diloco_config_of(const SiteSettings& s) {
 
 namespace {
 
-class DilocoTrainer final : public OptimizerTrainer {
+// What every trainer side of diloco and diloco-gossip shares, built-in or attached: gossip::Diloco on
+// the parameters it is given, the overlap chosen from the network (--delay auto), and the checkpoint
+// sections of the outer state.
+class DilocoRule {
  public:
-  DilocoTrainer(const TrainerContext& context, const gossip::DilocoConfig& config)
-      : OptimizerTrainer(context),
-        wire_(config.wire),
-        auto_(delay_is_auto(context.settings)),
+  DilocoRule(const SiteSettings& settings, const gossip::DilocoConfig& config, gossip::MixChannel& channel,
+             std::span<float> parameters, std::span<float> state)
+      : wire_(config.wire),
+        auto_(delay_is_auto(settings)),
         // A push-sum share (diloco-gossip) makes one crossing whatever the view's size.
         direct_max_sites_(config.outer_average == gossip::OuterAverage::kPushSum
                               ? std::numeric_limits<std::size_t>::max()
-                              : direct_exchange_max_sites(context.settings)),
-        fallback_(fallback_overlap(context.settings)),
-        diloco_(config, context.channel, mirror_.parameters(), mirror_.state()) {}
+                              : direct_exchange_max_sites(settings)),
+        fallback_(fallback_overlap(settings)),
+        diloco_(config, channel, parameters, state) {}
 
-  void adopt_view(std::uint64_t k, const peer::View& view) override {
+  gossip::Diloco& diloco() { return diloco_; }
+  const gossip::Diloco& diloco() const { return diloco_; }
+
+  void adopt_view(std::uint64_t k, const peer::View& view) {
     if (!auto_ || (shape_ && shape_->view_id == view.id)) return;
     // Exchanges in flight keep the overlap they started with (gossip/diloco.h); syncs from round k
     // on take the new one.
@@ -101,32 +108,10 @@ class DilocoTrainer final : public OptimizerTrainer {
     diloco_.set_overlap(tau);
     shape_ = ChosenShape{std::move(text), tau, 0, 0, view.pace, view.id, changed ? k : shape_->from_round};
   }
-  std::optional<ChosenShape> chosen_shape() const override { return shape_; }
+  const std::optional<ChosenShape>& chosen_shape() const { return shape_; }
 
-  void step(std::uint64_t k, std::uint64_t local_step) override {
-    optimizer_step(local_step);
-    // On a device the parameters come down and go back up only at the steps that sync or apply an
-    // exchange: every H/F steps, not every step.
-    const bool touches = diloco_.touches_parameters(k);
-    if (touches) {
-      mirror_.pull_parameters();
-      mirror_.pull_state();  // a re-average after a view change carries the normalization statistics
-    }
-    diloco_.after_step(k);
-    if (touches) {
-      mirror_.push_parameters();
-      mirror_.push_state();
-    }
-  }
-  void finish() override {
-    mirror_.pull_parameters();
-    diloco_.finish();
-    mirror_.push_parameters();
-  }
-  std::uint64_t staleness() const override { return diloco_.in_flight(); }
-  std::uint64_t rounds_abandoned() const override { return diloco_.abandoned_rounds(); }
-  std::vector<OptimizerSpan> checkpoint_state() const override {
-    auto sections = OptimizerTrainer::checkpoint_state();
+  // The outer state's sections, after `sections` (the trainer's own).
+  std::vector<OptimizerSpan> checkpoint_state(std::vector<OptimizerSpan> sections) const {
     for (auto& section : outer_state_sections(diloco_)) sections.push_back(std::move(section));
     if (diloco_.outer_average() == gossip::OuterAverage::kPushSum) {
       weight_[0] = static_cast<float>(diloco_.push_sum_weight());
@@ -139,8 +124,7 @@ class DilocoTrainer final : public OptimizerTrainer {
     }
     return sections;
   }
-  void restore(const Checkpoint& cp) override {
-    OptimizerTrainer::restore(cp);
+  void restore(const Checkpoint& cp) {
     restore_outer_state(cp, diloco_);
     if (const auto* weight = cp.find_optimizer_state(kWeightSection); weight != nullptr) {
       check_checkpoint_size(weight->size(), 1, kWeightSection);
@@ -187,6 +171,92 @@ class DilocoTrainer final : public OptimizerTrainer {
   // numerator); θ is no numerator.
   mutable std::array<float, 1> weight_{};
   mutable std::vector<float> residuals_;  // (n) the residuals a checkpoint writes, read at checkpoint_state()
+};
+
+class DilocoTrainer final : public OptimizerTrainer {
+ public:
+  DilocoTrainer(const TrainerContext& context, const gossip::DilocoConfig& config)
+      : OptimizerTrainer(context),
+        rule_(context.settings, config, context.channel, mirror_.parameters(), mirror_.state()),
+        diloco_(rule_.diloco()) {}
+
+  void adopt_view(std::uint64_t k, const peer::View& view) override { rule_.adopt_view(k, view); }
+  std::optional<ChosenShape> chosen_shape() const override { return rule_.chosen_shape(); }
+
+  void step(std::uint64_t k, std::uint64_t local_step) override {
+    optimizer_step(local_step);
+    // On a device the parameters come down and go back up only at the steps that sync or apply an
+    // exchange: every H/F steps, not every step.
+    const bool touches = diloco_.touches_parameters(k);
+    if (touches) {
+      mirror_.pull_parameters();
+      mirror_.pull_state();  // a re-average after a view change carries the normalization statistics
+    }
+    diloco_.after_step(k);
+    if (touches) {
+      mirror_.push_parameters();
+      mirror_.push_state();
+    }
+  }
+  void finish() override {
+    mirror_.pull_parameters();
+    diloco_.finish();
+    mirror_.push_parameters();
+  }
+  std::uint64_t staleness() const override { return diloco_.in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return diloco_.abandoned_rounds(); }
+  std::vector<OptimizerSpan> checkpoint_state() const override {
+    return rule_.checkpoint_state(OptimizerTrainer::checkpoint_state());
+  }
+  void restore(const Checkpoint& cp) override {
+    OptimizerTrainer::restore(cp);
+    rule_.restore(cp);
+  }
+
+ private:
+  DilocoRule rule_;
+  gossip::Diloco& diloco_;
+};
+
+// The attached trainer side (daemon/attached_trainer.h): the trainer's optimizer is the inner one; the
+// parameters cross only at the steps whose sync or exchange reads them (every H/F steps), and the
+// outer step runs on them in the segment.
+class AttachedDilocoTrainer final : public AttachedTrainer {
+ public:
+  AttachedDilocoTrainer(const AttachedContext& context, const gossip::DilocoConfig& config)
+      : AttachedTrainer(context),
+        pull_(context.pull),
+        rule_(context.settings, config, context.channel, context.parameters, {}),
+        diloco_(rule_.diloco()) {}
+
+  void adopt_view(std::uint64_t k, const peer::View& view) override { rule_.adopt_view(k, view); }
+  std::optional<ChosenShape> chosen_shape() const override { return rule_.chosen_shape(); }
+  void step(std::uint64_t k, std::uint64_t) override {
+    if (!diloco_.touches_parameters(k)) {
+      diloco_.after_step(k);
+      return;
+    }
+    pull_();
+    diloco_.after_step(k);
+    changes_.parameters = true;
+  }
+  void finish() override {
+    pull_();
+    diloco_.finish();
+    changes_.parameters = true;
+  }
+  std::uint64_t staleness() const override { return diloco_.in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return diloco_.abandoned_rounds(); }
+  std::vector<OptimizerSpan> checkpoint_state() const override { return rule_.checkpoint_state({}); }
+  void restore(const Checkpoint& cp) override {
+    AttachedTrainer::restore(cp);
+    rule_.restore(cp);
+  }
+
+ private:
+  std::function<void()> pull_;
+  DilocoRule rule_;
+  gossip::Diloco& diloco_;
 };
 
 class Diloco final : public Algorithm {
@@ -236,8 +306,13 @@ class Diloco final : public Algorithm {
     return {2 * parameters, parameters};
   }
   MixerSet make_mixers(const MixerContext& c) const override { return exact_mean_mixers(c); }
+  bool takes_exact_means() const override { return true; }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     return make_diloco_trainer(context, diloco_config_of(context.settings));
+  }
+  std::optional<TrainerHook> attached_hook() const override { return TrainerHook::kParameters; }
+  std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) const override {
+    return make_attached_diloco_trainer(context, diloco_config_of(context.settings));
   }
 };
 
@@ -249,6 +324,11 @@ const AlgorithmOption& outer_momentum_option() { return kOuterMomentum; }
 std::unique_ptr<TrainerAlgorithm> make_diloco_trainer(const TrainerContext& context,
                                                       const gossip::DilocoConfig& config) {
   return std::make_unique<DilocoTrainer>(context, config);
+}
+
+std::unique_ptr<AttachedTrainer> make_attached_diloco_trainer(const AttachedContext& context,
+                                                              const gossip::DilocoConfig& config) {
+  return std::make_unique<AttachedDilocoTrainer>(context, config);
 }
 
 const Algorithm& diloco_algorithm() {

@@ -60,10 +60,19 @@ class DilocoGossip final : public Algorithm {
   // Push-sum waits for nobody: a returning site joins at the round its peers mix.
   bool peers_wait_for_rejoin() const override { return false; }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
-    gossip::DilocoConfig config = diloco_config_of(context.settings);
+    return make_diloco_trainer(context, gossip_config_of(context.settings));
+  }
+  std::optional<TrainerHook> attached_hook() const override { return TrainerHook::kParameters; }
+  std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) const override {
+    return make_attached_diloco_trainer(context, gossip_config_of(context.settings));
+  }
+
+ private:
+  static gossip::DilocoConfig gossip_config_of(const SiteSettings& settings) {
+    gossip::DilocoConfig config = diloco_config_of(settings);
     config.outer_average = gossip::OuterAverage::kPushSum;
     config.wire = {};  // the mixer compresses the shares
-    return make_diloco_trainer(context, config);
+    return config;
   }
 };
 

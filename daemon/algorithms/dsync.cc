@@ -1,13 +1,26 @@
 #include "daemon/algorithms/dsync.h"
 
+#include <functional>
+
 #include "daemon/algorithms/optimizer_trainer.h"
 #include "daemon/async_parameter_copy.h"
 #include "daemon/backend_parameters.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/group_mixer.h"
+#include "privacy/secure_mean_mixer.h"
 
 namespace meridian::daemon::algorithms {
 namespace {
+
+gossip::DelayedMixingConfig mixing_of(const SiteSettings& settings) {
+  const auto delay = static_cast<std::uint32_t>(settings.options.delay);
+  return gossip::DelayedMixingConfig{delay,
+                                     false,
+                                     gossip::stable_mix_step(delay),
+                                     static_cast<std::uint64_t>(settings.options.reaverage_every),
+                                     true,
+                                     mix_wait_timeout(settings)};
+}
 
 class DsyncTrainer final : public OptimizerTrainer {
  public:
@@ -38,15 +51,6 @@ class DsyncTrainer final : public OptimizerTrainer {
   std::uint64_t rounds_abandoned() const override { return mixing_.abandoned_rounds(); }
 
  private:
-  static gossip::DelayedMixingConfig mixing_of(const SiteSettings& settings) {
-    const auto delay = static_cast<std::uint32_t>(settings.options.delay);
-    return gossip::DelayedMixingConfig{delay,
-                                       false,
-                                       gossip::stable_mix_step(delay),
-                                       static_cast<std::uint64_t>(settings.options.reaverage_every),
-                                       true,
-                                       mix_wait_timeout(settings)};
-  }
   // The model's own host buffer on the CPU; on a device the parameters stay there, the snapshot is read
   // from it and the delayed compensation runs on it (daemon/backend_parameters.h).
   static std::unique_ptr<gossip::ParameterStore> parameter_store(models::Model& model) {
@@ -56,6 +60,33 @@ class DsyncTrainer final : public OptimizerTrainer {
   }
 
   std::unique_ptr<gossip::ParameterStore> store_;
+  gossip::DelayedMixing mixing_;
+};
+
+// The attached trainer side (daemon/attached_trainer.h): after the trainer's optimizer step the
+// parameters are pulled, and the group mean with its delayed compensation runs on them in the
+// segment, as DsyncTrainer does on the model.
+class AttachedDsyncTrainer final : public AttachedTrainer {
+ public:
+  explicit AttachedDsyncTrainer(const AttachedContext& context)
+      : AttachedTrainer(context),
+        pull_(context.pull),
+        mixing_(mixing_of(context.settings), context.channel, context.parameters) {}
+
+  void step(std::uint64_t k, std::uint64_t) override {
+    pull_();
+    mixing_.after_step(k);
+    changes_.parameters = true;
+  }
+  void finish() override {
+    mixing_.finish();
+    changes_.parameters = true;
+  }
+  std::uint64_t staleness() const override { return mixing_.in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return mixing_.abandoned_rounds(); }
+
+ private:
+  std::function<void()> pull_;
   gossip::DelayedMixing mixing_;
 };
 
@@ -77,14 +108,34 @@ class Dsync final : public Algorithm {
   BufferSizes buffer_sizes(const SiteSettings&, std::size_t parameters) const override {
     return {parameters, parameters};
   }
+  bool takes_exact_means() const override { return true; }
   MixerSet make_mixers(const MixerContext& c) const override {
     MixerSet set;
+    if (c.pair_keys != nullptr) {
+      // The masked mean within the step's group; a group that cannot finish keeps its values, as below.
+      const gossip::GridSpec grid = c.settings.grid;
+      auto group_of = [grid](const peer::View& view, std::size_t rank, std::uint64_t step) {
+        std::vector<std::string> members;
+        for (std::size_t r : gossip::group_at(gossip::group_grid_for(view.size(), grid), rank, step))
+          members.push_back(view.at(r));
+        return members;
+      };
+      set.owned =
+          std::make_unique<privacy::SecureMeanMixer>(c.inbox, *c.pair_keys, *c.secure_counters, c.timeouts, group_of,
+                                                     privacy::kGroupDomain, privacy::SecureMeanMixer::Abandon::kSkip);
+      set.mix = set.owned.get();
+      return set;
+    }
     set.owned = std::make_unique<gossip::GroupMixer>(c.inbox, c.timeouts, c.robust, c.settings.grid);
     set.mix = set.owned.get();
     return set;
   }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     return std::make_unique<DsyncTrainer>(context);
+  }
+  std::optional<TrainerHook> attached_hook() const override { return TrainerHook::kParameters; }
+  std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) const override {
+    return std::make_unique<AttachedDsyncTrainer>(context);
   }
 };
 

@@ -11,6 +11,13 @@ class LocalTrainer final : public OptimizerTrainer {
   void step(std::uint64_t, std::uint64_t local_step) override { optimizer_step(local_step); }
 };
 
+// Attached: the trainer's optimizer alone; the parameters cross only for checkpoints.
+class AttachedLocalTrainer final : public AttachedTrainer {
+ public:
+  explicit AttachedLocalTrainer(const AttachedContext& context) : AttachedTrainer(context) {}
+  void step(std::uint64_t, std::uint64_t) override {}
+};
+
 class Local final : public Algorithm {
  public:
   gossip::Algorithm id() const override { return gossip::Algorithm::kLocal; }
@@ -25,6 +32,10 @@ class Local final : public Algorithm {
   }
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     return std::make_unique<LocalTrainer>(context);
+  }
+  std::optional<TrainerHook> attached_hook() const override { return TrainerHook::kParameters; }
+  std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) const override {
+    return std::make_unique<AttachedLocalTrainer>(context);
   }
 };
 

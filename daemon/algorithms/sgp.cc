@@ -1,5 +1,7 @@
 #include "daemon/algorithms/sgp.h"
 
+#include <functional>
+
 #include "daemon/algorithms/optimizer_trainer.h"
 #include "daemon/backend_push_sum.h"
 #include "gossip/delayed_mixing.h"
@@ -100,6 +102,48 @@ class SgpTrainer final : public OptimizerTrainer {
   AutoTau auto_tau_;
 };
 
+// The attached trainer side (daemon/attached_trainer.h): the trainer's optimizer steps on z, the
+// de-biased model in the segment; after its step the parameters are pulled and push-sum takes the
+// displacement into the numerator, mixes, and writes the new z back, as SgpTrainer does on the model.
+class AttachedSgpTrainer final : public AttachedTrainer {
+ public:
+  explicit AttachedSgpTrainer(const AttachedContext& context)
+      : AttachedTrainer(context),
+        pull_(context.pull),
+        push_sum_(sgp_mixing(context.settings), context.channel, context.parameters, sgp_step_scale(context.settings)),
+        auto_tau_(context.settings) {}
+
+  void adopt_view(std::uint64_t k, const peer::View& view) override {
+    auto_tau_.adopt(k, view, push_sum_.step_scale());
+  }
+  std::optional<ChosenShape> chosen_shape() const override { return auto_tau_.shape(); }
+  void step(std::uint64_t k, std::uint64_t) override {
+    // step_in_place's z_before is x / w recomputed, bit for bit what the trainer copied out last
+    // (a float32 model copies it exactly).
+    pull_();
+    push_sum_.step_in_place(k);
+    changes_.parameters = true;
+  }
+  void finish() override {
+    push_sum_.finish();
+    changes_.parameters = true;
+  }
+  std::uint64_t staleness() const override { return push_sum_.mixing().in_flight(); }
+  std::uint64_t rounds_abandoned() const override { return push_sum_.mixing().abandoned_rounds(); }
+  std::span<const float> checkpoint_parameters() const override { return push_sum_.numerator(); }
+  double push_sum_weight() const override { return push_sum_.weight(); }
+  double push_sum_weight_average() const override { return push_sum_.weight_average(); }
+  void restore(const Checkpoint& cp) override {
+    check_checkpoint_size(cp.parameters.size(), parameters_.size(), "parameters");
+    push_sum_.restore(cp.parameters, cp.push_sum_weight, cp.push_sum_weight_average);
+  }
+
+ private:
+  std::function<void()> pull_;
+  gossip::PushSum push_sum_;
+  AutoTau auto_tau_;
+};
+
 // sgp on a device backend: the numerator, the optimizer's displacement and the push-sum arithmetic stay
 // in device memory (daemon/backend_push_sum.h); only the mixing snapshot and its result cross the bus.
 class SgpOnDeviceTrainer final : public OptimizerTrainer {
@@ -184,6 +228,10 @@ class Sgp final : public Algorithm {
   std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const override {
     if (!context.model.backend().host_addressable()) return std::make_unique<SgpOnDeviceTrainer>(context);
     return std::make_unique<SgpTrainer>(context);
+  }
+  std::optional<TrainerHook> attached_hook() const override { return TrainerHook::kParameters; }
+  std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) const override {
+    return std::make_unique<AttachedSgpTrainer>(context);
   }
 };
 

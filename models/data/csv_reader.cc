@@ -14,6 +14,9 @@ namespace meridian::models::data {
 
 namespace {
 
+// The spellings is_missing_value (tabular_schema.h) reads as a gap, as error messages name them.
+constexpr const char* kMissingValueSpellings = "the empty field, NA, N/A, NaN, null, None and ?";
+
 struct Record {
   std::size_t line = 0;  // 1-based line where the record starts
   std::vector<std::string> fields;
@@ -338,6 +341,9 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
   d.features.assign(d.rows * d.dim, 0.0f);
   std::vector<std::string> label_text;
   label_text.reserve(d.rows);
+  // Whether a row above held a number in each column: a text value below such rows is a stray entry in
+  // a column of numbers (a gap spelled in words, a note), not a column of categories or identifiers.
+  std::vector<bool> held_number(columns, false);
   for (std::size_t r = first_data; r < records.size(); ++r) {
     const Record& rec = records[r];
     if (rec.fields.size() != columns) {
@@ -366,7 +372,12 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
           const auto v = parse_number(field);
           if (!v || !std::isfinite(*v)) {
             std::string hint;
-            if (!v && options.header) {
+            if (!v && held_number[c]) {
+              hint =
+                  ", though the rows above hold numbers in this column: if it stands for a missing value, "
+                  "write it as an empty field or NA in the file (" +
+                  std::string(kMissingValueSpellings) + " are read as missing), or correct it";
+            } else if (!v && options.header) {
               hint = ": if the column holds categories, declare it with --categorical " + column_names[c] +
                      "; if it is an identifier, leave it out with --ignore-columns " + column_names[c];
             }
@@ -374,6 +385,7 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
                             quote_for_message(field) + " is not " + (v ? "a finite number" : "a number") + hint);
           }
           row[role.slot] = static_cast<float>(*v);
+          held_number[c] = true;
           break;
         }
         case ColumnRole::kCategory: {

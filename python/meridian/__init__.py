@@ -15,7 +15,7 @@ docs/pytorch.md says what each algorithm hooks. ``meridian.load`` reads a model 
 ``meridian export`` wrote (``meridian_torch``).
 """
 
-from meridian._site import AttachedOptimizer, Site, SiteError, StepRefused, attach
+from meridian._site import AttachedOptimizer, Site, SiteError, SiteLost, StepRefused, attach
 from meridian_torch import load
 
-__all__ = ["attach", "Site", "AttachedOptimizer", "SiteError", "StepRefused", "load"]
+__all__ = ["attach", "Site", "AttachedOptimizer", "SiteError", "SiteLost", "StepRefused", "load"]

@@ -19,6 +19,10 @@ class SiteError(RuntimeError):
     """The site refused the trainer or ended the attachment; the message is the site's."""
 
 
+class SiteLost(SiteError):
+    """The channel closed under the trainer: the site stopped or its daemon died."""
+
+
 class StepRefused(ValueError):
     """The site refused one step (NaN or Inf gradients); the run goes on. Skip the batch and go on."""
 
@@ -48,7 +52,7 @@ class Channel:
         try:
             self._sock.send(json.dumps(message).encode())
         except OSError as e:
-            raise SiteError(f"the site closed the trainer channel ({e})") from e
+            raise SiteLost(f"the site closed the trainer channel ({e})") from e
 
     def receive(self, with_fd: bool = False) -> Tuple[dict, Optional[int]]:
         """The next message (and a descriptor that came with it). Raises SiteError for an error the
@@ -59,9 +63,9 @@ class Channel:
             else:
                 data, fds = self._sock.recv(_MAX_PACKET), []
         except OSError as e:
-            raise SiteError(f"the site closed the trainer channel ({e})") from e
+            raise SiteLost(f"the site closed the trainer channel ({e})") from e
         if not data:
-            raise SiteError("the site closed the trainer channel (it stopped; see its log)")
+            raise SiteLost("the site closed the trainer channel (it stopped; see its log)")
         message: dict[str, Any] = json.loads(data.decode())
         fd = fds[0] if fds else None
         if message.get("op") == "error":

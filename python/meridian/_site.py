@@ -3,6 +3,8 @@ wrapper that moves tensors in and out of it around the user's own optimizer step
 
 from __future__ import annotations
 
+import atexit
+import logging
 import mmap
 import os
 from typing import Callable, List, Optional
@@ -10,14 +12,19 @@ from typing import Callable, List, Optional
 import numpy as np
 import torch
 
-from meridian._channel import PROTOCOL_VERSION, SOCKET_NAME, Channel, SiteError, StepRefused
+from meridian._channel import PROTOCOL_VERSION, SOCKET_NAME, Channel, SiteError, SiteLost, StepRefused
 
-__all__ = ["attach", "Site", "AttachedOptimizer", "SiteError", "StepRefused"]
+__all__ = ["attach", "Site", "AttachedOptimizer", "SiteError", "SiteLost", "StepRefused"]
+
+_log = logging.getLogger("meridian")
 
 
-def attach(run_dir: Optional[str] = None, timeout: float = 60.0) -> "Site":
+def attach(run_dir: Optional[str] = None, timeout: float = 60.0, reconnect: float = 300.0) -> "Site":
     """Connects to the site whose run directory is `run_dir` (default: $MERIDIAN_RUN_DIR, else
-    ./meridian-run), waiting up to `timeout` seconds for it to listen.
+    ./meridian-run), waiting up to `timeout` seconds for it to listen. When the site's daemon goes
+    away during the run (it died, or was restarted), the optimizer waits up to `reconnect` seconds for
+    it to listen again and attaches again; the daemon resumes from its checkpoint and the model
+    continues from the checkpoint's parameters. `reconnect=0` raises :class:`SiteLost` instead.
 
     Example::
 
@@ -25,7 +32,7 @@ def attach(run_dir: Optional[str] = None, timeout: float = 60.0) -> "Site":
         >>> site = meridian.attach("meridian-run")  # doctest: +SKIP
     """
     run_dir = run_dir or os.environ.get("MERIDIAN_RUN_DIR", "meridian-run")
-    return Site(Channel(os.path.join(run_dir, SOCKET_NAME), timeout))
+    return Site(Channel(os.path.join(run_dir, SOCKET_NAME), timeout), reconnect)
 
 
 class Site:
@@ -39,8 +46,13 @@ class Site:
         False
     """
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, reconnect: float = 0.0) -> None:
         self._channel: Optional[Channel] = channel
+        self._channel_path = channel.path
+        self.reconnect = reconnect
+        # A script that ends without close() (Ctrl-C, an exception, sys.exit) still leaves its site
+        # cleanly: the site checkpoints the parameters and stops, rather than losing its trainer.
+        atexit.register(self.close)
         self.finished = False
         self.name = ""
         self.algorithm = ""
@@ -74,9 +86,17 @@ class Site:
         just closes the channel once the run has finished."""
         if self._channel is None:
             return
+        atexit.unregister(self.close)
         if not self.finished and self._optimizer is not None:
-            self._optimizer._copy_parameters_in()
             try:
+                # Interrupted inside a step (Ctrl-C while the site mixed): that step is finished
+                # first, so that the site hears the bye between steps.
+                self._optimizer._finish_exchange()
+                try:
+                    self._optimizer._check_shapes()
+                    self._optimizer._copy_parameters_in()
+                except ValueError:
+                    pass  # a model that no longer fits: the site keeps the last exchange's parameters
                 self._channel.send({"op": "bye"})
             except SiteError:
                 pass
@@ -92,8 +112,9 @@ class Site:
 
 class AttachedOptimizer:
     """`inner` (any torch.optim optimizer) with the site's algorithm around its step: the averaged
-    gradients before it (allreduce), or the site's rule on the parameters after it (diloco, local).
-    Every tensor crosses the shared segment with one copy each way."""
+    gradients before it (allreduce), the site's rule on the parameters after it (sgp, dsync, diloco,
+    diloco-gossip, local), or the site's update in its place (dts, which is its own optimizer: `inner`
+    only zeroes the gradients). Every tensor crosses the shared segment with one copy each way."""
 
     def __init__(self, site: Site, model: torch.nn.Module, inner: torch.optim.Optimizer, steps: int) -> None:
         self.site = site
@@ -103,9 +124,22 @@ class AttachedOptimizer:
             raise ValueError("the model has no trainable parameters")
         self._params: List[torch.nn.Parameter] = [p for _, p in named]
         self._shapes = [tuple(p.shape) for p in self._params]
-        tensors = [{"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", "")} for n, p in named]
+        self._tensors = [
+            {"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", "")} for n, p in named
+        ]
+        self._declared_steps = steps
+        self._step = 0
+        self._in_exchange = False
+        self._handshake()
+
+    def _handshake(self) -> None:
+        """Declares the model, maps the site's segment, hands over the parameters and waits for the
+        run's start (copying the site's parameters in when it resumes)."""
+        site = self.site
         channel = site.channel
-        channel.send({"op": "hello", "version": PROTOCOL_VERSION, "steps": steps, "tensors": tensors})
+        channel.send(
+            {"op": "hello", "version": PROTOCOL_VERSION, "steps": self._declared_steps, "tensors": self._tensors}
+        )
         welcome, fd = channel.receive(with_fd=True)
         if welcome.get("op") != "welcome" or fd is None:
             raise SiteError(f"the site answered the hello with {welcome}")
@@ -134,7 +168,23 @@ class AttachedOptimizer:
         self.steps = start["steps"]
         if start["restore"]:
             self._copy_parameters_out()
-        self._step = 0
+
+    def _reattach(self, lost: SiteLost) -> None:
+        """The site's daemon went away: waits for it to listen again (it resumes from its checkpoint)
+        and attaches to it, taking its parameters. Raises `lost` when the site does not allow it."""
+        site = self.site
+        if site.reconnect <= 0:
+            raise lost
+        _log.warning("%s; waiting up to %g s for the site to come back", lost, site.reconnect)
+        site._channel.close()
+        site._channel = None
+        self._in_exchange = False
+        try:
+            site._channel = Channel(site._channel_path, site.reconnect)
+        except SiteError as e:
+            raise SiteLost(f"{lost}, and it did not come back within {site.reconnect:g} s") from e
+        self._handshake()
+        _log.warning("attached again to site %s; it resumed from its checkpoint, %d steps left", site.name, self.steps)
 
     # The one copy each way between the model's tensors and the segment.
     @torch.no_grad()
@@ -173,17 +223,28 @@ class AttachedOptimizer:
 
     def _exchange(self, loss: Optional[float]) -> dict:
         """Sends this step to the site and answers its requests until the step is through."""
+        self.site.channel.send({"op": "step", "step": self._step, "loss": loss})
+        self._in_exchange = True
+        return self._finish_exchange()
+
+    def _finish_exchange(self) -> dict:
+        """Answers the site's requests until the step in flight is through (nothing when none is)."""
         channel = self.site.channel
-        channel.send({"op": "step", "step": self._step, "loss": loss})
-        while True:
-            message, _ = channel.receive()
+        while self._in_exchange:
+            try:
+                message, _ = channel.receive()
+            except StepRefused:
+                self._in_exchange = False  # the site refused the step; none is in flight
+                raise
             if message["op"] == "pull":
                 self._copy_parameters_in()
                 channel.send({"op": "pulled"})
             elif message["op"] == "done":
+                self._in_exchange = False
                 return message
             else:
                 raise SiteError(f"unexpected message from the site: {message}")
+        return {}
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         """As the inner optimizer's zero_grad."""
@@ -192,7 +253,9 @@ class AttachedOptimizer:
     def step(self, closure: Optional[Callable[[], float]] = None, loss: Optional[float] = None):
         """The inner optimizer's step with the site's algorithm around it. `loss` (or the closure's
         result) is reported to the site's metrics. Raises StepRefused for NaN or Inf gradients (the
-        step is not taken: skip the batch), SiteError when the site ended the attachment.
+        step is not taken: skip the batch), SiteError when the site ended the attachment. When the
+        site's daemon goes away, waits for it to come back (see :func:`attach`) and returns with the
+        step dropped and the model at the site's checkpoint.
 
         Example::
 
@@ -205,6 +268,19 @@ class AttachedOptimizer:
                 loss = closure()
         value = float(loss) if loss is not None else None
         self._check_shapes()
+        try:
+            done = self._step_with_site(value)
+        except SiteLost as lost:
+            # The daemon went away (it is restarted): this step is dropped, and the loop goes on from
+            # the parameters of the checkpoint the daemon resumes from.
+            self._reattach(lost)
+            return loss
+        self._step += 1
+        self.site.finished = bool(done["finished"])
+        return loss
+
+    def _step_with_site(self, value: Optional[float]) -> dict:
+        """One step: the inner optimizer's and the site's, in the order the site's hook says."""
         if self.site.hook == "gradients":
             self._copy_gradients_in()
             done = self._exchange(value)
@@ -217,14 +293,19 @@ class AttachedOptimizer:
                 # The last update happens after the last exchange: the site checkpoints its result.
                 self._copy_parameters_in()
                 self.site.channel.send({"op": "pulled"})
+        elif self.site.hook == "update":
+            # The site's algorithm is its own optimizer (dts): its update, with its delayed
+            # compensation, replaces the inner step, and the parameters come back updated.
+            self._copy_gradients_in()
+            done = self._exchange(value)
+            if done["parameters"]:
+                self._copy_parameters_out()
         else:
             self.inner.step()
             done = self._exchange(value)
             if done["parameters"]:
                 self._copy_parameters_out()
-        self._step += 1
-        self.site.finished = bool(done["finished"])
-        return loss
+        return done
 
     def state_dict(self) -> dict:
         """The inner optimizer's state (the site keeps the algorithm's own)."""

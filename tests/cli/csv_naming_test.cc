@@ -123,3 +123,54 @@ TEST_CASE("a messy table trains with its category, identifier and missing values
   CHECK(none.exit_code == 1);
   CHECK(contains(none.output, train.string() + ": has 9 missing values, and --normalize none leaves nothing"));
 }
+
+TEST_CASE("eval reads a test table with the checkpoint's class list and preprocessing, and refuses another order",
+          "[cli][data][process]") {
+  TempDir dir;
+  // Classes declared in an order that is not the text order, and a test file in another column order
+  // that lacks one class: read with classes from its own labels it would be numbered high, low, medium.
+  const auto table = [&](const fs::path& file, bool test) {
+    std::ofstream out(file);
+    out << (test ? "risk,ward,mrn,age\n" : "mrn,age,ward,risk\n");
+    for (int i = 0; i < 60; ++i) {
+      const int age = 20 + (i * 13) % 70;
+      const std::string ward = i % 3 == 0 ? "icu" : "medicine";
+      const std::string risk = age < 40 ? "low" : age < 65 ? "medium" : "high";
+      if (test && risk == "high") continue;
+      const std::string mrn = "M-" + std::to_string(i);
+      out << (test ? risk + ',' + ward + ',' + mrn + ',' + std::to_string(age)
+                   : mrn + ',' + std::to_string(age) + ',' + ward + ',' + risk)
+          << '\n';
+    }
+    return file;
+  };
+  const auto train = table(dir.path() / "train.csv", false), test = table(dir.path() / "test.csv", true);
+  const fs::path checkpoint = dir.path() / "model.mrdn";
+  const std::string options = " --label-column risk --ignore-columns mrn --categorical ward --classes low,medium,high";
+  const auto trained =
+      run_meridian("train --train " + shell_path(train) + options +
+                   " --model logreg --epochs 3 --batch 8 --threads 1 --save " + shell_path(checkpoint));
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+
+  const auto given =
+      run_meridian("eval --checkpoint " + shell_path(checkpoint) + " --test " + shell_path(test) + options + " --json");
+  INFO(given.output);
+  REQUIRE(given.exit_code == 0);
+  const auto from_checkpoint =
+      run_meridian("eval --checkpoint " + shell_path(checkpoint) + " --test " + shell_path(test) + " --json");
+  INFO(from_checkpoint.output);
+  REQUIRE(from_checkpoint.exit_code == 0);
+  const auto accuracy = [](const std::string& output) {
+    return nlohmann::json::parse(output.substr(output.rfind('{')))["test_accuracy"].get<double>();
+  };
+  CHECK(accuracy(from_checkpoint.output) == accuracy(given.output));
+
+  const auto reordered =
+      run_meridian("eval --checkpoint " + shell_path(checkpoint) + " --test " + shell_path(test) +
+                   " --label-column risk --ignore-columns mrn --categorical ward --classes high,low,medium");
+  INFO(reordered.output);
+  CHECK(reordered.exit_code == 1);
+  CHECK(contains(reordered.output, test.string() + ": its class list (high, low, medium) is not the one the model was "
+                                                   "trained with (low, medium, high)"));
+}

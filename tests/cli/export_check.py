@@ -107,6 +107,10 @@ def run_rows(path, rows_file, out):
     model = meridian_torch.load(path)
     with open(rows_file) as f:
         rows = json.load(f)
+    # A spreadsheet's byte order mark, kept in the first column's name by csv.DictReader, changes nothing.
+    marked = [{("\ufeff" + name if i == 0 else name): field for i, (name, field) in enumerate(row.items())}
+              for row in rows]
+    assert torch.equal(model.encode(marked), model.encode(rows)), "a byte order mark changed the inputs"
     with torch.no_grad():
         logits = model(model.encode(rows))
     logits.numpy().astype("<f4").tofile(out)

@@ -3,6 +3,7 @@
 
     attached_trainer_check.py RUN_DIR STEPS [--nan-at K] [--silent-at K] [--reshape-at K]
                               [--bad-dtype] [--width N] [--hold-until FILE] [--save FILE]
+                              [--interrupt-at K] [--pause-at K --pause-file FILE]
 
 Prints one JSON line: what happened ("finished", "refused", "error") with the site's message.
 """
@@ -10,6 +11,7 @@ Prints one JSON line: what happened ("finished", "refused", "error") with the si
 import argparse
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -36,6 +38,9 @@ def main():
     parser.add_argument("--width", type=int, default=2, help="the model's outputs")
     parser.add_argument("--hold-until", help="before the first step, wait until this file exists")
     parser.add_argument("--save")
+    parser.add_argument("--pause-at", type=int, default=-1, help="at step K, wait until --pause-file exists")
+    parser.add_argument("--pause-file", default="")
+    parser.add_argument("--interrupt-at", type=int, default=-1, help="Ctrl-C (SIGINT) to itself at step K")
     args = parser.parse_args()
 
     if args.bad_dtype:
@@ -50,12 +55,17 @@ def main():
     torch.manual_seed(7)
     model = torch.nn.Linear(4, args.width)
     generator = torch.Generator().manual_seed(11)
+    initial = [p.detach().clone() for p in model.parameters()]
     try:
         site = meridian.attach(args.run_dir)
+        report(connected=True)
         opt = site.optimizer(model, torch.optim.SGD(model.parameters(), lr=0.1), steps=args.steps)
     except meridian.SiteError as e:
         report(outcome="refused", error=str(e))
         return 0
+    # Whether the site handed this trainer parameters other than its own initial ones (a resumed site).
+    resumed = any(not torch.equal(a, b) for a, b in zip(initial, model.parameters()))
+    report(attached=True, steps=opt.steps, resumed=resumed)
     while args.hold_until and not os.path.exists(args.hold_until):
         time.sleep(0.05)
     refused = []
@@ -68,6 +78,12 @@ def main():
             loss.backward()
             if step == args.nan_at and not refused:
                 model.weight.grad[0, 0] = float("nan")
+            if step == args.pause_at:
+                report(paused=step)
+                while not os.path.exists(args.pause_file):
+                    time.sleep(0.05)
+            if step == args.interrupt_at:
+                os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C in a terminal: KeyboardInterrupt, uncaught
             if step == args.silent_at:
                 time.sleep(3600)
             if step == args.reshape_at:

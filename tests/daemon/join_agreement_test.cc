@@ -237,6 +237,8 @@ TEST_CASE("a site with the classes in another order is refused at join, with bot
   CHECK(contains(o.refuser_log,
                  "refused at join: data differs (this site: input 1, 2 classes (benign, malignant); "
                  "beta: input 1, 2 classes (malignant, benign))"));
+  // The fix is named although the refusing site declared its list: the joiner reads the refuser's fix.
+  CHECK(contains(o.joiner_log, "give every site the same full class list with --classes a,b,c"));
 }
 
 TEST_CASE("a site that scales its inputs otherwise is refused at join, with both scalings named",
@@ -263,4 +265,24 @@ TEST_CASE("a site that scales its inputs otherwise is refused at join, with both
                    "alpha refuses this site: normalization differs (alpha: given, per feature: mean 50, 25; std 10, 5; "
                    "this site: given, per feature: mean 50, 25; std 10, 4)"));
   }
+}
+
+TEST_CASE("a site without DP-SGD is refused at join by a DP-SGD site, with both privacy settings named",
+          "[daemon][join][process][dp]") {
+  TempDir dir;
+  const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"cat", "dog"});
+  const auto o = join(dir.path(),
+                      args_for("alpha", 0, table)
+                          .set("--algo", "allreduce")
+                          .set("--dp-epsilon", 3)
+                          .set("--dp-delta", "1e-5")
+                          .set("--dp-clip", 1),
+                      args_for("beta", 1, table).set("--algo", "allreduce"));
+  INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
+  CHECK(o.joiner_exit == 1);
+  CHECK(contains(o.joiner_log,
+                 "alpha refuses this site: privacy differs (alpha: DP-SGD epsilon 3, delta 1e-05, clip 1; this site: "
+                 "none)"));
+  CHECK(contains(o.refuser_log,
+                 "refused at join: privacy differs (this site: DP-SGD epsilon 3, delta 1e-05, clip 1; beta: none)"));
 }

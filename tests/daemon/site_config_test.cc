@@ -348,6 +348,27 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
       {[](SiteConfig& c) { c.robust_clip = -1; }, "--robust-clip: must be 0 (off) or positive"},
       {[](SiteConfig& c) { c.robust_trim = -1; }, "--robust-trim:"},
       {[](SiteConfig& c) { c.byzantine_scale = -2; }, "--byzantine-scale: must be 0 (an honest site) or positive"},
+      {[](SiteConfig& c) { c.dp_epsilon = -1; }, "--dp-epsilon: must be 0 (no DP-SGD) or positive"},
+      {[](SiteConfig& c) { c.dp_epsilon = 3; }, "--dp-clip: missing: DP-SGD clips each example's gradient"},
+      {[](SiteConfig& c) {
+         c.dp_noise_multiplier = 1;
+         c.dp_clip = 1;
+         c.dp_delta = 0;
+       },
+       "--dp-delta: must lie between 0 and 1"},
+      {[](SiteConfig& c) { c.dp_clip = 1; }, "--dp-clip: applies with DP-SGD only"},
+      {[](SiteConfig& c) {
+         c.dp_epsilon = 3;
+         c.dp_clip = 1;
+         c.device = "cuda";
+       },
+       "--device: DP-SGD's per-example clipping runs on the CPU backend only"},
+      {[](SiteConfig& c) {
+         c.dp_epsilon = 3;
+         c.dp_clip = 1;
+         c.trainer = "attached";
+       },
+       "--trainer: attached trainers compute their own gradients"},
       {[](SiteConfig& c) { c.model = "resnet"; },
        "--model: 'resnet' is not one of logreg, mlp, mlp-bn, cnn, resnet8, resnet20, nor a model file"},
       {[](SiteConfig& c) { c.widths = {}; }, "--widths: missing: the mlp needs hidden layer widths"},

@@ -57,9 +57,10 @@ TEST_CASE("make deb's package holds the binary, the unit, the user and the docs,
 
   const auto root = dir.path() / "root";
   REQUIRE(run_command({"dpkg-deb", "--extract", debs[0].string(), root.string()}).exit_code == 0);
-  for (const auto* file : {"usr/bin/meridian", "lib/systemd/system/meridian@.service",
-                           "usr/lib/sysusers.d/meridian.conf", "usr/share/doc/meridian/deploy.md",
-                           "usr/share/doc/meridian/operations.md", "usr/share/doc/meridian/copyright"}) {
+  for (const auto* file :
+       {"usr/bin/meridian", "lib/systemd/system/meridian@.service", "usr/lib/sysusers.d/meridian.conf",
+        "usr/share/doc/meridian/deploy.md", "usr/share/doc/meridian/operations.md", "usr/share/doc/meridian/export.md",
+        "usr/share/doc/meridian/copyright", "usr/lib/python3/dist-packages/meridian_torch.py"}) {
     INFO(file);
     CHECK(fs::exists(root / file));
   }

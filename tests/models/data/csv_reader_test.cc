@@ -137,6 +137,12 @@ TEST_CASE("CSV reader names the file, the line and the problem for bad input", "
     CHECK_THROWS_WITH(read_csv(p), Contains(p) && Contains("line 3") && Contains("column 2 (glucose)") &&
                                        Contains("'high' is not a number"));
   }
+  SECTION("a stray word below numbers is named as a gap to spell or a value to correct") {
+    const auto p = dir.write("stray.csv", "age,glucose,y\n50,90,0\n60,,1\n61,pending,1\n");
+    CHECK_THROWS_WITH(read_csv(p), Contains("line 4, column 2 (glucose): 'pending' is not a number, though the rows "
+                                            "above hold numbers in this column") &&
+                                       Contains("write it as an empty field or NA") && !Contains("--categorical"));
+  }
   SECTION("a category column not declared, and non-finite fields") {
     const auto sex = dir.write("sex.csv", "age,sex,y\n50,F,0\n60,M,1\n");
     CHECK_THROWS_WITH(read_csv(sex), Contains(sex) && Contains("line 2, column 2 (sex): 'F' is not a number") &&
