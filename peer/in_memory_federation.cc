@@ -236,6 +236,11 @@ View InMemoryFederation::latest_view() const {
   return driver_->membership().views_in_force().back();
 }
 
+std::optional<View> InMemoryFederation::view_awaited(std::uint64_t round) const {
+  std::lock_guard lock(mu_);
+  return driver_->membership().view_awaited(round);
+}
+
 bool InMemoryFederation::awaits_pace() const {
   std::lock_guard lock(mu_);
   return driver_->membership().awaits_pace();

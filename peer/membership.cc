@@ -702,6 +702,19 @@ std::vector<MemberRecord> Membership::records() const {
   return out;
 }
 
+std::optional<View> Membership::view_awaited(const std::vector<View>& held, const std::vector<View>& in_force,
+                                             std::uint64_t round) {
+  const View* running = &in_force.front();
+  for (const auto& v : in_force)
+    if (v.effective_round <= round) running = &v;
+  std::optional<View> awaited;
+  for (const auto& v : held)
+    if (v.effective_round <= round && v.id > running->id &&
+        std::find(in_force.begin(), in_force.end(), v) == in_force.end())
+      awaited = v;
+  return awaited;
+}
+
 View Membership::view_for(std::uint64_t round) const {
   const View* best = &views_.front();
   for (const auto& v : views_)

@@ -114,7 +114,11 @@
 //   redone in it); a view that one member never takes (a member that hears the dropped site, a
 //   roster that lacks a joiner, a hostile member that stays silent) never takes effect, and the view
 //   before it stays in force: pending_view_note() names who holds it up. Views are still proposed,
-//   compared and gossiped as held (views(), latest_view()); only what rounds run in waits.
+//   compared and gossiped as held (views(), latest_view()); only what rounds run in waits. The
+//   members see a view come into force a gossip hop or two apart, which may be many rounds: so a
+//   round at or past the effective round of a view held here but not in force awaits it
+//   (view_awaited()), and its runner waits for it (bounded) rather than run that round in the view
+//   before, which the members that hold the new view, and a joiner starting at its first round, do not.
 // Refusals come back in MembershipChange::refused for the transport to count.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
@@ -259,6 +263,14 @@ class Membership {
   // While the newest view held is not in force: a line for people naming it and the members that do
   // not hold it yet ("view 4 (a, b, c) is not in force until a holds it too"); nullopt otherwise.
   std::optional<std::string> pending_view_note() const;
+  // The view round `round` awaits here: the newest view held whose effective round is at most `round`,
+  // newer than the view in force at `round` and not in force itself. Such a round should run once that
+  // view comes into force (its members hold it), not in the older view, which its members may already
+  // have left for it. nullopt when the view in force at `round` is the one to run it in.
+  std::optional<View> view_awaited(std::uint64_t round) const { return view_awaited(views_, in_force_, round); }
+  // The same from copies of views() and views_in_force(), for a transport that publishes them.
+  static std::optional<View> view_awaited(const std::vector<View>& held, const std::vector<View>& in_force,
+                                          std::uint64_t round);
 
  private:
   struct Entry {

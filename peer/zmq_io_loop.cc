@@ -71,6 +71,7 @@ void ZmqTransport::IoLoop::publish() {
   t_.join_problems_ = std::move(problems);
   t_.refused_by_ = std::move(refused_by);
   t_.views_ = membership().views_in_force();
+  t_.views_held_ = membership().views();
   t_.awaits_pace_ = membership().awaits_pace();
   t_.member_status_ = std::move(status);
   t_.stats_ = stats_;

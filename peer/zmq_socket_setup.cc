@@ -85,6 +85,7 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
   if (secure()) watch_listener();
   open_bootstraps();
   t_.views_ = membership().views_in_force();
+  t_.views_held_ = membership().views();
 }
 
 ZmqTransport::IoLoop::~IoLoop() {

@@ -75,6 +75,9 @@ TEST_CASE("a view dropping a dead member is in force at its proposer once the ot
   CHECK(a.views_in_force().back() == all);
   CHECK(in_force_at(a, without_c.effective_round + 100) == all);
   CHECK(a.pending_view_note() == "view 2 (a,b) is not in force here until b holds it too");
+  // Its rounds from the view's first round on await it; the rounds before do not.
+  CHECK(a.view_awaited(without_c.effective_round) == without_c);
+  CHECK_FALSE(a.view_awaited(without_c.effective_round - 1));
   CHECK(b.views_in_force().back() == all);
 
   // b's own timeout agrees: it takes a's proposal, which a already holds, so it is in force at b at
@@ -91,6 +94,50 @@ TEST_CASE("a view dropping a dead member is in force at its proposer once the ot
   CHECK(in_force_at(a, without_c.effective_round) == without_c);
   CHECK(in_force_at(a, without_c.effective_round - 1) == all);
   CHECK_FALSE(a.pending_view_note());
+  CHECK_FALSE(a.view_awaited(without_c.effective_round));
+}
+
+TEST_CASE("a joiner's view is awaited by the rounds from its first round until every member holds it",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a(meridian::peer::testing::membership_config("a"), t0);
+  Membership b(meridian::peer::testing::membership_config("b"), t0);
+  Membership c(meridian::peer::testing::membership_config("c"), t0);
+  a.on_hello(hello_of("b"), t0);
+  b.on_hello(hello_of("a"), t0);
+  a.tick(t0);
+  exchange({&a, &b}, t0);
+  exchange({&a, &b}, t0);
+  const View pair = a.views_in_force().back();
+  REQUIRE(pair.members == std::vector<std::string>{"a", "b"});
+  REQUIRE(b.views_in_force().back() == pair);
+  for (auto* s : {&a, &b}) s->note_own_round(40);
+
+  // c greets a; a proposes the view with c, from a round ahead.
+  a.on_hello(hello_of("c"), t0 + 100ms);
+  c.on_hello(hello_of("a"), t0 + 100ms);
+  a.tick(t0 + 100ms);
+  const View three = a.latest_view();
+  REQUIRE(three.members == std::vector<std::string>{"a", "b", "c"});
+  REQUIRE(three.effective_round > 40);
+  CHECK(a.views_in_force().back() == pair);
+  CHECK(a.view_awaited(three.effective_round) == three);
+  CHECK(a.view_awaited(three.effective_round + 1000) == three);
+  CHECK_FALSE(a.view_awaited(three.effective_round - 1));
+
+  // The first hop: b and c hold it. b's rounds await it too (c does not hold it in b's eyes yet).
+  for (auto* s : {&b, &c}) s->on_members("a", a.snapshot(), t0 + 110ms);
+  CHECK(b.latest_view() == three);
+  CHECK(b.view_awaited(three.effective_round) == three);
+  // The second hop: each hears that the others hold it; then no round awaits it and it runs from its
+  // first round everywhere, the joiner's first.
+  exchange({&a, &b, &c}, t0 + 120ms);
+  for (auto* s : {&a, &b, &c}) {
+    CHECK(s->views_in_force().back() == three);
+    CHECK_FALSE(s->view_awaited(three.effective_round));
+    CHECK(in_force_at(*s, three.effective_round) == three);
+    CHECK(in_force_at(*s, three.effective_round - 1) == pair);
+  }
 }
 
 TEST_CASE("a view one member never takes never comes into force, and the note names that member",
@@ -130,6 +177,8 @@ TEST_CASE("a view one member never takes never comes into force, and the note na
   CHECK(beta.latest_view() == three);
   CHECK(beta.views_in_force().back() == pair);
   CHECK(in_force_at(beta, three.effective_round + 100) == pair);
+  // beta's rounds await it for ever (the daemon waits for a bounded time: daemon/round_view.h).
+  CHECK(beta.view_awaited(three.effective_round + 100) == three);
   CHECK(beta.pending_view_note() == "view " + std::to_string(three.id) +
                                         " (alpha,beta,gamma) is not in force here until alpha holds it too");
   CHECK(alpha.views_in_force().back() == pair);
