@@ -11,6 +11,7 @@
 
 #include "daemon/attached_trainer.h"
 #include "daemon/progress_line.h"
+#include "daemon/round_view.h"
 #include "daemon/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
 
@@ -97,6 +98,8 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
   std::uint64_t bytes_at_last = 0;
   std::optional<double> loss_avg;
   std::uint64_t view_in_force = 0;
+  std::optional<RoundView> round_view;
+  if (transport) round_view.emplace(*transport, seconds_ms(config.round_timeout) / 2, metrics->view_waits_given_up);
   std::uint64_t abandoned_reported = 0;
   const std::uint64_t steps_total = end_round - start_round;
   // The parameters in the segment are those of this round (the gradient hook pulls them before the
@@ -110,7 +113,7 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
   for (; k < end_round && !stop; ++k) {
     if (transport) {
       transport->set_round(k);
-      const auto view = transport->view_for(k);
+      const auto view = round_view->for_round(k, stop);
       if (view.id != view_in_force && view.id != 0) {
         if (view_in_force != 0)
           spdlog::info("round {}: view {} in force: {}", k, view.id, join_names(view.members));

@@ -43,6 +43,10 @@ DaemonMetrics::DaemonMetrics(const std::string& site, const std::string& algorit
                                   "Sites of the current view that answer heartbeats, this one included.")),
       rounds_abandoned(registry_.counter("meridian_rounds_abandoned_total",
                                          "Communication rounds abandoned at their deadline and redone.")),
+      view_waits_given_up(registry_.counter(
+          "meridian_view_waits_given_up_total",
+          "New views a round waited for that did not come into force within half the round timeout; the "
+          "rounds ran in the view in force.")),
       checkpoints_written(registry_.counter("meridian_checkpoints_written_total", "Checkpoints written.")),
       zap_denied(registry_.counter("meridian_zap_denied_total",
                                    "Connection attempts refused because their key is not in the roster.")),

@@ -4,7 +4,7 @@
 //
 // Names (all prefixed meridian_): step, epoch, total_steps, progress_ratio, eta_seconds (the three absent
 // until the run's rounds are agreed, ETA until its pace is measured), train_loss, test_accuracy, samples_per_second,
-// push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, peer_rtt_seconds{peer},
+// push_sum_weight, staleness_steps, peers_alive, rounds_abandoned_total, view_waits_given_up_total, peer_rtt_seconds{peer},
 // peer_sent_bytes_total{peer}, peer_received_bytes_total{peer}, rejected_messages_total{cause},
 // zap_denied_total, secure_aggregation_total{event}, trainer_refusals_total{cause}, trainer_attached (--trainer attached),
 // checkpoints_written_total, checkpoint_failures_total, checkpoint_age_seconds,
@@ -74,6 +74,8 @@ class DaemonMetrics {
   Gauge& max_send_bytes_per_second;  // --max-send-rate; absent without a cap
   Gauge& peers_alive;  // members of the current view that answer heartbeats, this site included
   Counter& rounds_abandoned;
+  // Views a round waited for that did not come into force within the bound (daemon/round_view.h).
+  Counter& view_waits_given_up;
   Counter& checkpoints_written;
   Counter& zap_denied;
   Counter& checkpoint_failures;

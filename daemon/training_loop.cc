@@ -9,6 +9,7 @@
 #include "daemon/cpu_usage.h"
 #include "daemon/human_format.h"
 #include "daemon/progress_line.h"
+#include "daemon/round_view.h"
 #include "daemon/site_daemon_impl.h"
 #include "models/data/image_augmentation.h"
 #include "models/model_factory.h"
@@ -352,6 +353,8 @@ void SiteDaemon::Impl::train() {
   };
 
   std::uint64_t view_in_force = 0;
+  std::optional<RoundView> round_view;
+  if (transport) round_view.emplace(*transport, seconds_ms(config.round_timeout) / 2, metrics->view_waits_given_up);
   // This site's compute time of a step (waits for the network excluded), smoothed, shared with the
   // members for shapes chosen from the network (peer/pace.h).
   const bool shares_step_time = transport && algo.shape_from_network(settings);
@@ -361,8 +364,9 @@ void SiteDaemon::Impl::train() {
   for (; k < end_round && !stop; ++k) {
     if (transport) {
       transport->set_round(k);
-      // Views change at the round they announced; the log says when this site switched.
-      const auto view = transport->view_for(k);
+      // Views change at the round they announced, once in force (daemon/round_view.h); the log says
+      // when this site switched.
+      const auto view = round_view->for_round(k, stop);
       if (view.id != view_in_force && view.id != 0) {
         if (view_in_force != 0)
           spdlog::info(

@@ -77,8 +77,12 @@ class FederationTransport : public Transport {
   virtual std::vector<MemberStatus> members() const = 0;
   // Live members' names, sorted, including this site.
   virtual std::vector<std::string> alive_members() const = 0;
-  // The newest view this site knows (possibly not yet in force).
+  // The newest view in force here (peer/membership.h), whatever its effective round.
   virtual View latest_view() const = 0;
+  // A view this site holds that round `round` should run in but that is not in force yet
+  // (Membership::view_awaited): its members may run the round in it as soon as they all hold it. A
+  // round that a view awaits waits for it (daemon/round_view.h) before it takes view_for(round).
+  virtual std::optional<View> view_awaited(std::uint64_t round) const = 0;
   // Whether the newest view awaits the amendment that gives it a measured pace before anyone runs it
   // (peer/membership.h, Membership::awaits_pace): a site about to start on it waits for that one.
   virtual bool awaits_pace() const = 0;

@@ -110,7 +110,7 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
           return;
         }
       }
-      driver_->on_hello(*hello, now);
+      refused = driver_->on_hello(*hello, now);
       break;
     }
     case MessageKind::kMembers:
@@ -224,7 +224,7 @@ std::optional<Message> InMemoryFederation::receive_control(std::chrono::millisec
 
 View InMemoryFederation::view_for(std::uint64_t round) const {
   std::lock_guard lock(mu_);
-  const auto& views = driver_->membership().views();
+  const auto& views = driver_->membership().views_in_force();
   const View* best = &views.front();
   for (const auto& v : views)
     if (v.effective_round <= round) best = &v;
@@ -233,7 +233,12 @@ View InMemoryFederation::view_for(std::uint64_t round) const {
 
 View InMemoryFederation::latest_view() const {
   std::lock_guard lock(mu_);
-  return driver_->membership().latest_view();
+  return driver_->membership().views_in_force().back();
+}
+
+std::optional<View> InMemoryFederation::view_awaited(std::uint64_t round) const {
+  std::lock_guard lock(mu_);
+  return driver_->membership().view_awaited(round);
 }
 
 bool InMemoryFederation::awaits_pace() const {

@@ -89,6 +89,7 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   std::vector<MemberStatus> members() const override;
   std::vector<std::string> alive_members() const override;
   View latest_view() const override;
+  std::optional<View> view_awaited(std::uint64_t round) const override;
   bool awaits_pace() const override;
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;

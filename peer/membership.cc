@@ -14,6 +14,26 @@ namespace {
 constexpr std::size_t kKeptViews = 16;
 // Views gossiped in each member list: enough for a site that missed a few changes to catch up.
 constexpr std::size_t kGossipedViews = 8;
+// Held-back proposals kept (distinct ones per id, and in all): enough for the changes in flight.
+constexpr std::size_t kHeldBackPerId = 4;
+constexpr std::size_t kHeldBackIds = 16;
+
+// Conflicting proposals for one id: the greater wins everywhere (see the header comment).
+bool wins_over(const View& a, const View& b) {
+  if (a.size() != b.size()) return a.size() > b.size();
+  return std::tie(a.effective_round, a.members, a.pace) > std::tie(b.effective_round, b.members, b.pace);
+}
+
+// a + b, at most the largest round (a far-ahead first report must not wrap a bound).
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
+}
+
+std::string names(const View& v) {
+  std::string out;
+  for (const auto& m : v.members) out += (out.empty() ? "" : ",") + m;
+  return out;
+}
 
 int state_rank(MemberState s) { return static_cast<int>(s); }  // alive 0 < dead 1 < left 2
 
@@ -52,6 +72,7 @@ Membership::Membership(MembershipConfig config, Clock::time_point now) : config_
   members_[config_.self] =
       Entry{{config_.self, config_.address, config_.region, config_.incarnation, MemberState::kAlive}, now};
   views_.push_back(View::of({config_.self}, 0, 0));
+  in_force_ = views_;
 }
 
 void Membership::heard_from(const std::string& name, Clock::time_point now) {
@@ -115,13 +136,19 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Source source, 
       change.heard_of.push_back(r.name);
       return change;
     }
-    if (it->second.vouched && newer(r, it->second.record)) {
-      const MemberRecord& held = it->second.record;
+    const MemberRecord& held = it->second.record;
+    if (it->second.vouched && newer(r, held)) {
       change.refused.push_back(
           {RejectCause::kUnvouched, "'" + from + "' says '" + r.name + "' is " + state_name(r.state) +
                                         " at incarnation " + std::to_string(r.incarnation) + "; only '" + r.name +
                                         "' may say that (here: " + state_name(held.state) + " at incarnation " +
                                         std::to_string(held.incarnation) + ")"});
+    } else if (it->second.vouched && r.incarnation == held.incarnation && !r.address.empty() &&
+               r.address != held.address) {
+      // Where a site listens is its own word (its hello): another address for it is a probe at best.
+      change.refused.push_back({RejectCause::kUnvouched, "'" + from + "' says '" + r.name + "' listens at '" +
+                                                             r.address + "'; only '" + r.name +
+                                                             "' says where it listens (here: '" + held.address + "')"});
     }
     return change;
   }
@@ -175,7 +202,7 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Source source, 
   return change;
 }
 
-MembershipChange Membership::merge_view(const View& v, const std::string& from) {
+MembershipChange Membership::merge_view(const View& v, const std::string& from, bool retry) {
   MembershipChange change;
   if (v.id == 0) return change;  // the local initial view of some site
   if (config_.admissible)
@@ -188,8 +215,34 @@ MembershipChange Membership::merge_view(const View& v, const std::string& from) 
       }
   auto it =
       std::lower_bound(views_.begin(), views_.end(), v.id, [](const View& a, std::uint64_t id) { return a.id < id; });
-  if (it == views_.end() || it->id != v.id) {
-    if (it == views_.begin() && views_.size() >= kKeptViews) return change;  // older than anything we keep
+  const bool held = it != views_.end() && it->id == v.id;
+  if (held && *it == v) return change;
+  if (!held && it == views_.begin() && views_.size() >= kKeptViews) return change;  // older than anything we keep
+  // The view `v` follows here: the one held with the next lower id.
+  const View* before = it == views_.begin() ? nullptr : &*std::prev(it);
+  if (before && before->id != 0) {
+    // Where a proposal may start: a view lead past the view it follows and the window past the
+    // rounds believed (a proposer ahead by the window proposes a lead after its own rounds).
+    const std::uint64_t window = kRoundWindowLeads * std::max<std::uint64_t>(config_.view_lead_rounds, 1);
+    const std::uint64_t latest =
+        saturating_add(std::max(newest_round_, before->effective_round), config_.view_lead_rounds + window);
+    if (v.effective_round > latest) {
+      if (!retry)
+        change.refused.push_back({RejectCause::kImplausibleRound,
+                                  "'" + from + "' proposes view " + std::to_string(v.id) + " from round " +
+                                      std::to_string(v.effective_round) + ", beyond the plausible " +
+                                      std::to_string(latest)});
+      return change;
+    }
+  }
+  // Own evidence: a new view must not drop a member of the one it follows that this site hears, and
+  // a conflicting one must not drop such a member of the one held.
+  if (const View* against = held ? &*it : before)
+    if (auto dropped = dropped_live_member(v, *against)) {
+      hold_back(v, from, *dropped, retry, change);
+      return change;
+    }
+  if (!held) {
     View fresh = v;
     if (it == views_.end() && v.effective_round <= own_round_ && v.rank_of(config_.self) && !leaving_) {
       // A proposal from a round this site has already run past (its proposer knew only a stale round:
@@ -205,7 +258,6 @@ MembershipChange Membership::merge_view(const View& v, const std::string& from) 
     change.views = true;
     return change;
   }
-  if (*it == v) return change;
   // Conflicting proposals with the same id: the greater one wins on every site, unless we already run
   // in ours (then the next proposal repairs the membership). Only our own rounds count: a site that
   // has just resumed, or heard its peers' rounds, runs in no view yet and must take the winner.
@@ -214,15 +266,114 @@ MembershipChange Membership::merge_view(const View& v, const std::string& from) 
   // site is gone (a partition, a false death), and this site may already run in its own view (a
   // redo runs in a view before its effective round). The next view, with everybody, repairs it.
   if (it->rank_of(config_.self) && !v.rank_of(config_.self)) return change;
-  if (std::tie(v.effective_round, v.members, v.pace) > std::tie(it->effective_round, it->members, it->pace)) {
+  if (wins_over(v, *it)) {
     *it = v;
+    confirmed_.erase(v.id);  // the members held the one it replaces
     change.views = true;
   }
   return change;
 }
 
+std::optional<std::string> Membership::dropped_live_member(const View& v, const View& before) const {
+  if (before.id == 0 || leaving_) return std::nullopt;
+  for (const auto& name : before.members) {
+    if (v.rank_of(name) || !is_alive(name) || superseded_.contains(name)) continue;
+    // A process that runs no round yet may be a restart: views that leave its previous
+    // incarnation out are history it must hold to rejoin where its peers wait for it.
+    if (name == config_.self && !runs_) continue;
+    return name;
+  }
+  return std::nullopt;
+}
+
+void Membership::hold_back(const View& v, const std::string& from, const std::string& dropped, bool retry,
+                           MembershipChange& change) {
+  auto& kept = held_back_[v.id];
+  const bool known = std::any_of(kept.begin(), kept.end(), [&](const auto& h) { return h.first == v; });
+  if (!known) {
+    kept.emplace_back(v, from);
+    if (kept.size() > kHeldBackPerId) kept.erase(kept.begin());
+    if (held_back_.size() > kHeldBackIds) held_back_.erase(held_back_.begin());
+  }
+  if (known || retry) return;
+  change.refused.push_back({RejectCause::kUnjustifiedView,
+                            "'" + from + "' proposes view " + std::to_string(v.id) + " (" + names(v) +
+                                ") without '" + dropped + "', which this site still hears; held back until its own "
+                                "evidence agrees"});
+}
+
+void Membership::retry_held_back(MembershipChange& change) {
+  // Ascending ids: a view taken may be the one the next proposal follows.
+  auto pending = std::exchange(held_back_, {});
+  for (auto& [id, kept] : pending) {
+    if (id < views_.front().id) continue;  // older than anything kept: history nobody runs in any more
+    for (auto& [v, from] : kept) change.merge(merge_view(v, from, true));
+  }
+}
+
+std::vector<std::string> Membership::missing_holders(const View& v) const {
+  std::vector<std::string> out;
+  for (const auto& name : v.members) {
+    if (name == config_.self) continue;
+    // Gone by this site's own evidence: it will not confirm, and the next view leaves it out (a round
+    // in this one fails and is redone there), as for a member that dies after the view took effect.
+    if (auto e = members_.find(name);
+        e != members_.end() && e->second.vouched && e->second.record.state != MemberState::kAlive)
+      continue;
+    auto h = holdings_.find(name);
+    if (h == holdings_.end() || std::find(h->second.begin(), h->second.end(), v) == h->second.end())
+      out.push_back(name);
+  }
+  return out;
+}
+
+void Membership::refresh_in_force() {
+  std::erase_if(confirmed_, [&](std::uint64_t id) { return id < views_.front().id; });
+  // The newest view in force stays in force even once it is no longer among the views kept.
+  View fallback = in_force_.back();
+  in_force_.clear();
+  const View* before = nullptr;
+  bool before_in_force = true;
+  for (const auto& v : views_) {
+    bool in_force = v.id == 0 || confirmed_.contains(v.id);
+    if (!in_force && missing_holders(v).empty()) {
+      confirmed_.insert(v.id);
+      in_force = true;
+    }
+    // A new pace for the same members: nobody defers it, so it follows the view it amends.
+    if (!in_force && before && before->members == v.members) in_force = before_in_force;
+    if (in_force) in_force_.push_back(v);
+    before = &v;
+    before_in_force = in_force;
+  }
+  if (in_force_.empty()) in_force_.push_back(std::move(fallback));
+}
+
+MembershipChange Membership::settled(MembershipChange change) {
+  // Only new views, records (a death) or holdings move a view into force: a heartbeat costs nothing.
+  if (!change.views && !change.records && !holdings_changed_) return change;
+  holdings_changed_ = false;
+  const auto before = in_force_;
+  refresh_in_force();
+  // A view that came into force is news for the transport (and its members), like a new view.
+  if (in_force_ != before) change.views = true;
+  return change;
+}
+
+std::optional<std::string> Membership::pending_view_note() const {
+  for (auto v = views_.rbegin(); v != views_.rend(); ++v) {
+    if (std::find(in_force_.begin(), in_force_.end(), *v) != in_force_.end()) return std::nullopt;
+    const auto missing = missing_holders(*v);
+    if (missing.empty()) continue;  // a pace that waits for the view before it
+    std::string who;
+    for (const auto& name : missing) who += (who.empty() ? "" : ", ") + name;
+    return "view " + std::to_string(v->id) + " (" + names(*v) + ") is not in force here until " + who +
+           (missing.size() == 1 ? " holds" : " hold") + " it too";
+  }
+  return std::nullopt;
+}
+
 MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point now) {
-  note_round(hello.round);
   MemberRecord r{hello.name, hello.listen_address, hello.region, hello.incarnation, MemberState::kAlive};
   MembershipChange change;
   auto it = members_.find(hello.name);
@@ -235,20 +386,35 @@ MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point 
   }
   change.merge(merge_record(r, Source::kHello, hello.name, now));
   heard_from(hello.name, now);
-  return change;
+  note_report(hello.name, hello.round, change);
+  // Its hello may be the evidence a held-back view waited for (a join, a restart).
+  retry_held_back(change);
+  return settled(std::move(change));
 }
 
 MembershipChange Membership::on_members(const std::string& from, const MemberListInfo& list, Clock::time_point now) {
-  note_round(list.round);
   MembershipChange change;
+  if (from != config_.self) {
+    // What `from` holds, in its own word: it confirms the views it is a member of (see the header).
+    // The newest few by id, so that a long list cannot grow the table.
+    std::vector<View> held = list.views;
+    std::sort(held.begin(), held.end(), [](const View& x, const View& y) { return x.id > y.id; });
+    if (held.size() > kGossipedViews) held.resize(kGossipedViews);
+    auto& before = holdings_[from];
+    if (held != before) {
+      before = std::move(held);
+      holdings_changed_ = true;
+    }
+  }
   for (const auto& r : list.members)
     change.merge(merge_record(r, r.name == from ? Source::kOwn : Source::kRelayed, from, now));
+  note_report(from, list.round, change);
   for (const auto& v : list.views) change.merge(merge_view(v, from));
-  return change;
+  retry_held_back(change);
+  return settled(std::move(change));
 }
 
 MembershipChange Membership::on_heartbeat(const std::string& name, const HeartbeatInfo& hb, Clock::time_point now) {
-  note_round(hb.round);
   MembershipChange change;
   auto it = members_.find(name);
   if (it != members_.end() && hb.incarnation > it->second.record.incarnation) {
@@ -258,8 +424,9 @@ MembershipChange Membership::on_heartbeat(const std::string& name, const Heartbe
     change.merge(merge_record(r, Source::kOwn, name, now));
   }
   heard_from(name, now);
+  note_report(name, hb.round, change);
   if (name != config_.self && members_.contains(name)) paces_[name] = Pace{hb.rtt_us, hb.step_us};
-  return change;
+  return settled(std::move(change));
 }
 
 MembershipChange Membership::on_leave(const std::string& name, const LeaveInfo& leave) {
@@ -269,7 +436,9 @@ MembershipChange Membership::on_leave(const std::string& name, const LeaveInfo& 
   if (leave.incarnation < r.incarnation) return {};
   r.incarnation = leave.incarnation;
   r.state = MemberState::kLeft;
-  return merge_record(r, Source::kOwn, name, it->second.last_heard);
+  auto change = merge_record(r, Source::kOwn, name, it->second.last_heard);
+  retry_held_back(change);
+  return settled(std::move(change));
 }
 
 MembershipChange Membership::tick(Clock::time_point now) {
@@ -282,7 +451,11 @@ MembershipChange Membership::tick(Clock::time_point now) {
       change.records = true;
     }
   }
-  if (leaving_) return change;
+  if (!change.died.empty()) refresh_newest_round();
+  if (leaving_) return settled(std::move(change));
+  // This site's own timeouts may justify a proposal held back: taking it (its proposer's round and
+  // pace) keeps every site on the first proposal of a change instead of proposing a rival.
+  retry_held_back(change);
   auto alive = alive_names();
   // A superseded incarnation is out of the next view until some view newer than the one in force
   // when the restart was noticed leaves it out (proposed here or by a peer that noticed first).
@@ -312,7 +485,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
     // The amendment (see the header comment): the same round, so that nobody starts elsewhere for it; only the
     // first member, so that no two sites amend with different figures.
     const View& unmeasured = views_.back();
-    if (unmeasured.members.front() != config_.self) return change;
+    if (unmeasured.members.front() != config_.self) return settled(std::move(change));
     if (!pace_awaited_ || pace_awaited_->first != unmeasured.id) pace_awaited_ = {unmeasured.id, now};
     auto pace = complete_pace(unmeasured.members);
     const bool patient = now - pace_awaited_->second < 2 * config_.heartbeat_timeout;
@@ -327,7 +500,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
         }
       if (partial.measured()) pace = partial;
     }
-    if (!pace) return change;
+    if (!pace) return settled(std::move(change));
     View v = View::of(unmeasured.members, unmeasured.id + 1, unmeasured.effective_round, *pace);
     spdlog::info(
         "membership: '{}' proposes view {} from round {} with the {} pace: round trip {} µs, step {} µs (view {}, "
@@ -355,7 +528,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
       change.views = true;
     }
   }
-  return change;
+  return settled(std::move(change));
 }
 
 const Pace& Membership::own_pace() const {
@@ -403,7 +576,55 @@ std::uint64_t Membership::next_effective_round() const {
                   views_.back().id == 0 ? 0 : views_.back().effective_round + config_.view_lead_rounds);
 }
 
-void Membership::note_round(std::uint64_t round) { newest_round_ = std::max(newest_round_, round); }
+void Membership::note_round(std::uint64_t round) {
+  local_round_ = std::max(local_round_, round);
+  refresh_newest_round();
+}
+
+std::optional<std::uint64_t> Membership::round_bound() const {
+  // Round 0 says nothing: a site that has run no round yet (a joiner) must not drag the median down.
+  // Nor does a round this process only resumed from a checkpoint (it may be far behind): this site's
+  // own counts once it runs.
+  std::vector<std::uint64_t> rounds;
+  if (runs_ && local_round_ > 0) rounds.push_back(local_round_);
+  for (const auto& [name, round] : reported_rounds_)
+    if (round > 0 && is_alive(name)) rounds.push_back(round);
+  if (rounds.empty()) return std::nullopt;
+  // The lower median: one member far ahead (or a minority of them) cannot move it.
+  auto median = rounds.begin() + static_cast<std::ptrdiff_t>((rounds.size() - 1) / 2);
+  std::nth_element(rounds.begin(), median, rounds.end());
+  const std::uint64_t window = kRoundWindowLeads * std::max<std::uint64_t>(config_.view_lead_rounds, 1);
+  return saturating_add(*median, window);
+}
+
+void Membership::refresh_newest_round() {
+  const auto bound = round_bound();
+  newest_round_ = local_round_;
+  for (const auto& [name, round] : reported_rounds_)
+    if (is_alive(name) && (!bound || round <= *bound)) newest_round_ = std::max(newest_round_, round);
+}
+
+void Membership::note_report(const std::string& from, std::uint64_t round, MembershipChange& change) {
+  if (from == config_.self) return;
+  auto it = members_.find(from);
+  const bool member = it != members_.end() && it->second.vouched;
+  std::optional<std::uint64_t> previous;
+  if (auto r = reported_rounds_.find(from); r != reported_rounds_.end()) previous = r->second;
+  if (member) reported_rounds_[from] = round;
+  // Judged with the report in: a lone report (nothing contradicts it yet) is its own median.
+  const auto bound = round_bound();
+  if (bound && round > *bound) {
+    if (previous) reported_rounds_[from] = *previous;
+    else reported_rounds_.erase(from);
+    change.refused.push_back({RejectCause::kImplausibleRound,
+                              "'" + from + "' reports round " + std::to_string(round) + ", beyond the plausible " +
+                                  std::to_string(*bound) + " (the members' median round and " +
+                                  std::to_string(kRoundWindowLeads) + " view leads)"});
+    return;
+  }
+  if (!member) return;  // a site that is not a member has no round here
+  refresh_newest_round();
+}
 
 void Membership::note_own_round(std::uint64_t round) {
   own_round_ = std::max(own_round_, round);
@@ -425,12 +646,14 @@ MembershipChange Membership::expel(const std::string& name) {
   it->second.record.state = MemberState::kLeft;
   change.records = true;
   if (was_alive) change.left.push_back(name);
-  return change;
+  refresh_newest_round();
+  retry_held_back(change);
+  return settled(std::move(change));
 }
 
 MemberListInfo Membership::snapshot() const {
   MemberListInfo out;
-  out.round = newest_round_;
+  out.round = local_round_;
   for (const auto& [name, e] : members_)
     if (e.vouched) out.members.push_back(e.record);
   for (std::size_t i = views_.size() > kGossipedViews ? views_.size() - kGossipedViews : 0; i < views_.size(); ++i)
@@ -440,7 +663,7 @@ MemberListInfo Membership::snapshot() const {
 
 HelloInfo Membership::hello() const {
   const auto& me = self_record();
-  return HelloInfo{me.name, me.address, me.region, me.incarnation, newest_round_, config_.terms, {}};
+  return HelloInfo{me.name, me.address, me.region, me.incarnation, local_round_, config_.terms, {}};
 }
 
 const MemberRecord* Membership::find(const std::string& name) const {
@@ -482,6 +705,19 @@ std::vector<MemberRecord> Membership::records() const {
   std::vector<MemberRecord> out;
   for (const auto& [name, e] : members_) out.push_back(e.record);
   return out;
+}
+
+std::optional<View> Membership::view_awaited(const std::vector<View>& held, const std::vector<View>& in_force,
+                                             std::uint64_t round) {
+  const View* running = &in_force.front();
+  for (const auto& v : in_force)
+    if (v.effective_round <= round) running = &v;
+  std::optional<View> awaited;
+  for (const auto& v : held)
+    if (v.effective_round <= round && v.id > running->id &&
+        std::find(in_force.begin(), in_force.end(), v) == in_force.end())
+      awaited = v;
+  return awaited;
 }
 
 View Membership::view_for(std::uint64_t round) const {

@@ -11,12 +11,13 @@
 // next view leaves it out and the one after takes the new incarnation back, both announced, so that
 // the rounds the old incarnation was in are redone without it and the new one joins at an announced
 // round. Views are numbered; a proposed view takes effect `view_lead_rounds` after the newest round
-// any site reported and after the newest view's round, so that gossip reaches every site before the
-// switch, all switch at the same step, and every view is in force for at least that many rounds.
-// Two sites may propose different views with the same id (a site that restarts proposes the view that
-// takes it back from the stale round it knows while its peers propose it from theirs); the one with
-// the greater (effective_round, members) wins everywhere, unless this process has already reached the
-// round of the one it holds or the other one leaves this site out (then the next view corrects the
+// any site reported (plausibly: see "Rounds" below) and after the newest view's round, so that gossip
+// reaches every site before the switch, all switch at the same step, and every view is in force for at
+// least that many rounds. Two sites may propose different views with the same id (a site that
+// restarts proposes the view that takes it back from the stale round it knows while its peers propose
+// it from theirs); the one with more members, then the greater (effective_round, members), wins
+// everywhere, unless this process has already reached the round of the one it holds or the other one
+// leaves out a member this site still hears, itself included (then the next view corrects the
 // membership). The initial one-member view (id 0) is local and never gossiped.
 //
 // Paces (peer/pace.h), with MembershipConfig::agree_pace: every site reports its own figures in its
@@ -77,6 +78,47 @@
 //   above its own is refused and counted the same way.
 // - A proposed view that names a site outside the roster (config.admissible) is refused and counted
 //   (RejectCause::kInventedMember), and so is a record of such a site.
+// - A view must agree with this site's own evidence: a proposal that leaves out a member of the view
+//   it follows here (this site included once this process runs rounds: before, a view without it is
+//   about its previous incarnation) that this site itself holds alive (heard within the timeout, not
+//   an incarnation superseded by a restart) is held back and counted once
+//   (RejectCause::kUnjustifiedView). It is taken as soon as this site's own evidence agrees (its own
+//   timeout declares the member dead, the member's own leave, its restart's hello, this site's
+//   operator's expel), before this site would propose a view of its own: so for honest sites, whose
+//   evidence converges (every site hears every other directly), each adopts the first proposal of a
+//   change as it would have, a heartbeat interval later at most, while one member's proposal that
+//   drops a site the others hear is never taken. A conflicting proposal for an id this site holds
+//   that drops such a member never replaces the held one either. Conflicting proposals compare
+//   (size, effective_round, members, pace): the view with more members wins, so that a proposal
+//   made before a join was heard of gives way to the one with the joiner everywhere (neither drops
+//   anyone the other site hears). A site that has only its initial view (id 0) takes the
+//   federation's views as they come: they are its history. A leaving site takes every view.
+// - Rounds: the round in a site's hello, heartbeats and member list is that site's own (the newest
+//   round its process ran or resumed), never a relay of others'. A site's report is believed only
+//   within kRoundWindowLeads view leads of the lower median of the rounds the live members report
+//   (this site's own included once it runs rounds; rounds 0, of sites that ran none, aside); one beyond is refused and counted
+//   (RejectCause::kImplausibleRound), and so is one from a site that is not a member. One member
+//   therefore cannot push the start of new views ahead (a site with no round of its own and one
+//   report takes that report: nothing contradicts it yet). A proposed view whose effective round
+//   lies beyond that window and a view lead past the view it follows is refused the same way.
+// - A view is in force only once its members hold it (views_in_force()): a view whose members differ
+//   from those of the view before it is handed to rounds (the transport's view_for) when every other
+//   member of it has sent a member list holding exactly that view, or is dead or left by this site's
+//   own evidence; a view with the same members as the one before it (a pace) is in force when that
+//   one is. Once in force a view stays so (unless a conflicting proposal replaces it before this site
+//   runs it). Why: a site that defers a proposal (above) must not strand its proposer, who would
+//   otherwise run rounds in it alone, abandon them, and wait for a newer view that never comes. An
+//   honest site defers a proposal at most until its own heartbeat timeout fires for the same
+//   member, so a view dropping a dead member takes effect everywhere within about one heartbeat
+//   timeout of the first proposal, at the same round for all (the rounds that failed meanwhile are
+//   redone in it); a view that one member never takes (a member that hears the dropped site, a
+//   roster that lacks a joiner, a hostile member that stays silent) never takes effect, and the view
+//   before it stays in force: pending_view_note() names who holds it up. Views are still proposed,
+//   compared and gossiped as held (views(), latest_view()); only what rounds run in waits. The
+//   members see a view come into force a gossip hop or two apart, which may be many rounds: so a
+//   round at or past the effective round of a view held here but not in force awaits it
+//   (view_awaited()), and its runner waits for it (bounded) rather than run that round in the view
+//   before, which the members that hold the new view, and a joiner starting at its first round, do not.
 // Refusals come back in MembershipChange::refused for the transport to count.
 //
 // This class is pure logic with time passed in; the transport feeds it and acts on its Changes.
@@ -88,6 +130,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -112,6 +155,12 @@ struct MembershipConfig {
   // The views carry paces for automatic shapes (see above); false: every view's pace stays zero.
   bool agree_pace = false;
 };
+
+// How far ahead of the members' rounds a reported round stays plausible, in view leads (see the
+// header comment): as far apart as sites that mix together may drift (push-sum sites run ahead of
+// their peers; the message validator takes shares up to 256 rounds old), 256 rounds at the default
+// lead of 8.
+inline constexpr std::uint64_t kRoundWindowLeads = 32;
 
 // Part of an input that was refused (a record or a view), with the cause to count it under.
 struct MembershipRefusal {
@@ -155,9 +204,13 @@ class Membership {
   // live members differ from the newest view.
   MembershipChange tick(Clock::time_point now);
 
-  // The site's own round (and the newest round seen from others) moves view effective rounds ahead.
+  // A round this process noted (run, or resumed from a checkpoint): the round it reports of itself.
+  // With the rounds the members report (see above) it moves view effective rounds ahead.
   void note_round(std::uint64_t round);
+  // The newest round believed: this site's own and the members' plausible reports.
   std::uint64_t newest_round() const { return newest_round_; }
+  // What this site reports as its round in its hello, heartbeats and member list: its own.
+  std::uint64_t reported_round() const { return local_round_; }
   // A round this process itself runs (also noted as seen). Only a view whose round this process has
   // reached is one it "runs in" when a conflicting proposal for the same id arrives: the rounds its
   // peers report, or a checkpoint an earlier process wrote, do not make it so.
@@ -207,9 +260,23 @@ class Membership {
   std::vector<std::string> alive_names() const;
   std::vector<MemberRecord> records() const;
 
+  // The views held here (proposed here or taken), in force or not: what is gossiped and compared.
   View view_for(std::uint64_t round) const;
   const View& latest_view() const { return views_.back(); }
   const std::vector<View>& views() const { return views_; }
+  // The views in force here (see above): the ones rounds run in, sorted by id, never empty.
+  const std::vector<View>& views_in_force() const { return in_force_; }
+  // While the newest view held is not in force: a line for people naming it and the members that do
+  // not hold it yet ("view 4 (a, b, c) is not in force until a holds it too"); nullopt otherwise.
+  std::optional<std::string> pending_view_note() const;
+  // The view round `round` awaits here: the newest view held whose effective round is at most `round`,
+  // newer than the view in force at `round` and not in force itself. Such a round should run once that
+  // view comes into force (its members hold it), not in the older view, which its members may already
+  // have left for it. nullopt when the view in force at `round` is the one to run it in.
+  std::optional<View> view_awaited(std::uint64_t round) const { return view_awaited(views_, in_force_, round); }
+  // The same from copies of views() and views_in_force(), for a transport that publishes them.
+  static std::optional<View> view_awaited(const std::vector<View>& held, const std::vector<View>& in_force,
+                                          std::uint64_t round);
 
  private:
   struct Entry {
@@ -223,7 +290,30 @@ class Membership {
   MembershipChange merge_record(const MemberRecord& r, Source source, const std::string& from, Clock::time_point now);
   // A record about this site itself: refutes a death or leave at its own incarnation.
   MembershipChange merge_own_record(const MemberRecord& r, const std::string& from, Clock::time_point now);
-  MembershipChange merge_view(const View& v, const std::string& from);
+  // `retry`: a proposal held back before (see the header comment), not counted again.
+  MembershipChange merge_view(const View& v, const std::string& from, bool retry = false);
+  // The first member of `before` that `v` leaves out although this site's own evidence says it is
+  // alive; nullopt when there is none, when `before` is the initial view, or while this site leaves.
+  std::optional<std::string> dropped_live_member(const View& v, const View& before) const;
+  // Keeps a proposal refused for dropping a live member; counts it once (not again for a retry).
+  void hold_back(const View& v, const std::string& from, const std::string& dropped, bool retry,
+                 MembershipChange& change);
+  // Takes the held-back proposals this site's own evidence now justifies.
+  void retry_held_back(MembershipChange& change);
+  // A round `from` reports of itself (hello, heartbeat, member list): believed within the window
+  // (see the header comment), else refused into `change`.
+  void note_report(const std::string& from, std::uint64_t round, MembershipChange& change);
+  // The largest plausible round: the lower median of the live members' reports (this site's own
+  // round included once it runs) plus the window; nullopt while there is nothing to go by.
+  std::optional<std::uint64_t> round_bound() const;
+  void refresh_newest_round();
+  // The members of `v` other than this site that neither hold it (their newest member list) nor are
+  // dead or left by this site's own evidence.
+  std::vector<std::string> missing_holders(const View& v) const;
+  // Recomputes in_force_ from views_ (see above); every input that changes views or records calls it.
+  void refresh_in_force();
+  // `change` with in_force_ refreshed, for the inputs to return.
+  MembershipChange settled(MembershipChange change);
   // Where a view proposed now takes effect: `view_lead_rounds` after the newest round any site
   // reported and after the newest view's round.
   std::uint64_t next_effective_round() const;
@@ -237,7 +327,16 @@ class Membership {
   std::map<std::string, Entry> members_;  // includes this site
   std::map<std::string, Pace> paces_;     // the newest figures each member reported, this site's own too
   std::vector<View> views_;               // sorted by id, newest last, never empty
-  std::uint64_t newest_round_ = 0;
+  std::vector<View> in_force_;            // see views_in_force()
+  std::set<std::uint64_t> confirmed_;     // ids of views_ every other member was seen holding
+  // The views each site's newest member list held (its own word: the sender is authenticated).
+  std::map<std::string, std::vector<View>> holdings_;
+  bool holdings_changed_ = false;  // since in_force_ was last refreshed
+  std::uint64_t newest_round_ = 0;  // see newest_round()
+  std::uint64_t local_round_ = 0;   // see note_round()
+  std::map<std::string, std::uint64_t> reported_rounds_;  // each member's own report
+  // Proposals held back for dropping a member this site hears, by id (a few distinct ones per id).
+  std::map<std::uint64_t, std::vector<std::pair<View, std::string>>> held_back_;
   std::uint64_t own_round_ = 0;
   bool runs_ = false;  // this process noted a round of its own (own_round_ may be 0 then)
   // The view whose pace this site, its first member, awaits, and since when (see tick()).

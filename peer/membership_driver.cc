@@ -29,13 +29,23 @@ void MembershipDriver::send_table(const std::string& to, Clock::time_point now) 
   port_.send_membership(to, MessageKind::kMembers, encode_members(membership_.snapshot()), now);
 }
 
-void MembershipDriver::on_hello(const HelloInfo& hello, Clock::time_point now) {
+std::optional<Rejection> MembershipDriver::first_refusal(const MembershipChange& change) {
+  if (change.refused.empty()) return std::nullopt;
+  // The rest of the message was taken; the refusal is counted once for it, and says how much more.
+  Rejection r{change.refused.front().cause, change.refused.front().detail};
+  if (change.refused.size() > 1) r.detail += " (and " + std::to_string(change.refused.size() - 1) + " more refused)";
+  return r;
+}
+
+std::optional<Rejection> MembershipDriver::on_hello(const HelloInfo& hello, Clock::time_point now) {
   const std::string& name = hello.name;
-  process(membership_.on_hello(hello, now), now);
+  const auto change = membership_.on_hello(hello, now);
+  process(change, now);
   // Before answering: a bootstrap connection to this site then carries the answer instead of a new one.
   port_.adopt_bootstraps();
   if (membership_.is_alive(name)) send_table(name, now);
   else maybe_refute_hint(name, now);
+  return first_refusal(change);
 }
 
 std::optional<Rejection> MembershipDriver::on_message(const std::string& from, MessageKind kind, std::string_view body,
@@ -77,11 +87,7 @@ std::optional<Rejection> MembershipDriver::on_message(const std::string& from, M
   }
   if (const auto* r = membership_.find(from); r && r->state == MemberState::kDead) maybe_refute_hint(from, now);
   process(change, now);
-  if (change.refused.empty()) return std::nullopt;
-  // The rest of the message was taken; the refusal is counted once for it, and says how much more.
-  Rejection r{change.refused.front().cause, change.refused.front().detail};
-  if (change.refused.size() > 1) r.detail += " (and " + std::to_string(change.refused.size() - 1) + " more refused)";
-  return r;
+  return first_refusal(change);
 }
 
 std::optional<Rejection> MembershipDriver::admit(const std::string& from, MessageKind kind, Clock::time_point now) {
@@ -173,7 +179,7 @@ void MembershipDriver::tick(Clock::time_point now) {
   auto others = membership_.alive_others();
   const Pace& own = membership_.own_pace();
   for (const auto& r : others) {
-    HeartbeatInfo hb{membership_.incarnation(), membership_.newest_round(), micros(now), 0, 0, own.rtt_us, own.step_us};
+    HeartbeatInfo hb{membership_.incarnation(), membership_.reported_round(), micros(now), 0, 0, own.rtt_us, own.step_us};
     if (auto it = echoes_.find(r.name); it != echoes_.end() && it->second.sent_us != 0) {
       hb.echo_us = it->second.sent_us;
       hb.held_us = micros(now) - micros(it->second.received);

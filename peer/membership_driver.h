@@ -76,7 +76,9 @@ class MembershipDriver {
   const Membership& membership() const { return membership_; }
 
   // A hello from `hello.name` (the transport has checked that the connection is that site's).
-  void on_hello(const HelloInfo& hello, Clock::time_point now);
+  // Returns the first part Membership refused (kImplausibleRound for its round, say), its detail
+  // counting the others, when it refused any; the rest of the hello was taken then.
+  std::optional<Rejection> on_hello(const HelloInfo& hello, Clock::time_point now);
   // A members, heartbeat or leave message from `from`. Returns the rejection (kMalformed) when its body
   // does not decode, or (kUnknownKind) for another kind; nothing changed then. Returns the first of
   // the parts Membership refused (kUnvouched, kIncarnation, kInventedMember), its detail counting the
@@ -116,6 +118,8 @@ class MembershipDriver {
   void gossip_all(Clock::time_point now);
   void process(const MembershipChange& change, Clock::time_point now);
   void maybe_refute_hint(const std::string& name, Clock::time_point now);
+  // The rejection to count for what `change` refused (the first part, counting the rest), if any.
+  static std::optional<Rejection> first_refusal(const MembershipChange& change);
   void send_table(const std::string& to, Clock::time_point now);
 
   std::string self_;

@@ -30,6 +30,8 @@ std::string_view to_string(RejectCause cause) {
     case RejectCause::kIncarnation: return "incarnation";
     case RejectCause::kInventedMember: return "invented_member";
     case RejectCause::kStrayRefusal: return "stray_refusal";
+    case RejectCause::kUnjustifiedView: return "unjustified_view";
+    case RejectCause::kImplausibleRound: return "implausible_round";
   }
   return "unknown";
 }

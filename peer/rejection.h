@@ -44,10 +44,16 @@ enum class RejectCause : std::uint8_t {
   kInventedMember,
   // A refusal from a site this one does not join through (only those decide that it is not admitted).
   kStrayRefusal,
+  // A proposed view that leaves out a member this site itself still hears (its own evidence says it
+  // is alive): held back until this site's own evidence agrees.
+  kUnjustifiedView,
+  // A round (in a hello, heartbeat, member list or view) further ahead than this site's own rounds and
+  // the rounds its members report make plausible.
+  kImplausibleRound,
 };
-inline constexpr std::size_t kRejectCauseCount = 22;
+inline constexpr std::size_t kRejectCauseCount = 24;
 // Counters are indexed by cause: a cause added after the last one must move this count too.
-static_assert(static_cast<std::size_t>(RejectCause::kStrayRefusal) + 1 == kRejectCauseCount);
+static_assert(static_cast<std::size_t>(RejectCause::kImplausibleRound) + 1 == kRejectCauseCount);
 
 // Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
 std::string_view to_string(RejectCause cause);

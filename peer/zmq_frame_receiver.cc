@@ -214,7 +214,9 @@ bool ZmqTransport::IoLoop::receive_one() {
   traffic_[name].in += hdr_.size() + (payload_bytes ? *payload_bytes : 0);
   dirty_ = true;
   switch (h.kind) {
-    case MessageKind::kHello: driver_->on_hello(*hello, now); break;
+    case MessageKind::kHello:
+      if (auto r = driver_->on_hello(*hello, now)) return drop(r->cause, name, r->detail);
+      break;
     case MessageKind::kMembers:
     case MessageKind::kHeartbeat:
     case MessageKind::kLeave:

@@ -64,10 +64,14 @@ void ZmqTransport::IoLoop::publish() {
     if (b.key_refused && !b.name.empty()) refused_by.push_back(b.name);
   }
   std::sort(refused_by.begin(), refused_by.end());
+  // A view of this site's that a member does not take (its roster lacks a joiner, it still hears a
+  // site the view drops) holds the start up as much as an unreachable bootstrap site does.
+  if (auto pending = membership().pending_view_note()) problems.push_back(std::move(*pending));
   std::lock_guard lock(t_.mu_);
   t_.join_problems_ = std::move(problems);
   t_.refused_by_ = std::move(refused_by);
-  t_.views_ = membership().views();
+  t_.views_ = membership().views_in_force();
+  t_.views_held_ = membership().views();
   t_.awaits_pace_ = membership().awaits_pace();
   t_.member_status_ = std::move(status);
   t_.stats_ = stats_;

@@ -84,7 +84,8 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
                   static_cast<MembershipPort&>(*this), Clock::now());
   if (secure()) watch_listener();
   open_bootstraps();
-  t_.views_ = membership().views();
+  t_.views_ = membership().views_in_force();
+  t_.views_held_ = membership().views();
 }
 
 ZmqTransport::IoLoop::~IoLoop() {

@@ -286,6 +286,11 @@ View ZmqTransport::latest_view() const {
   return views_.back();
 }
 
+std::optional<View> ZmqTransport::view_awaited(std::uint64_t round) const {
+  std::lock_guard lock(mu_);
+  return Membership::view_awaited(views_held_, views_, round);
+}
+
 bool ZmqTransport::awaits_pace() const {
   std::lock_guard lock(mu_);
   return awaits_pace_;

@@ -186,6 +186,7 @@ class ZmqTransport final : public FederationTransport {
   std::vector<MemberStatus> members() const override;
   std::vector<std::string> alive_members() const override;  // sorted, including this site
   View latest_view() const override;
+  std::optional<View> view_awaited(std::uint64_t round) const override;
   bool awaits_pace() const override;
   const RejectionCounters& rejections() const override { return rejections_; }
   TransportStats stats() const override;
@@ -240,7 +241,8 @@ class ZmqTransport final : public FederationTransport {
   std::deque<Message> inbox_;
   std::deque<Message> control_inbox_;
   std::deque<Command> commands_;
-  std::vector<View> views_;                  // copy of the membership's views, for view_for()
+  std::vector<View> views_;                  // copy of the membership's views in force, for view_for()
+  std::vector<View> views_held_;             // copy of the membership's views, for view_awaited()
   bool awaits_pace_ = false;                 // copy of the membership's awaits_pace()
   std::vector<MemberStatus> member_status_;  // copy of the membership table, for members()
   std::exception_ptr failure_;

@@ -149,8 +149,9 @@ TEST_CASE("a roster that lacks one site at one site: the waiting lines name the 
                     args_for("gamma", dir.path(), table, roster).join("alpha@" + endpoint + ",beta@" + beta_endpoint));
 
   // beta admits both and hears from both: it names the causes from alpha's and gamma's reports, and
-  // says why it waits though the view holds three sites.
-  CHECK(waiting_line_says(beta, {"the view does not settle: "}));
+  // says why its view of the three sites does not come into force (alpha, which refuses gamma, never
+  // holds it), so that it never starts in a view whose members cannot exchange a run plan.
+  CHECK(waiting_line_says(beta, {"(alpha,beta,gamma) is not in force here until alpha holds it too"}));
   const bool beta_told = waiting_line_says(
       beta, {"as far as this site knows: gamma is not reachable from alpha: ",
              "alpha's roster does not list gamma (as alpha reports)"});
@@ -164,6 +165,8 @@ TEST_CASE("a roster that lacks one site at one site: the waiting lines name the 
   CHECK(beta_told);
   CHECK(gamma_told);
   CHECK(alpha_told);
+  // No site started in the view of all three (the start line names its sites and their count).
+  for (const auto* site : {&alpha, &beta, &gamma}) CHECK_FALSE(contains(site->log(), "alpha, beta, gamma (3 sites)"));
   CHECK(contains(alpha.log(), "'gamma' is a member at beta, but this site's roster " + short_roster.string() +
                                   " does not list it"));
   const auto status = meridian::tests::run_meridian("status --socket " + (alpha.run_dir() / "control.sock").string());

@@ -1,7 +1,7 @@
 // A member that turns hostile: it holds a valid identity (a roster key) and speaks the membership
 // protocol, and it forges what only other sites may say of themselves (their deaths, leaves,
-// incarnations), proposes views with invented names, claims incarnations nobody can hold and refuses
-// sites that never joined through it. Every attack is refused and counted, and no view loses an honest
+// incarnations, addresses, rounds), proposes views with invented names or without a live site, claims
+// incarnations and rounds nobody can hold and refuses sites that never joined through it. Every attack is refused and counted, and no view loses an honest
 // site: in an in-memory federation, and against `meridian start` processes with CurveZMQ on 127.0.0.1.
 #include <catch2/catch.hpp>
 
@@ -23,6 +23,7 @@
 #include "daemon/control_client.h"
 #include "peer/in_memory_federation.h"
 #include "peer/wire_codec.h"
+#include "peer/zmq_socket_monitor.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
@@ -163,6 +164,35 @@ struct HostileLink {
   }
 };
 
+// A listener with the hostile site's own key at an address it gossips for another site: a site that
+// dials it there pins that other site's key, so no handshake can succeed and nothing is delivered.
+struct Trap {
+  zmq::socket_t socket;
+  std::string address;
+  std::optional<ZmqSocketMonitor> monitor;
+  int accepted = 0, handshakes_ok = 0;
+  Trap(zmq::context_t& ctx, const CurveKeyPair& own) : socket(ctx, zmq::socket_type::router) {
+    socket.set(zmq::sockopt::linger, 0);
+    socket.set(zmq::sockopt::curve_server, true);
+    socket.set(zmq::sockopt::curve_secretkey, own.secret_key);
+    monitor.emplace(ctx, socket, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    socket.bind("tcp://127.0.0.1:*");
+    address = socket.get(zmq::sockopt::last_endpoint);
+  }
+  ~Trap() { monitor.reset(); }
+  void poll() {
+    for (const auto& e : monitor->drain()) {
+      if (e.kind == ZMQ_EVENT_ACCEPTED) ++accepted;
+      else if (e.kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) ++handshakes_ok;
+    }
+  }
+  // Whether any message was delivered to it (never blocks).
+  bool delivered() {
+    zmq::message_t m;
+    return socket.recv(m, zmq::recv_flags::dontwait).has_value();
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of a running federation",
@@ -181,12 +211,24 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
   std::map<std::string, std::unique_ptr<SiteProcess>> sites;
   zmq::context_t ctx;  // before the links: their sockets close before it terminates
   std::map<std::string, std::unique_ptr<HostileLink>> links;
+  Trap trap(ctx, keys.of.at("h"));
   // h refuses every site the moment it listens, while it waits for its view: none joins through h.
   const HelloInfo refusal{"h", "tcp://127.0.0.1:9", "", 1, 0, {}, "h refuses this site: model differs"};
   std::string join_a;
   std::uint64_t fingerprint = 0;
   for (std::size_t i = 0; i < honest.size(); ++i) {
     const auto& name = honest[i];
+    if (name == "c") {
+      // The roster gives no addresses: before c starts, h tells a and b that c listens at h's trap.
+      // Each dials it as a probe with c's key pinned; c's own hello later says where it listens.
+      MemberListInfo rumour;
+      rumour.members = {{"c", trap.address, "", 1, MemberState::kAlive}};
+      for (const auto& told : {"a", "b"}) links[told]->send(MessageKind::kMembers, encode_members(rumour), fingerprint);
+      REQUIRE(meridian::testing::eventually([&] {
+        trap.poll();
+        return trap.accepted >= 2;
+      }));
+    }
     auto site_args = args(name, static_cast<int>(i));
     if (!join_a.empty()) site_args.join(join_a);
     sites[name] = std::make_unique<SiteProcess>(dir.path() / name, site_args);
@@ -226,12 +268,15 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
   std::map<std::string, std::map<std::string, int>> expected;  // site -> cause -> count
+  const std::vector<std::string> kCounted{"unvouched",        "incarnation",      "invented_member",
+                                          "stray_refusal",    "unjustified_view", "implausible_round"};
   for (const auto& name : honest) expected[name]["stray_refusal"] = 1;
   auto forge = [&](std::vector<MemberRecord> records, std::vector<View> views,
-                   const std::map<std::string, std::string>& cause_at) {
+                   const std::map<std::string, std::string>& cause_at, std::uint64_t round = 0) {
     MemberListInfo list;
     list.members = std::move(records);
     list.views = std::move(views);
+    list.round = round;
     for (const auto& name : honest) {
       links[name]->send(MessageKind::kMembers, encode_members(list), fingerprint);
       if (auto it = cause_at.find(name); it != cause_at.end()) ++expected[name][it->second];
@@ -248,6 +293,19 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
         {{"a", "invented_member"}, {"b", "invented_member"}, {"c", "invented_member"}});
   forge({{"ghost", "tcp://127.0.0.1:9", "", 1, MemberState::kAlive}}, {},
         {{"a", "invented_member"}, {"b", "invented_member"}, {"c", "invented_member"}});
+  // A view of real names that leaves out b, which every site (b too) still hears: held back.
+  const auto in_force = status_of(*sites["a"]);
+  REQUIRE(in_force);
+  forge({}, {View::of({"a", "c"}, in_force->view_id + 1, in_force->step + 2)},
+        {{"a", "unjustified_view"}, {"b", "unjustified_view"}, {"c", "unjustified_view"}});
+  // A round far ahead of everybody's, in a member list and in a heartbeat: neither is believed.
+  const std::uint64_t far_round = std::uint64_t{1} << 50;
+  forge({}, {}, {{"a", "implausible_round"}, {"b", "implausible_round"}, {"c", "implausible_round"}}, far_round);
+  for (const auto& name : honest) {
+    links[name]->send(MessageKind::kHeartbeat, encode_heartbeat(HeartbeatInfo{.incarnation = 1, .round = far_round}),
+                      fingerprint);
+    ++expected[name]["implausible_round"];
+  }
 
   const bool all_counted = meridian::testing::eventually([&] {
     for (const auto& [name, causes] : expected)
@@ -257,13 +315,13 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
   });
   std::string counts;
   for (const auto& [name, causes] : expected)
-    for (const auto& cause : {"unvouched", "incarnation", "invented_member", "stray_refusal"})
+    for (const auto& cause : kCounted)
       counts += name + " " + cause + ": " + std::to_string(rejected(*sites[name], cause)) + " (sent " +
                 std::to_string(causes.contains(cause) ? causes.at(cause) : 0) + ")\n";
   INFO(counts);
   REQUIRE(all_counted);
   for (const auto& [name, causes] : expected)
-    for (const auto& cause : {"unvouched", "incarnation", "invented_member", "stray_refusal"}) {
+    for (const auto& cause : kCounted) {
       INFO(name << " " << cause);
       CHECK(rejected(*sites[name], cause) == (causes.contains(cause) ? causes.at(cause) : 0));
     }
@@ -287,6 +345,12 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
     }
     CHECK(log.find("ghost' is alive") == std::string::npos);
   }
+  // Every site dialed the trap as a probe for c, and none of those connections authenticated or
+  // carried a message; c joined at its own address all the same.
+  trap.poll();
+  CHECK(trap.accepted >= 2);
+  CHECK(trap.handshakes_ok == 0);
+  CHECK_FALSE(trap.delivered());
   for (const auto& name : honest) sites[name]->signal(SIGINT);
   for (const auto& name : honest) CHECK(sites[name]->wait_exit() == 0);
 }

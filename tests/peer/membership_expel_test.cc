@@ -41,11 +41,14 @@ TEST_CASE("a member taken out of the roster is expelled: left at once and out of
   CHECK_FALSE(a.is_alive("c"));
   CHECK(a.tick(t0).views);
   CHECK(a.latest_view().members == std::vector<std::string>{"a", "b"});
-  // Leaving the roster is each site's own decision: b, whose roster still lists c, refuses a's record.
+  // Leaving the roster is each site's own decision: b, whose roster still lists c, refuses a's record,
+  // and holds back a's view without c, which b still hears.
   const auto gossiped = b.on_members("a", a.snapshot(), t0);
-  REQUIRE(gossiped.refused.size() == 1);
+  REQUIRE(gossiped.refused.size() == 2);
   CHECK(gossiped.refused[0].cause == RejectCause::kUnvouched);
+  CHECK(gossiped.refused[1].cause == RejectCause::kUnjustifiedView);
   CHECK(b.is_alive("c"));
+  CHECK(b.latest_view().rank_of("c"));
   // c's own hello, even with a higher incarnation, no longer gets it back in at a.
   CHECK_FALSE(a.on_hello(hello_of("c", 2), t0).any());
   CHECK_FALSE(a.is_alive("c"));

@@ -2,6 +2,7 @@
 // alone, deaths from this site's own timeout, leaving from the member or this site's roster, and
 // incarnations move one plausible step at a time without wrapping. Each refusal is returned for the
 // transport to count.
+#include <algorithm>
 #include <limits>
 
 #include <catch2/catch.hpp>
@@ -19,8 +20,8 @@ MembershipConfig config(const std::string& self, std::uint64_t incarnation = 1) 
   return meridian::peer::testing::membership_config(self, incarnation);
 }
 
-HelloInfo hello_of(const std::string& name, std::uint64_t inc = 1) {
-  return {name, "tcp://127.0.0.1:1/" + name, "", inc, 0, {}, {}};
+HelloInfo hello_of(const std::string& name, std::uint64_t inc = 1, std::uint64_t round = 0) {
+  return {name, "tcp://127.0.0.1:1/" + name, "", inc, round, {}, {}};
 }
 
 MemberListInfo one_record(const std::string& name, std::uint64_t inc, MemberState state) {
@@ -206,4 +207,180 @@ TEST_CASE("a site heard of only through gossip is one to contact, not a member, 
   CHECK(a.on_hello(hello_of("d", 2), t0).joined == std::vector<std::string>{"d"});
   CHECK(a.tick(t0).views);
   CHECK(a.latest_view().members == std::vector<std::string>{"a", "b", "c", "d"});
+}
+
+namespace {
+
+// A member list that proposes `v`, from a sender at `round`.
+MemberListInfo one_view(const View& v, std::uint64_t round = 0) {
+  MemberListInfo list;
+  list.views = {v};
+  list.round = round;
+  return list;
+}
+
+}  // namespace
+
+TEST_CASE("a view that drops a member this site hears is held back, counted once, and taken when its own timeout agrees",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  const View before = a.latest_view();
+  const View without_b = View::of({"a", "c"}, before.id + 1, 20);
+  CHECK(refused_for(a.on_members("c", one_view(without_b), t0 + 100ms), RejectCause::kUnjustifiedView));
+  // Repeated by gossip: held back still, not counted again.
+  for (auto t = t0 + 200ms; t < t0 + 900ms; t += 200ms) {
+    a.heard_from("b", t);
+    a.heard_from("c", t);
+    const auto change = a.on_members("c", one_view(without_b), t);
+    CHECK(change.refused.empty());
+    CHECK_FALSE(change.views);
+    CHECK_FALSE(a.tick(t).views);
+    CHECK(a.latest_view() == before);
+  }
+  // b falls silent: this site's own timeout declares it dead, and the proposal it held back is the
+  // view it takes (the proposer's round), not a rival of its own.
+  a.heard_from("c", t0 + 1900ms);
+  const auto change = a.tick(t0 + 1900ms);
+  CHECK(change.died == std::vector<std::string>{"b"});
+  CHECK(change.views);
+  CHECK(a.latest_view() == without_b);
+  CHECK_FALSE(a.tick(t0 + 1950ms).views);
+}
+
+TEST_CASE("a view that drops the receiving site itself is held back there once it runs rounds",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership b(config("b"), t0);
+  b.on_hello(hello_of("a"), t0);
+  b.on_hello(hello_of("c"), t0);
+  b.tick(t0);
+  const View before = b.latest_view();
+  REQUIRE(before.members == std::vector<std::string>{"a", "b", "c"});
+  b.note_own_round(3);
+  CHECK(refused_for(b.on_members("c", one_view(View::of({"a", "c"}, before.id + 1, 20)), t0),
+                    RejectCause::kUnjustifiedView));
+  CHECK(b.latest_view() == before);
+  CHECK_FALSE(b.tick(t0 + 100ms).views);
+  // A process that runs no round yet (a restart) takes the views that left its previous incarnation
+  // out: they say where its peers wait for it.
+  Membership b2(config("b", 2), t0);
+  b2.on_members("a", one_view(before), t0);
+  const View without_old_b = View::of({"a", "c"}, before.id + 1, 20);
+  CHECK(b2.on_members("a", one_view(without_old_b), t0).refused.empty());
+  CHECK(b2.latest_view() == without_old_b);
+}
+
+TEST_CASE("a view that a member's own leave or restart justifies is taken at once", "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  const View before = a.latest_view();
+  const View without_c = View::of({"a", "b"}, before.id + 1, 20);
+  CHECK(refused_for(a.on_members("b", one_view(without_c), t0), RejectCause::kUnjustifiedView));
+  // c's own leave, on its own connection.
+  const auto change = a.on_leave("c", LeaveInfo{1});
+  CHECK(change.left == std::vector<std::string>{"c"});
+  CHECK(change.views);
+  CHECK(a.latest_view() == without_c);
+
+  // A restart: b's new incarnation greets a after a peer already proposed the view without its old one.
+  const View without_old_b = View::of({"a"}, without_c.id + 1, 30);
+  CHECK(refused_for(a.on_members("x", one_view(without_old_b), t0), RejectCause::kUnjustifiedView));
+  const auto restart = a.on_hello(hello_of("b", 2), t0 + 100ms);
+  CHECK(restart.restarted == std::vector<std::string>{"b"});
+  CHECK(a.latest_view() == without_old_b);
+}
+
+TEST_CASE("a conflicting proposal never drops a member this site hears; the larger view wins everywhere",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  const View held = a.latest_view();
+  // Same id, a later round, b left out: refused, whatever its round.
+  const View rival = View::of({"a", "c"}, held.id, held.effective_round + 3);
+  CHECK(refused_for(a.on_members("c", one_view(rival), t0), RejectCause::kUnjustifiedView));
+  CHECK(a.latest_view() == held);
+  // Two honest proposals for one id, one made before a joiner was heard of: the one with more
+  // members wins on both sides, whatever their rounds.
+  Membership x(config("x"), t0), y(config("y"), t0);
+  const View early = View::of({"a", "b"}, 3, 40), with_joiner = View::of({"a", "b", "d"}, 3, 30);
+  x.on_members("a", one_view(early), t0);
+  x.on_members("b", one_view(with_joiner), t0);
+  y.on_members("b", one_view(with_joiner), t0);
+  y.on_members("a", one_view(early), t0);
+  CHECK(x.latest_view() == with_joiner);
+  CHECK(y.latest_view() == with_joiner);
+}
+
+TEST_CASE("a round is believed only from its own site and within the window of the members' rounds",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  a.note_own_round(100);
+  CHECK(a.on_heartbeat("b", HeartbeatInfo{.incarnation = 1, .round = 101}, t0).refused.empty());
+  CHECK(a.on_heartbeat("c", HeartbeatInfo{.incarnation = 1, .round = 102}, t0).refused.empty());
+  CHECK(a.newest_round() == 102);
+  // What a site reports is its own round, not the newest it heard of.
+  CHECK(a.reported_round() == 100);
+  CHECK(a.hello().round == 100);
+  CHECK(a.snapshot().round == 100);
+
+  const std::uint64_t far = 1'000'000'000;
+  CHECK(refused_for(a.on_heartbeat("c", HeartbeatInfo{.incarnation = 1, .round = far}, t0),
+                    RejectCause::kImplausibleRound));
+  MemberListInfo list;
+  list.round = far;
+  CHECK(refused_for(a.on_members("c", list, t0), RejectCause::kImplausibleRound));
+  CHECK(refused_for(a.on_hello(hello_of("c", 1, far), t0), RejectCause::kImplausibleRound));
+  // A site that is not a member has no round here at all, and a far one is counted.
+  CHECK(refused_for(a.on_heartbeat("h", HeartbeatInfo{.incarnation = 1, .round = far}, t0),
+                    RejectCause::kImplausibleRound));
+  CHECK(a.on_heartbeat("h", HeartbeatInfo{.incarnation = 1, .round = 103}, t0).refused.empty());
+  CHECK(a.newest_round() == 102);
+  // A view starting far ahead is refused the same way; so the next view starts a lead after 102.
+  CHECK(refused_for(a.on_members("c", one_view(View::of({"a", "b", "c"}, a.latest_view().id + 1, far), 102), t0),
+                    RejectCause::kImplausibleRound));
+  a.on_hello(hello_of("d"), t0);
+  a.tick(t0);
+  CHECK(a.latest_view().members == std::vector<std::string>{"a", "b", "c", "d"});
+  CHECK(a.latest_view().effective_round == 102 + 5);
+  // Within the window a site may run ahead (it is believed).
+  const std::uint64_t ahead = a.reported_round() + 5 * kRoundWindowLeads;
+  CHECK(a.on_heartbeat("b", HeartbeatInfo{.incarnation = 1, .round = ahead}, t0).refused.empty());
+  CHECK(a.newest_round() == ahead);
+}
+
+TEST_CASE("a site with no round of its own takes the federation's from the first report", "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership d(config("d"), t0);
+  CHECK(d.on_hello(hello_of("a", 1, 50'000), t0).refused.empty());
+  CHECK(d.newest_round() == 50'000);
+  CHECK(d.on_hello(hello_of("b", 1, 50'001), t0).refused.empty());
+  CHECK(d.newest_round() == 50'001);
+  // A third member far ahead is outvoted by the first two.
+  CHECK(refused_for(d.on_hello(hello_of("c", 1, 90'000'000), t0), RejectCause::kImplausibleRound));
+  CHECK(d.newest_round() == 50'001);
+}
+
+TEST_CASE("where a member listens is its own word; another site's address for it is refused or only probed",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  MemberListInfo list;
+  list.members = {{"b", "tcp://10.9.9.9:1", "", 1, MemberState::kAlive}};
+  CHECK(refused_for(a.on_members("c", list, t0), RejectCause::kUnvouched));
+  CHECK(a.find("b")->address == "tcp://127.0.0.1:1/b");
+  // b's own record, and its hello, move it.
+  list.members = {{"b", "tcp://10.0.0.2:7000", "", 2, MemberState::kAlive}};
+  CHECK(a.on_members("b", list, t0).refused.empty());
+  CHECK(a.find("b")->address == "tcp://10.0.0.2:7000");
+  // A site heard of only through another's gossip is at that address to be probed (a connection to
+  // it must authenticate with its roster key), never gossiped on; its own hello says where it is.
+  list.members = {{"d", "tcp://10.9.9.9:1", "", 1, MemberState::kAlive}};
+  CHECK(a.on_members("c", list, t0).heard_of == std::vector<std::string>{"d"});
+  const auto snapshot = a.snapshot();
+  CHECK(std::none_of(snapshot.members.begin(), snapshot.members.end(),
+                     [](const MemberRecord& r) { return r.name == "d"; }));
+  CHECK(a.on_hello(hello_of("d"), t0).joined == std::vector<std::string>{"d"});
+  CHECK(a.find("d")->address == "tcp://127.0.0.1:1/d");
 }
