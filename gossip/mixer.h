@@ -29,7 +29,9 @@ struct MixReport {
 // Timing knobs shared by the mixers. Copies share `adaptive`.
 struct RoundTimeouts {
   std::chrono::milliseconds round{30000};        // a round not finished by then is abandoned (fixed deadline)
-  std::chrono::milliseconds view_change{60000};  // how long to wait for the view to redo it in
+  // How long an abandoned round waits for a newer view to redo it in before it is redone in its own
+  // (gossip/redo_view.h).
+  std::chrono::milliseconds view_change{60000};
   // --round-timeout auto: the deadline follows the measured mixes (peer/adaptive_deadline.h), which
   // MixServer feeds; `round` is then unused. Null: the fixed `round`.
   std::shared_ptr<peer::AdaptiveDeadline> adaptive;
@@ -47,8 +49,7 @@ class Mixer {
 
   // Mixes `data` (and `weight`) in place for training step `step`; `tag` tells apart several mixes of
   // the same step. Returns what happened. A site outside the view in force for the step sits the mix
-  // out (MixReport::sat_out). Throws MixError when the mix cannot complete (no newer view arrived to
-  // redo an abandoned round in).
+  // out (MixReport::sat_out). Throws MixError when the mix cannot complete.
   virtual MixReport mix(std::uint64_t step, RoundTag tag, std::span<float> data, double& weight) = 0;
 };
 
