@@ -457,6 +457,15 @@ MembershipChange Membership::tick(Clock::time_point now) {
   // pace) keeps every site on the first proposal of a change instead of proposing a rival.
   retry_held_back(change);
   auto alive = alive_names();
+  // A member of the newest view that this site has only heard of is not proposed out before a
+  // heartbeat timeout has passed since it was heard of: the view came through a peer that heard from
+  // it, its own hello may still be on its way over a slow link, and nothing here says it died. A view
+  // without it would be followed by one with it a moment later, and rounds in between redone.
+  for (const auto& name : views_.back().members) {
+    const auto it = members_.find(name);
+    if (it != members_.end() && !it->second.vouched && now - it->second.last_heard <= config_.heartbeat_timeout)
+      alive.insert(std::upper_bound(alive.begin(), alive.end(), name), name);
+  }
   // A superseded incarnation is out of the next view until some view newer than the one in force
   // when the restart was noticed leaves it out (proposed here or by a peer that noticed first).
   for (auto it = superseded_.begin(); it != superseded_.end();) {

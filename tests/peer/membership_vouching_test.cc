@@ -221,6 +221,29 @@ MemberListInfo one_view(const View& v, std::uint64_t round = 0) {
 
 }  // namespace
 
+TEST_CASE("a member only heard of that the newest view lists is not proposed out before its own timeout",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership b(config("b"), t0);
+  b.on_hello(hello_of("a"), t0);
+  b.tick(t0);
+  REQUIRE(b.latest_view().members == std::vector<std::string>{"a", "b"});
+  // a has heard from c (c's hello to b is still on its way): a's table names c, and a's view holds it.
+  CHECK(b.on_members("a", one_record("c", 1, MemberState::kAlive), t0).heard_of == std::vector<std::string>{"c"});
+  const View with_c = View::of({"a", "b", "c"}, b.latest_view().id + 1, 20);
+  b.on_members("a", one_view(with_c), t0 + 10ms);
+  REQUIRE(b.snapshot().views.back() == with_c);
+  for (auto t = t0 + 100ms; t <= t0 + 900ms; t += 200ms) {
+    b.heard_from("a", t);
+    CHECK_FALSE(b.tick(t).views);
+    CHECK(b.snapshot().views.back() == with_c);
+  }
+  // No hello from c within the heartbeat timeout: nothing says it is there, and b proposes it out.
+  b.heard_from("a", t0 + 1100ms);
+  CHECK(b.tick(t0 + 1100ms).views);
+  CHECK(b.snapshot().views.back().members == std::vector<std::string>{"a", "b"});
+}
+
 TEST_CASE("a view that drops a member this site hears is held back, counted once, and taken when its own timeout agrees",
           "[peer][membership][unit]") {
   const auto t0 = Clock::now();
