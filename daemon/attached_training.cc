@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/attached_trainer.h"
+#include "daemon/deadlines.h"
 #include "daemon/progress_line.h"
 #include "daemon/round_view.h"
 #include "daemon/shutdown_signals.h"
@@ -99,7 +100,7 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
   std::optional<double> loss_avg;
   std::uint64_t view_in_force = 0;
   std::optional<RoundView> round_view;
-  if (transport) round_view.emplace(*transport, seconds_ms(config.round_timeout) / 2, metrics->view_waits_given_up);
+  if (transport) round_view.emplace(*transport, view_wait_bound(config), metrics->view_waits_given_up);
   std::uint64_t abandoned_reported = 0;
   const std::uint64_t steps_total = end_round - start_round;
   // The parameters in the segment are those of this round (the gradient hook pulls them before the

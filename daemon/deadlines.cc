@@ -53,6 +53,13 @@ milliseconds round_timeout_bound(const SiteConfig& config) {
   return milliseconds(static_cast<long long>(config.round_timeout * 1000.0));
 }
 
+milliseconds view_wait_bound(const SiteConfig& config) {
+  const milliseconds shortest = config.round_timeout == kAutoDeadline
+                                    ? std::chrono::duration_cast<milliseconds>(round_deadline_rule().floor)
+                                    : round_timeout_bound(config);
+  return shortest / 2;
+}
+
 milliseconds heartbeat_timeout_bound(const SiteConfig& config) {
   if (config.heartbeat_timeout == kAutoDeadline)
     return std::chrono::duration_cast<milliseconds>(heartbeat_deadline_rule(config).initial);

@@ -40,6 +40,10 @@ peer::AdaptiveDeadlineRule heartbeat_deadline_rule(const SiteConfig& config);
 // with: the given timeout, or auto's initial value.
 std::chrono::milliseconds round_timeout_bound(const SiteConfig& config);
 std::chrono::milliseconds heartbeat_timeout_bound(const SiteConfig& config);
+// How long a round waits for a view this site holds that is not in force yet (daemon/round_view.h):
+// half the shortest round deadline the site may use (auto's floor), so that a member's round in the
+// older view still finishes with this site.
+std::chrono::milliseconds view_wait_bound(const SiteConfig& config);
 
 // The start-up line's words for both: "round timeout auto (30 s until 8 mixes are measured, then
 // 10 s to 1 h), heartbeat timeout 15 s".

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/cpu_usage.h"
+#include "daemon/deadlines.h"
 #include "daemon/human_format.h"
 #include "daemon/progress_line.h"
 #include "daemon/round_view.h"
@@ -354,7 +355,7 @@ void SiteDaemon::Impl::train() {
 
   std::uint64_t view_in_force = 0;
   std::optional<RoundView> round_view;
-  if (transport) round_view.emplace(*transport, seconds_ms(config.round_timeout) / 2, metrics->view_waits_given_up);
+  if (transport) round_view.emplace(*transport, view_wait_bound(config), metrics->view_waits_given_up);
   // This site's compute time of a step (waits for the network excluded), smoothed, shared with the
   // members for shapes chosen from the network (peer/pace.h).
   const bool shares_step_time = transport && algo.shape_from_network(settings);
