@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/build_paths.h"
 #include "tests/support/file_contents.h"
 
 namespace {
@@ -53,7 +54,7 @@ TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differenc
                   row("allreduce", 0.1, 0.80) + "," + row("dts:delay=8:period=4:compensation=off", 0.1, 0.765), "")
         << "]}";
   }
-  const std::string command = "python3 " + std::string(MERIDIAN_SOURCE_DIR) +
+  const std::string command = "python3 " + std::string(meridian::tests::source_dir()) +
                               "/bench/bench_wan.py --quick --report-only --out " + dir.string() + " --doc " +
                               (dir / "results.md").string() + " >/dev/null 2>&1";
   REQUIRE(std::system(command.c_str()) == 0);

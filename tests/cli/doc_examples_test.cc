@@ -26,6 +26,7 @@
 
 #include "cli/commands.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/build_paths.h"
 
 namespace {
 
@@ -85,7 +86,7 @@ std::vector<Example> doc_examples() {
   static const std::regex command(R"(^(\S*/)?meridian\s.*)");
   static const std::regex inline_span(R"(`((\S*/)?meridian [^`]*)`)");
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(fs::path(MERIDIAN_SOURCE_DIR) / "docs"))
+  for (const auto& entry : fs::directory_iterator(fs::path(meridian::tests::source_dir()) / "docs"))
     if (entry.path().extension() == ".md") files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   std::vector<Example> out;

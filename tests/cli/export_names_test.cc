@@ -20,6 +20,7 @@
 #include "models/data/data_source.h"
 #include "models/data/tabular_schema.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
@@ -115,17 +116,16 @@ TEST_CASE("an export of a messy table carries its names and preprocessing: raw C
   const auto test_rows = messy_rows(14, 1000);
   write_table(test, {"diagnosis", "glucose", "ward", "sex", "age", "mrn"}, test_rows);
   const fs::path checkpoint = tmp.path() / "clinic.mrdn";
-  const auto trained = run_meridian("train --train " + quoted(train) + " --test " + quoted(test) + " " + kTableOptions +
-                                    " --model mlp --hidden 8 --epochs 4 --batch 8 --threads 1 --seed 5 --save " +
-                                    quoted(checkpoint));
+  const auto trained =
+      run_meridian("train --train " + quoted(train) + " --test " + quoted(test) + " " + kTableOptions +
+                   " --model mlp --hidden 8 --epochs 4 --batch 8 --threads 1 --seed 5 --save " + quoted(checkpoint));
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
 
   // The checkpoint records the names and the preprocessing.
   const auto cp = meridian::daemon::read_checkpoint_file(checkpoint);
-  const std::vector<std::string> features = {"age",    "glucose",     "age missing",   "glucose missing",
-                                             "sex=F",  "sex=M",       "ward=icu",      "ward=medicine",
-                                             "ward=surgery"};
+  const std::vector<std::string> features = {"age",   "glucose",  "age missing",   "glucose missing", "sex=F",
+                                             "sex=M", "ward=icu", "ward=medicine", "ward=surgery"};
   CHECK(cp.inputs.feature_names == features);
   CHECK(cp.inputs.class_names == std::vector<std::string>{"benign", "malignant"});
   REQUIRE(cp.inputs.table.has_value());
@@ -166,8 +166,9 @@ TEST_CASE("an export of a messy table carries its names and preprocessing: raw C
   }
   const fs::path rows_file = tmp.path() / "rows.json", torch_logits = tmp.path() / "logits-rows.f32";
   std::ofstream(rows_file) << raw.dump();
-  const auto python = run_shell(kPython + " " + std::string(MERIDIAN_SOURCE_DIR) + "/tests/cli/export_check.py rows " +
-                                quoted(safetensors) + " " + quoted(rows_file) + " - " + quoted(torch_logits));
+  const auto python =
+      run_shell(kPython + " " + std::string(meridian::tests::source_dir()) + "/tests/cli/export_check.py rows " +
+                quoted(safetensors) + " " + quoted(rows_file) + " - " + quoted(torch_logits));
   INFO(python.output);
   REQUIRE(python.exit_code == 0);
   const auto answer = nlohmann::json::parse(python.output.substr(python.output.rfind('{')));
@@ -192,9 +193,9 @@ TEST_CASE("an export of a messy table carries its names and preprocessing: raw C
     f.write(reinterpret_cast<const char*>(raw_data.test.features.data()),
             static_cast<std::streamsize>(raw_data.test.features.size() * sizeof(float)));
   }
-  const auto graph = run_shell(kPython + " " + std::string(MERIDIAN_SOURCE_DIR) + "/tests/cli/export_check.py onnx " +
-                               quoted(onnx) + " " + quoted(raw_inputs) + " " + std::to_string(test_rows.size()) + " " +
-                               quoted(onnx_logits));
+  const auto graph = run_shell(kPython + " " + std::string(meridian::tests::source_dir()) +
+                               "/tests/cli/export_check.py onnx " + quoted(onnx) + " " + quoted(raw_inputs) + " " +
+                               std::to_string(test_rows.size()) + " " + quoted(onnx_logits));
   INFO(graph.output);
   REQUIRE(graph.exit_code == 0);
   const float onnx_difference = max_difference(read_floats(onnx_logits), reference);
@@ -213,8 +214,7 @@ TEST_CASE("an export of a messy table carries its names and preprocessing: raw C
   CHECK(eval.output.find("\"test_accuracy\": 1.000000") != std::string::npos);
 }
 
-TEST_CASE("checkpoints keep the input description through a write and read; older ones load without it",
-          "[unit]") {
+TEST_CASE("checkpoints keep the input description through a write and read; older ones load without it", "[unit]") {
   TempDir tmp;
   const std::vector<float> parameters = {1.0f, 2.0f};
   meridian::daemon::CheckpointView view;

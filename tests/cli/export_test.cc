@@ -24,6 +24,7 @@
 #include "models/data/idx_reader.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/models/data/npy_bytes.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
@@ -116,8 +117,9 @@ double accuracy(const std::vector<float>& logits, const std::vector<std::int32_t
 std::vector<float> exported_logits(const std::string& kind, const fs::path& model, const fs::path& inputs,
                                    std::size_t rows, const fs::path& dir) {
   const fs::path out = dir / ("logits-" + kind + ".f32");
-  const auto r = run_shell(kPython + " " + std::string(MERIDIAN_SOURCE_DIR) + "/tests/cli/export_check.py " + kind +
-                           " " + quoted(model) + " " + quoted(inputs) + " " + std::to_string(rows) + " " + quoted(out));
+  const auto r =
+      run_shell(kPython + " " + std::string(meridian::tests::source_dir()) + "/tests/cli/export_check.py " + kind +
+                " " + quoted(model) + " " + quoted(inputs) + " " + std::to_string(rows) + " " + quoted(out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   if (kind == "onnx") CHECK(r.output.find("opset=13") != std::string::npos);
@@ -194,9 +196,10 @@ TEST_CASE("exported models give meridian eval's logits and accuracy in PyTorch a
   SECTION("batch norm (mlp-bn)") { check_round_trip(tmp, "mlp-bn", "--model mlp-bn --hidden 64", test, test_inputs); }
   SECTION("logreg") { check_round_trip(tmp, "logreg", "--model logreg", test, test_inputs); }
   SECTION("a model file with batch norm and a projection shortcut") {
-    check_round_trip(tmp, "small-resnet",
-                     "--model " + quoted(fs::path(MERIDIAN_SOURCE_DIR) / "examples/models/small-resnet.model"), test,
-                     test_inputs);
+    check_round_trip(
+        tmp, "small-resnet",
+        "--model " + quoted(fs::path(meridian::tests::source_dir()) / "examples/models/small-resnet.model"), test,
+        test_inputs);
   }
   SECTION("a model file with group norm, GELU, tanh, sigmoid and pooling") {
     check_round_trip(tmp, "mix", "--model " + quoted(mix), test, test_inputs);

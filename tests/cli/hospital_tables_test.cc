@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/meridian_command.h"
 
@@ -31,7 +32,8 @@ TEST_CASE("the worked example's hospital tables train with the options deploy.md
           "[cli][data][process]") {
   meridian::testing::TempDir dir;
   const auto made = meridian::tests::run_command(
-      {"python3", std::string(MERIDIAN_SOURCE_DIR) + "/examples/tabular/make-hospital-csv", dir.path().string()});
+      {"python3", std::string(meridian::tests::source_dir()) + "/examples/tabular/make-hospital-csv",
+       dir.path().string()});
   INFO(made.output);
   REQUIRE(made.exit_code == 0);
   const auto table = [&](const std::string& name) { return "'" + (dir.path() / (name + ".csv")).string() + "'"; };

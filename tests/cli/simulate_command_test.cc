@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fashion_mnist.h"
@@ -45,7 +46,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0; }
 
-const std::string kFakeSite = std::string(MERIDIAN_SOURCE_DIR) + "/tests/cli/fake_site.sh";
+const std::string kFakeSite = std::string(meridian::tests::source_dir()) + "/tests/cli/fake_site.sh";
 
 // `meridian ARGS --site-program fake_site.sh` with the fake sites in FAKE_SITE_MODE `mode`.
 Result run_with_fake_sites(const char* mode, const std::string& args) {
@@ -187,8 +188,8 @@ TEST_CASE("Ctrl-C stops simulate and every site it started", "[cli][simulate][pr
   meridian::testing::TempDir dir;
   const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   meridian::tests::ChildProcess simulate(
-      {"env", "FAKE_SITE_MODE=hang", MERIDIAN_BINARY, "simulate", "--sites", "2", "--algo", "sgp", "--insecure",
-       "--out", dir.path().string(), "--site-program", kFakeSite},
+      {"env", "FAKE_SITE_MODE=hang", meridian::tests::meridian_binary(), "simulate", "--sites", "2", "--algo", "sgp",
+       "--insecure", "--out", dir.path().string(), "--site-program", kFakeSite},
       {.out = null, .err = null});
   ::close(null);
   // Wait until both sites are up (they write their pid), then interrupt as a terminal would.

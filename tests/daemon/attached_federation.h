@@ -19,6 +19,7 @@
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 
@@ -29,8 +30,9 @@ using meridian::tests::StartArgs;
 
 // Debian's interpreter, which python3-torch is installed for, whatever python3 comes first on PATH.
 inline const std::string kPython = "/usr/bin/python3";
-inline const std::string kExample = std::string(MERIDIAN_SOURCE_DIR) + "/examples/pytorch/fashion_mnist.py";
-inline const std::string kCheck = std::string(MERIDIAN_SOURCE_DIR) + "/tests/daemon/attached_trainer_check.py";
+inline const std::string kExample = std::string(meridian::tests::source_dir()) + "/examples/pytorch/fashion_mnist.py";
+inline const std::string kCheck =
+    std::string(meridian::tests::source_dir()) + "/tests/daemon/attached_trainer_check.py";
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -48,7 +50,8 @@ class TrainerProcess {
     args.insert(args.begin(), {"/usr/bin/env", "MERIDIAN_RUN_DIR=" + run_dir.string()});
     fs::create_directories(run_dir);
     const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    process_ = std::make_unique<meridian::tests::ChildProcess>(args, meridian::tests::ChildStreams{.out = fd, .err = fd});
+    process_ =
+        std::make_unique<meridian::tests::ChildProcess>(args, meridian::tests::ChildStreams{.out = fd, .err = fd});
     if (fd >= 0) ::close(fd);
   }
   std::string output() const { return meridian::tests::file_contents(out_); }
@@ -88,8 +91,8 @@ struct AttachedFederation {
   void start(int i, StartArgs site_args, const std::vector<std::string>& trainer_args) {
     if (i > 0) site_args.join(names[0] + "@" + sites[0]->endpoint(std::chrono::seconds(120)));
     sites.push_back(std::make_unique<SiteProcess>(run_dir(i), site_args.list()));
-    trainers.push_back(
-        std::make_unique<TrainerProcess>(run_dir(i), dir.path() / (names[static_cast<std::size_t>(i)] + ".out"), trainer_args));
+    trainers.push_back(std::make_unique<TrainerProcess>(
+        run_dir(i), dir.path() / (names[static_cast<std::size_t>(i)] + ".out"), trainer_args));
   }
   std::string logs() const {
     std::string text;
@@ -107,8 +110,9 @@ struct AttachedFederation {
 // Whether two state_dicts torch.save wrote hold the same bits.
 inline bool same_tensors(const fs::path& a, const fs::path& b) {
   const auto r = meridian::tests::run_shell(
-      kPython + " -c 'import sys, torch; a, b = torch.load(sys.argv[1]), torch.load(sys.argv[2]); "
-                "print(\"same\" if a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a) else \"differ\")' '" +
+      kPython +
+      " -c 'import sys, torch; a, b = torch.load(sys.argv[1]), torch.load(sys.argv[2]); "
+      "print(\"same\" if a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a) else \"differ\")' '" +
       a.string() + "' '" + b.string() + "'");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -117,10 +121,11 @@ inline bool same_tensors(const fs::path& a, const fs::path& b) {
 
 // The L2 distance between two state_dicts torch.save wrote.
 inline double distance(const fs::path& a, const fs::path& b) {
-  const auto r = meridian::tests::run_shell(
-      kPython + " -c 'import sys, torch; a, b = torch.load(sys.argv[1]), torch.load(sys.argv[2]); "
-                "print(sum(float((a[k] - b[k]).pow(2).sum()) for k in a) ** 0.5)' '" +
-      a.string() + "' '" + b.string() + "'");
+  const auto r =
+      meridian::tests::run_shell(kPython +
+                                 " -c 'import sys, torch; a, b = torch.load(sys.argv[1]), torch.load(sys.argv[2]); "
+                                 "print(sum(float((a[k] - b[k]).pow(2).sum()) for k in a) ** 0.5)' '" +
+                                 a.string() + "' '" + b.string() + "'");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   return std::stod(r.output);

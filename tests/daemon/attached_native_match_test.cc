@@ -27,6 +27,7 @@
 #include "models/model.h"
 #include "models/model_factory.h"
 #include "tests/daemon/attached_federation.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/fashion_mnist.h"
 
 namespace fs = std::filesystem;
@@ -44,13 +45,14 @@ constexpr std::uint64_t kSeed = 1;  // the sites' default --seed
 constexpr const char* kEpochs = "0.2";
 constexpr int kSteps = 46;
 
-const std::string kMlpCheck = std::string(MERIDIAN_SOURCE_DIR) + "/tests/daemon/attached_mlp_check.py";
+const std::string kMlpCheck = std::string(meridian::tests::source_dir()) + "/tests/daemon/attached_mlp_check.py";
 
 // The native model's initial parameters, as a site builds them (the default mlp, its --seed), in
 // their order: float32, each layer's weight (out, in) then its bias.
 void write_initial_parameters(const fs::path& file) {
   auto backend = std::make_shared<meridian::models::CpuBackend>(1);
-  const auto model = meridian::models::make_model("mlp", meridian::models::Shape{1, 28, 28}, 10, {256, 128}, backend, kSeed);
+  const auto model =
+      meridian::models::make_model("mlp", meridian::models::Shape{1, 28, 28}, 10, {256, 128}, backend, kSeed);
   const auto parameters = model->parameters();
   std::ofstream(file, std::ios::binary)
       .write(reinterpret_cast<const char*>(parameters.data()), static_cast<std::streamsize>(parameters.size_bytes()));

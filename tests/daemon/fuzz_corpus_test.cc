@@ -25,13 +25,14 @@
 #include "tests/models/data/gzip_bytes.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/models/data/npy_bytes.h"
+#include "tests/support/build_paths.h"
 
 namespace fs = std::filesystem;
 using meridian::testing::FuzzBytes;
 
 namespace {
 
-const fs::path kFuzz = fs::path(MERIDIAN_SOURCE_DIR) / "tests" / "fuzz";
+const fs::path kFuzz = fs::path(meridian::tests::source_dir()) / "tests" / "fuzz";
 
 // Every target but the wire decoder, by the name of its folders and of its `make fuzz FUZZ_TARGET=`.
 const std::map<std::string, std::function<void(FuzzBytes)>>& targets() {
@@ -119,7 +120,7 @@ std::map<std::string, std::map<std::string, std::string>> seeds() {
       model_checkpoint(*meridian::models::parse_model_file(kSmallModel, "tiny", input, 3, backend, 1), kSmallModel);
 
   auto& model_file = out["model_file"];
-  for (const auto& e : fs::directory_iterator(fs::path(MERIDIAN_SOURCE_DIR) / "examples" / "models"))
+  for (const auto& e : fs::directory_iterator(fs::path(meridian::tests::source_dir()) / "examples" / "models"))
     model_file[e.path().filename().string()] = contents(e.path());
   model_file["tiny.model"] = kSmallModel;
   model_file["shortcut.model"] =
@@ -132,7 +133,7 @@ std::map<std::string, std::map<std::string, std::string>> seeds() {
 
   auto& site_config = out["site_config"];
   site_config["defaults.toml"] = meridian::daemon::render_site_config(meridian::daemon::SiteConfig{});
-  site_config["ohio.toml"] = contents(fs::path(MERIDIAN_SOURCE_DIR) / "docker" / "sites" / "ohio.toml");
+  site_config["ohio.toml"] = contents(fs::path(meridian::tests::source_dir()) / "docker" / "sites" / "ohio.toml");
   site_config["short.toml"] =
       "name = \"a\"\nalgo = \"dts\"\ndelay = \"auto\"\nwan = \"latency=20ms,jitter=5ms\"\n"
       "join = [\"tcp://127.0.0.1:7401\"]\nlr = 0.05\n[extra]\nx = 1\n";

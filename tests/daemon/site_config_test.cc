@@ -13,6 +13,7 @@
 #include "daemon/site_config.h"
 #include "peer/curve_keys.h"
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
@@ -51,7 +52,8 @@ int run(const std::string& command) { return meridian::tests::run_shell(command)
 TEST_CASE("meridian init writes a config that --config reads back to the same values", "[daemon][config][process]") {
   TempDir tmp;
   const auto file = tmp.path() / "oregon.toml";
-  const std::string init = std::string(MERIDIAN_BINARY) + " init --name oregon --out " + file.string();
+  const std::string init =
+      std::string(meridian::tests::meridian_binary()) + " init --name oregon --out " + file.string();
   REQUIRE(run(init + " > /dev/null") == 0);
 
   SiteConfig expected;
@@ -71,7 +73,7 @@ TEST_CASE("meridian init writes a config that --config reads back to the same va
 TEST_CASE("every kind of value survives init and --config", "[daemon][config][process]") {
   TempDir tmp;
   const auto file = tmp.path() / "tokyo.toml";
-  REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --out " + file.string() +
+  REQUIRE(run(std::string(meridian::tests::meridian_binary()) + " init --out " + file.string() +
               " --name tokyo --insecure --join tcp://10.0.0.1:7400,tcp://10.0.0.2:7401 --widths 512,64,32"
               " --lr 0.125 --weight-decay 5e-4 --algo dts --delay 3 --period 2 --wan world4 --region tokyo"
               " --seed 18446744073709551615 --metrics-address off --checkpoint-dir '/var/lib/it is \"here\"'"
@@ -134,9 +136,10 @@ TEST_CASE("meridian init writes paths given to it so that the file names the sam
   std::filesystem::create_directories(tmp.path() / "conf");
   // Data paths are checked when the file is written, as start checks them.
   meridian::tests::write_small_table(tmp.path() / "data", "train.csv", {"dog", "cat"});
-  const auto written = meridian::tests::run_shell("cd " + tmp.path().string() + " && " + MERIDIAN_BINARY +
-                                                  " init --name alpha --key-dir secrets/alpha --train-csv "
-                                                  "data/train.csv --out conf/alpha.toml");
+  const auto written =
+      meridian::tests::run_shell("cd " + tmp.path().string() + " && " + meridian::tests::meridian_binary() +
+                                 " init --name alpha --key-dir secrets/alpha --train-csv "
+                                 "data/train.csv --out conf/alpha.toml");
   INFO(written.output);
   REQUIRE(written.exit_code == 0);
   const auto text = meridian::tests::file_contents(tmp.path() / "conf" / "alpha.toml");
@@ -171,12 +174,13 @@ TEST_CASE("dts without --delay and --period runs D = 2, P = 16; either one given
   // meridian init shows the shape in the file it makes, as a comment, so the file says what the site will
   // run and still leaves the shape to the algorithm; a shape given to init is written as a key.
   const auto made = tmp.path() / "made.toml";
-  REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --name a --algo dts --out " + made.string() + " > /dev/null") == 0);
+  REQUIRE(run(std::string(meridian::tests::meridian_binary()) + " init --name a --algo dts --out " + made.string() +
+              " > /dev/null") == 0);
   const std::string text = meridian::tests::file_contents(made);
   CHECK_THAT(text, Catch::Contains("\n# delay = 2\n") && Catch::Contains("\n# period = 16\n"));
   CHECK(shape(parse({"--config", made.string()})) == std::pair{2, 16});
-  REQUIRE(run(std::string(MERIDIAN_BINARY) + " init --name a --algo dts --period 4 --force --out " + made.string() +
-              " > /dev/null") == 0);
+  REQUIRE(run(std::string(meridian::tests::meridian_binary()) + " init --name a --algo dts --period 4 --force --out " +
+              made.string() + " > /dev/null") == 0);
   CHECK_THAT(meridian::tests::file_contents(made), Catch::Contains("\nperiod = 4\n"));
   CHECK(shape(parse({"--config", made.string()})) == std::pair{0, 4});
 }
@@ -312,7 +316,11 @@ TEST_CASE("each bad value gives an error naming the option with a hint", "[daemo
        "--heartbeat-timeout: 0.0012 s must exceed --heartbeat-interval 0.0011 s (by a whole millisecond at least)"},
       {[](SiteConfig& c) { c.dataset = "cifar"; }, "--dataset: 'cifar' is not one of fashion-mnist, idx, csv"},
       {[](SiteConfig& c) { c.dataset = "csv"; }, "--train: missing: --dataset csv needs a training file"},
-      {[](SiteConfig& c) { c.dataset = "idx"; c.train = "t.csv"; }, "--train: replaces --dataset idx"},
+      {[](SiteConfig& c) {
+         c.dataset = "idx";
+         c.train = "t.csv";
+       },
+       "--train: replaces --dataset idx"},
       {[](SiteConfig& c) { c.categorical = "ward=a||b"; }, "--categorical: --categorical 'ward=a||b'"},
       {[](SiteConfig& c) { c.ignore_columns = "id,id"; }, "--ignore-columns: --ignore-columns 'id,id'"},
       {[](SiteConfig& c) { c.partition = "dirichlet:0"; }, "--partition: partition \"dirichlet:0\": alpha"},
@@ -479,7 +487,7 @@ TEST_CASE("the small option grammars parse to their values", "[daemon][config][u
 TEST_CASE("meridian init rejects a bad value with the option named", "[daemon][config][process]") {
   TempDir tmp;
   const auto err = tmp.path() / "err.txt";
-  CHECK(run(std::string(MERIDIAN_BINARY) + " init --name x --algo gossip 2> " + err.string()) == 1);
+  CHECK(run(std::string(meridian::tests::meridian_binary()) + " init --name x --algo gossip 2> " + err.string()) == 1);
   CHECK_THAT(meridian::tests::file_contents(err), Contains("--algo: 'gossip' is not one of"));
 }
 
@@ -570,8 +578,9 @@ TEST_CASE("a secure site started from another directory finds the keys, roster a
                                        "epochs = 1.0\n"
                                        "threads = 1\n";
   std::filesystem::create_directories(tmp.path() / "elsewhere");
-  const auto result = meridian::tests::run_shell("cd " + (tmp.path() / "elsewhere").string() + " && " +
-                                                 MERIDIAN_BINARY + " start --config ../alpha/site.toml 2>&1");
+  const auto result =
+      meridian::tests::run_shell("cd " + (tmp.path() / "elsewhere").string() + " && " +
+                                 meridian::tests::meridian_binary() + " start --config ../alpha/site.toml 2>&1");
   INFO(result.output);
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.output, Contains("CurveZMQ, roster ../alpha/roster.txt"));

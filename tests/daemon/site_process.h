@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/file_contents.h"
@@ -31,7 +32,7 @@ class SiteProcess {
   // Starts `meridian start ARGS --run-dir RUN_DIR`.
   SiteProcess(std::filesystem::path run_dir, std::vector<std::string> args) : run_dir_(std::move(run_dir)) {
     std::filesystem::create_directories(run_dir_);
-    args.insert(args.begin(), {MERIDIAN_BINARY, "start"});
+    args.insert(args.begin(), {meridian::tests::meridian_binary(), "start"});
     args.push_back("--run-dir");
     args.push_back(run_dir_.string());
     const int log = ::open((run_dir_ / "log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -15,6 +15,7 @@
 #include "tests/daemon/temp_dir.h"
 #include "tests/docker/federation_sites.h"
 #include "tests/docker/namespace_network.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 
@@ -24,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kSource = MERIDIAN_SOURCE_DIR;
+const fs::path kSource = meridian::tests::source_dir();
 
 // The text of a file the docker set-up must have.
 std::string read_text(const fs::path& path) {
@@ -153,13 +154,13 @@ TEST_CASE("runtime-packages names an installed Debian package for every library 
   // A CUDA build on a machine whose toolkit came from NVIDIA's runfile (/usr/local/cuda) loads libraries
   // that dpkg does not know. The script refuses those by name; the CPU image is built without CUDA, so
   // the rest of the check covers the Debian libraries only.
-  if (run_command({"ldd", MERIDIAN_BINARY}).output.find("/usr/local/cuda") != std::string::npos) {
-    const auto refused = run_command({script, MERIDIAN_BINARY});
+  if (run_command({"ldd", meridian::tests::meridian_binary()}).output.find("/usr/local/cuda") != std::string::npos) {
+    const auto refused = run_command({script, meridian::tests::meridian_binary()});
     CHECK(refused.exit_code != 0);
     CHECK(refused.output.find("no Debian package holds /usr/local/cuda") != std::string::npos);
     argv.insert(argv.end(), {"--exclude", "^/usr/local/cuda"});
   }
-  argv.push_back(MERIDIAN_BINARY);
+  argv.push_back(meridian::tests::meridian_binary());
   const auto r = run_command(argv);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -193,7 +194,7 @@ TEST_CASE("the docker scripts pass shellcheck", "[docker][process]") {
 TEST_CASE("the entrypoint names a missing key pair or roster and passes other commands through", "[docker][process]") {
   meridian::testing::TempDir dir;
   const auto entrypoint = (kSource / "docker" / "entrypoint.sh").string();
-  const auto bin_dir = fs::path(MERIDIAN_BINARY).parent_path().string();
+  const auto bin_dir = fs::path(meridian::tests::meridian_binary()).parent_path().string();
   auto run = [&](const std::vector<std::string>& args) {
     std::vector<std::string> argv{"env",
                                   "PATH=" + bin_dir + ":/usr/bin:/bin",
@@ -222,7 +223,7 @@ TEST_CASE("the entrypoint names a missing key pair or roster and passes other co
 
 TEST_CASE("the Dockerfiles' HEALTHCHECK is a status command meridian accepts", "[docker][process]") {
   meridian::testing::TempDir dir;
-  const auto bin_dir = fs::path(MERIDIAN_BINARY).parent_path().string();
+  const auto bin_dir = fs::path(meridian::tests::meridian_binary()).parent_path().string();
   for (const char* name : {"Dockerfile", "Dockerfile.cuda"}) {
     INFO(name);
     const auto lines = lines_of(read_text(kSource / "docker" / name));

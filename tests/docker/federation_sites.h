@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/site_config.h"
+#include "tests/support/build_paths.h"
 
 namespace meridian::testing {
 
@@ -29,7 +30,7 @@ inline std::string tcp_host(const std::string& address) {
 
 // Every docker/sites/*.toml, in site-index order. Throws naming the file when one does not read back.
 inline std::vector<FederationSite> load_federation_sites() {
-  const std::filesystem::path dir = std::filesystem::path(MERIDIAN_SOURCE_DIR) / "docker" / "sites";
+  const std::filesystem::path dir = std::filesystem::path(meridian::tests::source_dir()) / "docker" / "sites";
   std::vector<FederationSite> sites;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".toml") continue;

@@ -21,6 +21,7 @@
 #include "tests/docker/federation_sites.h"
 #include "tests/docker/namespace_network.h"
 #include "tests/peer/node_process.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/fashion_mnist.h"
 
@@ -33,7 +34,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kSource = MERIDIAN_SOURCE_DIR;
+const fs::path kSource = meridian::tests::source_dir();
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -53,7 +54,7 @@ struct NamespaceFederation {
   NamespaceFederation() {
     // The same script a Docker user runs first, so the test covers it: keys, roster with the sites'
     // listen addresses.
-    const auto r = run_command({"env", std::string("MERIDIAN=") + MERIDIAN_BINARY,
+    const auto r = run_command({"env", std::string("MERIDIAN=") + meridian::tests::meridian_binary(),
                                 (kSource / "docker" / "make-federation").string(), federation().string()});
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
@@ -67,8 +68,8 @@ struct NamespaceFederation {
   void start_peer_node(std::size_t i) {
     const auto& c = sites[i].config;
     auto argv = NamespaceNetwork::exec_in(namespaces[i]);
-    argv.insert(argv.end(), {MERIDIAN_BINARY, "peer-node", "--name", c.name, "--listen", c.listen, "--keys",
-                             (federation() / c.name / "keys").string(), "--roster",
+    argv.insert(argv.end(), {meridian::tests::meridian_binary(), "peer-node", "--name", c.name, "--listen", c.listen,
+                             "--keys", (federation() / c.name / "keys").string(), "--roster",
                              (federation() / "roster.txt").string(), "--region", c.region, "--wan", c.wan});
     for (const auto& peer : c.join) argv.insert(argv.end(), {"--bootstrap", peer});
     nodes.push_back(std::make_unique<NodeProcess>(argv, log(i).string()));
@@ -82,7 +83,7 @@ struct NamespaceFederation {
   void start_site(std::size_t i, const std::vector<std::string>& extra) {
     const auto& c = sites[i].config;
     auto argv = NamespaceNetwork::exec_in(namespaces[i]);
-    const auto bin_dir = fs::path(MERIDIAN_BINARY).parent_path().string();
+    const auto bin_dir = fs::path(meridian::tests::meridian_binary()).parent_path().string();
     argv.insert(argv.end(), {"env", "PATH=" + bin_dir + ":/usr/sbin:/usr/bin:/sbin:/bin",
                              "MERIDIAN_KEY_DIR=" + (federation() / c.name / "keys").string(),
                              "MERIDIAN_ROSTER=" + (federation() / "roster.txt").string(),
@@ -167,7 +168,7 @@ TEST_CASE("the compose sites agree on their members across network namespaces wi
   const auto intruder_host = fed.sites[0].host.substr(0, fed.sites[0].host.rfind('.')) + ".99";
   const auto intruder_ns = fed.net.add_site("intruder", intruder_host + "/24");
   const auto intruder_keys = fed.dir.path() / "intruder-keys";
-  const auto keygen = run_command({MERIDIAN_BINARY, "keygen", "--out", intruder_keys.string()});
+  const auto keygen = run_command({meridian::tests::meridian_binary(), "keygen", "--out", intruder_keys.string()});
   REQUIRE(keygen.exit_code == 0);
   const auto intruder_roster = fed.dir.path() / "intruder-roster.txt";
   {
@@ -177,9 +178,9 @@ TEST_CASE("the compose sites agree on their members across network namespaces wi
   }
   auto intruder_argv = NamespaceNetwork::exec_in(intruder_ns);
   intruder_argv.insert(intruder_argv.end(),
-                       {MERIDIAN_BINARY, "peer-node", "--name", "intruder", "--keys", intruder_keys.string(),
-                        "--roster", intruder_roster.string(), "--listen", "tcp://" + intruder_host + ":7400",
-                        "--bootstrap", fed.sites[0].config.listen});
+                       {meridian::tests::meridian_binary(), "peer-node", "--name", "intruder", "--keys",
+                        intruder_keys.string(), "--roster", intruder_roster.string(), "--listen",
+                        "tcp://" + intruder_host + ":7400", "--bootstrap", fed.sites[0].config.listen});
   NodeProcess intruder(intruder_argv, (fed.dir.path() / "intruder.log").string());
   if (fed.nodes[0]->wait_prefix("zap-denied ").empty())
     FAIL("oregon never refused the intruder's handshake\n" << fed.logs());
@@ -211,7 +212,7 @@ TEST_CASE("the compose sites train together across network namespaces with CURVE
     WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
     return;
   }
-  REQUIRE(fs::exists(MERIDIAN_BINARY));
+  REQUIRE(fs::exists(meridian::tests::meridian_binary()));
   NamespaceFederation fed;
   const auto n = fed.sites.size();
   // The compose file's command line, with the dataset where Debian installs it instead of the /data

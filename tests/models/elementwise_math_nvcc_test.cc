@@ -10,9 +10,10 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/build_paths.h"
+
 TEST_CASE("elementwise_math.h compiles as CUDA device code", "[models][cuda][process]") {
-  // MERIDIAN_NVCC: the nvcc the build found (tests/CMakeLists.txt), empty when there is none.
-  const std::string nvcc = MERIDIAN_NVCC;
+  const std::string nvcc = meridian::tests::nvcc_path();
   if (nvcc.empty() || !std::filesystem::exists(nvcc)) {
     WARN("SKIPPED: nvcc not found (looked on PATH, $CUDA_PATH, $CUDA_HOME and /usr/local/cuda/bin)");
     return;
@@ -42,8 +43,8 @@ __global__ void every_function(float* w, float* u, float* v, const float* g, flo
 }
 )";
   }
-  const std::string command = nvcc + " -std=c++20 -I" + MERIDIAN_SOURCE_DIR + " -c " + (dir / "kernel.cu").string() +
-                              " -o " + (dir / "kernel.o").string() + " 2>&1";
+  const std::string command = nvcc + " -std=c++20 -I" + meridian::tests::source_dir() + " -c " +
+                              (dir / "kernel.cu").string() + " -o " + (dir / "kernel.o").string() + " 2>&1";
   const int status = std::system(command.c_str());
   const bool built = std::filesystem::exists(dir / "kernel.o");
   std::filesystem::remove_all(dir);

@@ -12,6 +12,7 @@
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
 #include "models/model_file.h"
+#include "tests/support/build_paths.h"
 
 using namespace meridian::models;
 
@@ -31,7 +32,9 @@ std::string problem(const std::string& text, Shape input = {1, 8, 8}) {
   return "no error";
 }
 
-std::string example(const std::string& name) { return std::string(MERIDIAN_SOURCE_DIR) + "/examples/models/" + name; }
+std::string example(const std::string& name) {
+  return std::string(meridian::tests::source_dir()) + "/examples/models/" + name;
+}
 
 }  // namespace
 

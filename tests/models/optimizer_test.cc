@@ -13,6 +13,7 @@
 #include "models/optimizer.h"
 #include "models/worker_pool.h"
 #include "reference_arrays.h"
+#include "tests/support/build_paths.h"
 
 using namespace meridian::models;
 
@@ -96,7 +97,7 @@ TEST_CASE("Adam matches the bias-corrected update", "[models][optimizer][unit]")
 
 TEST_CASE("AdamW matches torch.optim.AdamW step for step", "[models][optimizer][reference][unit]") {
   // reference/make_adamw_reference.py wrote reference/adamw.txt with PyTorch in float64.
-  const auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
+  const auto ref = meridian::models::testing::read_reference_arrays(std::string(meridian::tests::source_dir()) +
                                                                     "/tests/models/reference/adamw.txt");
   const auto& hp = ref.at("hyperparameters");
   const auto& start = ref.at("start");

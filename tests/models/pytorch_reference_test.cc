@@ -26,6 +26,7 @@
 #include "models/relu.h"
 #include "models/residual_block.h"
 #include "tests/models/reference_arrays.h"
+#include "tests/support/build_paths.h"
 
 using namespace meridian::models;
 
@@ -98,7 +99,7 @@ std::vector<T> as(const std::vector<double>& v) {
 }  // namespace
 
 TEST_CASE("a small network matches PyTorch's forward output, loss and gradients", "[models][reference][unit]") {
-  auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
+  auto ref = meridian::models::testing::read_reference_arrays(std::string(meridian::tests::source_dir()) +
                                                               "/tests/models/reference/small_network.txt");
   auto model = small_network();
   REQUIRE(model->parameters().size() == ref.at("parameters").size());
@@ -128,7 +129,7 @@ TEST_CASE(
     "batch norm, residual blocks, group norm, pooling and activations match PyTorch in training and "
     "evaluation",
     "[models][reference][unit]") {
-  auto ref = meridian::models::testing::read_reference_arrays(std::string(MERIDIAN_SOURCE_DIR) +
+  auto ref = meridian::models::testing::read_reference_arrays(std::string(meridian::tests::source_dir()) +
                                                               "/tests/models/reference/normalized_network.txt");
   auto model = normalized_network();
   REQUIRE(model->parameters().size() == ref.at("parameters").size());

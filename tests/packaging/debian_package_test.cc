@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/daemon/temp_dir.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kSource = MERIDIAN_SOURCE_DIR;
+const fs::path kSource = meridian::tests::source_dir();
 
 bool have(const std::string& program) {
   return run_command({"sh", "-c", "command -v " + program + " > /dev/null"}).exit_code == 0;
@@ -36,7 +37,7 @@ TEST_CASE("make deb's package holds the binary, the unit, the user and the docs,
   // build-deb reads the binary from a build folder: the test's own, through a link.
   const auto build = dir.path() / "build";
   fs::create_directories(build);
-  fs::create_symlink(MERIDIAN_BINARY, build / "meridian");
+  fs::create_symlink(meridian::tests::meridian_binary(), build / "meridian");
   const auto built = run_command({(kSource / "packaging" / "build-deb").string(), build.string()});
   INFO(built.output);
   REQUIRE(built.exit_code == 0);

@@ -8,6 +8,7 @@
 
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
+#include "tests/support/build_paths.h"
 
 using namespace meridian::peer;
 namespace fs = std::filesystem;
@@ -43,8 +44,8 @@ TEST_CASE("key pairs are written with private secret files and read back", "[pee
 
 TEST_CASE("keygen command writes a key pair and prints the public key", "[peer][identity][cli][process]") {
   const auto dir = temp_dir();
-  const std::string cmd =
-      std::string(MERIDIAN_BINARY) + " keygen --out " + (dir / "k").string() + " > " + (dir / "out.txt").string();
+  const std::string cmd = std::string(meridian::tests::meridian_binary()) + " keygen --out " + (dir / "k").string() +
+                          " > " + (dir / "out.txt").string();
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream printed(dir / "out.txt");
   std::string key;

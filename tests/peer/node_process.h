@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
 namespace meridian::testing {
@@ -124,7 +125,7 @@ class NodeProcess {
 
  private:
   static std::vector<std::string> with_binary(std::vector<std::string> args) {
-    args.insert(args.begin(), MERIDIAN_BINARY);
+    args.insert(args.begin(), meridian::tests::meridian_binary());
     return args;
   }
 

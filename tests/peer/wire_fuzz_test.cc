@@ -16,6 +16,7 @@
 
 #include "proto/meridian.pb.h"
 #include "tests/peer/wire_input.h"
+#include "tests/support/build_paths.h"
 
 using namespace meridian::peer;
 using meridian::testing::wire_input;
@@ -25,8 +26,9 @@ namespace wire = meridian::wire;
 
 namespace {
 
-const fs::path kCorpus = fs::path(MERIDIAN_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "wire_decoder";
-const fs::path kRegressions = fs::path(MERIDIAN_SOURCE_DIR) / "tests" / "fuzz" / "regressions" / "wire_decoder";
+const fs::path kCorpus = fs::path(meridian::tests::source_dir()) / "tests" / "fuzz" / "corpus" / "wire_decoder";
+const fs::path kRegressions =
+    fs::path(meridian::tests::source_dir()) / "tests" / "fuzz" / "regressions" / "wire_decoder";
 
 std::vector<std::string> valid_inputs() {
   std::vector<std::string> out;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
 namespace meridian::tests {
@@ -14,7 +15,8 @@ using CommandOutput = CommandResult;
 // error out of the output); `environment` (e.g. "LD_DEBUG=libs") is set for that process only. Throws
 // std::runtime_error when no child process can be created.
 inline CommandOutput run_meridian(const std::string& args, const std::string& environment = {}) {
-  return run_shell((environment.empty() ? "" : environment + " ") + std::string(MERIDIAN_BINARY) + " " + args);
+  return run_shell((environment.empty() ? "" : environment + " ") + std::string(meridian::tests::meridian_binary()) +
+                   " " + args);
 }
 
 }  // namespace meridian::tests

@@ -8,13 +8,14 @@
 
 #include "models/data/data_source.h"
 #include "models/data/npy_reader.h"
+#include "tests/support/build_paths.h"
 
 using namespace meridian::models::data;
 
 namespace {
 
 std::string fixture(const std::string& name) {
-  return std::string(MERIDIAN_SOURCE_DIR) + "/tests/models/data/numpy/" + name;
+  return std::string(meridian::tests::source_dir()) + "/tests/models/data/numpy/" + name;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "models/cpu_backend.h"
 #include "models/interchange/network_graph.h"
 #include "models/model_factory.h"
+#include "tests/support/build_paths.h"
 
 using meridian::models::Shape;
 using meridian::models::interchange::NetworkGraphError;
@@ -18,7 +19,7 @@ using meridian::models::interchange::parse_network_graph;
 
 TEST_CASE("every model Meridian builds reads back from its fingerprint", "[unit][export]") {
   auto backend = std::make_shared<meridian::models::CpuBackend>(1);
-  const std::string examples = std::string(MERIDIAN_SOURCE_DIR) + "/examples/models/";
+  const std::string examples = std::string(meridian::tests::source_dir()) + "/examples/models/";
   const std::vector<std::string> kinds{"logreg",
                                        "mlp",
                                        "mlp-bn",
