@@ -82,7 +82,7 @@ TEST_CASE("a test file with a class the training file lacks names the file and t
   TempDir dir;
   const auto train = write_table(dir.path() / "train.csv", 30, false);
   const auto test = write_table(dir.path() / "test.csv", 12, true);
-  for (const std::string form : {"--train " + shell_path(train) + " --test " + shell_path(test),
+  for (const std::string& form : {"--train " + shell_path(train) + " --test " + shell_path(test),
                                  "--dataset csv --train-csv " + shell_path(train) + " --test-csv " + shell_path(test)}) {
     const auto r = run_meridian("train " + form + " --model logreg --epochs 1");
     INFO(r.output);

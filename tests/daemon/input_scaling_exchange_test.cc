@@ -10,7 +10,7 @@ using meridian::models::data::FeatureMoments;
 using meridian::models::data::Standardization;
 
 TEST_CASE("moments and scalings travel exactly and a malformed body is not one", "[daemon][normalization][unit]") {
-  const FeatureMoments m{1234, {0.1, -1e300, 3.0}, {1.0 / 3.0, 0.0, 2e-300}};
+  const FeatureMoments m{1234, {0.1, -1e300, 3.0}, {1.0 / 3.0, 0.0, 2e-300}, {}};
   CHECK(decode_moments(encode_moments(m)) == m);
   const Standardization s{{0.1f, -2.5f}, {1.0f / 3.0f, 7e-30f}};
   const auto back = decode_scaling(encode_scaling(s));
@@ -42,7 +42,7 @@ TEST_CASE("a site that agreed answers later moments with its scaling", "[daemon]
     m.from = std::move(name);
     return m;
   };
-  const FeatureMoments m{10, {5.0}, {2.0}};
+  const FeatureMoments m{10, {5.0}, {2.0}, {}};
   auto noted = exchange.note(from("ohio", moments_message(m)));
   CHECK(noted.recognized);
   CHECK_FALSE(noted.reply);  // nothing agreed yet

@@ -18,7 +18,7 @@ meridian::peer::Message from(const std::string& site, const ReachReport& report)
 }  // namespace
 
 TEST_CASE("a reach report survives its encoding; anything else is refused", "[daemon][reach][unit]") {
-  for (const ReachReport r : {ReachReport{}, ReachReport{{"a", "b"}, {}, {"c"}}, ReachReport{{"a"}, {"x", "y"}, {}}})
+  for (const ReachReport& r : {ReachReport{}, ReachReport{{"a", "b"}, {}, {"c"}}, ReachReport{{"a"}, {"x", "y"}, {}}})
     CHECK(decode_reach(encode_reach(r)) == r);
   CHECK(encode_reach({{"a", "b"}, {"c"}, {}}) == "reach members=a,b unlisted=c refused_by=");
   for (const std::string bad : {"", "reach", "reach members=a", "reach members=a, unlisted= refused_by=",
