@@ -236,9 +236,17 @@ MixReport PushSumMixer::mix(std::uint64_t step, RoundTag tag, std::span<float> d
   outstanding_.expect(step, view, std::move(expected));
   // Shares already here: with τ = 0 those of older steps that came after their round gave up on them
   // (still mass, add it now); with τ ≥ 1 also this step's and the in-flight steps', whatever arrived.
-  if (staleness > 0) inbox_.pump(std::chrono::milliseconds(0));
+  // An in-peer a newer view leaves out is not waited for, but the share it sent for this step before it
+  // went is mass like any other. A site that ends its run sends its last step's share before it leaves,
+  // so that share is here when its leave is: adding it gives the bits of a run where nobody left yet,
+  // whichever site finishes first.
+  std::vector<std::string> gone_ins;
+  for (std::size_t from_rank : ins)
+    if (gone(from_rank)) gone_ins.push_back(view.at(from_rank));
+  const auto gone_in = [&](const std::string& from) { return std::ranges::find(gone_ins, from) != gone_ins.end(); };
+  if (staleness > 0 || !gone_ins.empty()) inbox_.pump(std::chrono::milliseconds(0));
   for (auto& early : inbox_.take_all([&](const peer::Message& m) {
-         return m.kind == kind && (m.round < step || (staleness > 0 && m.round == step));
+         return m.kind == kind && (m.round < step || (m.round == step && (staleness > 0 || gone_in(m.from))));
        }))
     if (absorb(std::move(early), data, weight, n)) outstanding_.arrived(early.round, early.from);
   // Wait for the shares of steps ≤ step − τ, oldest step first, each step's in-peers in graph order.

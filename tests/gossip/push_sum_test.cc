@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -437,5 +438,55 @@ TEST_CASE("push-sum's fused pass gives the bits of the update, the mixing and th
     }
     // The weights took every form of the quotient while the mixes were folded in.
     CHECK(reference.w[steps - 1][2] != static_cast<double>(static_cast<float>(reference.w[steps - 1][2])));
+  }
+}
+
+// Sites that end a run leave one by one, and a site still mixing its last step learns that an in-peer
+// left before it takes that in-peer's share. The share was sent before the leave: it is added, so every
+// site ends with the bits of a run in which nobody had left yet, whichever site finishes first.
+TEST_CASE("a share an in-peer sent before it left is added: the last mix is the same whoever finishes first",
+          "[gossip][sgp][faults][cluster]") {
+  const std::size_t n = 4, leaver = 0;
+  const std::uint64_t steps = 9;
+  // At the last step the leaver's out-peer B waits for the leaver's share alone, and B's own out-peer
+  // is not the leaver, so the leaver can finish while B is held back.
+  const std::size_t b = exponential_out_peers(n, leaver, steps - 1, 1).at(0);
+  REQUIRE(exponential_out_peers(n, b, steps - 1, 1).at(0) != leaver);
+  const auto start = dyadic_start(n, 2, 7);
+
+  const auto run = [&](bool leave) {
+    SiteCluster cluster(n, MixerKind::kPushSum);
+    const auto names = cluster.names();
+    std::atomic<bool> left{false};
+    std::vector<std::vector<float>> final_z(n);
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      std::vector<float> model = start[r];
+      // A different update at every site, so that the sites never reach consensus and a mix that
+      // misses a share shows in the bits.
+      const std::vector<float> update{0.25f * static_cast<float>(r + 1), -0.5f * static_cast<float>(r)};
+      PushSum sgp({}, channel, model);
+      for (std::uint64_t k = 0; k < steps; ++k) {
+        if (leave && r == b && k == steps - 1)
+          for (int i = 0; i < 60000 && !left; ++i) std::this_thread::sleep_for(1ms);
+        sgp.step(k, update);
+      }
+      sgp.finish();
+      final_z[r] = model;
+      if (leave && r == leaver) {
+        std::vector<std::string> others;
+        for (std::size_t s = 0; s < n; ++s)
+          if (s != leaver) others.push_back(names[s]);
+        cluster.network().announce(meridian::peer::View::of(others, 1, steps + 8));
+        left = true;
+      }
+    });
+    REQUIRE((!leave || left));
+    return final_z;
+  };
+  const auto together = run(false);
+  const auto one_left = run(true);
+  for (std::size_t r = 0; r < n; ++r) {
+    INFO("site " << r << " (the leaver's out-peer at the last step: " << b << ")");
+    CHECK(one_left[r] == together[r]);
   }
 }
