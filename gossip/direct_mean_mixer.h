@@ -23,12 +23,15 @@
 // Rounds and faults as AverageMixer: a round not complete by its deadline, or whose missing member a
 // newer announced view leaves out, is abandoned (counted), the input and the residual restored, and
 // redone in the newer view membership announces. When none comes (nobody was found dead), it is redone
-// in the same view, at most three times, from the contributions already summed (in rank order, so
-// with the same bits as a site that completed it), waiting only for those that never arrived; a site
-// whose missing contribution comes from a peer that completed the round keeps its own values for the
-// step, as one that is still missing a contribution after the third redo does. Incoming shares
-// are decoded and validated (length, indices, finite values); a bad one is dropped and counted in
-// rejected(), and the round then waits for a valid one until its deadline.
+// in the same view under a fresh attempt (gossip/same_view_redo.h), at most SameViewRedo::kMaxAttempts
+// times: every member sends its contribution again, and this site, which keeps the contributions it
+// had summed (in rank order, so with the same bits as a site that completed the round), waits only for
+// those that never arrived. A member that completed the round hands over its result when this site
+// asks (after an abandon, and at once when a peer whose contribution is missing has moved past the
+// step); this site answers such requests for the last round it completed while it waits in later
+// rounds and when it starts one. Only when neither comes does it keep its own values for the step.
+// Incoming shares are decoded and validated (length, indices, finite values); a bad one is dropped and
+// counted in rejected(), and the round then waits for a valid one until its deadline.
 #pragma once
 
 #include <atomic>
@@ -42,6 +45,7 @@
 #include "gossip/inbox.h"
 #include "gossip/mixer.h"
 #include "gossip/redo_view.h"
+#include "gossip/same_view_redo.h"
 
 namespace meridian::gossip {
 
@@ -75,6 +79,7 @@ class DirectMeanMixer final : public Mixer {
   RoundTimeouts timeouts_;
   std::size_t max_sites_;
   RedoView redo_;
+  SameViewRedo same_view_;
   std::vector<float> input_;     // (n) the caller's data, to redo an abandoned round; dense: what is sent
   std::vector<float> residual_;  // (n) compressed: the residual before this round, likewise
   std::vector<float> packed_;    // compressed: this site's packed contribution

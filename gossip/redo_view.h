@@ -10,10 +10,9 @@
 //
 // When no newer view comes, nobody was found dead: the round's messages were lost (a link that dropped
 // for less than the heartbeat timeout) or a member was slower than the deadline. after_abandon() then
-// hands back the failed view and the mixer decides: the transport takes each piece of a round once (a
-// second copy is refused as a replay), so a redo in the same view can only wait for what never
-// arrived. The direct exchange does that, keeping what it summed (gossip/direct_mean_mixer.h); the
-// ring and the masked mean, which need every piece again, keep the site's own values for the step.
+// hands back the failed view and the mixer decides: the ring and the direct exchange redo the round
+// there under a fresh attempt, or take the result from a member that completed it
+// (gossip/same_view_redo.h); the masked mean keeps the site's own values for the step.
 #pragma once
 
 #include <chrono>

@@ -19,6 +19,7 @@
 #include "gossip/robust_group_mean.h"
 #include "gossip/robust_options.h"
 #include "gossip/ring_allreduce.h"
+#include "gossip/same_view_redo.h"
 
 namespace meridian::gossip {
 
@@ -39,16 +40,25 @@ class RingMeanRound {
   // With robust.enabled, rounds run through RobustGroupMean (gossip/robust_group_mean.h) instead of the ring.
   RingMeanRound(Inbox& inbox, RoundTimeouts timeouts, RingOptions ring_options, RobustOptions robust = {},
                 Abandon abandon = Abandon::kRedo)
-      : inbox_(inbox), ring_(inbox), timeouts_(timeouts), options_(ring_options), abandon_(abandon) {
+      : inbox_(inbox),
+        ring_(inbox),
+        timeouts_(timeouts),
+        options_(ring_options),
+        abandon_(abandon),
+        same_view_(inbox, ring_options.kind) {
     options_.average = true;
     if (robust.enabled) robust_.emplace(inbox, robust);
   }
 
   // Replaces `data` by its mean over group_of(view, rank, step). When this site is not in the view it
-  // sits the round out (MixReport::sat_out, `data` unchanged). An abandoned round whose step a peer
-  // has already moved past (it completed the round, or skipped it) is skipped as with kSkip, even with
-  // kRedo: no peer would redo it. So is one abandoned where no newer view comes (nobody was found dead:
-  // gossip/redo_view.h), since the transport takes each piece once.
+  // sits the round out (MixReport::sat_out, `data` unchanged). With kRedo, a round abandoned where no
+  // newer view comes (nobody was found dead: gossip/redo_view.h) is redone in the same view under a
+  // fresh attempt (gossip/same_view_redo.h), at most SameViewRedo::kMaxAttempts times; a member that
+  // completed it (in any attempt) hands over its result instead, when this site asks for it: after
+  // an abandon, and at once when a peer has already moved past the step. Either way every site ends
+  // the round with the same bits. When neither comes, the site keeps its own values for the step, as
+  // with kSkip. This site answers such requests for the last round it completed while it waits in
+  // later rounds and when it starts one.
   MixReport run(std::uint64_t step, RoundTag tag, std::span<float> data, const GroupOf& group_of);
 
   // Rounds abandoned so far; may be read from any thread.
@@ -63,6 +73,7 @@ class RingMeanRound {
   Abandon abandon_;
   std::vector<float> backup_;
   RedoView redo_;
+  SameViewRedo same_view_;
   std::atomic<std::uint64_t> abandoned_{0};
 };
 

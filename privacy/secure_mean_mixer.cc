@@ -198,7 +198,8 @@ gossip::MixReport SecureMeanMixer::mix(std::uint64_t step, gossip::RoundTag tag,
     }
     // This site's own share starts the sum (share_ is refilled from lanes_ at the next attempt).
     std::swap(sum_, share_);
-    const auto deadline = gossip::Clock::now() + timeouts_.round;
+    // The measured deadline under --round-timeout auto, as the float mixers take it.
+    const auto deadline = gossip::Clock::now() + timeouts_.round_deadline();
     bool complete = true;
     for (const auto& from : group) {
       if (from == self) continue;

@@ -2,15 +2,21 @@
 
 #include <atomic>
 #include <cmath>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "gossip/average_mixer.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/direct_mean_mixer.h"
 #include "gossip/dts.h"
+#include "gossip/mix_channel.h"
+#include "gossip/mix_server.h"
 #include "gossip/synchronous_average.h"
 #include "peer/in_memory_transport.h"
 #include "site_cluster.h"
+#include "tests/gossip/dropping_transport.h"
 
 using namespace meridian::gossip;
 using meridian::gossip::testing::MixerKind;
@@ -18,6 +24,75 @@ using meridian::gossip::testing::SiteCluster;
 using namespace std::chrono_literals;
 
 namespace {
+
+// n sites as SiteCluster wires them (the ring, or the dense direct exchange taking re-averages too),
+// whose sends pass `drop`, which sees sender, receiver and message, and loses those it picks.
+class LossyCluster {
+ public:
+  using Drop = std::function<bool(const std::string& from, const std::string& to, const meridian::peer::Message&)>;
+
+  LossyCluster(std::size_t n, MixerKind kind, RoundTimeouts timeouts, Drop drop)
+      : names_(meridian::gossip::testing::site_names(n)), net_(meridian::peer::InMemoryNetwork::create(names_)) {
+    for (const auto& name : names_) {
+      auto s = std::make_unique<Site>();
+      auto transport = std::make_unique<meridian::gossip::testing::DroppingTransport>(
+          net_->endpoint(name), [drop, name](const std::string& to, const meridian::peer::Message& m) {
+            return drop(name, to, m);
+          });
+      s->lossy = transport.get();
+      s->transport = std::move(transport);
+      s->inbox = std::make_unique<Inbox>(*s->transport);
+      s->averager = std::make_unique<AverageMixer>(*s->inbox, timeouts);
+      Mixer* mixer = s->averager.get();
+      if (kind == MixerKind::kDirectMean) {
+        s->direct = std::make_unique<DirectMeanMixer>(*s->inbox, *s->averager, CompressionSpec{}, timeouts);
+        mixer = s->direct.get();
+      }
+      s->channel = std::make_unique<MixChannel>();
+      s->server = std::make_unique<MixServer>(*s->channel, *mixer, *mixer);
+      s->thread = std::make_unique<MixThread>(*s->channel, *s->server);
+      sites_.push_back(std::move(s));
+    }
+  }
+
+  // Runs body(rank, channel) for every site on its own thread; rethrows the first exception.
+  void run(const std::function<void(std::size_t, MixChannel&)>& body) {
+    std::vector<std::exception_ptr> errors(sites_.size());
+    std::vector<std::thread> threads;
+    for (std::size_t r = 0; r < sites_.size(); ++r)
+      threads.emplace_back([&, r] {
+        try {
+          body(r, *sites_[r]->channel);
+        } catch (...) {
+          errors[r] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+
+  std::uint64_t dropped() const {
+    std::uint64_t total = 0;
+    for (const auto& s : sites_) total += s->lossy->dropped();
+    return total;
+  }
+
+ private:
+  struct Site {
+    std::unique_ptr<meridian::peer::Transport> transport;
+    meridian::gossip::testing::DroppingTransport* lossy = nullptr;
+    std::unique_ptr<Inbox> inbox;
+    std::unique_ptr<AverageMixer> averager;
+    std::unique_ptr<DirectMeanMixer> direct;
+    std::unique_ptr<MixChannel> channel;
+    std::unique_ptr<MixServer> server;
+    std::unique_ptr<MixThread> thread;  // last: joins first
+  };
+  std::vector<std::string> names_;
+  std::shared_ptr<meridian::peer::InMemoryNetwork> net_;
+  std::vector<std::unique_ptr<Site>> sites_;
+};
 
 // Plays the membership layer: once every survivor has abandoned a round, announces the survivors'
 // view effective from `round`. Gives up (and the test fails on the missing view) after a minute.
@@ -141,17 +216,17 @@ TEST_CASE("an abandoned round that a peer has moved past is skipped, not redone,
   CHECK(inbox.take([](const meridian::peer::Message& m) { return m.round == 7; }, Clock::now()).has_value());
 }
 
-TEST_CASE("a round abandoned where nobody died fails no site: the direct exchange redoes it in the same view, "
-          "the ring leaves each site its own values",
+TEST_CASE("a round abandoned where nobody died fails no site: it is redone in the same view and every site ends "
+          "it with the same bits",
           "[gossip][faults][cluster]") {
   // A member slower than the round deadline (or whose messages a link that dropped briefly lost): the
-  // others abandon the round and no view without anybody comes. The direct exchange redoes it in view
-  // 0: the late member finds their mail, they find its contribution in their redo, and every site ends
-  // with the same bits. The ring cannot redo it there (a piece is taken once), so every site keeps its
-  // own values for the step.
+  // others abandon the round and no view without anybody comes. They redo it in view 0 under a fresh
+  // attempt, whose pieces every member takes again; the late member finds mail of that attempt and
+  // follows it, and every site ends with the same bits, the mean, over the ring as over the direct
+  // exchange.
   RoundTimeouts timeouts;
-  timeouts.round = 100ms;
-  timeouts.view_change = 50ms;
+  timeouts.round = 1s;
+  timeouts.view_change = 100ms;
   for (const auto kind : {MixerKind::kAverage, MixerKind::kDirectMean}) {
     INFO("mixer kind " << static_cast<int>(kind));
     const std::size_t n = 3, late = 2;
@@ -175,18 +250,54 @@ TEST_CASE("a round abandoned where nobody died fails no site: the direct exchang
       INFO("site " << r);
       CHECK_FALSE(reports[r].sat_out);
       CHECK(reports[r].view_id == 0);
-      if (kind == MixerKind::kDirectMean) {
-        CHECK(data[r] == data[0]);
-      } else {
-        const auto rf = static_cast<float>(r);
-        CHECK(data[r] == std::vector<float>{rf, 1.0f, 0.5f * rf});
-      }
+      CHECK(data[r] == data[0]);
     }
-    if (kind == MixerKind::kDirectMean) {
-      CHECK(data[0][0] == Approx(1.0f));
-      CHECK(data[0][1] == Approx(1.0f));
-      CHECK(data[0][2] == Approx(0.5f));
+    CHECK(data[0][0] == Approx(1.0f));
+    CHECK(data[0][1] == Approx(1.0f));
+    CHECK(data[0][2] == Approx(0.5f));
+  }
+}
+
+TEST_CASE("a site that lost the last piece of a round others completed takes their result: the same bits everywhere",
+          "[gossip][faults][cluster]") {
+  // site00's last message of step 4 to site01 is lost (the ring's last all-gather piece, or its
+  // contribution in the direct exchange) and nobody is found dead: site00 and site02 complete the
+  // round and move on to step 5, where they wait for site01. site01 abandons step 4, sees that a
+  // peer moved past it, and asks for the result; the others hand it over from their wait in step 5.
+  // Every site ends both steps with the same bits.
+  RoundTimeouts timeouts;
+  timeouts.round = 1s;
+  timeouts.view_change = 100ms;
+  for (const auto kind : {MixerKind::kAverage, MixerKind::kDirectMean}) {
+    INFO("mixer kind " << static_cast<int>(kind));
+    const auto lost_kind =
+        kind == MixerKind::kAverage ? meridian::peer::MessageKind::kReduceChunk : meridian::peer::MessageKind::kCompressedShare;
+    // Ring of three: the all-gather's last phase is 3, and site01 receives it from site00 last.
+    const std::uint32_t lost_phase = kind == MixerKind::kAverage ? 3 : 0;
+    std::atomic<bool> lost{false};
+    LossyCluster cluster(3, kind, timeouts,
+                         [&](const std::string& from, const std::string& to, const meridian::peer::Message& m) {
+                           return from == "site00" && to == "site01" && m.kind == lost_kind && m.round == 4 &&
+                                  m.phase == lost_phase && !lost.exchange(true);
+                         });
+    std::vector<std::vector<float>> step4(3), step5(3);
+    std::vector<MixReport> reports(3);
+    cluster.run([&](std::size_t r, MixChannel& channel) {
+      step4[r] = {static_cast<float>(r), 1.0f, 0.25f * static_cast<float>(r), -2.0f};
+      reports[r] = average_now(channel, 4, step4[r], 60s);
+      step5[r] = {1.0f / static_cast<float>(r + 3), 2.0f * static_cast<float>(r), 0.0f, 1.0f};
+      (void)average_now(channel, 5, step5[r], 60s);
+    });
+    CHECK(cluster.dropped() == 1);
+    CHECK(reports[1].abandoned >= 1);
+    for (std::size_t r = 0; r < 3; ++r) {
+      INFO("site " << r);
+      CHECK(reports[r].view_id == 0);
+      CHECK(step4[r] == step4[0]);
+      CHECK(step5[r] == step5[0]);
     }
+    CHECK(step4[0][0] == Approx(1.0f));
+    CHECK(step4[0][2] == Approx(0.25f));
   }
 }
 

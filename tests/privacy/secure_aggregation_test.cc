@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 
 #include <zmq.h>
 
 #include "gossip/inbox.h"
+#include "peer/adaptive_deadline.h"
 #include "privacy/fixed_point.h"
 #include "privacy/pair_keys.h"
 #include "privacy/pairwise_mask.h"
@@ -255,6 +257,48 @@ TEST_CASE("over ZeroMQ a crashed site's secure round is redone in the next view 
     CHECK(reports[r].view_id > view.id);
     CHECK(std::memcmp(data[r].data(), expected.data(), n * sizeof(float)) == 0);
     CHECK(counters[r].refused_unmasked.load() == 0);
+  }
+}
+
+TEST_CASE("under --round-timeout auto a secure round runs to the measured deadline, not the fixed one",
+          "[privacy][zmq][deadlines][cluster]") {
+  // With a measured deadline the fixed one is unused (gossip/mixer.h). Here it is 0, which abandons a
+  // round at its first wait for a share (and, with no newer view, leaves each site its own values);
+  // the measured deadline, 30 s until mixes are measured as under the daemon's auto, lets the round
+  // complete with the exact mean everywhere.
+  const std::size_t sites = 3;
+  CurveFederation fed(testing::site_names(sites));
+  const peer::View view = fed.agreed_view(fed.names);
+  gossip::RoundTimeouts timeouts;
+  timeouts.round = 0ms;
+  timeouts.view_change = 100ms;
+  peer::AdaptiveDeadlineRule rule;
+  rule.floor = std::chrono::seconds(10);
+  rule.cap = std::chrono::hours(1);
+  rule.initial = std::chrono::seconds(30);
+  timeouts.adaptive = std::make_shared<peer::AdaptiveDeadline>(rule);
+  const std::size_t n = 10'000;
+  std::vector<std::vector<float>> data;
+  for (std::size_t r = 0; r < sites; ++r) data.push_back(random_values(n, 300 + r, 1.0f));
+  const auto originals = data;
+  std::vector<std::span<const float>> inputs(originals.begin(), originals.end());
+  std::vector<float> expected(n);
+  plain_fixed_point_mean(inputs, expected);
+  std::vector<SecureAggregationCounters> counters(sites);
+  std::vector<gossip::MixReport> reports(sites);
+  fed.run({0, 1, 2}, [&](std::size_t r, peer::ZmqTransport& t) {
+    gossip::Inbox inbox(t);
+    auto keys = fed.pair_keys(fed.names[r]);
+    SecureMeanMixer mixer(inbox, *keys, counters[r], timeouts, SecureMeanMixer::whole_view(), 0,
+                          SecureMeanMixer::Abandon::kRedo);
+    double w = 1.0;
+    reports[r] = mixer.mix(view.effective_round, gossip::RoundTag::kMix, data[r], w);
+  });
+  for (std::size_t r = 0; r < sites; ++r) {
+    INFO("site " << r);
+    CHECK(reports[r].abandoned == 0);
+    CHECK(reports[r].view_id == view.id);
+    CHECK(std::memcmp(data[r].data(), expected.data(), n * sizeof(float)) == 0);
   }
 }
 
