@@ -56,7 +56,10 @@ MixReport RingMeanRound::run(std::uint64_t step, RoundTag tag, std::span<float> 
     const auto group = group_of(view, *rank, step);
     if (std::find(tried.begin(), tried.end(), view.id) == tried.end()) tried.push_back(view.id);
     // A result some member handed over: the round's value, with the bits the others hold.
+    // Not under a robust mean: a result is one member's word for the whole mean, which is what the
+    // robust mean exists not to take; such a round is redone instead.
     auto take_result = [&](Clock::time_point until) {
+      if (robust_) return false;
       const auto completed_in = same_view_.take_result(step, tag_value, tried, group, data, until);
       if (!completed_in) return false;
       same_view_.hold(Round{*completed_in, step, tag_value}, group, data);
