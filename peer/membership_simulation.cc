@@ -439,6 +439,7 @@ MembershipSimulationReport Simulation::run() {
 
 SteadyMembershipTraffic steady_membership_traffic(std::size_t sites, std::size_t views,
                                                   const MembershipSimulationOptions& options) {
+  if (sites < 2) throw error::UserError("steady membership traffic needs 2 sites at least");
   MemberListInfo list;
   std::vector<std::string> all;
   for (std::size_t i = 0; i < sites; ++i) {

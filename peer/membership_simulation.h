@@ -105,7 +105,7 @@ struct MembershipSimulationReport {
 // and the member list to one of them) times the sizes the wire codec gives those messages, with the
 // names, addresses and regions the simulation uses and `views` views of all sites in the list (the
 // driver gossips the newest 8). For sizes too large to simulate; the simulation's steady window
-// measures the same schedule at the sizes it runs.
+// measures the same schedule at the sizes it runs. Throws error::UserError for sites < 2.
 struct SteadyMembershipTraffic {
   std::size_t heartbeat_bytes = 0;    // one heartbeat frame
   std::size_t member_list_bytes = 0;  // one member list frame
