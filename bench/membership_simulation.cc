@@ -3,13 +3,17 @@
 // runs a join wave of all sites at once, a steady window, and a crash of 1% of the sites, and prints
 // one markdown row: join time and views, per-site bytes per second, detection time, time until every
 // live site holds the new view, false deaths, and the driver's CPU per site. A second table gives the
-// steady traffic computed from the real encodings for sizes too large to simulate.
+// steady traffic computed from the real encodings for sizes too large to simulate, and a third (with
+// --probe-sites) the CPU one real site spends in a steady federation of each size, its peers' messages
+// fed to it directly.
 //
 // Usage: membership_simulation [--sites 16,100] [--loss 0,0.01] [--loss-kind retransmit|drop]
 //        [--computed-sites 1000,10000] [--start-spread-ms 100] [--steady-s 10] [--after-crash-s 20]
 //        [--seed 1] ...
 #include <sys/resource.h>
+#include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -18,7 +22,9 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "peer/membership_driver.h"
 #include "peer/membership_simulation.h"
+#include "peer/wire_codec.h"
 #include "peer/wan_model.h"
 
 namespace {
@@ -52,6 +58,87 @@ long peak_rss_mib() {
   return u.ru_maxrss / 1024;
 }
 
+// One real site (driver and state machine) in a steady federation of n sites, its peers' messages fed
+// to it directly: what simulating every site cannot reach. The port only counts what the site sends.
+class CountingPort final : public meridian::peer::MembershipPort {
+ public:
+  void send_membership(const std::string&, meridian::peer::MessageKind, std::string body, Clock::time_point) override {
+    bytes += body.size();
+  }
+  void member_restarted(const std::string&) override {}
+  void member_joined(const std::string&) override {}
+  void member_gone(const std::string&, bool) override {}
+  void adopt_bootstraps() override {}
+  void greet_bootstraps(const std::string&, Clock::time_point) override {}
+  void membership_changed() override {}
+  std::uint64_t bytes = 0;
+};
+
+struct ProbeCosts {
+  double heartbeat_us = 0;    // one received heartbeat, decoded and taken
+  double member_list_us = 0;  // one received member list of the whole federation
+  double tick_us = 0;         // one heartbeat tick with nothing changed: n - 1 heartbeats and a table encoded
+  double setup_s = 0;         // building the federation around the site
+};
+
+ProbeCosts probe(std::size_t n, const MembershipSimulationOptions& o) {
+  using namespace meridian::peer;
+  using Clock = MembershipDriver::Clock;
+  // This thread's CPU time, so that waiting for a core on a shared machine does not count.
+  auto cpu_us = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+  };
+  auto name = [](std::size_t i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "site-%05zu", i);
+    return std::string(buf);
+  };
+  auto address = [](std::size_t i) {
+    return "tcp://10." + std::to_string(i / 65536 % 256) + "." + std::to_string(i / 256 % 256) + "." +
+           std::to_string(i % 256) + ":7000";
+  };
+  constexpr std::uint64_t kIncarnation = 1'790'000'000'000ull;
+  const double setup = cpu_us();
+  Clock::time_point t(std::chrono::hours(24));
+  CountingPort port;
+  MembershipDriver site(MembershipConfig{name(0), address(0), "oregon", kIncarnation, o.heartbeat_timeout, 8, {}, {}, false},
+                        MembershipTiming{o.heartbeat_interval, o.heartbeat_timeout, nullptr}, port, t);
+  site.on_timer(t);
+  for (std::size_t i = 1; i < n; ++i)
+    site.on_hello(HelloInfo{name(i), address(i), o.wan.region_name(o.wan.region_of_site(i)), kIncarnation + i, 0, {}, {}}, t);
+  t += o.heartbeat_interval;
+  site.on_timer(t);  // proposes the view of all n sites and gossips it
+  // The members hold that view: their member lists say so. From 200 of them at most: each list held
+  // costs the site n names (at 10,000 sites, all of them would take it 3 GB), and the costs measured
+  // below do not depend on how many it holds.
+  MemberListInfo list = site.membership().snapshot();
+  const std::string table = encode_members(list);
+  for (std::size_t i = 1; i < std::min<std::size_t>(n, 201); ++i) site.on_message(name(i), MessageKind::kMembers, table, t);
+  ProbeCosts c;
+  c.setup_s = (cpu_us() - setup) / 1e6;
+
+  // Heartbeats from up to 2,000 members, encoded beforehand: the cost of taking one.
+  t += o.heartbeat_interval / 2;
+  const std::size_t sample = std::min<std::size_t>(n - 1, 2000);
+  std::vector<std::string> beats;
+  for (std::size_t i = 1; i <= sample; ++i)
+    beats.push_back(encode_heartbeat(HeartbeatInfo{kIncarnation + i, 0, 86'400'000'000ull, 0, 0, 180'000, 0}));
+  double start = cpu_us();
+  for (std::size_t i = 1; i <= sample; ++i) site.on_message(name(i), MessageKind::kHeartbeat, beats[i - 1], t);
+  c.heartbeat_us = (cpu_us() - start) / static_cast<double>(sample);
+  start = cpu_us();
+  constexpr int kLists = 5;
+  for (int k = 1; k <= kLists; ++k) site.on_message(name(k), MessageKind::kMembers, table, t);
+  c.member_list_us = (cpu_us() - start) / kLists;
+  t += o.heartbeat_interval;
+  start = cpu_us();
+  site.on_timer(t);
+  c.tick_us = (cpu_us() - start);
+  return c;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,6 +146,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sites{16, 100};
   std::vector<double> losses{0, 0.01};
   std::vector<std::size_t> computed{1000, 10000};
+  std::vector<std::size_t> probed{};
   std::string loss_kind = "retransmit", wan = "world4";
   MembershipSimulationOptions o;
   long interval_ms = o.heartbeat_interval.count(), timeout_ms = o.heartbeat_timeout.count();
@@ -69,6 +157,7 @@ int main(int argc, char** argv) {
   app.add_option("--loss-kind", loss_kind, "retransmit (TCP: a lost message comes an RTO later) or drop")
       ->check(CLI::IsMember({"retransmit", "drop"}));
   app.add_option("--computed-sites", computed, "sizes whose steady traffic is computed, not simulated")->delimiter(',');
+  app.add_option("--probe-sites", probed, "sizes at which one real site's costs are measured")->delimiter(',');
   app.add_option("--wan", wan, "latency model (peer/wan_model.h): world4 or a link spec");
   app.add_option("--seed", o.seed, "seed of the network, the start times and the crash");
   app.add_option("--bootstraps", o.bootstraps, "every site greets the first N sites");
@@ -128,6 +217,22 @@ int main(int argc, char** argv) {
                 kib(static_cast<double>(one.member_list_bytes)).c_str(),
                 kib(static_cast<double>(eight.member_list_bytes)).c_str(), kib(one.bytes_per_s).c_str(),
                 kib(eight.bytes_per_s).c_str());
+  }
+
+  if (std::any_of(probed.begin(), probed.end(), [](std::size_t n) { return n >= 2; })) {
+    std::printf("\n| sites | per heartbeat taken µs | per member list taken ms | per tick ms | driver CPU ms/s per site | setup CPU s |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+  }
+  for (std::size_t n : probed) {
+    if (n < 2) continue;
+    const ProbeCosts c = probe(n, o);
+    // Each interval a site takes a heartbeat from each other member and, on average, one member list,
+    // and runs one tick.
+    const double per_s = (static_cast<double>(n - 1) * c.heartbeat_us + c.member_list_us + c.tick_us) / 1000 /
+                         std::chrono::duration<double>(o.heartbeat_interval).count();
+    std::printf("| %zu | %.1f | %.2f | %.1f | %.1f | %.0f |\n", n, c.heartbeat_us, c.member_list_us / 1000,
+                c.tick_us / 1000, per_s, c.setup_s);
+    std::fflush(stdout);
   }
   return 0;
 }

@@ -8,7 +8,7 @@
 //      the wave ends when every site holds, in force, a view with all n sites;
 //   2. a steady window: per-site membership traffic, counted as the sizes of the header frames the
 //      wire codec makes for each message (peer/wire_codec.h encode_message; a membership message is
-//      one frame, its body inside), and the real time spent inside the driver;
+//      one frame, its body inside), and the CPU time the driver takes;
 //   3. a crash of `crash_fraction` of the sites (at least one) at once: when each live site declares
 //      each crashed site dead, and when every live site holds, in force, a view without them.
 //
@@ -79,7 +79,7 @@ struct MembershipSimulationReport {
   double heartbeat_bytes_per_s_mean = 0, members_bytes_per_s_mean = 0;
   double messages_per_s_mean = 0;
   std::size_t largest_member_list_bytes = 0;  // one member list frame (the whole table and views)
-  // Real time inside the driver (the state machine, encoding and decoding bodies), per site, as a
+  // CPU time inside the driver (the state machine, encoding and decoding bodies), per site, as a
   // fraction of one core of the machine that ran the simulation.
   double driver_cpu_share_mean = 0;
 
