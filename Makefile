@@ -70,7 +70,7 @@ bench-wan:
 
 # The membership protocol simulated at scale (docs/peer-network.md, "Membership at scale"): minutes on
 # one core, niced.
-SIM_ARGS ?= --sites 16,100 --loss 0,0.01 --computed-sites 1000,10000
+SIM_ARGS ?= --sites 16,100 --loss 0,0.01 --computed-sites 1000,10000 --probe-sites 100,1000,10000
 sim-membership:
 	@scripts/install-deps build
 	@$(MAKE) --no-print-directory build TARGET=meridian_bench_membership_simulation
