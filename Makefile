@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 # TARGET=NAME builds one CMake target (and what it needs) instead of everything.
 TARGET ?=
 
-.PHONY: all build deps test test-fast demo bench bench-wan sanitize fuzz endurance gpu-kit docker-check deb deb-check format clean help
+.PHONY: all build deps test test-fast demo bench bench-wan sim-membership sanitize fuzz endurance gpu-kit docker-check deb deb-check format clean help
 
 all: build
 
@@ -21,6 +21,8 @@ help:
 	@echo "make bench      run the benchmarks side by side with their peers (writes docs/benchmarks.md)"
 	@echo "make bench-wan  the papers' experiments under the emulated WAN, ~40 min (writes docs/results.md);"
 	@echo "                QUICK=1 for a few minutes"
+	@echo "make sim-membership  the membership protocol simulated at 100 sites and more, a few minutes niced"
+	@echo "                (SIM_ARGS=\"--sites 16,100 --loss 0,0.01\", see bench/membership_simulation.cc)"
 	@echo "make sanitize   build and run the tests under ASan/UBSan in build-sanitize/"
 	@echo "make fuzz       libFuzzer (clang, ASan/UBSan): each target, or FUZZ_TARGET=NAME, for FUZZ_RUNS executions (default 1000000)"
 	@echo "make endurance  8 sites for 10 minutes: memory, descriptors, sockets, abandoned rounds (ENDURANCE_ARGS=\"--minutes 2\")"
@@ -65,6 +67,14 @@ bench-wan:
 	@scripts/install-deps demo
 	@$(MAKE) --no-print-directory build
 	@nice bench/bench_wan.py --build $(BUILD) $(if $(QUICK),--quick)
+
+# The membership protocol simulated at scale (docs/peer-network.md, "Membership at scale"): minutes on
+# one core, niced.
+SIM_ARGS ?= --sites 16,100 --loss 0,0.01 --computed-sites 1000,10000 --probe-sites 100,1000,10000
+sim-membership:
+	@scripts/install-deps build
+	@$(MAKE) --no-print-directory build TARGET=meridian_bench_membership_simulation
+	@nice -n 10 $(BUILD)/meridian_bench_membership_simulation $(SIM_ARGS)
 
 sanitize:
 	@scripts/install-deps test
