@@ -316,6 +316,22 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
                 "Masked shares on every site: peers see only exact means (docs/privacy.md; needs the keys simulate "
                 "makes, so not with --insecure)")
       ->group(shared);
+  // DP-SGD on every site, as `meridian start` takes it (daemon/site_config.cc has the full help).
+  cmd->add_option("--dp-epsilon", s.dp_epsilon,
+                  "DP-SGD on every site with this (epsilon, delta) budget; training stops before a step that would "
+                  "exceed it (0 = no DP-SGD; docs/privacy.md)")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--dp-delta", s.dp_delta, "DP-SGD: delta of the (epsilon, delta) guarantee")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--dp-clip", s.dp_clip, "DP-SGD: each example's gradient is clipped to this L2 norm (required)")
+      ->capture_default_str()
+      ->group(shared);
+  cmd->add_option("--dp-noise-multiplier", s.dp_noise_multiplier,
+                  "DP-SGD: the noise multiplier given directly instead of from --dp-epsilon (0 = from --dp-epsilon)")
+      ->capture_default_str()
+      ->group(shared);
   cmd->add_option("--robust-clip", s.robust_clip, "Clip factor of --robust-aggregation")
       ->capture_default_str()
       ->group(shared);

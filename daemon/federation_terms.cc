@@ -54,10 +54,12 @@ std::string algorithm_term(const SiteSettings& settings) {
 }
 
 // Masked and unmasked shares cannot meet in one sum: every site masks, or none does. The value names
-// the mask layout too (privacy/pairwise_mask.h): masks drawn another way would not cancel, and the
-// sum would be wrong without any error, so builds that draw them differently refuse each other.
+// the mask layout (privacy/pairwise_mask.h) and the share's wire layout (privacy/packed_share.h) too:
+// masks drawn another way would not cancel, and shares laid out another way would never be summed, so
+// builds that differ in either refuse each other at join.
 peer::Term secure_aggregation_term(const SiteSettings& settings) {
-  return {"secure-aggregation", settings.options.secure_aggregation ? "on (48-bit masks, 6 bytes a value)" : "off",
+  return {"secure-aggregation",
+          settings.options.secure_aggregation ? "on (48-bit masks, 6-byte lanes on the wire)" : "off",
           {}, "give every site the same --secure-aggregation, from the same Meridian release"};
 }
 

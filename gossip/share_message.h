@@ -1,12 +1,12 @@
 // One site's share of a direct exchange on the wire: a kCompressedShare message to one peer, its
-// payload a copy of the values in a buffer from the transport's pool. The dense and compressed
-// contributions of gossip/direct_mean_mixer.h and the masked halves of privacy/secure_mean_mixer.h
-// travel this way.
+// payload a buffer from the transport's pool. The dense and compressed contributions of
+// gossip/direct_mean_mixer.h and the masked shares of privacy/secure_mean_mixer.h travel this way.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "peer/transport.h"
 
@@ -17,7 +17,7 @@ struct ShareHeader {
   std::uint64_t view_id = 0;
   std::uint64_t round = 0;
   std::uint32_t tag = 0;
-  std::uint32_t phase = 0;  // the encoding (gossip::Encoding), or a masked half (privacy/secure_mean_mixer.h)
+  std::uint32_t phase = 0;  // the encoding (gossip::Encoding), or peer::kOpaquePayloadPhase (a masked share)
   std::uint64_t total = 0;  // elements of the whole tensor
 };
 
@@ -26,5 +26,10 @@ struct ShareHeader {
 // what transport.send() throws.
 void send_share(peer::Transport& transport, const std::string& to, const ShareHeader& header,
                 std::span<const float> values);
+
+// Sends `payload`, a buffer the caller took from transport.take_buffer() and filled, as it is: the
+// last of several peers can take the buffer the others' copies were made from.
+void send_share(peer::Transport& transport, const std::string& to, const ShareHeader& header,
+                std::vector<float>&& payload);
 
 }  // namespace meridian::gossip

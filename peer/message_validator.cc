@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "peer/opaque_payload.h"
+
 namespace meridian::peer {
 
 namespace {
@@ -35,7 +37,13 @@ std::optional<Rejection> MessageValidator::check(const std::string& sender, cons
             (policy_.state_elements != 0
                  ? " parameters and " + std::to_string(policy_.state_elements) + " normalization statistics"
                  : "")};
-  if (h.offset > h.total || h.payload_elements > h.total - h.offset)
+  if (has_opaque_payload(h.kind, h.phase)) {
+    // Bytes, not floats: the whole tensor, in exactly the words its bytes fill.
+    if (h.offset != 0 || h.total > kMaxOpaqueElements || h.payload_elements != opaque_words(h.total))
+      return Rejection{RejectCause::kTensorLength, "opaque payload of " + std::to_string(h.payload_elements) +
+                                                       " words at offset " + std::to_string(h.offset) +
+                                                       " for a tensor of " + std::to_string(h.total)};
+  } else if (h.offset > h.total || h.payload_elements > h.total - h.offset)
     return Rejection{RejectCause::kTensorLength, "slice [" + std::to_string(h.offset) + ", +" +
                                                      std::to_string(h.payload_elements) +
                                                      ") lies outside a tensor of " + std::to_string(h.total)};

@@ -1,8 +1,25 @@
 #include "peer/reassembler.h"
 
+#include <cstring>
+
 #include "peer/finite_copy.h"
+#include "peer/opaque_payload.h"
 
 namespace meridian::peer {
+
+namespace {
+
+// Whether the bytes after an opaque payload's last element are zero (the validator checked its length).
+bool opaque_padding_zero(const Message& m) {
+  const auto padding = opaque_padding_bytes(m.total);
+  const auto bytes = std::as_bytes(std::span<const float>(m.payload));
+  if (bytes.size() < padding) return false;
+  for (std::uint64_t i = bytes.size() - padding; i < bytes.size(); ++i)
+    if (bytes[i] != std::byte{0}) return false;
+  return true;
+}
+
+}  // namespace
 
 void Reassembler::release(Partial& p) {
   pool_.give(std::move(p.msg.payload));
@@ -43,7 +60,7 @@ Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader
       if (h.chunk_index + 1 < h.chunk_count) partial_.emplace(sender, std::move(p));
       return result;
     }
-    if (sink && h.chunk_count == 1 && h.chunk_elements == h.payload_elements) {
+    if (sink && h.chunk_count == 1 && h.chunk_elements == h.payload_elements && !has_opaque_payload(h.kind, h.phase)) {
       // A whole message in one frame that its receiver is waiting for: no partial state, no buffer.
       Message msg = h.to_message();
       msg.from = sender;
@@ -80,7 +97,12 @@ Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader
     if (last) partial_.erase(it);
     return result;
   }
-  if (!copy_finite(payload.data(), p.msg.payload.data() + p.filled, h.chunk_elements)) {
+  if (has_opaque_payload(p.msg.kind, p.msg.phase)) {
+    // Bytes that may form any float pattern (the first chunk's header, which the validator checked,
+    // says so): copied as they are, for the receiver to check.
+    if (h.chunk_elements > 0)
+      std::memcpy(p.msg.payload.data() + p.filled, payload.data(), h.chunk_elements * sizeof(float));
+  } else if (!copy_finite(payload.data(), p.msg.payload.data() + p.filled, h.chunk_elements)) {
     result.rejections.push_back(
         {RejectCause::kNonFinite, "NaN or infinity in the payload of message " + std::to_string(h.message_id)});
     release(p);
@@ -90,6 +112,14 @@ Reassembler::Result Reassembler::add(const std::string& sender, const WireHeader
   }
   p.filled += h.chunk_elements;
   ++p.next_index;
+  if (last && has_opaque_payload(p.msg.kind, p.msg.phase) && !opaque_padding_zero(p.msg)) {
+    result.rejections.push_back(
+        {RejectCause::kMalformed, "opaque payload of message " + std::to_string(h.message_id) +
+                                      " has padding that is not zero"});
+    release(p);
+    partial_.erase(it);
+    return result;
+  }
   if (last) {
     result.complete = std::move(p.msg);
     partial_.erase(it);

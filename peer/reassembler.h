@@ -1,7 +1,8 @@
 // Reassembles chunked messages (peer/wire_codec.h) per sender into one Message whose payload buffer
 // comes from a BufferPool. Chunks of one sender arrive in order over one connection; a chunk out of
 // order, a new message before the previous one is complete, or a non-finite value drops the whole
-// message (its remaining chunks are swallowed silently) and reports why.
+// message (its remaining chunks are swallowed silently) and reports why. An opaque payload
+// (peer/opaque_payload.h), as its first chunk's header says, is copied unread.
 //
 // Thread-safety: none; the transport's I/O thread owns it.
 #pragma once

@@ -8,8 +8,7 @@
 // ambiguous. Resolution 2^-24 (about 6e-8) absolute. A clipped value and a NaN or infinity (sent as 0)
 // are counted, never silently changed.
 //
-// On the wire a lane travels as two floats holding its low and high 24 bits (whole numbers below
-// 2^24, which floats hold exactly and which pass the transport's finite-value check).
+// On the wire a lane travels as 6 bytes (privacy/packed_share.h).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -22,7 +21,6 @@ namespace meridian::privacy {
 inline constexpr int kFractionBits = 24;
 inline constexpr int kLaneBits = 48;
 inline constexpr std::uint64_t kLaneMask = (std::uint64_t{1} << kLaneBits) - 1;
-inline constexpr std::uint64_t kHalfMask = (std::uint64_t{1} << 24) - 1;
 inline constexpr std::size_t kMaxSites = 1024;
 // The largest encoded magnitude: kMaxSites of them sum below 2^47.
 inline constexpr std::int64_t kMaxEncoded = (std::int64_t{1} << 37) - 1;

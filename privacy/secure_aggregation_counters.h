@@ -14,10 +14,10 @@ namespace meridian::privacy {
 struct SecureAggregationCounters {
   std::atomic<std::uint64_t> clipped{0};            // values clipped to the fixed-point range before encoding
   std::atomic<std::uint64_t> non_finite{0};         // NaN or infinity in this site's values, sent as 0
-  std::atomic<std::uint64_t> refused_malformed{0};  // a share of the wrong length or slice, or not 24-bit halves
+  std::atomic<std::uint64_t> refused_malformed{0};  // a share of the wrong length, slice or padding
   std::atomic<std::uint64_t> refused_stale{0};      // a share of a round this site finished or abandoned
   std::atomic<std::uint64_t> refused_unmasked{0};   // a float share: a secure site takes none
-  std::atomic<std::uint64_t> shares_sent{0};        // masked shares sent (two messages each)
+  std::atomic<std::uint64_t> shares_sent{0};        // masked shares sent (one message each)
   std::atomic<std::uint64_t> rounds_abandoned{0};
 
   // The counters in the order of kSecureAggregationEvents.

@@ -1,61 +1,22 @@
 #include "privacy/secure_mean_mixer.h"
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
 
 #include <spdlog/spdlog.h>
 
+#include "error/error.h"
 #include "gossip/share_message.h"
+#include "peer/opaque_payload.h"
+#include "privacy/packed_share.h"
 
 namespace meridian::privacy {
 
 namespace {
 
 constexpr auto kKind = peer::MessageKind::kCompressedShare;
+constexpr auto kPhase = peer::kOpaquePayloadPhase;
 
-bool is_masked_share(const peer::Message& m) {
-  return m.kind == kKind && (m.phase == kMaskedLowPhase || m.phase == kMaskedHighPhase);
-}
-
-// Adds `half` (the 24-bit halves of n lanes, shifted by `shift`) into `sum` in one pass, and returns
-// whether it was well formed: the whole tensor at offset 0, every value a whole number in [0, 2^24).
-// Branch-free, so that it vectorizes: in double, v + 2^52 holds a whole v < 2^24 exactly in its low
-// mantissa bits, and subtracting 2^52 again gives v back only when v was whole (NaN fails every
-// comparison). What is added for a value is a function of its bits alone, so a malformed half is
-// taken back out exactly (the sum is modulo 2^64): checking and adding in one pass reads each payload
-// once.
-bool add_half(const peer::Message& half, int shift, std::span<std::uint64_t> sum) {
-  const std::size_t n = sum.size();
-  if (half.offset != 0 || half.total != n || half.payload.size() != n) return false;
-  constexpr double kMagic = 0x1p52;
-  constexpr double kLimit = 0x1p24;
-  const float* in = half.payload.data();
-  auto lane_bits = [&](std::size_t i) {
-    return (std::bit_cast<std::uint64_t>(static_cast<double>(in[i]) + kMagic) & kHalfMask) << shift;
-  };
-  std::uint64_t bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double v = in[i];
-    const auto ok = static_cast<std::uint64_t>(v >= 0.0) & static_cast<std::uint64_t>(v < kLimit) &
-                    static_cast<std::uint64_t>((v + kMagic) - kMagic == v);
-    bad |= ok ^ 1u;
-    sum[i] += lane_bits(i);
-  }
-  if (bad != 0)
-    for (std::size_t i = 0; i < n; ++i) sum[i] -= lane_bits(i);
-  return bad == 0;
-}
-
-// Splits masked lanes into the two halves sent (low and high 24 bits, as whole-number floats).
-void split_halves(std::span<const std::uint64_t> lanes, std::vector<float>& low, std::vector<float>& high) {
-  low.resize(lanes.size());
-  high.resize(lanes.size());
-  for (std::size_t i = 0; i < lanes.size(); ++i) {
-    low[i] = static_cast<float>(static_cast<std::int32_t>(lanes[i] & kHalfMask));
-    high[i] = static_cast<float>(static_cast<std::int32_t>((lanes[i] >> 24) & kHalfMask));
-  }
-}
+bool is_masked_share(const peer::Message& m) { return m.kind == kKind && m.phase == kPhase; }
 
 }  // namespace
 
@@ -64,6 +25,25 @@ void mask_share(const std::string& self, const std::vector<std::string>& group, 
   for (const auto& other : group) {
     if (other == self) continue;
     add_pair_mask(keys.with(other), round, /*subtract=*/other < self, lanes);
+  }
+}
+
+void mask_and_pack(const std::string& self, const std::vector<std::string>& group, PairKeys& keys,
+                   const MaskRound& round, std::span<const std::uint64_t> lanes, std::span<std::uint64_t> masked,
+                   std::span<const std::span<float>> packed) {
+  const std::size_t n = lanes.size();
+  error::enforce(masked.size() == n, "mask_and_pack: sizes differ");
+  RoundMasks masks(self, group, keys, round);
+  // Lanes and keystream of a block stay in L1 while every pair's mask is added and the block is packed
+  // into every receiver's buffer, where whole-tensor passes would stream the lanes through memory once
+  // per pair and copy each packed share once per receiver.
+  constexpr std::size_t kBlock = RoundMasks::kBlockLanes;
+  for (std::size_t begin = 0; begin < n; begin += kBlock) {
+    const std::size_t count = std::min(kBlock, n - begin);
+    const auto block = masked.subspan(begin, count);
+    std::copy_n(lanes.data() + begin, count, block.data());
+    masks.add(block, begin);
+    for (const auto& words : packed) pack_lanes(block, begin, n, words);
   }
 }
 
@@ -113,22 +93,29 @@ bool SecureMeanMixer::peer_moved_past(const peer::View& attempt, const std::vect
   return past;
 }
 
-SecureMeanMixer::Wait SecureMeanMixer::receive_half(const peer::View& view, const std::vector<std::string>& group,
-                                                    const std::string& from, std::uint64_t step, std::uint32_t tag,
-                                                    std::uint32_t phase, bool redoing,
-                                                    gossip::Clock::time_point deadline) {
-  const int shift = phase == kMaskedLowPhase ? 0 : 24;
+void SecureMeanMixer::recycle_received() {
+  for (auto& payload : received_) inbox_.transport().recycle(std::move(payload));
+  received_.clear();
+}
+
+SecureMeanMixer::Wait SecureMeanMixer::receive_share(const peer::View& view, const std::vector<std::string>& group,
+                                                     const std::string& from, std::uint64_t step, std::uint32_t tag,
+                                                     std::size_t n, bool redoing,
+                                                     gossip::Clock::time_point deadline) {
   auto mine = [&](const peer::Message& m) {
-    return m.kind == kKind && m.phase == phase && m.round == step && m.tag == tag && m.view_id == view.id &&
-           m.from == from;
+    return is_masked_share(m) && m.round == step && m.tag == tag && m.view_id == view.id && m.from == from;
   };
   for (;;) {
     const auto until = std::min(deadline, gossip::Clock::now() + std::chrono::milliseconds(100));
     auto msg = inbox_.take(mine, until);
     if (msg) {
-      const bool ok = add_half(*msg, shift, sum_);
+      // Every 6-byte pattern is a lane, so the layout is all there is to check; the share is summed
+      // once every member's is here (decode_packed_mean), in one pass.
+      if (msg->offset == 0 && msg->total == n && is_packed_share(msg->payload, n)) {
+        received_.push_back(std::move(msg->payload));
+        return Wait::kGot;
+      }
       inbox_.transport().recycle(std::move(msg->payload));
-      if (ok) return Wait::kGot;
       ++counters_.refused_malformed;
       spdlog::warn("secure aggregation: refused a malformed masked share from '{}' (round {}, view {})", from, step,
                    view.id);
@@ -159,10 +146,7 @@ gossip::MixReport SecureMeanMixer::mix(std::uint64_t step, gossip::RoundTag tag,
   report.scheduled_view_id = transport.view_for(step).id;
   // Encoded once: a redo sends the same values under fresh masks.
   lanes_.resize(n);
-  // Both touched now, so that the swap below hands over memory that is already faulted in: a fresh
-  // model-sized buffer costs a page fault per 4 KiB on first touch.
   share_.resize(n);
-  sum_.resize(n);
   const EncodeCounts counts = encode(data, lanes_);
   counters_.clipped += counts.clipped;
   counters_.non_finite += counts.non_finite;
@@ -186,36 +170,36 @@ gossip::MixReport SecureMeanMixer::mix(std::uint64_t step, gossip::RoundTag tag,
       return report;
     }
     const MaskRound round{view.id, step, tag_value, domain_};
-    share_.assign(lanes_.begin(), lanes_.end());
-    mask_share(self, group, keys_, round, share_);
-    // Split once: every other member gets the same two halves.
-    split_halves(share_, low_, high_);
-    for (const auto& to : group) {
-      if (to == self) continue;
-      gossip::send_share(transport, to, {view.id, step, tag_value, kMaskedLowPhase, n}, low_);
-      gossip::send_share(transport, to, {view.id, step, tag_value, kMaskedHighPhase, n}, high_);
-      ++counters_.shares_sent;
-    }
-    // This site's own share starts the sum (share_ is refilled from lanes_ at the next attempt).
-    std::swap(sum_, share_);
+    std::vector<std::string> to;
+    for (const auto& member : group)
+      if (member != self) to.push_back(member);
+    // Masked once and packed straight into each receiver's payload buffer.
+    std::vector<std::vector<float>> payloads;
+    for (std::size_t k = 0; k < to.size(); ++k) payloads.push_back(transport.take_buffer(packed_words(n)));
+    const std::vector<std::span<float>> outs(payloads.begin(), payloads.end());
+    mask_and_pack(self, group, keys_, round, lanes_, share_, outs);
+    const gossip::ShareHeader header{view.id, step, tag_value, kPhase, n};
+    for (std::size_t k = 0; k < to.size(); ++k) gossip::send_share(transport, to[k], header, std::move(payloads[k]));
+    counters_.shares_sent += to.size();
     // The measured deadline under --round-timeout auto, as the float mixers take it.
     const auto deadline = gossip::Clock::now() + timeouts_.round_deadline();
     bool complete = true;
-    for (const auto& from : group) {
-      if (from == self) continue;
-      for (const auto phase : {kMaskedLowPhase, kMaskedHighPhase})
-        if (complete && receive_half(view, group, from, step, tag_value, phase, redoing, deadline) == Wait::kAbandon)
-          complete = false;
-      if (!complete) break;
-    }
+    for (const auto& from : to)
+      if (receive_share(view, group, from, step, tag_value, n, redoing, deadline) == Wait::kAbandon) {
+        complete = false;
+        break;
+      }
     (void)inbox_.discard_if([&](const peer::Message& m) {
       return is_masked_share(m) && m.round == step && m.tag == tag_value && m.view_id <= view.id;
     });
     if (complete) {
-      decode_mean(sum_, group.size(), data);
+      const std::vector<std::span<const float>> shares(received_.begin(), received_.end());
+      decode_packed_mean(share_, shares, data);
+      recycle_received();
       report.view_id = view.id;
       return report;
     }
+    recycle_received();
     ++report.abandoned;
     ++counters_.rounds_abandoned;
     spdlog::debug("secure round {} (tag {}) in view {} abandoned", step, tag_value, view.id);

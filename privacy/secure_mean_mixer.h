@@ -1,9 +1,9 @@
 // Secure aggregation without a server: the exact mean over a round's members in which no site sees
 // another site's values, only their sum. Each member encodes its values in fixed point
 // (privacy/fixed_point.h), adds one pairwise mask per other member (privacy/pairwise_mask.h: lower
-// name adds, higher subtracts) and sends that masked share to every other member, as two
-// kCompressedShare messages (phase kMaskedLowPhase: each lane's low 24 bits, kMaskedHighPhase: its high
-// 24 bits, as whole-number floats). Every member sums the n shares modulo 2^48, where the masks cancel,
+// name adds, higher subtracts) and sends that masked share to every other member, as one
+// kCompressedShare message whose opaque payload (phase peer::kOpaquePayloadPhase) holds each lane in 6
+// bytes (privacy/packed_share.h). Every member sums the n shares modulo 2^48, where the masks cancel,
 // and divides by n: every member holds the same bits, equal to the unmasked fixed-point mean.
 //
 // What each site learns: its own values and the mean. A single share is its values plus at least one
@@ -18,8 +18,8 @@
 // site's masks are never reconstructed or needed. With Abandon::kSkip (dsync's groups) the site keeps
 // its own values for the step. A redo that a peer has already moved past is skipped likewise.
 //
-// Refused shares, counted by cause and never summed: malformed (wrong length or slice, a half that is
-// not a whole number below 2^24), stale (a masked share of a round this site has finished or
+// Refused shares, counted by cause and never summed: malformed (a length, slice or padding that is not
+// a packed share of the tensor), stale (a masked share of a round this site has finished or
 // abandoned), unmasked (any other mixer message: a secure site takes no float shares). Replays and
 // truncated frames are refused earlier by the transport (peer/message_validator.h).
 #pragma once
@@ -46,14 +46,18 @@ namespace meridian::privacy {
 inline constexpr std::uint32_t kWholeViewDomain = 0;
 inline constexpr std::uint32_t kGroupDomain = 1;
 
-// The phases of a masked share's two kCompressedShare messages (beyond gossip::Encoding's values).
-inline constexpr std::uint32_t kMaskedLowPhase = 0x100;
-inline constexpr std::uint32_t kMaskedHighPhase = 0x101;
-
 // Adds this site's pairwise masks for `round` to `lanes`: for every other member of `group` (sorted
 // names, `self` among them), the pair's stream, added when `self` sorts first, subtracted otherwise.
 void mask_share(const std::string& self, const std::vector<std::string>& group, PairKeys& keys, const MaskRound& round,
                 std::span<std::uint64_t> lanes);
+
+// mask_share() of a copy of `lanes`, written to `masked` (lanes.size()) and packed
+// (privacy/packed_share.h) into each of `packed` (packed_words(lanes.size()) words each: one per
+// receiver), a block at a time (privacy/pairwise_mask.h's RoundMasks) so that each block and its
+// keystreams are read and written while they are in cache. Throws error::InternalError when sizes differ.
+void mask_and_pack(const std::string& self, const std::vector<std::string>& group, PairKeys& keys,
+                   const MaskRound& round, std::span<const std::uint64_t> lanes, std::span<std::uint64_t> masked,
+                   std::span<const std::span<float>> packed);
 
 // Thread-safety: none (communication thread only). Does not own the inbox, the keys or the counters,
 // which must outlive it.
@@ -77,10 +81,12 @@ class SecureMeanMixer final : public gossip::Mixer {
 
  private:
   enum class Wait { kGot, kAbandon };
-  // Takes peer `from`'s half `phase` of the round and adds it into sum_; kAbandon when it cannot come.
-  Wait receive_half(const peer::View& view, const std::vector<std::string>& group, const std::string& from,
-                    std::uint64_t step, std::uint32_t tag, std::uint32_t phase, bool redoing,
-                    gossip::Clock::time_point deadline);
+  // Takes peer `from`'s well-formed share of the round into received_; kAbandon when it cannot come.
+  Wait receive_share(const peer::View& view, const std::vector<std::string>& group, const std::string& from,
+                     std::uint64_t step, std::uint32_t tag, std::size_t n, bool redoing,
+                     gossip::Clock::time_point deadline);
+  // Gives the payloads of received_ back to the transport.
+  void recycle_received();
   // Whether a member of `group` sent this tag's share of a later step in a view no newer than `attempt`.
   bool peer_moved_past(const peer::View& attempt, const std::vector<std::string>& group, std::uint64_t step,
                        std::uint32_t tag);
@@ -94,10 +100,9 @@ class SecureMeanMixer final : public gossip::Mixer {
   std::uint32_t domain_;
   Abandon abandon_;
   gossip::RedoView redo_;
-  std::vector<std::uint64_t> lanes_;  // (n) this site's encoded values
-  std::vector<std::uint64_t> share_;  // (n) ... plus its masks
-  std::vector<std::uint64_t> sum_;    // (n) the sum of the shares received so far
-  std::vector<float> low_, high_;     // (n) each: the masked share's halves as sent
+  std::vector<std::uint64_t> lanes_;             // (n) this site's encoded values
+  std::vector<std::uint64_t> share_;             // (n) ... plus its masks
+  std::vector<std::vector<float>> received_;     // the other members' packed shares of this attempt
 };
 
 }  // namespace meridian::privacy

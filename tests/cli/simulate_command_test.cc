@@ -138,6 +138,26 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
   CHECK(file_contents(dir.path() / "dts" / "site-0" / "site.toml").find("\nperiod = 16\n") != std::string::npos);
 }
 
+TEST_CASE("simulate passes the DP-SGD options to every site as start takes them, and checks them as start does",
+          "[cli][simulate][process]") {
+  meridian::testing::TempDir dir;
+  const Result r = run("simulate --sites 2 --algo allreduce --insecure --dp-epsilon 3 --dp-delta 1e-6 --dp-clip 1.5"
+                       " --out " + dir.path().string() + " --site-program " + kFakeSite);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (int i = 0; i < 2; ++i) {
+    const std::string config = file_contents(dir.path() / "allreduce" / ("site-" + std::to_string(i)) / "site.toml");
+    INFO(config);
+    CHECK(config.find("\ndp-epsilon = 3.0\n") != std::string::npos);
+    CHECK(config.find("\ndp-clip = 1.5\n") != std::string::npos);
+    CHECK(config.find("\ndp-delta = 1e-06\n") != std::string::npos);
+  }
+  const Result refused = run("simulate --sites 2 --algo allreduce --insecure --dp-epsilon 3 --out " +
+                             dir.path().string() + " --site-program " + kFakeSite + " 2>&1");
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.output.find("dp-clip") != std::string::npos);
+}
+
 TEST_CASE("simulate stops every site when one fails and shows that site's log", "[cli][simulate][process]") {
   meridian::testing::TempDir dir;
   const Result failed =

@@ -152,9 +152,9 @@ TEST_CASE("a site without --secure-aggregation is refused at join, with both val
   const int beta_exit = beta.wait_exit(std::chrono::seconds(300));
   INFO("alpha:\n" << alpha.log() << "\nbeta:\n" << beta.log());
   CHECK(beta_exit == 1);
-  CHECK(contains(beta.log(), "alpha refuses this site: secure-aggregation differs (alpha: on (48-bit masks, 6 bytes a value); this site: off)"));
+  CHECK(contains(beta.log(), "alpha refuses this site: secure-aggregation differs (alpha: on (48-bit masks, 6-byte lanes on the wire); this site: off)"));
   REQUIRE(eventually([&] { return contains(alpha.log(), "refused at join") || alpha.exited(); }));
-  CHECK(contains(alpha.log(), "refused at join: secure-aggregation differs (this site: on (48-bit masks, 6 bytes a value); beta: off)"));
+  CHECK(contains(alpha.log(), "refused at join: secure-aggregation differs (this site: on (48-bit masks, 6-byte lanes on the wire); beta: off)"));
   alpha.signal(SIGINT);
   CHECK(alpha.wait_exit() == 0);
 }

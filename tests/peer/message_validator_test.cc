@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "peer/message_validator.h"
+#include "peer/opaque_payload.h"
 
 using namespace meridian::peer;
 
@@ -100,6 +101,37 @@ TEST_CASE("validator checks fingerprint, length, weight, round window and replay
   CHECK_FALSE(cause(v, next_phase));
   v.forget("peer");
   CHECK_FALSE(cause(v, push_sum(20)));
+}
+
+TEST_CASE("validator takes an opaque payload only whole: offset 0 and the words 6 bytes an element fill",
+          "[peer][validate][unit]") {
+  ValidationPolicy p;
+  p.model_fingerprint = 7;
+  p.model_elements = 100;
+  MessageValidator v(p);
+  auto opaque = [](std::uint64_t words, std::uint64_t offset = 0, std::uint64_t total = 100) {
+    WireHeader h = push_sum(0, 0.5, total);
+    h.kind = MessageKind::kCompressedShare;
+    h.phase = kOpaquePayloadPhase;
+    h.payload_elements = words;
+    h.offset = offset;
+    return h;
+  };
+  // 6 bytes a value: 150 words for 100 values, more than a float payload may hold.
+  CHECK_FALSE(cause(v, opaque(150)));
+  CHECK(cause(v, opaque(149)) == RejectCause::kTensorLength);
+  CHECK(cause(v, opaque(151)) == RejectCause::kTensorLength);
+  CHECK(cause(v, opaque(150, 1)) == RejectCause::kTensorLength);
+  CHECK(cause(v, opaque(150, 0, 99)) == RejectCause::kTensorLength);
+  // A length whose byte count would overflow.
+  ValidationPolicy any = p;
+  any.model_elements = 0;
+  MessageValidator unbounded(any);
+  CHECK(unbounded.check("peer", opaque(6, 0, std::uint64_t{1} << 62))->cause == RejectCause::kTensorLength);
+  // The same words in a float share do not fit.
+  auto dense = opaque(150);
+  dense.phase = 0;
+  CHECK(cause(v, dense) == RejectCause::kTensorLength);
 }
 
 TEST_CASE("validator checks only the fingerprint on membership kinds and later chunks", "[peer][validate][unit]") {

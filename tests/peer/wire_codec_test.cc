@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "peer/buffer_pool.h"
+#include "peer/opaque_payload.h"
 #include "peer/reassembler.h"
 #include "peer/wire_codec.h"
 #include "proto/meridian.pb.h"
@@ -166,6 +168,59 @@ TEST_CASE("a NaN or infinity anywhere in a chunked payload drops the message", "
     CHECK_FALSE(completed);
     CHECK(causes == std::vector<RejectCause>{RejectCause::kNonFinite});
   }
+}
+
+TEST_CASE("an opaque payload is reassembled unread, while a float payload's NaN still drops its message",
+          "[peer][wire][unit]") {
+  WireLimits limits;
+  limits.chunk_bytes = 64;
+  // Words that are NaN and infinity as floats: bytes of an opaque payload (peer/opaque_payload.h).
+  Message opaque = tensor_message(100, MessageKind::kCompressedShare);
+  opaque.phase = kOpaquePayloadPhase;
+  opaque.payload[0] = std::nanf("");
+  opaque.payload[40] = INFINITY;
+  opaque.payload[99] = -INFINITY;
+  auto chunks = encode_message(opaque, kFingerprint, 1, limits);
+  BufferPool pool;
+  Reassembler r(pool);
+  std::optional<Message> done;
+  for (auto& c : chunks) {
+    auto res = r.add("a", decode_ok(c, limits), slice(opaque, c));
+    CHECK(res.rejections.empty());
+    if (res.complete) done = std::move(res.complete);
+  }
+  REQUIRE(done);
+  CHECK(std::memcmp(done->payload.data(), opaque.payload.data(), 100 * sizeof(float)) == 0);
+
+  // An odd count of 6-byte elements leaves two bytes of padding, which must be zero.
+  Message padded = opaque;
+  padded.total = 65;  // 390 bytes in 98 words
+  padded.payload.resize(98);
+  padded.payload.back() = 0.0f;
+  std::memset(reinterpret_cast<std::byte*>(padded.payload.data()) + 390, 0x01, 1);
+  std::vector<RejectCause> padding_causes;
+  for (auto& c : encode_message(padded, kFingerprint, 3, limits)) {
+    auto res = r.add("a", decode_ok(c, limits), slice(padded, c));
+    for (auto& rej : res.rejections) padding_causes.push_back(rej.cause);
+    CHECK_FALSE(res.complete);
+  }
+  CHECK(padding_causes == std::vector<RejectCause>{RejectCause::kMalformed});
+
+  // Only the first chunk's header decides: a float message whose later chunks claim the opaque phase
+  // is still checked.
+  Message plain = tensor_message(100, MessageKind::kCompressedShare);
+  plain.phase = 0;
+  plain.payload[77] = std::nanf("");
+  std::vector<RejectCause> causes;
+  auto plain_chunks = encode_message(plain, kFingerprint, 2, limits);
+  for (std::size_t i = 0; i < plain_chunks.size(); ++i) {
+    WireHeader h = decode_ok(plain_chunks[i], limits);
+    if (i > 0) h.phase = kOpaquePayloadPhase;
+    auto res = r.add("a", h, slice(plain, plain_chunks[i]));
+    for (auto& rej : res.rejections) causes.push_back(rej.cause);
+    CHECK_FALSE(res.complete);
+  }
+  CHECK(causes == std::vector<RejectCause>{RejectCause::kNonFinite});
 }
 
 TEST_CASE("decode_header names what is wrong with a bad frame", "[peer][wire][unit]") {

@@ -14,7 +14,9 @@
 
 #include "gossip/inbox.h"
 #include "peer/adaptive_deadline.h"
+#include "peer/opaque_payload.h"
 #include "privacy/fixed_point.h"
+#include "privacy/packed_share.h"
 #include "privacy/pair_keys.h"
 #include "privacy/pairwise_mask.h"
 #include "privacy/secure_mean_mixer.h"
@@ -139,6 +141,72 @@ TEST_CASE("the fixed-point encoding rounds to 2^-24, clips at its range and coun
   CHECK(mean[1] == static_cast<float>(-kClip));
 }
 
+TEST_CASE("a masked share travels as 6 bytes a value, and the packed shares' mean is the fixed-point mean",
+          "[privacy][unit]") {
+  const auto names = testing::site_names(5);
+  std::map<std::string, peer::CurveKeyPair> all;
+  for (const auto& name : names) all[name] = peer::generate_curve_key_pair();
+  // Sizes around the masking's blocks of 1024 lanes, odd (two bytes of padding) and even.
+  const std::size_t n = GENERATE(as<std::size_t>{}, 1, 2, 3, 4, 5, 1023, 1024, 1025, 3001, 4100);
+  INFO(n << " values");
+  CHECK(packed_words(n) * 4 == n * 6 + (n % 2 == 0 ? 0 : 2));
+  const MaskRound round{4, 9, 0, 0};
+  std::vector<std::vector<float>> data;
+  for (std::size_t r = 0; r < names.size(); ++r) data.push_back(random_values(n, 500 + static_cast<unsigned>(r), 2.0f));
+  std::vector<std::span<const float>> inputs(data.begin(), data.end());
+  std::vector<float> expected(n);
+  plain_fixed_point_mean(inputs, expected);
+
+  std::vector<std::vector<std::uint64_t>> own(names.size());
+  std::vector<std::vector<float>> packed(names.size());
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    auto keys = keys_for(all, names[r]);
+    std::vector<std::uint64_t> lanes(n);
+    encode(data[r], lanes);
+    own[r].resize(n);
+    // Two receivers' buffers, the second full of ones: each gets the whole share, padding included.
+    packed[r].assign(packed_words(n), 0.0f);
+    std::vector<float> second(packed_words(n), 1.0f);
+    const std::vector<std::span<float>> outs = {packed[r], second};
+    mask_and_pack(names[r], names, *keys, round, lanes, own[r], outs);
+    CHECK(std::memcmp(second.data(), packed[r].data(), second.size() * sizeof(float)) == 0);
+    // The same lanes as masking the whole tensor at once, and the bytes are those lanes' low 48 bits:
+    // the low 32 bits of every lane, then the high 16 bits of every lane.
+    std::vector<std::uint64_t> whole = lanes;
+    mask_share(names[r], names, *keys, round, whole);
+    CHECK(own[r] == whole);
+    const auto bytes = std::as_bytes(std::span<const float>(packed[r]));
+    for (std::size_t i = 0; i < n; i += 7) {
+      std::uint64_t low = 0, high = 0;
+      std::memcpy(&low, bytes.data() + i * 4, 4);
+      std::memcpy(&high, bytes.data() + n * 4 + i * 2, 2);
+      CHECK((low | (high << 32)) == (whole[i] & kLaneMask));
+    }
+    CHECK(is_packed_share(packed[r], n));
+  }
+  // Any site's own lanes plus the others' packed shares: the unmasked fixed-point mean, bit for bit.
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    std::vector<std::span<const float>> others;
+    for (std::size_t k = 0; k < names.size(); ++k)
+      if (k != r) others.emplace_back(packed[k]);
+    std::vector<float> mean(n);
+    decode_packed_mean(own[r], others, mean);
+    CHECK(std::memcmp(mean.data(), expected.data(), n * sizeof(float)) == 0);
+  }
+  // What a receiver refuses: a word short or over, and (n odd) padding that is not zero.
+  auto shorter = packed[0];
+  shorter.pop_back();
+  CHECK_FALSE(is_packed_share(shorter, n));
+  auto longer = packed[0];
+  longer.push_back(0.0f);
+  CHECK_FALSE(is_packed_share(longer, n));
+  if (n % 2 == 1) {
+    auto padded = packed[0];
+    std::as_writable_bytes(std::span<float>(padded)).back() = std::byte{1};
+    CHECK_FALSE(is_packed_share(padded, n));
+  }
+}
+
 TEST_CASE("a masked share is independent of its sender's values; an unmasked one is not", "[privacy][unit]") {
   // The receiver b knows its own pair secret with a and removes that mask; what is left is a's values
   // under a's mask with c. Over many rounds the sender's secret bit (values ±0.5) and the lane b sees
@@ -182,7 +250,9 @@ TEST_CASE("over real ZeroMQ sites the masked mean equals the unmasked fixed-poin
   CurveFederation fed(testing::site_names(sites));
   const peer::View view = fed.agreed_view(fed.names);
   const std::uint64_t step = view.effective_round;
-  const std::size_t n = 100'003;
+  // Each share's 6 · n bytes take two chunks of the transport's 1 MiB, and its words form every float
+  // pattern, NaN and infinity included, which the transport passes through unread.
+  const std::size_t n = 200'003;
   std::vector<std::vector<float>> data;
   for (std::size_t r = 0; r < sites; ++r) data.push_back(random_values(n, 100 + r, 0.3f));
   data[1][5] = 1e5f;  // clipped
@@ -307,50 +377,48 @@ TEST_CASE("malformed, stale and replayed masked shares are refused and counted, 
   CurveFederation fed(testing::site_names(3));
   const peer::View view = fed.agreed_view(fed.names);
   const std::uint64_t step = view.effective_round + 1;
-  const std::size_t n = 512;
+  const std::size_t n = 513;  // odd: two bytes of padding
   std::vector<std::vector<float>> data;
   for (std::size_t r = 0; r < 3; ++r) data.push_back(random_values(n, 300 + r, 1.0f));
   std::vector<std::span<const float>> inputs(data.begin(), data.end());
   std::vector<float> expected(n);
   plain_fixed_point_mean(inputs, expected);
 
-  // site2 turns hostile towards site0: before its genuine share it sends a truncated one (a slice at
-  // offset 1), its share of another round, and after it a replay of its genuine high half.
+  // site2 turns hostile towards site0: before its genuine share it sends a truncated one (one word
+  // short) and one whose padding is not zero, both refused by the transport before they count as
+  // received, its share of another round, and after it a replay of its genuine share.
   peer::ZmqTransport& hostile = *fed.sites[2];
   auto hostile_keys = fed.pair_keys("site2");
-  auto halves = [&](std::uint64_t round_step, std::uint64_t view_id) {
-    std::vector<std::uint64_t> share(n);
-    encode(data[2], share);
-    mask_share("site2", fed.names, *hostile_keys, MaskRound{view_id, round_step, 0, 0}, share);
-    std::vector<peer::Message> out;
-    for (const auto phase : {kMaskedLowPhase, kMaskedHighPhase}) {
-      peer::Message m;
-      m.kind = peer::MessageKind::kCompressedShare;
-      m.view_id = view_id;
-      m.round = round_step;
-      m.phase = phase;
-      m.total = n;
-      for (std::size_t i = 0; i < n; ++i)
-        m.payload.push_back(static_cast<float>((share[i] >> (phase == kMaskedLowPhase ? 0 : 24)) & kHalfMask));
-      out.push_back(std::move(m));
-    }
-    return out;
+  auto share_of = [&](std::uint64_t round_step, std::uint64_t view_id) {
+    std::vector<std::uint64_t> lanes(n), masked(n);
+    encode(data[2], lanes);
+    peer::Message m;
+    m.kind = peer::MessageKind::kCompressedShare;
+    m.view_id = view_id;
+    m.round = round_step;
+    m.phase = peer::kOpaquePayloadPhase;
+    m.total = n;
+    m.payload.resize(packed_words(n));
+    const std::vector<std::span<float>> outs = {m.payload};
+    mask_and_pack("site2", fed.names, *hostile_keys, MaskRound{view_id, round_step, 0, 0}, lanes, masked, outs);
+    return m;
   };
   gossip::Inbox victim_inbox(*fed.sites[0]);
   {
-    auto truncated = halves(step, view.id)[0];
-    truncated.offset = 1;
+    auto truncated = share_of(step, view.id);
     truncated.payload.pop_back();
     hostile.send("site0", std::move(truncated));
-    hostile.send("site0", halves(step - 1, view.id)[1]);  // taken from another round
+    auto padded = share_of(step, view.id);
+    std::as_writable_bytes(std::span<float>(padded.payload)).back() = std::byte{0x80};
+    hostile.send("site0", std::move(padded));
+    hostile.send("site0", share_of(step - 1, view.id));  // taken from another round
   }
   REQUIRE(tests::eventually([&] {
     victim_inbox.pump(5ms);
-    return victim_inbox.stashed() >= 2;
+    return victim_inbox.stashed() >= 1;  // the share of another round; the two before it were refused
   }));
-  for (const auto& to : {"site0", "site1"})
-    for (auto& m : halves(step, view.id)) hostile.send(to, std::move(m));
-  hostile.send("site0", halves(step, view.id)[1]);  // the replay
+  for (const auto& to : {"site0", "site1"}) hostile.send(to, share_of(step, view.id));
+  hostile.send("site0", share_of(step, view.id));  // the replay
 
   std::vector<SecureAggregationCounters> counters(2);
   fed.run({0, 1}, [&](std::size_t r, peer::ZmqTransport& t) {
@@ -364,8 +432,11 @@ TEST_CASE("malformed, stale and replayed masked shares are refused and counted, 
     CHECK(report.abandoned == 0);
   });
   for (std::size_t r = 0; r < 2; ++r) CHECK(std::memcmp(data[r].data(), expected.data(), n * sizeof(float)) == 0);
-  CHECK(counters[0].refused_malformed.load() == 1);
   CHECK(counters[0].refused_stale.load() == 1);
-  CHECK(counters[1].refused_malformed.load() + counters[1].refused_stale.load() == 0);
-  CHECK(tests::eventually([&] { return fed.sites[0]->rejections().count(peer::RejectCause::kReplayed) == 1; }));
+  CHECK(counters[0].refused_malformed.load() + counters[1].refused_malformed.load() + counters[1].refused_stale.load() ==
+        0);
+  const auto& refused = fed.sites[0]->rejections();
+  CHECK(refused.count(peer::RejectCause::kTensorLength) == 1);
+  CHECK(refused.count(peer::RejectCause::kMalformed) == 1);
+  CHECK(tests::eventually([&] { return refused.count(peer::RejectCause::kReplayed) == 1; }));
 }
