@@ -128,8 +128,8 @@ class Site:
         the current step (and `epoch`, when your loop counts them). It goes to
         ``RUN_DIR/trainer-progress.jsonl``, one JSON object a line in the format of the site's own
         progress.jsonl (docs/pytorch.md); ``meridian simulate --trainer-command`` reads it for its
-        accuracy columns, and it may be called after the run's end. On a site of several ranks only
-        rank 0 writes.
+        accuracy columns, and it may be called after the run's end. The record's byte counts are 0 (the
+        site counts its traffic itself). On a site of several ranks only rank 0 writes.
 
         Example::
 
