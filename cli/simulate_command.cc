@@ -53,6 +53,9 @@ AveragedModelEvaluator averaged_model_evaluator() {
 std::string describe(const SimulationOptions& o) {
   std::string algos;
   for (const auto& a : o.algos) algos += (algos.empty() ? "" : ", ") + a;
+  if (!o.trainer_command.empty())
+    return std::to_string(o.sites) + " sites on 127.0.0.1, WAN " + (o.site.wan.empty() ? "none" : o.site.wan) +
+           ", each trained by `" + o.trainer_command + "`; algorithms: " + algos;
   char epochs[32];
   std::snprintf(epochs, sizeof epochs, "%g", static_cast<double>(o.site.epochs));
   return std::to_string(o.sites) + " sites on 127.0.0.1, WAN " + (o.site.wan.empty() ? "none" : o.site.wan) + ", " +
@@ -87,8 +90,9 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
     status.print("simulate: CurveZMQ keys in " + (out_dir / "keys").string() + ", roster " + roster.string());
   }
 
-  if (options.site.train.empty() && daemon::parse_dataset(options.site.dataset) != daemon::Dataset::kCsv &&
-      options.data_cache != "none") {
+  // An attached site reads no data: the trainer command reads its own.
+  if (options.trainer_command.empty() && options.site.train.empty() &&
+      daemon::parse_dataset(options.site.dataset) != daemon::Dataset::kCsv && options.data_cache != "none") {
     std::string note;
     const fs::path dir = unpacked_idx_dir(options.site.data_dir, options.data_cache, note);
     if (note.empty()) {
@@ -104,7 +108,10 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   settings.program = options.program;
   settings.timeout_seconds = options.timeout_seconds;
   if (options.stop_at_target) settings.stop_at_accuracy = options.target_accuracy;
-  const AveragedModelEvaluator evaluate = averaged_model_evaluator();
+  // The trainer command's model is its own: simulate cannot average and evaluate it; each site's
+  // accuracy is the one its trainer reported.
+  const AveragedModelEvaluator evaluate =
+      options.trainer_command.empty() ? averaged_model_evaluator() : AveragedModelEvaluator{};
 
   std::vector<ComparisonRow> rows;
   std::vector<CurvePoint> curves;
@@ -130,10 +137,11 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
   write_text_file(context.results_csv, results_csv(rows, options.target_accuracy));
   write_text_file(context.curves_csv, curves_csv(curves));
   AccuracyPlotLabels labels;
-  labels.subtitle = std::to_string(options.sites) + " sites, WAN " +
-                    (options.site.wan.empty() ? "none" : options.site.wan) + ", " +
-                    model_and_data(options.site, options.site_train) +
-                    (options.site_train.empty() ? " (" + options.site.partition + ")" : "");
+  labels.subtitle =
+      std::to_string(options.sites) + " sites, WAN " + (options.site.wan.empty() ? "none" : options.site.wan) + ", " +
+      (options.trainer_command.empty() ? model_and_data(options.site, options.site_train) +
+                                             (options.site_train.empty() ? " (" + options.site.partition + ")" : "")
+                                       : "trainer: " + options.trainer_command);
   labels.target_accuracy = options.target_accuracy;
   write_text_file(context.plot_svg, render_accuracy_svg(curves, rows, labels));
 
@@ -147,6 +155,11 @@ int run_simulation(SimulationOptions options, const std::string& algo_list) {
         "it; of it training: the same from the first step (without start-up); sent/site: bytes each site sent,\n"
         "mean over sites; wall time: from start to the last site's end.\n",
         options.target_accuracy * 100);
+    if (!options.trainer_command.empty())
+      std::printf(
+          "--trainer-command: the model is the command's, so accuracy (of the averaged model) is not measured;\n"
+          "site acc. and the times to %.1f%% come from the accuracies each trainer reported (meridian.Site.report).\n",
+          options.target_accuracy * 100);
     if (options.stop_at_target)
       std::printf(
           "(stopped): --stop-at-target stopped these sites once every one had reached %.1f%%; their\n"
@@ -179,7 +192,9 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       "  meridian simulate --sites 4 --algo diloco,diloco-gossip,diloco-gossip:out-peers=2 --wan world4\n"
       "  meridian simulate --sites 4 --algo dts:delay=auto:exchange=direct,sgp:tau=auto,diloco --wan latency=100ms\n"
       "    (auto: shapes chosen from the measured round trip and step time; diloco's overlap is auto by default)\n"
-      "  meridian simulate --sites 4 --algo sgp,dsync --partition dirichlet:0.5 --json > result.json");
+      "  meridian simulate --sites 4 --algo sgp,dsync --partition dirichlet:0.5 --json > result.json\n"
+      "  meridian simulate --sites 4 --algo allreduce,diloco --trainer-command 'python3 my_train.py'\n"
+      "    (your own PyTorch script as every site's trainer: docs/pytorch.md)");
   auto options = std::make_shared<SimulationOptions>();
   options->site.epochs = 1;
   auto algo_list = std::make_shared<std::string>("allreduce,sgp");
@@ -215,6 +230,12 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
                   "Directory where gzip IDX files are unpacked once for all sites instead of by each site at its "
                   "start (none: each site unpacks them)")
       ->capture_default_str();
+  cmd->add_option("--trainer-command", options->trainer_command,
+                  "Your own training script as each site's trainer, e.g. 'python3 train.py --epochs 2': every site "
+                  "runs attached (`meridian start --trainer attached`) and the command, run with `sh -c` beside it, "
+                  "attaches with meridian.attach() (MERIDIAN_RUN_DIR, MERIDIAN_SITE_INDEX and MERIDIAN_SITE_COUNT "
+                  "are set) and reports its test accuracy with site.report(); the data and model options are then "
+                  "the command's own (docs/pytorch.md)");
   // Hidden: the tests run simulate's process handling against a stand-in for `meridian start`.
   cmd->add_option("--site-program", options->program, "The program each site runs (default: this meridian)")->group("");
 

@@ -87,6 +87,18 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     c.eval_every = options.eval_every;
     c.byzantine_scale = i == options.byzantine_site ? options.byzantine_scale : 0.0;
     s.arguments = {"start", "--config", (s.run_dir / "site.toml").string()};
+    if (!options.trainer_command.empty()) {
+      c.trainer = "attached";
+      s.trainer_program = "/usr/bin/env";
+      s.trainer_arguments = {"MERIDIAN_RUN_DIR=" + s.run_dir.string(),
+                             "MERIDIAN_SITE_INDEX=" + std::to_string(i),
+                             "MERIDIAN_SITE_COUNT=" + std::to_string(options.sites),
+                             "/bin/sh",
+                             "-c",
+                             options.trainer_command};
+      s.trainer_log_file = s.run_dir / "trainer.txt";
+      s.trainer_evaluations = s.run_dir / "trainer-progress.jsonl";
+    }
     sites.push_back(std::move(s));
   }
   return sites;

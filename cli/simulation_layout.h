@@ -4,6 +4,13 @@
 //   OUT/<algo>/<site>/site.toml        the site's full configuration (`meridian start --config` it)
 //   OUT/<algo>/<site>/log.txt          everything the site printed
 //   OUT/<algo>/<site>/progress.jsonl   its evaluations; result.json and checkpoints/ at the end
+// With --trainer-command, each site is attached (`meridian start --trainer attached`) and the
+// command runs beside it, as `sh -c COMMAND` in simulate's working directory, with
+// MERIDIAN_RUN_DIR (the site's run directory, where the Python package attaches),
+// MERIDIAN_SITE_INDEX (0 .. N-1) and MERIDIAN_SITE_COUNT (N) in its environment:
+//   OUT/<algo>/<site>/trainer.txt              everything the trainer printed
+//   OUT/<algo>/<site>/trainer-progress.jsonl   the trainer's evaluations (meridian.Site.report), in
+//                                              progress.jsonl's format
 // Sites are named site-0 .. site-(N-1); site i is in region i mod 4 under world4.
 #pragma once
 
@@ -29,6 +36,12 @@ struct SiteLaunch {
   std::filesystem::path log_file;
   daemon::SiteConfig config;
   std::vector<std::string> arguments;  // for the meridian binary: start --config OUT/<algo>/<site>/site.toml
+  // With --trainer-command: the trainer's program and arguments (the command under `sh -c`, with its
+  // environment), its log, and the file of its evaluations. Empty program: the site trains itself.
+  std::filesystem::path trainer_program;
+  std::vector<std::string> trainer_arguments;
+  std::filesystem::path trainer_log_file;
+  std::filesystem::path trainer_evaluations;
 };
 
 // The configuration of every site for `algo` (an --algo entry, knobs included; throws

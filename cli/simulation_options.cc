@@ -81,11 +81,21 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
                          " (split one dataset with --train, or give each site its own with --site-train)");
   }
 
+  if (!o.trainer_command.empty()) {
+    if (o.trainer_command.find_first_not_of(" \t\n") == std::string::npos)
+      problems.push_back("--trainer-command: empty (e.g. --trainer-command 'python3 train.py')");
+    if (!o.site_train.empty())
+      problems.push_back(
+          "--site-train: the sites' trainer is --trainer-command, which reads its own data "
+          "(MERIDIAN_SITE_INDEX tells it which site it trains for)");
+  }
+
   // The shared settings as one site of each algorithm would see them; simulate's own per-site fields
   // are valid by construction, so every problem reported here is one the user can fix.
   for (const auto& a : seen) {
     daemon::SiteConfig config = o.site;
     config.name = simulated_site_name(0);
+    if (!o.trainer_command.empty()) config.trainer = "attached";
     const AlgorithmVariantParse parsed = parse_algorithm_variant(a);
     std::optional<std::string> problem;
     if (!parsed.error.empty()) problem = parsed.error;

@@ -36,6 +36,10 @@ struct SimulationOptions {
   int byzantine_site = -1;
   double byzantine_scale = 100.0;
   std::filesystem::path program = "/proc/self/exe";  // the `meridian` binary the sites run
+  // The user's own training command (`sh -c` text): each site is then `meridian start --trainer
+  // attached`, with this command run beside it as its trainer (simulation_layout.h); empty: the sites
+  // train the built-in model themselves.
+  std::string trainer_command;
   // Where the gzip IDX files are unpacked once for all sites (cli/unpacked_idx_cache.h); "none" makes
   // every site inflate them itself.
   std::filesystem::path data_cache = default_cache_root();

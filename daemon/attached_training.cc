@@ -246,6 +246,8 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
   r.epochs = static_cast<double>(steps_done) / static_cast<double>(data.steps_per_epoch);
   r.train_seconds = train_seconds;
   r.seconds_per_step = steps_done > 0 ? train_seconds / static_cast<double>(steps_done) : 0;
+  // When the first step began (simulate's time to accuracy counts training from there).
+  r.train_start = unix_seconds_now() - train_seconds;
   r.bytes_sent = s.bytes_sent;
   r.bytes_received = s.bytes_received;
   r.rounds_abandoned = algorithm->rounds_abandoned();

@@ -7,6 +7,12 @@ downloaded.
                                                                         #   --trainer attached --run-dir site-a`
     MERIDIAN_RUN_DIR=site-a torchrun --nproc_per_node 2 examples/pytorch/fashion_mnist.py
                                                   # the site's part split over two DDP ranks (gloo)
+    meridian simulate --sites 4 --algo allreduce,diloco \
+        --trainer-command 'python3 examples/pytorch/fashion_mnist.py --eval-every 100'
+                                                  # the algorithms compared on this script, emulated WAN
+
+Attached, it reports its test accuracy to the site's run directory (Site.report), which `meridian
+simulate` reads; under simulate it trains on its site's part (MERIDIAN_SITE_INDEX of MERIDIAN_SITE_COUNT).
 
 It prints one JSON line at the end: steps run, test accuracy, the loop's wall time, and (with --save)
 where the parameters went. docs/pytorch.md walks through it.
@@ -59,18 +65,33 @@ def make_model(kind: str) -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
+def default_part() -> str:
+    """The site's part under `meridian simulate`, which names it in the trainer's environment."""
+    index, count = os.environ.get("MERIDIAN_SITE_INDEX"), os.environ.get("MERIDIAN_SITE_COUNT")
+    return f"{index}/{count}" if index is not None and count is not None else "0/1"
+
+
+def test_accuracy(model: nn.Module, tx: torch.Tensor, ty: torch.Tensor) -> float:
+    with torch.no_grad():
+        return (model(tx).argmax(1) == ty).float().mean().item()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--native", action="store_true", help="train without a site")
     parser.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
     parser.add_argument("--data-dir", default=DATA_DIR)
     parser.add_argument("--rows", type=int, default=0, help="use the first ROWS training rows (0 = all)")
-    parser.add_argument("--part", default="0/1", help="I/N: train on the I-th of N interleaved parts")
+    parser.add_argument("--part", default=default_part(),
+                        help="I/N: train on the I-th of N interleaved parts (default: the site's part under "
+                        "meridian simulate, else 0/1)")
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=1, help="initial parameters (the same on every site)")
     parser.add_argument("--test-rows", type=int, default=0, help="evaluate on the first ROWS test rows (0 = all)")
+    parser.add_argument("--eval-every", type=int, default=0,
+                        help="attached: also evaluate and report the test accuracy every N steps (0 = at the end)")
     parser.add_argument("--save", help="write the final parameters here (torch.save of the state_dict); "
                         "with several ranks, rank R writes FILE.rankR")
     parser.add_argument("--dist-init", default="env://",
@@ -106,6 +127,7 @@ def main() -> int:
         opt = site.optimizer(net, inner, steps=steps)
         steps = opt.steps
 
+    tx, ty = load(args.data_dir, False, args.test_rows)
     order = torch.Generator().manual_seed(args.seed + index + 7919 * rank)
     done = 0
     started = time.perf_counter()
@@ -118,6 +140,8 @@ def main() -> int:
             loss.backward()
             opt.step(loss=loss.item()) if site else opt.step()
             done += 1
+            if site and args.eval_every and done % args.eval_every == 0 and done < steps:
+                site.report(test_accuracy(model, tx, ty))
             if site and site.finished:
                 break
         if site and site.finished:
@@ -126,9 +150,9 @@ def main() -> int:
     if site:
         site.close()
 
-    tx, ty = load(args.data_dir, False, args.test_rows)
-    with torch.no_grad():
-        accuracy = (model(tx).argmax(1) == ty).float().mean().item()
+    accuracy = test_accuracy(model, tx, ty)
+    if site:
+        site.report(accuracy)
     save = f"{args.save}.rank{rank}" if args.save and world > 1 else args.save
     if save:
         torch.save(model.state_dict(), save)

@@ -3,7 +3,8 @@
 // attached`, the other ranks receive what the algorithm mixed by broadcast. The ranks of a site stay
 // identical to the bit under each kind of hook (gradients, update, parameters) and the federation
 // finishes; a rank that dies stops the others with a clear error, the site goes on without its
-// trainer, and the group started again attaches and finishes the run.
+// trainer, and the group started again attaches and finishes the run. An uncaught exception on rank 0
+// counts as the group's failure, where in a process alone it leaves the site.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "tests/daemon/attached_federation.h"
+#include "tests/daemon/http_get.h"
 #include "tests/support/fashion_mnist.h"
 
 namespace fs = std::filesystem;
@@ -133,4 +135,94 @@ TEST_CASE("a rank that dies stops its site's other ranks with a clear error and 
   CHECK(contains(site.log(), "the trainer attached again"));
   CHECK(contains(site.log(), "finished 30 steps of the attached trainer"));
   CHECK(same_tensors(dir.path() / "m.pt.rank0", dir.path() / "m.pt.rank1"));
+}
+
+TEST_CASE("an uncaught exception on rank 0 of a group keeps the site's state for the group; alone, it leaves the site",
+          "[daemon][process][attached][ranks]") {
+  if (!have_torch()) {
+    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch");
+    return;
+  }
+  TempDir dir;
+  const auto run = dir.path() / "a";
+  // The exception is raised at step 5 after the backward pass, outside any handler of the script.
+  const std::string raised = "RuntimeError: the training loop failed at step 5";
+
+  SECTION("rank 0 of two") {
+    SiteProcess site(run, StartArgs("a")
+                              .set("--trainer", "attached")
+                              .set("--algo", "local")
+                              .set("--metrics-address", "127.0.0.1:0")
+                              .set("--round-timeout", 60));
+    int port = 0;
+    REQUIRE(eventually([&] { return (port = meridian::testing::metrics_port(site.log())) != 0 || site.exited(); }));
+    REQUIRE(port != 0);
+    const auto disconnected = [&] {
+      const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+      const std::string series = "meridian_trainer_refusals_total{cause=\"disconnected\"} ";
+      const auto at = body.find(series);
+      return at == std::string::npos ? 0.0 : std::stod(body.substr(at + series.size()));
+    };
+    std::vector<std::unique_ptr<TrainerProcess>> group;
+    for (int r = 0; r < 2; ++r)
+      group.push_back(std::make_unique<TrainerProcess>(
+          run, dir.path() / ("rank" + std::to_string(r) + ".out"),
+          std::vector<std::string>{kCheck, run.string(), "30", "--raise-at", "5", "--dist-init",
+                                   "file://" + (dir.path() / "store-1").string()},
+          rank_env(r)));
+    const int rank0 = group[0]->wait_exit();
+    const int rank1 = group[1]->wait_exit();
+    INFO(site.log() << "\nrank 0:\n" << group[0]->output() << "\nrank 1:\n" << group[1]->output());
+    // Rank 0's script died of its exception, with Python's traceback; the package's hook took it for
+    // the group's failure (on rank 0 that is mostly another rank's, seen through DDP) and left the
+    // channel without a bye.
+    CHECK(rank0 == 1);
+    CHECK(contains(group[0]->output(), "Traceback (most recent call last)"));
+    CHECK(contains(group[0]->output(), raised));
+    CHECK(contains(group[0]->output(), "this site's process group failed (" + raised +
+                                           "); the site goes on without its trainer and takes the ranks back when "
+                                           "they attach again"));
+    // Rank 1, waiting for rank 0's broadcast of the step, finds it gone.
+    CHECK(rank1 == 0);
+    CHECK(contains(group[1]->output(),
+                   "\"outcome\": \"error\", \"error\": \"rank 1 of this site's 2 ranks: another "
+                   "rank failed ("));
+    // The site counts its trainer lost and keeps its state for the group.
+    REQUIRE(eventually([&] { return contains(site.log(), "the site goes on without it") || site.exited(); }));
+    REQUIRE_FALSE(site.exited());
+    CHECK(contains(site.log(), "trainer refused (disconnected): closed the channel before the run's end"));
+    CHECK(disconnected() == 1);
+    CHECK_FALSE(contains(site.log(), "stopped at round"));
+
+    // The group started again takes the site back and finishes the run.
+    std::vector<std::unique_ptr<TrainerProcess>> again;
+    for (int r = 0; r < 2; ++r)
+      again.push_back(
+          std::make_unique<TrainerProcess>(run, dir.path() / ("again" + std::to_string(r) + ".out"),
+                                           std::vector<std::string>{kCheck, run.string(), "30", "--dist-init",
+                                                                    "file://" + (dir.path() / "store-2").string()},
+                                           rank_env(r)));
+    for (auto& r : again) CHECK(r->wait_exit() == 0);
+    CHECK(site.wait_exit() == 0);
+    INFO(site.log() << "\nagain 0:\n" << again[0]->output());
+    CHECK(contains(site.log(), "the trainer attached again"));
+    CHECK(contains(site.log(), "finished 30 steps of the attached trainer"));
+  }
+
+  SECTION("a process alone") {
+    SiteProcess site(run,
+                     StartArgs("a").set("--trainer", "attached").set("--algo", "local").set("--round-timeout", 60));
+    TrainerProcess trainer(run, dir.path() / "t.out", {kCheck, run.string(), "30", "--raise-at", "5"});
+    const int trainer_exit = trainer.wait_exit();
+    const int site_exit = site.wait_exit();
+    INFO(site.log() << "\ntrainer:\n" << trainer.output());
+    // No group to fail: the exception is the script's end, and on the way out the package finished
+    // the step in flight, handed over the parameters and said bye. The site checkpoints and stops.
+    CHECK(trainer_exit == 1);
+    CHECK(contains(trainer.output(), raised));
+    CHECK_FALSE(contains(trainer.output(), "process group failed"));
+    CHECK(site_exit == 0);
+    CHECK(contains(site.log(), "stopped at round 5 (5 of 30 steps)"));
+    CHECK_FALSE(contains(site.log(), "trainer refused"));
+  }
 }

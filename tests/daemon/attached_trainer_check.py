@@ -4,6 +4,7 @@
     attached_trainer_check.py RUN_DIR STEPS [--nan-at K] [--silent-at K] [--reshape-at K]
                               [--bad-dtype] [--width N] [--hold-until FILE] [--save FILE]
                               [--interrupt-at K] [--pause-at K --pause-file FILE] [--dist-init URL]
+                              [--raise-at K [--raise-rank R]]
 
 With WORLD_SIZE > 1 in the environment (and RANK), the ranks form a gloo group through --dist-init and
 train the model under DistributedDataParallel; rank R saves to FILE.rankR.
@@ -44,6 +45,9 @@ def main():
     parser.add_argument("--pause-at", type=int, default=-1, help="at step K, wait until --pause-file exists")
     parser.add_argument("--pause-file", default="")
     parser.add_argument("--interrupt-at", type=int, default=-1, help="Ctrl-C (SIGINT) to itself at step K")
+    parser.add_argument("--raise-at", type=int, default=-1,
+                        help="at step K, raise an exception the script does not catch (a bug in the loop)")
+    parser.add_argument("--raise-rank", type=int, default=0, help="the rank that raises at --raise-at")
     parser.add_argument("--dist-init", default="env://", help="the ranks' init_method when WORLD_SIZE > 1")
     args = parser.parse_args()
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -93,6 +97,8 @@ def main():
                     time.sleep(0.05)
             if step == args.interrupt_at:
                 os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C in a terminal: KeyboardInterrupt, uncaught
+            if step == args.raise_at and rank == args.raise_rank:
+                raise RuntimeError(f"the training loop failed at step {step}")  # uncaught: sys.excepthook
             if step == args.silent_at:
                 time.sleep(3600)
             if step == args.reshape_at:
