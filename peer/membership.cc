@@ -132,7 +132,7 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Source source, 
       // member. The first address heard is kept: the site corrects it itself when it greets this one.
       MemberRecord heard = r;
       heard.state = MemberState::kDead;
-      members_[r.name] = Entry{heard, now, false};
+      members_[r.name] = Entry{heard, now, false, r.state == MemberState::kAlive};
       change.heard_of.push_back(r.name);
       return change;
     }
@@ -461,10 +461,16 @@ MembershipChange Membership::tick(Clock::time_point now) {
   // heartbeat timeout has passed since it was heard of: the view came through a peer that heard from
   // it, its own hello may still be on its way over a slow link, and nothing here says it died. A view
   // without it would be followed by one with it a moment later, and rounds in between redone.
-  for (const auto& name : views_.back().members) {
-    const auto it = members_.find(name);
-    if (it != members_.end() && !it->second.vouched && now - it->second.last_heard <= config_.heartbeat_timeout)
-      alive.insert(std::upper_bound(alive.begin(), alive.end(), name), name);
+  // A site that a peer holds alive, heard of here within that timeout but in no view held here yet,
+  // holds every change proposal back instead: the peers that heard from it propose it (their views
+  // reach this site with their gossip) and would count a view without it as unjustified, since they
+  // hear it; proposing it here on a relay's word alone would let a rumour into a view. Its hello, a
+  // view from a peer, or the timeout ends the wait (once per name: the record stays only heard of).
+  bool hello_awaited = false;
+  for (const auto& [name, e] : members_) {
+    if (e.vouched || now - e.last_heard > config_.heartbeat_timeout) continue;
+    if (views_.back().rank_of(name)) alive.insert(std::upper_bound(alive.begin(), alive.end(), name), name);
+    else if (e.relayed_alive) hello_awaited = true;
   }
   // A superseded incarnation is out of the next view until some view newer than the one in force
   // when the restart was noticed leaves it out (proposed here or by a peer that noticed first).
@@ -479,6 +485,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
     ++it;
   }
   if (alive != views_.back().members) {
+    if (hello_awaited) return settled(std::move(change));
     // Also `view_lead_rounds` after the newest view's round: every announced view is in force for that
     // many rounds, so a mixer looking for the view after a failed one finds it (gossip/redo_view.h),
     // and the re-average a view change triggers a few rounds later (dts and dsync, after their delay)

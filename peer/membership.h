@@ -62,7 +62,13 @@
 //   other directly, so nothing needs a relay or a signature.
 // - A relayed record of a site this one has no record of only makes it known as a site to contact
 //   (MembershipChange::heard_of): it is held as "dead" (not heard from), never gossiped on, and its
-//   own hello makes it a member.
+//   own hello makes it a member. While one that the relay holds alive is fresh (heard of within the
+//   heartbeat timeout) and in no view held here, this site proposes no change (tick): the sites that
+//   heard from it propose it, and one that hears it would count a view without it as unjustified
+//   (below), so an honest site's proposal never drops a member it has yet to hear from. At the first
+//   formation this is what keeps a starting site from proposing the members it has heard from while
+//   another's hello is still on its way; a rumour of an absent site delays this site's proposals once
+//   per name, by one heartbeat timeout at most.
 // - Death needs this site's own probes: a member is dead when THIS site heard nothing from it for
 //   the heartbeat timeout (tick). Another site's "X dead" is never taken: every site probes every
 //   other every heartbeat interval, so confirmations by others could not come sooner than its own
@@ -283,6 +289,7 @@ class Membership {
     MemberRecord record;
     Clock::time_point last_heard;
     bool vouched = true;  // false: only heard of through another site's gossip (held as "dead")
+    bool relayed_alive = false;  // only heard of, from a relay that holds it alive: its hello may be on its way
   };
   // Where a record comes from: the member's own hello, another message of its own, or another site.
   enum class Source { kHello, kOwn, kRelayed };

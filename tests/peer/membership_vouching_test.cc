@@ -244,6 +244,55 @@ TEST_CASE("a member only heard of that the newest view lists is not proposed out
   CHECK(b.snapshot().views.back().members == std::vector<std::string>{"a", "b"});
 }
 
+TEST_CASE("a site proposes no view while a member its peer holds alive is only heard of and in no view it holds",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  // The first formation: a has heard from b, c and d; c has heard from a only (its links to b and d
+  // are slower), and a's table reaches c before any view of a's does.
+  Membership a(config("a"), t0);
+  for (const auto* name : {"b", "c", "d"}) a.on_hello(hello_of(name), t0);
+  Membership c(config("c"), t0);
+  c.on_hello(hello_of("a"), t0);
+  CHECK(c.on_members("a", a.snapshot(), t0).heard_of == std::vector<std::string>{"b", "d"});
+  // c's tick comes first: a view of a and c would drop b and d, which a hears.
+  CHECK_FALSE(c.tick(t0 + 10ms).views);
+  CHECK(c.latest_view().id == 0);
+  REQUIRE(a.tick(t0 + 10ms).views);
+  REQUIRE(a.latest_view().members == std::vector<std::string>{"a", "b", "c", "d"});
+  // Each hears the other's gossip: a has nothing to refuse, and c takes a's view.
+  c.heard_from("a", t0 + 20ms);
+  CHECK(a.on_members("c", c.snapshot(), t0 + 20ms).refused.empty());
+  CHECK(c.on_members("a", a.snapshot(), t0 + 20ms).refused.empty());
+  CHECK(c.latest_view() == a.latest_view());
+  CHECK_FALSE(c.tick(t0 + 30ms).views);
+  c.on_hello(hello_of("b"), t0 + 300ms);
+  c.on_hello(hello_of("d"), t0 + 400ms);
+  c.heard_from("a", t0 + 400ms);
+  CHECK_FALSE(c.tick(t0 + 400ms).views);
+  CHECK(c.latest_view() == a.latest_view());
+
+  // A site whose hello never comes holds proposals back for one heartbeat timeout, once; a site the
+  // relay holds dead holds nothing back.
+  Membership e(config("e"), t0);
+  e.on_hello(hello_of("a"), t0);
+  MemberListInfo table;
+  table.members = {{"b", "tcp://127.0.0.1:1/b", "", 1, MemberState::kAlive},
+                   {"f", "tcp://127.0.0.1:1/f", "", 1, MemberState::kDead}};
+  CHECK(e.on_members("a", table, t0).heard_of == std::vector<std::string>{"b", "f"});
+  e.heard_from("a", t0 + 900ms);
+  CHECK_FALSE(e.tick(t0 + 900ms).views);
+  e.heard_from("a", t0 + 1100ms);
+  CHECK(e.tick(t0 + 1100ms).views);
+  CHECK(e.latest_view().members == std::vector<std::string>{"a", "e"});
+  Membership g(config("g"), t0);
+  g.on_hello(hello_of("a"), t0);
+  MemberListInfo dead_only;
+  dead_only.members = {table.members[1]};
+  g.on_members("a", dead_only, t0);
+  CHECK(g.tick(t0 + 10ms).views);
+  CHECK(g.latest_view().members == std::vector<std::string>{"a", "g"});
+}
+
 TEST_CASE("a view that drops a member this site hears is held back, counted once, and taken when its own timeout agrees",
           "[peer][membership][unit]") {
   const auto t0 = Clock::now();
