@@ -456,3 +456,60 @@ TEST_CASE("where a member listens is its own word; another site's address for it
   CHECK(a.on_hello(hello_of("d"), t0).joined == std::vector<std::string>{"d"});
   CHECK(a.find("d")->address == "tcp://127.0.0.1:1/d");
 }
+
+TEST_CASE("a running site takes one view per interval that lists a site it has not heard from, and holds the rest "
+          "back until that site is heard from",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  auto a_config = config("a");
+  a_config.hearsay_view_interval = 10s;
+  Membership a(a_config, t0);
+  a.on_hello(hello_of("b"), t0);
+  a.on_hello(hello_of("c"), t0);
+  a.tick(t0);
+  const View three = a.latest_view();
+  REQUIRE(three.members == std::vector<std::string>{"a", "b", "c"});
+  // A process that runs no round yet takes the federation's views as they come, however many.
+  auto s_config = config("s");
+  s_config.hearsay_view_interval = 10s;
+  Membership starting(s_config, t0);
+  starting.on_hello(hello_of("b"), t0);
+  for (std::uint64_t id = 1; id <= 3; ++id)
+    CHECK(starting.on_members("b", one_view(View::of({"b", "c", "d", "s"}, id, 20 * id)), t0).refused.empty());
+  CHECK(starting.latest_view().id == 3);
+
+  a.note_own_round(10);
+  // h proposes a view with d, which a has never heard from (rostered, but it never started): the first
+  // is taken on h's word, and never comes into force (d never holds it).
+  const View with_d = View::of({"a", "b", "c", "d"}, three.id + 1, 30);
+  const auto in_force = a.views_in_force();
+  CHECK(a.on_members("h", one_view(with_d), t0 + 100ms).refused.empty());
+  CHECK(a.latest_view() == with_d);
+  CHECK(a.views_in_force() == in_force);
+  // a's own proposal without d follows; h's next view with d, within the interval, is held back and
+  // counted once however often it comes, and so is a rival for the id a holds (until d is heard from,
+  // whatever the interval: a replaced view would part a from the members that keep it).
+  a.heard_from("b", t0 + 200ms);
+  a.heard_from("c", t0 + 200ms);
+  REQUIRE(a.tick(t0 + 200ms).views);
+  const View without_d = a.latest_view();
+  REQUIRE(without_d.members == three.members);
+  const View again = View::of({"a", "b", "c", "d"}, without_d.id + 1, 50);
+  CHECK(refused_for(a.on_members("h", one_view(again), t0 + 300ms), RejectCause::kHearsayView));
+  CHECK(a.on_members("h", one_view(again), t0 + 400ms).refused.empty());
+  const View rival = View::of({"a", "b", "c", "d"}, without_d.id, without_d.effective_round);
+  CHECK(refused_for(a.on_members("h", one_view(rival), t0 + 500ms), RejectCause::kHearsayView));
+  CHECK(a.latest_view() == without_d);
+  // A view listing a site a has heard from is no hearsay: taken at once.
+  a.on_hello(hello_of("e"), t0 + 600ms);
+  const View with_e = View::of({"a", "b", "c", "e"}, without_d.id + 1, 60);
+  Membership a_copy = a;
+  CHECK(a_copy.on_members("b", one_view(with_e), t0 + 600ms).refused.empty());
+  CHECK(a_copy.latest_view() == with_e);
+  // Once the interval has passed, the next input takes the new view held back; the rival stays out.
+  a.on_members("b", MemberListInfo{}, t0 + 10200ms);
+  CHECK(a.latest_view() == again);
+  const auto held = a.views();
+  CHECK(std::find(held.begin(), held.end(), without_d) != held.end());
+  CHECK(std::find(held.begin(), held.end(), rival) == held.end());
+}
