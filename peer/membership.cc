@@ -337,9 +337,13 @@ void Membership::hold_back(const View& v, const std::string& from, MembershipRef
 }
 
 std::optional<std::string> Membership::hearsay_member(const View& v) const {
-  // A site that runs no round yet takes the federation's views as its history and start; views no
-  // newer than the one in force are history here too: no round waits for them.
-  if (!runs_ || leaving_ || v.id <= in_force_.back().id) return std::nullopt;
+  // A site that runs no round yet takes the federation's views as its history and start. A view that
+  // a newer view in force here starts no later than is history too: no round waits for it
+  // (view_awaited), since every round from its first runs in that newer view or a later one.
+  if (!runs_ || leaving_) return std::nullopt;
+  if (std::any_of(in_force_.begin(), in_force_.end(),
+                  [&](const View& w) { return w.id > v.id && w.effective_round <= v.effective_round; }))
+    return std::nullopt;
   for (const auto& name : v.members)
     if (name != config_.self && !is_alive(name)) return name;
   return std::nullopt;
