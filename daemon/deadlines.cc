@@ -60,6 +60,8 @@ milliseconds view_wait_bound(const SiteConfig& config) {
   return shortest / 2;
 }
 
+milliseconds hearsay_view_interval(const SiteConfig& config) { return 10 * view_wait_bound(config); }
+
 milliseconds heartbeat_timeout_bound(const SiteConfig& config) {
   if (config.heartbeat_timeout == kAutoDeadline)
     return std::chrono::duration_cast<milliseconds>(heartbeat_deadline_rule(config).initial);

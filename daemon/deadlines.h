@@ -44,6 +44,10 @@ std::chrono::milliseconds heartbeat_timeout_bound(const SiteConfig& config);
 // half the shortest round deadline the site may use (auto's floor), so that a member's round in the
 // older view still finishes with this site.
 std::chrono::milliseconds view_wait_bound(const SiteConfig& config);
+// How long at least between two views this site takes, while running, that list a site it has not
+// heard from (peer/membership.h, hearsay views): ten view waits, so that a member proposing views that
+// never come into force, one after another, stalls this site's rounds a tenth of the time at most.
+std::chrono::milliseconds hearsay_view_interval(const SiteConfig& config);
 
 // The start-up line's words for both: "round timeout auto (30 s until 8 mixes are measured, then
 // 10 s to 1 h), heartbeat timeout 15 s".

@@ -35,6 +35,7 @@ std::unique_ptr<peer::FederationTransport> make_zmq_transport(const SiteTranspor
   o.wan_seed = config.seed;
   o.view_lead_rounds = spec.view_lead_rounds;
   o.agree_pace = spec.agree_pace;
+  o.hearsay_view_interval = hearsay_view_interval(config);
   o.partitions = settings.wan_partition;
   const auto& origin = settings.wan_partition_origin;
   if (origin.kind == PartitionOrigin::Kind::kUnixTime)
@@ -82,6 +83,7 @@ TransportFactory in_memory_transport(std::shared_ptr<peer::InMemoryNetwork> netw
     o.heartbeat_deadline = spec.heartbeat_deadline;
     o.view_lead_rounds = spec.view_lead_rounds;
     o.agree_pace = spec.agree_pace;
+    o.hearsay_view_interval = hearsay_view_interval(config);
     o.terms = spec.terms;
     auto transport = std::make_unique<peer::InMemoryFederation>(network, std::move(o));
     spdlog::info("site {} on the in-memory network as {}", config.name, transport->endpoint());

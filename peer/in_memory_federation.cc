@@ -38,7 +38,8 @@ InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network,
   driver_.emplace(
       MembershipConfig{options_.name, endpoint_, options_.region,
                        options_.incarnation ? options_.incarnation : wall_clock_ms(), options_.heartbeat_timeout,
-                       options_.view_lead_rounds, is_valid_site_name, options_.terms, options_.agree_pace},
+                       options_.view_lead_rounds, is_valid_site_name, options_.terms, options_.agree_pace,
+                       options_.hearsay_view_interval},
       MembershipTiming{options_.heartbeat_interval, options_.heartbeat_timeout, options_.heartbeat_deadline}, static_cast<MembershipPort&>(*this),
       Clock::now());
   net_->attach(options_.name);

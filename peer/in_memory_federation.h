@@ -49,6 +49,9 @@ struct InMemoryFederationOptions {
   std::uint64_t view_lead_rounds = 8;
   // Views carry the federation's pace for automatic shapes (peer/membership.h, agree_pace).
   bool agree_pace = false;
+  // At least this long between two views taken while running that list a site not heard from
+  // (peer/membership.h, MembershipConfig::hearsay_view_interval).
+  std::chrono::milliseconds hearsay_view_interval{50000};
   std::uint64_t incarnation = 0;  // 0: milliseconds since the epoch (a rejoin outlives old records)
   // Announced in every hello; a peer whose hello carries other terms is refused. Empty: not checked.
   FederationTerms terms;

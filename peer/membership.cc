@@ -68,7 +68,7 @@ void MembershipChange::merge(const MembershipChange& o) {
   views = views || o.views;
 }
 
-Membership::Membership(MembershipConfig config, Clock::time_point now) : config_(std::move(config)) {
+Membership::Membership(MembershipConfig config, Clock::time_point now) : config_(std::move(config)), now_(now) {
   members_[config_.self] =
       Entry{{config_.self, config_.address, config_.region, config_.incarnation, MemberState::kAlive}, now};
   views_.push_back(View::of({config_.self}, 0, 0));
@@ -76,6 +76,7 @@ Membership::Membership(MembershipConfig config, Clock::time_point now) : config_
 }
 
 void Membership::heard_from(const std::string& name, Clock::time_point now) {
+  now_ = std::max(now_, now);
   auto it = members_.find(name);
   if (it != members_.end() && it->second.record.state == MemberState::kAlive) it->second.last_heard = now;
 }
@@ -132,7 +133,7 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Source source, 
       // member. The first address heard is kept: the site corrects it itself when it greets this one.
       MemberRecord heard = r;
       heard.state = MemberState::kDead;
-      members_[r.name] = Entry{heard, now, false};
+      members_[r.name] = Entry{heard, now, false, r.state == MemberState::kAlive};
       change.heard_of.push_back(r.name);
       return change;
     }
@@ -239,10 +240,34 @@ MembershipChange Membership::merge_view(const View& v, const std::string& from, 
   // a conflicting one must not drop such a member of the one held.
   if (const View* against = held ? &*it : before)
     if (auto dropped = dropped_live_member(v, *against)) {
-      hold_back(v, from, *dropped, retry, change);
+      hold_back(v, from,
+                {RejectCause::kUnjustifiedView, "'" + from + "' proposes view " + std::to_string(v.id) + " (" +
+                                                    names(v) + ") without '" + *dropped +
+                                                    "', which this site still hears; held back until its own "
+                                                    "evidence agrees"},
+                retry, change);
       return change;
     }
+  // Whether taking `v` now would exceed the hearsay allowance (see the header comment); held back if so.
+  auto over_hearsay_allowance = [&] {
+    const auto unheard = hearsay_member(v);
+    if (!unheard) return false;
+    if (!last_hearsay_ || now_ - *last_hearsay_ >= config_.hearsay_view_interval) {
+      last_hearsay_ = now_;
+      return false;
+    }
+    hold_back(v, from,
+              {RejectCause::kHearsayView,
+               "'" + from + "' proposes view " + std::to_string(v.id) + " (" + names(v) + ") with '" + *unheard +
+                   "', which this site has not heard from, within " +
+                   std::to_string(config_.hearsay_view_interval.count()) +
+                   " ms of the last such view it took; held back until '" + *unheard +
+                   "' is heard from or that time has passed"},
+              retry, change);
+    return true;
+  };
   if (!held) {
+    if (over_hearsay_allowance()) return change;
     View fresh = v;
     if (it == views_.end() && v.effective_round <= own_round_ && v.rank_of(config_.self) && !leaving_) {
       // A proposal from a round this site has already run past (its proposer knew only a stale round:
@@ -267,6 +292,18 @@ MembershipChange Membership::merge_view(const View& v, const std::string& from, 
   // redo runs in a view before its effective round). The next view, with everybody, repairs it.
   if (it->rank_of(config_.self) && !v.rank_of(config_.self)) return change;
   if (wins_over(v, *it)) {
+    // A rival that lists a site not heard from here waits for that site's hello, allowance or not:
+    // taken on one site's word, it would part this site from the members that keep the view it
+    // replaces, and each would then wait for a view the other does not hold.
+    if (const auto unheard = hearsay_member(v)) {
+      hold_back(v, from,
+                {RejectCause::kHearsayView, "'" + from + "' proposes view " + std::to_string(v.id) + " (" + names(v) +
+                                                ") in place of the one held, with '" + *unheard +
+                                                "', which this site has not heard from; held back until '" +
+                                                *unheard + "' is heard from"},
+                retry, change);
+      return change;
+    }
     *it = v;
     confirmed_.erase(v.id);  // the members held the one it replaces
     change.views = true;
@@ -286,7 +323,7 @@ std::optional<std::string> Membership::dropped_live_member(const View& v, const 
   return std::nullopt;
 }
 
-void Membership::hold_back(const View& v, const std::string& from, const std::string& dropped, bool retry,
+void Membership::hold_back(const View& v, const std::string& from, MembershipRefusal refusal, bool retry,
                            MembershipChange& change) {
   auto& kept = held_back_[v.id];
   const bool known = std::any_of(kept.begin(), kept.end(), [&](const auto& h) { return h.first == v; });
@@ -296,10 +333,20 @@ void Membership::hold_back(const View& v, const std::string& from, const std::st
     if (held_back_.size() > kHeldBackIds) held_back_.erase(held_back_.begin());
   }
   if (known || retry) return;
-  change.refused.push_back({RejectCause::kUnjustifiedView,
-                            "'" + from + "' proposes view " + std::to_string(v.id) + " (" + names(v) +
-                                ") without '" + dropped + "', which this site still hears; held back until its own "
-                                "evidence agrees"});
+  change.refused.push_back(std::move(refusal));
+}
+
+std::optional<std::string> Membership::hearsay_member(const View& v) const {
+  // A site that runs no round yet takes the federation's views as its history and start. A view that
+  // a newer view in force here starts no later than is history too: no round waits for it
+  // (view_awaited), since every round from its first runs in that newer view or a later one.
+  if (!runs_ || leaving_) return std::nullopt;
+  if (std::any_of(in_force_.begin(), in_force_.end(),
+                  [&](const View& w) { return w.id > v.id && w.effective_round <= v.effective_round; }))
+    return std::nullopt;
+  for (const auto& name : v.members)
+    if (name != config_.self && !is_alive(name)) return name;
+  return std::nullopt;
 }
 
 void Membership::retry_held_back(MembershipChange& change) {
@@ -317,9 +364,14 @@ std::vector<std::string> Membership::missing_holders(const View& v) const {
     if (name == config_.self) continue;
     // Gone by this site's own evidence: it will not confirm, and the next view leaves it out (a round
     // in this one fails and is redone there), as for a member that dies after the view took effect.
-    if (auto e = members_.find(name);
-        e != members_.end() && e->second.vouched && e->second.record.state != MemberState::kAlive)
+    const auto e = members_.find(name);
+    if (e != members_.end() && e->second.vouched && e->second.record.state != MemberState::kAlive) continue;
+    // A site not heard from here is no member yet: what it says it holds confirms nothing (a rostered
+    // site that never joined would otherwise bring a view listing itself into force).
+    if (e == members_.end() || !e->second.vouched) {
+      out.push_back(name);
       continue;
+    }
     auto h = holdings_.find(name);
     if (h == holdings_.end() || std::find(h->second.begin(), h->second.end(), v) == h->second.end())
       out.push_back(name);
@@ -374,6 +426,7 @@ std::optional<std::string> Membership::pending_view_note() const {
 }
 
 MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point now) {
+  now_ = std::max(now_, now);
   MemberRecord r{hello.name, hello.listen_address, hello.region, hello.incarnation, MemberState::kAlive};
   MembershipChange change;
   auto it = members_.find(hello.name);
@@ -393,6 +446,7 @@ MembershipChange Membership::on_hello(const HelloInfo& hello, Clock::time_point 
 }
 
 MembershipChange Membership::on_members(const std::string& from, const MemberListInfo& list, Clock::time_point now) {
+  now_ = std::max(now_, now);
   MembershipChange change;
   if (from != config_.self) {
     // What `from` holds, in its own word: it confirms the views it is a member of (see the header).
@@ -442,6 +496,7 @@ MembershipChange Membership::on_leave(const std::string& name, const LeaveInfo& 
 }
 
 MembershipChange Membership::tick(Clock::time_point now) {
+  now_ = std::max(now_, now);
   MembershipChange change;
   for (auto& [name, e] : members_) {
     if (name == config_.self || e.record.state != MemberState::kAlive) continue;
@@ -461,10 +516,16 @@ MembershipChange Membership::tick(Clock::time_point now) {
   // heartbeat timeout has passed since it was heard of: the view came through a peer that heard from
   // it, its own hello may still be on its way over a slow link, and nothing here says it died. A view
   // without it would be followed by one with it a moment later, and rounds in between redone.
-  for (const auto& name : views_.back().members) {
-    const auto it = members_.find(name);
-    if (it != members_.end() && !it->second.vouched && now - it->second.last_heard <= config_.heartbeat_timeout)
-      alive.insert(std::upper_bound(alive.begin(), alive.end(), name), name);
+  // A site that a peer holds alive, heard of here within that timeout but in no view held here yet,
+  // holds every change proposal back instead: the peers that heard from it propose it (their views
+  // reach this site with their gossip) and would count a view without it as unjustified, since they
+  // hear it; proposing it here on a relay's word alone would let a rumour into a view. Its hello, a
+  // view from a peer, or the timeout ends the wait (once per name: the record stays only heard of).
+  bool hello_awaited = false;
+  for (const auto& [name, e] : members_) {
+    if (e.vouched || now - e.last_heard > config_.heartbeat_timeout) continue;
+    if (views_.back().rank_of(name)) alive.insert(std::upper_bound(alive.begin(), alive.end(), name), name);
+    else if (e.relayed_alive) hello_awaited = true;
   }
   // A superseded incarnation is out of the next view until some view newer than the one in force
   // when the restart was noticed leaves it out (proposed here or by a peer that noticed first).
@@ -479,6 +540,7 @@ MembershipChange Membership::tick(Clock::time_point now) {
     ++it;
   }
   if (alive != views_.back().members) {
+    if (hello_awaited) return settled(std::move(change));
     // Also `view_lead_rounds` after the newest view's round: every announced view is in force for that
     // many rounds, so a mixer looking for the view after a failed one finds it (gossip/redo_view.h),
     // and the re-average a view change triggers a few rounds later (dts and dsync, after their delay)

@@ -62,7 +62,13 @@
 //   other directly, so nothing needs a relay or a signature.
 // - A relayed record of a site this one has no record of only makes it known as a site to contact
 //   (MembershipChange::heard_of): it is held as "dead" (not heard from), never gossiped on, and its
-//   own hello makes it a member.
+//   own hello makes it a member. While one that the relay holds alive is fresh (heard of within the
+//   heartbeat timeout) and in no view held here, this site proposes no change (tick): the sites that
+//   heard from it propose it, and one that hears it would count a view without it as unjustified
+//   (below), so an honest site's proposal never drops a member it has yet to hear from. At the first
+//   formation this is what keeps a starting site from proposing the members it has heard from while
+//   another's hello is still on its way; a rumour of an absent site delays this site's proposals once
+//   per name, by one heartbeat timeout at most.
 // - Death needs this site's own probes: a member is dead when THIS site heard nothing from it for
 //   the heartbeat timeout (tick). Another site's "X dead" is never taken: every site probes every
 //   other every heartbeat interval, so confirmations by others could not come sooner than its own
@@ -93,6 +99,17 @@
 //   made before a join was heard of gives way to the one with the joiner everywhere (neither drops
 //   anyone the other site hears). A site that has only its initial view (id 0) takes the
 //   federation's views as they come: they are its history. A leaving site takes every view.
+// - Hearsay views: a view newer than the one in force that lists a site this site has not heard from
+//   (no hello of its own yet, or dead by this site's timeout) is taken on the proposer's word alone.
+//   An honest join looks like that until the joiner's hello arrives; a view listing a rostered site
+//   that never starts (or its proposer, never having joined) never comes into force, since that site
+//   never holds it (a member's holding counts only once this site has heard from it), and each one
+//   stalls this site's rounds once, for the daemon's bounded view wait. So a site that runs rounds
+//   takes at most one new hearsay view per config.hearsay_view_interval; the others are held back and
+//   counted once (RejectCause::kHearsayView), and taken when the site they list is heard from or the
+//   interval has passed. A hearsay rival for an id held here is held back until that site is heard
+//   from, whatever the interval: it would part this site from the members that keep the held view.
+//   A site that runs no round yet takes them all (its history).
 // - Rounds: the round in a site's hello, heartbeats and member list is that site's own (the newest
 //   round its process ran or resumed), never a relay of others'. A site's report is believed only
 //   within kRoundWindowLeads view leads of the lower median of the rounds the live members report
@@ -154,6 +171,11 @@ struct MembershipConfig {
   FederationTerms terms;
   // The views carry paces for automatic shapes (see above); false: every view's pace stays zero.
   bool agree_pace = false;
+  // At least this long between two views this site takes while running that list a site it has not
+  // heard from (see above: hearsay views). Each such view that never comes into force stalls this
+  // site's rounds once, for the daemon's view wait (daemon/round_view.h): the daemon sets this to ten
+  // of those waits, so that a member proposing them without end costs at most a tenth of the time.
+  std::chrono::milliseconds hearsay_view_interval{50000};
 };
 
 // How far ahead of the members' rounds a reported round stays plausible, in view leads (see the
@@ -283,6 +305,7 @@ class Membership {
     MemberRecord record;
     Clock::time_point last_heard;
     bool vouched = true;  // false: only heard of through another site's gossip (held as "dead")
+    bool relayed_alive = false;  // only heard of, from a relay that holds it alive: its hello may be on its way
   };
   // Where a record comes from: the member's own hello, another message of its own, or another site.
   enum class Source { kHello, kOwn, kRelayed };
@@ -292,11 +315,14 @@ class Membership {
   MembershipChange merge_own_record(const MemberRecord& r, const std::string& from, Clock::time_point now);
   // `retry`: a proposal held back before (see the header comment), not counted again.
   MembershipChange merge_view(const View& v, const std::string& from, bool retry = false);
+  // A member of `v` that this site has not heard from (not alive here by its own evidence), when
+  // taking `v` would take it on another site's word alone (see the header comment); nullopt otherwise.
+  std::optional<std::string> hearsay_member(const View& v) const;
   // The first member of `before` that `v` leaves out although this site's own evidence says it is
   // alive; nullopt when there is none, when `before` is the initial view, or while this site leaves.
   std::optional<std::string> dropped_live_member(const View& v, const View& before) const;
-  // Keeps a proposal refused for dropping a live member; counts it once (not again for a retry).
-  void hold_back(const View& v, const std::string& from, const std::string& dropped, bool retry,
+  // Keeps a proposal refused for now (`refusal` says why); counts it once (not again for a retry).
+  void hold_back(const View& v, const std::string& from, MembershipRefusal refusal, bool retry,
                  MembershipChange& change);
   // Takes the held-back proposals this site's own evidence now justifies.
   void retry_held_back(MembershipChange& change);
@@ -343,6 +369,8 @@ class Membership {
   std::optional<std::pair<std::uint64_t, Clock::time_point>> pace_awaited_;
   bool leaving_ = false;
   std::optional<Clock::time_point> last_refutation_;  // see merge_own_record
+  Clock::time_point now_;                             // the latest time an input brought
+  std::optional<Clock::time_point> last_hearsay_;     // when this site last took a hearsay view
   // Members whose new incarnation arrived while the old one was still alive here, with the id of the
   // view in force at that moment; tick() leaves them out of one view before taking them back.
   std::map<std::string, std::uint64_t> superseded_;

@@ -32,6 +32,7 @@ std::string_view to_string(RejectCause cause) {
     case RejectCause::kStrayRefusal: return "stray_refusal";
     case RejectCause::kUnjustifiedView: return "unjustified_view";
     case RejectCause::kImplausibleRound: return "implausible_round";
+    case RejectCause::kHearsayView: return "hearsay_view";
   }
   return "unknown";
 }

@@ -50,10 +50,14 @@ enum class RejectCause : std::uint8_t {
   // A round (in a hello, heartbeat, member list or view) further ahead than this site's own rounds and
   // the rounds its members report make plausible.
   kImplausibleRound,
+  // A proposed view listing a site this one has not heard from (taken on another site's word alone),
+  // beyond one such view per interval at a site that runs rounds: held back until that site is heard
+  // from or the interval has passed.
+  kHearsayView,
 };
-inline constexpr std::size_t kRejectCauseCount = 24;
+inline constexpr std::size_t kRejectCauseCount = 25;
 // Counters are indexed by cause: a cause added after the last one must move this count too.
-static_assert(static_cast<std::size_t>(RejectCause::kImplausibleRound) + 1 == kRejectCauseCount);
+static_assert(static_cast<std::size_t>(RejectCause::kHearsayView) + 1 == kRejectCauseCount);
 
 // Stable snake_case name of a cause, used in logs and metric labels (e.g. "non_finite").
 std::string_view to_string(RejectCause cause);

@@ -79,7 +79,8 @@ ZmqTransport::IoLoop::IoLoop(ZmqTransport& t)
   if (secure()) admissible = [&r = *opt_.roster](const std::string& n) { return r.by_name(n) != nullptr; };
   driver_.emplace(MembershipConfig{opt_.name, t_.endpoint_, opt_.region,
                                    opt_.incarnation ? opt_.incarnation : wall_clock_ms(), opt_.heartbeat_timeout,
-                                   opt_.view_lead_rounds, std::move(admissible), opt_.terms, opt_.agree_pace},
+                                   opt_.view_lead_rounds, std::move(admissible), opt_.terms, opt_.agree_pace,
+                                   opt_.hearsay_view_interval},
                   MembershipTiming{opt_.heartbeat_interval, opt_.heartbeat_timeout, opt_.heartbeat_deadline},
                   static_cast<MembershipPort&>(*this), Clock::now());
   if (secure()) watch_listener();

@@ -354,3 +354,180 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
   for (const auto& name : honest) sites[name]->signal(SIGINT);
   for (const auto& name : honest) CHECK(sites[name]->wait_exit() == 0);
 }
+
+namespace {
+
+// The value of metric `name` (a counter without labels) on a site's /metrics; -1 when it cannot be read.
+double metric(const meridian::testing::SiteProcess& site, const std::string& name) {
+  const int port = meridian::testing::metrics_port(site.log());
+  if (port == 0) return -1;
+  const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const auto at = body.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size() + 2));
+}
+
+// Three `meridian start` sites a, b, c train with CurveZMQ under a roster that also lists d, which
+// never starts, and h, the hostile member, which holds a connection to each site (links) and the
+// sites' model fingerprint. --round-timeout 2: rounds wait 1 s for a view not in force
+// (daemon::view_wait_bound), and a site takes one view listing a site it has not heard from per 10 s.
+struct FederationWithHostileMember {
+  meridian::testing::TempDir dir;
+  const std::vector<std::string> honest{"a", "b", "c"};
+  meridian::testing::SiteKeys keys{dir.path(), {"a", "b", "c", "d", "h"}};
+  std::map<std::string, std::unique_ptr<meridian::testing::SiteProcess>> sites;
+  zmq::context_t ctx;  // before the links: their sockets close before it terminates
+  std::map<std::string, std::unique_ptr<HostileLink>> links;
+  std::uint64_t fingerprint = 0;
+
+  FederationWithHostileMember() {
+    const auto table = meridian::testing::write_small_table(dir.path());
+    std::ofstream(dir.path() / "roster.txt") << keys.roster({"a", "b", "c", "d", "h"});
+    std::string join_a;
+    for (std::size_t i = 0; i < honest.size(); ++i) {
+      const auto& name = honest[i];
+      auto args = meridian::testing::training_site_args(name, static_cast<int>(i), 3, table)
+                      .secure(dir.path() / ("keys-" + name), dir.path() / "roster.txt")
+                      .set("--min-sites", 3)
+                      .set("--round-timeout", 2);
+      if (!join_a.empty()) args.join(join_a);
+      sites[name] = std::make_unique<meridian::testing::SiteProcess>(dir.path() / name, args);
+      const auto endpoint = sites[name]->endpoint();
+      REQUIRE(endpoint.rfind("tcp://127.0.0.1:", 0) == 0);
+      if (join_a.empty()) join_a = "a@" + endpoint;
+      std::smatch m;
+      REQUIRE(meridian::testing::eventually([&] {
+        const auto log = sites[name]->log();
+        return std::regex_search(log, m, std::regex("wire fingerprint ([0-9a-f]{16})")) || sites[name]->exited();
+      }));
+      const auto log = sites[name]->log();
+      REQUIRE(std::regex_search(log, m, std::regex("wire fingerprint ([0-9a-f]{16})")));
+      fingerprint = std::stoull(m[1], nullptr, 16);
+      links[name] = std::make_unique<HostileLink>(ctx, keys.of.at("h"), keys.of.at(name).public_key, endpoint);
+    }
+    REQUIRE(meridian::testing::eventually([&] {
+      return std::all_of(honest.begin(), honest.end(), [&](const auto& n) {
+        const auto status = status_of(*sites[n]);
+        return (status && status->peers_alive == 3 && status->step > 10) || sites[n]->exited();
+      });
+    }));
+    for (const auto& name : honest) REQUIRE_FALSE(sites[name]->exited());
+  }
+  ~FederationWithHostileMember() {
+    for (const auto& name : honest)
+      if (!sites[name]->exited()) sites[name]->kill_hard();
+  }
+
+  std::string logs() const {
+    std::string text;
+    for (const auto& name : honest) text += "log of " + name + ":\n" + sites.at(name)->log() + "\n";
+    return text;
+  }
+  // The largest round any honest site reports.
+  std::uint64_t newest_step() const {
+    std::uint64_t step = 0;
+    for (const auto& name : honest)
+      if (const auto status = status_of(*sites.at(name))) step = std::max(step, status->step);
+    return step;
+  }
+  // h proposes `v` to every honest site.
+  void propose(const View& v) {
+    MemberListInfo list;
+    list.views = {v};
+    for (const auto& name : honest) links[name]->send(MessageKind::kMembers, encode_members(list), fingerprint);
+  }
+  // Training goes on with all three until every site has run `rounds` more rounds, each counting
+  // three live members; no site ever saw an honest one die or leave.
+  void trains_on(std::uint64_t rounds) {
+    const auto target = newest_step() + rounds;
+    REQUIRE(meridian::testing::eventually([&] {
+      return std::all_of(honest.begin(), honest.end(), [&](const auto& n) {
+        const auto status = status_of(*sites[n]);
+        return (status && status->step >= target) || sites[n]->exited();
+      });
+    }));
+    for (const auto& name : honest) {
+      REQUIRE_FALSE(sites[name]->exited());
+      CHECK(peers_alive(*sites[name]) == 3);
+      const auto log = sites[name]->log();
+      for (const auto& other : honest) {
+        INFO(name << " about " << other);
+        CHECK(log.find("member '" + other + "' is dead") == std::string::npos);
+        CHECK(log.find("member '" + other + "' left") == std::string::npos);
+      }
+    }
+  }
+  // Each site stops cleanly.
+  void stop() {
+    for (const auto& name : honest) sites[name]->signal(SIGINT);
+    for (const auto& name : honest) CHECK(sites[name]->wait_exit() == 0);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a view with a rostered site that never starts is waited for once at its round, given up, and training "
+          "goes on",
+          "[peer][membership][security][process]") {
+  FederationWithHostileMember f;
+  INFO(f.logs());
+  const auto in_force = status_of(*f.sites["a"]);
+  REQUIRE(in_force);
+  std::map<std::string, double> given_up;
+  for (const auto& name : f.honest) {
+    given_up[name] = metric(*f.sites[name], "meridian_view_waits_given_up_total");
+    REQUIRE(given_up[name] >= 0);
+  }
+  // d is rostered but never heard from: the view never comes into force, since d never holds it. Its
+  // first round lies ahead of every site's.
+  const View with_d = View::of({"a", "b", "c", "d"}, in_force->view_id + 1, f.newest_step() + 60);
+  f.propose(with_d);
+  // Each site's round with_d.effective_round waits for it, at most the view wait, then runs in the view
+  // in force, counts the wait given up and says so in its log.
+  REQUIRE(meridian::testing::eventually([&] {
+    return std::all_of(f.honest.begin(), f.honest.end(), [&](const auto& n) {
+      return metric(*f.sites[n], "meridian_view_waits_given_up_total") >= given_up[n] + 1 || f.sites[n]->exited();
+    });
+  }));
+  f.trains_on(40);
+  for (const auto& name : f.honest) {
+    INFO(name);
+    CHECK(metric(*f.sites[name], "meridian_view_waits_given_up_total") == given_up[name] + 1);
+    CHECK(f.sites[name]->log().find("view " + std::to_string(with_d.id) + " (4 sites) is still not in force") !=
+          std::string::npos);
+    CHECK(rejected(*f.sites[name], "hearsay_view") == 0);
+  }
+  f.stop();
+}
+
+TEST_CASE("a hostile member proposing views with an absent site one after another stalls each site once per "
+          "hearsay interval at most",
+          "[peer][membership][security][process]") {
+  FederationWithHostileMember f;
+  INFO(f.logs());
+  std::map<std::string, double> given_up;
+  for (const auto& name : f.honest) given_up[name] = metric(*f.sites[name], "meridian_view_waits_given_up_total");
+  // For 25 s, every 100 ms, h proposes views with d under the next few ids, each from a round just ahead
+  // of the federation's: without a limit, every one a site takes would stall its rounds once more.
+  const auto start = std::chrono::steady_clock::now();
+  int proposals = 0;
+  while (std::chrono::steady_clock::now() - start < 25s) {
+    const auto status = status_of(*f.sites["a"]);
+    REQUIRE(status);
+    for (std::uint64_t id = status->view_id + 1; id <= status->view_id + 3; ++id)
+      f.propose(View::of({"a", "b", "c", "d"}, id, f.newest_step() + 10));
+    ++proposals;
+    std::this_thread::sleep_for(100ms);
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  INFO(proposals << " rounds of proposals in " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+                 << " ms");
+  // A site takes one such view per 10 s (the first at once), and holds the rest back, counted.
+  const auto allowed = 1 + std::chrono::duration_cast<std::chrono::seconds>(elapsed).count() / 10;
+  for (const auto& name : f.honest) {
+    INFO(name);
+    CHECK(rejected(*f.sites[name], "hearsay_view") >= 1);
+    CHECK(metric(*f.sites[name], "meridian_view_waits_given_up_total") <= given_up[name] + allowed);
+  }
+  f.trains_on(40);
+  f.stop();
+}

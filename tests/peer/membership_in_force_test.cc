@@ -129,6 +129,9 @@ TEST_CASE("a joiner's view is awaited by the rounds from its first round until e
   for (auto* s : {&b, &c}) s->on_members("a", a.snapshot(), t0 + 110ms);
   CHECK(b.latest_view() == three);
   CHECK(b.view_awaited(three.effective_round) == three);
+  // c greets b, which it has heard of: only a member heard from confirms a view.
+  b.on_hello(hello_of("c"), t0 + 115ms);
+  c.on_hello(hello_of("b"), t0 + 115ms);
   // The second hop: each hears that the others hold it; then no round awaits it and it runs from its
   // first round everywhere, the joiner's first.
   exchange({&a, &b, &c}, t0 + 120ms);
@@ -182,4 +185,30 @@ TEST_CASE("a view one member never takes never comes into force, and the note na
   CHECK(beta.pending_view_note() == "view " + std::to_string(three.id) +
                                         " (alpha,beta,gamma) is not in force here until alpha holds it too");
   CHECK(alpha.views_in_force().back() == pair);
+}
+
+TEST_CASE("a rostered site that never greeted this one cannot bring a view listing it into force by holding it",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a(meridian::peer::testing::membership_config("a"), t0);
+  Membership b(meridian::peer::testing::membership_config("b"), t0);
+  a.on_hello(hello_of("b"), t0);
+  b.on_hello(hello_of("a"), t0);
+  a.tick(t0);
+  exchange({&a, &b}, t0);
+  exchange({&a, &b}, t0);
+  const View pair = a.views_in_force().back();
+  REQUIRE(pair.members == std::vector<std::string>{"a", "b"});
+  // h, rostered but never a member (it sent no hello), proposes a view with itself and says it holds it.
+  const View with_h = View::of({"a", "b", "h"}, pair.id + 1, 30);
+  MemberListInfo from_h;
+  from_h.views = {with_h};
+  for (auto* s : {&a, &b}) s->on_members("h", from_h, t0 + 10ms);
+  exchange({&a, &b}, t0 + 20ms);
+  for (auto* s : {&a, &b}) {
+    CHECK(s->latest_view() == with_h);
+    CHECK(s->views_in_force().back() == pair);
+    CHECK(s->pending_view_note() ==
+          "view " + std::to_string(with_h.id) + " (a,b,h) is not in force here until h holds it too");
+  }
 }

@@ -244,6 +244,55 @@ TEST_CASE("a member only heard of that the newest view lists is not proposed out
   CHECK(b.snapshot().views.back().members == std::vector<std::string>{"a", "b"});
 }
 
+TEST_CASE("a site proposes no view while a member its peer holds alive is only heard of and in no view it holds",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  // The first formation: a has heard from b, c and d; c has heard from a only (its links to b and d
+  // are slower), and a's table reaches c before any view of a's does.
+  Membership a(config("a"), t0);
+  for (const auto* name : {"b", "c", "d"}) a.on_hello(hello_of(name), t0);
+  Membership c(config("c"), t0);
+  c.on_hello(hello_of("a"), t0);
+  CHECK(c.on_members("a", a.snapshot(), t0).heard_of == std::vector<std::string>{"b", "d"});
+  // c's tick comes first: a view of a and c would drop b and d, which a hears.
+  CHECK_FALSE(c.tick(t0 + 10ms).views);
+  CHECK(c.latest_view().id == 0);
+  REQUIRE(a.tick(t0 + 10ms).views);
+  REQUIRE(a.latest_view().members == std::vector<std::string>{"a", "b", "c", "d"});
+  // Each hears the other's gossip: a has nothing to refuse, and c takes a's view.
+  c.heard_from("a", t0 + 20ms);
+  CHECK(a.on_members("c", c.snapshot(), t0 + 20ms).refused.empty());
+  CHECK(c.on_members("a", a.snapshot(), t0 + 20ms).refused.empty());
+  CHECK(c.latest_view() == a.latest_view());
+  CHECK_FALSE(c.tick(t0 + 30ms).views);
+  c.on_hello(hello_of("b"), t0 + 300ms);
+  c.on_hello(hello_of("d"), t0 + 400ms);
+  c.heard_from("a", t0 + 400ms);
+  CHECK_FALSE(c.tick(t0 + 400ms).views);
+  CHECK(c.latest_view() == a.latest_view());
+
+  // A site whose hello never comes holds proposals back for one heartbeat timeout, once; a site the
+  // relay holds dead holds nothing back.
+  Membership e(config("e"), t0);
+  e.on_hello(hello_of("a"), t0);
+  MemberListInfo table;
+  table.members = {{"b", "tcp://127.0.0.1:1/b", "", 1, MemberState::kAlive},
+                   {"f", "tcp://127.0.0.1:1/f", "", 1, MemberState::kDead}};
+  CHECK(e.on_members("a", table, t0).heard_of == std::vector<std::string>{"b", "f"});
+  e.heard_from("a", t0 + 900ms);
+  CHECK_FALSE(e.tick(t0 + 900ms).views);
+  e.heard_from("a", t0 + 1100ms);
+  CHECK(e.tick(t0 + 1100ms).views);
+  CHECK(e.latest_view().members == std::vector<std::string>{"a", "e"});
+  Membership g(config("g"), t0);
+  g.on_hello(hello_of("a"), t0);
+  MemberListInfo dead_only;
+  dead_only.members = {table.members[1]};
+  g.on_members("a", dead_only, t0);
+  CHECK(g.tick(t0 + 10ms).views);
+  CHECK(g.latest_view().members == std::vector<std::string>{"a", "g"});
+}
+
 TEST_CASE("a view that drops a member this site hears is held back, counted once, and taken when its own timeout agrees",
           "[peer][membership][unit]") {
   const auto t0 = Clock::now();
@@ -406,4 +455,61 @@ TEST_CASE("where a member listens is its own word; another site's address for it
                      [](const MemberRecord& r) { return r.name == "d"; }));
   CHECK(a.on_hello(hello_of("d"), t0).joined == std::vector<std::string>{"d"});
   CHECK(a.find("d")->address == "tcp://127.0.0.1:1/d");
+}
+
+TEST_CASE("a running site takes one view per interval that lists a site it has not heard from, and holds the rest "
+          "back until that site is heard from",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  auto a_config = config("a");
+  a_config.hearsay_view_interval = 10s;
+  Membership a(a_config, t0);
+  a.on_hello(hello_of("b"), t0);
+  a.on_hello(hello_of("c"), t0);
+  a.tick(t0);
+  const View three = a.latest_view();
+  REQUIRE(three.members == std::vector<std::string>{"a", "b", "c"});
+  // A process that runs no round yet takes the federation's views as they come, however many.
+  auto s_config = config("s");
+  s_config.hearsay_view_interval = 10s;
+  Membership starting(s_config, t0);
+  starting.on_hello(hello_of("b"), t0);
+  for (std::uint64_t id = 1; id <= 3; ++id)
+    CHECK(starting.on_members("b", one_view(View::of({"b", "c", "d", "s"}, id, 20 * id)), t0).refused.empty());
+  CHECK(starting.latest_view().id == 3);
+
+  a.note_own_round(10);
+  // h proposes a view with d, which a has never heard from (rostered, but it never started): the first
+  // is taken on h's word, and never comes into force (d never holds it).
+  const View with_d = View::of({"a", "b", "c", "d"}, three.id + 1, 30);
+  const auto in_force = a.views_in_force();
+  CHECK(a.on_members("h", one_view(with_d), t0 + 100ms).refused.empty());
+  CHECK(a.latest_view() == with_d);
+  CHECK(a.views_in_force() == in_force);
+  // a's own proposal without d follows; h's next view with d, within the interval, is held back and
+  // counted once however often it comes, and so is a rival for the id a holds (until d is heard from,
+  // whatever the interval: a replaced view would part a from the members that keep it).
+  a.heard_from("b", t0 + 200ms);
+  a.heard_from("c", t0 + 200ms);
+  REQUIRE(a.tick(t0 + 200ms).views);
+  const View without_d = a.latest_view();
+  REQUIRE(without_d.members == three.members);
+  const View again = View::of({"a", "b", "c", "d"}, without_d.id + 1, 50);
+  CHECK(refused_for(a.on_members("h", one_view(again), t0 + 300ms), RejectCause::kHearsayView));
+  CHECK(a.on_members("h", one_view(again), t0 + 400ms).refused.empty());
+  const View rival = View::of({"a", "b", "c", "d"}, without_d.id, without_d.effective_round);
+  CHECK(refused_for(a.on_members("h", one_view(rival), t0 + 500ms), RejectCause::kHearsayView));
+  CHECK(a.latest_view() == without_d);
+  // A view listing a site a has heard from is no hearsay: taken at once.
+  a.on_hello(hello_of("e"), t0 + 600ms);
+  const View with_e = View::of({"a", "b", "c", "e"}, without_d.id + 1, 60);
+  Membership a_copy = a;
+  CHECK(a_copy.on_members("b", one_view(with_e), t0 + 600ms).refused.empty());
+  CHECK(a_copy.latest_view() == with_e);
+  // Once the interval has passed, the next input takes the new view held back; the rival stays out.
+  a.on_members("b", MemberListInfo{}, t0 + 10200ms);
+  CHECK(a.latest_view() == again);
+  const auto held = a.views();
+  CHECK(std::find(held.begin(), held.end(), without_d) != held.end());
+  CHECK(std::find(held.begin(), held.end(), rival) == held.end());
 }
