@@ -679,14 +679,14 @@ void Membership::note_report(const std::string& from, std::uint64_t round, Membe
   if (from == config_.self) return;
   auto it = members_.find(from);
   const bool member = it != members_.end() && it->second.vouched;
-  std::optional<std::uint64_t> previous;
-  if (auto r = reported_rounds_.find(from); r != reported_rounds_.end()) previous = r->second;
   if (member) reported_rounds_[from] = round;
   // Judged with the report in: a lone report (nothing contradicts it yet) is its own median.
   const auto bound = round_bound();
   if (bound && round > *bound) {
-    if (previous) reported_rounds_[from] = *previous;
-    else reported_rounds_.erase(from);
+    // A member's report stays its latest claim even when refused: round_bound() takes the lower median,
+    // so a minority's claims cannot raise it, and refresh_newest_round() counts no round past it. Put
+    // back instead, the earlier report would judge the next ones: two members running rounds faster
+    // than the window per heartbeat would each be judged by the other's stale report, refused for ever.
     change.refused.push_back({RejectCause::kImplausibleRound,
                               "'" + from + "' reports round " + std::to_string(round) + ", beyond the plausible " +
                                   std::to_string(*bound) + " (the members' median round and " +

@@ -434,6 +434,28 @@ TEST_CASE("a site with no round of its own takes the federation's from the first
   CHECK(d.newest_round() == 50'001);
 }
 
+TEST_CASE("members whose rounds run ahead of the window between two reports are believed again at the next one",
+          "[peer][membership][unit]") {
+  // A tiny model runs more rounds per heartbeat interval than the window allows: each member's next
+  // report is beyond the window of the other's last one. The first is refused, but it stays that
+  // member's claim, so the other's next report is judged against it and believed.
+  const auto t0 = Clock::now();
+  Membership d(config("d"), t0);
+  const std::uint64_t window = kRoundWindowLeads * 8;
+  REQUIRE(d.on_hello(hello_of("a", 1, 1000), t0).refused.empty());
+  REQUIRE(d.on_hello(hello_of("b", 1, 1001), t0).refused.empty());
+  const std::uint64_t b_now = 1001 + window + 50, a_now = b_now + 10;
+  CHECK(refused_for(d.on_heartbeat("b", HeartbeatInfo{.incarnation = 1, .round = b_now}, t0),
+                    RejectCause::kImplausibleRound));
+  CHECK(d.on_heartbeat("a", HeartbeatInfo{.incarnation = 1, .round = a_now}, t0).refused.empty());
+  CHECK(d.on_heartbeat("b", HeartbeatInfo{.incarnation = 1, .round = a_now + 1}, t0).refused.empty());
+  CHECK(d.newest_round() == a_now + 1);
+  // A lone member far ahead is still outvoted: its claim is the upper one of the two.
+  CHECK(refused_for(d.on_heartbeat("b", HeartbeatInfo{.incarnation = 1, .round = 90'000'000}, t0),
+                    RejectCause::kImplausibleRound));
+  CHECK(d.newest_round() == a_now + 1);
+}
+
 TEST_CASE("where a member listens is its own word; another site's address for it is refused or only probed",
           "[peer][membership][unit]") {
   const auto t0 = Clock::now();
