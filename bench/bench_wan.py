@@ -4,7 +4,12 @@ this machine, written to docs/results.md with SVG plots in docs/results/.
 
 Every figure comes from `meridian simulate --json` runs made by this script (real daemons as
 processes on 127.0.0.1, links emulated by the transport). Raw outputs are kept in OUT/raw.json, so
-`--report-only` rewrites the document from them without running anything.
+`--report-only` rewrites the document from them without running anything. The prose that reads the
+figures of the full plan lives in docs/results/findings/ (one Markdown file per experiment, KEY.md,
+and targets.md); the report includes it under each experiment's table. The raw outputs behind
+docs/results.md are kept in docs/results/raw.json:
+
+    bench/bench_wan.py --report-only --out docs/results
 
 Usage: bench/bench_wan.py [--build build] [--quick] [--only 1,4] [--out build/bench-wan]
                           [--doc docs/results.md] [--report-only]
@@ -27,6 +32,7 @@ sys.path.insert(0, HERE)
 import svg_plot  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
+FINDINGS_DIR = os.path.join(ROOT, "docs", "results", "findings")
 TRAIN_ROWS = 60000  # Fashion-MNIST training set
 BATCH = 64
 
@@ -649,6 +655,13 @@ def shown_command(record, work_dir):
     return record["command"].replace(f"--out {out_dir}", f"--out {os.path.join(work_dir, experiment_and_run)}")
 
 
+def read_findings(key):
+    """The prose of docs/results/findings/KEY.md, or "" when there is none. It reads the full plan's
+    figures, so only the full plan's report includes it."""
+    path = os.path.join(FINDINGS_DIR, f"{key}.md")
+    return open(path).read().strip() if os.path.exists(path) else ""
+
+
 def write_report(raw, doc, plan_name, command):
     figdir = os.path.join(os.path.dirname(doc), "results")
     os.makedirs(figdir, exist_ok=True)
@@ -666,7 +679,7 @@ def write_report(raw, doc, plan_name, command):
              f"Written by `{command}` (bench/bench_wan.py) from the runs in its OUT/raw.json. "
              f"Plan: **{plan_name}**{' — the QUICK variant: short runs, few points, one repeat' if plan_name == 'quick' else ''}.",
              "",
-             f"- Machine: {machine_line()}; shared with other work while measured (load averages below, "
+             f"- Machine: {meta.get('machine') or machine_line()}; shared with other work while measured (load averages below, "
              f"next to each figure).",
              f"- Date: {date_span(started, ended)} UTC ({run_minutes(all_records):.0f} min of runs); "
              f"binary from commit {', '.join(commits) or '?'}"
@@ -707,11 +720,12 @@ def write_report(raw, doc, plan_name, command):
             lines.append(report_accuracy_table(recs, key=lambda r: f"**Dirichlet α = {r.get('alpha')}**\n"))
         else:
             lines.append(report_accuracy_table(recs))
-        findings = raw.get("findings", {}).get(key)
+        findings = read_findings(key) if plan_name == "full" else ""
         if findings:
             lines.append(findings + "\n")
-    if raw.get("findings", {}).get("targets"):
-        lines.append("## Targets\n\n" + raw["findings"]["targets"] + "\n")
+    targets = read_findings("targets") if plan_name == "full" else ""
+    if targets:
+        lines.append("## Targets\n\n" + targets + "\n")
     with open(doc, "w") as f:
         f.write("\n".join(lines).rstrip() + "\n")
 
@@ -806,7 +820,7 @@ def main():
     dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True)
     runner.commit = commit.stdout.strip() + ("+local changes" if dirty.stdout.strip() else "")
-    runner.raw["meta"] = {"commit": runner.commit, "plan": plan_name}
+    runner.raw["meta"] = {"commit": runner.commit, "plan": plan_name, "machine": machine_line()}
     for n in [s.strip() for s in args.only.split(",") if s.strip()]:
         key = f"e{n}"
         runner.raw[key] = []
