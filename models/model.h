@@ -96,8 +96,8 @@ class Model {
   // One training step's computation on a batch: x (batch, input_size), labels (batch) in [0, classes),
   // both host memory (uploaded into the backend's memory when it is not host-addressable).
   // Overwrites gradients() with the gradient of the mean loss and returns that mean loss.
-  // Throws = 0, std::out_of_range for a bad label=error::InternalError for batch == 0, error::UserError for a bad
-  // label== 0, std::out_of_range for a bad label.
+  // Throws error::InternalError for batch == 0 and error::UserError for a label outside [0, classes)
+  // (the backend's softmax_cross_entropy checks every label).
   float forward_backward(const float* x, const std::int32_t* labels, std::size_t batch);
   // DP-SGD's per-example clipping (Abadi et al. 2016): overwrites gradients() with
   // Σ_b min(1, clip/‖g_b‖)·g_b, g_b being the gradient of example b's own loss (the sum over the batch,
