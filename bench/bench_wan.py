@@ -677,7 +677,10 @@ def write_report(raw, doc, plan_name, command):
     commits = sorted({r.get("commit", meta.get("commit", "?")) for r in all_records})
     lines = ["# Results: Meridian under an emulated WAN", "",
              f"Written by `{command}` (bench/bench_wan.py) from the runs in its OUT/raw.json. "
-             f"Plan: **{plan_name}**{' — the QUICK variant: short runs, few points, one repeat' if plan_name == 'quick' else ''}.",
+             f"Plan: **{plan_name}**{' — the QUICK variant: short runs, few points, one repeat' if plan_name == 'quick' else ''}."
+             + (" The runs behind this page are kept in docs/results/raw.json and the findings under each table in "
+                "docs/results/findings/; `bench/bench_wan.py --report-only --out docs/results` rewrites the page from "
+                "them." if plan_name == "full" else ""),
              "",
              f"- Machine: {meta.get('machine') or machine_line()}; shared with other work while measured (load averages below, "
              f"next to each figure).",
