@@ -11,6 +11,9 @@
 // a site configuration naming the site, the one after --checkpoint an existing file, and a `start`
 // fragment without --name or --config gets --name example. The example lines of each command's --help
 // footer are checked the same way.
+//
+// The same pages (docs/, recursively, and README.md) name no absolute path but the system locations a
+// reader types on their own machine: a path of the machine a page was written on is no use to anyone.
 #include <catch2/catch.hpp>
 
 #include <CLI/CLI.hpp>
@@ -122,6 +125,43 @@ std::vector<Example> doc_examples() {
     }
   }
   return out;
+}
+
+// Absolute paths a reader types on their own machine: the system locations of the Filesystem
+// Hierarchy Standard that an installed site uses (its configuration, data, state, logs and backups, the
+// distribution's programs and libraries, CUDA under /opt or /usr/local) and the kernel's views of
+// devices and processes, plus the conventional placeholder /path/to/. Anything else (a home directory,
+// /root, /tmp, a workspace such as /work) is a path of one machine.
+const std::vector<std::string>& readers_paths() {
+  static const std::vector<std::string> prefixes = {
+      "/etc/",     "/usr/",        "/opt/", "/srv/", "/var/lib/", "/var/log/", "/var/backups/", "/run/",
+      "/dev/",     "/proc/",       "/sys/", "/lib/", "/lib64/",   "/bin/",     "/sbin/",        "/path/to/"};
+  return prefixes;
+}
+
+// The absolute paths of two or more components in `line` that start a word (after a space, a quote,
+// a backtick, a bracket or one of = , : ;), so that a URL's path (http://host/metrics) and a fraction
+// (1/n) are not taken for one, and that lie outside readers_paths().
+std::vector<std::string> foreign_absolute_paths(const std::string& line) {
+  static const std::regex path(R"((?:^|[\s`"'(\[=,:;])(/[A-Za-z0-9_.~+-]+(?:/[A-Za-z0-9_.~+*{}-]*)+))");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(line.begin(), line.end(), path), end; it != end; ++it) {
+    const std::string found = (*it)[1].str();
+    const auto& allowed = readers_paths();
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const std::string& p) { return found.starts_with(p); }))
+      out.push_back(found);
+  }
+  return out;
+}
+
+// Every Markdown page under docs/ and README.md, relative to the source tree, sorted.
+std::vector<fs::path> doc_pages() {
+  const fs::path root = meridian::tests::source_dir();
+  std::vector<fs::path> pages = {"README.md"};
+  for (const auto& entry : fs::recursive_directory_iterator(root / "docs"))
+    if (entry.is_regular_file() && entry.path().extension() == ".md") pages.push_back(fs::relative(entry.path(), root));
+  std::sort(pages.begin(), pages.end());
+  return pages;
 }
 
 // Parses `words` (without the program name) as `meridian` does, checking instead of running. Throws what
@@ -250,4 +290,29 @@ TEST_CASE("the check path refuses what the configuration refuses, naming the opt
   CHECK(is_placeholder("FILE"));
   CHECK(is_placeholder("mlp|cnn"));
   CHECK_FALSE(is_placeholder("--algo"));
+}
+
+TEST_CASE("the docs name no absolute path outside the repository but system locations", "[cli][docs][unit]") {
+  // The detector itself: paths of one machine are found, a reader's system paths and URLs are not.
+  CHECK(foreign_absolute_paths("raw outputs in /work/bw16/e1/001-s4-local-r0") ==
+        std::vector<std::string>{"/work/bw16/e1/001-s4-local-r0"});
+  CHECK(foreign_absolute_paths("`--out /tmp/bw1/e1`, (see /root/notes.txt)") ==
+        std::vector<std::string>{"/tmp/bw1/e1", "/root/notes.txt"});
+  CHECK(foreign_absolute_paths("--train=/home/ana/scans/train") == std::vector<std::string>{"/home/ana/scans/train"});
+  CHECK(foreign_absolute_paths("`--train /usr/share/datasets/fashion-mnist` and /etc/meridian/site.toml").empty());
+  CHECK(foreign_absolute_paths("/var/lib/meridian/control.sock, /dev/shm/x, /proc/PID/status").empty());
+  CHECK(foreign_absolute_paths("curl http://127.0.0.1:9100/metrics; tcp://10.0.0.2:5555, 1/n of a/b/c").empty());
+
+  const fs::path root = meridian::tests::source_dir();
+  std::size_t pages = 0;
+  for (const auto& page : doc_pages()) {
+    ++pages;
+    std::ifstream in(root / page);
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number)
+      for (const auto& path : foreign_absolute_paths(line))
+        FAIL_CHECK(page.string() << ":" << number << ": " << path);
+  }
+  INFO(pages << " pages read");
+  CHECK(pages >= 15);  // README.md and docs/: finding few means the walk broke
 }
