@@ -106,6 +106,18 @@ def epochs_for(steps, sites, batch=BATCH):
     return (steps + 0.5) / steps_per_epoch(sites, batch)
 
 
+def repo_relative(value):
+    """`value` (a record, or any JSON value in it) with every path under the repository written relative
+    to it, so that raw.json, which docs/results/ keeps, names no directory of the machine it ran on."""
+    if isinstance(value, dict):
+        return {k: repo_relative(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [repo_relative(v) for v in value]
+    if isinstance(value, str):
+        return value.replace(ROOT + os.sep, "")
+    return value
+
+
 class Runner:
     """Runs `meridian simulate` and keeps every outcome in OUT/raw.json."""
 
@@ -149,6 +161,7 @@ class Runner:
         else:
             record["error"] = proc.stderr[-2000:]
             print(f"[bench-wan] FAILED ({proc.returncode}): {proc.stderr[-800:]}", file=sys.stderr, flush=True)
+        record = repo_relative(record)
         self.raw.setdefault(experiment, []).append(record)
         self.save()
         return record
