@@ -21,7 +21,7 @@
 #include "gossip/inbox.h"
 #include "error/error.h"
 #include "gossip/ring_allreduce.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 
 using namespace meridian;
 using Seconds = std::chrono::duration<double>;
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   std::size_t chunk_kib = peer::WireLimits{}.chunk_bytes / 1024;
   // Loopback has next to no round-trip time, so a small fixed socket buffer loses no throughput and
   // keeps each byte in cache between the sender's copy into the kernel and the reader's copy out
-  // (peer/zmq_transport.h, socket_buffer_bytes); 0 measures the OS's autotuned buffers instead.
+  // (peer/zmq/zmq_transport.h, socket_buffer_bytes); 0 measures the OS's autotuned buffers instead.
   int socket_buffer_kib = 256;
   int io_threads = peer::ZmqTransportOptions{}.io_threads;
   app.add_option("--name", name, "this site's name")->required();

@@ -144,7 +144,7 @@ def main():
         f"Target: Meridian no slower than gloo. {verdict}",
         "",
         "What changed to get here. 2026-11-22: a thread that sends and receives runs the transport's loop "
-        "itself while it keeps calling (peer/zmq_transport.h, \"Threads\"), so a ring piece crosses two thread "
+        "itself while it keeps calling (peer/zmq/zmq_transport.h, \"Threads\"), so a ring piece crosses two thread "
         "hand-offs instead of four; the ring receives straight into its destination (`Transport::receive_into` "
         "with a `PayloadSink`, peer/payload_sink.h): each payload is combined from libzmq's receive buffer into "
         "the tensor block by block, with the finite check fused into the same pass, and the result is relayed "

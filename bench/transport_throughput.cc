@@ -31,7 +31,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 
 #include "error/error.h"
 

@@ -11,7 +11,7 @@
 #include "cli/child_process.h"
 #include "cli/progress_log.h"
 #include "cli/site_result.h"
-#include "daemon/human_format.h"
+#include "daemon/status/human_format.h"
 
 namespace meridian::cli {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/human_format.h"
+#include "daemon/status/human_format.h"
 
 namespace meridian::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "daemon/checkpoint_model.h"
+#include "daemon/checkpoint/checkpoint_model.h"
 #include "daemon/site_config.h"
 #include "daemon/site_data.h"
 

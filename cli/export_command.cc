@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_model.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_model.h"
 #include "error/error.h"
 #include "models/interchange/exported_model.h"
 #include "models/interchange/onnx_file.h"

@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/control_target.h"
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 
 namespace meridian::cli {
 

@@ -21,7 +21,7 @@
 
 #include "cli/commands.h"
 #include "error/error.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 
 namespace meridian::cli {
 

@@ -7,8 +7,8 @@
 
 #include "cli/commands.h"
 #include "cli/control_target.h"
-#include "daemon/control_client.h"
-#include "daemon/human_format.h"
+#include "daemon/control/control_client.h"
+#include "daemon/status/human_format.h"
 
 namespace meridian::cli {
 namespace {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/run_trail.h"
+#include "daemon/status/run_trail.h"
 #include "error/error.h"
 
 namespace meridian::cli {

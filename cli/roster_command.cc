@@ -8,8 +8,8 @@
 
 #include "cli/commands.h"
 #include "cli/control_target.h"
-#include "daemon/control_client.h"
-#include "daemon/roster_file.h"
+#include "daemon/control/control_client.h"
+#include "daemon/control/roster_file.h"
 #include "error/error.h"
 
 namespace meridian::cli {

@@ -20,7 +20,7 @@
 #include "cli/simulation_options.h"
 #include "cli/status_line.h"
 #include "daemon/algorithms/registry.h"
-#include "daemon/checkpoint_model.h"
+#include "daemon/checkpoint/checkpoint_model.h"
 #include "daemon/site_data.h"
 #include "error/error.h"
 

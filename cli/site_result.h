@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "daemon/run_trail.h"
+#include "daemon/status/run_trail.h"
 #include "error/error.h"
 
 namespace meridian::cli {

@@ -9,9 +9,9 @@
 
 #include "cli/commands.h"
 #include "cli/control_target.h"
-#include "daemon/control_client.h"
-#include "daemon/human_format.h"
-#include "daemon/run_progress.h"
+#include "daemon/control/control_client.h"
+#include "daemon/status/human_format.h"
+#include "daemon/status/run_progress.h"
 
 namespace meridian::cli {
 namespace {

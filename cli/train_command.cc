@@ -16,14 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "error/error.h"
 #include "models/data/data_source.h"
 #include "models/data/feature_moments.h"
 #include "models/data/image_augmentation.h"
 #include "models/data/normalization_spec.h"
 #include "models/data/idx_reader.h"
-#include "daemon/compute_backend.h"
+#include "daemon/backend/compute_backend.h"
 #include "error/error.h"
 #include "models/device.h"
 #include "models/minibatcher.h"

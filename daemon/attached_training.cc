@@ -1,4 +1,4 @@
-// The trainer thread of a site whose trainer is attached (daemon/attached_trainer.h): the same run as
+// The trainer thread of a site whose trainer is attached (daemon/attached/attached_trainer.h): the same run as
 // training_loop.cc (the rounds the federation agreed on, checkpoints, metrics, the progress line and
 // the run's result), with each step's forward and backward pass and optimizer update done by the
 // trainer process, and the algorithm's rule applied here on the shared segment.
@@ -9,11 +9,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/attached_trainer.h"
-#include "daemon/deadlines.h"
-#include "daemon/progress_line.h"
-#include "daemon/round_view.h"
-#include "daemon/shutdown_signals.h"
+#include "daemon/attached/attached_trainer.h"
+#include "daemon/federation/deadlines.h"
+#include "daemon/status/progress_line.h"
+#include "daemon/federation/round_view.h"
+#include "daemon/control/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
 
 namespace meridian::daemon {

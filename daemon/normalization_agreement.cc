@@ -1,11 +1,11 @@
-// Before the first step: the input scaling every site of the federation uses (daemon/input_scaling_exchange.h
+// Before the first step: the input scaling every site of the federation uses (daemon/federation/input_scaling_exchange.h
 // describes the exchange, docs/datasets.md the rule).
 #include <algorithm>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/human_format.h"
+#include "daemon/status/human_format.h"
 #include "daemon/site_daemon_impl.h"
 
 namespace meridian::daemon {
@@ -47,7 +47,7 @@ void SiteDaemon::Impl::settle_normalization(bool resumed) {
     return;
   }
   const auto view = transport->latest_view();
-  // Re-sent each second, like the run plans (daemon/run_plan.h): a first message may go out before a
+  // Re-sent each second, like the run plans (daemon/federation/run_plan.h): a first message may go out before a
   // peer's connection is up. The deadline is that of a round: every member is alive in the view.
   const auto deadline = Clock::now() + round_timeout_bound(config) + std::chrono::seconds(10);
   auto next_send = Clock::now();

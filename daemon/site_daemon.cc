@@ -7,11 +7,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/compute_backend.h"
-#include "daemon/federation_terms.h"
-#include "daemon/human_format.h"
-#include "daemon/reload_signal.h"
-#include "daemon/shutdown_signals.h"
+#include "daemon/backend/compute_backend.h"
+#include "daemon/federation/federation_terms.h"
+#include "daemon/status/human_format.h"
+#include "daemon/control/reload_signal.h"
+#include "daemon/control/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
 #include "gossip/average_mixer.h"
 #include "gossip/byzantine_mixer.h"
@@ -44,7 +44,7 @@ std::uint64_t fingerprint_hash(const std::string& text) {
 void SiteDaemon::Impl::prepare() {
   // --device first, so that a CUDA request without a device fails at once with the reason and a hint.
   // The model, its gradients and optimizer state live on the chosen backend; gossip/ sees host copies of
-  // them (daemon/host_mirror.h).
+  // them (daemon/backend/host_mirror.h).
   const auto device = models::resolve_device(settings.device, models::probe_cuda());
   spdlog::info("device: {}", device.explanation);
   // Before any work: loading the data can take minutes, and this site could not be reached anyway.
@@ -167,7 +167,7 @@ void SiteDaemon::Impl::make_transport() {
   const std::size_t parameters = model ? model->parameters().size() : attached->model().parameters;
   const std::size_t state = model ? model->state_count() : 0;
   spec.validation.model_fingerprint = fingerprint_hash(fingerprint);
-  // Refused at join when they differ from a peer's (daemon/federation_terms.h).
+  // Refused at join when they differ from a peer's (daemon/federation/federation_terms.h).
   spec.terms = model ? federation_terms(settings, *model, data.train) : federation_terms(settings, attached->model());
   spec.identity = identity;
   // No tensor a mixer sends is longer than four model-sized vectors (allreduce's re-average packs the

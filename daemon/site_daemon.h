@@ -7,7 +7,7 @@
 //     checkpoints, the progress line and the run trail;
 //   - the communication thread (the thread that calls run()): owns the mixers (gossip::MixServer over
 //     one gossip::Inbox). The transport's own thread (the ZeroMQ transport's I/O thread owns the network
-//     sockets, peer/zmq_transport.h) is reached through its thread-safe interface;
+//     sockets, peer/zmq/zmq_transport.h) is reached through its thread-safe interface;
 //   - the control thread: owns the control socket, notices signals and refreshes the network metrics,
 //     so that `meridian status`, `peers` and `leave` are answered while a mix waits for a slow or
 //     dead peer;
@@ -17,8 +17,8 @@
 // status snapshot.
 //
 // Starting: training begins when the view holds --min-sites sites (default: the roster's quorum or
-// size, daemon/min_sites.h) and has been stable for a moment; every site then starts at the view's
-// effective round and the sites agree on the last round (daemon/run_plan.h: the smallest site's step
+// size, daemon/federation/min_sites.h) and has been stable for a moment; every site then starts at the view's
+// effective round and the sites agree on the last round (daemon/federation/run_plan.h: the smallest site's step
 // count, so sites whose own data gives them more steps do not wait for rounds the others never start), so all run the same rounds. A site
 // that joins a running federation takes its end round from a peer. A site that resumes from a checkpoint waits to be
 // back in the view (one that follows a view without its previous incarnation, see peer/membership.h) and starts at that
@@ -27,7 +27,7 @@
 //
 // Stopping: on the first SIGINT/SIGTERM or `meridian leave` the trainer finishes the step in flight,
 // applies or abandons outstanding mixes, writes a checkpoint, the site announces its leave, and run()
-// returns 0. A normal end also writes result.json (daemon/run_trail.h). A site whose checkpoint is at
+// returns 0. A normal end also writes result.json (daemon/status/run_trail.h). A site whose checkpoint is at
 // its run's last round (and whose --epochs adds none) has nothing to train: it tells the members its
 // run's end, then run() returns kExitRunFinishedBefore and leaves result.json and the checkpoints as
 // they are, so that a service manager that restarts it does not wipe the run's result.
@@ -55,7 +55,7 @@ inline constexpr int kExitRunFinishedBefore = 3;
 struct SiteDaemonOptions {
   // Makes the site's transport; empty: make_zmq_transport (what `meridian start` runs on).
   TransportFactory transport;
-  // Whether run() installs the process-wide SIGINT/SIGTERM handlers (daemon/shutdown_signals.h) and
+  // Whether run() installs the process-wide SIGINT/SIGTERM handlers (daemon/control/shutdown_signals.h) and
   // stops on them. Off, the daemon ignores signals and stops only at the run's end, on an error or on
   // `leave` over its control socket: for several daemons in one process.
   bool handle_signals = true;

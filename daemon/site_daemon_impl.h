@@ -30,25 +30,25 @@
 #include <vector>
 
 #include "daemon/algorithms/registry.h"
-#include "daemon/attached_session.h"
-#include "daemon/checkpoint_store.h"
-#include "daemon/control_server.h"
-#include "daemon/deadlines.h"
-#include "daemon/daemon_metrics.h"
-#include "daemon/directory_lock.h"
-#include "daemon/federation_view.h"
-#include "daemon/input_scaling_exchange.h"
-#include "daemon/metrics_server.h"
+#include "daemon/attached/attached_session.h"
+#include "daemon/checkpoint/checkpoint_store.h"
+#include "daemon/control/control_server.h"
+#include "daemon/federation/deadlines.h"
+#include "daemon/metrics/daemon_metrics.h"
+#include "daemon/files/directory_lock.h"
+#include "daemon/federation/federation_view.h"
+#include "daemon/federation/input_scaling_exchange.h"
+#include "daemon/metrics/metrics_server.h"
 #include "privacy/budget_record.h"
 #include "privacy/dp_sgd.h"
-#include "daemon/min_sites.h"
-#include "daemon/reachability.h"
-#include "daemon/run_plan.h"
-#include "daemon/run_progress.h"
-#include "daemon/run_trail.h"
+#include "daemon/federation/min_sites.h"
+#include "daemon/federation/reachability.h"
+#include "daemon/federation/run_plan.h"
+#include "daemon/status/run_progress.h"
+#include "daemon/status/run_trail.h"
 #include "daemon/site_daemon.h"
 #include "daemon/site_data.h"
-#include "daemon/status_page.h"
+#include "daemon/status/status_page.h"
 #include "daemon/trainer_algorithm.h"
 #include "error/error.h"
 #include "gossip/mix_channel.h"
@@ -137,8 +137,8 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
   std::mutex live_mu;
   LiveStatus live;
-  PeerPlans plans;          // heard by the control thread (daemon/run_plan.h)
-  ScalingExchange scaling;  // noted by the control thread (daemon/input_scaling_exchange.h)
+  PeerPlans plans;          // heard by the control thread (daemon/federation/run_plan.h)
+  ScalingExchange scaling;  // noted by the control thread (daemon/federation/input_scaling_exchange.h)
   // The run's end round once the trainer knows it (a finished run's, from its checkpoint, at start); 0 before.
   std::atomic<std::uint64_t> run_end{0};
   // The run's first round once the trainer knows it (with run_end): what a joining site counts from.
@@ -151,15 +151,15 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::mutex secure_roster_mu;
   std::optional<peer::Roster> secure_roster;
   std::array<std::uint64_t, privacy::kSecureAggregationEvents.size()> secure_reported{};  // control thread
-  // Sites the view must hold before training starts, fixed at start (daemon/min_sites.h).
+  // Sites the view must hold before training starts, fixed at start (daemon/federation/min_sites.h).
   MinSites min_sites;
-  // Who reaches whom as far as this site knows (daemon/reachability.h): noted and shared by the
+  // Who reaches whom as far as this site knows (daemon/federation/reachability.h): noted and shared by the
   // control thread, read for the waiting line and status.
   Reachability reachability{config.name, std::nullopt};
   std::set<std::string> unlisted_logged;  // members others hold that this roster lacks, logged once (control thread)
   std::mutex notes_mu;
   std::string waiting_note;  // the trainer's latest waiting line while it waits for the view (guarded by notes_mu)
-  // --round-timeout auto and --heartbeat-timeout auto (daemon/deadlines.h): what the deadlines follow,
+  // --round-timeout auto and --heartbeat-timeout auto (daemon/federation/deadlines.h): what the deadlines follow,
   // made with the transport; null for a given number.
   std::shared_ptr<peer::AdaptiveDeadline> round_deadline, heartbeat_deadline;
   // The communication thread's mix server while it runs, for the waiting note (guarded by mix_server_mu).
@@ -169,7 +169,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   // --- ControlHandler (called on the control thread; site_status.cc) ---
   StatusReport status() override;
   // What stands in this site's way as far as it knows (StatusReport::notes), and this site's own
-  // reach report (daemon/reachability.h).
+  // reach report (daemon/federation/reachability.h).
   std::vector<std::string> notes();
   ReachReport own_reach() const;
   // "; as far as this site knows: CAUSE, CAUSE" for the sites that do not reach each other, or "" when

@@ -4,12 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/deadlines.h"
+#include "daemon/federation/deadlines.h"
 #include "error/error.h"
 #include "peer/curve_keys.h"
 #include "peer/in_memory_federation.h"
 #include "peer/roster.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 
 namespace meridian::daemon {
 

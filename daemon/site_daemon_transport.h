@@ -49,7 +49,7 @@ struct SiteTransportSpec {
   std::uint64_t view_lead_rounds = 8;
   // Views carry the federation's pace for a shape chosen from the network (peer/membership.h).
   bool agree_pace = false;
-  // Refused at join when they differ from a peer's (daemon/federation_terms.h).
+  // Refused at join when they differ from a peer's (daemon/federation/federation_terms.h).
   peer::FederationTerms terms;
   // What every incoming mixer message must match: the model's wire fingerprint and the tensor lengths
   // this algorithm sends. The weight cap depends on the roster, which only the ZeroMQ transport reads.
@@ -59,7 +59,7 @@ struct SiteTransportSpec {
   // A secure site's identity, read before the data so that a missing key fails at once; nullopt: the
   // ZeroMQ factory reads it itself.
   std::optional<SiteIdentity> identity;
-  // --heartbeat-timeout auto: the measured timeout the transport's membership follows (daemon/deadlines.h);
+  // --heartbeat-timeout auto: the measured timeout the transport's membership follows (daemon/federation/deadlines.h);
   // null for a given timeout.
   std::shared_ptr<peer::AdaptiveDeadline> heartbeat_deadline;
 };

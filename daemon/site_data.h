@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "daemon/site_config.h"
 #include "models/data/dataset.h"
 #include "models/data/feature_moments.h"

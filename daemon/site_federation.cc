@@ -1,4 +1,4 @@
-// The federation view of a running site (daemon/federation_view.h): the control thread sends this
+// The federation view of a running site (daemon/federation/federation_view.h): the control thread sends this
 // site's summary to the live members once a second, keeps the view to the current members, and
 // refreshes the per-site metrics and the status page from it.
 #include <algorithm>
@@ -25,7 +25,7 @@ SiteRow SiteDaemon::Impl::own_summary() {
   r.self = true;
   r.state = to_string(state.load());
   // The gauges follow every step and evaluation (the live status only every progress line), and are
-  // absent until measured (daemon/daemon_metrics.h).
+  // absent until measured (daemon/metrics/daemon_metrics.h).
   if (metrics->train_loss.present()) r.train_loss = metrics->train_loss.value();
   if (metrics->test_accuracy.present()) r.test_accuracy = metrics->test_accuracy.value();
   if (metrics->samples_per_second.present()) r.samples_per_second = metrics->samples_per_second.value();

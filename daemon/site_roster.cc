@@ -1,12 +1,12 @@
 // Roster changes while the site runs: `meridian roster list|add|remove|reload` over the control socket
-// and SIGHUP (a reload). The roster file stays the one record of the roster (daemon/roster_file.h);
+// and SIGHUP (a reload). The roster file stays the one record of the roster (daemon/control/roster_file.h);
 // the transport applies the new roster at once (peer/federation_transport.h: set_roster), so an added
 // site can join and a removed one is refused and leaves the view, with nobody restarting.
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/roster_file.h"
+#include "daemon/control/roster_file.h"
 #include "daemon/site_daemon_impl.h"
 
 namespace meridian::daemon {

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "daemon/algorithms/registry.h"
-#include "daemon/attached_trainer.h"
+#include "daemon/attached/attached_trainer.h"
 #include "daemon/site_config.h"
 #include "error/error.h"
 #include "models/data/data_source.h"

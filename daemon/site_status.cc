@@ -3,9 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
-#include "daemon/human_format.h"
-#include "daemon/reload_signal.h"
-#include "daemon/shutdown_signals.h"
+#include "daemon/status/human_format.h"
+#include "daemon/control/reload_signal.h"
+#include "daemon/control/shutdown_signals.h"
 #include "daemon/site_daemon_impl.h"
 
 namespace meridian::daemon {
@@ -206,13 +206,13 @@ void SiteDaemon::Impl::serve_control() {
     if (item.revents & ZMQ_POLLIN) control.serve_pending();
     while (auto msg = transport->receive_control(milliseconds(0))) {
       if (federation_view.note(*msg, Clock::now())) continue;  // a peer's summary (site_federation.cc)
-      if (reachability.note(*msg)) continue;                     // whom a peer reaches (daemon/reachability.h)
-      // A peer's moments or the federation's input scaling (daemon/input_scaling_exchange.h).
+      if (reachability.note(*msg)) continue;                     // whom a peer reaches (daemon/federation/reachability.h)
+      // A peer's moments or the federation's input scaling (daemon/federation/input_scaling_exchange.h).
       if (auto noted = scaling.note(*msg); noted.recognized) {
         if (noted.reply) transport->send(msg->from, std::move(*noted.reply));
         continue;
       }
-      // A peer's plan (daemon/run_plan.h); one that has not started yet hears the run's end from a
+      // A peer's plan (daemon/federation/run_plan.h); one that has not started yet hears the run's end from a
       // site that trains.
       const auto plan = plans.note(*msg);
       if (!plan) {

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/human_format.h"
+#include "daemon/status/human_format.h"
 #include "daemon/site_daemon_impl.h"
 #include "peer/take_back_round.h"
 

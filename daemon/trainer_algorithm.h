@@ -4,8 +4,8 @@
 // algorithm's own file under daemon/algorithms/ implements it (daemon/algorithms/algorithm.h makes it).
 //
 // On a backend that is not host-addressable (CUDA) the optimizer runs on the device; dsync snapshots and
-// compensates through daemon/backend_parameters.h, sgp keeps push-sum on the device
-// (daemon/backend_push_sum.h), the others work on host copies (daemon/host_mirror.h). With D (τ) >= 1,
+// compensates through daemon/backend/backend_parameters.h, sgp keeps push-sum on the device
+// (daemon/backend/backend_push_sum.h), the others work on host copies (daemon/backend/host_mirror.h). With D (τ) >= 1,
 // dsync's and sgp's snapshot of step k is a pinned copy that runs alongside step k + 1's forward and
 // backward pass and is handed over at the start of step(k + 1), before the optimizer update; allreduce
 // and dts copy synchronously (docs/cuda.md says why). On the CPU both are the model's own buffers.
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "daemon/algorithms/auto_shape.h"
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "daemon/site_config.h"
 #include "models/lr_schedule.h"
 #include "peer/view.h"

@@ -6,11 +6,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/cpu_usage.h"
-#include "daemon/deadlines.h"
-#include "daemon/human_format.h"
-#include "daemon/progress_line.h"
-#include "daemon/round_view.h"
+#include "daemon/status/cpu_usage.h"
+#include "daemon/federation/deadlines.h"
+#include "daemon/status/human_format.h"
+#include "daemon/status/progress_line.h"
+#include "daemon/federation/round_view.h"
 #include "daemon/site_daemon_impl.h"
 #include "models/data/image_augmentation.h"
 #include "models/model_factory.h"
@@ -49,7 +49,7 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   v.epoch = position.epoch;
   v.data_position = position.offset;
   v.rng_state = rng;
-  // An attached trainer's model is the one it declared (daemon/attached_model.h).
+  // An attached trainer's model is the one it declared (daemon/attached/attached_model.h).
   v.model_fingerprint = model ? model->fingerprint() : attached->model().fingerprint();
   v.algorithm = algo.name();
   v.start_round = start_round;
@@ -185,7 +185,7 @@ void SiteDaemon::Impl::train() {
       k = resume->step;
     }
     if (finished && algo.communicates()) {
-      // It stays while a federation forms around it, telling the members its run's end (daemon/run_plan.h)
+      // It stays while a federation forms around it, telling the members its run's end (daemon/federation/run_plan.h)
       // so that sites restarted to continue the run hear that it has ended; it goes a second after it
       // hears a plan back (the answer to a starting site's plan goes out from serve_control), after
       // membership's grace for a site alone when nobody comes, and at the latest when a starting
@@ -365,7 +365,7 @@ void SiteDaemon::Impl::train() {
   for (; k < end_round && !stop; ++k) {
     if (transport) {
       transport->set_round(k);
-      // Views change at the round they announced, once in force (daemon/round_view.h); the log says
+      // Views change at the round they announced, once in force (daemon/federation/round_view.h); the log says
       // when this site switched.
       const auto view = round_view->for_round(k, stop);
       if (view.id != view_in_force && view.id != 0) {

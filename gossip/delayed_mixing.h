@@ -67,7 +67,7 @@ class DelayedMixing {
   // error::UserError for a mix_step outside (0, 1].
   DelayedMixing(DelayedMixingConfig config, MixChannel& channel, std::span<float> params, std::span<float> stats = {},
                 double* weight = nullptr);
-  // The same over parameters kept elsewhere (device memory: daemon/backend_parameters.h); `params` must
+  // The same over parameters kept elsewhere (device memory: daemon/backend/backend_parameters.h); `params` must
   // outlive this object. Snapshots are read from it and corrections applied through it.
   DelayedMixing(DelayedMixingConfig config, MixChannel& channel, ParameterStore& params, std::span<float> stats = {},
                 double* weight = nullptr);

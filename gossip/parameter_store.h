@@ -1,6 +1,6 @@
 // Where the parameters that DelayedMixing snapshots and corrects live. HostParameters (a host span) is
 // what every mixer used so far; the daemon supplies one over a model's backend memory for the CUDA
-// backend (daemon/backend_parameters.h), so the delayed compensation runs on the device.
+// backend (daemon/backend/backend_parameters.h), so the delayed compensation runs on the device.
 //
 // A store may also read in the background (a device → pinned host copy that runs alongside the next
 // step's compute): background_read() says so, and DelayedMixing then snapshots in two halves,

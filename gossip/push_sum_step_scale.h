@@ -1,5 +1,5 @@
 // The factor sgp multiplies the optimizer's update by before subtracting it from the push-sum numerator
-// (gossip/push_sum.h, daemon/backend_push_sum.h): x ← x − s·update, which moves the site's model
+// (gossip/push_sum.h, daemon/backend/backend_push_sum.h): x ← x − s·update, which moves the site's model
 // z = x / w by (s / w)·update and the consensus (Σx plus the mass in flight, over the total mass n) by
 // Σ_j s_j·update_j / n.
 //

@@ -1,8 +1,8 @@
 // Federation terms: what must be equal on every site of a federation for its rounds to mean anything —
 // the model, the algorithm and its shape, the optimizer where the algorithm carries its state, the data
 // schema. Each site announces its terms in its hello; a site refuses a peer whose terms differ, answers
-// it with the reason (naming the field and both values), and never admits it (peer/zmq_transport.h).
-// What goes into the terms is the daemon's choice (daemon/federation_terms.h); here they are
+// it with the reason (naming the field and both values), and never admits it (peer/zmq/zmq_transport.h).
+// What goes into the terms is the daemon's choice (daemon/federation/federation_terms.h); here they are
 // named text fields, compared as text.
 //
 // Thread-safety: plain values; the functions are pure.

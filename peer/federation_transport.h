@@ -1,6 +1,6 @@
 // The transport as a site of a federation sees it: peer::Transport (what gossip/ uses) plus
 // membership, views, rounds, control messages and the site's lifecycle. A site daemon needs only this
-// interface, so a whole site can run on TCP (peer/zmq_transport.h) or in-process on the in-memory
+// interface, so a whole site can run on TCP (peer/zmq/zmq_transport.h) or in-process on the in-memory
 // network (peer/in_memory_federation.h). Both drive membership with the same code
 // (peer/membership_driver.h).
 //
@@ -81,7 +81,7 @@ class FederationTransport : public Transport {
   virtual View latest_view() const = 0;
   // A view this site holds that round `round` should run in but that is not in force yet
   // (Membership::view_awaited): its members may run the round in it as soon as they all hold it. A
-  // round that a view awaits waits for it (daemon/round_view.h) before it takes view_for(round).
+  // round that a view awaits waits for it (daemon/federation/round_view.h) before it takes view_for(round).
   virtual std::optional<View> view_awaited(std::uint64_t round) const = 0;
   // Whether the newest view awaits the amendment that gives it a measured pace before anyone runs it
   // (peer/membership.h, Membership::awaits_pace): a site about to start on it waits for that one.

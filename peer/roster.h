@@ -12,7 +12,7 @@
 //
 // `quorum = N` (at most one such line, anywhere in the file; spaces around '=' optional): how many of
 // the listed sites must be in the view before training starts, when a site is not given --min-sites
-// (daemon/min_sites.h). 1 <= N <= the number of sites listed. Without it, every listed site must be.
+// (daemon/federation/min_sites.h). 1 <= N <= the number of sites listed. Without it, every listed site must be.
 // No site line can look like it: a public key is never '='.
 #pragma once
 

@@ -8,7 +8,7 @@
 // bytes that leave are at most burst + rate·T + one chunk, which tests/peer/send_rate_limit_test.cc
 // checks with a clock it drives itself.
 //
-// Thread-safety: none; the transport's loop owns it (peer/zmq_io_loop.h).
+// Thread-safety: none; the transport's loop owns it (peer/zmq/zmq_io_loop.h).
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // The transport as gossip/ sees it: send a message to a named site, receive with a deadline, and ask
-// which view is in force for a round. Implementations: ZeroMQ over TCP (peer/zmq_transport.h) and
+// which view is in force for a round. Implementations: ZeroMQ over TCP (peer/zmq/zmq_transport.h) and
 // in-memory (peer/in_memory_transport.h) for in-process multi-site tests and simulations.
 //
 // Errors: expected outcomes are values (receive() returns nullopt on timeout; a message to a dead or

@@ -1,6 +1,6 @@
 // DP-SGD's spent budget as a checkpoint carries it, sealed so that an altered record is refused.
 //
-// Why a seal of its own: a checkpoint's CRC-32 (daemon/checkpoint.h) catches damage, not edits, since
+// Why a seal of its own: a checkpoint's CRC-32 (daemon/checkpoint/checkpoint.h) catches damage, not edits, since
 // whoever edits the file can recompute it. A record that said fewer steps were taken would let a site
 // spend its budget again on the same patients. So the record carries a keyed BLAKE2b tag (libsodium's
 // crypto_generichash) over its fields, the checkpoint's round and the model's fingerprint, under a key

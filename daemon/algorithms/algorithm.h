@@ -12,7 +12,7 @@
 //     site warms for it (buffer_sizes);
 //   - its checkpoint sections: the trainer's checkpoint_*() and restore() say which it writes and reads;
 //   - how it exchanges with an attached trainer (attached_hook, make_attached_trainer;
-//     daemon/attached_trainer.h), on the same gossip/ rule as its built-in trainer side.
+//     daemon/attached/attached_trainer.h), on the same gossip/ rule as its built-in trainer side.
 // daemon/algorithms/registry.cc lists the algorithms, one line each; docs/design.md ("What an algorithm
 // implements") and docs/algorithms.md ("Adding an algorithm") say what a new one implements.
 //
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "daemon/algorithms/algorithm_option.h"
-#include "daemon/attached_trainer.h"
+#include "daemon/attached/attached_trainer.h"
 #include "daemon/site_config.h"
 #include "daemon/trainer_algorithm.h"
 #include "gossip/algorithm.h"
@@ -162,7 +162,7 @@ class Algorithm {
   // Its trainer side, for settings check() accepted.
   virtual std::unique_ptr<TrainerAlgorithm> make_trainer(const TrainerContext& context) const = 0;
 
-  // --- an attached trainer (`--trainer attached`, daemon/attached_trainer.h) ---
+  // --- an attached trainer (`--trainer attached`, daemon/attached/attached_trainer.h) ---
   // Where the exchange with a trainer process sits in its step: kGradients before the trainer's
   // optimizer step, kParameters after it, kUpdate in its place (the algorithm is its own optimizer, as
   // dts). nullopt: the algorithm does not run attached (the configuration refuses it, naming those

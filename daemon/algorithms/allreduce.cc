@@ -71,7 +71,7 @@ class AllReduceTrainer final : public OptimizerTrainer {
   std::uint64_t abandoned_ = 0;
 };
 
-// The attached trainer side (daemon/attached_trainer.h): the trainer's gradients averaged in the
+// The attached trainer side (daemon/attached/attached_trainer.h): the trainer's gradients averaged in the
 // segment before its optimizer steps, as DistributedDataParallel does.
 class AttachedAllReduceTrainer final : public AttachedTrainer {
  public:

@@ -218,7 +218,7 @@ class DilocoTrainer final : public OptimizerTrainer {
   gossip::Diloco& diloco_;
 };
 
-// The attached trainer side (daemon/attached_trainer.h): the trainer's optimizer is the inner one; the
+// The attached trainer side (daemon/attached/attached_trainer.h): the trainer's optimizer is the inner one; the
 // parameters cross only at the steps whose sync or exchange reads them (every H/F steps), and the
 // outer step runs on them in the segment.
 class AttachedDilocoTrainer final : public AttachedTrainer {

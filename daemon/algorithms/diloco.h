@@ -40,13 +40,13 @@ const AlgorithmOption& outer_momentum_option();
 gossip::DilocoConfig diloco_config_of(const SiteSettings& settings);
 std::unique_ptr<TrainerAlgorithm> make_diloco_trainer(const TrainerContext& context,
                                                       const gossip::DilocoConfig& config);
-// The same for an attached trainer (daemon/attached_trainer.h): the trainer's optimizer is the inner
+// The same for an attached trainer (daemon/attached/attached_trainer.h): the trainer's optimizer is the inner
 // one, and the parameters cross at the steps that sync or apply an exchange.
 std::unique_ptr<AttachedTrainer> make_attached_diloco_trainer(const AttachedContext& context,
                                                               const gossip::DilocoConfig& config);
 
 // The outer state's checkpoint sections ("diloco-global" θ_g, then "diloco-outer-momentum" m), written
-// and read by every trainer that runs gossip::Diloco (the built-in one here, daemon/attached_trainer.h),
+// and read by every trainer that runs gossip::Diloco (the built-in one here, daemon/attached/attached_trainer.h),
 // so that both keep the same sections. restore_outer_state throws CheckpointError naming a missing or
 // mis-sized section.
 std::vector<OptimizerSpan> outer_state_sections(const gossip::Diloco& diloco);

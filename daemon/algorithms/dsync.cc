@@ -3,8 +3,8 @@
 #include <functional>
 
 #include "daemon/algorithms/optimizer_trainer.h"
-#include "daemon/async_parameter_copy.h"
-#include "daemon/backend_parameters.h"
+#include "daemon/backend/async_parameter_copy.h"
+#include "daemon/backend/backend_parameters.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/group_mixer.h"
 #include "privacy/secure_mean_mixer.h"
@@ -52,7 +52,7 @@ class DsyncTrainer final : public OptimizerTrainer {
 
  private:
   // The model's own host buffer on the CPU; on a device the parameters stay there, the snapshot is read
-  // from it and the delayed compensation runs on it (daemon/backend_parameters.h).
+  // from it and the delayed compensation runs on it (daemon/backend/backend_parameters.h).
   static std::unique_ptr<gossip::ParameterStore> parameter_store(models::Model& model) {
     if (model.backend().host_addressable()) return std::make_unique<gossip::HostParameters>(model.parameters());
     return std::make_unique<BackendParameters>(model.backend(), model.parameters(),
@@ -63,7 +63,7 @@ class DsyncTrainer final : public OptimizerTrainer {
   gossip::DelayedMixing mixing_;
 };
 
-// The attached trainer side (daemon/attached_trainer.h): after the trainer's optimizer step the
+// The attached trainer side (daemon/attached/attached_trainer.h): after the trainer's optimizer step the
 // parameters are pulled, and the group mean with its delayed compensation runs on them in the
 // segment, as DsyncTrainer does on the model.
 class AttachedDsyncTrainer final : public AttachedTrainer {

@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "daemon/algorithms/optimizer_trainer.h"
-#include "daemon/host_mirror.h"
+#include "daemon/backend/host_mirror.h"
 #include "gossip/dts.h"
 
 namespace meridian::daemon::algorithms {
@@ -152,7 +152,7 @@ class DtsTrainer final : public TrainerAlgorithm {
   DtsRule rule_;
 };
 
-// The attached trainer side (daemon/attached_trainer.h): dts is its own optimizer, so its update takes
+// The attached trainer side (daemon/attached/attached_trainer.h): dts is its own optimizer, so its update takes
 // the place of the trainer's optimizer step (TrainerHook::kUpdate): the trainer's gradients come in
 // with its step, the site runs the same update and delayed compensation on the segment's parameters
 // as the built-in trainer, and the trainer copies them back. The segment's parameters are the site's

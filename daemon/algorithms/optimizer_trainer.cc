@@ -1,6 +1,6 @@
 #include "daemon/algorithms/optimizer_trainer.h"
 
-#include "daemon/deadlines.h"
+#include "daemon/federation/deadlines.h"
 
 namespace meridian::daemon::algorithms {
 namespace {

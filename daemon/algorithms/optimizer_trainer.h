@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "daemon/algorithms/algorithm.h"
-#include "daemon/host_mirror.h"
+#include "daemon/backend/host_mirror.h"
 #include "models/optimizer.h"
 
 namespace meridian::daemon::algorithms {

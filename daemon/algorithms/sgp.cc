@@ -3,7 +3,7 @@
 #include <functional>
 
 #include "daemon/algorithms/optimizer_trainer.h"
-#include "daemon/backend_push_sum.h"
+#include "daemon/backend/backend_push_sum.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/osgp_split.h"
 #include "gossip/push_sum.h"
@@ -102,7 +102,7 @@ class SgpTrainer final : public OptimizerTrainer {
   AutoTau auto_tau_;
 };
 
-// The attached trainer side (daemon/attached_trainer.h): the trainer's optimizer steps on z, the
+// The attached trainer side (daemon/attached/attached_trainer.h): the trainer's optimizer steps on z, the
 // de-biased model in the segment; after its step the parameters are pulled and push-sum takes the
 // displacement into the numerator, mixes, and writes the new z back, as SgpTrainer does on the model.
 class AttachedSgpTrainer final : public AttachedTrainer {
@@ -145,7 +145,7 @@ class AttachedSgpTrainer final : public AttachedTrainer {
 };
 
 // sgp on a device backend: the numerator, the optimizer's displacement and the push-sum arithmetic stay
-// in device memory (daemon/backend_push_sum.h); only the mixing snapshot and its result cross the bus.
+// in device memory (daemon/backend/backend_push_sum.h); only the mixing snapshot and its result cross the bus.
 class SgpOnDeviceTrainer final : public OptimizerTrainer {
  public:
   explicit SgpOnDeviceTrainer(const TrainerContext& context)

@@ -1,6 +1,6 @@
 """The trainer's end of a site's trainer channel: one JSON object per packet over a Unix socket of
 packets in the site's run directory, and the shared segment's descriptor with the welcome. The daemon's
-side and the protocol's messages are in daemon/trainer_protocol.h."""
+side and the protocol's messages are in daemon/attached/trainer_protocol.h."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-// The device kit's overlap probe: does the daemon's background snapshot (daemon/async_parameter_copy.h
+// The device kit's overlap probe: does the daemon's background snapshot (daemon/backend/async_parameter_copy.h
 // over cuda::ParameterSnapshot) run while the next step's forward and backward pass computes, as
 // docs/cuda.md says it does? For each model it times, with CUDA events on the backend's compute stream
 // (median of --repeats runs after one warm-up):
@@ -25,7 +25,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/event.h"
-#include "daemon/async_parameter_copy.h"
+#include "daemon/backend/async_parameter_copy.h"
 #include "models/device.h"
 #include "models/model_factory.h"
 

@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_model.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_model.h"
 #include "models/data/data_source.h"
 #include "models/data/tabular_schema.h"
 #include "tests/daemon/temp_dir.h"

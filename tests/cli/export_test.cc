@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_model.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_model.h"
 #include "models/data/data_source.h"
 #include "models/data/idx_reader.h"
 #include "tests/daemon/temp_dir.h"
@@ -88,7 +88,7 @@ void write_training_subset(const fs::path& path, std::size_t rows) {
 }
 
 // Logits (rows, classes) of the checkpoint's model on the first `rows` rows of `data`, rebuilt as
-// `meridian eval` rebuilds it (daemon/checkpoint_model.h).
+// `meridian eval` rebuilds it (daemon/checkpoint/checkpoint_model.h).
 std::vector<float> meridian_logits(const fs::path& checkpoint, const meridian::models::data::Dataset& data,
                                    std::size_t rows) {
   const auto cp = meridian::daemon::read_checkpoint_file(checkpoint);

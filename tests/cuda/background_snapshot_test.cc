@@ -1,5 +1,5 @@
-// The daemon's background snapshot on a GPU (daemon/async_parameter_copy.h through
-// daemon/backend_parameters.h): the CUDA backend gets a pinned copy on its own stream, and the snapshot
+// The daemon's background snapshot on a GPU (daemon/backend/async_parameter_copy.h through
+// daemon/backend/backend_parameters.h): the CUDA backend gets a pinned copy on its own stream, and the snapshot
 // holds the parameters as they were when it began even though the backend's stream overwrites them
 // right after guard_writes(), as the next optimizer update does.
 #include <catch2/catch.hpp>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cuda/cuda_backend.h"
-#include "daemon/async_parameter_copy.h"
-#include "daemon/backend_parameters.h"
+#include "daemon/backend/async_parameter_copy.h"
+#include "daemon/backend/backend_parameters.h"
 #include "models/backend_buffer.h"
 #include "tests/cuda/skip_without_device.h"
 

@@ -1,4 +1,4 @@
-// Deadlines from measurements (daemon/deadlines.h) and links that flap, through real `meridian start`
+// Deadlines from measurements (daemon/federation/deadlines.h) and links that flap, through real `meridian start`
 // processes on 127.0.0.1: with --round-timeout and --heartbeat-timeout left at auto, a federation over
 // 400 ms links and one on a machine whose cores are all busy train to the end without hand tuning, and
 // a site whose links go down for 4 s of every 10 s is dropped and taken back each time while the
@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/control_client.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/control/control_client.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

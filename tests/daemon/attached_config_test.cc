@@ -1,4 +1,4 @@
-// --trainer: builtin or attached; every algorithm runs attached (daemon/attached_trainer.h), and one
+// --trainer: builtin or attached; every algorithm runs attached (daemon/attached/attached_trainer.h), and one
 // without an attached side (the tests' toy algorithm) is refused at the configuration check, naming
 // the ones that run.
 #include <catch2/catch.hpp>

@@ -15,7 +15,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

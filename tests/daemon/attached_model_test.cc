@@ -1,12 +1,12 @@
-// The declaration an attached trainer sends (daemon/attached_model.h, daemon/trainer_protocol.h):
+// The declaration an attached trainer sends (daemon/attached/attached_model.h, daemon/attached/trainer_protocol.h):
 // element counts, the fingerprint the federation compares, and each kind of bad declaration refused
 // with the tensor at fault named.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "daemon/attached_model.h"
-#include "daemon/trainer_protocol.h"
+#include "daemon/attached/attached_model.h"
+#include "daemon/attached/trainer_protocol.h"
 
 using meridian::daemon::AttachedModelError;
 using meridian::daemon::AttachedTensor;

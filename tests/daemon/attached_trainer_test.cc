@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "tests/daemon/attached_federation.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"

@@ -1,4 +1,4 @@
-// The daemon's ParameterStore over a model's backend memory (daemon/backend_parameters.h), which dsync
+// The daemon's ParameterStore over a model's backend memory (daemon/backend/backend_parameters.h), which dsync
 // uses on the GPU, run here on the CPU backend against the host-span store every mixer used before: the
 // snapshot, the assignment and the delayed compensation (plain and damped) must give the same bits, since
 // the backend route is the same element-wise math in another order of exact operations.
@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "daemon/backend_parameters.h"
+#include "daemon/backend/backend_parameters.h"
 #include "gossip/parameter_store.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"

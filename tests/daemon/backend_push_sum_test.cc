@@ -1,4 +1,4 @@
-// sgp's device-side trainer (daemon/backend_push_sum.h), run on the CPU backend next to gossip::PushSum in
+// sgp's device-side trainer (daemon/backend/backend_push_sum.h), run on the CPU backend next to gossip::PushSum in
 // a real in-process push-sum cluster: with dyadic starts on a power-of-two number of sites every weight
 // is dyadic, so 1/w is exact and the device formulation must give the CPU's numerators, weights and
 // models bit for bit, and conserve Σx and Σw exactly.
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "daemon/backend_push_sum.h"
+#include "daemon/backend/backend_push_sum.h"
 #include "gossip/push_sum.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"

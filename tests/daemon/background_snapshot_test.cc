@@ -1,5 +1,5 @@
 // The GPU's background snapshot schedule (gossip/delayed_mixing.h, "Background snapshots";
-// daemon/backend_parameters.h with an AsyncParameterCopy), run on the CPU backend with a fake copy that
+// daemon/backend/backend_parameters.h with an AsyncParameterCopy), run on the CPU backend with a fake copy that
 // reads the parameters only when it is guarded or waited for, as late as a device copy may: if the
 // optimizer update ran before guard_writes(), the snapshot would hold the updated values and the run
 // would differ from the synchronous one. So dsync over the background store must give the synchronous
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/async_parameter_copy.h"
-#include "daemon/backend_parameters.h"
+#include "daemon/backend/async_parameter_copy.h"
+#include "daemon/backend/backend_parameters.h"
 #include "error/error.h"
 #include "gossip/delayed_mixing.h"
 #include "gossip/parameter_store.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "daemon/site_daemon.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

@@ -1,13 +1,13 @@
 // The averaged model of several checkpoints (`meridian eval` of several, simulate's "accuracy"): its
-// normalization statistics are the mean of the checkpoints' as its parameters are (daemon/checkpoint_model.h).
+// normalization statistics are the mean of the checkpoints' as its parameters are (daemon/checkpoint/checkpoint_model.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <memory>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_model.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_model.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
 #include "tests/daemon/temp_dir.h"

@@ -1,4 +1,4 @@
-// The checkpoint sections an exported model needs (daemon/checkpoint.h): the model's state, the input
+// The checkpoint sections an exported model needs (daemon/checkpoint/checkpoint.h): the model's state, the input
 // standardization and a model file's text round-trip, and a checkpoint without them (as written before
 // they existed) still reads, with the sections empty.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "tests/daemon/temp_dir.h"
 
 using meridian::daemon::CheckpointView;

@@ -19,7 +19,7 @@
 #include <sstream>
 #include <string>
 
-#include "daemon/checkpoint_store.h"
+#include "daemon/checkpoint/checkpoint_store.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

@@ -7,8 +7,8 @@
 #include <iterator>
 #include <numeric>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_store.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_store.h"
 #include "error/error.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"

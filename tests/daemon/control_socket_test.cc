@@ -11,9 +11,9 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "daemon/control_client.h"
-#include "daemon/control_server.h"
-#include "daemon/unix_socket_probe.h"
+#include "daemon/control/control_client.h"
+#include "daemon/control/control_server.h"
+#include "daemon/control/unix_socket_probe.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/support/meridian_command.h"

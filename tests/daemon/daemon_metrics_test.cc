@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "daemon/daemon_metrics.h"
+#include "daemon/metrics/daemon_metrics.h"
 
 using meridian::daemon::DaemonMetrics;
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "daemon/algorithms/registry.h"
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "daemon/site_config.h"
 #include "gossip/mix_channel.h"
 #include "models/cpu_backend.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

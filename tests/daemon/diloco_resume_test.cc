@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_store.h"
-#include "daemon/control_client.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_store.h"
+#include "daemon/control/control_client.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

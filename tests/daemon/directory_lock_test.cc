@@ -7,7 +7,7 @@
 #include <fstream>
 #include <optional>
 
-#include "daemon/directory_lock.h"
+#include "daemon/files/directory_lock.h"
 #include "tests/daemon/temp_dir.h"
 
 using Catch::Matchers::Contains;

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "privacy/rdp_accountant.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

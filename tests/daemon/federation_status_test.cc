@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
@@ -209,7 +209,7 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
     };
     CHECK(be32(16) == 900);
     CHECK(be32(20) == 1300);
-    // The curves paint: the sites' colours (daemon/status_page.cc: blue, red, green for the first three
+    // The curves paint: the sites' colours (daemon/status/status_page.cc: blue, red, green for the first three
     // sites by name) cover far more pixels than the three legend marks alone, as 2-pixel-wide lines
     // across both charts do (sites' curves may lie on top of each other, so only the sum counts).
     long curve_pixels = 0;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/control_protocol.h"
-#include "daemon/federation_view.h"
-#include "daemon/status_page.h"
+#include "daemon/control/control_protocol.h"
+#include "daemon/federation/federation_view.h"
+#include "daemon/status/status_page.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "daemon/site_config.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"

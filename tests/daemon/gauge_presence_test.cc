@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "daemon/daemon_metrics.h"
-#include "daemon/metrics_registry.h"
+#include "daemon/metrics/daemon_metrics.h"
+#include "daemon/metrics/metrics_registry.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;

@@ -17,7 +17,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "peer/curve_keys.h"
 #include "peer/wire_codec.h"
 #include "proto/meridian.pb.h"

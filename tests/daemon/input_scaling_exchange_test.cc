@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "daemon/input_scaling_exchange.h"
+#include "daemon/federation/input_scaling_exchange.h"
 
 using namespace meridian::daemon;
 using meridian::models::data::FeatureMoments;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/control_client.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/control/control_client.h"
 #include "models/data/standardization.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

@@ -1,5 +1,5 @@
 // A site that joins a federation already training, through real `meridian start` processes on
-// 127.0.0.1: it takes the run's last round from a peer that trains (daemon/run_plan.h) instead of
+// 127.0.0.1: it takes the run's last round from a peer that trains (daemon/federation/run_plan.h) instead of
 // planning from its own data, so it ends with the others rather than waiting for rounds they never
 // start. run_plan_test.cc covers the plan's encoding; this covers the agreement between processes.
 #include <catch2/catch.hpp>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/control_client.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/control/control_client.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"

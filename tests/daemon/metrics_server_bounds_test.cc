@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/metrics_server.h"
+#include "daemon/metrics/metrics_server.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"

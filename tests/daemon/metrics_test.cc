@@ -6,9 +6,9 @@
 #include <limits>
 #include <thread>
 
-#include "daemon/daemon_metrics.h"
-#include "daemon/metrics_registry.h"
-#include "daemon/metrics_server.h"
+#include "daemon/metrics/daemon_metrics.h"
+#include "daemon/metrics/metrics_registry.h"
+#include "daemon/metrics/metrics_server.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/temp_dir.h"
 

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/min_sites.h"
-#include "daemon/roster_file.h"
+#include "daemon/federation/min_sites.h"
+#include "daemon/control/roster_file.h"
 #include "error/error.h"
 #include "peer/curve_keys.h"
 #include "peer/roster.h"

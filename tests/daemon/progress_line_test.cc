@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "daemon/human_format.h"
-#include "daemon/progress_line.h"
+#include "daemon/status/human_format.h"
+#include "daemon/status/progress_line.h"
 
 using namespace meridian::daemon;
 

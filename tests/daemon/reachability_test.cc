@@ -2,7 +2,7 @@
 // sites that do not reach each other, and the reports' encoding.
 #include <catch2/catch.hpp>
 
-#include "daemon/reachability.h"
+#include "daemon/federation/reachability.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;

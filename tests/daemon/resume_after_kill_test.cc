@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_model.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_model.h"
 #include "models/data/idx_reader.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"

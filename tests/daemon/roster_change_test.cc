@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/roster_file.h"
+#include "daemon/control/roster_file.h"
 #include "error/error.h"
 #include "peer/curve_keys.h"
 #include "tests/daemon/temp_dir.h"

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "daemon/control_client.h"
-#include "daemon/roster_file.h"
+#include "daemon/control/control_client.h"
+#include "daemon/control/roster_file.h"
 #include "peer/curve_keys.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"

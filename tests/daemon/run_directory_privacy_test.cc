@@ -12,12 +12,12 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "daemon/checkpoint_store.h"
-#include "daemon/control_server.h"
-#include "daemon/directory_lock.h"
-#include "daemon/private_directory.h"
-#include "daemon/roster_file.h"
-#include "daemon/run_trail.h"
+#include "daemon/checkpoint/checkpoint_store.h"
+#include "daemon/control/control_server.h"
+#include "daemon/files/directory_lock.h"
+#include "daemon/files/private_directory.h"
+#include "daemon/control/roster_file.h"
+#include "daemon/status/run_trail.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 

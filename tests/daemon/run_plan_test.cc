@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "daemon/run_plan.h"
+#include "daemon/federation/run_plan.h"
 
 using namespace meridian::daemon;
 

@@ -1,7 +1,7 @@
 // How far a run is: rounds done of the total, the share done, and the time left at the recent pace.
 #include <catch2/catch.hpp>
 
-#include "daemon/run_progress.h"
+#include "daemon/status/run_progress.h"
 
 using namespace meridian::daemon;
 using std::chrono::seconds;

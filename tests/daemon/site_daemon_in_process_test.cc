@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_model.h"
-#include "daemon/control_client.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_model.h"
+#include "daemon/control/control_client.h"
 #include "daemon/site_daemon.h"
 #include "models/data/idx_reader.h"
 #include "peer/in_memory_transport.h"

@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_model.h"
-#include "daemon/control_client.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_model.h"
+#include "daemon/control/control_client.h"
 #include "models/data/idx_reader.h"
 #include "models/device.h"
 #include "peer/curve_keys.h"

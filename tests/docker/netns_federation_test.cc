@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/docker/federation_sites.h"
 #include "tests/docker/namespace_network.h"

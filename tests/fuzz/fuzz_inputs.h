@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/checkpoint.h"
-#include "daemon/checkpoint_model.h"
-#include "daemon/roster_file.h"
+#include "daemon/checkpoint/checkpoint.h"
+#include "daemon/checkpoint/checkpoint_model.h"
+#include "daemon/control/roster_file.h"
 #include "daemon/site_config.h"
 #include "error/error.h"
 #include "models/cpu_backend.h"

@@ -1,5 +1,5 @@
 // libFuzzer target for roster files (peer/roster.h) and the edits `meridian roster add|remove` make to
-// them (daemon/roster_file.h): the input is the file's text; it is parsed, printed and parsed again,
+// them (daemon/control/roster_file.h): the input is the file's text; it is parsed, printed and parsed again,
 // and one site is added to it and its first site removed. Refusals (error::UserError) are the expected
 // outcome; a crash, a sanitizer report or any other exception is a finding.
 // Build and run with `make fuzz FUZZ_TARGET=roster`; seeds: tests/fuzz/corpus/roster/.

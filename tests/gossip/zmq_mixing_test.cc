@@ -16,7 +16,7 @@
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
 #include "peer/wan_model.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/support/eventually.h"
 
 using namespace meridian;

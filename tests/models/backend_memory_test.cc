@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "daemon/host_mirror.h"
+#include "daemon/backend/host_mirror.h"
 #include "error/error.h"
 #include "models/backend_buffer.h"
 #include "models/cpu_backend.h"

@@ -9,7 +9,7 @@
 #include <regex>
 #include <string>
 
-#include "daemon/checkpoint.h"
+#include "daemon/checkpoint/checkpoint.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/meridian_command.h"
 

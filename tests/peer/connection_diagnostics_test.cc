@@ -18,7 +18,7 @@
 #include "cli/loopback_ports.h"
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/support/eventually.h"
 
 using namespace meridian::peer;

@@ -9,7 +9,7 @@
 #include "peer/curve_keys.h"
 #include "peer/federation_terms.h"
 #include "peer/wire_codec.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/support/eventually.h"
 
 using namespace meridian::peer;

@@ -20,10 +20,10 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 #include "peer/in_memory_federation.h"
 #include "peer/wire_codec.h"
-#include "peer/zmq_socket_monitor.h"
+#include "peer/zmq/zmq_socket_monitor.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"

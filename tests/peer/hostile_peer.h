@@ -29,7 +29,7 @@
 #include "peer/membership_messages.h"
 #include "peer/message.h"
 #include "peer/wire_codec.h"
-#include "peer/zmq_socket_monitor.h"
+#include "peer/zmq/zmq_socket_monitor.h"
 #include "tests/support/eventually.h"
 
 namespace meridian::testing {

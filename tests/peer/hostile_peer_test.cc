@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 #include "peer/curve_keys.h"
 #include "peer/membership_messages.h"
 #include "tests/daemon/federation_process_support.h"

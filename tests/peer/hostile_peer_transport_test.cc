@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/peer/hostile_peer.h"
 #include "tests/support/eventually.h"
 

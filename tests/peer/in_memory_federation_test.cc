@@ -11,7 +11,7 @@
 
 #include "peer/in_memory_federation.h"
 #include "peer/wire_codec.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/support/eventually.h"
 
 using namespace meridian::peer;

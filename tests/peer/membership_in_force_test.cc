@@ -180,7 +180,7 @@ TEST_CASE("a view one member never takes never comes into force, and the note na
   CHECK(beta.latest_view() == three);
   CHECK(beta.views_in_force().back() == pair);
   CHECK(in_force_at(beta, three.effective_round + 100) == pair);
-  // beta's rounds await it for ever (the daemon waits for a bounded time: daemon/round_view.h).
+  // beta's rounds await it for ever (the daemon waits for a bounded time: daemon/federation/round_view.h).
   CHECK(beta.view_awaited(three.effective_round + 100) == three);
   CHECK(beta.pending_view_note() == "view " + std::to_string(three.id) +
                                         " (alpha,beta,gamma) is not in force here until alpha holds it too");

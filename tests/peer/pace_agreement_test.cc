@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/support/eventually.h"
 
 using namespace meridian::peer;

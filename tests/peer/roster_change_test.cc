@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <map>
 
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/support/eventually.h"
 
 using namespace meridian::peer;

@@ -13,7 +13,7 @@
 #include "error/error.h"
 #include "peer/send_rate_limit.h"
 #include "peer/wan_model.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/support/eventually.h"
 
 using namespace meridian::peer;

@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "tests/support/eventually.h"
 
 using namespace meridian::peer;

@@ -18,7 +18,7 @@
 
 #include "peer/wan_model.h"
 #include "peer/wire_codec.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "proto/meridian.pb.h"
 #include "tests/support/eventually.h"
 

@@ -17,7 +17,7 @@
 
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
-#include "peer/zmq_transport.h"
+#include "peer/zmq/zmq_transport.h"
 #include "privacy/pair_keys.h"
 #include "tests/support/eventually.h"
 
