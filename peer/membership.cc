@@ -14,7 +14,8 @@ namespace {
 constexpr std::size_t kKeptViews = 16;
 // Views gossiped in each member list: enough for a site that missed a few changes to catch up.
 constexpr std::size_t kGossipedViews = 8;
-// Held-back proposals kept (distinct ones per id, and in all): enough for the changes in flight.
+// Held-back proposals kept for each proposer (distinct ones per id, and ids): enough for the changes
+// in flight. Each proposer has its own quota, so that one flooding member evicts only its own.
 constexpr std::size_t kHeldBackPerId = 4;
 constexpr std::size_t kHeldBackIds = 16;
 
@@ -195,6 +196,10 @@ MembershipChange Membership::merge_record(const MemberRecord& r, Source source, 
     spdlog::info("membership: '{}' restarted (incarnation {} replaces {})", r.name, r.incarnation,
                  it->second.record.incarnation);
   }
+  // A member that was here before and is alive again (back after a leave or a death here, or a
+  // restart): each return costs a view change or two, so they are spaced (see the header comment).
+  if (it != members_.end() && r.state == MemberState::kAlive && (!was_alive || (restarted && source == Source::kHello)))
+    note_return(r.name, r.incarnation, now, change);
   members_[r.name] = Entry{merged, now};
   change.records = true;
   if (r.state == MemberState::kAlive && (!was_alive || restarted)) change.joined.push_back(r.name);
@@ -246,6 +251,32 @@ MembershipChange Membership::merge_view(const View& v, const std::string& from, 
                                                     "', which this site still hears; held back until its own "
                                                     "evidence agrees"},
                 retry, change);
+      return change;
+    }
+  // A pace is the members' own figures: a view that changes only the pace of the one it follows, or a
+  // rival for a held id with the same members and another pace, is taken only when this site's own
+  // figures of those members agree (see the header comment).
+  if (const View* against = held ? &*it : before;
+      against && against->id != 0 && against->members == v.members && against->pace != v.pace)
+    if (auto seen = pace_unvouched(v)) {
+      hold_back(v, from,
+                {RejectCause::kUnjustifiedView,
+                 "'" + from + "' proposes view " + std::to_string(v.id) + " (" + names(v) + ") with the pace " +
+                     std::to_string(v.pace.rtt_us) + " µs round trip, " + std::to_string(v.pace.step_us) +
+                     " µs step, which the members' own figures here (" + *seen +
+                     ") do not bear out; held back until they do"},
+                retry, change);
+      return change;
+    }
+  // A member back too soon after its last return is held out of views until its interval has passed,
+  // whoever proposes it: the return was counted when it came (see the header comment).
+  if (const View* against = held ? &*it : before)
+    if (auto early = early_return(v, *against)) {
+      hold_back(v, from,
+                {RejectCause::kUnjustifiedView, "'" + from + "' proposes view " + std::to_string(v.id) + " (" +
+                                                    names(v) + ") taking back '" + *early +
+                                                    "', which came back within the interval of its last return"},
+                /*retry=*/true, change);
       return change;
     }
   // Whether taking `v` now would exceed the hearsay allowance (see the header comment); held back if so.
@@ -323,14 +354,60 @@ std::optional<std::string> Membership::dropped_live_member(const View& v, const 
   return std::nullopt;
 }
 
+std::optional<std::string> Membership::pace_unvouched(const View& v) const {
+  Pace seen;  // the largest figures the members of `v` reported here, each its own
+  for (const auto& name : v.members)
+    if (const auto it = paces_.find(name); it != paces_.end()) {
+      seen.rtt_us = std::max(seen.rtt_us, it->second.rtt_us);
+      seen.step_us = std::max(seen.step_us, it->second.step_us);
+    }
+  // The margin the first member proposes by (pace_moved): figures within it call for no other pace,
+  // so the shape the view's pace chooses is the one the members' own figures choose, give or take it.
+  // A site that holds no figures yet has nothing to go by, as with a first round report: it takes the
+  // pace (conflicting proposals then settle by comparison, as everywhere).
+  if (!pace_moved(v.pace, seen)) return std::nullopt;
+  return std::to_string(seen.rtt_us) + " µs round trip, " + std::to_string(seen.step_us) + " µs step";
+}
+
+std::optional<std::string> Membership::early_return(const View& v, const View& against) const {
+  if (!runs_ || leaving_) return std::nullopt;
+  for (const auto& [name, until] : return_held_)
+    if (until > now_ && v.rank_of(name) && !against.rank_of(name)) return name;
+  return std::nullopt;
+}
+
+void Membership::note_return(const std::string& name, std::uint64_t incarnation, Clock::time_point now,
+                             MembershipChange& change) {
+  const auto last = returned_.find(name);
+  if (last == returned_.end() || now - last->second >= config_.hearsay_view_interval) {
+    returned_[name] = now;
+    return_held_.erase(name);
+    return;
+  }
+  const auto until = last->second + config_.hearsay_view_interval;
+  return_held_[name] = until;
+  change.refused.push_back(
+      {RejectCause::kIncarnation,
+       "'" + name + "' is back at incarnation " + std::to_string(incarnation) + " " +
+           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - last->second).count()) +
+           " ms after its last return; held out of views for " +
+           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count()) + " ms"});
+}
+
 void Membership::hold_back(const View& v, const std::string& from, MembershipRefusal refusal, bool retry,
                            MembershipChange& change) {
-  auto& kept = held_back_[v.id];
-  const bool known = std::any_of(kept.begin(), kept.end(), [&](const auto& h) { return h.first == v; });
-  if (!known) {
-    kept.emplace_back(v, from);
+  // Counted once, whoever sends it again (its proposer, or members that relay what they hold).
+  const bool known = std::any_of(held_back_.begin(), held_back_.end(), [&](const auto& by_proposer) {
+    const auto ids = by_proposer.second.find(v.id);
+    return ids != by_proposer.second.end() && std::find(ids->second.begin(), ids->second.end(), v) != ids->second.end();
+  });
+  // Kept in the sender's own quota, so that another member's flood cannot evict it.
+  auto& mine = held_back_[from];
+  auto& kept = mine[v.id];
+  if (std::find(kept.begin(), kept.end(), v) == kept.end()) {
+    kept.push_back(v);
     if (kept.size() > kHeldBackPerId) kept.erase(kept.begin());
-    if (held_back_.size() > kHeldBackIds) held_back_.erase(held_back_.begin());
+    if (mine.size() > kHeldBackIds) mine.erase(mine.begin());
   }
   if (known || retry) return;
   change.refused.push_back(std::move(refusal));
@@ -350,11 +427,14 @@ std::optional<std::string> Membership::hearsay_member(const View& v) const {
 }
 
 void Membership::retry_held_back(MembershipChange& change) {
-  // Ascending ids: a view taken may be the one the next proposal follows.
-  auto pending = std::exchange(held_back_, {});
-  for (auto& [id, kept] : pending) {
+  // Ascending ids, whoever proposed them: a view taken may be the one the next proposal follows.
+  std::multimap<std::uint64_t, std::pair<View, std::string>> pending;
+  for (auto& [from, by_id] : std::exchange(held_back_, {}))
+    for (auto& [id, kept] : by_id)
+      for (auto& v : kept) pending.emplace(id, std::pair(std::move(v), from));
+  for (auto& [id, held] : pending) {
     if (id < views_.front().id) continue;  // older than anything kept: history nobody runs in any more
-    for (auto& [v, from] : kept) change.merge(merge_view(v, from, true));
+    change.merge(merge_view(held.first, held.second, true));
   }
 }
 
@@ -508,10 +588,24 @@ MembershipChange Membership::tick(Clock::time_point now) {
   }
   if (!change.died.empty()) refresh_newest_round();
   if (leaving_) return settled(std::move(change));
+  // A member whose return is held out of views comes back into them once its interval has passed
+  // (then counted as its latest return).
+  for (auto it = return_held_.begin(); it != return_held_.end();) {
+    if (now_ < it->second && is_alive(it->first)) {
+      ++it;
+      continue;
+    }
+    if (is_alive(it->first)) returned_[it->first] = now_;
+    it = return_held_.erase(it);
+  }
   // This site's own timeouts may justify a proposal held back: taking it (its proposer's round and
   // pace) keeps every site on the first proposal of a change instead of proposing a rival.
   retry_held_back(change);
   auto alive = alive_names();
+  // A member held out of views stays out of this site's proposals, unless a view held already took it
+  // back (dropping it again would only add a change).
+  for (const auto& [name, until] : return_held_)
+    if (!views_.back().rank_of(name)) alive.erase(std::remove(alive.begin(), alive.end(), name), alive.end());
   // A member of the newest view that this site has only heard of is not proposed out before a
   // heartbeat timeout has passed since it was heard of: the view came through a peer that heard from
   // it, its own hello may still be on its way over a slow link, and nothing here says it died. A view

@@ -110,6 +110,20 @@
 //   interval has passed. A hearsay rival for an id held here is held back until that site is heard
 //   from, whatever the interval: it would part this site from the members that keep the held view.
 //   A site that runs no round yet takes them all (its history).
+// - Paces: a view with the same members as the view it follows and another pace, or a rival for an
+//   id held here with the same members and another pace, is taken only when the figures the members
+//   reported here in their own heartbeats bear it out (pace_moved would not call for another pace
+//   over them); otherwise it is held back and counted once (RejectCause::kUnjustifiedView), and taken
+//   once they do. A site that holds no figures yet takes it. So one member moves the pace only by its
+//   own figures, as a slow site would, and within the margin over the others'.
+// - Held-back proposals are kept per proposer (a few ids, a few views per id), so that one member's
+//   flood evicts only its own: an honest proposal waiting for this site's evidence stays.
+// - Returns: a member alive again after a leave, a death here, or a restart's hello, within
+//   config.hearsay_view_interval of its last return, is alive but held out of views until that
+//   interval has passed, counted once (RejectCause::kIncarnation): this site's proposals leave it out
+//   (unless the newest view already has it), and a view taking it back sooner is held back, uncounted
+//   (at a site that runs rounds). A member therefore costs at most one return, two view changes, per
+//   interval, however often it leaves and comes back.
 // - Rounds: the round in a site's hello, heartbeats and member list is that site's own (the newest
 //   round its process ran or resumed), never a relay of others'. A site's report is believed only
 //   within kRoundWindowLeads view leads of the lower median of the rounds the live members report
@@ -321,6 +335,17 @@ class Membership {
   // The first member of `before` that `v` leaves out although this site's own evidence says it is
   // alive; nullopt when there is none, when `before` is the initial view, or while this site leaves.
   std::optional<std::string> dropped_live_member(const View& v, const View& before) const;
+  // When `v` changes the pace of a view with the same members: nullopt when the members' own figures
+  // held here agree with its pace (within pace_moved's margin) or when none are measured here yet;
+  // otherwise those figures, for people.
+  std::optional<std::string> pace_unvouched(const View& v) const;
+  // A member that `v` takes back although `against` has it out and its return is held out of views
+  // here (see the header comment); nullopt otherwise, and while this site runs no round or leaves.
+  std::optional<std::string> early_return(const View& v, const View& against) const;
+  // `name` is alive again at `incarnation` after a leave, a death here or a restart: a return within
+  // the interval of its last one is held out of views until the interval has passed, and counted.
+  void note_return(const std::string& name, std::uint64_t incarnation, Clock::time_point now,
+                   MembershipChange& change);
   // Keeps a proposal refused for now (`refusal` says why); counts it once (not again for a retry).
   void hold_back(const View& v, const std::string& from, MembershipRefusal refusal, bool retry,
                  MembershipChange& change);
@@ -361,8 +386,10 @@ class Membership {
   std::uint64_t newest_round_ = 0;  // see newest_round()
   std::uint64_t local_round_ = 0;   // see note_round()
   std::map<std::string, std::uint64_t> reported_rounds_;  // each member's own report
-  // Proposals held back for dropping a member this site hears, by id (a few distinct ones per id).
-  std::map<std::uint64_t, std::vector<std::pair<View, std::string>>> held_back_;
+  // Proposals held back (see the header comment), by proposer (the authenticated sender), then id: a
+  // few distinct ones per id and a few ids for each proposer, so that one member's flood evicts only
+  // its own.
+  std::map<std::string, std::map<std::uint64_t, std::vector<View>>> held_back_;
   std::uint64_t own_round_ = 0;
   bool runs_ = false;  // this process noted a round of its own (own_round_ may be 0 then)
   // The view whose pace this site, its first member, awaits, and since when (see tick()).
@@ -371,6 +398,10 @@ class Membership {
   std::optional<Clock::time_point> last_refutation_;  // see merge_own_record
   Clock::time_point now_;                             // the latest time an input brought
   std::optional<Clock::time_point> last_hearsay_;     // when this site last took a hearsay view
+  // When each member last came back into views after a return (see note_return), and the members whose
+  // latest return is held out of views until the given time.
+  std::map<std::string, Clock::time_point> returned_;
+  std::map<std::string, Clock::time_point> return_held_;
   // Members whose new incarnation arrived while the old one was still alive here, with the id of the
   // view in force at that moment; tick() leaves them out of one view before taking them back.
   std::map<std::string, std::uint64_t> superseded_;

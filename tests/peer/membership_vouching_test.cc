@@ -535,3 +535,107 @@ TEST_CASE("a running site takes one view per interval that lists a site it has n
   CHECK(std::find(held.begin(), held.end(), without_d) != held.end());
   CHECK(std::find(held.begin(), held.end(), rival) == held.end());
 }
+
+TEST_CASE("a new pace for the same members is taken only when the members' own figures bear it out",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  auto a_config = config("a");
+  a_config.agree_pace = true;
+  Membership a(a_config, t0);
+  a.note_own_pace(Pace{2000, 1000});
+  for (const auto* name : {"b", "c"}) {
+    a.on_hello(hello_of(name), t0);
+    a.on_heartbeat(name, HeartbeatInfo{.incarnation = 1, .rtt_us = 1800, .step_us = 900}, t0);
+  }
+  a.tick(t0);
+  const View three = a.latest_view();
+  REQUIRE(three.members == std::vector<std::string>{"a", "b", "c"});
+  REQUIRE(three.pace == Pace{2000, 1000});
+  // c, not the view's first member, proposes the same members with a round trip a hundred times the
+  // members' own: held back and counted once, however often it comes; and so is a rival for the id
+  // held that differs only by such a pace (it would win the comparison).
+  const View forged = View::of(three.members, three.id + 1, 40, Pace{200'000, 1000});
+  CHECK(refused_for(a.on_members("c", one_view(forged), t0 + 100ms), RejectCause::kUnjustifiedView));
+  CHECK(a.on_members("c", one_view(forged), t0 + 200ms).refused.empty());
+  const View rival = View::of(three.members, three.id, three.effective_round, Pace{200'000, 1000});
+  CHECK(refused_for(a.on_members("c", one_view(rival), t0 + 300ms), RejectCause::kUnjustifiedView));
+  CHECK(a.latest_view() == three);
+  // A pace without figures, against measured ones, is no better.
+  CHECK(refused_for(a.on_members("c", one_view(View::of(three.members, three.id + 1, 40, Pace{})), t0 + 300ms),
+                    RejectCause::kUnjustifiedView));
+  // The members' figures move (b's round trip triples): the view that carries them is taken, from
+  // whoever relays it.
+  a.on_heartbeat("b", HeartbeatInfo{.incarnation = 1, .rtt_us = 6000, .step_us = 1000}, t0 + 400ms);
+  const View moved = View::of(three.members, three.id + 1, 40, Pace{6000, 1000});
+  CHECK(a.on_members("c", one_view(moved), t0 + 500ms).refused.empty());
+  CHECK(a.latest_view() == moved);
+  a.heard_from("b", t0 + 600ms);
+  a.heard_from("c", t0 + 600ms);
+  a.tick(t0 + 600ms);
+  const auto held = a.views();
+  CHECK(std::find(held.begin(), held.end(), forged) == held.end());
+}
+
+TEST_CASE("one member's flood of views held back never evicts another member's", "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  Membership a = federation_at_a(t0);
+  const View before = a.latest_view();
+  // c's proposal without b, which a still hears: held back until a's own timeout agrees.
+  const View without_b = View::of({"a", "c"}, before.id + 1, 20);
+  CHECK(refused_for(a.on_members("c", one_view(without_b), t0 + 100ms), RejectCause::kUnjustifiedView));
+  // h floods views without c (which a hears too) under that id and the forty after it, six per id: each
+  // is held back and counted once.
+  std::size_t counted = 0;
+  for (std::uint64_t id = before.id + 1; id <= before.id + 41; ++id)
+    for (std::uint64_t r = 0; r < 6; ++r)
+      counted += a.on_members("h", one_view(View::of({"a", "b"}, id, 20 + r)), t0 + 200ms).refused.size();
+  CHECK(counted == 41 * 6);
+  // b falls silent: a takes c's proposal, kept in c's own quota, rather than proposing a rival.
+  a.heard_from("c", t0 + 1900ms);
+  const auto change = a.tick(t0 + 1900ms);
+  CHECK(change.died == std::vector<std::string>{"b"});
+  CHECK(a.latest_view() == without_b);
+}
+
+TEST_CASE("a member that leaves and comes back again within the interval is held out of views until it has passed",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  auto a_config = config("a");
+  a_config.hearsay_view_interval = 10s;
+  Membership a(a_config, t0);
+  a.on_hello(hello_of("b"), t0);
+  a.on_hello(hello_of("c"), t0);
+  a.tick(t0);
+  a.note_own_round(1);
+  const std::vector<std::string> all{"a", "b", "c"};
+  REQUIRE(a.latest_view().members == all);
+  auto tick_at = [&](Clock::time_point t) {
+    a.heard_from("b", t);
+    a.heard_from("c", t);
+    return a.tick(t);
+  };
+  // b leaves and comes back (a new process): the first return is taken at once.
+  a.on_leave("b", LeaveInfo{1});
+  tick_at(t0 + 100ms);
+  REQUIRE(a.latest_view().members == std::vector<std::string>{"a", "c"});
+  CHECK(a.on_hello(hello_of("b", 2), t0 + 200ms).refused.empty());
+  tick_at(t0 + 200ms);
+  CHECK(a.latest_view().members == all);
+  // It leaves and comes back again at once: alive, counted, and out of the views for 10 s from its
+  // last return; a peer's view that takes it back meanwhile is held back (the return was counted).
+  a.on_leave("b", LeaveInfo{2});
+  tick_at(t0 + 300ms);
+  const View out = a.latest_view();
+  REQUIRE(out.members == std::vector<std::string>{"a", "c"});
+  CHECK(refused_for(a.on_hello(hello_of("b", 3), t0 + 400ms), RejectCause::kIncarnation));
+  CHECK(a.is_alive("b"));
+  const View early = View::of(all, out.id + 1, out.effective_round + 5);
+  CHECK(a.on_members("c", one_view(early), t0 + 500ms).refused.empty());
+  for (auto t = t0 + 600ms; t < t0 + 10200ms; t += 900ms) {
+    CHECK_FALSE(tick_at(t).views);
+    CHECK(a.latest_view() == out);
+  }
+  // Once 10 s have passed since its last return, the peer's view is taken.
+  CHECK(tick_at(t0 + 10300ms).views);
+  CHECK(a.latest_view() == early);
+}
