@@ -461,7 +461,11 @@ struct FederationWithHostileMember {
   // Each site stops cleanly.
   void stop() {
     for (const auto& name : honest) sites[name]->signal(SIGINT);
-    for (const auto& name : honest) CHECK(sites[name]->wait_exit() == 0);
+    for (const auto& name : honest) {
+      const int code = sites[name]->wait_exit();
+      INFO("log of " << name << ":\n" << sites[name]->log());
+      CHECK(code == 0);
+    }
   }
 };
 
