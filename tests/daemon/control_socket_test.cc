@@ -14,6 +14,7 @@
 #include "daemon/control_client.h"
 #include "daemon/control_server.h"
 #include "daemon/unix_socket_probe.h"
+#include "error/exit_code.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
@@ -327,10 +328,10 @@ TEST_CASE("before the first progress report, status says loss and throughput are
   CHECK_THAT(status.out, !Contains("samples/s"));
 }
 
-TEST_CASE("meridian status without a daemon exits 1 with a hint", "[daemon][control][process]") {
+TEST_CASE("meridian status without a daemon exits with the user error code and a hint", "[daemon][control][process]") {
   TempDir tmp;
   const auto result = run_meridian("status --socket " + (tmp.path() / "none.sock").string(), tmp);
-  CHECK(result.exit_code == 1);
+  CHECK(result.exit_code == meridian::error::kExitUser);
   CHECK_THAT(result.err, Contains("no daemon is running at") && Contains("meridian start --config FILE"));
   const auto help = run_meridian("leave --help", tmp);
   CHECK(help.exit_code == 0);
