@@ -85,6 +85,7 @@ TransportFactory in_memory_transport(std::shared_ptr<peer::InMemoryNetwork> netw
     o.agree_pace = spec.agree_pace;
     o.hearsay_view_interval = hearsay_view_interval(config);
     o.terms = spec.terms;
+    o.validation = spec.validation;
     auto transport = std::make_unique<peer::InMemoryFederation>(network, std::move(o));
     spdlog::info("site {} on the in-memory network as {}", config.name, transport->endpoint());
     return transport;

@@ -1,7 +1,6 @@
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
-#include <zmq.hpp>
 
 #include "daemon/status/human_format.h"
 #include "daemon/control/reload_signal.h"
@@ -191,8 +190,7 @@ void SiteDaemon::Impl::refresh_network_metrics(
 void SiteDaemon::Impl::serve_control() {
   // Its own thread, so that status, peers and leave are answered while the communication thread waits
   // inside a mix for a slow or dead peer (up to a round deadline plus a view change).
-  zmq::context_t context(1);
-  ControlServer control(context, config.control_socket_or_default(), *this);
+  ControlServer control(config.control_socket_or_default(), *this);
   spdlog::info("control socket {}", control.path());
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last_bytes;
   std::array<std::uint64_t, peer::kRejectCauseCount> last_rejected{};
@@ -201,9 +199,7 @@ void SiteDaemon::Impl::serve_control() {
   auto next_refresh = Clock::now();
   auto next_summary = Clock::now();
   while (!trainer_done) {
-    zmq::pollitem_t item{control.socket().handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, milliseconds(20));
-    if (item.revents & ZMQ_POLLIN) control.serve_pending();
+    control.serve(milliseconds(20));
     while (auto msg = transport->receive_control(milliseconds(0))) {
       if (federation_view.note(*msg, Clock::now())) continue;  // a peer's summary (site_federation.cc)
       if (reachability.note(*msg)) continue;                     // whom a peer reaches (daemon/federation/reachability.h)

@@ -9,6 +9,10 @@
 #   MERIDIAN_ROSTER   the federation's roster file    /etc/meridian/roster/roster.txt
 #   MERIDIAN_RUN_DIR  checkpoints and control socket  /var/lib/meridian
 #   MERIDIAN_CONFIG   the site configuration          /etc/meridian/site.toml (used when it exists)
+#
+# Exit codes are meridian's (docs/operations.md, "Exit codes"): 78 when the operator must fix something
+# (this script's checks, or the daemon's of the configuration and the data), 69 when the federation could
+# not be reached, 70 for an internal error, 0 after the last round or a graceful stop.
 set -eu
 
 key_dir=${MERIDIAN_KEY_DIR:-/etc/meridian/keys}
@@ -18,7 +22,7 @@ config=${MERIDIAN_CONFIG:-/etc/meridian/site.toml}
 
 fail() {
   echo "meridian entrypoint: $*" >&2
-  exit 78  # EX_CONFIG: the container is misconfigured; restarting it will not help
+  exit 78  # EX_CONFIG, meridian's user error code: the container is misconfigured; restarting will not help
 }
 
 if [ $# -eq 0 ]; then

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "error/error.h"
+#include "peer/finite_copy.h"
+#include "peer/opaque_payload.h"
 #include "peer/printable_text.h"
 #include "peer/roster.h"
 #include "peer/wire_codec.h"
@@ -25,7 +27,10 @@ std::uint64_t message_bytes(const Message& m) { return m.body.size() + m.payload
 }  // namespace
 
 InMemoryFederation::InMemoryFederation(std::shared_ptr<InMemoryNetwork> network, InMemoryFederationOptions options)
-    : net_(std::move(network)), options_(std::move(options)), endpoint_("tcp://" + options_.name + ".in-memory.invalid:1") {
+    : net_(std::move(network)),
+      options_(std::move(options)),
+      endpoint_("tcp://" + options_.name + ".in-memory.invalid:1"),
+      validator_(options_.validation) {
   // The same checks and messages as ZmqTransport's, so that a site configuration behaves alike on both.
   if (!is_valid_site_name(options_.name))
     throw error::UserError("site name '" + options_.name + "' must be 1-64 letters, digits, '.', '_' or '-'");
@@ -67,14 +72,38 @@ void InMemoryFederation::run() {
       driver_->on_timer(Clock::now());
       due = driver_->next_due();
     }
-    auto msg = net_->take_until(options_.name, due, stop_thread_);
-    if (!msg) continue;
+    auto envelope = net_->take_until(options_.name, due, stop_thread_);
+    if (!envelope) continue;
     std::lock_guard lock(mu_);
-    handle(std::move(*msg), Clock::now());
+    handle(std::move(envelope->msg), envelope->model_fingerprint, Clock::now());
   }
 }
 
-void InMemoryFederation::handle(Message msg, Clock::time_point now) {
+std::optional<Rejection> InMemoryFederation::validate(const std::string& from, const Message& msg,
+                                                      std::uint64_t model_fingerprint) const {
+  // The header ZmqTransport would decode for this message sent whole: its one chunk holds the payload.
+  WireHeader h;
+  h.protocol_version = kProtocolVersion;
+  h.model_fingerprint = model_fingerprint;
+  h.kind = msg.kind;
+  h.chunk_elements = msg.payload.size();
+  h.payload_elements = msg.payload.size();
+  h.view_id = msg.view_id;
+  h.round = msg.round;
+  h.tag = msg.tag;
+  h.phase = msg.phase;
+  h.offset = msg.offset;
+  h.total = msg.total;
+  h.weight = msg.weight;
+  if (auto r = validator_.check(from, h)) return r;
+  // The reassembler's pass over a mixer payload on TCP; an opaque one holds bytes, not floats.
+  if (is_mixer_kind(msg.kind) && !has_opaque_payload(msg.kind, msg.phase) &&
+      !all_finite(reinterpret_cast<const std::byte*>(msg.payload.data()), msg.payload.size()))
+    return Rejection{RejectCause::kNonFinite, "NaN or infinity in the payload"};
+  return std::nullopt;
+}
+
+void InMemoryFederation::handle(Message msg, std::uint64_t model_fingerprint, Clock::time_point now) {
   // The network set msg.from to the true sender, as an authenticated connection names it on TCP.
   const std::string from = msg.from;
   auto refuse = [&](const Rejection& r) { rejections_.record(r.cause, from, r.detail); };
@@ -111,22 +140,32 @@ void InMemoryFederation::handle(Message msg, Clock::time_point now) {
           return;
         }
       }
-      refused = driver_->on_hello(*hello, now);
+      // As on TCP, terms come before the validator's fingerprint check: a site with another model hears
+      // which model differs, not a hash.
+      refused = validate(from, msg, model_fingerprint);
+      if (!refused) refused = driver_->on_hello(*hello, now);
       break;
     }
     case MessageKind::kMembers:
     case MessageKind::kHeartbeat:
-    case MessageKind::kLeave: refused = driver_->on_message(from, msg.kind, msg.body, now); break;
+    case MessageKind::kLeave:
+      refused = validate(from, msg, model_fingerprint);
+      if (!refused) refused = driver_->on_message(from, msg.kind, msg.body, now);
+      break;
     case MessageKind::kControl:
     case MessageKind::kPushSum:
     case MessageKind::kReduceChunk:
     case MessageKind::kGroupChunk:
-    case MessageKind::kCompressedShare: refused = driver_->admit(from, msg.kind, now); break;
+    case MessageKind::kCompressedShare:
+      refused = validate(from, msg, model_fingerprint);
+      if (!refused) refused = driver_->admit(from, msg.kind, now);
+      break;
   }
   if (refused) {
     refuse(*refused);
     return;
   }
+  validator_.accept(from, msg);
   ++stats_.messages_received;
   stats_.bytes_received += message_bytes(msg);
   traffic_[from].in += message_bytes(msg);
@@ -154,7 +193,7 @@ void InMemoryFederation::post(const std::string& to, Message msg) {
   stats_.bytes_sent += bytes;
   traffic_[to].out += bytes;
   contacted_.insert(to);
-  net_->deliver(options_.name, to, std::move(msg));
+  net_->deliver(options_.name, to, std::move(msg), options_.validation.model_fingerprint);
 }
 
 void InMemoryFederation::send_membership(const std::string& to, MessageKind kind, std::string body, Clock::time_point) {
@@ -164,6 +203,12 @@ void InMemoryFederation::send_membership(const std::string& to, MessageKind kind
   m.kind = kind;
   m.body = std::move(body);
   post(to, std::move(m));
+}
+
+void InMemoryFederation::member_gone(const std::string& name, bool died) {
+  contacted_.erase(name);
+  // One that left keeps its replay records for the messages still on their way (MembershipDriver::admit).
+  if (died) validator_.forget(name);
 }
 
 void InMemoryFederation::adopt_bootstraps() {
@@ -186,19 +231,21 @@ void InMemoryFederation::throw_if_stopped() const {
 void InMemoryFederation::note_round(std::uint64_t round, bool own) {
   std::lock_guard lock(mu_);
   throw_if_stopped();
-  driver_->note_round(round, own);
+  if (driver_->note_round(round, own)) validator_.advance_round(round);
 }
 
 void InMemoryFederation::send(const std::string& to, Message msg) {
   std::lock_guard lock(mu_);
   throw_if_stopped();
-  if (is_mixer_kind(msg.kind)) driver_->note_round(msg.round, true);
+  if (is_mixer_kind(msg.kind) && driver_->note_round(msg.round, true)) validator_.advance_round(msg.round);
   msg.from = options_.name;
   if (to == options_.name) {
     deliver_locally(std::move(msg));
     return;
   }
-  if (!driver_->membership().is_alive(to)) {
+  // As on TCP (peer/zmq_outbound_links.cc): a member only heard of may be in a view already, and what
+  // the view's rounds send it is delivered, not lost; only a member found dead or gone is unreachable.
+  if (!driver_->membership().is_alive(to) && !driver_->membership().only_heard_of(to)) {
     ++stats_.dropped_unreachable;
     return;
   }

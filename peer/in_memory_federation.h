@@ -7,9 +7,12 @@
 // terms are checked at join as on TCP: a site whose hello carries other terms is refused, counted
 // (RejectCause::kTerms) and told why in a refusing hello, which its refusal() then returns.
 //
-// Unlike ZmqTransport it emulates no WAN and no partitions, encrypts nothing and runs no message
-// validation beyond membership and terms: the network names every sender truthfully, and a message from
-// a site that is not a member is refused and counted like on TCP. Byte counts are bodies plus payloads.
+// Every received message passes the checks ZmqTransport makes once it is decoded, with the same
+// counters: the message validator (peer/message_validator.h: model fingerprint, tensor length, push-sum
+// weight, round window, replay), finite payload values, and membership's admission (a message from a
+// site that is not a member is refused). Each message travels whole, as one chunk would, with its
+// sender's model fingerprint. Unlike ZmqTransport it emulates no WAN and no partitions, encrypts nothing
+// and decodes no frames: the network names every sender truthfully. Byte counts are bodies plus payloads.
 //
 // Threads: one internal thread per member reads its mail and runs the membership timers; every
 // public method is thread-safe.
@@ -34,6 +37,7 @@
 #include "peer/federation_transport.h"
 #include "peer/in_memory_transport.h"
 #include "peer/membership_driver.h"
+#include "peer/message_validator.h"
 
 namespace meridian::peer {
 
@@ -55,6 +59,9 @@ struct InMemoryFederationOptions {
   std::uint64_t incarnation = 0;  // 0: milliseconds since the epoch (a rejoin outlives old records)
   // Announced in every hello; a peer whose hello carries other terms is refused. Empty: not checked.
   FederationTerms terms;
+  // What a received message must satisfy, as ZmqTransportOptions::validation; model_fingerprint is also
+  // stamped on every message this site sends.
+  ValidationPolicy validation;
 };
 
 class InMemoryFederation final : public FederationTransport, private MembershipPort {
@@ -74,8 +81,9 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   // every announced address to be, on a reserved domain that resolves nowhere.
   const std::string& endpoint() const override { return endpoint_; }
 
-  // Throws TransportError after leave(). A message to a site that is not a live member is dropped and
-  // counted (dropped_unreachable); to this site itself it is delivered here.
+  // Throws TransportError after leave(). A message to a site that is neither a live member nor one only
+  // heard of (which a view may already list, as on TCP) is dropped and counted (dropped_unreachable); to
+  // this site itself it is delivered here.
   void send(const std::string& to, Message msg) override;
   [[nodiscard]] std::optional<Message> receive(std::chrono::milliseconds timeout) override;
   [[nodiscard]] std::optional<Message> receive_control(std::chrono::milliseconds timeout) override;
@@ -104,7 +112,10 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   using Clock = std::chrono::steady_clock;
 
   void run();
-  void handle(Message msg, Clock::time_point now);
+  void handle(Message msg, std::uint64_t model_fingerprint, Clock::time_point now);
+  // The validator's and the payload's checks of a message from `from`, as ZmqTransport makes them on
+  // its decoded header and while copying its payload; nullopt when it may be used.
+  std::optional<Rejection> validate(const std::string& from, const Message& msg, std::uint64_t model_fingerprint) const;
   void stop_thread();
   void note_round(std::uint64_t round, bool own);
   std::optional<Message> take(std::deque<Message>& box, std::chrono::milliseconds timeout);
@@ -116,8 +127,9 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   // MembershipPort: called by the driver with mu_ held.
   void send_membership(const std::string& to, MessageKind kind, std::string body, Clock::time_point now) override;
   void member_restarted(const std::string& name) override { contacted_.erase(name); }
-  void member_joined(const std::string&) override {}
-  void member_gone(const std::string& name, bool) override { contacted_.erase(name); }
+  // A site that joins (or left and came back) starts afresh, as its replay records do on TCP.
+  void member_joined(const std::string& name) override { validator_.forget(name); }
+  void member_gone(const std::string& name, bool died) override;
   void adopt_bootstraps() override;
   void greet_bootstraps(const std::string& hello, Clock::time_point now) override;
   void membership_changed() override {}
@@ -132,6 +144,7 @@ class InMemoryFederation final : public FederationTransport, private MembershipP
   mutable std::mutex mu_;
   std::condition_variable arrived_;
   std::optional<MembershipDriver> driver_;
+  MessageValidator validator_;
   std::deque<Message> inbox_;
   std::deque<Message> control_inbox_;
   std::vector<std::string> bootstraps_;  // not yet known as live members

@@ -68,7 +68,8 @@ std::uint64_t InMemoryNetwork::dropped() const {
   return dropped_;
 }
 
-void InMemoryNetwork::deliver(const std::string& from, const std::string& to, Message msg) {
+void InMemoryNetwork::deliver(const std::string& from, const std::string& to, Message msg,
+                              std::uint64_t model_fingerprint) {
   std::lock_guard lock(mu_);
   auto src = boxes_.find(from);
   auto dst = boxes_.find(to);
@@ -77,7 +78,7 @@ void InMemoryNetwork::deliver(const std::string& from, const std::string& to, Me
     return;
   }
   msg.from = from;
-  dst->second.queue.push_back(std::move(msg));
+  dst->second.queue.push_back({std::move(msg), model_fingerprint});
   arrived_.notify_all();
 }
 
@@ -86,7 +87,7 @@ std::optional<Message> InMemoryNetwork::take(const std::string& site, std::chron
   auto& box = boxes_.at(site);
   // A dead site hears nothing; it returns on the deadline like a site whose peers went quiet.
   if (!arrived_.wait_for(lock, timeout, [&] { return box.alive && !box.queue.empty(); })) return std::nullopt;
-  Message msg = std::move(box.queue.front());
+  Message msg = std::move(box.queue.front().msg);
   box.queue.pop_front();
   return msg;
 }
@@ -105,16 +106,16 @@ void InMemoryNetwork::detach(const std::string& site) {
   arrived_.notify_all();
 }
 
-std::optional<Message> InMemoryNetwork::take_until(const std::string& site,
-                                                   std::chrono::steady_clock::time_point deadline,
-                                                   const std::atomic<bool>& stop) {
+std::optional<InMemoryNetwork::Envelope> InMemoryNetwork::take_until(const std::string& site,
+                                                                     std::chrono::steady_clock::time_point deadline,
+                                                                     const std::atomic<bool>& stop) {
   std::unique_lock lock(mu_);
   auto& box = boxes_.at(site);
   if (!arrived_.wait_until(lock, deadline, [&] { return stop || (box.alive && !box.queue.empty()); }) || stop)
     return std::nullopt;
-  Message msg = std::move(box.queue.front());
+  Envelope envelope = std::move(box.queue.front());
   box.queue.pop_front();
-  return msg;
+  return envelope;
 }
 
 void InMemoryNetwork::interrupt() {

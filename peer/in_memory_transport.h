@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -40,14 +41,20 @@ class InMemoryNetwork : public std::enable_shared_from_this<InMemoryNetwork> {
  private:
   friend class InMemoryTransport;
   friend class InMemoryFederation;
+  // A message on its way, with the model fingerprint its sender stamped on it as a wire header would
+  // carry it (0 from a plain endpoint).
+  struct Envelope {
+    Message msg;
+    std::uint64_t model_fingerprint = 0;
+  };
   struct Mailbox {
-    std::deque<Message> queue;
+    std::deque<Envelope> queue;
     bool alive = true;
     bool attached = false;  // an InMemoryFederation serves it
   };
 
   explicit InMemoryNetwork(const std::vector<std::string>& sites);
-  void deliver(const std::string& from, const std::string& to, Message msg);
+  void deliver(const std::string& from, const std::string& to, Message msg, std::uint64_t model_fingerprint = 0);
   std::optional<Message> take(const std::string& site, std::chrono::milliseconds timeout);
   // For InMemoryFederation: attach() gives `site` an empty live mailbox (a new site, or one that
   // crashed or left coming back) and throws error::PeerError when another member serves it;
@@ -55,8 +62,8 @@ class InMemoryNetwork : public std::enable_shared_from_this<InMemoryNetwork> {
   // passes or `stop` is set (interrupt() wakes every waiter to look at it).
   void attach(const std::string& site);
   void detach(const std::string& site);
-  std::optional<Message> take_until(const std::string& site, std::chrono::steady_clock::time_point deadline,
-                                    const std::atomic<bool>& stop);
+  std::optional<Envelope> take_until(const std::string& site, std::chrono::steady_clock::time_point deadline,
+                                     const std::atomic<bool>& stop);
   void interrupt();
   View view_for(std::uint64_t round) const;
 

@@ -29,8 +29,9 @@ class ControlClient {
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;
 
-  // Each throws NoDaemonError when nothing answers within the timeout, and ControlProtocolError when the
-  // daemon answers with an error or something unreadable.
+  // Each throws NoDaemonError when nothing answers within the timeout, error::UserError when the daemon
+  // refuses the request (its reason in the message), and ControlProtocolError when the reply is
+  // unreadable.
   StatusReport status();
   std::vector<PeerReport> peers();
   LeaveReport leave();

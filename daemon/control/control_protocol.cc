@@ -224,8 +224,10 @@ json reply_payload(std::string_view text, const char* key) {
   const auto ok = j.find("ok");
   if (ok == j.end() || !ok->is_boolean()) throw ControlProtocolError("the daemon's reply has no \"ok\" field");
   if (!ok->get<bool>()) {
+    // The daemon understood and refused what the operator asked (a roster change it does not make, a
+    // command this site cannot serve): the operator's to fix, as the reason says.
     const auto error = j.find("error");
-    throw ControlProtocolError("the daemon says: " + (error != j.end() && error->is_string() ? error->get<std::string>()
+    throw error::UserError("the daemon says: " + (error != j.end() && error->is_string() ? error->get<std::string>()
                                                                                              : "(no reason given)"));
   }
   const auto payload = j.find(key);

@@ -164,8 +164,9 @@ std::string encode_federation_reply(const std::vector<SiteRow>& rows);
 std::string encode_roster_reply(const RosterReport& report);
 std::string encode_error_reply(const std::string& error);
 
-// Decode a reply to `command`. A daemon's {"ok": false} reply throws ControlProtocolError with its
-// error text prefixed by "the daemon says: "; anything malformed throws ControlProtocolError too.
+// Decode a reply to `command`. A daemon's {"ok": false} reply (it refused the request) throws
+// error::UserError with its error text prefixed by "the daemon says: "; anything malformed throws
+// ControlProtocolError.
 StatusReport decode_status_reply(std::string_view text);
 std::vector<PeerReport> decode_peers_reply(std::string_view text);
 LeaveReport decode_leave_reply(std::string_view text);

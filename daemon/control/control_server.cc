@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <zmq.hpp>
 
 #include "daemon/files/private_directory.h"
 #include "daemon/control/unix_socket_probe.h"
@@ -19,15 +20,36 @@ constexpr std::int64_t kMaxRequestBytes = 64 * 1024;
 
 }  // namespace
 
-ControlServer::ControlServer(zmq::context_t& context, std::string path, ControlHandler& handler)
-    : path_(std::move(path)), handler_(handler), socket_(context, zmq::socket_type::rep) {
+struct ControlServer::Impl {
+  Impl(std::string path, ControlHandler& handler)
+      : path_(std::move(path)), handler_(handler), context_(1), socket_(context_, zmq::socket_type::rep) {}
+  void bind(const std::filesystem::path& parent);
+  void bind_private(const std::filesystem::path& parent);
+  std::string answer(const std::string& request);
+
+  std::string path_;
+  ControlHandler& handler_;
+  // Its own context: the one thread that owns the server owns the socket, and closing both on
+  // destruction (the socket first) cannot wait on anyone else's sockets.
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+};
+
+ControlServer::ControlServer(std::string path, ControlHandler& handler)
+    : impl_(std::make_unique<Impl>(std::move(path), handler)) {
+  std::filesystem::path parent = std::filesystem::path(impl_->path_).parent_path();
+  if (parent.empty()) parent = ".";
+  impl_->bind(parent);
+}
+
+const std::string& ControlServer::path() const { return impl_->path_; }
+
+void ControlServer::Impl::bind(const std::filesystem::path& parent) {
   if (path_.size() >= sizeof(sockaddr_un::sun_path)) {
     throw ControlServerError("control socket " + path_ + ": path is longer than a Unix socket allows (" +
                              std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
                              " bytes); choose a shorter --control-socket or --run-dir");
   }
-  std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-  if (parent.empty()) parent = ".";
   try {
     make_private_directory(parent, "control socket directory");
   } catch (const PrivateDirectoryError& e) {
@@ -56,7 +78,7 @@ ControlServer::ControlServer(zmq::context_t& context, std::string path, ControlH
   bind_private(parent);
 }
 
-void ControlServer::bind_private(const std::filesystem::path& parent) {
+void ControlServer::Impl::bind_private(const std::filesystem::path& parent) {
   const auto fail = [&](const std::string& what) {
     return ControlServerError("control socket " + path_ + ": " + what);
   };
@@ -96,24 +118,35 @@ void ControlServer::bind_private(const std::filesystem::path& parent) {
 }
 
 ControlServer::~ControlServer() {
-  socket_.close();
-  ::unlink(path_.c_str());
+  impl_->socket_.close();
+  ::unlink(impl_->path_.c_str());
 }
 
-std::size_t ControlServer::serve_pending(std::size_t max_requests) {
+std::size_t ControlServer::serve(std::chrono::milliseconds wait, std::size_t max_requests) {
+  Impl& d = *impl_;
   std::size_t served = 0;
-  while (served < max_requests) {
-    zmq::message_t request;
-    if (!socket_.recv(request, zmq::recv_flags::dontwait)) break;
-    const std::string reply = answer(request.to_string());
-    // A REP socket must answer before it can receive again; if the client is gone the reply is dropped.
-    (void)socket_.send(zmq::buffer(reply), zmq::send_flags::dontwait);
-    ++served;
+  try {
+    if (wait.count() > 0) {
+      zmq::pollitem_t item{d.socket_.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, wait);
+      if (!(item.revents & ZMQ_POLLIN)) return 0;
+    }
+    while (served < max_requests) {
+      zmq::message_t request;
+      if (!d.socket_.recv(request, zmq::recv_flags::dontwait)) break;
+      const std::string reply = d.answer(request.to_string());
+      // A REP socket must answer before it can receive again; if the client is gone the reply is dropped.
+      (void)d.socket_.send(zmq::buffer(reply), zmq::send_flags::dontwait);
+      ++served;
+    }
+  } catch (const zmq::error_t& e) {
+    // The daemon's own socket on its own context: nothing a client sends breaks it.
+    throw error::InternalError("control socket " + d.path_ + ": " + e.what());
   }
   return served;
 }
 
-std::string ControlServer::answer(const std::string& request) {
+std::string ControlServer::Impl::answer(const std::string& request) {
   try {
     const auto decoded = decode_control_request(request);
     switch (decoded.command) {

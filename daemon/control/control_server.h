@@ -1,25 +1,24 @@
 // The daemon's end of the control socket: a ZeroMQ REP socket on ipc://PATH through which
 // `meridian status`, `peers`, `leave` and `roster` talk to it (requests and replies: control_protocol.h).
 //
-// Threading: one owning thread (the daemon's control thread) creates the server, puts socket() into
-// its zmq::poll set and calls serve_pending() when it is readable. The server creates no thread; it calls the handler
-// on the polling thread. The socket file has mode 0600 (only the daemon's user may make it leave) from
-// the moment anyone else could reach it, and is removed by the destructor.
+// Threading: one owning thread (the daemon's control thread) creates the server and calls serve() in
+// its loop. The server creates no thread; it calls the handler on that thread. The socket file has mode
+// 0600 (only the daemon's user may make it leave) from the moment anyone else could reach it, and is
+// removed by the destructor. ZeroMQ stays inside control_server.cc: the server owns its own context.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
-#include <filesystem>
-#include <stdexcept>
+#include <memory>
 #include <string>
 #include <vector>
-#include <zmq.hpp>
 
 #include "daemon/control/control_protocol.h"
 #include "error/error.h"
 
 namespace meridian::daemon {
 
-// What the daemon plugs in. Called on the thread that calls serve_pending(); an exception becomes an
+// What the daemon plugs in. Called on the thread that calls serve(); an exception becomes an
 // error reply (the daemon keeps running).
 class ControlHandler {
  public:
@@ -51,27 +50,22 @@ class ControlServer {
   // private (another user's, or writable by group or others: daemon/private_directory.h), another
   // daemon is listening there, the path is too long for a Unix socket, or it cannot be bound or
   // restricted to mode 0600.
-  // `context` and `handler` must outlive the server.
-  ControlServer(zmq::context_t& context, std::string path, ControlHandler& handler);
+  // `handler` must outlive the server.
+  ControlServer(std::string path, ControlHandler& handler);
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
   ~ControlServer();
 
-  const std::string& path() const { return path_; }
-  // For zmq::poll (ZMQ_POLLIN).
-  zmq::socket_ref socket() { return socket_; }
+  const std::string& path() const;
 
-  // Answers the requests waiting now (at most `max_requests`, so a flood cannot starve the mixers)
-  // and returns how many. Never blocks. Throws only zmq::error_t for a broken socket.
-  std::size_t serve_pending(std::size_t max_requests = 16);
+  // Waits up to `wait` for a request, then answers the requests waiting (at most `max_requests`, so a
+  // flood cannot starve the caller's other work) and returns how many. A zero `wait` never blocks.
+  // Throws error::InternalError for a broken socket.
+  std::size_t serve(std::chrono::milliseconds wait, std::size_t max_requests = 16);
 
  private:
-  std::string answer(const std::string& request);
-  void bind_private(const std::filesystem::path& parent);
-
-  std::string path_;
-  ControlHandler& handler_;
-  zmq::socket_t socket_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace meridian::daemon

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "error/exit_code.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
 
@@ -86,14 +87,14 @@ TEST_CASE("a test file with a class the training file lacks names the file and t
                                  "--dataset csv --train-csv " + shell_path(train) + " --test-csv " + shell_path(test)}) {
     const auto r = run_meridian("train " + form + " --model logreg --epochs 1");
     INFO(r.output);
-    CHECK(r.exit_code == 1);
+    CHECK(r.exit_code == meridian::error::kExitUser);
     CHECK(contains(r.output, test.string() + ": line 4: label '2' is not one of the 2 classes of the training data " +
                                  train.string() + " (0, 1): if it is a class, declare the full class list with "
                                                   "--classes 0,1,2"));
   }
   const auto both = run_meridian("train --train " + shell_path(train) + " --train-csv " + shell_path(test));
   INFO(both.output);
-  CHECK(both.exit_code == 1);
+  CHECK(both.exit_code == meridian::error::kExitUser);
   CHECK(contains(both.output, "--train-csv: names " + test.string() + " but --train names " + train.string()));
 }
 
@@ -110,7 +111,7 @@ TEST_CASE("a messy table trains with its category, identifier and missing values
   }
   const auto refused = run_meridian("train --train " + shell_path(train) + " --epochs 1");
   INFO(refused.output);
-  CHECK(refused.exit_code == 1);
+  CHECK(refused.exit_code == meridian::error::kExitUser);
   CHECK(contains(refused.output, "'P0' is not a number: if the column holds categories, declare it with "
                                  "--categorical mrn; if it is an identifier, leave it out with --ignore-columns mrn"));
   const auto trained = run_meridian("train --train " + shell_path(train) +
@@ -120,7 +121,7 @@ TEST_CASE("a messy table trains with its category, identifier and missing values
   const auto none = run_meridian("train --train " + shell_path(train) +
                                  " --ignore-columns mrn --categorical sex --normalize none --epochs 1");
   INFO(none.output);
-  CHECK(none.exit_code == 1);
+  CHECK(none.exit_code == meridian::error::kExitUser);
   CHECK(contains(none.output, train.string() + ": has 9 missing values, and --normalize none leaves nothing"));
 }
 
@@ -170,7 +171,7 @@ TEST_CASE("eval reads a test table with the checkpoint's class list and preproce
       run_meridian("eval --checkpoint " + shell_path(checkpoint) + " --test " + shell_path(test) +
                    " --label-column risk --ignore-columns mrn --categorical ward --classes high,low,medium");
   INFO(reordered.output);
-  CHECK(reordered.exit_code == 1);
+  CHECK(reordered.exit_code == meridian::error::kExitUser);
   CHECK(contains(reordered.output, test.string() + ": its class list (high, low, medium) is not the one the model was "
                                                    "trained with (low, medium, high)"));
 }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "error/exit_code.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
@@ -51,6 +52,6 @@ TEST_CASE("export --average writes the average of the checkpoints; several witho
   const auto refused = run_meridian("export " + a + " " + b + " --format onnx --out " +
                                     shell_path(dir.path() / "x.onnx"));
   INFO(refused.output);
-  CHECK(refused.exit_code == 1);
+  CHECK(refused.exit_code == meridian::error::kExitUser);
   CHECK(refused.output.find("2 checkpoints given: add --average") != std::string::npos);
 }

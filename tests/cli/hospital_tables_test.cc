@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 
+#include "error/exit_code.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
@@ -60,17 +61,17 @@ TEST_CASE("the worked example's hospital tables train with the options deploy.md
   }
   const auto stray = run_meridian("train --train " + table("northclinic-train") + options);
   INFO(stray.output);
-  CHECK(stray.exit_code == 1);
+  CHECK(stray.exit_code == meridian::error::kExitUser);
   CHECK(contains(stray.output, "column 2 (glucose): 'pending' is not a number, though the rows above hold numbers"));
 
   const auto no_label = run_meridian("train --train " + table("stmarys-train") + " --epochs 1");
   INFO(no_label.output);
-  CHECK(no_label.exit_code == 1);
+  CHECK(no_label.exit_code == meridian::error::kExitUser);
   CHECK(contains(no_label.output,
                  "no label column 'label' in the header (columns: mrn, age, sex, ward, glucose, "
                  "systolic_bp, risk); name it with --label-column"));
   const auto no_ignore = run_meridian("train --train " + table("stmarys-train") + " --label-column risk --epochs 1");
   INFO(no_ignore.output);
-  CHECK(no_ignore.exit_code == 1);
+  CHECK(no_ignore.exit_code == meridian::error::kExitUser);
   CHECK(contains(no_ignore.output, "leave it out with --ignore-columns mrn"));
 }

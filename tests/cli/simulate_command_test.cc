@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "error/exit_code.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
@@ -62,7 +63,7 @@ TEST_CASE("simulate rejects bad arguments with messages that name the option", "
   const Result r =
       run("simulate --sites 0 --algo sgp,fedavg --wan world5 --partition dirichlet:-1 --target-accuracy 80"
           " --heartbeat-timeout 0.2");
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == meridian::error::kExitUser);
   CHECK(r.output.find("--sites: 0 is not in 1..64") != std::string::npos);
   CHECK(r.output.find("'fedavg' is not one of") != std::string::npos);
   CHECK(r.output.find("world5") != std::string::npos);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "error/exit_code.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fashion_mnist.h"
@@ -132,13 +133,13 @@ TEST_CASE("simulate stops every site when the trainer command fails, shows its o
   CHECK(contains(r.output, "trainer.txt:\nno data here"));
 
   const auto empty = meridian::tests::run_meridian("simulate --trainer-command ' ' --out " + dir.path().string());
-  CHECK(empty.exit_code == 1);
+  CHECK(empty.exit_code == meridian::error::kExitUser);
   CHECK(contains(empty.output, "--trainer-command: empty (e.g. --trainer-command 'python3 train.py')"));
   const auto own_data = meridian::tests::run_meridian(
       "simulate --sites 2 --trainer-command 'python3 t.py' "
       "--site-train a.csv --site-train b.csv --out " +
       dir.path().string());
-  CHECK(own_data.exit_code == 1);
+  CHECK(own_data.exit_code == meridian::error::kExitUser);
   CHECK(contains(own_data.output, "--site-train: the sites' trainer is --trainer-command, which reads its own data"));
 
   const auto help = meridian::tests::run_meridian("simulate --help");

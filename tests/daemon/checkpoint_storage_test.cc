@@ -1,7 +1,7 @@
 // A live daemon whose checkpoint storage fails mid-run: the directory turns read-only, or the
 // disk fills up. Each failure is a clear error in the log and a count on /metrics, training goes on to
 // the end, no corrupt or partial checkpoint is left, and the newest valid checkpoint still loads. The
-// final checkpoint cannot be written either, so the daemon reports the finished run and then exits 1
+// final checkpoint cannot be written either, so the daemon reports the finished run and then exits with the user error code
 // naming the problem and the checkpoint that remains.
 //
 // Both cases mount a small tmpfs for the checkpoints (root only; skipped with the reason otherwise).
@@ -20,6 +20,7 @@
 #include <string>
 
 #include "daemon/checkpoint/checkpoint_store.h"
+#include "error/exit_code.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
@@ -133,7 +134,7 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
   CHECK(eventually([&] { return site.exited() || metric(port, "meridian_step") > step_at_failure + 20; }));
 
   // The run finishes (result written); the final checkpoint fails too, so the exit code says so.
-  CHECK(site.wait_exit(std::chrono::seconds(300)) == 1);
+  CHECK(site.wait_exit(std::chrono::seconds(300)) == meridian::error::kExitUser);
   CHECK(site.has_result());
   const auto final_log = site.log();
   CHECK(final_log.find("checkpoint failed, training goes on with the previous checkpoint kept") != std::string::npos);

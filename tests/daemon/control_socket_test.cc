@@ -9,11 +9,11 @@
 #include <future>
 #include <regex>
 #include <thread>
-#include <zmq.hpp>
 
 #include "daemon/control/control_client.h"
 #include "daemon/control/control_server.h"
 #include "daemon/control/unix_socket_probe.h"
+#include "error/exit_code.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
@@ -73,23 +73,19 @@ class FakeDaemon : public ControlHandler {
 // The communication thread's part: owns the server socket and polls it, as the daemon will.
 class PollingThread {
  public:
-  PollingThread(zmq::context_t& context, const std::string& path, ControlHandler& handler) {
+  PollingThread(const std::string& path, ControlHandler& handler) {
     std::promise<void> ready;
     auto started = ready.get_future();
     thread_ = std::thread([&, path, ready = std::move(ready)]() mutable {
       std::optional<ControlServer> server;
       try {
-        server.emplace(context, path, handler);
+        server.emplace(path, handler);
       } catch (...) {
         ready.set_exception(std::current_exception());
         return;
       }
       ready.set_value();
-      while (!stop_) {
-        zmq::pollitem_t items[] = {{server->socket().handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 1, std::chrono::milliseconds(20));
-        if (items[0].revents & ZMQ_POLLIN) server->serve_pending();
-      }
+      while (!stop_) server->serve(std::chrono::milliseconds(20));
     });
     try {
       started.get();
@@ -149,10 +145,9 @@ TEST_CASE("control replies round-trip through JSON", "[daemon][control][unit]") 
 TEST_CASE("a client talks to a server polled by another thread", "[daemon][control][cluster]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "run" / "control.sock").string();
-  zmq::context_t context;
   FakeDaemon daemon;
   {
-    PollingThread comm(context, path, daemon);
+    PollingThread comm(path, daemon);
     // Only the daemon's user may talk to it.
     struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);
@@ -177,9 +172,8 @@ TEST_CASE("a client talks to a server polled by another thread", "[daemon][contr
     CHECK_THAT(client.exchange("{\"version\":1}"), Contains("\"ok\":false") && Contains("no \\\"command\\\""));
 
     // A second daemon on the same socket is refused instead of stealing it.
-    zmq::context_t other;
     FakeDaemon second;
-    CHECK_THROWS_WITH(ControlServer(other, path, second), Contains("in use by a running daemon"));
+    CHECK_THROWS_WITH(ControlServer(path, second), Contains("in use by a running daemon"));
   }
   // The socket file goes away with the server.
   CHECK(probe_unix_socket(path) == UnixSocketState::kAbsent);
@@ -198,9 +192,8 @@ TEST_CASE("the client says clearly when no daemon is there", "[daemon][control][
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
-      zmq::context_t context;
       FakeDaemon daemon;
-      ControlServer server(context, path, daemon);
+      ControlServer server(path, daemon);
       ::raise(SIGKILL);
     }
     int status = 0;
@@ -212,17 +205,16 @@ TEST_CASE("the client says clearly when no daemon is there", "[daemon][control][
   CHECK_THROWS_WITH(ControlClient(path).peers(), Contains("left from a daemon that stopped"));
 
   // The next daemon binds over the stale file.
-  zmq::context_t context;
   FakeDaemon daemon;
-  PollingThread comm(context, path, daemon);
+  PollingThread comm(path, daemon);
   CHECK(ControlClient(path).status().site == "oregon");
 
   // A regular file is not a socket.
   const auto plain = (tmp.path() / "plain").string();
   std::ofstream(plain) << "x";
   CHECK_THROWS_WITH(ControlClient(plain).status(), Contains("is not a control socket"));
-  CHECK_THROWS_WITH(ControlServer(context, plain, daemon), Contains("is not a socket"));
-  CHECK_THROWS_WITH(ControlServer(context, "/tmp/" + std::string(120, 'x'), daemon),
+  CHECK_THROWS_WITH(ControlServer(plain, daemon), Contains("is not a socket"));
+  CHECK_THROWS_WITH(ControlServer("/tmp/" + std::string(120, 'x'), daemon),
                     Contains("longer than a Unix socket allows"));
 }
 
@@ -234,14 +226,10 @@ TEST_CASE("the reply to leave arrives even when the daemon closes the socket rig
   std::promise<void> bound;
   auto ready = bound.get_future();
   std::thread comm([&] {
-    zmq::context_t context;
     {
-      ControlServer server(context, path, daemon);
+      ControlServer server(path, daemon);
       bound.set_value();
-      while (server.serve_pending() == 0) {
-        zmq::pollitem_t items[] = {{server.socket().handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 1, std::chrono::milliseconds(20));
-      }
+      while (server.serve(std::chrono::milliseconds(20)) == 0) continue;
     }  // the daemon exits: socket closed and context terminated at once
   });
   ready.get();
@@ -254,9 +242,8 @@ TEST_CASE("the reply to leave arrives even when the daemon closes the socket rig
 TEST_CASE("a daemon that does not answer in time gives a clear error", "[daemon][control][cluster]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
-  zmq::context_t context;
   FakeDaemon daemon;
-  ControlServer server(context, path, daemon);  // bound, but nobody polls it
+  ControlServer server(path, daemon);  // bound, but nobody polls it
   CHECK_THROWS_WITH(ControlClient(path, std::chrono::milliseconds(200)).status(),
                     Contains("did not answer within 200 ms"));
 }
@@ -264,9 +251,8 @@ TEST_CASE("a daemon that does not answer in time gives a clear error", "[daemon]
 TEST_CASE("meridian status, peers and leave talk to a running daemon", "[daemon][control][process]") {
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
-  zmq::context_t context;
   FakeDaemon daemon;
-  PollingThread comm(context, path, daemon);
+  PollingThread comm(path, daemon);
 
   auto status = run_meridian("status --socket " + path, tmp);
   CHECK(status.exit_code == 0);
@@ -315,10 +301,9 @@ TEST_CASE("before the first progress report, status says loss and throughput are
 
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
-  zmq::context_t context;
   FakeDaemon daemon;
   daemon.report = fresh;
-  PollingThread comm(context, path, daemon);
+  PollingThread comm(path, daemon);
   const auto status = run_meridian("status --socket " + path, tmp);
   INFO(status.out);
   CHECK(status.exit_code == 0);
@@ -327,10 +312,10 @@ TEST_CASE("before the first progress report, status says loss and throughput are
   CHECK_THAT(status.out, !Contains("samples/s"));
 }
 
-TEST_CASE("meridian status without a daemon exits 1 with a hint", "[daemon][control][process]") {
+TEST_CASE("meridian status without a daemon exits with the user error code and a hint", "[daemon][control][process]") {
   TempDir tmp;
   const auto result = run_meridian("status --socket " + (tmp.path() / "none.sock").string(), tmp);
-  CHECK(result.exit_code == 1);
+  CHECK(result.exit_code == meridian::error::kExitUser);
   CHECK_THAT(result.err, Contains("no daemon is running at") && Contains("meridian start --config FILE"));
   const auto help = run_meridian("leave --help", tmp);
   CHECK(help.exit_code == 0);
@@ -376,10 +361,9 @@ TEST_CASE("status carries the run's progress and the site's notes, and the comma
 
   TempDir tmp;
   const std::string path = (tmp.path() / "control.sock").string();
-  zmq::context_t context;
   FakeDaemon daemon;
   daemon.report = status;
-  PollingThread comm(context, path, daemon);
+  PollingThread comm(path, daemon);
   const auto shown = run_meridian("status --socket " + path, tmp);
   INFO(shown.out);
   CHECK(shown.exit_code == 0);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/checkpoint/checkpoint.h"
+#include "error/exit_code.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/support/meridian_command.h"
@@ -42,7 +43,7 @@ TEST_CASE("meridian eval refuses a checkpoint whose fingerprint declares a 2^61-
   const auto r = meridian::tests::run_meridian("eval --checkpoint '" + checkpoint.string() + "' --test '" +
                                                (dir.path() / "test").string() + "' --classes dark,bright");
   INFO(r.output);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == meridian::error::kExitUser);
   CHECK(r.output.find(checkpoint.string()) != std::string::npos);
   CHECK(r.output.find("linear(64->" + w1 + ")") != std::string::npos);
   CHECK(r.output.find("more than 268435456") != std::string::npos);  // models::kMaxModelParameters

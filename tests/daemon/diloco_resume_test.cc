@@ -29,6 +29,7 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "daemon/checkpoint/checkpoint_store.h"
 #include "daemon/control/control_client.h"
+#include "error/exit_code.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
@@ -204,7 +205,7 @@ TEST_CASE("a diloco site resumes with its checkpoint's residuals, at zero withou
     const auto files = checkpoint_files();
     const auto [code, log] = run_past(cp.step);
     INFO(log);
-    CHECK(code == 1);
+    CHECK(code == meridian::error::kExitUser);
     CHECK(log.find("checkpoint section 'diloco-residuals' (diloco's error-feedback residuals) holds " +
                    std::to_string(n + 1) + " values, this model needs " + std::to_string(n)) != std::string::npos);
     CHECK(checkpoint_files() == files);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "daemon/control/control_client.h"
+#include "error/exit_code.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
@@ -134,7 +135,7 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
 
   // These sites run without CURVE: there is no roster to list or change, and the command says so.
   const auto roster = meridian::tests::run_meridian("roster list --socket " + socket_of(gamma));
-  CHECK(roster.exit_code == 1);
+  CHECK(roster.exit_code == meridian::error::kExitUser);
   CHECK(contains(roster.output, "site 'gamma' runs without CURVE (--insecure): it has no roster"));
 
   // Per-site gauges on /metrics, one series per site.

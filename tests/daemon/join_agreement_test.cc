@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "error/exit_code.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/small_table.h"
@@ -88,7 +89,7 @@ TEST_CASE("a site running another --algo is refused at join, with both algorithm
   const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "sgp"),
                       args_for("beta", 1, table).set("--algo", "allreduce"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: sgp, K = "));
   CHECK(contains(o.joiner_log, "; this site: allreduce)"));
   CHECK_FALSE(contains(o.joiner_log, "gave up after --join-timeout"));
@@ -103,7 +104,7 @@ TEST_CASE("a dts site with another delay is refused at join, with both shapes na
   const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "dts").set("--delay", 1),
                       args_for("beta", 1, table).set("--algo", "dts").set("--delay", 2));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: dts, D = 1, "));
   CHECK(contains(o.joiner_log, "; this site: dts, D = 2, "));
   CHECK(contains(o.refuser_log, "refused at join: algorithm differs (this site: dts, D = 1, "));
@@ -117,7 +118,7 @@ TEST_CASE("a dts site with --delay auto and one with a fixed delay are refused a
   const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "dts").set("--delay", "auto"),
                       args_for("beta", 1, table).set("--algo", "dts").set("--delay", 4));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: dts, D = auto, P = 8·D "));
   CHECK(contains(o.joiner_log, "; this site: dts, D = 4, P = 1, "));
   CHECK(contains(o.refuser_log, "refused at join: algorithm differs (this site: dts, D = auto, P = 8·D "));
@@ -131,7 +132,7 @@ TEST_CASE("an sgp site with a fixed tau joining one with --tau auto is refused, 
   const auto o = join(dir.path(), args_for("alpha", 0, table).set("--algo", "sgp").set("--tau", 3),
                       args_for("beta", 1, table).set("--algo", "sgp").set("--tau", "auto"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log, "alpha refuses this site: algorithm differs (alpha: sgp, K = 1 out-peer(s), tau = 3"));
   CHECK(contains(o.joiner_log, "; this site: sgp, K = 1 out-peer(s), tau = auto (chosen from the network)"));
   CHECK(contains(o.refuser_log, "; beta: sgp, K = 1 out-peer(s), tau = auto"));
@@ -143,7 +144,7 @@ TEST_CASE("a site with another model is refused at join, with both architectures
   const auto o =
       join(dir.path(), args_for("alpha", 0, table).set("--widths", 8), args_for("beta", 1, table).set("--widths", 16));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   // The architectures in words (Model::summary), not their fingerprints.
   CHECK(contains(o.joiner_log,
                  "alpha refuses this site: model differs (alpha: mlp 2-8-2 (42 parameters); this site: "
@@ -160,7 +161,7 @@ TEST_CASE("a site whose data names other classes is refused at join, with both c
   const auto fruit = meridian::tests::write_small_table(dir.path() / "b", "t.csv", {"apple", "pear"});
   const auto o = join(dir.path(), args_for("alpha", 0, pets), args_for("beta", 1, fruit));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log,
                  "alpha refuses this site: data differs (alpha: input 2, 2 classes (cat, dog); "
                  "this site: input 2, 2 classes (apple, pear))"));
@@ -177,7 +178,7 @@ TEST_CASE("an allreduce site with another optimizer is refused at join, with bot
                       args_for("alpha", 0, table).set("--algo", "allreduce").set("--optimizer", "momentum"),
                       args_for("beta", 1, table).set("--algo", "allreduce").set("--optimizer", "adam"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log, "alpha refuses this site: optimizer differs (alpha: momentum 0.9; this site: adam)"));
   CHECK(contains(o.refuser_log, "refused at join: optimizer differs (this site: momentum 0.9; beta: adam)"));
 }
@@ -209,7 +210,7 @@ TEST_CASE("a site whose table has an extra column is refused at join over its co
   const auto o = join(dir.path(), args_for("alpha", 0, ours).site(0, 1).set("--min-sites", 2),
                       args_for("beta", 1, theirs).site(0, 1).set("--min-sites", 2));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log,
                  "alpha refuses this site: columns differs (alpha: [age, bmi]; this site: [age, bmi, weight])"));
   CHECK(contains(o.refuser_log, "refused at join: columns differs (this site: [age, bmi]; beta: [age, bmi, weight])"));
@@ -230,7 +231,7 @@ TEST_CASE("a site with the classes in another order is refused at join, with bot
                           .set("--train", table)
                           .set("--classes", "malignant,benign"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log,
                  "alpha refuses this site: data differs (alpha: input 1, 2 classes (benign, malignant); "
                  "this site: input 1, 2 classes (malignant, benign))"));
@@ -248,7 +249,7 @@ TEST_CASE("a site that scales its inputs otherwise is refused at join, with both
   SECTION("none against the federation's") {
     const auto o = join(dir.path(), args_for("alpha", 0, table).set("--normalize", "none"), args_for("beta", 1, table));
     INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-    CHECK(o.joiner_exit == 1);
+    CHECK(o.joiner_exit == meridian::error::kExitUser);
     CHECK(contains(o.joiner_log,
                    "alpha refuses this site: normalization differs (alpha: none; "
                    "this site: from the federation, per feature)"));
@@ -260,7 +261,7 @@ TEST_CASE("a site that scales its inputs otherwise is refused at join, with both
     const auto o = join(dir.path(), args_for("alpha", 0, table).set("--input-mean", "50,25").set("--input-std", "10,5"),
                         args_for("beta", 1, table).set("--input-mean", "50,25").set("--input-std", "10,4"));
     INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-    CHECK(o.joiner_exit == 1);
+    CHECK(o.joiner_exit == meridian::error::kExitUser);
     CHECK(contains(o.joiner_log,
                    "alpha refuses this site: normalization differs (alpha: given, per feature: mean 50, 25; std 10, 5; "
                    "this site: given, per feature: mean 50, 25; std 10, 4)"));
@@ -279,7 +280,7 @@ TEST_CASE("a site without DP-SGD is refused at join by a DP-SGD site, with both 
                           .set("--dp-clip", 1),
                       args_for("beta", 1, table).set("--algo", "allreduce"));
   INFO("joiner:\n" << o.joiner_log << "\nrefuser:\n" << o.refuser_log);
-  CHECK(o.joiner_exit == 1);
+  CHECK(o.joiner_exit == meridian::error::kExitUser);
   CHECK(contains(o.joiner_log,
                  "alpha refuses this site: privacy differs (alpha: DP-SGD epsilon 3, delta 1e-05, clip 1; this site: "
                  "none)"));

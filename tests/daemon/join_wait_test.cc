@@ -1,7 +1,7 @@
 // How long a starting site waits for its federation, through real `meridian start` processes on
 // 127.0.0.1 (docs/operations.md, "Starting"): training begins once --min-sites sites (default
 // --site-count) are in the view; a site that does not see them within --join-timeout seconds gives up
-// with exit code 1 and the list of the sites it did reach, so that the operator sees who is missing.
+// with the peer tier's exit code (error/exit_code.h) and the list of the sites it did reach, so that the operator sees who is missing.
 // The sites train on a small CSV table, which they load in milliseconds.
 #include <catch2/catch.hpp>
 
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "error/exit_code.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/small_table.h"
@@ -43,14 +44,14 @@ StartArgs site_args(const std::string& name, int index, int site_count, int min_
 
 }  // namespace
 
-TEST_CASE("a site alone past --join-timeout gives up with exit code 1, naming the only site it reached",
+TEST_CASE("a site alone past --join-timeout gives up with the peer exit code, naming the only site it reached",
           "[process][daemon][join]") {
   TempDir dir;
   const auto table = meridian::tests::write_small_table(dir.path(), "table.csv", {"even", "odd"});
   SiteProcess alone(dir.path() / "alone", site_args("alone", 0, 2, 0, "0.5", table));
   const int code = alone.wait_exit();
   INFO(alone.log());
-  CHECK(code == 1);
+  CHECK(code == meridian::error::kExitPeer);
   CHECK(alone.log().find("meridian: error: gave up after --join-timeout 500 ms: 1 of 2 sites reachable (alone); "
                          "check --join addresses, the roster and that the other sites are running") !=
         std::string::npos);
@@ -78,7 +79,7 @@ TEST_CASE("a site short of --min-sites past --join-timeout names the sites it re
   const int code = hasty.wait_exit();
   const auto log = hasty.log();
   INFO("hasty:\n" << log << "\npatient:\n" << patient.log());
-  CHECK(code == 1);
+  CHECK(code == meridian::error::kExitPeer);
   CHECK(log.find("waiting for 3 sites in the view") != std::string::npos);
   CHECK(log.find("meridian: error: gave up after --join-timeout ") != std::string::npos);
   CHECK(log.find(": 2 of 3 sites reachable (hasty, patient); check --join addresses") != std::string::npos);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/checkpoint/checkpoint.h"
+#include "error/exit_code.h"
 #include "tests/daemon/site_process.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
@@ -182,7 +183,7 @@ TEST_CASE("a site that saw other categories is refused at join, with both lists 
   SiteProcess beta(dir.path() / "beta", args("beta", utah).join(endpoint));
   const int beta_exit = beta.wait_exit(std::chrono::seconds(300));
   INFO("alpha:\n" << alpha.log() << "\nbeta:\n" << beta.log());
-  CHECK(beta_exit == 1);
+  CHECK(beta_exit == meridian::error::kExitUser);
   CHECK(contains(beta.log(),
                  "alpha refuses this site: categories differs (alpha: sex: F, M; ward: icu, surgery; "
                  "this site: sex: F, M; ward: icu)"));

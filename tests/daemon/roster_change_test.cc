@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/control/control_client.h"
+#include "error/exit_code.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
@@ -121,15 +122,15 @@ TEST_CASE("a site is added to and removed from running sites' rosters, nobody re
 
   // Refused changes name the problem and change nothing.
   const auto self = meridian::tests::run_meridian("roster remove alpha --socket " + socket_of(alpha));
-  CHECK(self.exit_code == 1);
+  CHECK(self.exit_code == meridian::error::kExitUser);
   CHECK(contains(self.output, "'alpha' is this site: it cannot remove itself from its own roster"));
   const auto unknown = meridian::tests::run_meridian("roster remove delta --socket " + socket_of(alpha));
-  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.exit_code == meridian::error::kExitUser);
   CHECK(contains(unknown.output, "site 'delta' is not in roster "));
   CHECK(contains(unknown.output, "(it lists: alpha, beta, gamma)"));
   const auto twice = meridian::tests::run_meridian("roster add gamma '" + keys.of.at("gamma").public_key +
                                                    "' --socket " + socket_of(alpha));
-  CHECK(twice.exit_code == 1);
+  CHECK(twice.exit_code == meridian::error::kExitUser);
   CHECK(contains(twice.output, "site 'gamma' is already in roster "));
 
   // Out again at both sites: gamma leaves their views and their federation view at once.

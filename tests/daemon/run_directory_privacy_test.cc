@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <vector>
-#include <zmq.hpp>
 
 #include "daemon/checkpoint/checkpoint_store.h"
 #include "daemon/control/control_server.h"
@@ -158,11 +157,10 @@ TEST_CASE("a link planted at the roster's old temporary name is not written thro
 TEST_CASE("the control socket is 0600 in a private directory; a directory others can write is refused",
           "[daemon][security][unit]") {
   TempDir tmp;
-  zmq::context_t context;
   NoDaemon handler;
   {
     const auto dir = tmp.path() / "ctl";
-    meridian::daemon::ControlServer server(context, (dir / "control.sock").string(), handler);
+    meridian::daemon::ControlServer server((dir / "control.sock").string(), handler);
     CHECK(mode_of(dir) == 0700);
     CHECK((mode_of(dir / "control.sock") & 0777) == 0600);
     // Nothing of the staging left behind.
@@ -173,7 +171,7 @@ TEST_CASE("the control socket is 0600 in a private directory; a directory others
   const auto open = tmp.path() / "open";
   fs::create_directory(open);
   fs::permissions(open, fs::perms::all);
-  CHECK_THROWS_WITH(meridian::daemon::ControlServer(context, (open / "control.sock").string(), handler),
+  CHECK_THROWS_WITH(meridian::daemon::ControlServer((open / "control.sock").string(), handler),
                     Contains(open.string()) && Contains("mode 0777"));
   CHECK_FALSE(fs::exists(open / "control.sock"));
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "error/exit_code.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
@@ -151,7 +152,7 @@ TEST_CASE("a site without --secure-aggregation is refused at join, with both val
   SiteProcess beta(dir.path() / "beta", args("beta", 1).join("alpha@" + endpoint));
   const int beta_exit = beta.wait_exit(std::chrono::seconds(300));
   INFO("alpha:\n" << alpha.log() << "\nbeta:\n" << beta.log());
-  CHECK(beta_exit == 1);
+  CHECK(beta_exit == meridian::error::kExitUser);
   CHECK(contains(beta.log(), "alpha refuses this site: secure-aggregation differs (alpha: on (48-bit masks, 6-byte lanes on the wire); this site: off)"));
   REQUIRE(eventually([&] { return contains(alpha.log(), "refused at join") || alpha.exited(); }));
   CHECK(contains(alpha.log(), "refused at join: secure-aggregation differs (this site: on (48-bit masks, 6-byte lanes on the wire); beta: off)"));

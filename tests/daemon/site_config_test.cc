@@ -11,6 +11,7 @@
 #include "daemon/algorithms/dts.h"
 #include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
+#include "error/exit_code.h"
 #include "peer/curve_keys.h"
 #include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
@@ -67,7 +68,7 @@ TEST_CASE("meridian init writes a config that --config reads back to the same va
   validate_site_config(read_back);
 
   // It refuses to overwrite without --force.
-  CHECK(run(init + " 2> /dev/null") == 1);
+  CHECK(run(init + " 2> /dev/null") == meridian::error::kExitUser);
 }
 
 TEST_CASE("every kind of value survives init and --config", "[daemon][config][process]") {
@@ -487,7 +488,7 @@ TEST_CASE("the small option grammars parse to their values", "[daemon][config][u
 TEST_CASE("meridian init rejects a bad value with the option named", "[daemon][config][process]") {
   TempDir tmp;
   const auto err = tmp.path() / "err.txt";
-  CHECK(run(std::string(meridian::tests::meridian_binary()) + " init --name x --algo gossip 2> " + err.string()) == 1);
+  CHECK(run(std::string(meridian::tests::meridian_binary()) + " init --name x --algo gossip 2> " + err.string()) == meridian::error::kExitUser);
   CHECK_THAT(meridian::tests::file_contents(err), Contains("--algo: 'gossip' is not one of"));
 }
 
@@ -503,7 +504,7 @@ TEST_CASE("a site listening on all interfaces without --advertise hears it from 
   const auto start = meridian::tests::run_meridian("start --config " + file.string() + " --insecure --run-dir " +
                                                    (tmp.path() / "run").string());
   INFO(start.output);
-  CHECK(start.exit_code == 1);
+  CHECK(start.exit_code == meridian::error::kExitUser);
   CHECK_THAT(start.output, Contains("--advertise: missing: with --listen tcp://0.0.0.0:7400"));
   CHECK_THAT(start.output, !Contains("data: "));  // refused before the data was read
   const auto reachable = meridian::tests::run_meridian("init --name a --advertise tcp://10.0.0.1:7400");
@@ -531,23 +532,23 @@ TEST_CASE("start refuses a missing key pair or roster, or one that does not list
 
   const auto no_key = start((tmp.path() / "no-keys").string(), roster_with("alpha " + keys.public_key));
   INFO(no_key.output);
-  CHECK(no_key.exit_code == 1);
+  CHECK(no_key.exit_code == meridian::error::kExitUser);
   CHECK_THAT(no_key.output, Contains("cannot read secret key " + (tmp.path() / "no-keys" / "secret.key").string()));
 
   const auto no_roster = start((tmp.path() / "keys").string(), (tmp.path() / "absent-roster.txt").string());
   INFO(no_roster.output);
-  CHECK(no_roster.exit_code == 1);
+  CHECK(no_roster.exit_code == meridian::error::kExitUser);
   CHECK_THAT(no_roster.output, Contains("absent-roster.txt"));
 
   const auto other = meridian::peer::generate_curve_key_pair();
   const auto not_listed = start((tmp.path() / "keys").string(), roster_with("beta " + other.public_key));
   INFO(not_listed.output);
-  CHECK(not_listed.exit_code == 1);
+  CHECK(not_listed.exit_code == meridian::error::kExitUser);
   CHECK_THAT(not_listed.output, Contains("site 'alpha' is not in the roster"));
 
   const auto other_key = start((tmp.path() / "keys").string(), roster_with("alpha " + other.public_key));
   INFO(other_key.output);
-  CHECK(other_key.exit_code == 1);
+  CHECK(other_key.exit_code == meridian::error::kExitUser);
   CHECK_THAT(other_key.output, Contains("lists another public key for site 'alpha'"));
 
   for (const auto* result : {&no_key, &no_roster, &not_listed, &other_key})

@@ -22,6 +22,7 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "daemon/checkpoint/checkpoint_model.h"
 #include "daemon/control/control_client.h"
+#include "error/exit_code.h"
 #include "models/data/idx_reader.h"
 #include "models/device.h"
 #include "peer/curve_keys.h"
@@ -369,7 +370,7 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
 TEST_CASE("start refuses combinations the algorithm cannot run, with a clear error", "[daemon][config][process]") {
   TempDir dir;
   SiteProcess site(dir.path() / "x", site_args("x", 0, 1, "dts", "1").set("--optimizer", "adam"));
-  CHECK(site.wait_exit() == 1);
+  CHECK(site.wait_exit() == meridian::error::kExitUser);
   CHECK(site.log().find("dts is its own optimizer and supports sgd or momentum") != std::string::npos);
 }
 
@@ -382,7 +383,7 @@ TEST_CASE("start --device cuda without a GPU fails at once with the reason and a
   }
   TempDir dir;
   SiteProcess site(dir.path() / "x", site_args("x", 0, 1, "local", "1").set("--device", "cuda"));
-  CHECK(site.wait_exit() == 1);
+  CHECK(site.wait_exit() == meridian::error::kExitUser);
   CHECK(site.log().find("--device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
   CHECK(site.log().find("hint: use --device cpu") != std::string::npos);
 }
@@ -540,7 +541,7 @@ TEST_CASE("start refuses a heartbeat timeout that does not exceed the interval, 
   TempDir dir;
   SiteProcess site(dir.path() / "x",
                    site_args("x", 0, 1, "local", "1").set("--heartbeat-interval", 2).set("--heartbeat-timeout", "1.5"));
-  CHECK(site.wait_exit() == 1);
+  CHECK(site.wait_exit() == meridian::error::kExitUser);
   INFO(site.log());
   CHECK(site.log().find("--heartbeat-timeout: 1.5 s must exceed --heartbeat-interval 2 s: make it several intervals "
                         "plus the round trip of the slowest link (e.g. 12)") != std::string::npos);

@@ -236,8 +236,9 @@ TEST_CASE("the Dockerfiles' HEALTHCHECK is a status command meridian accepts", "
     REQUIRE(cmd_at != std::string::npos);
     const auto command = (at + 1)->substr(cmd_at + 4);
     CHECK(command.find("meridian status") != std::string::npos);
-    // No daemon runs at the run directory: a well-formed command exits 1 naming the socket, where a
-    // flag the CLI does not know would be a usage error with another exit code.
+    // No daemon runs at the run directory: the command fails naming the socket (a flag the CLI does not
+    // know would name the flag instead), and the instruction turns any failure into 1, which Docker reads
+    // as "unhealthy" (it reserves the other codes).
     const auto r = run_command(
         {"env", "PATH=" + bin_dir + ":/usr/bin:/bin", "MERIDIAN_RUN_DIR=" + dir.path().string(), "sh", "-c", command});
     INFO(r.output);

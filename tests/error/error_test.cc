@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include "cli/algorithm_run.h"
@@ -14,6 +16,7 @@
 #include "daemon/control/control_server.h"
 #include "daemon/metrics/metrics_server.h"
 #include "daemon/site_config.h"
+#include "error/exit_code.h"
 #include "gossip/round.h"
 #include "models/data/dataset.h"
 #include "models/device.h"
@@ -93,4 +96,17 @@ TEST_CASE("Meridian's exception classes carry the tier docs/design.md gives them
   CHECK(tier(meridian::models::ModelFileError("x")) == Tier::kUser);
   CHECK(tier(meridian::cli::SimulationFailed("x")) == Tier::kPeer);
   CHECK(tier(meridian::cli::SimulationInterrupted("x")) == Tier::kUser);
+}
+
+TEST_CASE("each tier exits with its own status, and an unclassified exception as internal", "[error][unit]") {
+  using meridian::error::Tier;
+  using meridian::error::exit_code;
+  CHECK(exit_code(Tier::kUser) == 78);
+  CHECK(exit_code(Tier::kPeer) == 69);
+  CHECK(exit_code(Tier::kInternal) == 70);
+  CHECK(meridian::error::tier_of(meridian::error::UserError("x")) == Tier::kUser);
+  CHECK(meridian::error::tier_of(meridian::gossip::MixError("x")) == Tier::kPeer);
+  CHECK(meridian::error::tier_of(meridian::error::InternalError("x")) == Tier::kInternal);
+  CHECK(meridian::error::tier_of(std::runtime_error("x")) == Tier::kInternal);
+  CHECK(meridian::error::tier_of(std::bad_alloc()) == Tier::kInternal);
 }

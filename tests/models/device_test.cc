@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "error/exit_code.h"
 #include "models/device.h"
 #include "tests/support/meridian_command.h"
 
@@ -116,7 +117,7 @@ TEST_CASE("meridian devices --device cuda fails cleanly with the reason where th
   const CudaAvailability cuda = probe_cuda();
   const auto result = run_meridian("devices --device cuda");
   if (cuda.device_count == 0) {
-    CHECK(result.exit_code == 1);
+    CHECK(result.exit_code == meridian::error::kExitUser);
     CHECK(result.output.find("meridian: error: --device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
   } else {
     CHECK(result.exit_code == 0);
@@ -132,7 +133,7 @@ TEST_CASE("meridian devices reports what auto selects and rejects a misspelt dev
         std::string::npos);
 
   const auto typo = run_meridian("devices --device gpu");
-  CHECK(typo.exit_code == 1);
+  CHECK(typo.exit_code == meridian::error::kExitUser);
   CHECK(typo.output.find("invalid --device 'gpu'") != std::string::npos);
 }
 
@@ -144,12 +145,12 @@ TEST_CASE("meridian train --device cuda fails cleanly, with a hint, where there 
     return;
   }
   const auto result = run_meridian("train --device cuda --epochs 1");
-  CHECK(result.exit_code == 1);
+  CHECK(result.exit_code == meridian::error::kExitUser);
   CHECK(result.output.find("meridian: error: --device cuda: no CUDA device: " + cuda.reason) != std::string::npos);
   CHECK(result.output.find("hint: use --device cpu") != std::string::npos);
   CHECK(result.output.find("epoch") == std::string::npos);  // refused before any training
 
   const auto indexed = run_meridian("train --device cuda:1 --epochs 1");
-  CHECK(indexed.exit_code == 1);
+  CHECK(indexed.exit_code == meridian::error::kExitUser);
   CHECK(indexed.output.find("--device cuda:1: no CUDA device") != std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "daemon/checkpoint/checkpoint.h"
+#include "error/exit_code.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/meridian_command.h"
 
@@ -42,7 +43,7 @@ TEST_CASE("meridian train --json trains logreg on Fashion-MNIST and reports accu
 
 TEST_CASE("meridian train fails clearly on bad input", "[cli][train][process]") {
   const Result missing = run("train --data-dir /nonexistent/fashion --epochs 1");
-  CHECK(missing.exit_code == 1);
+  CHECK(missing.exit_code == meridian::error::kExitUser);
   CHECK(missing.output.find("/nonexistent/fashion") != std::string::npos);
   CHECK(missing.output.find("train-images-idx3-ubyte") != std::string::npos);
   CHECK(missing.output.find("install Debian's dataset-fashion-mnist") != std::string::npos);
@@ -127,7 +128,7 @@ TEST_CASE("meridian train --augment trains with start's augmentation, the same b
   const Result table = run("train --train " + (dir / "t.csv").string() + " --augment flip");
   std::filesystem::remove_all(dir);
   INFO(table.output);
-  CHECK(table.exit_code == 1);
+  CHECK(table.exit_code == meridian::error::kExitUser);
   CHECK(table.output.find("--augment: ") != std::string::npos);
 }
 
@@ -154,6 +155,6 @@ TEST_CASE("meridian train scales a table as a federation of one, or with the val
   const Result wrong = run("train --train " + (dir / "t.csv").string() + " --input-mean 1,2,3 --input-std 1,1,1");
   std::filesystem::remove_all(dir);
   INFO(wrong.output);
-  CHECK(wrong.exit_code == 1);
+  CHECK(wrong.exit_code == meridian::error::kExitUser);
   CHECK(wrong.output.find("has 3 means and 3 standard deviations, the data 2 features") != std::string::npos);
 }

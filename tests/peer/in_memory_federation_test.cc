@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <thread>
@@ -227,4 +228,40 @@ TEST_CASE("in-memory federation: messages from outside the membership are refuse
   CHECK(a.rejections().count(RejectCause::kMalformed) == 1);
   CHECK_FALSE(a.receive(0ms));
   CHECK(a.alive_members() == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("in-memory federation: received messages pass the message validator, counted as on TCP",
+          "[peer][in_memory][federation][cluster]") {
+  auto net = InMemoryNetwork::create({});
+  const auto validated = [](const std::string& name, std::vector<std::string> bootstrap, std::uint64_t fingerprint) {
+    auto o = member(name, std::move(bootstrap));
+    o.validation.model_fingerprint = fingerprint;
+    o.validation.model_elements = 3;
+    return o;
+  };
+  InMemoryFederation a(net, validated("a", {}, 7));
+  InMemoryFederation b(net, validated("b", {"a"}, 7));
+  REQUIRE(eventually([&] { return a.alive_members().size() == 2 && b.alive_members().size() == 2; }));
+
+  b.send("a", push_sum(1, {1.0f, 2.0f}));  // not the model's length
+  b.send("a", push_sum(1, {1.0f, std::numeric_limits<float>::quiet_NaN(), 3.0f}));
+  auto heavy = push_sum(1, {1.0f, 2.0f, 3.0f});
+  heavy.weight = 1e9;
+  b.send("a", heavy);
+  b.send("a", push_sum(1, {1.0f, 2.0f, 3.0f}));
+  b.send("a", push_sum(1, {1.0f, 2.0f, 3.0f}));  // the same message again
+  REQUIRE(eventually([&] { return a.rejections().total() >= 4; }));
+  CHECK(a.rejections().count(RejectCause::kTensorLength) == 1);
+  CHECK(a.rejections().count(RejectCause::kNonFinite) == 1);
+  CHECK(a.rejections().count(RejectCause::kWeightRange) == 1);
+  CHECK(a.rejections().count(RejectCause::kReplayed) == 1);
+  const auto got = a.receive(10s);
+  REQUIRE(got);
+  CHECK(got->payload == std::vector<float>{1.0f, 2.0f, 3.0f});
+  CHECK_FALSE(a.receive(0ms));
+
+  // Another model's site is refused on the fingerprint its messages carry and never becomes a member.
+  InMemoryFederation other(net, validated("c", {"a"}, 9));
+  REQUIRE(eventually([&] { return a.rejections().count(RejectCause::kFingerprint) >= 1; }));
+  CHECK(a.alive_members() == std::vector<std::string>{"a", "b"});
 }
