@@ -106,8 +106,10 @@ std::optional<GridSpec> parse_grid(const std::string& text) {
   return GridSpec{*rows, *cols};
 }
 
+const algorithms::Algorithm& SiteSettings::algorithm() const { return algorithms::algorithm_for(options.algo); }
+
 std::string describe_algorithm(const SiteSettings& settings) {
-  const auto& algorithm = algorithms::algorithm_for(settings.algo);
+  const auto& algorithm = settings.algorithm();
   std::string out(algorithm.name());
   if (const auto knobs = algorithm.describe_knobs(settings); !knobs.empty()) out += ", " + knobs;
   if (settings.options.robust_aggregation) out += ", robust aggregation";
@@ -279,9 +281,7 @@ SiteSettingsParse parse_site_settings(const SiteConfig& c) {
   at_least("eval-every", c.eval_every, 0);
 
   const algorithms::Algorithm* algorithm = algorithms::find_algorithm(c.algo);
-  if (algorithm != nullptr) {
-    settings.algo = algorithm->id();
-  } else {
+  if (algorithm == nullptr) {
     problem("algo", "'" + c.algo + "' is not one of " + algorithms::algorithm_names());
   }
   // The algorithms that read an option only some read, for the messages below ("dts", "dts and sgp").

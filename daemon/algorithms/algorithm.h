@@ -35,7 +35,6 @@
 #include "daemon/attached_trainer.h"
 #include "daemon/site_config.h"
 #include "daemon/trainer_algorithm.h"
-#include "gossip/algorithm.h"
 #include "gossip/inbox.h"
 #include "gossip/mix_channel.h"
 #include "gossip/mixer.h"
@@ -101,9 +100,9 @@ class Algorithm {
  public:
   virtual ~Algorithm() = default;
 
-  virtual gossip::Algorithm id() const = 0;
-  // Its --algo name; the default is its gossip::Algorithm name.
-  virtual std::string_view name() const { return gossip::name_of(id()); }
+  // Its --algo name, unique among the registered algorithms (daemon/algorithms/registry.h): what the
+  // configuration, the checkpoints and the logs know it by.
+  virtual std::string_view name() const = 0;
 
   // --- configuration ---
   // The options only this algorithm reads, declared in its own .cc (each a constant with a stable

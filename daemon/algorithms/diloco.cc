@@ -261,7 +261,7 @@ class AttachedDilocoTrainer final : public AttachedTrainer {
 
 class Diloco final : public Algorithm {
  public:
-  gossip::Algorithm id() const override { return gossip::Algorithm::kDiloco; }
+  std::string_view name() const override { return "diloco"; }
   std::span<const AlgorithmOption* const> options() const override { return kOptions; }
   void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
     if (!given("period")) config.period = kDilocoDefaultInnerSteps;

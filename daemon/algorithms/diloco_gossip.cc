@@ -12,7 +12,7 @@ namespace {
 
 class DilocoGossip final : public Algorithm {
  public:
-  gossip::Algorithm id() const override { return gossip::Algorithm::kDilocoGossip; }
+  std::string_view name() const override { return "diloco-gossip"; }
   std::span<const AlgorithmOption* const> options() const override {
     static const std::array<const AlgorithmOption*, 2> options{&outer_lr_option(), &outer_momentum_option()};
     return options;

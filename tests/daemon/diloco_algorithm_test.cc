@@ -18,7 +18,6 @@
 #include "tests/daemon/temp_dir.h"
 
 using namespace meridian::daemon;
-using meridian::gossip::Algorithm;
 using meridian::testing::TempDir;
 
 namespace {
@@ -48,7 +47,7 @@ std::string problems_of(const SiteConfig& c) {
 TEST_CASE("diloco is registered, picks its shape when none is given, and says it in the start-up line",
           "[daemon][config][diloco][unit]") {
   REQUIRE(algorithms::find_algorithm("diloco") != nullptr);
-  CHECK(algorithms::find_algorithm("diloco")->id() == Algorithm::kDiloco);
+  CHECK(algorithms::find_algorithm("diloco")->name() == "diloco");
   SiteConfig c = diloco_config();
   apply_algorithm_defaults(c, [](std::string_view) { return false; });
   CHECK(c.period == 32);

@@ -15,7 +15,6 @@
 #include "peer/view.h"
 
 using namespace meridian::daemon;
-using meridian::gossip::Algorithm;
 
 namespace {
 
@@ -59,7 +58,7 @@ TEST_CASE("diloco-gossip is registered, takes diloco's shape and outer knobs, an
           "[daemon][config][diloco-gossip][unit]") {
   const auto* algorithm = algorithms::find_algorithm("diloco-gossip");
   REQUIRE(algorithm != nullptr);
-  CHECK(algorithm->id() == Algorithm::kDilocoGossip);
+  CHECK(algorithm->name() == "diloco-gossip");
   CHECK_FALSE(algorithm->peers_wait_for_rejoin());  // push-sum goes on without a site that left
   SiteConfig c = gossip_site();
   apply_algorithm_defaults(c, [](std::string_view) { return false; });
