@@ -179,8 +179,8 @@ class Algorithm {
 inline constexpr std::array<std::string_view, 9> kAlgorithmKnobs{
     "delay", "period", "out-peers", "tau", "grid", "reaverage-every", "compensation", "compression", "exchange"};
 
-// --delay auto: dts' D and P, or the overlap τ of diloco and diloco-gossip, follow the view's pace
-// (daemon/algorithms/auto_shape.h).
+// --delay auto: dts' D and P follow the view's pace (daemon/algorithms/auto_shape.h; diloco's --overlap
+// auto is its own option).
 bool delay_is_auto(const SiteSettings& settings);
 
 // For the algorithms whose rounds take an exact mean (dts, diloco): the largest view whose mean travels
