@@ -93,7 +93,7 @@ AlgorithmVariantParse parse_algorithm_variant(const std::string& text) {
 }
 
 std::optional<std::string> apply_algorithm_variant(const AlgorithmVariant& variant, daemon::SiteConfig& config,
-                                                   bool shared_delay_given, bool shared_period_given) {
+                                                   const std::function<bool(std::string_view option)>& shared_given) {
   config.algo = variant.algo;
   const auto not_a = [&](const std::string& key, const std::string& value, std::string_view type) {
     return "--algo: '" + variant.label + "': " + key + " '" + value + "' is not a " + std::string(type);
@@ -127,11 +127,8 @@ std::optional<std::string> apply_algorithm_variant(const AlgorithmVariant& varia
     return std::any_of(variant.knobs.begin(), variant.knobs.end(),
                        [&](const auto& knob) { return knob.first == option; });
   };
-  daemon::apply_algorithm_defaults(config, [&](std::string_view option) {
-    if (option == "delay") return shared_delay_given || in_entry(option);
-    if (option == "period") return shared_period_given || in_entry(option);
-    return in_entry(option);
-  });
+  daemon::apply_algorithm_defaults(
+      config, [&](std::string_view option) { return in_entry(option) || (shared_given && shared_given(option)); });
   return std::nullopt;
 }
 

@@ -4,8 +4,10 @@
 // the CSV files, the plot and the directory OUT/<label>/.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,13 +36,14 @@ struct AlgorithmVariantParse {
 };
 AlgorithmVariantParse parse_algorithm_variant(const std::string& text);
 
-// `base` with the variant's algorithm and knobs applied (a declared option's value parsed to its type), then the
-// algorithm's defaults for the knobs given neither here nor shared (daemon::apply_algorithm_defaults; dts: D = 2, P =
-// 16 unless a delay or period was given; the `shared_*_given` flags say whether simulate's own --delay and --period
-// were). Returns the problem when a value is not a number where one is needed (naming the entry, the knob and the
-// value; `config` is then partly changed), nullopt otherwise.
-[[nodiscard]] std::optional<std::string> apply_algorithm_variant(const AlgorithmVariant& variant,
-                                                                 daemon::SiteConfig& config, bool shared_delay_given,
-                                                                 bool shared_period_given);
+// `config` with the variant's algorithm and knobs applied (a declared option's value parsed to its type), then
+// the algorithm's defaults for the knobs given neither here nor as simulate's own flags
+// (daemon::apply_algorithm_defaults; dts: D = 2, P = 16 unless a delay or period was given). `shared_given` says
+// whether simulate's flag --NAME was given, by NAME; empty: none was. Returns the problem when a value is not a
+// number where one is needed (naming the entry, the knob and the value; `config` is then partly changed), nullopt
+// otherwise.
+[[nodiscard]] std::optional<std::string> apply_algorithm_variant(
+    const AlgorithmVariant& variant, daemon::SiteConfig& config,
+    const std::function<bool(std::string_view option)>& shared_given = {});
 
 }  // namespace meridian::cli

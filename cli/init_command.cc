@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/site_options.h"
 #include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
 #include "error/error.h"
@@ -122,11 +123,10 @@ void add_init_command(CLI::App& app, int& exit_code, Invocation invocation) {
       ->type_name("FILE");
   cmd->add_flag("--force", options->force, "Overwrite --out if it exists");
   cmd->callback([cmd, options, &exit_code, invocation] {
-    daemon::apply_site_config_file(*cmd, options->config);
-    daemon::apply_algorithm_defaults(*cmd, options->config);
     auto& config = options->config;
-    if (config.name.empty()) config.name = default_site_name();
-    daemon::validate_site_config(config);
+    (void)configure_site(*cmd, config, [](daemon::SiteConfig& c) {
+      if (c.name.empty()) c.name = default_site_name();
+    });
     // A template may leave the address for later, but not silently: `start` refuses the file until then.
     const auto unreachable = daemon::unreachable_address_problem(config);
     if (invocation == Invocation::kCheck) {

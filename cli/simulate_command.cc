@@ -188,7 +188,8 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
       "  meridian simulate --sites 4 --algo allreduce,sgp --wan world4 --epochs 1\n"
       "  meridian simulate --sites 8 --algo dts,dsync --wan latency=100ms,bandwidth=50mbit --delay 2 --period 16\n"
       "  meridian simulate --sites 4 --algo allreduce,dts:delay=4:period=32:exchange=direct,sgp:tau=4 --wan world4\n"
-      "  meridian simulate --sites 4 --algo allreduce,diloco,diloco:period=64:fragments=4:compression=int8 --epochs 2\n"
+      "  meridian simulate --sites 4 --algo allreduce,diloco,diloco:inner-steps=64:fragments=4:compression=int8 "
+      "--epochs 2\n"
       "  meridian simulate --sites 4 --algo diloco,diloco-gossip,diloco-gossip:out-peers=2 --wan world4\n"
       "  meridian simulate --sites 4 --algo dts:delay=auto:exchange=direct,sgp:tau=auto,diloco --wan latency=100ms\n"
       "    (auto: shapes chosen from the measured round trip and step time; diloco's overlap is auto by default)\n"
@@ -303,14 +304,11 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--momentum", s.momentum, "Momentum coefficient")->capture_default_str()->group(shared);
   cmd->add_option("--weight-decay", s.weight_decay, "L2 weight decay")->capture_default_str()->group(shared);
   daemon::bind_shape_option(*cmd, "delay", s.delay,
-                            "D, with delayed compensation (dts, dsync, diloco's and diloco-gossip's overlap; sgp "
-                            "overlaps by --tau instead), or auto: chosen from the measured network (dts, diloco); dts "
-                            "without a delay or period runs D = 2, P = 16, diloco P = 32 with D = auto, diloco-gossip "
-                            "P = 32 with D = 2")
+                            "D, with delayed compensation (dts, dsync; sgp overlaps by --tau, diloco by --overlap), or "
+                            "auto: chosen from the measured network (dts); dts without a delay or period runs D = 2, "
+                            "P = 16")
       ->group(shared);
-  cmd->add_option("--period", s.period, "P (dts; diloco's and diloco-gossip's inner steps H)")
-      ->capture_default_str()
-      ->group(shared);
+  cmd->add_option("--period", s.period, "P (dts; diloco's H is --inner-steps)")->capture_default_str()->group(shared);
   daemon::bind_algorithm_options(*cmd, s, shared);  // the options the algorithms declare for themselves
   cmd->add_option("--out-peers", s.out_peers, "K (sgp; diloco-gossip)")->capture_default_str()->group(shared);
   daemon::bind_shape_option(*cmd, "tau", s.tau, "tau (sgp overlap), or auto: chosen from the measured network")
@@ -365,8 +363,10 @@ void add_simulate_command(CLI::App& app, int& exit_code, Invocation invocation) 
   cmd->add_option("--device", s.device, "auto | cpu | cuda | cuda:N")->capture_default_str()->group(shared);
 
   cmd->callback([cmd, options, algo_list, &exit_code, invocation] {
-    options->delay_given = cmd->get_option("--delay")->count() > 0;
-    options->period_given = cmd->get_option("--period")->count() > 0;
+    options->given.clear();
+    for (const CLI::Option* option : cmd->get_options())
+      if (option->count() > 0)
+        for (const auto& name : option->get_lnames()) options->given.push_back(name);
     if (invocation == Invocation::kCheck) {
       options->algos = split_algorithm_list(*algo_list);
       check_simulation(*options);

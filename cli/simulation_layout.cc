@@ -52,7 +52,8 @@ std::vector<SiteLaunch> plan_algorithm_sites(const SimulationOptions& options, c
     c.name = s.name;
     const AlgorithmVariantParse parsed = parse_algorithm_variant(algo);
     if (!parsed.error.empty()) throw error::UserError(parsed.error);
-    if (auto problem = apply_algorithm_variant(parsed.variant, c, options.delay_given, options.period_given))
+    if (auto problem =
+            apply_algorithm_variant(parsed.variant, c, [&options](std::string_view n) { return options.was_given(n); }))
       throw error::UserError(*problem);
     c.listen = address(i);
     c.join.clear();

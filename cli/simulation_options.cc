@@ -26,6 +26,10 @@ std::vector<std::string> split_algorithm_list(const std::string& text) {
   return out;
 }
 
+bool SimulationOptions::was_given(std::string_view option) const {
+  return std::find(given.begin(), given.end(), option) != given.end();
+}
+
 std::string simulated_site_name(int index) { return "site-" + std::to_string(index); }
 
 std::string simulated_site_region(const std::string& wan, int index) {
@@ -99,7 +103,7 @@ std::vector<std::string> simulation_problems(const SimulationOptions& o) {
     const AlgorithmVariantParse parsed = parse_algorithm_variant(a);
     std::optional<std::string> problem;
     if (!parsed.error.empty()) problem = parsed.error;
-    else problem = apply_algorithm_variant(parsed.variant, config, o.delay_given, o.period_given);
+    else problem = apply_algorithm_variant(parsed.variant, config, [&o](std::string_view n) { return o.was_given(n); });
     if (problem) {
       problems.push_back(*problem);
       continue;

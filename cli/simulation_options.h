@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/unpacked_idx_cache.h"
@@ -20,10 +21,11 @@ struct SimulationOptions {
   // Each site's own training data (--site-train, one path per site, in site order) instead of parts of
   // one dataset split by --partition; empty: site.train or site.dataset is split.
   std::vector<std::string> site_train;
-  // Whether --delay and --period were given to simulate: dts entries without either (shared or as a
-  // knob) run dts' default shape (daemon::apply_algorithm_defaults).
-  bool delay_given = false;
-  bool period_given = false;
+  // The options given on simulate's command line, by long name without "--": an algorithm picks its own
+  // value for a knob given neither there nor in its --algo entry (daemon::apply_algorithm_defaults; dts
+  // without --delay or --period runs its default shape).
+  std::vector<std::string> given;
+  bool was_given(std::string_view option) const;
   int threads_per_site = 1;
   int eval_every = 50;            // steps between test evaluations of every site (curves, time to target)
   double target_accuracy = 0.8;   // fraction in (0, 1)

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/site_options.h"
 #include "daemon/heap_retention.h"
 #include "daemon/site_config.h"
 #include "daemon/site_daemon.h"
@@ -36,10 +37,8 @@ void add_start_command(CLI::App& app, int& exit_code, Invocation invocation) {
       "See docs/operations.md.");
   daemon::bind_site_options(*cmd, *config);
   cmd->callback([cmd, config, &exit_code, invocation] {
-    daemon::apply_site_config_file(*cmd, *config);
-    daemon::apply_algorithm_defaults(*cmd, *config);
+    (void)configure_site(*cmd, *config);
     if (invocation == Invocation::kCheck) {
-      (void)daemon::settings_of(*config);
       exit_code = 0;
       return;
     }

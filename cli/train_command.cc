@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "daemon/checkpoint/checkpoint.h"
+#include "daemon/site_config.h"
 #include "error/error.h"
 #include "models/data/data_source.h"
 #include "models/data/feature_moments.h"
@@ -38,7 +39,7 @@ struct TrainOptions {
   std::string dataset = "fashion-mnist";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string train, test, classes, layout, label_column = "label";
-  std::string train_csv, test_csv;  // the deprecated names of --train and --test for CSV files
+  std::string train_csv, test_csv;          // the deprecated names of --train and --test for CSV files
   std::string ignore_columns, categorical;  // tables, as start's (models/data/tabular_schema.h)
   bool missing_indicators = false;
   std::string augment = "none";  // as start's --augment (models/data/image_augmentation.h)
@@ -54,9 +55,10 @@ struct TrainOptions {
   std::string optimizer = "momentum";
   double momentum = 0.9;
   double weight_decay = 0.0;
-  std::string schedule = "constant";
+  std::string schedule = "constant";  // start's grammar (daemon::parse_schedule)
   double warmup_epochs = 0.0;
-  std::size_t decay_epochs = 2;
+  // The old form `--schedule step` takes its decay from these (deprecated: step:EPOCHS:FACTOR says it).
+  int decay_epochs = 2;
   double decay_factor = 0.1;
   int threads = 1;
   std::string device = "auto";
@@ -163,8 +165,26 @@ void save_model(const TrainOptions& o, const models::Model& model, const models:
   std::fprintf(stderr, "train: saved the model to %s\n", o.save.c_str());
 }
 
+// --schedule in start's grammar (constant | cosine | step:EPOCHS:FACTOR), or the old `step` with
+// --decay-epochs and --decay-factor, read for one more release with a warning.
+daemon::ScheduleSpec schedule_spec(const TrainOptions& o) {
+  if (o.schedule == "step") {
+    char spelled[64];
+    std::snprintf(spelled, sizeof spelled, "step:%d:%g", o.decay_epochs, o.decay_factor);
+    std::fprintf(stderr,
+                 "train: warning: --schedule step with --decay-epochs and --decay-factor is deprecated: use "
+                 "--schedule %s, as `meridian start` takes it\n",
+                 spelled);
+    return daemon::ScheduleSpec{daemon::ScheduleSpec::Kind::kStep, o.decay_epochs, o.decay_factor};
+  }
+  if (const auto spec = daemon::parse_schedule(o.schedule)) return *spec;
+  throw error::UserError("--schedule: '" + o.schedule +
+                         "' is not constant, cosine or step:EPOCHS:FACTOR (e.g. step:2:0.5)");
+}
+
 int run_train(TrainOptions o) {
   using clock = std::chrono::steady_clock;
+  const daemon::ScheduleSpec schedule = schedule_spec(o);
   const models::data::DataOptions data = data_options(o);
   // The device first: a --device cuda that cannot be honoured fails before the data is read.
   const models::DeviceSelection device = models::select_device(o.device);
@@ -237,14 +257,18 @@ int run_train(TrainOptions o) {
   opt.momentum = static_cast<float>(o.momentum);
   opt.weight_decay = static_cast<float>(o.weight_decay);
   models::ScheduleConfig sched;
-  sched.kind = models::parse_schedule_kind(o.schedule);
+  switch (schedule.kind) {
+    case daemon::ScheduleSpec::Kind::kConstant: sched.kind = models::ScheduleKind::constant; break;
+    case daemon::ScheduleSpec::Kind::kStep: sched.kind = models::ScheduleKind::step; break;
+    case daemon::ScheduleSpec::Kind::kCosine: sched.kind = models::ScheduleKind::cosine; break;
+  }
   sched.base_lr = static_cast<float>(
       o.lr > 0.0
           ? o.lr
           : (opt.kind == models::OptimizerKind::adam || opt.kind == models::OptimizerKind::adamw ? 0.001 : 0.05));
   sched.warmup_steps = static_cast<std::uint64_t>(std::llround(o.warmup_epochs * static_cast<double>(steps_per_epoch)));
-  sched.step_size = std::max<std::uint64_t>(1, o.decay_epochs * steps_per_epoch);
-  sched.gamma = static_cast<float>(o.decay_factor);
+  sched.step_size = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(schedule.step_epochs) * steps_per_epoch);
+  sched.gamma = static_cast<float>(schedule.step_factor);
   sched.total_steps = std::max<std::uint64_t>(1, total_steps);
   models::Optimizer optimizer(opt, sched, model->parameters().size(), backend);
 
@@ -395,15 +419,17 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.0, 0.999999))
       ->capture_default_str();
   cmd->add_option("--weight-decay", options->weight_decay, "L2 weight decay")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--schedule", options->schedule, "Learning-rate schedule")
-      ->check(CLI::IsMember({"constant", "step", "cosine"}))
+  cmd->add_option("--schedule", options->schedule,
+                  "Learning-rate schedule, as start's: constant | step:EPOCHS:FACTOR (e.g. step:2:0.5) | cosine")
       ->capture_default_str();
   cmd->add_option("--warmup-epochs", options->warmup_epochs, "Linear warm-up length in epochs (may be fractional)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--decay-epochs", options->decay_epochs, "Step schedule: decay every this many epochs")
+  cmd->add_option("--decay-epochs", options->decay_epochs,
+                  "Deprecated, with --schedule step: decay every this many epochs (use --schedule step:EPOCHS:FACTOR)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--decay-factor", options->decay_factor, "Step schedule: multiply the rate by this")
+  cmd->add_option("--decay-factor", options->decay_factor,
+                  "Deprecated, with --schedule step: multiply the rate by this (use --schedule step:EPOCHS:FACTOR)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--threads", options->threads, "Compute threads")->check(CLI::Range(1, 256))->capture_default_str();

@@ -17,6 +17,8 @@
 namespace meridian::daemon {
 namespace {
 
+static_assert(kAutoShape == algorithms::kAutoOptionValue, "auto is one value in every whole-number option");
+
 // One option: how it is bound to a CLI11 app and how it is written into a config file. Keeping both in
 // one table is what makes `meridian init` output read back to the same values.
 struct OptionSpec {
@@ -140,6 +142,25 @@ CLI::Option* bind_declared(CLI::App& app, SiteConfig& config, const algorithms::
 
 CLI::Option* bind_declared(CLI::App& app, SiteConfig& config, const algorithms::AlgorithmOption& option,
                            std::string_view help) {
+  if (option.takes_auto) {
+    // As --delay and --tau: a whole number or auto.
+    algorithms::OptionValues* values = &config.algorithm_options;
+    const algorithms::AlgorithmOption* declared = &option;
+    const std::string flag = "--" + std::string(option.name);
+    return app
+        .add_option_function<std::string>(
+            flag,
+            [values, declared, flag](const std::string& text) {
+              const auto value = algorithms::parse_option_value(*declared, text);
+              if (!value) throw CLI::ValidationError(flag, "'" + text + "' is not a whole number or auto");
+              values->set(*declared, *value);
+            },
+            std::string(help))
+        ->type_name("INT|auto")
+        ->default_function(
+            [values, declared] { return algorithms::option_value_text(*declared, values->get(*declared)); })
+        ->capture_default_str();
+  }
   return option.is_whole() ? bind_declared<int>(app, config, option, help)
                            : bind_declared<double>(app, config, option, help);
 }
@@ -149,7 +170,10 @@ OptionSpec declared_field(std::string group, const algorithms::AlgorithmOption& 
                   nullptr};
   spec.bind = [&option](CLI::App& app, SiteConfig& config) { return bind_declared(app, config, option, option.help); };
   spec.toml = [&option](const SiteConfig& config) {
-    return std::visit([](auto value) { return toml_value(value); }, config.algorithm_options.get(option));
+    const auto& value = config.algorithm_options.get(option);
+    if (option.takes_auto && value == algorithms::OptionValue{algorithms::kAutoOptionValue})
+      return toml_value(std::string("auto"));
+    return std::visit([](auto v) { return toml_value(v); }, value);
   };
   return spec;
 }
@@ -247,15 +271,14 @@ const std::vector<OptionSpec>& shared_option_specs() {
         field(model, "eval-every", "Steps between test-set evaluations (0 = once per epoch)", &C::eval_every),
         field(algo, "algo", algorithms::algorithm_names(" | "), &C::algo),
         shape_field(algo, "delay",
-                    "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync, diloco's and "
-                    "diloco-gossip's overlap; sgp overlaps by --tau instead), or auto: chosen from the measured round "
-                    "trip and step time (dts: D and P = 8D; diloco: the overlap; docs/algorithms.md). dts without "
-                    "--delay and --period runs D = 2, P = 16; diloco runs P = 32 with D = auto, diloco-gossip P = 32 "
-                    "with D = 2",
+                    "D: steps a mixed result may arrive late, with delayed compensation (dts, dsync; sgp overlaps by "
+                    "--tau, diloco and diloco-gossip by --overlap), or auto: chosen from the measured round trip and "
+                    "step time (dts: D and P = 8D; docs/algorithms.md). dts without --delay and --period runs D = 2, "
+                    "P = 16",
                     &C::delay),
         field(algo, "period",
-              "P: dts starts an average every P steps; diloco's and diloco-gossip's inner steps H between outer syncs "
-              "(see --delay for the default shapes)",
+              "P: dts starts an average every P steps (see --delay for its default shape; diloco's and "
+              "diloco-gossip's H is --inner-steps)",
               &C::period),
         field(algo, "out-peers", "K: sgp's out-peers per step; diloco-gossip's per outer step", &C::out_peers),
         shape_field(algo, "tau",
@@ -263,7 +286,8 @@ const std::vector<OptionSpec>& shared_option_specs() {
                     "measured round trip and step time (docs/algorithms.md)",
                     &C::tau),
         field(algo, "grid", "dsync: auto | AxB (rows x columns of sites)", &C::grid),
-        field(algo, "min-sites", "Sites that must be in the view before training starts (0 = the roster's quorum or size; with "
+        field(algo, "min-sites",
+              "Sites that must be in the view before training starts (0 = the roster's quorum or size; with "
               "--insecure, --site-count)",
               &C::min_sites),
         field(algo, "join-timeout", "Seconds to wait for --min-sites sites before giving up", &C::join_timeout),
@@ -552,8 +576,8 @@ std::string render_site_config(const SiteConfig& config,
       out += "\n# --- " + group + " ---\n";
     }
     const auto note = commented ? commented(spec.name) : std::nullopt;
-    out += "\n# " + spec.help + "\n" + (note ? "# " + *note + "\n# " : "") + spec.name + " = " + spec.toml(config) +
-           "\n";
+    out +=
+        "\n# " + spec.help + "\n" + (note ? "# " + *note + "\n# " : "") + spec.name + " = " + spec.toml(config) + "\n";
   }
   return out;
 }

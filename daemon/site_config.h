@@ -27,7 +27,6 @@
 
 #include "daemon/algorithms/algorithm_option.h"
 #include "error/error.h"
-#include "gossip/algorithm.h"
 #include "gossip/dts.h"
 #include "gossip/group_grid.h"
 #include "gossip/tensor_codec.h"
@@ -47,6 +46,10 @@ class Option;
 }  // namespace CLI
 
 namespace meridian::daemon {
+
+namespace algorithms {
+class Algorithm;  // daemon/algorithms/algorithm.h
+}  // namespace algorithms
 
 // --delay auto and --tau auto in SiteConfig's whole-number fields: the shape is chosen from the
 // network (daemon/algorithms/auto_shape.h).
@@ -272,7 +275,9 @@ struct PartitionOrigin {
 // grammar is read once into the typed fields below, which are what the code past the boundary consults.
 struct SiteSettings {
   SiteConfig options;
-  gossip::Algorithm algo = gossip::Algorithm::kSgp;
+  // The registered algorithm options.algo names (daemon/algorithms/registry.h); throws
+  // error::InternalError for a name none has, which parse_site_settings() never lets through.
+  const algorithms::Algorithm& algorithm() const;
   models::OptimizerKind optimizer = models::OptimizerKind::momentum;
   ScheduleSpec schedule;
   gossip::CompressionSpec compression;

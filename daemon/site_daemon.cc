@@ -105,7 +105,7 @@ void SiteDaemon::Impl::load_checkpoint(const std::string& fingerprint) {
   // Out of rotation, never deleted: the next write would replace or rotate them away.
   for (const auto& note : store->set_aside(loaded)) spdlog::warn("{}", note);
   if (loaded.checkpoint) {
-    if (gossip::parse_algorithm(loaded.checkpoint->algorithm) != settings.algo) {
+    if (loaded.checkpoint->algorithm != algo.name()) {
       throw error::UserError("checkpoint " + loaded.file.string() + " was written by --algo " +
                              loaded.checkpoint->algorithm + ", this site runs " + std::string(algo.name()) +
                              " (use another --checkpoint-dir to start afresh)");

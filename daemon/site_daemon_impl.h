@@ -97,7 +97,7 @@ struct SiteDaemon::Impl final : ControlHandler {
   Impl(SiteSettings s, SiteDaemonOptions o)
       : settings(std::move(s)),
         config(settings.options),
-        algo(algorithms::algorithm_for(settings.algo)),
+        algo(settings.algorithm()),
         daemon_options(std::move(o)) {}
 
   const SiteSettings settings;

@@ -35,7 +35,6 @@
 #include "daemon/attached/attached_trainer.h"
 #include "daemon/site_config.h"
 #include "daemon/trainer_algorithm.h"
-#include "gossip/algorithm.h"
 #include "gossip/inbox.h"
 #include "gossip/mix_channel.h"
 #include "gossip/mixer.h"
@@ -101,9 +100,9 @@ class Algorithm {
  public:
   virtual ~Algorithm() = default;
 
-  virtual gossip::Algorithm id() const = 0;
-  // Its --algo name; the default is its gossip::Algorithm name.
-  virtual std::string_view name() const { return gossip::name_of(id()); }
+  // Its --algo name, unique among the registered algorithms (daemon/algorithms/registry.h): what the
+  // configuration, the checkpoints and the logs know it by.
+  virtual std::string_view name() const = 0;
 
   // --- configuration ---
   // The options only this algorithm reads, declared in its own .cc (each a constant with a stable
@@ -180,8 +179,8 @@ class Algorithm {
 inline constexpr std::array<std::string_view, 9> kAlgorithmKnobs{
     "delay", "period", "out-peers", "tau", "grid", "reaverage-every", "compensation", "compression", "exchange"};
 
-// --delay auto: dts' D and P, or the overlap τ of diloco and diloco-gossip, follow the view's pace
-// (daemon/algorithms/auto_shape.h).
+// --delay auto: dts' D and P follow the view's pace (daemon/algorithms/auto_shape.h; diloco's --overlap
+// auto is its own option).
 bool delay_is_auto(const SiteSettings& settings);
 
 // For the algorithms whose rounds take an exact mean (dts, diloco): the largest view whose mean travels

@@ -1,6 +1,10 @@
 #include "daemon/algorithms/algorithm_option.h"
 
 #include <charconv>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "error/error.h"
 
@@ -19,6 +23,7 @@ std::optional<T> parse_number(std::string_view s) {
 }  // namespace
 
 std::optional<OptionValue> parse_option_value(const AlgorithmOption& option, std::string_view text) {
+  if (option.takes_auto && text == "auto") return OptionValue{kAutoOptionValue};
   if (option.is_whole()) {
     if (const auto n = parse_number<int>(text)) return OptionValue{*n};
     return std::nullopt;
@@ -27,8 +32,30 @@ std::optional<OptionValue> parse_option_value(const AlgorithmOption& option, std
   return std::nullopt;
 }
 
+std::string option_value_text(const AlgorithmOption& option, const OptionValue& value) {
+  if (option.takes_auto && value == OptionValue{kAutoOptionValue}) return "auto";
+  if (const int* whole = std::get_if<int>(&value)) return std::to_string(*whole);
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", std::get<double>(value));
+  return text;
+}
+
 std::string_view option_type_words(const AlgorithmOption& option) {
+  if (option.takes_auto) return "whole number or auto";
   return option.is_whole() ? "whole number" : "number";
+}
+
+void warn_renamed_option(std::string_view old_name, const AlgorithmOption& replacement, std::string_view readers) {
+  static std::mutex mu;
+  static std::set<std::string, std::less<>> warned;
+  {
+    std::lock_guard lock(mu);
+    if (!warned.emplace(old_name).second) return;
+  }
+  const std::string text = "warning: --" + std::string(old_name) + " is deprecated for " + std::string(readers) +
+                           ", and will stop applying to them in the next release: use --" +
+                           std::string(replacement.name) + "\n";
+  std::fputs(text.c_str(), stderr);
 }
 
 const OptionValue& OptionValues::get(const AlgorithmOption& option) const {

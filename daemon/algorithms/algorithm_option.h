@@ -28,6 +28,10 @@ namespace meridian::daemon::algorithms {
 // the option's type.
 using OptionValue = std::variant<int, double>;
 
+// "auto" in a whole-number option that takes it (AlgorithmOption::takes_auto): the algorithm chooses the
+// value at run time (diloco's --overlap, daemon/algorithms/auto_shape.h).
+inline constexpr int kAutoOptionValue = -1;
+
 struct AlgorithmOption {
   std::string_view name;   // the flag without "--", the config-file key and the simulate knob
   std::string_view help;   // `meridian start --help` and the comment above the key in `meridian init`'s file
@@ -38,15 +42,26 @@ struct AlgorithmOption {
   // Null: every value of the type is fine. A check that needs other options (--fragments ≤ --period)
   // belongs in Algorithm::check.
   std::string (*range)(const OptionValue& value) = nullptr;
+  // A whole-number option that also takes "auto", held as kAutoOptionValue.
+  bool takes_auto = false;
 
   bool is_whole() const { return std::holds_alternative<int>(default_value); }
 };
 
-// `text` as a value of `option`'s type (the whole text: "4x" is no number), or nullopt.
+// `text` as a value of `option`'s type (the whole text: "4x" is no number; "auto" where it takes it), or
+// nullopt.
 std::optional<OptionValue> parse_option_value(const AlgorithmOption& option, std::string_view text);
 
-// "whole number" or "number", for messages about a value that did not parse.
+// `value` as parse_option_value reads it back: "auto", "4", "0.7".
+std::string option_value_text(const AlgorithmOption& option, const OptionValue& value);
+
+// "whole number", "whole number or auto" or "number", for messages about a value that did not parse.
 std::string_view option_type_words(const AlgorithmOption& option);
+
+// For an option's old spelling that an algorithm still reads for one release (diloco's --period, now
+// --inner-steps): prints on stderr, once per process and old name, that --OLD is deprecated for
+// `readers` and that --NEW (`replacement`) replaces it. Thread-safe.
+void warn_renamed_option(std::string_view old_name, const AlgorithmOption& replacement, std::string_view readers);
 
 // The values a configuration gives the algorithms' own options. An option not set holds its declared
 // default, and setting the default is the same as not setting it, so two configurations with the same

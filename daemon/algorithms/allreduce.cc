@@ -113,7 +113,7 @@ class AttachedAllReduceTrainer final : public AttachedTrainer {
 
 class AllReduce final : public Algorithm {
  public:
-  gossip::Algorithm id() const override { return gossip::Algorithm::kAllReduce; }
+  std::string_view name() const override { return "allreduce"; }
   bool takes_exact_means() const override { return true; }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     if (s.options.delay != 0) problems.push_back("--delay: allreduce has no delayed mixing (use dts, sgp or dsync)");

@@ -1,5 +1,5 @@
 // Shapes chosen from the network (docs/algorithms.md, "Shapes chosen from the network"): with
-// --delay auto (dts, diloco's overlap) or --tau auto (sgp) an algorithm takes its shape from the pace
+// --delay auto (dts), --overlap auto (diloco, diloco-gossip) or --tau auto (sgp) an algorithm takes its shape from the pace
 // of the view in force (peer/pace.h: the federation's largest heartbeat round trip and step time),
 // so that every site runs the same shape from the same round. The rule: the smallest shape that covers
 // twice the crossing the algorithm's exchange makes, in steps of compute (diloco: 1.5 times); the margin

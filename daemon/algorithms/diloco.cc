@@ -22,10 +22,34 @@ constexpr const char* kMomentumSection = "diloco-outer-momentum";
 constexpr const char* kWeightSection = "diloco-push-sum-weight";  // diloco-gossip only
 constexpr const char* kResidualSection = "diloco-residuals";
 
-// diloco's own options. --fragments' range depends on --period, so check() judges it.
+// diloco's own options, the first two read by diloco-gossip too. --fragments' and --overlap's ranges
+// depend on --inner-steps, so check() judges them.
+constexpr AlgorithmOption kInnerSteps{
+    .name = "inner-steps",
+    .help = "H: diloco's and diloco-gossip's inner steps between outer syncs",
+    .brief = "H (diloco, diloco-gossip: inner steps between outer syncs)",
+    .default_value = kDilocoDefaultInnerSteps,
+    .range = [](const OptionValue& value) -> std::string {
+      return std::get<int>(value) >= 1 ? "" : "must be at least 1 (e.g. 32)";
+    },
+};
+constexpr AlgorithmOption kOverlap{
+    .name = "overlap",
+    .help =
+        "τ: inner steps that run while an outer exchange of diloco or diloco-gossip travels, applied with "
+        "delayed compensation (at most --inner-steps), or auto: chosen from the measured round trip and step "
+        "time (docs/algorithms.md). diloco runs auto, diloco-gossip 2 unless it is given",
+    .brief = "τ (diloco, diloco-gossip: overlap), or auto: chosen from the measured network",
+    .default_value = kAutoOptionValue,
+    .range = [](const OptionValue& value) -> std::string {
+      const int overlap = std::get<int>(value);
+      return overlap >= 0 || overlap == kAutoOptionValue ? "" : "must be a whole number >= 0 or auto (e.g. 2)";
+    },
+    .takes_auto = true,
+};
 constexpr AlgorithmOption kFragments{
     .name = "fragments",
-    .help = "F: diloco syncs the parameters in F fragments, each every --period steps, H/F steps apart",
+    .help = "F: diloco syncs the parameters in F fragments, each every --inner-steps steps, H/F steps apart",
     .brief = "F (diloco: fragments synced H/F steps apart)",
     .default_value = 1,
 };
@@ -49,23 +73,52 @@ constexpr AlgorithmOption kOuterMomentum{
       return momentum >= 0 && momentum < 1 ? "" : "must be in [0, 1) (e.g. 0.9)";
     },
 };
-constexpr std::array<const AlgorithmOption*, 3> kOptions{&kFragments, &kOuterLr, &kOuterMomentum};
+constexpr std::array<const AlgorithmOption*, 5> kOptions{&kInnerSteps, &kOverlap, &kFragments, &kOuterLr,
+                                                         &kOuterMomentum};
 
 int fragments_of(const SiteSettings& s) { return s.options.algorithm_options.whole(kFragments); }
 
 // The overlap before any measured pace: the fixed default, within H.
 std::uint32_t fallback_overlap(const SiteSettings& s) {
-  return static_cast<std::uint32_t>(std::min(kDilocoDefaultOverlap, s.options.period));
+  return static_cast<std::uint32_t>(std::min(kDilocoDefaultOverlap, inner_steps_of(s)));
 }
 
 }  // namespace
 
+int inner_steps_of(const SiteSettings& s) { return s.options.algorithm_options.whole(kInnerSteps); }
+int overlap_of(const SiteSettings& s) { return s.options.algorithm_options.whole(kOverlap); }
+bool overlap_is_auto(const SiteSettings& s) { return overlap_of(s) == kAutoOptionValue; }
+
+std::uint64_t diloco_view_change_reach(const SiteSettings& s) {
+  const auto inner_steps = static_cast<std::uint64_t>(std::max(inner_steps_of(s), 0));
+  // An automatic overlap stays within H.
+  if (overlap_is_auto(s)) return 2 * inner_steps;
+  return static_cast<std::uint64_t>(std::max(overlap_of(s), 0)) + inner_steps;
+}
+
+void adopt_renamed_shape_options(SiteConfig& config, const OptionGiven& given) {
+  const SiteConfig defaults;
+  constexpr std::string_view readers = "diloco and diloco-gossip";
+  // Only a value other than the default: a file that lists every key (simulate's, `meridian init`'s
+  // of an older release) holds them at their defaults, and those mean nothing here.
+  if (given("period") && config.period != defaults.period) {
+    warn_renamed_option("period", kInnerSteps, readers);
+    if (!given(kInnerSteps.name)) config.algorithm_options.set(kInnerSteps, config.period);
+    config.period = defaults.period;
+  }
+  if (given("delay") && config.delay != defaults.delay) {
+    warn_renamed_option("delay", kOverlap, readers);
+    if (!given(kOverlap.name)) config.algorithm_options.set(kOverlap, config.delay);
+    config.delay = defaults.delay;
+  }
+}
+
 gossip::DilocoConfig diloco_config_of(const SiteSettings& s) {
   gossip::DilocoConfig config;
-  config.inner_steps = static_cast<std::uint32_t>(s.options.period);
+  config.inner_steps = static_cast<std::uint32_t>(inner_steps_of(s));
   config.outer_lr = s.options.algorithm_options.real(kOuterLr);
   config.outer_momentum = s.options.algorithm_options.real(kOuterMomentum);
-  config.overlap = delay_is_auto(s) ? fallback_overlap(s) : static_cast<std::uint32_t>(s.options.delay);
+  config.overlap = overlap_is_auto(s) ? fallback_overlap(s) : static_cast<std::uint32_t>(overlap_of(s));
   config.fragments = static_cast<std::uint32_t>(fragments_of(s));
   config.wire = s.compression;
   config.wait_timeout = mix_wait_timeout(s);
@@ -75,14 +128,14 @@ gossip::DilocoConfig diloco_config_of(const SiteSettings& s) {
 namespace {
 
 // What every trainer side of diloco and diloco-gossip shares, built-in or attached: gossip::Diloco on
-// the parameters it is given, the overlap chosen from the network (--delay auto), and the checkpoint
+// the parameters it is given, the overlap chosen from the network (--overlap auto), and the checkpoint
 // sections of the outer state.
 class DilocoRule {
  public:
   DilocoRule(const SiteSettings& settings, const gossip::DilocoConfig& config, gossip::MixChannel& channel,
              std::span<float> parameters, std::span<float> state)
       : wire_(config.wire),
-        auto_(delay_is_auto(settings)),
+        auto_(overlap_is_auto(settings)),
         // A push-sum share (diloco-gossip) makes one crossing whatever the view's size.
         direct_max_sites_(config.outer_average == gossip::OuterAverage::kPushSum
                               ? std::numeric_limits<std::size_t>::max()
@@ -161,10 +214,10 @@ class DilocoRule {
   }
 
   gossip::CompressionSpec wire_;
-  const bool auto_;                     // --delay auto: the overlap follows the view's pace
+  const bool auto_;                     // --overlap auto: the overlap follows the view's pace
   const std::size_t direct_max_sites_;  // views up to this size sync in one crossing (else the ring's 2(n − 1))
   const std::uint32_t fallback_;        // the overlap while the pace is not measured
-  std::optional<ChosenShape> shape_;    // the shape in force, with --delay auto
+  std::optional<ChosenShape> shape_;    // the shape in force, with --overlap auto
   gossip::Diloco diloco_;
   // w as the checkpoint's section: θ_g is saved de-biased, so w only weighs this site's later shares and
   // float suffices. Not the checkpoint's push-sum weight, by which `eval` divides the parameters (sgp's
@@ -261,30 +314,30 @@ class AttachedDilocoTrainer final : public AttachedTrainer {
 
 class Diloco final : public Algorithm {
  public:
-  gossip::Algorithm id() const override { return gossip::Algorithm::kDiloco; }
+  std::string_view name() const override { return "diloco"; }
   std::span<const AlgorithmOption* const> options() const override { return kOptions; }
+  // The overlap follows the network unless given (its declared default, auto), and a small federation
+  // syncs in one crossing: `--algo diloco` alone hides the latency it meets (the ring's 2(n − 1)
+  // crossings in a row can outlast H steps at a few hundred milliseconds, and no overlap within H
+  // hides that).
   void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
-    if (!given("period")) config.period = kDilocoDefaultInnerSteps;
-    // The overlap follows the network unless given, and a small federation syncs in one crossing:
-    // `--algo diloco` alone hides the latency it meets (the ring's 2(n − 1) crossings in a row can
-    // outlast H steps at a few hundred milliseconds, and no overlap within H hides that).
-    if (!given("delay")) config.delay = kAutoShape;
+    adopt_renamed_shape_options(config, given);
     if (!given("exchange")) config.exchange = "auto";
   }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
-    const auto& o = s.options;
-    if (!delay_is_auto(s) && o.delay > o.period)
-      problems.push_back("--delay: diloco's overlap τ = " + std::to_string(o.delay) + " exceeds --period H = " +
-                         std::to_string(o.period) + " (an exchange must land before its fragment syncs again)");
-    if (const int fragments = fragments_of(s); fragments < 1 || fragments > o.period)
+    const int inner_steps = inner_steps_of(s);
+    if (!overlap_is_auto(s) && overlap_of(s) > inner_steps)
+      problems.push_back("--overlap: diloco's overlap τ = " + std::to_string(overlap_of(s)) +
+                         " exceeds --inner-steps H = " + std::to_string(inner_steps) +
+                         " (an exchange must land before its fragment syncs again)");
+    if (const int fragments = fragments_of(s); fragments < 1 || fragments > inner_steps)
       problems.push_back("--" + std::string(kFragments.name) + ": " + std::to_string(fragments) +
-                         " must be in [1, --period " + std::to_string(o.period) +
+                         " must be in [1, --inner-steps " + std::to_string(inner_steps) +
                          "] (one fragment sync per step at most)");
   }
-  bool reads(std::string_view option) const override {
-    return option == "delay" || option == "period" || option == "compression" || option == "exchange";
-  }
-  bool shape_from_network(const SiteSettings& s) const override { return delay_is_auto(s); }
+  bool reads(std::string_view option) const override { return option == "compression" || option == "exchange"; }
+  std::uint64_t view_change_reach(const SiteSettings& s) const override { return diloco_view_change_reach(s); }
+  bool shape_from_network(const SiteSettings& s) const override { return overlap_is_auto(s); }
   bool accepts(gossip::Encoding encoding) const override { return encoding != gossip::Encoding::kTopK; }
   std::string describe_knobs(const SiteSettings& s) const override {
     const auto& o = s.options;
@@ -292,8 +345,8 @@ class Diloco final : public Algorithm {
     char outer[64];
     std::snprintf(outer, sizeof outer, "outer lr %g, outer momentum %g (Nesterov)", o.algorithm_options.real(kOuterLr),
                   o.algorithm_options.real(kOuterMomentum));
-    std::string out = "H = " + std::to_string(o.period) + " inner steps (" + o.optimizer +
-                      "), overlap τ = " + (delay_is_auto(s) ? "auto" : std::to_string(o.delay)) +
+    std::string out = "H = " + std::to_string(inner_steps_of(s)) + " inner steps (" + o.optimizer +
+                      "), overlap τ = " + (overlap_is_auto(s) ? "auto" : std::to_string(overlap_of(s))) +
                       ", F = " + std::to_string(fragments) + " fragment" + (fragments == 1 ? "" : "s") + ", " + outer +
                       ", wire " + gossip::diloco_wire_name(s.compression) + ", exchange " + describe_exchange(s);
     return out;
@@ -318,6 +371,8 @@ class Diloco final : public Algorithm {
 
 }  // namespace
 
+const AlgorithmOption& inner_steps_option() { return kInnerSteps; }
+const AlgorithmOption& overlap_option() { return kOverlap; }
 const AlgorithmOption& outer_lr_option() { return kOuterLr; }
 const AlgorithmOption& outer_momentum_option() { return kOuterMomentum; }
 
@@ -342,8 +397,8 @@ std::vector<OptimizerSpan> outer_state_sections(const gossip::Diloco& diloco) {
 }
 
 void restore_outer_state(const Checkpoint& checkpoint, gossip::Diloco& diloco) {
-  for (const auto& [name, target] : {std::pair{kGlobalSection, diloco.global_parameters()},
-                                     std::pair{kMomentumSection, diloco.outer_momentum()}}) {
+  for (const auto& [name, target] :
+       {std::pair{kGlobalSection, diloco.global_parameters()}, std::pair{kMomentumSection, diloco.outer_momentum()}}) {
     const auto* section = checkpoint.find_optimizer_state(name);
     if (section == nullptr) throw CheckpointError(std::string("checkpoint has no '") + name + "' section for diloco");
     check_checkpoint_size(section->size(), target.size(), name);

@@ -1,8 +1,8 @@
 // diloco-gossip: DiLoCo whose outer average is push-sum gossip instead of an exact mean
 // (gossip::Diloco with gossip::OuterAverage::kPushSum, gossip/diloco.h; docs/algorithms.md,
 // "diloco-gossip"). As in diloco, the configured optimizer (--optimizer) is the inner optimizer, H =
-// --period, τ = --delay (the same defaults, H = 32, τ = 2), --outer-lr and --outer-momentum (diloco's
-// declarations, read by both). Every H steps each site takes the outer Nesterov step on its own
+// --inner-steps (32), τ = --overlap (2 unless given; auto as diloco's), --outer-lr and --outer-momentum
+// (diloco's declarations, read by both). Every H steps each site takes the outer Nesterov step on its own
 // pseudo-gradient and sends the result as one push-sum share to K = --out-peers out-peers of the directed
 // exponential graph (a PushSumMixer; --compression fp16 rounds the shares); it waits for its in-peers'
 // shares only, never for every site, and not at all while τ inner steps cover the crossing. One fragment

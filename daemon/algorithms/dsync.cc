@@ -92,10 +92,10 @@ class AttachedDsyncTrainer final : public AttachedTrainer {
 
 class Dsync final : public Algorithm {
  public:
-  gossip::Algorithm id() const override { return gossip::Algorithm::kDsync; }
+  std::string_view name() const override { return "dsync"; }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     if (delay_is_auto(s))
-      problems.push_back("--delay: dsync takes a whole number of steps (auto chooses dts' and diloco's shapes only)");
+      problems.push_back("--delay: dsync takes a whole number of steps (auto chooses dts' shape only)");
   }
   bool reads(std::string_view option) const override {
     return option == "delay" || option == "grid" || option == "reaverage-every";

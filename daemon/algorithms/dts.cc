@@ -200,7 +200,7 @@ class AttachedDtsTrainer final : public AttachedTrainer {
 
 class Dts final : public Algorithm {
  public:
-  gossip::Algorithm id() const override { return gossip::Algorithm::kDts; }
+  std::string_view name() const override { return "dts"; }
   void apply_defaults(SiteConfig& config, const OptionGiven& given) const override {
     if (given("delay") || given("period")) return;
     config.delay = kDtsDefaultDelay;

@@ -20,7 +20,7 @@ class AttachedLocalTrainer final : public AttachedTrainer {
 
 class Local final : public Algorithm {
  public:
-  gossip::Algorithm id() const override { return gossip::Algorithm::kLocal; }
+  std::string_view name() const override { return "local"; }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     if (s.options.delay != 0) problems.push_back("--delay: local has no delayed mixing (use dts, sgp or dsync)");
   }

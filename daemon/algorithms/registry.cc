@@ -26,16 +26,15 @@ std::vector<const Algorithm*>& registered() {
 
 std::span<const Algorithm* const> all_algorithms() { return registered(); }
 
-const Algorithm& algorithm_for(gossip::Algorithm id) {
-  for (const Algorithm* a : all_algorithms())
-    if (a->id() == id) return *a;
-  throw error::InternalError("no algorithm registered for '" + std::string(gossip::name_of(id)) + "'");
-}
-
 const Algorithm* find_algorithm(std::string_view name) {
   for (const Algorithm* a : all_algorithms())
     if (a->name() == name) return a;
   return nullptr;
+}
+
+const Algorithm& algorithm_for(std::string_view name) {
+  if (const Algorithm* a = find_algorithm(name)) return *a;
+  throw error::InternalError("no algorithm registered as '" + std::string(name) + "'");
 }
 
 std::string algorithm_names(std::string_view separator) {

@@ -1,6 +1,6 @@
 // Every algorithm a site can run: the one list the daemon, the configuration and the CLI consult, and
 // with them every option an algorithm declares for itself (daemon/algorithms/algorithm_option.h).
-// Adding an algorithm adds one line to registry.cc (and its gossip::Algorithm name); see docs/design.md,
+// Adding an algorithm adds one line to registry.cc; see docs/design.md,
 // "What an algorithm implements".
 //
 // Thread-safety: read-only after static initialization, except while an AlgorithmRegistration adds one
@@ -20,12 +20,12 @@ namespace meridian::daemon::algorithms {
 // In the order the help texts name them.
 std::span<const Algorithm* const> all_algorithms();
 
-// The algorithm registered for `id` (every gossip::Algorithm has one; throws error::InternalError
-// otherwise).
-const Algorithm& algorithm_for(gossip::Algorithm id);
-
-// The algorithm called `name` on the command line, or nullptr.
+// The algorithm called `name` on the command line (its --algo), or nullptr.
 const Algorithm* find_algorithm(std::string_view name);
+
+// The algorithm called `name`, for a name the configuration accepted (SiteSettings::algorithm()); throws
+// error::InternalError for a name no algorithm has.
+const Algorithm& algorithm_for(std::string_view name);
 
 // "allreduce, dts, sgp, dsync, local, diloco, diloco-gossip" (`separator` between names) for help texts and messages.
 std::string algorithm_names(std::string_view separator = ", ");

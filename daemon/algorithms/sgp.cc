@@ -187,7 +187,7 @@ class SgpOnDeviceTrainer final : public OptimizerTrainer {
 
 class Sgp final : public Algorithm {
  public:
-  gossip::Algorithm id() const override { return gossip::Algorithm::kSgp; }
+  std::string_view name() const override { return "sgp"; }
   void check(const SiteSettings& s, std::vector<std::string>& problems) const override {
     if (s.options.delay != 0) {
       problems.push_back("--delay: sgp overlaps its mixing by --tau steps; --delay applies to dts and dsync only");

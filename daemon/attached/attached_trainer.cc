@@ -20,7 +20,7 @@ std::vector<std::string> attached_algorithm_names() {
 }
 
 std::string attached_support_problem(const SiteSettings& settings) {
-  const auto& algorithm = algorithms::algorithm_for(settings.algo);
+  const auto& algorithm = settings.algorithm();
   if (algorithm.attached_hook().has_value()) return "";
   std::string names;
   for (const auto& name : attached_algorithm_names()) names += (names.empty() ? "" : ", ") + name;
@@ -29,13 +29,13 @@ std::string attached_support_problem(const SiteSettings& settings) {
 }
 
 TrainerHook attached_hook(const SiteSettings& settings) {
-  const auto hook = algorithms::algorithm_for(settings.algo).attached_hook();
+  const auto hook = settings.algorithm().attached_hook();
   if (!hook) throw error::InternalError(attached_support_problem(settings));
   return *hook;
 }
 
 std::unique_ptr<AttachedTrainer> make_attached_trainer(const AttachedContext& context) {
-  const auto& algorithm = algorithms::algorithm_for(context.settings.algo);
+  const auto& algorithm = context.settings.algorithm();
   if (!algorithm.attached_hook()) throw error::InternalError(attached_support_problem(context.settings));
   return algorithm.make_attached_trainer(context);
 }

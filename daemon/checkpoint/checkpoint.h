@@ -56,7 +56,7 @@ struct CheckpointView {
   std::uint64_t data_position = 0;             // next sample index within the epoch's order
   std::span<const std::uint8_t> rng_state;     // serialized generator state, opaque here
   std::string model_fingerprint;               // architecture + sizes; checked when loading
-  std::string algorithm;                       // its --algo name (gossip/algorithm.h)
+  std::string algorithm;                       // its --algo name (daemon/algorithms/registry.h)
   // The run's training rounds [start_round, end_round): steps are rounds of the federation, so a
   // restarted site knows where the run ends. Optional section (0, 0 when absent).
   std::uint64_t start_round = 0;

@@ -110,7 +110,7 @@ peer::FederationTerms federation_terms(const SiteSettings& settings, const model
 
   // Where optimizer state travels with the parameters, sites with different optimizers would mix
   // buffers of different meanings (or lengths): the optimizer is part of the terms there only.
-  const auto wire = algorithms::algorithm_for(settings.algo).wire_limits(settings);
+  const auto wire = settings.algorithm().wire_limits(settings);
   if (!wire.pin_model_elements || wire.max_model_multiple > 1) {
     std::string optimizer = o.optimizer;
     if (settings.optimizer == models::OptimizerKind::momentum ||

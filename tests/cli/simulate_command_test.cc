@@ -139,11 +139,45 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
   CHECK(file_contents(dir.path() / "dts" / "site-0" / "site.toml").find("\nperiod = 16\n") != std::string::npos);
 }
 
+TEST_CASE("simulate reads diloco's old --period and --delay as --inner-steps and --overlap, warning once each",
+          "[cli][simulate][process]") {
+  meridian::testing::TempDir dir;
+  const Result r = run("simulate --sites 2 --algo diloco,diloco-gossip --insecure --period 64 --delay 4 --out " +
+                       dir.path().string() + " --site-program " + kFakeSite + " 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto count = [&](const std::string& text) {
+    std::size_t n = 0;
+    for (auto at = r.output.find(text); at != std::string::npos; at = r.output.find(text, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("warning: --period is deprecated for diloco and diloco-gossip") == 1);
+  CHECK(count("warning: --delay is deprecated for diloco and diloco-gossip") == 1);
+  CHECK(count("use --inner-steps") == 1);
+  CHECK(count("use --overlap") == 1);
+  for (const char* algo : {"diloco", "diloco-gossip"}) {
+    const std::string config = file_contents(dir.path() / algo / "site-0" / "site.toml");
+    INFO(config);
+    CHECK(config.find("\ninner-steps = 64\n") != std::string::npos);
+    CHECK(config.find("\noverlap = 4\n") != std::string::npos);
+    CHECK(config.find("\nperiod = 1\n") != std::string::npos);  // at its default: the sites see no old spelling
+  }
+  // With the new spellings, nothing to warn about.
+  meridian::testing::TempDir fresh;
+  const Result quiet = run("simulate --sites 2 --algo diloco:inner-steps=64:overlap=4 --insecure --out " +
+                           fresh.path().string() + " --site-program " + kFakeSite + " 2>&1");
+  INFO(quiet.output);
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.output.find("deprecated") == std::string::npos);
+}
+
 TEST_CASE("simulate passes the DP-SGD options to every site as start takes them, and checks them as start does",
           "[cli][simulate][process]") {
   meridian::testing::TempDir dir;
-  const Result r = run("simulate --sites 2 --algo allreduce --insecure --dp-epsilon 3 --dp-delta 1e-6 --dp-clip 1.5"
-                       " --out " + dir.path().string() + " --site-program " + kFakeSite);
+  const Result r =
+      run("simulate --sites 2 --algo allreduce --insecure --dp-epsilon 3 --dp-delta 1e-6 --dp-clip 1.5"
+          " --out " +
+          dir.path().string() + " --site-program " + kFakeSite);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   for (int i = 0; i < 2; ++i) {

@@ -366,8 +366,9 @@ TEST_CASE("a dts entry without a delay or period runs D = 2, P = 16", "[cli][sim
   const auto shape_of = [](const std::string& entry, bool shared_delay, bool shared_period) {
     meridian::daemon::SiteConfig config;
     std::string error;
-    error = apply_algorithm_variant(parse_algorithm_variant(entry).variant, config, shared_delay, shared_period)
-                .value_or("");
+    error = apply_algorithm_variant(parse_algorithm_variant(entry).variant, config, [&](std::string_view option) {
+              return (option == "delay" && shared_delay) || (option == "period" && shared_period);
+            }).value_or("");
     REQUIRE(error.empty());
     return std::pair{config.delay, config.period};
   };
@@ -388,7 +389,7 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
   config.delay = 1;
   config.tau = 3;
   std::string error;
-  error = apply_algorithm_variant(parsed.variant, config, false, false).value_or("");
+  error = apply_algorithm_variant(parsed.variant, config).value_or("");
   CHECK(error.empty());
   CHECK(config.algo == "dts");
   CHECK(config.delay == 4);
@@ -399,13 +400,12 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
   // compression=topk:F keeps its own ':'; compensation is a text knob.
   const auto topk = parse_algorithm_variant("dts:delay=8:compression=topk:0.05:compensation=off");
   REQUIRE(topk.error.empty());
-  error = apply_algorithm_variant(topk.variant, config, false, false).value_or("");
+  error = apply_algorithm_variant(topk.variant, config).value_or("");
   CHECK(error.empty());
   CHECK(config.compression == "topk:0.05");
   CHECK(config.compensation == "off");
   CHECK(config.delay == 8);
-  error = apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config,
-                                  false, false)
+  error = apply_algorithm_variant(parse_algorithm_variant("dts:delay=4:period=32:exchange=direct").variant, config)
               .value_or("");
   CHECK(error.empty());
   CHECK(config.exchange == "direct");
@@ -413,7 +413,7 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
   CHECK_THAT(parse_algorithm_variant("dts:speed=4").error, Catch::Contains("unknown knob 'speed'"));
   CHECK_THAT(parse_algorithm_variant("dts:delay").error, Catch::Contains("not KNOB=VALUE"));
   CHECK_THAT(parse_algorithm_variant("dts:delay=").error, Catch::Contains("has no value"));
-  error = apply_algorithm_variant(parse_algorithm_variant("sgp:tau=two").variant, config, false, false).value_or("");
+  error = apply_algorithm_variant(parse_algorithm_variant("sgp:tau=two").variant, config).value_or("");
   CHECK_THAT(error, Catch::Contains("tau 'two' is not a whole number"));
 
   SimulationOptions o;
@@ -432,24 +432,23 @@ TEST_CASE("an --algo entry may carry its own knobs", "[cli][simulate][unit]") {
 TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed to their types",
           "[unit][cli][simulate]") {
   CHECK(algorithm_variant_knobs() ==
-        "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange, fragments, "
-        "outer-lr, outer-momentum");
+        "delay, period, out-peers, tau, grid, reaverage-every, compensation, compression, exchange, inner-steps, "
+        "overlap, fragments, outer-lr, outer-momentum");
   meridian::daemon::SiteConfig config;
   std::string error;
-  error = apply_algorithm_variant(parse_algorithm_variant("diloco:period=64:fragments=4:outer-lr=1").variant, config,
-                                  false, false)
-              .value_or("");
+  error =
+      apply_algorithm_variant(parse_algorithm_variant("diloco:inner-steps=64:fragments=4:outer-lr=1").variant, config)
+          .value_or("");
   REQUIRE(error.empty());
   const auto& options = config.algorithm_options;
   CHECK(options.whole(*meridian::daemon::algorithms::find_algorithm_option("fragments")) == 4);
   CHECK(options.real(*meridian::daemon::algorithms::find_algorithm_option("outer-lr")) == 1.0);
-  CHECK(config.period == 64);
-  CHECK(config.delay == meridian::daemon::kAutoShape);  // diloco's default overlap: no delay given
-  error = apply_algorithm_variant(parse_algorithm_variant("diloco:fragments=2.5").variant, config, false, false)
-              .value_or("");
+  CHECK(options.whole(*meridian::daemon::algorithms::find_algorithm_option("inner-steps")) == 64);
+  // diloco's default overlap: none given
+  CHECK(options.whole(*meridian::daemon::algorithms::find_algorithm_option("overlap")) == meridian::daemon::kAutoShape);
+  error = apply_algorithm_variant(parse_algorithm_variant("diloco:fragments=2.5").variant, config).value_or("");
   CHECK(error == "--algo: 'diloco:fragments=2.5': fragments '2.5' is not a whole number");
-  error = apply_algorithm_variant(parse_algorithm_variant("diloco:outer-lr=fast").variant, config, false, false)
-              .value_or("");
+  error = apply_algorithm_variant(parse_algorithm_variant("diloco:outer-lr=fast").variant, config).value_or("");
   CHECK(error == "--algo: 'diloco:outer-lr=fast': outer-lr 'fast' is not a number");
 
   // An algorithm registered by a test: its option is a knob, and only while it is registered.
@@ -462,7 +461,7 @@ TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed 
     meridian::daemon::SiteConfig toy_config;
     toy_config.name = "a";
     error.clear();
-    error = apply_algorithm_variant(parsed.variant, toy_config, false, false).value_or("");
+    error = apply_algorithm_variant(parsed.variant, toy_config).value_or("");
     CHECK(error.empty());
     CHECK(toy_config.algorithm_options.real(meridian::testing::kToyStrength) == 0.25);
     CHECK(meridian::daemon::describe_algorithm(meridian::daemon::settings_of(toy_config)) == "toy, strength 0.25");
@@ -478,13 +477,13 @@ TEST_CASE("--algo entries with automatic shapes: dts:delay=auto, sgp:tau=auto, a
   const auto shape_problem = [](const meridian::daemon::SiteConfig& config) {
     const auto problems = meridian::daemon::site_config_problems(config);
     return std::any_of(problems.begin(), problems.end(), [](const std::string& p) {
-      return p.rfind("--delay", 0) == 0 || p.rfind("--tau", 0) == 0 || p.rfind("--period", 0) == 0;
+      return p.rfind("--delay", 0) == 0 || p.rfind("--tau", 0) == 0 || p.rfind("--period", 0) == 0 ||
+             p.rfind("--overlap", 0) == 0 || p.rfind("--inner-steps", 0) == 0;
     });
   };
   const auto configured = [](const std::string& entry) {
     meridian::daemon::SiteConfig config;
-    const auto error =
-        apply_algorithm_variant(parse_algorithm_variant(entry).variant, config, false, false).value_or("");
+    const auto error = apply_algorithm_variant(parse_algorithm_variant(entry).variant, config).value_or("");
     INFO(entry << ": " << error);
     CHECK(error.empty());
     return config;
@@ -495,11 +494,15 @@ TEST_CASE("--algo entries with automatic shapes: dts:delay=auto, sgp:tau=auto, a
   const auto sgp = configured("sgp:tau=auto");
   CHECK(sgp.tau == kAutoShape);
   CHECK_FALSE(shape_problem(sgp));
+  const auto whole = [](const meridian::daemon::SiteConfig& config, std::string_view name) {
+    return config.algorithm_options.whole(*meridian::daemon::algorithms::find_algorithm_option(name));
+  };
   const auto diloco = configured("diloco");
-  CHECK(diloco.delay == kAutoShape);
-  CHECK(diloco.period == 32);
+  CHECK(whole(diloco, "overlap") == kAutoShape);
+  CHECK(whole(diloco, "inner-steps") == 32);
   CHECK_FALSE(shape_problem(diloco));
-  CHECK(configured("diloco:delay=2").delay == 2);  // a hand-picked overlap stays
+  CHECK(whole(configured("diloco:overlap=2"), "overlap") == 2);  // a hand-picked overlap stays
+  CHECK(whole(configured("diloco:delay=2"), "overlap") == 2);    // the old spelling, for one more release
   // dts chooses P = 8·D itself: a period beside an automatic delay is refused.
   const auto both = configured("dts:delay=auto:period=16");
   const auto problems = meridian::daemon::site_config_problems(both);

@@ -2,12 +2,12 @@
 
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
 
 using namespace meridian::daemon;
-using meridian::gossip::Algorithm;
 
 namespace {
 
@@ -28,17 +28,17 @@ SiteSettings settings_for(const std::string& algo) {
 
 TEST_CASE("every algorithm name has one registered algorithm, and --algo accepts exactly those",
           "[daemon][config][unit]") {
-  std::set<Algorithm> ids;
-  for (const auto& [id, name] : meridian::gossip::kAlgorithmNames) {
-    const auto& algorithm = algorithms::algorithm_for(id);
-    CHECK(algorithm.id() == id);
-    CHECK(algorithm.name() == name);
-    CHECK(algorithms::find_algorithm(name) == &algorithm);
-    CHECK(settings_for(std::string(name)).algo == id);
-    ids.insert(id);
+  std::set<std::string_view> names;
+  for (const auto* algorithm : algorithms::all_algorithms()) {
+    const std::string_view name = algorithm->name();
+    CHECK(algorithms::find_algorithm(name) == algorithm);
+    CHECK(&algorithms::algorithm_for(name) == algorithm);
+    CHECK(&settings_for(std::string(name)).algorithm() == algorithm);
+    names.insert(name);
   }
-  CHECK(algorithms::all_algorithms().size() == ids.size());
+  CHECK(algorithms::all_algorithms().size() == names.size());  // no name twice
   CHECK(algorithms::find_algorithm("fedavg") == nullptr);
+  CHECK_THROWS_AS(algorithms::algorithm_for("fedavg"), meridian::error::InternalError);
   CHECK(algorithms::algorithm_names() == "allreduce, dts, sgp, dsync, local, diloco, diloco-gossip");
 }
 
@@ -56,7 +56,7 @@ TEST_CASE("the options are parsed once into types", "[daemon][config][unit]") {
     c.metrics_address = "off";
     c.dataset = "idx";
   });
-  CHECK(s.algo == Algorithm::kDts);
+  CHECK(s.algorithm().name() == "dts");
   CHECK(s.optimizer == meridian::models::OptimizerKind::sgd);
   CHECK(s.schedule.kind == ScheduleSpec::Kind::kStep);
   CHECK(s.schedule.step_epochs == 2);
@@ -88,14 +88,14 @@ TEST_CASE("the options are parsed once into types", "[daemon][config][unit]") {
 
 TEST_CASE("each algorithm says what it sends and which buffers a site warms for it", "[daemon][config][unit]") {
   const std::size_t n = 1000;
-  const auto& dts = algorithms::algorithm_for(Algorithm::kDts);
+  const auto& dts = algorithms::algorithm_for("dts");
   CHECK(dts.wire_limits(settings_for("dts")).max_model_multiple == 2);  // momentum: weights and buffer
   CHECK(dts.wire_limits(settings_for("dts", [](SiteConfig& c) { c.optimizer = "sgd"; })).max_model_multiple == 1);
   CHECK(dts.buffer_sizes(settings_for("dts"), n).channel_elements == 2 * n);
   CHECK(dts.buffer_sizes(settings_for("dts"), n).share_elements == n);
   CHECK(dts.buffer_sizes(settings_for("dts", [](SiteConfig& c) { c.exchange = "direct"; }), n).share_elements == 2 * n);
 
-  const auto& allreduce = algorithms::algorithm_for(Algorithm::kAllReduce);
+  const auto& allreduce = algorithms::algorithm_for("allreduce");
   CHECK_FALSE(allreduce.wire_limits(settings_for("allreduce")).pin_model_elements);
   for (const char* name : {"sgp", "dsync", "local"}) {
     INFO(name);
@@ -104,9 +104,9 @@ TEST_CASE("each algorithm says what it sends and which buffers a site warms for 
     CHECK(a.wire_limits(settings_for(name)).max_model_multiple == 1);
     CHECK(a.buffer_sizes(settings_for(name), n).channel_elements == n);
   }
-  CHECK_FALSE(algorithms::algorithm_for(Algorithm::kLocal).communicates());
-  CHECK_FALSE(algorithms::algorithm_for(Algorithm::kSgp).peers_wait_for_rejoin());
-  CHECK(algorithms::algorithm_for(Algorithm::kDsync).peers_wait_for_rejoin());
+  CHECK_FALSE(algorithms::algorithm_for("local").communicates());
+  CHECK_FALSE(algorithms::algorithm_for("sgp").peers_wait_for_rejoin());
+  CHECK(algorithms::algorithm_for("dsync").peers_wait_for_rejoin());
 }
 
 TEST_CASE("--grid reaches dsync as typed, and a knob only some algorithms read is refused for the rest",

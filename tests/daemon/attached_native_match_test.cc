@@ -98,7 +98,8 @@ Accuracies run_native_and_attached(const std::string& algo) {
   const auto init = f.dir.path() / "init.f32";
   write_initial_parameters(init);
   const auto shaped = [&](StartArgs args) {
-    if (algo == "diloco" || algo == "diloco-gossip" || algo == "dts") args.set("--period", 4).set("--delay", 1);
+    if (algo == "diloco" || algo == "diloco-gossip") args.set("--inner-steps", 4).set("--overlap", 1);
+    if (algo == "dts") args.set("--period", 4).set("--delay", 1);
     if (algo == "dsync") args.set("--delay", 1);
     return args;
   };

@@ -64,7 +64,7 @@ TEST_CASE("attached PyTorch trainers run every algorithm across CurveZMQ sites",
     AttachedFederation f(sites);
     for (int i = 0; i < sites; ++i) {
       auto site = f.args(i, algo);
-      if (algo == "diloco" || algo == "diloco-gossip") site.set("--period", 4).set("--delay", 1);
+      if (algo == "diloco" || algo == "diloco-gossip") site.set("--inner-steps", 4).set("--overlap", 1);
       if (algo == "dts") site.set("--period", 4).set("--delay", 1);
       if (algo == "dsync") site.set("--delay", 1);
       f.start(i, site, example_args(i, sites, f.dir.path() / (f.names[static_cast<std::size_t>(i)] + ".pt")));

@@ -107,7 +107,7 @@ TEST_CASE("diloco sites with a fixed overlap time no steps and wait for no pace"
   TempDir dir;
   const auto table = meridian::testing::write_small_table(dir.path() / "data");
   const auto logs = run_federation(dir.path(), table, [](int index, const std::filesystem::path& t) {
-    return diloco_site_args(index, t).set("--delay", 1);
+    return diloco_site_args(index, t).set("--overlap", 1);
   });
   for (const auto& log : logs) {
     INFO(log);

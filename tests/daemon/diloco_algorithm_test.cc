@@ -18,7 +18,6 @@
 #include "tests/daemon/temp_dir.h"
 
 using namespace meridian::daemon;
-using meridian::gossip::Algorithm;
 using meridian::testing::TempDir;
 
 namespace {
@@ -37,6 +36,19 @@ void set_option(SiteConfig& c, std::string_view name, algorithms::OptionValue va
   c.algorithm_options.set(*option, value);
 }
 
+// The value of one of diloco's whole-number options.
+int whole(const SiteConfig& c, std::string_view name) {
+  const auto* option = algorithms::find_algorithm_option(name);
+  REQUIRE(option != nullptr);
+  return c.algorithm_options.whole(*option);
+}
+
+// H and τ, as --inner-steps and --overlap give them.
+void set_shape(SiteConfig& c, int inner_steps, int overlap) {
+  set_option(c, "inner-steps", inner_steps);
+  set_option(c, "overlap", overlap);
+}
+
 std::string problems_of(const SiteConfig& c) {
   std::string all;
   for (const auto& p : site_config_problems(c)) all += p + "\n";
@@ -48,24 +60,24 @@ std::string problems_of(const SiteConfig& c) {
 TEST_CASE("diloco is registered, picks its shape when none is given, and says it in the start-up line",
           "[daemon][config][diloco][unit]") {
   REQUIRE(algorithms::find_algorithm("diloco") != nullptr);
-  CHECK(algorithms::find_algorithm("diloco")->id() == Algorithm::kDiloco);
+  CHECK(algorithms::find_algorithm("diloco")->name() == "diloco");
   SiteConfig c = diloco_config();
   apply_algorithm_defaults(c, [](std::string_view) { return false; });
-  CHECK(c.period == 32);
-  CHECK(c.delay == kAutoShape);  // the overlap follows the network (daemon/algorithms/auto_shape.h)
-  CHECK(c.exchange == "auto");   // one crossing per sync in a small federation
+  CHECK(whole(c, "inner-steps") == 32);
+  CHECK(whole(c, "overlap") == kAutoShape);  // the overlap follows the network (daemon/algorithms/auto_shape.h)
+  CHECK(c.exchange == "auto");               // one crossing per sync in a small federation
   CHECK(describe_algorithm(settings_of(c)) ==
         "diloco, H = 32 inner steps (momentum), overlap τ = auto, F = 1 fragment, outer lr 0.7, outer momentum 0.9 "
         "(Nesterov), wire fp32, exchange auto (direct up to 8 sites, ring above)");
   // Knobs the user gave stay.
   SiteConfig given = diloco_config();
-  given.period = 100;
-  given.delay = 0;
+  set_shape(given, 100, 0);
   given.exchange = "ring";
-  apply_algorithm_defaults(
-      given, [](std::string_view option) { return option == "period" || option == "delay" || option == "exchange"; });
-  CHECK(given.period == 100);
-  CHECK(given.delay == 0);
+  apply_algorithm_defaults(given, [](std::string_view option) {
+    return option == "inner-steps" || option == "overlap" || option == "exchange";
+  });
+  CHECK(whole(given, "inner-steps") == 100);
+  CHECK(whole(given, "overlap") == 0);
   CHECK(given.exchange == "ring");
   set_option(given, "fragments", 4);
   set_option(given, "outer-lr", 1.0);
@@ -145,14 +157,13 @@ TEST_CASE("diloco's automatic overlap counts the crossings of the exchange the v
 TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do not read them",
           "[daemon][config][diloco][unit]") {
   SiteConfig c = diloco_config();
-  c.period = 8;
-  c.delay = 9;
+  set_shape(c, 8, 9);
   set_option(c, "fragments", 9);
   set_option(c, "outer-lr", 0.0);
   set_option(c, "outer-momentum", 1.0);
   const auto all = problems_of(c);
-  CHECK_THAT(all, Catch::Contains("--delay: diloco's overlap τ = 9 exceeds --period H = 8"));
-  CHECK_THAT(all, Catch::Contains("--fragments: 9 must be in [1, --period 8]"));
+  CHECK_THAT(all, Catch::Contains("--overlap: diloco's overlap τ = 9 exceeds --inner-steps H = 8"));
+  CHECK_THAT(all, Catch::Contains("--fragments: 9 must be in [1, --inner-steps 8]"));
   CHECK_THAT(all, Catch::Contains("--outer-lr: must be positive"));
   CHECK_THAT(all, Catch::Contains("--outer-momentum: must be in [0, 1)"));
 
@@ -171,11 +182,51 @@ TEST_CASE("diloco's knobs are checked, and refused for the algorithms that do no
   other.algo = "allreduce";
   set_option(other, "fragments", 2);
   set_option(other, "outer-lr", 1.0);
+  set_shape(other, 8, 2);
   other.compression = "int8";
   const auto refused = problems_of(other);
+  CHECK_THAT(refused, Catch::Contains("--inner-steps: applies to diloco and diloco-gossip only"));
+  CHECK_THAT(refused, Catch::Contains("--overlap: applies to diloco and diloco-gossip only"));
   CHECK_THAT(refused, Catch::Contains("--fragments: applies to diloco only (this site runs allreduce)"));
   CHECK_THAT(refused, Catch::Contains("--outer-lr: applies to diloco and diloco-gossip only"));
   CHECK_THAT(refused, Catch::Contains("--compression: int8 applies to dts and diloco only"));
+}
+
+TEST_CASE("diloco's and diloco-gossip's old spellings --period and --delay set H and τ for one more release",
+          "[daemon][config][diloco][unit]") {
+  for (const char* algo : {"diloco", "diloco-gossip"}) {
+    INFO(algo);
+    SiteConfig c = diloco_config();
+    c.algo = algo;
+    c.period = 64;
+    c.delay = 4;
+    apply_algorithm_defaults(c, [](std::string_view option) { return option == "period" || option == "delay"; });
+    CHECK(whole(c, "inner-steps") == 64);
+    CHECK(whole(c, "overlap") == 4);
+    // Back at their defaults, which neither reads: a file written from this configuration says it once.
+    CHECK(c.period == SiteConfig{}.period);
+    CHECK(c.delay == SiteConfig{}.delay);
+    CHECK(problems_of(c).empty());
+    CHECK(describe_algorithm(settings_of(c)).find("H = 64 inner steps (momentum), overlap τ = 4") != std::string::npos);
+  }
+  // --delay auto is --overlap auto; the new spelling wins where both are given.
+  SiteConfig c = diloco_config();
+  c.delay = kAutoShape;
+  c.period = 64;
+  set_option(c, "inner-steps", 16);
+  apply_algorithm_defaults(
+      c, [](std::string_view option) { return option == "period" || option == "delay" || option == "inner-steps"; });
+  CHECK(whole(c, "overlap") == kAutoShape);
+  CHECK(whole(c, "inner-steps") == 16);
+  // dts keeps its D and P.
+  SiteConfig dts = diloco_config();
+  dts.algo = "dts";
+  dts.period = 8;
+  dts.delay = 1;
+  apply_algorithm_defaults(dts, [](std::string_view option) { return option == "period" || option == "delay"; });
+  CHECK(dts.period == 8);
+  CHECK(dts.delay == 1);
+  CHECK_FALSE(dts.algorithm_options.differs_from_default(*algorithms::find_algorithm_option("inner-steps")));
 }
 
 TEST_CASE("diloco sends fragments and (θ_g, m), and pins the model's length only with one fragment",
@@ -184,7 +235,7 @@ TEST_CASE("diloco sends fragments and (θ_g, m), and pins the model's length onl
   SiteConfig c = diloco_config();
   CHECK(diloco.wire_limits(settings_of(c)).pin_model_elements);
   CHECK(diloco.wire_limits(settings_of(c)).max_model_multiple == 2);
-  c.period = 8;
+  set_option(c, "inner-steps", 8);
   set_option(c, "fragments", 4);
   CHECK_FALSE(diloco.wire_limits(settings_of(c)).pin_model_elements);
   CHECK(diloco.buffer_sizes(settings_of(c), 1000).channel_elements == 2000);
@@ -193,7 +244,7 @@ TEST_CASE("diloco sends fragments and (θ_g, m), and pins the model's length onl
 TEST_CASE("diloco's checkpoint holds θ_g and the outer momentum, and a restore puts them back",
           "[daemon][checkpoint][diloco][unit]") {
   SiteConfig c = diloco_config();
-  c.period = 4;
+  set_shape(c, 4, 0);
   const auto settings = settings_of(c);
   auto backend = std::make_shared<meridian::models::CpuBackend>();
   auto model = meridian::models::make_model("logreg", meridian::models::Shape{1, 2, 2}, 3, {}, backend, 7);
@@ -239,7 +290,7 @@ TEST_CASE(
   const std::size_t n = model->parameters().size();
   auto make = [&](const std::string& wire) {
     SiteConfig c = diloco_config();
-    c.period = 4;
+    set_shape(c, 4, 0);
     c.compression = wire;
     const auto settings = settings_of(c);
     return algorithms::find_algorithm("diloco")->make_trainer(

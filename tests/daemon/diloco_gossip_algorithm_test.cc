@@ -15,7 +15,6 @@
 #include "peer/view.h"
 
 using namespace meridian::daemon;
-using meridian::gossip::Algorithm;
 
 namespace {
 
@@ -24,6 +23,19 @@ SiteConfig gossip_site() {
   c.name = "a";
   c.algo = "diloco-gossip";
   return c;
+}
+
+// One of diloco's whole-number options, which diloco-gossip reads too.
+const algorithms::AlgorithmOption& option(std::string_view name) {
+  const auto* declared = algorithms::find_algorithm_option(name);
+  REQUIRE(declared != nullptr);
+  return *declared;
+}
+
+// H and τ, as --inner-steps and --overlap give them.
+void set_shape(SiteConfig& c, int inner_steps, int overlap) {
+  c.algorithm_options.set(option("inner-steps"), inner_steps);
+  c.algorithm_options.set(option("overlap"), overlap);
 }
 
 std::string problems_in(const SiteConfig& c) {
@@ -59,12 +71,12 @@ TEST_CASE("diloco-gossip is registered, takes diloco's shape and outer knobs, an
           "[daemon][config][diloco-gossip][unit]") {
   const auto* algorithm = algorithms::find_algorithm("diloco-gossip");
   REQUIRE(algorithm != nullptr);
-  CHECK(algorithm->id() == Algorithm::kDilocoGossip);
+  CHECK(algorithm->name() == "diloco-gossip");
   CHECK_FALSE(algorithm->peers_wait_for_rejoin());  // push-sum goes on without a site that left
   SiteConfig c = gossip_site();
   apply_algorithm_defaults(c, [](std::string_view) { return false; });
-  CHECK(c.period == 32);
-  CHECK(c.delay == 2);
+  CHECK(c.algorithm_options.whole(option("inner-steps")) == 32);
+  CHECK(c.algorithm_options.whole(option("overlap")) == 2);
   CHECK(describe_algorithm(settings_of(c)) ==
         "diloco-gossip, H = 32 inner steps (momentum), overlap τ = 2, outer lr 0.7, outer momentum 0.9 (Nesterov), "
         "push-sum outer average to K = 1 out-peer, wire fp32");
@@ -78,14 +90,13 @@ TEST_CASE("diloco-gossip is registered, takes diloco's shape and outer knobs, an
   CHECK(listed == 1);
 
   SiteConfig given = gossip_site();
-  given.period = 16;
-  given.delay = 4;
+  set_shape(given, 16, 4);
   given.out_peers = 2;
   given.optimizer = "adamw";
   given.compression = "fp16";
   given.algorithm_options.set(*outer_lr, 1.0);
   given.algorithm_options.set(*algorithms::find_algorithm_option("outer-momentum"), 0.0);
-  apply_algorithm_defaults(given, [](std::string_view option) { return option == "period" || option == "delay"; });
+  apply_algorithm_defaults(given, [](std::string_view name) { return name == "inner-steps" || name == "overlap"; });
   CHECK(problems_in(given).empty());
   CHECK(describe_algorithm(settings_of(given)) ==
         "diloco-gossip, H = 16 inner steps (adamw), overlap τ = 4, outer lr 1, outer momentum 0 (Nesterov), "
@@ -98,13 +109,12 @@ TEST_CASE("diloco-gossip is registered, takes diloco's shape and outer knobs, an
 
 TEST_CASE("diloco-gossip's knobs are checked: τ ≤ H, no fragments, no int8", "[daemon][config][diloco-gossip][unit]") {
   SiteConfig c = gossip_site();
-  c.period = 8;
-  c.delay = 9;
+  set_shape(c, 8, 9);
   c.compression = "int8";
   c.algorithm_options.set(*algorithms::find_algorithm_option("fragments"), 2);
   c.algorithm_options.set(*algorithms::find_algorithm_option("outer-momentum"), 1.0);
   const auto all = problems_in(c);
-  CHECK_THAT(all, Catch::Contains("--delay: diloco-gossip's overlap τ = 9 exceeds --period H = 8"));
+  CHECK_THAT(all, Catch::Contains("--overlap: diloco-gossip's overlap τ = 9 exceeds --inner-steps H = 8"));
   CHECK_THAT(all, Catch::Contains("--fragments: applies to diloco only (this site runs diloco-gossip)"));
   CHECK_THAT(all, Catch::Contains("--compression: int8 applies to dts and diloco only"));
   CHECK_THAT(all, Catch::Contains("--outer-momentum: must be in [0, 1)"));
@@ -113,7 +123,7 @@ TEST_CASE("diloco-gossip's knobs are checked: τ ≤ H, no fragments, no int8", 
 TEST_CASE("diloco-gossip's checkpoint holds diloco's sections and the push-sum weight, and a restore puts them back",
           "[daemon][checkpoint][diloco-gossip][unit]") {
   SiteConfig c = gossip_site();
-  c.period = 4;
+  set_shape(c, 4, 0);
   GossipTrainer t(c);
   const std::size_t n = t.model->parameters().size();
   CHECK(t.section("diloco-push-sum-weight") == std::vector<float>{1.0f});
@@ -138,15 +148,17 @@ TEST_CASE("diloco-gossip's checkpoint holds diloco's sections and the push-sum w
   CHECK_THROWS_AS(t.trainer->restore(cp), CheckpointError);
 }
 
-TEST_CASE("diloco-gossip with --delay auto takes its overlap from the view's pace, counting one crossing per share",
+TEST_CASE("diloco-gossip with --overlap auto takes its overlap from the view's pace, counting one crossing per share",
           "[daemon][config][diloco-gossip][auto_shape][unit]") {
   SiteConfig c = gossip_site();
-  c.delay = kAutoShape;
-  apply_algorithm_defaults(c, [](std::string_view option) { return option == "delay"; });
+  c.algorithm_options.set(option("overlap"), kAutoShape);
+  apply_algorithm_defaults(c, [](std::string_view name) { return name == "overlap"; });
   CHECK(problems_in(c).empty());
   const auto* algorithm = algorithms::find_algorithm("diloco-gossip");
   CHECK(algorithm->shape_from_network(settings_of(c)));  // the views carry the pace it follows
-  CHECK_FALSE(algorithm->shape_from_network(settings_of(gossip_site())));
+  SiteConfig fixed = gossip_site();  // its default overlap, τ = 2
+  apply_algorithm_defaults(fixed, [](std::string_view) { return false; });
+  CHECK_FALSE(algorithm->shape_from_network(settings_of(fixed)));
   CHECK(describe_algorithm(settings_of(c)).find("overlap τ = auto,") != std::string::npos);
 
   GossipTrainer site(c);

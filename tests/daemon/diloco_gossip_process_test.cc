@@ -27,8 +27,8 @@ meridian::tests::StartArgs gossip_site_args(int index, const std::filesystem::pa
       .set("--epochs", 1500)  // 4 steps an epoch or a little more: 6000 steps or more, to die in the middle of
       .set("--eval-every", 100000)
       .set("--metrics-address", "off")
-      .set("--period", 4)
-      .set("--delay", 1)
+      .set("--inner-steps", 4)
+      .set("--overlap", 1)
       .set("--checkpoint-interval", "0.5");
 }
 

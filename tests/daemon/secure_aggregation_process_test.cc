@@ -85,8 +85,9 @@ TEST_CASE("allreduce, dts, dsync and diloco train with masked shares only", "[da
   INFO(algo);
   // 96 rows, 4 sites, batch 8: 3 steps an epoch.
   // dts and diloco mix every second step (diloco: two inner steps per outer sync).
-  const std::vector<std::string> shape =
-      algo == "dts" || algo == "diloco" ? std::vector<std::string>{"--period", "2"} : std::vector<std::string>{};
+  const std::vector<std::string> shape = algo == "dts"      ? std::vector<std::string>{"--period", "2"}
+                                         : algo == "diloco" ? std::vector<std::string>{"--inner-steps", "2"}
+                                                            : std::vector<std::string>{};
   SecureFederation fed(4, algo, 8, shape);
   for (auto& s : fed.sites) CHECK(s->wait_exit(std::chrono::seconds(300)) == 0);
   INFO(fed.logs());
@@ -153,9 +154,13 @@ TEST_CASE("a site without --secure-aggregation is refused at join, with both val
   const int beta_exit = beta.wait_exit(std::chrono::seconds(300));
   INFO("alpha:\n" << alpha.log() << "\nbeta:\n" << beta.log());
   CHECK(beta_exit == meridian::error::kExitUser);
-  CHECK(contains(beta.log(), "alpha refuses this site: secure-aggregation differs (alpha: on (48-bit masks, 6-byte lanes on the wire); this site: off)"));
+  CHECK(contains(beta.log(),
+                 "alpha refuses this site: secure-aggregation differs (alpha: on (48-bit masks, 6-byte lanes on the "
+                 "wire); this site: off)"));
   REQUIRE(eventually([&] { return contains(alpha.log(), "refused at join") || alpha.exited(); }));
-  CHECK(contains(alpha.log(), "refused at join: secure-aggregation differs (this site: on (48-bit masks, 6-byte lanes on the wire); beta: off)"));
+  CHECK(contains(alpha.log(),
+                 "refused at join: secure-aggregation differs (this site: on (48-bit masks, 6-byte lanes on the wire); "
+                 "beta: off)"));
   alpha.signal(SIGINT);
   CHECK(alpha.wait_exit() == 0);
 }

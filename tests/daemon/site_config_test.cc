@@ -229,7 +229,7 @@ TEST_CASE("switching algo in a file meridian init wrote gives the new algorithm 
   }
   // What the file says about a knob the algorithm leaves out or picks itself.
   const std::string sgp = meridian::tests::file_contents(tmp.path() / "sgp.toml");
-  CHECK_THAT(sgp, Contains("# not read by sgp (read by dts, dsync, diloco, diloco-gossip)\n# delay = 0\n") &&
+  CHECK_THAT(sgp, Contains("# not read by sgp (read by dts, dsync)\n# delay = 0\n") &&
                       Contains("# left to sgp, which runs this value; write the key to set it\n# tau = 1\n"));
 }
 

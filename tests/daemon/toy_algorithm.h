@@ -27,8 +27,6 @@ inline constexpr daemon::algorithms::AlgorithmOption kToyStrength{
 
 class ToyAlgorithm final : public daemon::algorithms::Algorithm {
  public:
-  // An id no built-in algorithm has: a real one gets its name in gossip/algorithm.h.
-  gossip::Algorithm id() const override { return static_cast<gossip::Algorithm>(100); }
   std::string_view name() const override { return "toy"; }
   std::span<const daemon::algorithms::AlgorithmOption* const> options() const override { return options_; }
   void check(const daemon::SiteSettings&, std::vector<std::string>&) const override {}

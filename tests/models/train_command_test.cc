@@ -158,3 +158,30 @@ TEST_CASE("meridian train scales a table as a federation of one, or with the val
   CHECK(wrong.exit_code == meridian::error::kExitUser);
   CHECK(wrong.output.find("has 3 means and 3 standard deviations, the data 2 features") != std::string::npos);
 }
+
+TEST_CASE("meridian train takes start's schedule grammar, and its old step form with a warning",
+          "[cli][train][process]") {
+  if (!std::filesystem::exists(std::string(kFashionMnist) + "/train-images-idx3-ubyte.gz")) {
+    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
+    return;
+  }
+  const std::string common = "train --model mlp --hidden 8 --epochs 0.01 --json";
+  const Result spelled = run(common + " --schedule step:1:0.5");
+  INFO(spelled.output);
+  REQUIRE(spelled.exit_code == 0);
+  CHECK(spelled.output.find("deprecated") == std::string::npos);
+  const Result old = run(common + " --schedule step --decay-epochs 1 --decay-factor 0.5");
+  INFO(old.output);
+  REQUIRE(old.exit_code == 0);
+  CHECK(old.output.find("warning: --schedule step with --decay-epochs and --decay-factor is deprecated: use "
+                        "--schedule step:1:0.5") != std::string::npos);
+  // The same schedule either way: the same training, loss for loss.
+  const std::regex loss("\"train_loss\": ([0-9.]+)");
+  std::smatch a, b;
+  REQUIRE(std::regex_search(spelled.output, a, loss));
+  REQUIRE(std::regex_search(old.output, b, loss));
+  CHECK(a[1] == b[1]);
+  const Result bad = run(common + " --schedule step:0:0.5");
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("--schedule: 'step:0:0.5' is not constant, cosine or step:EPOCHS:FACTOR") != std::string::npos);
+}
