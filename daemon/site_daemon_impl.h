@@ -220,8 +220,36 @@ struct SiteDaemon::Impl final : ControlHandler {
   // How long the trainer may stay silent between its messages.
   std::chrono::steady_clock::duration trainer_silence() const;
 
-  // --- trainer thread ---
+  // --- trainer thread (training_loop.cc) ---
+  // The trainer thread: settles the run's rounds (with the federation, or from the checkpoint), then
+  // trains them with the built-in trainer (BuiltinRun) or serves an attached trainer's (train_attached).
   void train();
+  // The rounds a run spans at this site, as the trainer settles them before its first step.
+  struct RunRounds {
+    std::uint64_t start = 0;  // the run's first round at this site: its local step 0, where the schedule starts
+    std::uint64_t end = 0;    // the run's end round (exclusive)
+    std::uint64_t next = 0;   // the round this site trains first
+    // The run's first round as the federation counts it (before `start` for a site that joined a running
+    // federation); set by publish_run_start.
+    std::uint64_t first = 0;
+  };
+  // The built-in trainer's rounds, from the first step to the result (training_loop.cc).
+  class BuiltinRun;
+  // The rounds of a run that does not communicate, or of a finished one: the checkpoint's, or a fresh
+  // run's from round 0.
+  RunRounds rounds_from_checkpoint() const;
+  // A finished run: tells the members of a federation that forms around it the run's end, so that sites
+  // restarted to continue it hear that it has ended; returns when that is done or nobody comes.
+  void tell_members_the_run_ended(const RunRounds& rounds);
+  // Waits for a view with this site and settles the run's rounds with its members; nullopt when
+  // stopped first.
+  std::optional<RunRounds> join_the_run(bool resumed, bool continued);
+  // A finished run continued to a longer --epochs, from the checkpoint at its end.
+  RunRounds continue_finished_run(const peer::View& view);
+  // A site that resumes from its checkpoint into a running federation.
+  RunRounds rejoin_from_checkpoint(const peer::View& view);
+  // Sets rounds.first, and publishes where the run starts for status and /metrics.
+  void publish_run_start(RunRounds& rounds);
   void warm_buffers();
   // This site's compute time of a training step before training starts (nullopt without training
   // rows), timed on a model of its own so that the one training starts from is untouched.
