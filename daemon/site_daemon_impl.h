@@ -34,6 +34,7 @@
 #include "daemon/checkpoint/checkpoint_store.h"
 #include "daemon/control/control_server.h"
 #include "daemon/federation/deadlines.h"
+#include "daemon/guarded.h"
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/files/directory_lock.h"
 #include "daemon/federation/federation_view.h"
@@ -74,7 +75,8 @@ inline const char* to_string(SiteState s) {
   return "?";
 }
 
-// What the trainer publishes for the control socket; guarded by Impl::live_mu.
+// What the trainer publishes for the control socket, the status page and the federation summary
+// (Impl::live).
 struct LiveStatus {
   std::uint64_t step = 0;  // rounds of this run done, counted from the run's first round (RunProgress)
   std::uint64_t epoch = 0;
@@ -135,8 +137,9 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<bool> observe_rounds{false};         // the trainer wants to know which round peers mix
   std::atomic<std::uint64_t> observed_round{0};    // round + 1 of the first mixer message seen; 0: none
   std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
-  std::mutex live_mu;
-  LiveStatus live;
+  // Written by the trainer thread after its steps and checkpoints; read by the control thread, which
+  // also notes the pace of a stalled run when asked for status.
+  Guarded<LiveStatus> live;
   PeerPlans plans;          // heard by the control thread (daemon/federation/run_plan.h)
   ScalingExchange scaling;  // noted by the control thread (daemon/federation/input_scaling_exchange.h)
   // The run's end round once the trainer knows it (a finished run's, from its checkpoint, at start); 0 before.

@@ -30,10 +30,10 @@ SiteRow SiteDaemon::Impl::own_summary() {
   if (metrics->test_accuracy.present()) r.test_accuracy = metrics->test_accuracy.value();
   if (metrics->samples_per_second.present()) r.samples_per_second = metrics->samples_per_second.value();
   r.epoch = static_cast<std::uint64_t>(std::max(0.0, metrics->epoch.value()));
-  std::lock_guard lock(live_mu);
-  r.step = live.step;
-  r.push_sum_weight = live.push_sum_weight;
-  r.staleness = live.staleness;
+  const auto shown = live.lock();
+  r.step = shown->step;
+  r.push_sum_weight = shown->push_sum_weight;
+  r.staleness = shown->staleness;
   return r;
 }
 
@@ -136,9 +136,9 @@ void SiteDaemon::Impl::refresh_federation(std::set<std::string>& in_metrics) {
   next.curves = federation_view.curves();
   next.notes = notes();
   {
-    std::lock_guard lock(live_mu);
-    if (live.total_steps) next.progress = format_run_progress(live.pace.progress(*live.total_steps));
-    if (live.dp_epsilon_spent) next.privacy = live.dp_privacy_text;
+    const auto shown = live.lock();
+    if (shown->total_steps) next.progress = format_run_progress(shown->pace.progress(*shown->total_steps));
+    if (shown->dp_epsilon_spent) next.privacy = shown->dp_privacy_text;
   }
   std::lock_guard lock(page_mu);
   page = std::move(next);

@@ -80,9 +80,9 @@ std::optional<std::string> SiteDaemon::Impl::write_checkpoint(const TrainerAlgor
   }
   metrics->checkpoints_written.inc();
   metrics->checkpoint_written();
-  std::lock_guard lock(live_mu);
-  live.last_checkpoint = status.file.string();
-  live.checkpoint_time = Clock::now();
+  const auto shown = live.lock();
+  shown->last_checkpoint = status.file.string();
+  shown->checkpoint_time = Clock::now();
   return std::nullopt;
 }
 
@@ -95,10 +95,7 @@ void SiteDaemon::Impl::note_shape(const algorithms::ChosenShape& shape,
   else
     spdlog::debug("view {}: {} keeps {} ({})", shape.view_id, algo.name(), shape.text,
                   algorithms::describe_pace(shape.pace));
-  {
-    std::lock_guard lock(live_mu);
-    live.shape = shape;
-  }
+  live.lock()->shape = shape;
   if (shape.delay != 0) metrics->shape_delay_steps.set(shape.delay);
   if (shape.period != 0) metrics->shape_period_steps.set(shape.period);
   if (shape.tau != 0) metrics->shape_tau_steps.set(shape.tau);
@@ -413,11 +410,11 @@ void SiteDaemon::Impl::publish_run_start(RunRounds& rounds) {
   run_start = rounds.first;  // also for a finished run that answers plans (serve_control)
   const std::uint64_t done = rounds.next - rounds.first;
   {
-    std::lock_guard lock(live_mu);
-    live.step = done;
-    live.epoch = done / std::max<std::uint64_t>(data.steps_per_epoch, 1);
-    live.total_steps = rounds.end - rounds.first;
-    live.pace.note(done, Clock::now());
+    const auto shown = live.lock();
+    shown->step = done;
+    shown->epoch = done / std::max<std::uint64_t>(data.steps_per_epoch, 1);
+    shown->total_steps = rounds.end - rounds.first;
+    shown->pace.note(done, Clock::now());
   }
   metrics->total_steps.set(static_cast<double>(rounds.end - rounds.first));
 }
@@ -617,11 +614,11 @@ RunProgress SiteDaemon::Impl::BuiltinRun::publish_round() {
   const double epoch = static_cast<double>(rounds_done) / static_cast<double>(site_.data.steps_per_epoch);
   RunProgress run_progress;
   {
-    std::lock_guard lock(site_.live_mu);
-    site_.live.step = rounds_done;
-    site_.live.epoch = static_cast<std::uint64_t>(epoch);
-    site_.live.pace.note(rounds_done, Clock::now());
-    run_progress = site_.live.pace.progress(rounds_.end - rounds_.first);
+    const auto shown = site_.live.lock();
+    shown->step = rounds_done;
+    shown->epoch = static_cast<std::uint64_t>(epoch);
+    shown->pace.note(rounds_done, Clock::now());
+    run_progress = shown->pace.progress(rounds_.end - rounds_.first);
   }
   auto& metrics = *site_.metrics;
   metrics.step.set(static_cast<double>(rounds_done));
@@ -667,18 +664,17 @@ void SiteDaemon::Impl::BuiltinRun::report_progress(Clock::time_point now, const 
   }
   std::fflush(stderr);
   {
-    std::lock_guard lock(site_.live_mu);
-    auto& live = site_.live;
-    live.train_loss = loss_avg_;
-    live.test_accuracy = accuracy_;
+    const auto shown = site_.live.lock();
+    shown->train_loss = loss_avg_;
+    shown->test_accuracy = accuracy_;
     if (site_.dp) {
-      live.dp_epsilon_spent = site_.dp->spent().epsilon;
-      live.dp_privacy_text = site_.dp_spent_text();
+      shown->dp_epsilon_spent = site_.dp->spent().epsilon;
+      shown->dp_privacy_text = site_.dp_spent_text();
     }
-    live.staleness = algorithm_->staleness();
-    live.push_sum_weight = algorithm_->push_sum_weight();
-    live.samples_per_second = sps;
-    live.bytes_per_second = bps;
+    shown->staleness = algorithm_->staleness();
+    shown->push_sum_weight = algorithm_->push_sum_weight();
+    shown->samples_per_second = sps;
+    shown->bytes_per_second = bps;
   }
   last_progress_ = now;
   samples_since_ = 0;
@@ -707,11 +703,7 @@ void SiteDaemon::Impl::BuiltinRun::finish() {
       site_.write_checkpoint(*algorithm_, order_.position(), k_, rounds_.start, rounds_.end);
   const std::uint64_t steps_done = k_ - rounds_.start;
   record_progress(steps_done, accuracy_);
-  std::string final_checkpoint;
-  {
-    std::lock_guard lock(site_.live_mu);
-    final_checkpoint = site_.live.last_checkpoint;
-  }
+  const std::string final_checkpoint = site_.live.lock()->last_checkpoint;
   const RunResult r = result(completed, steps_done, final_checkpoint);
   site_.trail->write_result(r);
   if (site_.dp) publish_privacy_spent();
@@ -784,9 +776,9 @@ void SiteDaemon::Impl::BuiltinRun::publish_privacy_spent() {
   const double epsilon = site_.dp->spent().epsilon;
   site_.metrics->dp_epsilon_spent.set(epsilon);
   {
-    std::lock_guard lock(site_.live_mu);
-    site_.live.dp_epsilon_spent = epsilon;
-    site_.live.dp_privacy_text = site_.dp_spent_text();
+    const auto shown = site_.live.lock();
+    shown->dp_epsilon_spent = epsilon;
+    shown->dp_privacy_text = site_.dp_spent_text();
   }
   spdlog::info("DP-SGD: {}", site_.dp_spent_text());
 }
