@@ -194,10 +194,7 @@ void SiteDaemon::Impl::make_transport() {
   // What `meridian roster` changes (daemon/site_roster.cc); the transport read the same file.
   if (!config.insecure) {
     roster_in_force = peer::Roster::load(config.roster);
-    {
-      std::lock_guard lock(secure_roster_mu);
-      secure_roster = roster_in_force;
-    }
+    *secure_roster.lock() = roster_in_force;
     reachability.set_roster(names_of(*roster_in_force));
   }
   min_sites = resolve_min_sites(config, roster_in_force ? &*roster_in_force : nullptr);
@@ -229,8 +226,8 @@ void SiteDaemon::Impl::communicate() {
   if (config.secure_aggregation) {
     if (!identity) throw error::InternalError("secure aggregation without this site's key pair");
     pair_keys.emplace(identity->keys, [this](const std::string& name) -> std::optional<std::string> {
-      std::lock_guard lock(secure_roster_mu);
-      const auto* entry = secure_roster ? secure_roster->by_name(name) : nullptr;
+      const auto roster = secure_roster.lock();
+      const auto* entry = *roster ? (*roster)->by_name(name) : nullptr;
       if (entry == nullptr) return std::nullopt;
       return entry->public_key;
     });
@@ -259,16 +256,10 @@ void SiteDaemon::Impl::communicate() {
     exact = &*byzantine_exact;
   }
   gossip::MixServer server(channel, *algorithm, mixers.reaverage_with_mix ? *algorithm : *exact, round_deadline);
-  {
-    std::lock_guard lock(mix_server_mu);
-    mix_server = &server;
-  }
+  *mix_server.lock() = &server;
   struct Unpublish {
     Impl& d;
-    ~Unpublish() {
-      std::lock_guard lock(d.mix_server_mu);
-      d.mix_server = nullptr;
-    }
+    ~Unpublish() { *d.mix_server.lock() = nullptr; }
   } unpublish{*this};
 
   while (!trainer_done) {

@@ -109,8 +109,8 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // Declared before the metrics server, whose threads read them until it is destroyed.
   FederationView federation_view{config.name, started};  // written by the control thread
-  std::mutex page_mu;
-  StatusPage page;  // what the status page shows; the control thread refreshes it (guarded by page_mu)
+  // What the status page shows: the control thread refreshes it, the metrics server's threads render it.
+  Guarded<StatusPage> page;
 
   // Built by run() before the threads start.
   std::optional<DirectoryLock> run_lock, checkpoint_lock;
@@ -148,11 +148,10 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<std::uint64_t> run_start{0};
   std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
   // --secure-aggregation (privacy/): what the masked mixers count, and the roster their pair secrets
-  // look peers' keys up in (a copy of the roster in force, guarded by secure_roster_mu: the
-  // communication thread reads it, the control thread replaces it).
+  // look peers' keys up in (a copy of the roster in force: the communication thread reads it, the
+  // control thread replaces it).
   privacy::SecureAggregationCounters secure_counters;
-  std::mutex secure_roster_mu;
-  std::optional<peer::Roster> secure_roster;
+  Guarded<std::optional<peer::Roster>> secure_roster;
   std::array<std::uint64_t, privacy::kSecureAggregationEvents.size()> secure_reported{};  // control thread
   // Sites the view must hold before training starts, fixed at start (daemon/federation/min_sites.h).
   MinSites min_sites;
@@ -160,14 +159,14 @@ struct SiteDaemon::Impl final : ControlHandler {
   // control thread, read for the waiting line and status.
   Reachability reachability{config.name, std::nullopt};
   std::set<std::string> unlisted_logged;  // members others hold that this roster lacks, logged once (control thread)
-  std::mutex notes_mu;
-  std::string waiting_note;  // the trainer's latest waiting line while it waits for the view (guarded by notes_mu)
+  // The trainer's latest waiting line while it waits for the view; the control thread shows it.
+  Guarded<std::string> waiting_note;
   // --round-timeout auto and --heartbeat-timeout auto (daemon/federation/deadlines.h): what the deadlines follow,
   // made with the transport; null for a given number.
   std::shared_ptr<peer::AdaptiveDeadline> round_deadline, heartbeat_deadline;
-  // The communication thread's mix server while it runs, for the waiting note (guarded by mix_server_mu).
-  std::mutex mix_server_mu;
-  const gossip::MixServer* mix_server = nullptr;
+  // The communication thread's mix server while it runs (null before and after), for the control
+  // thread's note on a mix that waits.
+  Guarded<const gossip::MixServer*> mix_server{nullptr};
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
   StatusReport status() override;
@@ -180,6 +179,8 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::string known_causes() const;
   // Members other sites hold that this site's roster lacks: logged once each (control thread).
   void log_unlisted();
+  // The mix the communication thread's server runs now, if any.
+  std::optional<gossip::MixInFlight> mix_in_flight();
   // The mix that has waited a second or more for its peers, for people: which round, for whom, since
   // when, and the deadline in force; nullopt when no mix waits that long (site_status.cc).
   std::optional<std::string> mix_wait_note();

@@ -51,9 +51,9 @@ std::vector<std::string> SiteDaemon::Impl::notes() {
   std::vector<std::string> out;
   bool waiting = false;
   {
-    std::lock_guard lock(notes_mu);
-    if (!waiting_note.empty()) out.push_back(waiting_note);
-    waiting = !waiting_note.empty();
+    const auto note = waiting_note.lock();
+    if (!note->empty()) out.push_back(*note);
+    waiting = !note->empty();
   }
   if (auto mix = mix_wait_note()) out.push_back(std::move(*mix));
   for (const auto& [name, holders] : reachability.unlisted()) {
@@ -140,16 +140,11 @@ void SiteDaemon::Impl::refresh_federation(std::set<std::string>& in_metrics) {
     if (shown->total_steps) next.progress = format_run_progress(shown->pace.progress(*shown->total_steps));
     if (shown->dp_epsilon_spent) next.privacy = shown->dp_privacy_text;
   }
-  std::lock_guard lock(page_mu);
-  page = std::move(next);
+  *page.lock() = std::move(next);
 }
 
 std::string SiteDaemon::Impl::render_page() {
-  StatusPage copy;
-  {
-    std::lock_guard lock(page_mu);
-    copy = page;
-  }
+  StatusPage copy = page.copy();
   if (copy.self.empty()) copy.self = config.name;
   if (copy.algorithm.empty()) copy.algorithm = algo.name();
   return render_status_page(copy);

@@ -64,10 +64,7 @@ RosterReport SiteDaemon::Impl::roster(const RosterChange& change) {
   }
   report.message = describe_roster_change(*roster_in_force, next);
   roster_in_force = next;
-  {
-    std::lock_guard lock(secure_roster_mu);
-    secure_roster = next;
-  }
+  *secure_roster.lock() = next;
   reachability.set_roster(names_of(next));
   report.sites = sites_of(next);
   spdlog::info("{}: {}", source, report.message);

@@ -16,12 +16,14 @@ using std::chrono::milliseconds;
 
 }  // namespace
 
+std::optional<gossip::MixInFlight> SiteDaemon::Impl::mix_in_flight() {
+  const auto server = mix_server.lock();
+  if (*server == nullptr) return std::nullopt;
+  return (*server)->in_flight();
+}
+
 std::optional<std::string> SiteDaemon::Impl::mix_wait_note() {
-  std::optional<gossip::MixInFlight> flight;
-  {
-    std::lock_guard lock(mix_server_mu);
-    if (mix_server) flight = mix_server->in_flight();
-  }
+  const auto flight = mix_in_flight();
   if (!flight) return std::nullopt;
   const double waited = std::chrono::duration<double>(Clock::now() - flight->since).count();
   if (waited < 1) return std::nullopt;
@@ -40,11 +42,7 @@ std::optional<std::string> SiteDaemon::Impl::mix_wait_note() {
 }
 
 void SiteDaemon::Impl::log_mix_wait() {
-  std::optional<gossip::MixInFlight> flight;
-  {
-    std::lock_guard lock(mix_server_mu);
-    if (mix_server) flight = mix_server->in_flight();
-  }
+  const auto flight = mix_in_flight();
   if (!flight || Clock::now() - flight->since < std::chrono::seconds(5) || mix_wait_logged == flight->step) return;
   if (auto note = mix_wait_note()) {
     spdlog::info("'{}': {}", config.name, *note);

@@ -74,10 +74,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   // The waiting line is gone from `meridian status` once this wait ends, however it ends.
   struct ClearNote {
     Impl& impl;
-    ~ClearNote() {
-      std::lock_guard lock(impl.notes_mu);
-      impl.waiting_note.clear();
-    }
+    ~ClearNote() { impl.waiting_note.lock()->clear(); }
   } clear_note{*this};
   auto back_in = [&](const peer::View& view) {
     return peer::take_back_round(view, config.name, checkpoint_round,
@@ -149,10 +146,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
                                                                : join_names(config.join),
                                            why);
       spdlog::info("{}", line);
-      {
-        std::lock_guard lock(notes_mu);
-        waiting_note = line;
-      }
+      *waiting_note.lock() = line;
       views_seen = 0;
       next_note = Clock::now() + std::chrono::seconds(5);
     }
