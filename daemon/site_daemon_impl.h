@@ -11,7 +11,18 @@
 //                      network metrics
 //   site_federation.cc the federation view: summaries to and from the peers, its metrics, the status page
 //   site_roster.cc     roster changes while the site runs (`meridian roster`, SIGHUP)
-// The threads and what they share are described in daemon/site_daemon.h. Private to daemon/.
+// The threads are described in daemon/site_daemon.h. Impl's state is in parts, each saying which
+// threads touch it:
+//   - what run() builds before the threads start (data, model, store, transport, metrics, ...): read by
+//     every thread afterwards, changed by none but through its own thread-safe interface;
+//   - atomics and thread-safe values any thread may use (state, stop, the run's rounds, the rounds the
+//     trainer observes, plans, scaling, reachability, the adaptive deadlines); trainer_error and
+//     finished_before, written by the trainer before it sets trainer_done;
+//   - Guarded values (daemon/guarded.h), reachable only under their lock: live (trainer → control),
+//     page (control → metrics server), waiting_note (trainer → control), mix_server (communication →
+//     control), secure_roster (control → communication);
+//   - ControlState `control`, the control thread's own, and TrainerState `trainer`, the trainer's own.
+// Private to daemon/.
 #pragma once
 
 #include <array>
@@ -146,19 +157,16 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<std::uint64_t> run_end{0};
   // The run's first round once the trainer knows it (with run_end): what a joining site counts from.
   std::atomic<std::uint64_t> run_start{0};
-  std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
   // --secure-aggregation (privacy/): what the masked mixers count, and the roster their pair secrets
   // look peers' keys up in (a copy of the roster in force: the communication thread reads it, the
   // control thread replaces it).
   privacy::SecureAggregationCounters secure_counters;
   Guarded<std::optional<peer::Roster>> secure_roster;
-  std::array<std::uint64_t, privacy::kSecureAggregationEvents.size()> secure_reported{};  // control thread
   // Sites the view must hold before training starts, fixed at start (daemon/federation/min_sites.h).
   MinSites min_sites;
   // Who reaches whom as far as this site knows (daemon/federation/reachability.h): noted and shared by the
   // control thread, read for the waiting line and status.
   Reachability reachability{config.name, std::nullopt};
-  std::set<std::string> unlisted_logged;  // members others hold that this roster lacks, logged once (control thread)
   // The trainer's latest waiting line while it waits for the view; the control thread shows it.
   Guarded<std::string> waiting_note;
   // --round-timeout auto and --heartbeat-timeout auto (daemon/federation/deadlines.h): what the deadlines follow,
@@ -167,6 +175,29 @@ struct SiteDaemon::Impl final : ControlHandler {
   // The communication thread's mix server while it runs (null before and after), for the control
   // thread's note on a mix that waits.
   Guarded<const gossip::MixServer*> mix_server{nullptr};
+
+  // The control thread's own state (site_status.cc, site_federation.cc, site_roster.cc). The set-up loads
+  // the roster in force before the threads start; after that no other thread touches it.
+  struct ControlState {
+    std::optional<peer::Roster> roster_in_force;  // secure mode
+    // The secure aggregation events already exported as metrics.
+    std::array<std::uint64_t, privacy::kSecureAggregationEvents.size()> secure_reported{};
+    std::set<std::string> unlisted_logged;         // members others hold that this roster lacks, logged once
+    std::optional<std::uint64_t> mix_wait_logged;  // the step of the mix last logged
+  } control;
+
+  // The trainer thread's own state (training_loop.cc, start_protocol.cc).
+  // prepare() sets added_steps before the threads start; after that no other thread touches it.
+  struct TrainerState {
+    // A finished run resumed with a longer --epochs: the steps it adds (its checkpoint's run ended
+    // before the run this --epochs gives would); 0 otherwise.
+    std::uint64_t added_steps = 0;
+    // Set by wait_for_view: the first round of the view that took this site back after one without it.
+    std::optional<std::uint64_t> taken_back_at;
+    // Set by agree_end_round for a site that joins a running federation: the run's first round.
+    std::optional<std::uint64_t> joined_run_start;
+    double eval_seconds = 0;  // spent in evaluate() so far: progress records carry it
+  } trainer;
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
   StatusReport status() override;
@@ -186,7 +217,6 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::optional<std::string> mix_wait_note();
   // Logs mix_wait_note() once per mix that has waited five seconds (control thread).
   void log_mix_wait();
-  std::optional<std::uint64_t> mix_wait_logged;  // the step of the mix last logged (control thread)
   std::vector<PeerReport> peers() override;
   LeaveReport leave() override;
   std::vector<SiteRow> federation() override;                // site_federation.cc
@@ -259,16 +289,10 @@ struct SiteDaemon::Impl final : ControlHandler {
   // rows), timed on a model of its own so that the one training starts from is untouched.
   std::optional<std::chrono::microseconds> time_steps_before_training();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
-  // Set by wait_for_view: the first round of the view that took this site back after one without it.
-  std::optional<std::uint64_t> taken_back_at;
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
   // The run's end round, agreed with the view's members when each proposes `steps` from the view's round.
-  // A site that joins a running federation learns the run's first round too (joined_run_start).
+  // A site that joins a running federation learns the run's first round too (trainer.joined_run_start).
   std::uint64_t agree_end_round(const peer::View& view, std::uint64_t steps);
-  std::optional<std::uint64_t> joined_run_start;
-  // A finished run resumed with a longer --epochs: the steps it adds (its checkpoint's run ended
-  // before the run this --epochs gives would); 0 otherwise. Set by prepare().
-  std::uint64_t added_steps = 0;
   // Scales data.train and data.test as the federation agreed when the scaling is pending (SiteData);
   // throws PeerError when a member's moments do not come.
   void settle_normalization(bool resumed);
@@ -279,7 +303,6 @@ struct SiteDaemon::Impl final : ControlHandler {
   // The trainer's algorithm runs `shape` now (it was `before`): logged, and published for status and
   // metrics.
   void note_shape(const algorithms::ChosenShape& shape, const std::optional<algorithms::ChosenShape>& before);
-  double eval_seconds = 0;  // spent in evaluate() so far: progress records carry it
 
   // --- communication thread ---
   void communicate();

@@ -70,7 +70,7 @@ std::vector<std::string> SiteDaemon::Impl::notes() {
 
 void SiteDaemon::Impl::log_unlisted() {
   for (const auto& [name, holders] : reachability.unlisted()) {
-    if (!unlisted_logged.insert(name).second) continue;
+    if (!control.unlisted_logged.insert(name).second) continue;
     std::string held;
     for (const auto& h : holders) held += (held.empty() ? "" : ", ") + h;
     spdlog::warn(

@@ -43,10 +43,11 @@ std::optional<std::string> SiteDaemon::Impl::mix_wait_note() {
 
 void SiteDaemon::Impl::log_mix_wait() {
   const auto flight = mix_in_flight();
-  if (!flight || Clock::now() - flight->since < std::chrono::seconds(5) || mix_wait_logged == flight->step) return;
+  if (!flight || Clock::now() - flight->since < std::chrono::seconds(5) || control.mix_wait_logged == flight->step)
+    return;
   if (auto note = mix_wait_note()) {
     spdlog::info("'{}': {}", config.name, *note);
-    mix_wait_logged = flight->step;
+    control.mix_wait_logged = flight->step;
   }
 }
 
@@ -180,8 +181,9 @@ void SiteDaemon::Impl::refresh_network_metrics(
     const auto secure = secure_counters.snapshot();
     for (std::size_t e = 0; e < secure.size(); ++e) {
       auto& counter = metrics->secure_aggregation.with({std::string(privacy::kSecureAggregationEvents[e])});
-      if (secure[e] > secure_reported[e]) counter.inc(static_cast<double>(secure[e] - secure_reported[e]));
-      secure_reported[e] = secure[e];
+      auto& reported = control.secure_reported[e];
+      if (secure[e] > reported) counter.inc(static_cast<double>(secure[e] - reported));
+      reported = secure[e];
     }
   }
 }

@@ -30,7 +30,7 @@ std::optional<double> SiteDaemon::Impl::evaluate(double& test_loss) {
   if (data.test.rows == 0) return std::nullopt;
   const auto started = Clock::now();
   const auto e = model->evaluate(data.test);
-  eval_seconds += std::chrono::duration<double>(Clock::now() - started).count();
+  trainer.eval_seconds += std::chrono::duration<double>(Clock::now() - started).count();
   test_loss = e.loss;
   return e.accuracy;
 }
@@ -271,7 +271,7 @@ void SiteDaemon::Impl::train() {
   const bool resumed = resume.has_value();
   // A finished run continued to a longer --epochs starts like a new run (its sites agree on the rounds
   // again) from the checkpoint's model, optimizer state and data position.
-  const bool continued = resumed && added_steps > 0;
+  const bool continued = resumed && trainer.added_steps > 0;
   // A finished run that --epochs does not make longer has nothing to train and no view to wait for
   // (its peers may be gone for good).
   const bool finished = resumed && !continued && resume->step >= resume->end_round;
@@ -308,7 +308,7 @@ SiteDaemon::Impl::RunRounds SiteDaemon::Impl::rounds_from_checkpoint() const {
   RunRounds rounds{0, data.total_steps, 0, 0};
   if (resume) {
     rounds.start = resume->start_round;
-    rounds.end = resume->end_round + added_steps;
+    rounds.end = resume->end_round + trainer.added_steps;
     rounds.next = resume->step;
   }
   return rounds;
@@ -361,7 +361,7 @@ std::optional<SiteDaemon::Impl::RunRounds> SiteDaemon::Impl::join_the_run(bool r
     rounds.next = rounds.start;
   }
   // Before run_end: a joining site that hears the end from this one hears the start with it.
-  run_start = std::min(joined_run_start.value_or(rounds.start), rounds.start);
+  run_start = std::min(trainer.joined_run_start.value_or(rounds.start), rounds.start);
   run_end = rounds.end;
   return rounds;
 }
@@ -372,7 +372,7 @@ SiteDaemon::Impl::RunRounds SiteDaemon::Impl::continue_finished_run(const peer::
   // Views come after the checkpoint's round (the transport resumed there); max() only guards the
   // arithmetic below.
   rounds.next = std::max(view.effective_round, resume->end_round);
-  rounds.end = agree_end_round(view, added_steps);
+  rounds.end = agree_end_round(view, trainer.added_steps);
   if (rounds.end <= rounds.next) {
     spdlog::warn(
         "the federation does not continue the finished run (another site's run has ended): restart every "
@@ -392,11 +392,11 @@ SiteDaemon::Impl::RunRounds SiteDaemon::Impl::rejoin_from_checkpoint(const peer:
   RunRounds rounds;
   rounds.start = resume->start_round;
   rounds.end = resume->end_round;
-  const auto from = std::max<std::uint64_t>(taken_back_at.value_or(view.effective_round), resume->step);
+  const auto from = std::max<std::uint64_t>(trainer.taken_back_at.value_or(view.effective_round), resume->step);
   // A view that takes this site back after one without it starts exactly where the peers first
   // need it: they ran the rounds before without it. Peers that wait for nobody (sgp) may be further
   // on: there the site joins at the round they are mixing if that is later.
-  rounds.next = !taken_back_at                  ? rejoin_round(view, from)
+  rounds.next = !trainer.taken_back_at          ? rejoin_round(view, from)
                 : !algo.peers_wait_for_rejoin() ? std::max(from, rejoin_round(view, from))
                                                 : from;
   spdlog::info("rejoining at round {} (checkpoint at round {})", rounds.next, resume->step);
@@ -406,7 +406,7 @@ SiteDaemon::Impl::RunRounds SiteDaemon::Impl::rejoin_from_checkpoint(const peer:
 void SiteDaemon::Impl::publish_run_start(RunRounds& rounds) {
   // Rounds count from the run's first round, as the federation counts them: a site that joined a
   // running federation shows the others' round, not its own few steps.
-  rounds.first = std::min(joined_run_start.value_or(rounds.start), rounds.start);
+  rounds.first = std::min(trainer.joined_run_start.value_or(rounds.start), rounds.start);
   run_start = rounds.first;  // also for a finished run that answers plans (serve_control)
   const std::uint64_t done = rounds.next - rounds.first;
   {
@@ -605,7 +605,7 @@ void SiteDaemon::Impl::BuiltinRun::record_progress(std::uint64_t steps_done, std
   site_.trail->append_progress(
       ProgressRecord{unix_seconds_now(), config_.name, steps_done,
                      static_cast<double>(steps_done) / static_cast<double>(site_.data.steps_per_epoch), loss_avg_,
-                     measured, sent, received, site_.eval_seconds});
+                     measured, sent, received, site_.trainer.eval_seconds});
   last_record_ = Clock::now();
 }
 
