@@ -166,8 +166,7 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
     }
     if (!step) {
       metrics->step.set(static_cast<double>(local_step + 1));
-      std::lock_guard lock(live_mu);
-      live.step = local_step + 1;
+      live.lock()->step = local_step + 1;
       continue;
     }
 
@@ -182,10 +181,10 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
       abandoned_reported = a;
     }
     {
-      std::lock_guard lock(live_mu);
-      live.step = steps_done;
-      live.train_loss = loss_avg;
-      live.staleness = algorithm->staleness();
+      const auto shown = live.lock();
+      shown->step = steps_done;
+      shown->train_loss = loss_avg;
+      shown->staleness = algorithm->staleness();
     }
     const auto now = Clock::now();
     if (now - last_progress >= progress_period || steps_done == steps_total) {
@@ -232,11 +231,7 @@ void SiteDaemon::Impl::train_attached(std::uint64_t k, std::uint64_t start_round
   const double train_seconds = std::chrono::duration<double>(Clock::now() - train_start).count();
   const auto final_checkpoint_error = write_checkpoint(*algorithm, {}, k, start_round, end_round);
   metrics->trainer_attached.set(0);
-  std::string final_checkpoint;
-  {
-    std::lock_guard lock(live_mu);
-    final_checkpoint = live.last_checkpoint;
-  }
+  const std::string final_checkpoint = live.lock()->last_checkpoint;
   const std::uint64_t steps_done = k - start_round;
   const auto s = transport ? transport->stats() : peer::TransportStats{};
   RunResult r;

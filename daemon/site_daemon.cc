@@ -119,11 +119,11 @@ void SiteDaemon::Impl::load_checkpoint(const std::string& fingerprint) {
     const std::uint64_t planned_end = resume->start_round + data.total_steps;
     const bool finished = resume->step >= resume->end_round;
     if (finished && planned_end > resume->end_round) {
-      added_steps = planned_end - resume->end_round;
+      trainer.added_steps = planned_end - resume->end_round;
       spdlog::info(
           "the checkpoint's run finished at round {} after {} steps; --epochs {} gives {}: continuing it by {}",
           resume->end_round, resume->end_round - resume->start_round, config.epochs, data.total_steps,
-          format_count(added_steps, "step"));
+          format_count(trainer.added_steps, "step"));
     } else if (finished) {
       // Peers that start a longer run hear at once that this site's run has ended (serve_control).
       run_start = resume->start_round;
@@ -193,14 +193,11 @@ void SiteDaemon::Impl::make_transport() {
   if (resume) transport->resume_round(resume->step);
   // What `meridian roster` changes (daemon/site_roster.cc); the transport read the same file.
   if (!config.insecure) {
-    roster_in_force = peer::Roster::load(config.roster);
-    {
-      std::lock_guard lock(secure_roster_mu);
-      secure_roster = roster_in_force;
-    }
-    reachability.set_roster(names_of(*roster_in_force));
+    control.roster_in_force = peer::Roster::load(config.roster);
+    *secure_roster.lock() = control.roster_in_force;
+    reachability.set_roster(names_of(*control.roster_in_force));
   }
-  min_sites = resolve_min_sites(config, roster_in_force ? &*roster_in_force : nullptr);
+  min_sites = resolve_min_sites(config, control.roster_in_force ? &*control.roster_in_force : nullptr);
   spdlog::info("{}", describe(min_sites));
   if (min_sites.warning) spdlog::warn("{}", *min_sites.warning);
   trail->write_endpoint(transport->endpoint());
@@ -229,8 +226,8 @@ void SiteDaemon::Impl::communicate() {
   if (config.secure_aggregation) {
     if (!identity) throw error::InternalError("secure aggregation without this site's key pair");
     pair_keys.emplace(identity->keys, [this](const std::string& name) -> std::optional<std::string> {
-      std::lock_guard lock(secure_roster_mu);
-      const auto* entry = secure_roster ? secure_roster->by_name(name) : nullptr;
+      const auto roster = secure_roster.lock();
+      const auto* entry = *roster ? (*roster)->by_name(name) : nullptr;
       if (entry == nullptr) return std::nullopt;
       return entry->public_key;
     });
@@ -259,16 +256,10 @@ void SiteDaemon::Impl::communicate() {
     exact = &*byzantine_exact;
   }
   gossip::MixServer server(channel, *algorithm, mixers.reaverage_with_mix ? *algorithm : *exact, round_deadline);
-  {
-    std::lock_guard lock(mix_server_mu);
-    mix_server = &server;
-  }
+  *mix_server.lock() = &server;
   struct Unpublish {
     Impl& d;
-    ~Unpublish() {
-      std::lock_guard lock(d.mix_server_mu);
-      d.mix_server = nullptr;
-    }
+    ~Unpublish() { *d.mix_server.lock() = nullptr; }
   } unpublish{*this};
 
   while (!trainer_done) {

@@ -11,7 +11,18 @@
 //                      network metrics
 //   site_federation.cc the federation view: summaries to and from the peers, its metrics, the status page
 //   site_roster.cc     roster changes while the site runs (`meridian roster`, SIGHUP)
-// The threads and what they share are described in daemon/site_daemon.h. Private to daemon/.
+// The threads are described in daemon/site_daemon.h. Impl's state is in parts, each saying which
+// threads touch it:
+//   - what run() builds before the threads start (data, model, store, transport, metrics, ...): read by
+//     every thread afterwards, changed by none but through its own thread-safe interface;
+//   - atomics and thread-safe values any thread may use (state, stop, the run's rounds, the rounds the
+//     trainer observes, plans, scaling, reachability, the adaptive deadlines); trainer_error and
+//     finished_before, written by the trainer before it sets trainer_done;
+//   - Guarded values (daemon/guarded.h), reachable only under their lock: live (trainer → control),
+//     page (control → metrics server), waiting_note (trainer → control), mix_server (communication →
+//     control), secure_roster (control → communication);
+//   - ControlState `control`, the control thread's own, and TrainerState `trainer`, the trainer's own.
+// Private to daemon/.
 #pragma once
 
 #include <array>
@@ -34,6 +45,7 @@
 #include "daemon/checkpoint/checkpoint_store.h"
 #include "daemon/control/control_server.h"
 #include "daemon/federation/deadlines.h"
+#include "daemon/guarded.h"
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/files/directory_lock.h"
 #include "daemon/federation/federation_view.h"
@@ -74,7 +86,8 @@ inline const char* to_string(SiteState s) {
   return "?";
 }
 
-// What the trainer publishes for the control socket; guarded by Impl::live_mu.
+// What the trainer publishes for the control socket, the status page and the federation summary
+// (Impl::live).
 struct LiveStatus {
   std::uint64_t step = 0;  // rounds of this run done, counted from the run's first round (RunProgress)
   std::uint64_t epoch = 0;
@@ -107,8 +120,8 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // Declared before the metrics server, whose threads read them until it is destroyed.
   FederationView federation_view{config.name, started};  // written by the control thread
-  std::mutex page_mu;
-  StatusPage page;  // what the status page shows; the control thread refreshes it (guarded by page_mu)
+  // What the status page shows: the control thread refreshes it, the metrics server's threads render it.
+  Guarded<StatusPage> page;
 
   // Built by run() before the threads start.
   std::optional<DirectoryLock> run_lock, checkpoint_lock;
@@ -135,36 +148,56 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::atomic<bool> observe_rounds{false};         // the trainer wants to know which round peers mix
   std::atomic<std::uint64_t> observed_round{0};    // round + 1 of the first mixer message seen; 0: none
   std::atomic<std::uint64_t> observe_min_view{0};  // only messages of this view or newer count
-  std::mutex live_mu;
-  LiveStatus live;
+  // Written by the trainer thread after its steps and checkpoints; read by the control thread, which
+  // also notes the pace of a stalled run when asked for status.
+  Guarded<LiveStatus> live;
   PeerPlans plans;          // heard by the control thread (daemon/federation/run_plan.h)
   ScalingExchange scaling;  // noted by the control thread (daemon/federation/input_scaling_exchange.h)
   // The run's end round once the trainer knows it (a finished run's, from its checkpoint, at start); 0 before.
   std::atomic<std::uint64_t> run_end{0};
   // The run's first round once the trainer knows it (with run_end): what a joining site counts from.
   std::atomic<std::uint64_t> run_start{0};
-  std::optional<peer::Roster> roster_in_force;  // secure mode; the control thread's only
   // --secure-aggregation (privacy/): what the masked mixers count, and the roster their pair secrets
-  // look peers' keys up in (a copy of the roster in force, guarded by secure_roster_mu: the
-  // communication thread reads it, the control thread replaces it).
+  // look peers' keys up in (a copy of the roster in force: the communication thread reads it, the
+  // control thread replaces it).
   privacy::SecureAggregationCounters secure_counters;
-  std::mutex secure_roster_mu;
-  std::optional<peer::Roster> secure_roster;
-  std::array<std::uint64_t, privacy::kSecureAggregationEvents.size()> secure_reported{};  // control thread
+  Guarded<std::optional<peer::Roster>> secure_roster;
   // Sites the view must hold before training starts, fixed at start (daemon/federation/min_sites.h).
   MinSites min_sites;
   // Who reaches whom as far as this site knows (daemon/federation/reachability.h): noted and shared by the
   // control thread, read for the waiting line and status.
   Reachability reachability{config.name, std::nullopt};
-  std::set<std::string> unlisted_logged;  // members others hold that this roster lacks, logged once (control thread)
-  std::mutex notes_mu;
-  std::string waiting_note;  // the trainer's latest waiting line while it waits for the view (guarded by notes_mu)
+  // The trainer's latest waiting line while it waits for the view; the control thread shows it.
+  Guarded<std::string> waiting_note;
   // --round-timeout auto and --heartbeat-timeout auto (daemon/federation/deadlines.h): what the deadlines follow,
   // made with the transport; null for a given number.
   std::shared_ptr<peer::AdaptiveDeadline> round_deadline, heartbeat_deadline;
-  // The communication thread's mix server while it runs, for the waiting note (guarded by mix_server_mu).
-  std::mutex mix_server_mu;
-  const gossip::MixServer* mix_server = nullptr;
+  // The communication thread's mix server while it runs (null before and after), for the control
+  // thread's note on a mix that waits.
+  Guarded<const gossip::MixServer*> mix_server{nullptr};
+
+  // The control thread's own state (site_status.cc, site_federation.cc, site_roster.cc). The set-up loads
+  // the roster in force before the threads start; after that no other thread touches it.
+  struct ControlState {
+    std::optional<peer::Roster> roster_in_force;  // secure mode
+    // The secure aggregation events already exported as metrics.
+    std::array<std::uint64_t, privacy::kSecureAggregationEvents.size()> secure_reported{};
+    std::set<std::string> unlisted_logged;         // members others hold that this roster lacks, logged once
+    std::optional<std::uint64_t> mix_wait_logged;  // the step of the mix last logged
+  } control;
+
+  // The trainer thread's own state (training_loop.cc, start_protocol.cc).
+  // prepare() sets added_steps before the threads start; after that no other thread touches it.
+  struct TrainerState {
+    // A finished run resumed with a longer --epochs: the steps it adds (its checkpoint's run ended
+    // before the run this --epochs gives would); 0 otherwise.
+    std::uint64_t added_steps = 0;
+    // Set by wait_for_view: the first round of the view that took this site back after one without it.
+    std::optional<std::uint64_t> taken_back_at;
+    // Set by agree_end_round for a site that joins a running federation: the run's first round.
+    std::optional<std::uint64_t> joined_run_start;
+    double eval_seconds = 0;  // spent in evaluate() so far: progress records carry it
+  } trainer;
 
   // --- ControlHandler (called on the control thread; site_status.cc) ---
   StatusReport status() override;
@@ -177,12 +210,13 @@ struct SiteDaemon::Impl final : ControlHandler {
   std::string known_causes() const;
   // Members other sites hold that this site's roster lacks: logged once each (control thread).
   void log_unlisted();
+  // The mix the communication thread's server runs now, if any.
+  std::optional<gossip::MixInFlight> mix_in_flight();
   // The mix that has waited a second or more for its peers, for people: which round, for whom, since
   // when, and the deadline in force; nullopt when no mix waits that long (site_status.cc).
   std::optional<std::string> mix_wait_note();
   // Logs mix_wait_note() once per mix that has waited five seconds (control thread).
   void log_mix_wait();
-  std::optional<std::uint64_t> mix_wait_logged;  // the step of the mix last logged (control thread)
   std::vector<PeerReport> peers() override;
   LeaveReport leave() override;
   std::vector<SiteRow> federation() override;                // site_federation.cc
@@ -220,23 +254,45 @@ struct SiteDaemon::Impl final : ControlHandler {
   // How long the trainer may stay silent between its messages.
   std::chrono::steady_clock::duration trainer_silence() const;
 
-  // --- trainer thread ---
+  // --- trainer thread (training_loop.cc) ---
+  // The trainer thread: settles the run's rounds (with the federation, or from the checkpoint), then
+  // trains them with the built-in trainer (BuiltinRun) or serves an attached trainer's (train_attached).
   void train();
+  // The rounds a run spans at this site, as the trainer settles them before its first step.
+  struct RunRounds {
+    std::uint64_t start = 0;  // the run's first round at this site: its local step 0, where the schedule starts
+    std::uint64_t end = 0;    // the run's end round (exclusive)
+    std::uint64_t next = 0;   // the round this site trains first
+    // The run's first round as the federation counts it (before `start` for a site that joined a running
+    // federation); set by publish_run_start.
+    std::uint64_t first = 0;
+  };
+  // The built-in trainer's rounds, from the first step to the result (training_loop.cc).
+  class BuiltinRun;
+  // The rounds of a run that does not communicate, or of a finished one: the checkpoint's, or a fresh
+  // run's from round 0.
+  RunRounds rounds_from_checkpoint() const;
+  // A finished run: tells the members of a federation that forms around it the run's end, so that sites
+  // restarted to continue it hear that it has ended; returns when that is done or nobody comes.
+  void tell_members_the_run_ended(const RunRounds& rounds);
+  // Waits for a view with this site and settles the run's rounds with its members; nullopt when
+  // stopped first.
+  std::optional<RunRounds> join_the_run(bool resumed, bool continued);
+  // A finished run continued to a longer --epochs, from the checkpoint at its end.
+  RunRounds continue_finished_run(const peer::View& view);
+  // A site that resumes from its checkpoint into a running federation.
+  RunRounds rejoin_from_checkpoint(const peer::View& view);
+  // Sets rounds.first, and publishes where the run starts for status and /metrics.
+  void publish_run_start(RunRounds& rounds);
   void warm_buffers();
   // This site's compute time of a training step before training starts (nullopt without training
   // rows), timed on a model of its own so that the one training starts from is untouched.
   std::optional<std::chrono::microseconds> time_steps_before_training();
   bool wait_for_view(bool resumed);  // false when stopped while waiting
-  // Set by wait_for_view: the first round of the view that took this site back after one without it.
-  std::optional<std::uint64_t> taken_back_at;
   std::uint64_t rejoin_round(const peer::View& view, std::uint64_t fallback);
   // The run's end round, agreed with the view's members when each proposes `steps` from the view's round.
-  // A site that joins a running federation learns the run's first round too (joined_run_start).
+  // A site that joins a running federation learns the run's first round too (trainer.joined_run_start).
   std::uint64_t agree_end_round(const peer::View& view, std::uint64_t steps);
-  std::optional<std::uint64_t> joined_run_start;
-  // A finished run resumed with a longer --epochs: the steps it adds (its checkpoint's run ended
-  // before the run this --epochs gives would); 0 otherwise. Set by prepare().
-  std::uint64_t added_steps = 0;
   // Scales data.train and data.test as the federation agreed when the scaling is pending (SiteData);
   // throws PeerError when a member's moments do not come.
   void settle_normalization(bool resumed);
@@ -247,7 +303,6 @@ struct SiteDaemon::Impl final : ControlHandler {
   // The trainer's algorithm runs `shape` now (it was `before`): logged, and published for status and
   // metrics.
   void note_shape(const algorithms::ChosenShape& shape, const std::optional<algorithms::ChosenShape>& before);
-  double eval_seconds = 0;  // spent in evaluate() so far: progress records carry it
 
   // --- communication thread ---
   void communicate();

@@ -30,10 +30,10 @@ SiteRow SiteDaemon::Impl::own_summary() {
   if (metrics->test_accuracy.present()) r.test_accuracy = metrics->test_accuracy.value();
   if (metrics->samples_per_second.present()) r.samples_per_second = metrics->samples_per_second.value();
   r.epoch = static_cast<std::uint64_t>(std::max(0.0, metrics->epoch.value()));
-  std::lock_guard lock(live_mu);
-  r.step = live.step;
-  r.push_sum_weight = live.push_sum_weight;
-  r.staleness = live.staleness;
+  const auto shown = live.lock();
+  r.step = shown->step;
+  r.push_sum_weight = shown->push_sum_weight;
+  r.staleness = shown->staleness;
   return r;
 }
 
@@ -51,9 +51,9 @@ std::vector<std::string> SiteDaemon::Impl::notes() {
   std::vector<std::string> out;
   bool waiting = false;
   {
-    std::lock_guard lock(notes_mu);
-    if (!waiting_note.empty()) out.push_back(waiting_note);
-    waiting = !waiting_note.empty();
+    const auto note = waiting_note.lock();
+    if (!note->empty()) out.push_back(*note);
+    waiting = !note->empty();
   }
   if (auto mix = mix_wait_note()) out.push_back(std::move(*mix));
   for (const auto& [name, holders] : reachability.unlisted()) {
@@ -70,7 +70,7 @@ std::vector<std::string> SiteDaemon::Impl::notes() {
 
 void SiteDaemon::Impl::log_unlisted() {
   for (const auto& [name, holders] : reachability.unlisted()) {
-    if (!unlisted_logged.insert(name).second) continue;
+    if (!control.unlisted_logged.insert(name).second) continue;
     std::string held;
     for (const auto& h : holders) held += (held.empty() ? "" : ", ") + h;
     spdlog::warn(
@@ -136,20 +136,15 @@ void SiteDaemon::Impl::refresh_federation(std::set<std::string>& in_metrics) {
   next.curves = federation_view.curves();
   next.notes = notes();
   {
-    std::lock_guard lock(live_mu);
-    if (live.total_steps) next.progress = format_run_progress(live.pace.progress(*live.total_steps));
-    if (live.dp_epsilon_spent) next.privacy = live.dp_privacy_text;
+    const auto shown = live.lock();
+    if (shown->total_steps) next.progress = format_run_progress(shown->pace.progress(*shown->total_steps));
+    if (shown->dp_epsilon_spent) next.privacy = shown->dp_privacy_text;
   }
-  std::lock_guard lock(page_mu);
-  page = std::move(next);
+  *page.lock() = std::move(next);
 }
 
 std::string SiteDaemon::Impl::render_page() {
-  StatusPage copy;
-  {
-    std::lock_guard lock(page_mu);
-    copy = page;
-  }
+  StatusPage copy = page.copy();
   if (copy.self.empty()) copy.self = config.name;
   if (copy.algorithm.empty()) copy.algorithm = algo.name();
   return render_status_page(copy);

@@ -21,7 +21,7 @@ std::vector<RosterSite> sites_of(const peer::Roster& roster) {
 }  // namespace
 
 RosterReport SiteDaemon::Impl::roster(const RosterChange& change) {
-  if (config.insecure || !roster_in_force) {
+  if (config.insecure || !control.roster_in_force) {
     throw error::UserError("site '" + config.name +
                            "' runs without CURVE (--insecure): it has no roster, and any site that reaches it "
                            "may join");
@@ -31,8 +31,8 @@ RosterReport SiteDaemon::Impl::roster(const RosterChange& change) {
   RosterReport report;
   report.file = file.string();
   if (change.action == RosterChange::Action::kList) {
-    report.message = std::to_string(roster_in_force->entries().size()) + " sites";
-    report.sites = sites_of(*roster_in_force);
+    report.message = std::to_string(control.roster_in_force->entries().size()) + " sites";
+    report.sites = sites_of(*control.roster_in_force);
     return report;
   }
   std::string text;
@@ -62,12 +62,9 @@ RosterReport SiteDaemon::Impl::roster(const RosterChange& change) {
     write_roster_text(file, text);
     transport->set_roster(next);
   }
-  report.message = describe_roster_change(*roster_in_force, next);
-  roster_in_force = next;
-  {
-    std::lock_guard lock(secure_roster_mu);
-    secure_roster = next;
-  }
+  report.message = describe_roster_change(*control.roster_in_force, next);
+  control.roster_in_force = next;
+  *secure_roster.lock() = next;
   reachability.set_roster(names_of(next));
   report.sites = sites_of(next);
   spdlog::info("{}: {}", source, report.message);

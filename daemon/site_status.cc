@@ -15,12 +15,14 @@ using std::chrono::milliseconds;
 
 }  // namespace
 
+std::optional<gossip::MixInFlight> SiteDaemon::Impl::mix_in_flight() {
+  const auto server = mix_server.lock();
+  if (*server == nullptr) return std::nullopt;
+  return (*server)->in_flight();
+}
+
 std::optional<std::string> SiteDaemon::Impl::mix_wait_note() {
-  std::optional<gossip::MixInFlight> flight;
-  {
-    std::lock_guard lock(mix_server_mu);
-    if (mix_server) flight = mix_server->in_flight();
-  }
+  const auto flight = mix_in_flight();
   if (!flight) return std::nullopt;
   const double waited = std::chrono::duration<double>(Clock::now() - flight->since).count();
   if (waited < 1) return std::nullopt;
@@ -39,15 +41,12 @@ std::optional<std::string> SiteDaemon::Impl::mix_wait_note() {
 }
 
 void SiteDaemon::Impl::log_mix_wait() {
-  std::optional<gossip::MixInFlight> flight;
-  {
-    std::lock_guard lock(mix_server_mu);
-    if (mix_server) flight = mix_server->in_flight();
-  }
-  if (!flight || Clock::now() - flight->since < std::chrono::seconds(5) || mix_wait_logged == flight->step) return;
+  const auto flight = mix_in_flight();
+  if (!flight || Clock::now() - flight->since < std::chrono::seconds(5) || control.mix_wait_logged == flight->step)
+    return;
   if (auto note = mix_wait_note()) {
     spdlog::info("'{}': {}", config.name, *note);
-    mix_wait_logged = flight->step;
+    control.mix_wait_logged = flight->step;
   }
 }
 
@@ -80,38 +79,38 @@ StatusReport SiteDaemon::Impl::status() {
     r.heartbeat_timeout_seconds = seconds_of(heartbeat_timeout_bound(config));
     r.heartbeat_timeout_basis = "given";
   }
-  std::lock_guard lock(live_mu);
-  r.step = live.step;
-  r.epoch = live.epoch;
-  if (live.total_steps) {
+  const auto shown = live.lock();
+  r.step = shown->step;
+  r.epoch = shown->epoch;
+  if (shown->total_steps) {
     // A run that stalls (peers gone, a round waiting) slows its pace, so the time left grows honestly.
-    if (state.load() == SiteState::kTraining) live.pace.note(live.step, Clock::now());
-    const auto progress = live.pace.progress(*live.total_steps);
+    if (state.load() == SiteState::kTraining) shown->pace.note(shown->step, Clock::now());
+    const auto progress = shown->pace.progress(*shown->total_steps);
     r.total_steps = progress.total;
     r.percent_done = progress.percent;
     r.eta_seconds = progress.eta_seconds;
   }
-  r.train_loss = live.train_loss;
-  r.test_accuracy = live.test_accuracy;
+  r.train_loss = shown->train_loss;
+  r.test_accuracy = shown->test_accuracy;
   if (config.dp()) {
-    r.dp_epsilon_spent = live.dp_epsilon_spent.value_or(0.0);
+    r.dp_epsilon_spent = shown->dp_epsilon_spent.value_or(0.0);
     if (config.dp_epsilon > 0) r.dp_epsilon_budget = config.dp_epsilon;
   }
-  r.staleness = live.staleness;
-  r.push_sum_weight = live.push_sum_weight;
-  r.samples_per_second = live.samples_per_second;
-  r.bytes_per_second = live.bytes_per_second;
+  r.staleness = shown->staleness;
+  r.push_sum_weight = shown->push_sum_weight;
+  r.samples_per_second = shown->samples_per_second;
+  r.bytes_per_second = shown->bytes_per_second;
   if (settings.max_send_bits_per_s > 0) r.max_send_bytes_per_second = settings.max_send_bits_per_s / 8;
-  r.last_checkpoint = live.last_checkpoint;
-  if (live.checkpoint_time) {
-    r.checkpoint_age_seconds = std::chrono::duration<double>(Clock::now() - *live.checkpoint_time).count();
+  r.last_checkpoint = shown->last_checkpoint;
+  if (shown->checkpoint_time) {
+    r.checkpoint_age_seconds = std::chrono::duration<double>(Clock::now() - *shown->checkpoint_time).count();
   }
-  if (live.shape) {
-    r.shape = live.shape->text;
-    r.shape_since_round = live.shape->from_round;
-    if (live.shape->pace.measured()) {
-      r.shape_round_trip_seconds = static_cast<double>(live.shape->pace.rtt_us) / 1e6;
-      r.shape_step_seconds = static_cast<double>(live.shape->pace.step_us) / 1e6;
+  if (shown->shape) {
+    r.shape = shown->shape->text;
+    r.shape_since_round = shown->shape->from_round;
+    if (shown->shape->pace.measured()) {
+      r.shape_round_trip_seconds = static_cast<double>(shown->shape->pace.rtt_us) / 1e6;
+      r.shape_step_seconds = static_cast<double>(shown->shape->pace.step_us) / 1e6;
     }
   }
   return r;
@@ -181,8 +180,9 @@ void SiteDaemon::Impl::refresh_network_metrics(
     const auto secure = secure_counters.snapshot();
     for (std::size_t e = 0; e < secure.size(); ++e) {
       auto& counter = metrics->secure_aggregation.with({std::string(privacy::kSecureAggregationEvents[e])});
-      if (secure[e] > secure_reported[e]) counter.inc(static_cast<double>(secure[e] - secure_reported[e]));
-      secure_reported[e] = secure[e];
+      auto& reported = control.secure_reported[e];
+      if (secure[e] > reported) counter.inc(static_cast<double>(secure[e] - reported));
+      reported = secure[e];
     }
   }
 }

@@ -74,10 +74,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
   // The waiting line is gone from `meridian status` once this wait ends, however it ends.
   struct ClearNote {
     Impl& impl;
-    ~ClearNote() {
-      std::lock_guard lock(impl.notes_mu);
-      impl.waiting_note.clear();
-    }
+    ~ClearNote() { impl.waiting_note.lock()->clear(); }
   } clear_note{*this};
   auto back_in = [&](const peer::View& view) {
     return peer::take_back_round(view, config.name, checkpoint_round,
@@ -109,7 +106,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
         // Its peers wait at its first round for it (within --round-timeout).
         spdlog::info("view {} from round {}: {} ({}), rejoining at round {}", view.id, view.effective_round,
                      join_names(view.members), format_count(view.size(), "site"), *back);
-        taken_back_at = *back;
+        trainer.taken_back_at = *back;
         return true;
       } else if (Clock::now() - candidate_since >= settle) {
         spdlog::info("view {} from round {}: {} ({}){}", view.id, view.effective_round, join_names(view.members),
@@ -149,10 +146,7 @@ bool SiteDaemon::Impl::wait_for_view(bool resumed) {
                                                                : join_names(config.join),
                                            why);
       spdlog::info("{}", line);
-      {
-        std::lock_guard lock(notes_mu);
-        waiting_note = line;
-      }
+      *waiting_note.lock() = line;
       views_seen = 0;
       next_note = Clock::now() + std::chrono::seconds(5);
     }
@@ -206,7 +200,7 @@ std::uint64_t SiteDaemon::Impl::agree_end_round(const peer::View& view, std::uin
       }
       if (it->second.end_round != 0) {
         spdlog::info("joining a running federation: '{}' trains until round {}", m, it->second.end_round);
-        joined_run_start = std::min(it->second.start_round, view.effective_round);
+        trainer.joined_run_start = std::min(it->second.start_round, view.effective_round);
         return std::max(it->second.end_round, view.effective_round);
       }
       steps = std::min(steps, it->second.steps);
