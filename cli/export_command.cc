@@ -46,7 +46,7 @@ int run_export(const ExportOptions& o) {
     }
   }
   // De-biased (an sgp checkpoint holds the push-sum numerator and its weight), and averaged over the
-  // sites as `meridian eval` averages them (daemon/checkpoint_model.h).
+  // sites as `meridian eval` averages them (daemon/checkpoint/checkpoint_model.h).
   const std::string name = checkpoints.size() == 1 ? o.checkpoints.front()
                                                    : "the average of " + std::to_string(checkpoints.size()) +
                                                          " checkpoints";

@@ -20,7 +20,7 @@
 
 namespace meridian::cli {
 
-// The record the daemon writes (daemon/run_trail.h): one type for the writer and this reader.
+// The record the daemon writes (daemon/status/run_trail.h): one type for the writer and this reader.
 using ProgressRecord = daemon::ProgressRecord;
 
 // A line or file that does not follow the format; what() names the source and the problem.

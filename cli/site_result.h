@@ -16,7 +16,7 @@
 
 namespace meridian::cli {
 
-// The result the daemon writes (daemon/run_trail.h): one type for the writer and this reader.
+// The result the daemon writes (daemon/status/run_trail.h): one type for the writer and this reader.
 using SiteResult = daemon::RunResult;
 
 class SiteResultError : public error::PeerError {

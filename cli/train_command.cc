@@ -133,7 +133,7 @@ models::data::DataOptions data_options(TrainOptions& o) {
   return options;
 }
 
-// Writes the final model as a checkpoint in the format `meridian start` writes (daemon/checkpoint.h),
+// Writes the final model as a checkpoint in the format `meridian start` writes (daemon/checkpoint/checkpoint.h),
 // so that `meridian eval` and `meridian export` read it: parameters, batch norm's running statistics,
 // the inputs' standardization (CSV data), the input and class names with the table preprocessing and,
 // for a model file, its text.

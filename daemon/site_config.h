@@ -63,7 +63,7 @@ std::string shape_knob_text(int value);
 CLI::Option* bind_shape_option(CLI::App& app, const std::string& name, int& field, const std::string& help);
 
 // --round-timeout auto and --heartbeat-timeout auto in SiteConfig's fields: the deadline follows
-// measurements (daemon/deadlines.h).
+// measurements (daemon/federation/deadlines.h).
 inline constexpr double kAutoDeadline = -1;
 // Binds --NAME to `field`, taking a number of seconds or auto (the start flags --round-timeout and
 // --heartbeat-timeout, and simulate's). The number's range is checked later, with the other options.
@@ -124,7 +124,7 @@ struct SiteConfig {
   int out_peers = 1;            // K: sgp out-peers per step
   int tau = 1;                  // τ: sgp may run τ steps ahead of the oldest expected message; kAutoShape: auto
   std::string grid = "auto";    // dsync: auto | AxB
-  int min_sites = 0;            // sites in the view before training starts; 0: daemon/min_sites.h
+  int min_sites = 0;            // sites in the view before training starts; 0: daemon/federation/min_sites.h
   double join_timeout = 300.0;  // seconds to wait for min-sites before giving up
   double round_timeout = kAutoDeadline;  // seconds before a mixing round is abandoned and redone; auto
   int reaverage_every = 100;    // steps between exact parameter re-averages; 0 = only on view change
@@ -163,7 +163,7 @@ struct SiteConfig {
   std::string device = "auto";                     // auto | cpu | cuda | cuda:N
   std::uint64_t seed = 1;
   int threads = 0;  // 0 = one per core
-  std::string trainer = "builtin";  // builtin | attached (a local process trains: daemon/attached_trainer.h)
+  std::string trainer = "builtin";  // builtin | attached (a local process trains: daemon/attached/attached_trainer.h)
 
   // The paths with their defaults applied.
   std::string checkpoint_dir_or_default() const;

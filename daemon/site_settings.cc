@@ -134,7 +134,7 @@ void check_identity_and_network(const SiteConfig& c, Problems& p) {
   };
   const bool interval_ok =
       heartbeat_seconds_ok("heartbeat-interval", c.heartbeat_interval, kMaxHeartbeatIntervalSeconds, "0.5");
-  // auto (daemon/deadlines.h) is never below six intervals.
+  // auto (daemon/federation/deadlines.h) is never below six intervals.
   const bool timeout_auto = c.heartbeat_timeout == kAutoDeadline;
   const bool timeout_ok =
       timeout_auto || heartbeat_seconds_ok("heartbeat-timeout", c.heartbeat_timeout, kMaxHeartbeatSeconds, "3");

@@ -120,7 +120,7 @@ void InMemoryFederation::handle(Message msg, std::uint64_t model_fingerprint, Cl
         refuse({RejectCause::kUnknownSender, "hello claims the name '" + hello->name + "'"});
         return;
       }
-      // Terms as on TCP (peer/zmq_frame_receiver.cc): a refusal is kept for refusal(), a peer with
+      // Terms as on TCP (peer/zmq/zmq_frame_receiver.cc): a refusal is kept for refusal(), a peer with
       // other terms is refused before it can become a member.
       if (!hello->refusal.empty()) {
         // Only a site this one joins through decides that it is not admitted.
@@ -243,7 +243,7 @@ void InMemoryFederation::send(const std::string& to, Message msg) {
     deliver_locally(std::move(msg));
     return;
   }
-  // As on TCP (peer/zmq_outbound_links.cc): a member only heard of may be in a view already, and what
+  // As on TCP (peer/zmq/zmq_outbound_links.cc): a member only heard of may be in a view already, and what
   // the view's rounds send it is delivered, not lost; only a member found dead or gone is unreachable.
   if (!driver_->membership().is_alive(to) && !driver_->membership().only_heard_of(to)) {
     ++stats_.dropped_unreachable;

@@ -187,7 +187,7 @@ struct MembershipConfig {
   bool agree_pace = false;
   // At least this long between two views this site takes while running that list a site it has not
   // heard from (see above: hearsay views). Each such view that never comes into force stalls this
-  // site's rounds once, for the daemon's view wait (daemon/round_view.h): the daemon sets this to ten
+  // site's rounds once, for the daemon's view wait (daemon/federation/round_view.h): the daemon sets this to ten
   // of those waits, so that a member proposing them without end costs at most a tenth of the time.
   std::chrono::milliseconds hearsay_view_interval{50000};
 };

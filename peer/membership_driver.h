@@ -1,7 +1,7 @@
 // Drives the membership state machine (peer/membership.h) over any transport: turns received
 // membership messages into its inputs, runs its timers (heartbeats, anti-entropy gossip of the member
 // table, probes of members declared dead, hellos to bootstrap sites), and turns its changes into
-// membership messages and connection changes. The ZeroMQ transport (peer/zmq_transport.h) and the
+// membership messages and connection changes. The ZeroMQ transport (peer/zmq/zmq_transport.h) and the
 // in-memory federation (peer/in_memory_federation.h) both use it, so that membership behaves the same
 // on TCP and in-process; what differs between them (connections, bootstrap addresses, per-peer
 // reception state) sits behind MembershipPort.

@@ -66,7 +66,7 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 class Simulation;
 
 // One site: the real driver, and the port that does to the simulated network what the ZeroMQ
-// transport's port does to its connections (peer/zmq_membership_port.cc).
+// transport's port does to its connections (peer/zmq/zmq_membership_port.cc).
 class Site final : public MembershipPort {
  public:
   Site(Simulation& sim, std::size_t index) : sim_(sim), index_(index) {}

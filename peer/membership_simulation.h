@@ -20,7 +20,7 @@
 // connection). With probability `loss` a message is lost on its link: under kRetransmit (what TCP,
 // which carries membership, does) it arrives `retransmit_timeout` later for each loss, holding back
 // the messages behind it; under kDrop it never arrives. The WanModel's own loss and bandwidth are not
-// used. The port behaves as the ZeroMQ transport's (peer/zmq_membership_port.cc): a message to a site
+// used. The port behaves as the ZeroMQ transport's (peer/zmq/zmq_membership_port.cc): a message to a site
 // without a connection opens one that starts with a hello, a dead, left or restarted member's
 // connection closes, a bootstrap connection becomes the member's. Senders are named truly, as CURVE
 // names them. Sites run no training rounds (their reported round stays 0).

@@ -47,7 +47,7 @@ class ControlServer {
  public:
   // Binds ipc://`path`, creating its directory (mode 0700) if missing. A stale socket file left by a
   // killed daemon is replaced. Throws ControlServerError naming the path when its directory is not
-  // private (another user's, or writable by group or others: daemon/private_directory.h), another
+  // private (another user's, or writable by group or others: daemon/files/private_directory.h), another
   // daemon is listening there, the path is too long for a Unix socket, or it cannot be bound or
   // restricted to mode 0600.
   // `handler` must outlive the server.
