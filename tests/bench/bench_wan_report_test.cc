@@ -11,6 +11,7 @@
 
 #include "tests/support/build_paths.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -37,9 +38,8 @@ TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differenc
     WARN("SKIPPED: python3 is not installed");
     return;
   }
-  char pattern[] = "/tmp/bench-wan-report-XXXXXX";
-  REQUIRE(mkdtemp(pattern) != nullptr);
-  const std::filesystem::path dir(pattern);
+  const meridian::tests::TempDir tmp;
+  const auto& dir = tmp.path();
   {
     std::ofstream raw(dir / "raw.json");
     raw << R"({"meta": {"commit": "abc1234", "plan": "quick"}, "e1": [)"
@@ -71,5 +71,4 @@ TEST_CASE("bench-wan's report computes efficiency, spread and accuracy differenc
   const std::string svg = meridian::tests::file_contents(dir / "results" / "latency-efficiency-4.svg");
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(svg.find("allreduce") != std::string::npos);
-  std::filesystem::remove_all(dir);
 }

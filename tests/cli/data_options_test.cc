@@ -12,14 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/daemon/temp_dir.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/models/data/npy_bytes.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 using meridian::tests::run_meridian;
 
 namespace {
@@ -41,7 +41,7 @@ void write_image_folder(const fs::path& root, std::size_t per_class, std::uint32
       std::vector<unsigned char> pixels(64);
       for (std::size_t p = 0; p < pixels.size(); ++p)
         pixels[p] = static_cast<unsigned char>(base + noise(salt + static_cast<std::uint32_t>(n * 64 + p)));
-      meridian::testing::write_png((root / name / ("img" + std::to_string(n) + ".png")).string(), 8, 8, 1, pixels);
+      meridian::tests::write_png((root / name / ("img" + std::to_string(n) + ".png")).string(), 8, 8, 1, pixels);
     }
   }
 }
@@ -58,10 +58,10 @@ void write_npz(const fs::path& path, std::size_t rows, std::uint32_t salt) {
     y.push_back(positive ? 1 : 0);
   }
   const std::string shape_x = "(" + std::to_string(rows) + ", 4)", shape_y = "(" + std::to_string(rows) + ",)";
-  meridian::testing::write_zip(
+  meridian::tests::write_zip(
       path.string(),
-      {{"x.npy", meridian::testing::npy_bytes("<f4", shape_x, meridian::testing::raw_bytes(x))},
-       {"y.npy", meridian::testing::npy_bytes("<i8", shape_y, meridian::testing::raw_bytes(y))}},
+      {{"x.npy", meridian::tests::npy_bytes("<f4", shape_x, meridian::tests::raw_bytes(x))},
+       {"y.npy", meridian::tests::npy_bytes("<i8", shape_y, meridian::tests::raw_bytes(y))}},
       true);
 }
 

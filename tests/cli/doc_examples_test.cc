@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -182,7 +182,7 @@ void check_command_line(std::vector<std::string> words) {
 
 // Stand-ins for the files examples name, and what the examples were.
 struct Checker {
-  meridian::testing::TempDir tmp;
+  meridian::tests::TempDir tmp;
   fs::path site_file = tmp.path() / "site.toml";
   fs::path some_file = tmp.path() / "file";
   std::size_t checked = 0, mentions = 0, templates = 0;

@@ -9,10 +9,10 @@
 
 #include "error/exit_code.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -21,7 +21,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 }  // namespace
 
 TEST_CASE("a configuration the site cannot run exits with the user error code", "[cli][errors][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto config = dir.path() / "site.toml";
   std::ofstream(config) << "name = \"oregon\"\nalgo = \"gossip\"\n";
   const auto r = meridian::tests::run_meridian("start --config " + config.string() + " --insecure --run-dir " +
@@ -33,11 +33,11 @@ TEST_CASE("a configuration the site cannot run exits with the user error code", 
 }
 
 TEST_CASE("a site whose federation never answers exits with the peer error code", "[cli][errors][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto table = meridian::tests::write_small_table(dir.path(), "table.csv", {"even", "odd"});
   // Site 0 of two waits for the other, which never comes: the federation is unavailable, not the
   // operator's input wrong, and a later start may find it.
-  meridian::testing::SiteProcess alone(
+  meridian::tests::SiteProcess alone(
       dir.path() / "alone",
       meridian::tests::StartArgs("alone").site(0, 2).set("--join-timeout", "0.5").csv(table).mlp(8));
   const int code = alone.wait_exit();
@@ -52,7 +52,7 @@ TEST_CASE("a platform failure under meridian exits with the internal error code"
   // space limit cannot allocate a hidden layer of 30 million units there (within the model size caps,
   // so no check refuses it first). std::bad_alloc is no error::Error: it stands for every exception
   // that Meridian's code did not classify.
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto table = meridian::tests::write_small_table(dir.path(), "table.csv", {"even", "odd"});
   const auto train = [&](const std::string& width) {
     return meridian::tests::run_shell("ulimit -v 524288 && " + std::string(meridian::tests::meridian_binary()) +

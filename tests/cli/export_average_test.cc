@@ -7,12 +7,12 @@
 #include <string>
 
 #include "error/exit_code.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 using meridian::tests::run_meridian;
 
 namespace {

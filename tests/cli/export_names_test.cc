@@ -19,14 +19,14 @@
 #include "daemon/checkpoint/checkpoint_model.h"
 #include "models/data/data_source.h"
 #include "models/data/tabular_schema.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 using meridian::tests::run_meridian;
 using meridian::tests::run_shell;
 

@@ -22,16 +22,16 @@
 #include "daemon/checkpoint/checkpoint_model.h"
 #include "models/data/data_source.h"
 #include "models/data/idx_reader.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/models/data/npy_bytes.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 using meridian::tests::run_meridian;
 
 namespace {
@@ -80,10 +80,10 @@ void write_training_subset(const fs::path& path, std::size_t rows) {
   std::vector<float> x(train.features.begin(), train.features.end());
   std::vector<std::int64_t> y(train.labels.begin(), train.labels.end());
   const std::string n = std::to_string(train.rows);
-  meridian::testing::write_zip(
+  meridian::tests::write_zip(
       path.string(),
-      {{"x.npy", meridian::testing::npy_bytes("<f4", "(" + n + ", 1, 28, 28)", meridian::testing::raw_bytes(x))},
-       {"y.npy", meridian::testing::npy_bytes("<i8", "(" + n + ",)", meridian::testing::raw_bytes(y))}},
+      {{"x.npy", meridian::tests::npy_bytes("<f4", "(" + n + ", 1, 28, 28)", meridian::tests::raw_bytes(x))},
+       {"y.npy", meridian::tests::npy_bytes("<i8", "(" + n + ",)", meridian::tests::raw_bytes(y))}},
       true);
 }
 

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "error/exit_code.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using meridian::tests::run_meridian;
@@ -31,7 +31,7 @@ std::string bytes(const fs::path& file) {
 
 TEST_CASE("the worked example's hospital tables train with the options deploy.md gives, each missing one named",
           "[cli][data][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto made = meridian::tests::run_command(
       {"python3", std::string(meridian::tests::source_dir()) + "/examples/tabular/make-hospital-csv",
        dir.path().string()});

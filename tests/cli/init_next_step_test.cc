@@ -5,13 +5,13 @@
 #include <fstream>
 #include <string>
 
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 using Catch::Matchers::Contains;
 
 TEST_CASE("init names the next step that is left: keys, roster, then start", "[cli][config][process]") {
-  meridian::testing::TempDir tmp;
+  meridian::tests::TempDir tmp;
   const auto file = (tmp.path() / "site.toml").string();
   const std::string init = "init --name alpha --listen tcp://127.0.0.1:7400 --force --out " + file;
 

@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "error/exit_code.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -80,7 +80,7 @@ TEST_CASE("simulate rejects bad arguments with messages that name the option", "
 
 TEST_CASE("simulate collects every site's progress and result into the table, CSV files and plot",
           "[cli][simulate][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const Result r =
       run("simulate --sites 3 --algo local,sgp --wan world4 --target-accuracy 0.75"
           " --heartbeat-interval 1 --heartbeat-timeout 15 --out " +
@@ -141,7 +141,7 @@ TEST_CASE("simulate collects every site's progress and result into the table, CS
 
 TEST_CASE("simulate reads diloco's old --period and --delay as --inner-steps and --overlap, warning once each",
           "[cli][simulate][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const Result r = run("simulate --sites 2 --algo diloco,diloco-gossip --insecure --period 64 --delay 4 --out " +
                        dir.path().string() + " --site-program " + kFakeSite + " 2>&1");
   INFO(r.output);
@@ -163,7 +163,7 @@ TEST_CASE("simulate reads diloco's old --period and --delay as --inner-steps and
     CHECK(config.find("\nperiod = 1\n") != std::string::npos);  // at its default: the sites see no old spelling
   }
   // With the new spellings, nothing to warn about.
-  meridian::testing::TempDir fresh;
+  meridian::tests::TempDir fresh;
   const Result quiet = run("simulate --sites 2 --algo diloco:inner-steps=64:overlap=4 --insecure --out " +
                            fresh.path().string() + " --site-program " + kFakeSite + " 2>&1");
   INFO(quiet.output);
@@ -173,7 +173,7 @@ TEST_CASE("simulate reads diloco's old --period and --delay as --inner-steps and
 
 TEST_CASE("simulate passes the DP-SGD options to every site as start takes them, and checks them as start does",
           "[cli][simulate][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const Result r =
       run("simulate --sites 2 --algo allreduce --insecure --dp-epsilon 3 --dp-delta 1e-6 --dp-clip 1.5"
           " --out " +
@@ -194,7 +194,7 @@ TEST_CASE("simulate passes the DP-SGD options to every site as start takes them,
 }
 
 TEST_CASE("simulate stops every site when one fails and shows that site's log", "[cli][simulate][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const Result failed =
       run_with_fake_sites("fail", "simulate --sites 3 --algo sgp --insecure --out " + dir.path().string());
   INFO(failed.output);
@@ -211,7 +211,7 @@ TEST_CASE("simulate stops every site when one fails and shows that site's log", 
 
 TEST_CASE("--stop-at-target stops the sites once every one has reached the target and reports the stop",
           "[cli][simulate][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   // The fake sites never end on their own (fake_site.sh, mode target): only the stop ends them.
   const Result r = run_with_fake_sites("target",
                                        "simulate --sites 3 --algo sgp --insecure --json --target-accuracy 0.75 "
@@ -240,7 +240,7 @@ TEST_CASE("--stop-at-target stops the sites once every one has reached the targe
 }
 
 TEST_CASE("Ctrl-C stops simulate and every site it started", "[cli][simulate][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   meridian::tests::ChildProcess simulate(
       {"env", "FAKE_SITE_MODE=hang", meridian::tests::meridian_binary(), "simulate", "--sites", "2", "--algo", "sgp",
@@ -268,11 +268,8 @@ TEST_CASE("Ctrl-C stops simulate and every site it started", "[cli][simulate][pr
 TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-MNIST",
           "[cli][simulate][slow][process]") {
   const fs::path data = meridian::tests::fashion_mnist_dir();
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed at " << data << " (scripts/install-deps test)");
-    return;
-  }
-  meridian::testing::TempDir dir;
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
+  meridian::tests::TempDir dir;
   // Logistic regression, a tenth of an epoch (46 steps of 64 per site): seconds, not minutes. Secure
   // (the default), with a small emulated latency so the WAN path is on.
   const Result r =
@@ -327,7 +324,7 @@ TEST_CASE("simulate runs real sites end to end: local and allreduce on Fashion-M
 
 TEST_CASE("simulate gives each site its own data with --site-train, and a site may hold only some classes",
           "[cli][simulate][data][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   auto table = [&](const std::string& name, int rows, int offset, bool both_classes) {
     const fs::path file = dir.path() / name;
     std::ofstream out(file);

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "error/exit_code.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -54,11 +54,12 @@ double json_number(const std::string& output, const std::string& key) {
 
 TEST_CASE("simulate runs every site with the user's own PyTorch script and compares the algorithms",
           "[cli][simulate][attached][process]") {
-  if (!have_torch() || !meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch, and Fashion-MNIST");
+  if (!have_torch()) {
+    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch");
     return;
   }
-  meridian::testing::TempDir dir;
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
+  meridian::tests::TempDir dir;
   // The example's MLP on the first 2000 rows, each site on its half (the example reads its part from
   // MERIDIAN_SITE_INDEX and MERIDIAN_SITE_COUNT): 2 epochs of 1000 rows in batches of 64, 31 steps,
   // with an evaluation every 10 steps and at the end. Secure (the default), over a small emulated
@@ -122,7 +123,7 @@ TEST_CASE("simulate runs every site with the user's own PyTorch script and compa
 
 TEST_CASE("simulate stops every site when the trainer command fails, shows its output, and refuses a bad command",
           "[cli][simulate][attached][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto r = meridian::tests::run_meridian(
       "simulate --sites 2 --algo local --timeout 120 --trainer-command 'echo no data here; exit 3' --out " +
       dir.path().string());

@@ -9,16 +9,16 @@
 #include <string>
 
 #include "cli/accuracy_plot.h"
-#include "cli/algorithm_variant.h"
 #include "cli/algorithm_comparison.h"
+#include "cli/algorithm_variant.h"
 #include "cli/comparison_table.h"
 #include "cli/progress_log.h"
 #include "cli/simulation_csv.h"
 #include "cli/simulation_options.h"
 #include "cli/site_result.h"
 #include "daemon/algorithms/registry.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/daemon/toy_algorithm.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::cli;
 
@@ -259,7 +259,7 @@ TEST_CASE("a long algorithm variant widens the plot so that its legend entry fit
 }
 
 TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are named", "[cli][simulate][unit]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto file = dir.path() / "progress.jsonl";
   ProgressLogFollower follower(file);
   CHECK(follower.read_new().empty());  // not there yet
@@ -306,7 +306,7 @@ TEST_CASE("progress.jsonl lines are read as they are completed and bad lines are
 }
 
 TEST_CASE("result.json is read and checked", "[cli][simulate][unit]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto file = dir.path() / "result.json";
   CHECK_THROWS_WITH(read_site_result(file), Catch::Contains("did not finish normally"));
   {
@@ -452,7 +452,7 @@ TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed 
   CHECK(error == "--algo: 'diloco:outer-lr=fast': outer-lr 'fast' is not a number");
 
   // An algorithm registered by a test: its option is a knob, and only while it is registered.
-  const meridian::testing::ToyAlgorithm toy;
+  const meridian::tests::ToyAlgorithm toy;
   {
     const meridian::daemon::algorithms::AlgorithmRegistration registration(toy);
     CHECK_THAT(algorithm_variant_knobs(), Catch::EndsWith(", outer-momentum, toy-strength"));
@@ -463,7 +463,7 @@ TEST_CASE("an --algo entry may carry the options its algorithm declares, parsed 
     error.clear();
     error = apply_algorithm_variant(parsed.variant, toy_config).value_or("");
     CHECK(error.empty());
-    CHECK(toy_config.algorithm_options.real(meridian::testing::kToyStrength) == 0.25);
+    CHECK(toy_config.algorithm_options.real(meridian::tests::kToyStrength) == 0.25);
     CHECK(meridian::daemon::describe_algorithm(meridian::daemon::settings_of(toy_config)) == "toy, strength 0.25");
   }
   CHECK_THAT(parse_algorithm_variant("toy:toy-strength=0.25").error, Catch::Contains("unknown knob 'toy-strength'"));

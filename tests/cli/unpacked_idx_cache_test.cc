@@ -7,12 +7,12 @@
 
 #include "cli/unpacked_idx_cache.h"
 #include "tests/models/data/gzip_bytes.h"
-#include "tests/models/data/scratch_dir.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 using meridian::cli::unpacked_idx_dir;
-using meridian::testing::gzip_bytes;
-using meridian::testing::ScratchDir;
+using meridian::tests::gzip_bytes;
+using meridian::tests::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -25,7 +25,7 @@ std::string content_of(const std::string& stem, int version) {
   return stem + " bytes, version " + std::to_string(version);
 }
 
-void write_sources(const ScratchDir& dir, int version) {
+void write_sources(const TempDir& dir, int version) {
   for (const char* stem : kStems) dir.write(std::string(stem) + ".gz", gzip_bytes(content_of(stem, version)));
 }
 
@@ -37,7 +37,7 @@ std::size_t entries(const fs::path& dir) {
 
 TEST_CASE("simulate's IDX cache unpacks the gzip files once and makes a new copy when a source changes",
           "[cli][data][unit]") {
-  ScratchDir data, cache;
+  TempDir data, cache;
   write_sources(data, 1);
   std::string note;
   const fs::path first = unpacked_idx_dir(data.path(), cache.path(), note);
@@ -61,7 +61,7 @@ TEST_CASE("simulate's IDX cache unpacks the gzip files once and makes a new copy
 }
 
 TEST_CASE("simulate's IDX cache leaves the sites to the original files when it cannot help", "[cli][data][unit]") {
-  ScratchDir data, cache;
+  TempDir data, cache;
   std::string note;
   SECTION("a gzip file is missing") {
     write_sources(data, 1);

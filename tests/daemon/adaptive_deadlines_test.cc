@@ -23,22 +23,22 @@
 #include "daemon/control/control_client.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/child_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 using meridian::daemon::Checkpoint;
 using meridian::daemon::read_checkpoint_file;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
 
 // Site `index` of `count` on the small table with both deadlines at their default, auto.
 StartArgs auto_site(int index, int count, const std::filesystem::path& table) {
-  return meridian::testing::training_site_args("s" + std::to_string(index), index, count, table)
+  return meridian::tests::training_site_args("s" + std::to_string(index), index, count, table)
       .drop("--round-timeout")
       .drop("--heartbeat-interval")
       .set("--algo", "allreduce")
@@ -96,7 +96,7 @@ TEST_CASE("auto deadlines over 400 ms links: the run finishes, nobody is declare
           "measured",
           "[process][daemon][deadlines]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path() / "data");
+  const auto table = meridian::tests::write_small_table(dir.path() / "data");
   std::vector<StartArgs> args;
   for (int i = 0; i < 3; ++i) args.push_back(auto_site(i, 3, table).set("--epochs", 8).set("--wan", "latency=400ms"));
   auto sites = start_sites(dir.path(), args);
@@ -132,7 +132,7 @@ TEST_CASE("auto deadlines over 400 ms links: the run finishes, nobody is declare
 TEST_CASE("auto deadlines on a machine whose every core is busy: four sites train to the end without hand tuning",
           "[process][daemon][deadlines]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path() / "data");
+  const auto table = meridian::tests::write_small_table(dir.path() / "data");
   // Two spinning processes per core compete with the sites for the whole run.
   std::vector<std::unique_ptr<meridian::tests::ChildProcess>> burners;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -156,7 +156,7 @@ TEST_CASE("auto deadlines on a machine whose every core is busy: four sites trai
 TEST_CASE("a link that flaps: the site is dropped and taken back every cycle, the others train on, waits are named",
           "[process][daemon][deadlines][partition]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path() / "data");
+  const auto table = meridian::tests::write_small_table(dir.path() / "data");
   // s2's links are down for 4 s of every 10 s, counted from the first round: with heartbeats every
   // 0.2 s the automatic timeout starts at 1.2 s, so every outage outlasts it, as a 30 s outage every
   // 3 minutes outlasts the 3 s of the default interval.
@@ -223,7 +223,7 @@ TEST_CASE("a link that drops for less than the heartbeat timeout: the rounds it 
   // steps (tens of thousands a second): both runs outlast the first cut even at full speed.
   const int epochs = algo == "allreduce" ? 5000 : 100000;
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path() / "data");
+  const auto table = meridian::tests::write_small_table(dir.path() / "data");
   std::vector<StartArgs> args;
   for (int i = 0; i < 3; ++i)
     args.push_back(auto_site(i, 3, table)

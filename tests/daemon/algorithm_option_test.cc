@@ -14,14 +14,14 @@
 
 #include "daemon/algorithms/registry.h"
 #include "daemon/site_config.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/daemon/toy_algorithm.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
-using meridian::testing::kToyStrength;
-using meridian::testing::TempDir;
-using meridian::testing::ToyAlgorithm;
+using meridian::tests::kToyStrength;
+using meridian::tests::TempDir;
+using meridian::tests::ToyAlgorithm;
 
 namespace {
 

@@ -32,7 +32,7 @@ TEST_CASE("--trainer names builtin or attached, and every algorithm runs attache
     CHECK(problems_of("attached", algo).empty());
   CHECK(problems_of("remote", "sgp") == std::vector<std::string>{"--trainer: 'remote' is not builtin or attached"});
   // An algorithm without an attached side is refused, naming those that have one.
-  const meridian::testing::ToyAlgorithm toy;
+  const meridian::tests::ToyAlgorithm toy;
   const meridian::daemon::algorithms::AlgorithmRegistration registration(toy);
   CHECK(problems_of("attached", "toy") ==
         std::vector<std::string>{"--trainer: --algo toy does not run with --trainer attached; attached sites run "

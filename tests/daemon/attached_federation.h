@@ -18,12 +18,12 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
-namespace meridian::testing::attached {
+namespace meridian::tests::attached {
 
 namespace fs = std::filesystem;
 using meridian::tests::StartArgs;
@@ -138,4 +138,4 @@ inline double json_number(const std::string& output, const std::string& key) {
   return std::stod(output.substr(at + key.size() + 4));
 }
 
-}  // namespace meridian::testing::attached
+}  // namespace meridian::tests::attached

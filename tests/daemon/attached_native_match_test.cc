@@ -31,10 +31,10 @@
 #include "tests/support/fashion_mnist.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::SiteProcess;
+using meridian::tests::SiteProcess;
 using meridian::tests::StartArgs;
 
-using namespace meridian::testing::attached;
+using namespace meridian::tests::attached;
 
 namespace {
 
@@ -148,10 +148,11 @@ Accuracies run_native_and_attached(const std::string& algo) {
 
 TEST_CASE("attached PyTorch trainers end where Meridian's native model does under each hook",
           "[daemon][process][attached][native]") {
-  if (!have_torch() || !meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch, and Fashion-MNIST");
+  if (!have_torch()) {
+    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch");
     return;
   }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   const std::string algo = GENERATE(as<std::string>{}, "allreduce", "dts", "diloco");
   DYNAMIC_SECTION(algo) {
     const auto a = run_native_and_attached(algo);

@@ -20,12 +20,12 @@
 #include "tests/support/fashion_mnist.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
-using namespace meridian::testing::attached;
+using namespace meridian::tests::attached;
 
 namespace {
 
@@ -36,10 +36,11 @@ std::vector<std::string> rank_env(int r) { return {"RANK=" + std::to_string(r), 
 
 TEST_CASE("two sites of two DDP ranks each keep their ranks bit-identical and finish",
           "[daemon][process][attached][ranks]") {
-  if (!have_torch() || !meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch, and Fashion-MNIST");
+  if (!have_torch()) {
+    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch");
     return;
   }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   // One algorithm per hook: gradients before the ranks' optimizer step, the site's update in its
   // place, the parameters after it.
   const std::string algo = GENERATE(as<std::string>{}, "allreduce", "dts", "sgp");
@@ -102,8 +103,8 @@ TEST_CASE("a rank that dies stops its site's other ranks with a clear error and 
         std::vector<std::string>{kCheck, run.string(), "30", "--pause-at", "5", "--pause-file", go.string(),
                                  "--dist-init", "file://" + (dir.path() / "store-1").string()},
         rank_env(r)));
-  REQUIRE(eventually([&] { return contains(group[1]->output(), "\"paused\": 5") || site.exited(); }));
-  REQUIRE(eventually([&] { return contains(group[0]->output(), "\"paused\": 5") || site.exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(group[1]->output(), "\"paused\": 5") || site.exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(group[0]->output(), "\"paused\": 5") || site.exited(); }));
   group[1]->signal(SIGKILL);
   (void)group[1]->wait_exit();
   std::ofstream(go) << "go\n";
@@ -115,7 +116,7 @@ TEST_CASE("a rank that dies stops its site's other ranks with a clear error and 
                                      "rank failed ("));
   CHECK(contains(group[0]->output(), "the site's ranks train together, so this one stops"));
   CHECK(contains(group[0]->output(), "this site's process group failed (RankLost"));
-  REQUIRE(eventually([&] { return contains(site.log(), "the site goes on without it") || site.exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(site.log(), "the site goes on without it") || site.exited(); }));
   REQUIRE_FALSE(site.exited());
   CHECK(contains(site.log(), "trainer refused (disconnected): closed the channel before the run's end"));
 
@@ -155,10 +156,10 @@ TEST_CASE("an uncaught exception on rank 0 of a group keeps the site's state for
                               .set("--metrics-address", "127.0.0.1:0")
                               .set("--round-timeout", 60));
     int port = 0;
-    REQUIRE(eventually([&] { return (port = meridian::testing::metrics_port(site.log())) != 0 || site.exited(); }));
+    REQUIRE(eventually_from_process([&] { return (port = meridian::tests::metrics_port(site.log())) != 0 || site.exited(); }));
     REQUIRE(port != 0);
     const auto disconnected = [&] {
-      const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+      const auto body = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
       const std::string series = "meridian_trainer_refusals_total{cause=\"disconnected\"} ";
       const auto at = body.find(series);
       return at == std::string::npos ? 0.0 : std::stod(body.substr(at + series.size()));
@@ -188,7 +189,7 @@ TEST_CASE("an uncaught exception on rank 0 of a group keeps the site's state for
                    "\"outcome\": \"error\", \"error\": \"rank 1 of this site's 2 ranks: another "
                    "rank failed ("));
     // The site counts its trainer lost and keeps its state for the group.
-    REQUIRE(eventually([&] { return contains(site.log(), "the site goes on without it") || site.exited(); }));
+    REQUIRE(eventually_from_process([&] { return contains(site.log(), "the site goes on without it") || site.exited(); }));
     REQUIRE_FALSE(site.exited());
     CHECK(contains(site.log(), "trainer refused (disconnected): closed the channel before the run's end"));
     CHECK(disconnected() == 1);

@@ -24,19 +24,19 @@
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/child_process.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteKeys;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteKeys;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
-using namespace meridian::testing::attached;
+using namespace meridian::tests::attached;
 
 namespace {
 
@@ -49,10 +49,11 @@ std::vector<std::string> example_args(int i, int n, const fs::path& save) {
 }  // namespace
 
 TEST_CASE("attached PyTorch trainers run every algorithm across CurveZMQ sites", "[daemon][process][attached]") {
-  if (!have_torch() || !meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch, and Fashion-MNIST");
+  if (!have_torch()) {
+    WARN("SKIPPED: needs /usr/bin/python3 with numpy and torch");
     return;
   }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   const std::string algo =
       GENERATE(as<std::string>{}, "allreduce", "diloco", "local", "dts", "sgp", "dsync", "diloco-gossip");
   DYNAMIC_SECTION(algo) {
@@ -145,7 +146,7 @@ TEST_CASE("a site whose attached model differs is refused at join, naming both m
   // Its trainer, waiting for the run to start, hears that the site has gone.
   CHECK(contains(f.trainers[1]->output(), "\"outcome\": \"refused\", \"error\": \"the site closed the trainer channel"));
   // The refusing site carries on, waiting for a proper peer: stopped, it ends cleanly.
-  REQUIRE(eventually([&] { return contains(f.sites[0]->log(), "refused at join: model differs") || f.sites[0]->exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(f.sites[0]->log(), "refused at join: model differs") || f.sites[0]->exited(); }));
   CHECK_FALSE(f.sites[0]->exited());
   f.sites[0]->signal(SIGTERM);
   CHECK(f.sites[0]->wait_exit() == 0);
@@ -166,10 +167,10 @@ TEST_CASE("an attached site refuses and counts a bad declaration, a second train
                             .set("--metrics-address", "127.0.0.1:0")
                             .set("--round-timeout", 60));
   int port = 0;
-  REQUIRE(eventually([&] { return (port = meridian::testing::metrics_port(site.log())) != 0 || site.exited(); }));
+  REQUIRE(eventually_from_process([&] { return (port = meridian::tests::metrics_port(site.log())) != 0 || site.exited(); }));
   REQUIRE(port != 0);
   const auto counter = [&](const std::string& cause) {
-    const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+    const auto body = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
     const std::string series = "meridian_trainer_refusals_total{cause=\"" + cause + "\"} ";
     const auto at = body.find(series);
     return at == std::string::npos ? 0.0 : std::stod(body.substr(at + series.size()));
@@ -186,7 +187,7 @@ TEST_CASE("an attached site refuses and counts a bad declaration, a second train
   const auto go = dir.path() / "go";
   TrainerProcess first(run, dir.path() / "first.out",
                        {kCheck, run.string(), "20", "--nan-at", "3", "--hold-until", go.string()});
-  REQUIRE(eventually([&] { return contains(site.log(), "trainer attached") || site.exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(site.log(), "trainer attached") || site.exited(); }));
   TrainerProcess second(run, dir.path() / "second.out", {kCheck, run.string(), "20"});
   REQUIRE(second.wait_exit() == 0);
   std::ofstream(go) << "go\n";
@@ -294,7 +295,7 @@ TEST_CASE("a trainer of another user is refused by its credentials, and a stale 
                             .set("--algo", "local")
                             .set("--metrics-address", "127.0.0.1:0")
                             .set("--round-timeout", 60));
-  REQUIRE(eventually([&] { return contains(site.log(), "waiting for a trainer to attach") || site.exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(site.log(), "waiting for a trainer to attach") || site.exited(); }));
   REQUIRE_FALSE(site.exited());
 
   // Another user, where the file system lets it reach the socket (run directory and socket opened up
@@ -312,7 +313,7 @@ TEST_CASE("a trainer of another user is refused by its credentials, and a stale 
     INFO(r.output << "\nsite:\n" << site.log());
     CHECK(contains(r.output, "\"outcome\": \"refused\""));
     CHECK(contains(r.output, "this site's trainer must run as its daemon's user"));
-    REQUIRE(eventually([&] { return contains(site.log(), "trainer refused (other_user)") || site.exited(); }));
+    REQUIRE(eventually_from_process([&] { return contains(site.log(), "trainer refused (other_user)") || site.exited(); }));
   }
   // The site still waits for its own trainer, which runs to the end.
   TrainerProcess own(run, dir.path() / "own.out", {kCheck, run.string(), "5"});
@@ -342,16 +343,16 @@ TEST_CASE("a SIGKILLed trainer leaves its site a member, and one started again c
       f.start(i, site, trainer);
     }
     auto& b = *f.trainers[1];
-    REQUIRE(eventually([&] { return contains(b.output(), "\"paused\": 10") || f.sites[1]->exited(); }));
+    REQUIRE(eventually_from_process([&] { return contains(b.output(), "\"paused\": 10") || f.sites[1]->exited(); }));
     b.signal(SIGKILL);
-    REQUIRE(eventually(
+    REQUIRE(eventually_from_process(
         [&] { return contains(f.sites[1]->log(), "the site goes on without it") || f.sites[1]->exited(); }));
     REQUIRE_FALSE(f.sites[1]->exited());
     // b's site serves its rounds meanwhile (a reaches its step 20); a trainer started again connects,
     // and a goes on: b's site takes the new trainer between two rounds.
     TrainerProcess again(f.run_dir(1), f.dir.path() / "b-again.out", {kCheck, f.run_dir(1).string(), "60"});
-    REQUIRE(eventually([&] { return contains(again.output(), "\"connected\": true") || f.sites[1]->exited(); }));
-    REQUIRE(eventually([&] { return contains(f.trainers[0]->output(), "\"paused\": 20"); }));
+    REQUIRE(eventually_from_process([&] { return contains(again.output(), "\"connected\": true") || f.sites[1]->exited(); }));
+    REQUIRE(eventually_from_process([&] { return contains(f.trainers[0]->output(), "\"paused\": 20"); }));
     std::ofstream(go) << "go\n";
     const int again_exit = again.wait_exit();
     const int a_exit = f.trainers[0]->wait_exit();
@@ -392,7 +393,7 @@ TEST_CASE("a daemon restarted under its trainer resumes from its checkpoint, and
   auto site = std::make_unique<SiteProcess>(run, args);
   TrainerProcess trainer(run, dir.path() / "t.out",
                          {kCheck, run.string(), "40", "--pause-at", "20", "--pause-file", go.string()});
-  REQUIRE(eventually([&] { return contains(trainer.output(), "\"paused\": 20") || site->exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(trainer.output(), "\"paused\": 20") || site->exited(); }));
   REQUIRE_FALSE(site->exited());
   // The daemon dies under the trainer, which is between two steps, and is started again.
   site->signal(SIGKILL);

@@ -15,10 +15,10 @@
 
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -27,7 +27,7 @@ namespace {
 // links with 20 ms of latency each way. The heartbeat timeout is far above any stall of a loaded
 // machine: nobody is declared dead.
 StartArgs diloco_site_args(int index, const std::filesystem::path& table) {
-  return meridian::testing::training_site_args("s" + std::to_string(index), index, 3, table)
+  return meridian::tests::training_site_args("s" + std::to_string(index), index, 3, table)
       .set("--algo", "diloco")
       .set("--period", 4)
       .set("--epochs", 25)
@@ -77,7 +77,7 @@ std::optional<Start> start_of(const std::string& log) {
 TEST_CASE("diloco sites on emulated WAN links run the automatic overlap on a measured pace from their first round",
           "[process][daemon][auto_shape][diloco]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path() / "data");
+  const auto table = meridian::tests::write_small_table(dir.path() / "data");
   const auto logs = run_federation(dir.path(), table, diloco_site_args);
 
   std::optional<std::string> first_shape;
@@ -105,7 +105,7 @@ TEST_CASE("diloco sites on emulated WAN links run the automatic overlap on a mea
 TEST_CASE("diloco sites with a fixed overlap time no steps and wait for no pace",
           "[process][daemon][auto_shape][diloco]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path() / "data");
+  const auto table = meridian::tests::write_small_table(dir.path() / "data");
   const auto logs = run_federation(dir.path(), table, [](int index, const std::filesystem::path& t) {
     return diloco_site_args(index, t).set("--overlap", 1);
   });

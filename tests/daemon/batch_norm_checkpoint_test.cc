@@ -14,15 +14,15 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "daemon/site_daemon.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -52,10 +52,7 @@ std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 TEST_CASE(
     "start's checkpoints of a batch-norm model go to eval and export, and a restart of the finished run keeps them",
     "[process][daemon][checkpoint][norm-state]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   // A built-in network, and one from a model file, whose text the checkpoint must carry for eval and
   // export to rebuild it.

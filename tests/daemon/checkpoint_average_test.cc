@@ -10,7 +10,7 @@
 #include "daemon/checkpoint/checkpoint_model.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -33,7 +33,7 @@ meridian::models::data::Dataset tabular() {
 
 TEST_CASE("the averaged model of several checkpoints averages their normalization statistics too",
           "[unit][checkpoint][norm-state]") {
-  meridian::testing::TempDir tmp;
+  meridian::tests::TempDir tmp;
   const auto data = tabular();
   auto model = meridian::models::make_model("mlp-bn", meridian::models::Shape{4, 1, 1}, 3, {8},
                                             std::make_shared<meridian::models::CpuBackend>(1), 3);

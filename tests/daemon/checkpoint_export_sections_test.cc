@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "daemon/checkpoint/checkpoint.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using meridian::daemon::CheckpointView;
 using meridian::daemon::read_checkpoint_file;
@@ -15,7 +15,7 @@ using meridian::daemon::write_checkpoint_file;
 
 TEST_CASE("model state, input standardization and model file text round-trip in a checkpoint",
           "[unit][checkpoint][export]") {
-  meridian::testing::TempDir tmp;
+  meridian::tests::TempDir tmp;
   const std::vector<float> parameters{1.0f, 2.0f, 3.0f}, state{0.5f, -0.5f}, mean{10.0f, 20.0f}, stddev{2.0f, 4.0f};
   CheckpointView view;
   view.parameters = parameters;
@@ -36,7 +36,7 @@ TEST_CASE("model state, input standardization and model file text round-trip in 
 }
 
 TEST_CASE("a checkpoint without the export sections reads with them empty", "[unit][checkpoint][export]") {
-  meridian::testing::TempDir tmp;
+  meridian::tests::TempDir tmp;
   const std::vector<float> parameters{1.0f, 2.0f};
   CheckpointView view;
   view.parameters = parameters;

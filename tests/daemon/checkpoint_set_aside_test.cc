@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::file_contents;
 using meridian::tests::StartArgs;
 
@@ -30,10 +30,7 @@ StartArgs one_site(const std::string& epochs) {
 
 TEST_CASE("a site whose only checkpoint is damaged starts fresh, says why, and keeps the file aside",
           "[daemon][checkpoint][process]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   const fs::path run = dir.path() / "solo";
   fs::path damaged;

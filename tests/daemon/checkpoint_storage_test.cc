@@ -23,14 +23,14 @@
 #include "error/exit_code.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -77,7 +77,7 @@ class TmpfsMount {
 };
 
 double metric(int port, const std::string& name) {
-  const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const auto body = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
   std::istringstream lines(body);
   for (std::string line; std::getline(lines, line);)
     if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
@@ -92,10 +92,7 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
     WARN("SKIPPED: mounting a tmpfs for the checkpoints needs root");
     return;
   }
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   const fs::path checkpoints = dir.path() / "ckpt";
   TmpfsMount mount(checkpoints, size);
@@ -115,7 +112,7 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
                                            .set("--seed", 5));
   std::smatch m;
   std::string log;
-  REQUIRE(eventually([&] {
+  REQUIRE(eventually_from_process([&] {
     log = site.log();
     return std::regex_search(log, m, std::regex("metrics on http://127\\.0\\.0\\.1:([0-9]+)/metrics")) || site.exited();
   }));
@@ -123,15 +120,15 @@ void run_with_failing_storage(const std::string& size, const std::function<bool(
   REQUIRE_FALSE(site.exited());
   const int port = std::stoi(m[1]);
   meridian::daemon::CheckpointStore store(checkpoints, 1);
-  REQUIRE(eventually([&] { return !store.list().empty() || site.exited(); }));
+  REQUIRE(eventually_from_process([&] { return !store.list().empty() || site.exited(); }));
   REQUIRE_FALSE(site.exited());
   REQUIRE(break_storage(mount));
 
   // Failures are counted while the site is still training, and training goes on.
-  REQUIRE(eventually([&] { return site.exited() || metric(port, "meridian_checkpoint_failures_total") >= 2; }));
+  REQUIRE(eventually_from_process([&] { return site.exited() || metric(port, "meridian_checkpoint_failures_total") >= 2; }));
   REQUIRE_FALSE(site.exited());
   const double step_at_failure = metric(port, "meridian_step");
-  CHECK(eventually([&] { return site.exited() || metric(port, "meridian_step") > step_at_failure + 20; }));
+  CHECK(eventually_from_process([&] { return site.exited() || metric(port, "meridian_step") > step_at_failure + 20; }));
 
   // The run finishes (result written); the final checkpoint fails too, so the exit code says so.
   CHECK(site.wait_exit(std::chrono::seconds(300)) == meridian::error::kExitUser);

@@ -10,8 +10,8 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "daemon/checkpoint/checkpoint_store.h"
 #include "error/error.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using meridian::daemon::Checkpoint;
@@ -21,7 +21,7 @@ using meridian::daemon::CheckpointStore;
 using meridian::daemon::fresh_start_message;
 using meridian::daemon::read_checkpoint_file;
 using meridian::daemon::write_checkpoint_file;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 using meridian::tests::file_contents;
 
 namespace {

@@ -14,13 +14,13 @@
 #include "daemon/control/control_server.h"
 #include "daemon/control/unix_socket_probe.h"
 #include "error/exit_code.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 
 namespace {
 

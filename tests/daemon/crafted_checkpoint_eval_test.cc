@@ -10,20 +10,20 @@
 
 #include "daemon/checkpoint/checkpoint.h"
 #include "error/exit_code.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 
 TEST_CASE("meridian eval refuses a checkpoint whose fingerprint declares a 2^61-wide layer",
           "[daemon][checkpoint][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   // The test set: 8×8 grayscale images of two classes, so the model's input is 1×8×8 = 64 features.
   for (const char* name : {"dark", "bright"}) {
     fs::create_directories(dir.path() / "test" / name);
     for (int i = 0; i < 2; ++i) {
-      meridian::testing::write_png((dir.path() / "test" / name / ("img" + std::to_string(i) + ".png")).string(), 8, 8,
+      meridian::tests::write_png((dir.path() / "test" / name / ("img" + std::to_string(i) + ".png")).string(), 8, 8,
                                    1, std::vector<unsigned char>(64, name[0] == 'd' ? 20 : 230));
     }
   }

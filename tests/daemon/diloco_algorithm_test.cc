@@ -15,10 +15,10 @@
 #include "gossip/mix_channel.h"
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::daemon;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 
 namespace {
 

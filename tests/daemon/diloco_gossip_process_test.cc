@@ -12,17 +12,17 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 
 namespace {
 
 // Site `index` of 3 running diloco-gossip on the small table for a fixed number of epochs.
 meridian::tests::StartArgs gossip_site_args(int index, const std::filesystem::path& table) {
-  return meridian::testing::training_site_args("s" + std::to_string(index), index, 3, table)
+  return meridian::tests::training_site_args("s" + std::to_string(index), index, 3, table)
       .set("--algo", "diloco-gossip")
       .set("--epochs", 1500)  // 4 steps an epoch or a little more: 6000 steps or more, to die in the middle of
       .set("--eval-every", 100000)
@@ -37,7 +37,7 @@ meridian::tests::StartArgs gossip_site_args(int index, const std::filesystem::pa
 TEST_CASE("a SIGKILLed diloco-gossip site does not stop the others: they finish the run without it",
           "[daemon][process][fault][diloco-gossip]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path() / "data");
+  const auto table = meridian::tests::write_small_table(dir.path() / "data");
   std::vector<std::unique_ptr<SiteProcess>> sites;
   for (int i = 0; i < 3; ++i) {
     auto args = gossip_site_args(i, table);
@@ -46,7 +46,7 @@ TEST_CASE("a SIGKILLed diloco-gossip site does not stop the others: they finish 
   }
   auto& victim = sites[2];
   // Mid-run: it has trained and written a checkpoint, and the run is far from its end.
-  REQUIRE(eventually([&] { return !victim->checkpoints().empty() || victim->exited(); }));
+  REQUIRE(eventually_from_process([&] { return !victim->checkpoints().empty() || victim->exited(); }));
   REQUIRE_FALSE(victim->exited());
   victim->kill_hard();
   std::vector<int> codes;

@@ -32,15 +32,15 @@
 #include "error/exit_code.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using meridian::daemon::Checkpoint;
 using meridian::daemon::read_checkpoint_file;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -49,7 +49,9 @@ namespace {
 constexpr std::chrono::seconds kGuard(600);
 constexpr int kInnerSteps = 4;
 
-bool eventually(const std::function<bool()>& condition) { return meridian::testing::eventually(condition, kGuard); }
+bool eventually(const std::function<bool()>& condition) {
+  return meridian::tests::eventually_from_process(condition, kGuard);
+}
 
 // Site `index` of three on the small table (4 steps per epoch with batch 8): diloco with H = 4, two
 // fragments synced two steps apart, overlap τ = 1, int8 pseudo-gradients. The emulated 20 ms links make
@@ -121,7 +123,7 @@ const std::vector<float>& section(const Checkpoint& cp, const std::string& name)
 TEST_CASE("a diloco site resumes with its checkpoint's residuals, at zero without them, and refuses misfits",
           "[process][daemon][checkpoint][diloco]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path());
   // One site that trains until stopped (a million steps), then resumes on the same run directory. Alone,
   // it has no peer to misjudge: short heartbeat and round timeouts only shorten the wait of a resumed
   // site for peers that might still be there.
@@ -216,7 +218,7 @@ TEST_CASE("a diloco site resumes with its checkpoint's residuals, at zero withou
 TEST_CASE("a SIGKILLed diloco site: the others train on, it rejoins from its checkpoint, all end with one θ_g and m",
           "[process][daemon][fault][diloco]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path());
   std::vector<std::unique_ptr<SiteProcess>> sites;
   for (int i = 0; i < 3; ++i) {
     auto args = site_args(i, table);

@@ -8,12 +8,12 @@
 #include <optional>
 
 #include "daemon/files/directory_lock.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using Catch::Matchers::Contains;
 using meridian::daemon::DirectoryLock;
 using meridian::daemon::DirectoryLockError;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 
 TEST_CASE("a directory is locked by one owner at a time", "[daemon][lock][unit]") {
   TempDir tmp;

@@ -12,14 +12,14 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "privacy/rdp_accountant.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -69,10 +69,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 TEST_CASE("DP-SGD stops before the step that would exceed the budget, and a restart keeps the budget spent",
           "[process][daemon][dp]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   const fs::path run = dir.path() / "s0";
   fs::path final_file;
@@ -127,10 +124,7 @@ TEST_CASE("DP-SGD stops before the step that would exceed the budget, and a rest
 
 TEST_CASE("DP-SGD refuses a model with batch norm at the configuration check, naming GroupNorm",
           "[process][daemon][dp]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   SiteProcess site(dir.path() / "s0", dp_site("mlp-bn"));
   const int rc = site.wait_exit(std::chrono::seconds(300));

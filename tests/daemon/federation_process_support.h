@@ -12,7 +12,7 @@
 #include "peer/curve_keys.h"
 #include "tests/support/start_args.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 // A small CSV table (two features, a text label): the sites load it in milliseconds.
 inline std::filesystem::path write_small_table(const std::filesystem::path& dir) {
@@ -68,4 +68,4 @@ inline int metrics_port(const std::string& log) {
   return std::stoi(m[1]);
 }
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

@@ -17,17 +17,17 @@
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using meridian::daemon::ControlClient;
 using meridian::daemon::SiteRow;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 
 namespace {
 
@@ -78,12 +78,12 @@ bool all_measured(const std::vector<SiteRow>& rows, const std::vector<std::strin
 TEST_CASE("every site shows the whole federation: status --federation, per-site gauges and the status page",
           "[daemon][federation][process]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path());
   const std::vector<std::string> names{"alpha", "beta", "gamma"};
   std::vector<std::unique_ptr<SiteProcess>> sites;
   std::string join;
   for (int i = 0; i < 3; ++i) {
-    auto args = meridian::testing::training_site_args(names[i], i, 3, table);
+    auto args = meridian::tests::training_site_args(names[i], i, 3, table);
     if (i > 0) args.join(join);
     sites.push_back(std::make_unique<SiteProcess>(dir.path() / names[i], args));
     if (i == 0) join = sites[0]->endpoint();
@@ -93,8 +93,8 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   INFO("alpha:\n" << alpha.log() << "\ngamma:\n" << gamma.log());
   // Each site's rows: itself first, then the others by name; every value measured once training runs
   // (samples/s comes with the first progress line).
-  REQUIRE(eventually([&] { return all_measured(federation_of(gamma), {"gamma", "alpha", "beta"}) || gamma.exited(); }));
-  REQUIRE(eventually([&] { return all_measured(federation_of(alpha), {"alpha", "beta", "gamma"}) || alpha.exited(); }));
+  REQUIRE(eventually_from_process([&] { return all_measured(federation_of(gamma), {"gamma", "alpha", "beta"}) || gamma.exited(); }));
+  REQUIRE(eventually_from_process([&] { return all_measured(federation_of(alpha), {"alpha", "beta", "gamma"}) || alpha.exited(); }));
   const auto rows = federation_of(alpha);
   CHECK(rows[0].self);
   CHECK(*rows[0].last_heard_seconds == 0.0);
@@ -139,16 +139,16 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   CHECK(contains(roster.output, "site 'gamma' runs without CURVE (--insecure): it has no roster"));
 
   // Per-site gauges on /metrics, one series per site.
-  const int port = meridian::testing::metrics_port(alpha.log());
+  const int port = meridian::tests::metrics_port(alpha.log());
   REQUIRE(port != 0);
-  const auto metrics = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const auto metrics = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
   // Exposition values are the shortest text of the number (400000 is "4e+05").
   const auto total_at = metrics.find("\nmeridian_total_steps ");
   REQUIRE(total_at != std::string::npos);
   CHECK(std::stod(metrics.substr(total_at + 22)) == static_cast<double>(total));
   CHECK(contains(metrics, "\nmeridian_progress_ratio "));
-  REQUIRE(eventually([&] {
-    return contains(meridian::testing::http_body(meridian::testing::http_get(port, "/metrics")), "\nmeridian_eta_seconds ");
+  REQUIRE(eventually_from_process([&] {
+    return contains(meridian::tests::http_body(meridian::tests::http_get(port, "/metrics")), "\nmeridian_eta_seconds ");
   }));
   for (const auto& n : names) {
     CHECK(contains(metrics, "meridian_federation_step{site=\"" + n + "\"} "));
@@ -158,13 +158,13 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   }
 
   // The status page over plain HTTP, then rendered by a real browser.
-  const auto response = meridian::testing::http_get(port, "/status");
+  const auto response = meridian::tests::http_get(port, "/status");
   REQUIRE(response.rfind("HTTP/1.1 200", 0) == 0);
   CHECK(contains(response, "Content-Type: text/html"));
   CHECK(contains(response, "<p id=\"progress\">Run: "));
   // The page's curves need two points per site: summaries come once a second.
-  REQUIRE(eventually([&] {
-    const auto page = meridian::testing::http_body(meridian::testing::http_get(port, "/"));
+  REQUIRE(eventually_from_process([&] {
+    const auto page = meridian::tests::http_body(meridian::tests::http_get(port, "/"));
     for (const auto& n : names)
       if (!contains(page, "<polyline data-site=\"" + n + "\"")) return false;
     return true;
@@ -227,12 +227,12 @@ TEST_CASE("every site shows the whole federation: status --federation, per-site 
   // beta leaves: it leaves the others' federation view and its series go from /metrics.
   CHECK(ControlClient(socket_of(*sites[1])).leave().accepted);
   CHECK(sites[1]->wait_exit() == 0);
-  REQUIRE(eventually([&] {
+  REQUIRE(eventually_from_process([&] {
     const auto now = federation_of(alpha);
     return now.size() == 2 && now[0].site == "alpha" && now[1].site == "gamma";
   }));
-  CHECK(eventually([&] {
-    return !contains(meridian::testing::http_body(meridian::testing::http_get(port, "/metrics")),
+  CHECK(eventually_from_process([&] {
+    return !contains(meridian::tests::http_body(meridian::tests::http_get(port, "/metrics")),
                      "meridian_federation_step{site=\"beta\"}");
   }));
   alpha.signal(SIGINT);

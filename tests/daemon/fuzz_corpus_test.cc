@@ -20,15 +20,15 @@
 #include "models/cpu_backend.h"
 #include "models/model_factory.h"
 #include "models/model_file.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/fuzz/fuzz_inputs.h"
 #include "tests/models/data/gzip_bytes.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/models/data/npy_bytes.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::FuzzBytes;
+using meridian::tests::FuzzBytes;
 
 namespace {
 
@@ -36,7 +36,7 @@ const fs::path kFuzz = fs::path(meridian::tests::source_dir()) / "tests" / "fuzz
 
 // Every target but the wire decoder, by the name of its folders and of its `make fuzz FUZZ_TARGET=`.
 const std::map<std::string, std::function<void(FuzzBytes)>>& targets() {
-  namespace t = meridian::testing;
+  namespace t = meridian::tests;
   static const std::map<std::string, std::function<void(FuzzBytes)>> all{{"checkpoint", t::fuzz_checkpoint},
                                                                          {"model_file", t::fuzz_model_file},
                                                                          {"roster", t::fuzz_roster},
@@ -75,7 +75,7 @@ std::string two_files(const std::string& first, const std::string& second) {
 
 // A checkpoint fuzz input: the file without the trailer sealed_checkpoint() adds back.
 std::string checkpoint_input(const meridian::daemon::CheckpointView& view) {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto path = dir.path() / "seed.ckpt";
   if (const auto problem = meridian::daemon::write_checkpoint_file(path, view)) FAIL(*problem);
   const auto file = contents(path);
@@ -105,10 +105,10 @@ constexpr const char* kSmallModel =
 
 std::map<std::string, std::map<std::string, std::string>> seeds() {
   namespace md = meridian::models::data;
-  using meridian::testing::npy_bytes;
-  using meridian::testing::raw_bytes;
+  using meridian::tests::npy_bytes;
+  using meridian::tests::raw_bytes;
   std::map<std::string, std::map<std::string, std::string>> out;
-  const auto test = meridian::testing::fuzz_image_dataset();
+  const auto test = meridian::tests::fuzz_image_dataset();
   const meridian::models::Shape input{test.channels, test.height, test.width};
   auto backend = std::make_shared<meridian::models::CpuBackend>(1);
 
@@ -145,7 +145,7 @@ std::map<std::string, std::map<std::string, std::string>> seeds() {
       "29, 60 ,3,yes\n";
   csv["header.csv"] = table;
   csv["plain.csv"] = "1,0.5,2\n0,1.5,3\n1,2.5e3,-4\nyes,1,1\n";
-  csv["header.csv.gz"] = meridian::testing::gzip_bytes(table);
+  csv["header.csv.gz"] = meridian::tests::gzip_bytes(table);
 
   auto& npy = out["npy"];
   const auto features = npy_bytes("<f4", "(4, 3)", raw_bytes(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3}));
@@ -156,10 +156,10 @@ std::map<std::string, std::map<std::string, std::string>> seeds() {
   npy["nchw.bin"] = two_files(npy_bytes("<f8", "(1, 1, 2, 2)", raw_bytes(std::vector<double>{1, 2, 3, 4})),
                               npy_bytes("|u1", "(1,)", std::string(1, '\x02')));
   {
-    meridian::testing::TempDir dir;
-    meridian::testing::write_zip((dir.path() / "d.npz").string(), {{"x.npy", features}, {"y.npy", labels}}, true);
+    meridian::tests::TempDir dir;
+    meridian::tests::write_zip((dir.path() / "d.npz").string(), {{"x.npy", features}, {"y.npy", labels}}, true);
     npy["deflated.npz"] = contents(dir.path() / "d.npz");
-    meridian::testing::write_zip((dir.path() / "s.npz").string(), {{"x.npy", features}, {"y.npy", labels}}, false);
+    meridian::tests::write_zip((dir.path() / "s.npz").string(), {{"x.npy", features}, {"y.npy", labels}}, false);
     npy["stored.npz"] = contents(dir.path() / "s.npz");
   }
 
@@ -167,16 +167,16 @@ std::map<std::string, std::map<std::string, std::string>> seeds() {
   const std::string images = std::string("\0\0\x08\x03\0\0\0\x03\0\0\0\x02\0\0\0\x02", 16) + std::string(12, '\x40');
   const std::string idx_labels = std::string("\0\0\x08\x01\0\0\0\x03", 8) + std::string("\x01\x00\x09", 3);
   idx["raw.bin"] = two_files(images, idx_labels);
-  idx["gzip.bin"] = two_files(meridian::testing::gzip_bytes(images), meridian::testing::gzip_bytes(idx_labels));
+  idx["gzip.bin"] = two_files(meridian::tests::gzip_bytes(images), meridian::tests::gzip_bytes(idx_labels));
 
   auto& image_file = out["image_file"];
   {
-    meridian::testing::TempDir dir;
+    meridian::tests::TempDir dir;
     const auto p = [&](const char* name) { return (dir.path() / name).string(); };
-    meridian::testing::write_png(p("g.png"), 4, 3, 1, std::vector<unsigned char>(12, 100));
-    meridian::testing::write_png(p("rgba.png"), 2, 2, 4, std::vector<unsigned char>(16, 200));
-    meridian::testing::write_jpeg(p("g.jpg"), 8, 8, 1, std::vector<unsigned char>(64, 50));
-    meridian::testing::write_jpeg(p("rgb.jpg"), 8, 8, 3, std::vector<unsigned char>(192, 150));
+    meridian::tests::write_png(p("g.png"), 4, 3, 1, std::vector<unsigned char>(12, 100));
+    meridian::tests::write_png(p("rgba.png"), 2, 2, 4, std::vector<unsigned char>(16, 200));
+    meridian::tests::write_jpeg(p("g.jpg"), 8, 8, 1, std::vector<unsigned char>(64, 50));
+    meridian::tests::write_jpeg(p("rgb.jpg"), 8, 8, 3, std::vector<unsigned char>(192, 150));
     for (const char* name : {"g.png", "rgba.png", "g.jpg", "rgb.jpg"}) image_file[name] = contents(p(name));
   }
   return out;
@@ -215,10 +215,10 @@ std::map<std::string, std::map<std::string, std::string>> hostile_inputs() {
   out["idx"]["image-2-32-pixels.bin"] =
       two_files(std::string("\0\0\x08\x03\0\0\0\x03\0\x01\0\0\0\x01\0\0", 16), labels3);
 
-  using meridian::testing::npy_bytes;
+  using meridian::tests::npy_bytes;
   const auto features = npy_bytes("<f4", "(2, 1)", std::string(8, '\0'));
   out["npy"]["label-2-31.bin"] = two_files(
-      features, npy_bytes("<i4", "(2,)", meridian::testing::raw_bytes(std::vector<std::int32_t>{0, 2147483647})));
+      features, npy_bytes("<i4", "(2,)", meridian::tests::raw_bytes(std::vector<std::int32_t>{0, 2147483647})));
   out["npy"]["shape-product-overflows.bin"] =
       two_files(npy_bytes("<f4", "(4294967296, 4294967296, 16)", ""), npy_bytes("<i8", "(1,)", std::string(8, '\0')));
 
@@ -282,14 +282,14 @@ TEST_CASE("the stored seed corpora and crafted inputs are current", "[fuzz][unit
 
 TEST_CASE("the crafted hostile inputs are refused, each for its size", "[fuzz][unit]") {
   // Each goes through the real loader directly, so that the refusal itself is seen.
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto write = [&](const std::string& name, const std::string& bytes) {
     std::ofstream(dir.path() / name, std::ios::binary) << bytes;
     return (dir.path() / name).string();
   };
   const auto hostile = hostile_inputs();
-  const auto test = meridian::testing::fuzz_image_dataset();
-  const auto sealed = [](const std::string& input) { return meridian::testing::sealed_checkpoint(bytes_of(input)); };
+  const auto test = meridian::tests::fuzz_image_dataset();
+  const auto sealed = [](const std::string& input) { return meridian::tests::sealed_checkpoint(bytes_of(input)); };
   using Catch::Matchers::Contains;
   CHECK_THROWS_WITH(meridian::daemon::evaluate_checkpoints(
                         {write("wide.ckpt", sealed(hostile.at("checkpoint").at("mlp-2-61-wide.bin")))}, test),
@@ -310,7 +310,7 @@ TEST_CASE("the crafted hostile inputs are refused, each for its size", "[fuzz][u
   CHECK_THROWS_WITH(parse("residual-2000-deep.model"), Contains(":33:") && Contains("nested more than 32 deep"));
   namespace md = meridian::models::data;
   const auto idx = [&](const std::string& name) {
-    const auto [images, labels] = meridian::testing::split_input(bytes_of(hostile.at("idx").at(name)));
+    const auto [images, labels] = meridian::tests::split_input(bytes_of(hostile.at("idx").at(name)));
     md::read_idx(write("images", std::string(images.begin(), images.end())),
                  write("labels", std::string(labels.begin(), labels.end())));
   };
@@ -319,11 +319,11 @@ TEST_CASE("the crafted hostile inputs are refused, each for its size", "[fuzz][u
   // A gzip file can hold what it announces in a few bytes per row: one 8193×8193 image of zeros.
   const std::string big_image =
       std::string("\0\0\x08\x03\0\0\0\x01\0\0\x20\x01\0\0\x20\x01", 16) + std::string(std::size_t{8193} * 8193, '\0');
-  CHECK_THROWS_WITH(md::read_idx(write("big-images.gz", meridian::testing::gzip_bytes(big_image)),
+  CHECK_THROWS_WITH(md::read_idx(write("big-images.gz", meridian::tests::gzip_bytes(big_image)),
                                  write("one-label", std::string("\0\0\x08\x01\0\0\0\x01\0", 9))),
                     Contains("big-images.gz: pixels per image: 8193 x 8193 is more than 67108864"));
   const auto npy = [&](const std::string& name) {
-    const auto [x, y] = meridian::testing::split_input(bytes_of(hostile.at("npy").at(name)));
+    const auto [x, y] = meridian::tests::split_input(bytes_of(hostile.at("npy").at(name)));
     md::dataset_from_arrays(md::parse_npy(std::string(x.begin(), x.end()), "x.npy"), "x.npy",
                             md::parse_npy(std::string(y.begin(), y.end()), "y.npy"), "y.npy");
   };

@@ -23,15 +23,15 @@
 #include "proto/meridian.pb.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 using namespace meridian::peer;
 
@@ -40,7 +40,7 @@ namespace {
 // meridian_rejected_messages_total by cause, and the other counters this test reads, from /metrics.
 std::map<std::string, double> scrape(int port) {
   std::map<std::string, double> out;
-  const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const auto body = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
   static const std::regex sample(R"((meridian_[a-z_]+(?:\{cause="[a-z_]+"\})?) ([0-9.eE+-]+))");
   std::istringstream lines(body);
   std::smatch m;
@@ -58,10 +58,7 @@ double rejected(const std::map<std::string, double>& m, const std::string& cause
 
 TEST_CASE("a live daemon rejects and counts every kind of hostile message and keeps training",
           "[daemon][process][security][hostile]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   std::map<std::string, CurveKeyPair> keys;
   std::string roster;
@@ -91,7 +88,7 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
   // The daemon names its metrics port, wire fingerprint and parameter count in its log.
   std::smatch m;
   std::string log;
-  REQUIRE(eventually([&] {
+  REQUIRE(eventually_from_process([&] {
     log = a.log();
     return std::regex_search(log, std::regex("metrics on http://127\\.0\\.0\\.1:[0-9]+/metrics")) || a.exited();
   }));
@@ -105,7 +102,7 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
   // Attack once training is well past the first 256 rounds, so that round 0 is outside the window.
   // (/metrics, not the control socket: the control socket may wait while a mix is in flight.)
   auto step = [&] { return a.exited() ? 0.0 : scrape(port)["meridian_step"]; };
-  REQUIRE(eventually([&] { return a.exited() || step() > 300; }));
+  REQUIRE(eventually_from_process([&] { return a.exited() || step() > 300; }));
   REQUIRE_FALSE(a.exited());
   const auto step_before = step();
 
@@ -156,7 +153,7 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
     for (const auto& f : frames(share(future + 10 + i, std::nanf("")), fingerprint ^ 1))
       (void)o.send(zmq::buffer(f), zmq::send_flags::dontwait);
   }
-  REQUIRE(eventually([&] { return a.exited() || scrape(port)["meridian_zap_denied_total"] >= 1; }));
+  REQUIRE(eventually_from_process([&] { return a.exited() || scrape(port)["meridian_zap_denied_total"] >= 1; }));
   REQUIRE_FALSE(a.exited());
   {
     const auto after_outsider = scrape(port);
@@ -222,7 +219,7 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
       text += cause + ": " + std::to_string(rejected(now, cause)) + " of " + std::to_string(count) + "\n";
     return text + "log of a:\n" + a.log();
   };
-  const bool all_counted = eventually(
+  const bool all_counted = eventually_from_process(
       [&] {
         const auto now = scrape(port);
         for (const auto& [cause, count] : expected)
@@ -239,7 +236,7 @@ TEST_CASE("a live daemon rejects and counts every kind of hostile message and ke
   }
 
   // Training went on: the step advanced past the attack, and the run finishes with a finite model.
-  CHECK(eventually([&] { return a.exited() || step() > step_before + 50; }));
+  CHECK(eventually_from_process([&] { return a.exited() || step() > step_before + 50; }));
   CHECK(a.wait_exit() == 0);
   CHECK(b.wait_exit() == 0);
   REQUIRE(a.has_result());

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 // The whole response, or "" when nothing could be fetched.
 inline std::string http_get(int port, const std::string& path) {
@@ -37,4 +37,4 @@ inline std::string http_body(const std::string& response) {
   return at == std::string::npos ? "" : response.substr(at + 4);
 }
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

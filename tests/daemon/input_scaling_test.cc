@@ -16,14 +16,14 @@
 #include "daemon/control/control_client.h"
 #include "models/data/standardization.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -134,7 +134,7 @@ TEST_CASE("a site that joins a running federation takes the federation's input s
   REQUIRE_FALSE(endpoint.empty());
   SiteProcess beta(dir.path() / "beta", args("beta", utah).join(endpoint));
   meridian::daemon::ControlClient control((alpha.run_dir() / "control.sock").string());
-  const bool training = eventually([&] {
+  const bool training = eventually_from_process([&] {
     if (alpha.exited()) return true;
     try {
       return control.status().state == "training";

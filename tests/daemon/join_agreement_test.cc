@@ -14,14 +14,14 @@
 
 #include "error/exit_code.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -71,7 +71,7 @@ Outcome join(const fs::path& root, const StartArgs& alpha_args, StartArgs beta_a
   // The hang guard is generous; a refused joiner exits within a heartbeat or two.
   out.joiner_exit = beta.wait_exit(std::chrono::seconds(300));
   out.joiner_log = beta.log();
-  REQUIRE(eventually([&] { return alpha.log().find("refused at join") != std::string::npos || alpha.exited(); }));
+  REQUIRE(eventually_from_process([&] { return alpha.log().find("refused at join") != std::string::npos || alpha.exited(); }));
   CHECK_FALSE(alpha.exited());  // the refusing site carries on, waiting for a proper peer
   alpha.signal(SIGINT);
   CHECK(alpha.wait_exit() == 0);

@@ -16,15 +16,15 @@
 #include "cli/loopback_ports.h"
 #include "peer/curve_keys.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -64,7 +64,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 // Waits until `site`'s log holds `part` in a "waiting for 2 sites" line (or the site exited).
 bool waiting_line_says(const SiteProcess& site, const std::string& part) {
-  return eventually([&] {
+  return eventually_from_process([&] {
     const auto log = site.log();
     for (auto at = log.find("waiting for 2 sites"); at != std::string::npos;
          at = log.find("waiting for 2 sites", at + 1)) {

@@ -14,15 +14,15 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "daemon/control/control_client.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -48,10 +48,7 @@ std::uint64_t final_step(const SiteProcess& site) {
 
 TEST_CASE("a site that joins a running federation takes the end round from a peer and finishes with the others",
           "[process][daemon][plan][join]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   // s0 and s1 plan 3 epochs (936 steps); the late s2 would plan 4 (1248) from its own data.
   SiteProcess s0(dir.path() / "s0", site_args(0, "3"));
@@ -60,7 +57,7 @@ TEST_CASE("a site that joins a running federation takes the end round from a pee
   SiteProcess s1(dir.path() / "s1", site_args(1, "3").join(endpoint));
   // Late: s0 and s1 have agreed on the run and train before s2 exists.
   meridian::daemon::ControlClient control((s0.run_dir() / "control.sock").string());
-  const bool training = eventually([&] {
+  const bool training = eventually_from_process([&] {
     if (s0.exited()) return true;
     try {
       return control.status().state == "training";
@@ -75,7 +72,7 @@ TEST_CASE("a site that joins a running federation takes the end round from a pee
   // While s2 trains, its status counts the federation's rounds (checked below against the run's).
   std::optional<meridian::daemon::StatusReport> late;
   meridian::daemon::ControlClient s2_control((s2.run_dir() / "control.sock").string());
-  eventually([&] {
+  eventually_from_process([&] {
     if (s2.exited()) return true;
     try {
       const auto status = s2_control.status();

@@ -17,13 +17,13 @@
 #include "daemon/checkpoint/checkpoint.h"
 #include "error/exit_code.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {

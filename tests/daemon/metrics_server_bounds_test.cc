@@ -18,16 +18,16 @@
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using Catch::Matchers::Contains;
 using meridian::daemon::MetricsRegistry;
 using meridian::daemon::MetricsServer;
-using meridian::testing::eventually;
-using meridian::testing::http_body;
-using meridian::testing::http_get;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::http_body;
+using meridian::tests::http_get;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 
 namespace {
 
@@ -113,12 +113,12 @@ struct LoneSite {
   int port = 0;
   explicit LoneSite(const std::string& metrics_address = "127.0.0.1:0")
       : site(dir.path() / "run",
-             meridian::testing::training_site_args("solo", 0, 1, meridian::testing::write_small_table(dir.path()))
+             meridian::tests::training_site_args("solo", 0, 1, meridian::tests::write_small_table(dir.path()))
                  .set("--algo", "local")
                  .set("--metrics-address", metrics_address)) {}
   bool wait_for_metrics() {
-    return eventually([&] {
-             port = meridian::testing::metrics_port(site.log());
+    return eventually_from_process([&] {
+             port = meridian::tests::metrics_port(site.log());
              return port != 0 || site.exited();
            }) &&
            port != 0;
@@ -219,9 +219,9 @@ TEST_CASE("the metrics server cuts slow connections at their deadline and counts
   Connection first(server.port()), second(server.port());
   REQUIRE(first.send("GET /metrics HTTP/1.1\r\n"));
   REQUIRE(second.send("GET /metrics HTTP/1.1\r\nX-Slow: "));
-  REQUIRE(eventually([&] { return first.closed_by_server() && second.closed_by_server(); }));
+  REQUIRE(eventually_from_process([&] { return first.closed_by_server() && second.closed_by_server(); }));
   std::string body;
-  REQUIRE(eventually([&] {
+  REQUIRE(eventually_from_process([&] {
     body = metrics_of(server.port());
     return refused(body, "slow") == 2;
   }));
@@ -239,7 +239,7 @@ TEST_CASE("the metrics server stops reading a request at its size limit", "[daem
   INFO("sent " << sent << " bytes of headers");
   CHECK(sent < (64u << 20));
   std::string body;
-  REQUIRE(eventually([&] {
+  REQUIRE(eventually_from_process([&] {
     body = metrics_of(server.port());
     return refused(body, "too_large") == 1;
   }));
@@ -256,7 +256,7 @@ TEST_CASE("a daemon whose metrics server listens beyond loopback warns in its lo
           "[daemon][metrics][security][process]") {
   LoneSite lone("0.0.0.0:0");
   INFO(lone.site.log());
-  REQUIRE(eventually(
+  REQUIRE(eventually_from_process(
       [&] { return lone.site.log().find("metrics on http://0.0.0.0:") != std::string::npos || lone.site.exited(); }));
   CHECK_THAT(lone.site.log(), Contains("are not limited to this machine") && Contains("--metrics-address 127.0.0.1:"));
 }

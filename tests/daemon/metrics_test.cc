@@ -10,11 +10,11 @@
 #include "daemon/metrics/metrics_registry.h"
 #include "daemon/metrics/metrics_server.h"
 #include "tests/daemon/http_get.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
-using meridian::testing::http_get;
+using meridian::tests::http_get;
 
 namespace {
 
@@ -121,7 +121,7 @@ TEST_CASE("/metrics over HTTP serves every metric with its value, and nothing el
   CHECK(server.url() == std::string("http://127.0.0.1:") + std::to_string(server.port()) + "/metrics");
   const auto response = http_get(server.port(), "/metrics");
   REQUIRE_THAT(response, Contains("200 OK") && Contains("text/plain; version=0.0.4"));
-  const auto body = meridian::testing::http_body(response);
+  const auto body = meridian::tests::http_body(response);
   for (const char* name :
        {"meridian_step 1200", "meridian_epoch 3", "meridian_total_steps 5000", "meridian_progress_ratio 0.24",
         "meridian_eta_seconds 380", "meridian_train_loss 0.4123", "meridian_test_accuracy 0.862",
@@ -146,9 +146,9 @@ TEST_CASE("/metrics over HTTP passes promtool check metrics", "[daemon][metrics]
   MetricsServer server(metrics.registry(), "127.0.0.1:0");
   const auto response = http_get(server.port(), "/metrics");
   REQUIRE_THAT(response, Contains("200 OK"));
-  meridian::testing::TempDir tmp;
+  meridian::tests::TempDir tmp;
   const auto file = tmp.path() / "metrics.txt";
-  std::ofstream(file) << meridian::testing::http_body(response);
+  std::ofstream(file) << meridian::tests::http_body(response);
   const auto out = tmp.path() / "promtool.out";
   const std::string cmd = "promtool check metrics < " + file.string() + " > " + out.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());

@@ -10,7 +10,7 @@
 #include "error/error.h"
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::daemon;
 using meridian::peer::Roster;
@@ -52,7 +52,7 @@ TEST_CASE("a roster states a quorum in one line, from 1 to the sites it lists", 
 }
 
 TEST_CASE("the roster file's edits keep its quorum line", "[daemon][roster][unit]") {
-  meridian::testing::TempDir tmp;
+  meridian::tests::TempDir tmp;
   const auto file = tmp.path() / "roster.txt";
   std::ofstream(file) << three("quorum = 2\n");
   const auto text = read_roster_text(file);  // the quorum line is not taken for a site's address

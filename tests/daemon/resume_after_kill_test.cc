@@ -19,15 +19,15 @@
 #include "daemon/checkpoint/checkpoint_model.h"
 #include "models/data/idx_reader.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -73,10 +73,7 @@ long long number_after(const std::string& log, const std::string& prefix) {
 
 TEST_CASE("a SIGKILLed site of allreduce, sgp, dsync or diloco resumes from its checkpoint and the federation finishes",
           "[process][daemon][fault][resume]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   const std::string algo = GENERATE(as<std::string>{}, "allreduce", "sgp", "dsync", "diloco");
   DYNAMIC_SECTION(algo) {
     TempDir dir;
@@ -88,7 +85,7 @@ TEST_CASE("a SIGKILLed site of allreduce, sgp, dsync or diloco resumes from its 
     }
     auto& victim = sites[2];
     // Mid-run: it has checkpointed at least twice, so it trained past its first checkpoint.
-    REQUIRE(eventually([&] { return victim->checkpoints().size() >= 2 || victim->exited(); }));
+    REQUIRE(eventually_from_process([&] { return victim->checkpoints().size() >= 2 || victim->exited(); }));
     INFO(victim->log());
     REQUIRE_FALSE(victim->exited());
     victim->kill_hard();

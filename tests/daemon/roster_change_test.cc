@@ -19,15 +19,15 @@
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using meridian::daemon::ControlClient;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 
 namespace {
 
@@ -55,9 +55,9 @@ std::vector<std::string> federation_sites(const SiteProcess& site) {
 
 // meridian_zap_denied_total of the site's /metrics, or -1 when it cannot be read.
 double zap_denied(const SiteProcess& site) {
-  const int port = meridian::testing::metrics_port(site.log());
+  const int port = meridian::tests::metrics_port(site.log());
   if (port == 0) return -1;
-  const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const auto body = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
   const std::string name = "\nmeridian_zap_denied_total ";
   const auto at = body.find(name);
   return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size()));
@@ -68,14 +68,14 @@ double zap_denied(const SiteProcess& site) {
 TEST_CASE("a site is added to and removed from running sites' rosters, nobody restarting",
           "[daemon][roster][process]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path());
-  const meridian::testing::SiteKeys keys(dir.path(), {"alpha", "beta", "gamma"});
+  const auto table = meridian::tests::write_small_table(dir.path());
+  const meridian::tests::SiteKeys keys(dir.path(), {"alpha", "beta", "gamma"});
   // Each site reads its own copy of the roster, as each member of a consortium keeps its own.
   for (const std::string name : {"alpha", "beta"})
     std::ofstream(dir.path() / (name + "-roster.txt")) << keys.roster({"alpha", "beta"});
   std::ofstream(dir.path() / "gamma-roster.txt") << keys.roster({"alpha", "beta", "gamma"});
   auto args = [&](const std::string& name, int index) {
-    return meridian::testing::training_site_args(name, index, 3, table)
+    return meridian::tests::training_site_args(name, index, 3, table)
         .secure(dir.path() / ("keys-" + name), dir.path() / (name + "-roster.txt"))
         .set("--min-sites", 2);
   };
@@ -83,13 +83,13 @@ TEST_CASE("a site is added to and removed from running sites' rosters, nobody re
   const std::string join_alpha = "alpha@" + alpha.endpoint();
   SiteProcess beta(dir.path() / "beta", args("beta", 1).join(join_alpha));
   INFO("alpha:\n" << alpha.log() << "\nbeta:\n" << beta.log());
-  REQUIRE(eventually([&] { return (peers_alive(alpha) == 2 && peers_alive(beta) == 2) || alpha.exited(); }));
+  REQUIRE(eventually_from_process([&] { return (peers_alive(alpha) == 2 && peers_alive(beta) == 2) || alpha.exited(); }));
 
   // gamma lists everybody, but no running site lists gamma: its handshake is refused.
   const auto gamma_args = args("gamma", 2).join(join_alpha);
   {
     SiteProcess early(dir.path() / "gamma-early", gamma_args);
-    REQUIRE(eventually([&] { return zap_denied(alpha) > 0; }));
+    REQUIRE(eventually_from_process([&] { return zap_denied(alpha) > 0; }));
     CHECK(peers_alive(alpha) == 2);
     early.signal(SIGINT);
     early.wait_exit();
@@ -108,14 +108,14 @@ TEST_CASE("a site is added to and removed from running sites' rosters, nobody re
   CHECK(contains(alpha_roster, gamma_line + "\n"));
   std::ofstream(dir.path() / "beta-roster.txt", std::ios::app) << gamma_line << "\n";
   beta.signal(SIGHUP);
-  REQUIRE(eventually([&] { return contains(beta.log(), "SIGHUP: roster ") || beta.exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(beta.log(), "SIGHUP: roster ") || beta.exited(); }));
   CHECK(contains(beta.log(), "beta-roster.txt reloaded: added gamma"));
 
   // gamma, started again, joins; alpha and beta run on.
   SiteProcess gamma(dir.path() / "gamma", gamma_args);
-  REQUIRE(eventually([&] { return (peers_alive(alpha) == 3 && peers_alive(beta) == 3) || gamma.exited(); }));
+  REQUIRE(eventually_from_process([&] { return (peers_alive(alpha) == 3 && peers_alive(beta) == 3) || gamma.exited(); }));
   INFO("gamma:\n" << gamma.log());
-  REQUIRE(eventually([&] { return federation_sites(alpha) == std::vector<std::string>{"alpha", "beta", "gamma"}; }));
+  REQUIRE(eventually_from_process([&] { return federation_sites(alpha) == std::vector<std::string>{"alpha", "beta", "gamma"}; }));
   const auto listed = meridian::tests::run_meridian("roster list --socket " + socket_of(beta));
   CHECK(listed.exit_code == 0);
   CHECK(contains(listed.output, "gamma"));
@@ -143,19 +143,19 @@ TEST_CASE("a site is added to and removed from running sites' rosters, nobody re
   CHECK_FALSE(contains(meridian::tests::file_contents(dir.path() / "alpha-roster.txt"), "gamma"));
   CHECK(contains(meridian::tests::file_contents(dir.path() / "alpha-roster.txt"), "# test federation\n"));
   const double denied = zap_denied(alpha);
-  REQUIRE(eventually([&] { return peers_alive(alpha) == 2 && peers_alive(beta) == 2; }));
-  REQUIRE(eventually([&] { return federation_sites(alpha) == std::vector<std::string>{"alpha", "beta"}; }));
+  REQUIRE(eventually_from_process([&] { return peers_alive(alpha) == 2 && peers_alive(beta) == 2; }));
+  REQUIRE(eventually_from_process([&] { return federation_sites(alpha) == std::vector<std::string>{"alpha", "beta"}; }));
   bool gamma_left = false;
   for (const auto& p : ControlClient(socket_of(alpha)).peers())
     if (p.name == "gamma") gamma_left = p.state == "left";
   CHECK(gamma_left);
   CHECK(contains(alpha.log(), "'gamma' is no longer in the roster: its key is refused from now on"));
   // gamma, hearing nothing, connects anew, and its key is refused.
-  CHECK(eventually([&] { return zap_denied(alpha) > denied; }));
+  CHECK(eventually_from_process([&] { return zap_denied(alpha) > denied; }));
 
   // alpha and beta carry on training without it.
   const auto step = ControlClient(socket_of(alpha)).status().step;
-  CHECK(eventually([&] {
+  CHECK(eventually_from_process([&] {
     try {
       return ControlClient(socket_of(alpha)).status().step > step + 20;
     } catch (const std::exception&) {

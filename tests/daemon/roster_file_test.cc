@@ -10,8 +10,8 @@
 #include "daemon/control/roster_file.h"
 #include "error/error.h"
 #include "peer/curve_keys.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
@@ -66,7 +66,7 @@ TEST_CASE("a roster change is described by name", "[unit][daemon][roster]") {
 }
 
 TEST_CASE("the roster file is replaced whole and keeps its mode", "[unit][daemon][roster]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto file = dir.path() / "roster.txt";
   std::ofstream(file) << roster_text();
   std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);

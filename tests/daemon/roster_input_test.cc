@@ -13,15 +13,15 @@
 #include "peer/curve_keys.h"
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using meridian::daemon::roster_entry_problem;
-using meridian::testing::eventually;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::TempDir;
 
 namespace {
 
@@ -71,17 +71,17 @@ TEST_CASE("a roster file with a control character or a malformed address is refu
 TEST_CASE("an address with a newline cannot write a second identity into a running site's roster",
           "[daemon][roster][security][process]") {
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path());
-  const meridian::testing::SiteKeys keys(dir.path(), {"alpha", "epsilon", "mallory"});
+  const auto table = meridian::tests::write_small_table(dir.path());
+  const meridian::tests::SiteKeys keys(dir.path(), {"alpha", "epsilon", "mallory"});
   const auto roster = dir.path() / "roster.txt";
   std::ofstream(roster) << keys.roster({"alpha"});
   const std::string before = meridian::tests::file_contents(roster);
-  meridian::testing::SiteProcess alpha(dir.path() / "alpha", meridian::testing::training_site_args("alpha", 0, 1, table)
+  meridian::tests::SiteProcess alpha(dir.path() / "alpha", meridian::tests::training_site_args("alpha", 0, 1, table)
                                                                  .set("--algo", "local")
                                                                  .secure(dir.path() / "keys-alpha", roster));
   const std::string socket = (alpha.run_dir() / "control.sock").string();
   INFO(alpha.log());
-  REQUIRE(eventually([&] { return fs::exists(socket) || alpha.exited(); }));
+  REQUIRE(eventually_from_process([&] { return fs::exists(socket) || alpha.exited(); }));
   REQUIRE_FALSE(alpha.exited());
 
   const std::string smuggled =

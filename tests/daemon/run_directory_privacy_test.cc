@@ -17,14 +17,14 @@
 #include "daemon/files/private_directory.h"
 #include "daemon/control/roster_file.h"
 #include "daemon/status/run_trail.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/file_contents.h"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using meridian::daemon::DirectoryLock;
 using meridian::daemon::RunTrail;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 
 namespace {
 

@@ -18,19 +18,19 @@
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteKeys;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteKeys;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 
 namespace {
 
 // The value of the series `series` (name with its labels) on a site's /metrics; -1 when absent.
 double metric(int port, const std::string& series) {
-  const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const auto body = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
   std::istringstream lines(body);
   for (std::string line; std::getline(lines, line);)
     if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
@@ -52,11 +52,11 @@ struct SecureFederation {
 
   SecureFederation(int count, const std::string& algo, int epochs, const std::vector<std::string>& extra = {}) {
     for (int i = 0; i < count; ++i) names.push_back("s" + std::to_string(i));
-    const auto table = meridian::testing::write_small_table(dir.path());
+    const auto table = meridian::tests::write_small_table(dir.path());
     const SiteKeys keys(dir.path(), names);
     std::ofstream(dir.path() / "roster.txt") << keys.roster(names);
     for (int i = 0; i < count; ++i) {
-      auto args = meridian::testing::training_site_args(names[i], i, count, table)
+      auto args = meridian::tests::training_site_args(names[i], i, count, table)
                       .secure(dir.path() / ("keys-" + names[i]), dir.path() / "roster.txt")
                       .set("--algo", algo)
                       .set("--epochs", epochs)
@@ -66,8 +66,8 @@ struct SecureFederation {
       sites.push_back(std::make_unique<SiteProcess>(dir.path() / names[i], args));
     }
     for (auto& s : sites) {
-      REQUIRE(eventually([&] { return meridian::testing::metrics_port(s->log()) != 0 || s->exited(); }));
-      ports.push_back(meridian::testing::metrics_port(s->log()));
+      REQUIRE(eventually_from_process([&] { return meridian::tests::metrics_port(s->log()) != 0 || s->exited(); }));
+      ports.push_back(meridian::tests::metrics_port(s->log()));
     }
   }
 
@@ -112,7 +112,7 @@ TEST_CASE("a SIGKILLed site's secure round is redone in the next view and nothin
   INFO(fed.logs());
   for (int p : fed.ports) REQUIRE(p != 0);
   // Training is under way on every site: masked shares go out.
-  REQUIRE(eventually([&] {
+  REQUIRE(eventually_from_process([&] {
     for (int p : fed.ports)
       if (metric(p, secure_event("shares_sent")) < 30) return false;
     return true;
@@ -122,11 +122,11 @@ TEST_CASE("a SIGKILLed site's secure round is redone in the next view and nothin
   // train on: their shares keep going out.
   std::vector<double> sent_after_kill;
   for (int i = 0; i < 3; ++i) {
-    CHECK(eventually([&] { return metric(fed.ports[i], secure_event("rounds_abandoned")) >= 1; }));
+    CHECK(eventually_from_process([&] { return metric(fed.ports[i], secure_event("rounds_abandoned")) >= 1; }));
     sent_after_kill.push_back(metric(fed.ports[i], secure_event("shares_sent")));
   }
   for (int i = 0; i < 3; ++i) {
-    CHECK(eventually([&] { return metric(fed.ports[i], secure_event("shares_sent")) >= sent_after_kill[i] + 20; }));
+    CHECK(eventually_from_process([&] { return metric(fed.ports[i], secure_event("shares_sent")) >= sent_after_kill[i] + 20; }));
     // No float share ever reached a survivor, and none of the masked ones was malformed.
     CHECK(metric(fed.ports[i], secure_event("refused_unmasked")) == 0);
     CHECK(metric(fed.ports[i], secure_event("refused_malformed")) == 0);
@@ -139,11 +139,11 @@ TEST_CASE("a site without --secure-aggregation is refused at join, with both val
           "[daemon][privacy][join][process]") {
   TempDir dir;
   const std::vector<std::string> names = {"alpha", "beta"};
-  const auto table = meridian::testing::write_small_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path());
   const SiteKeys keys(dir.path(), names);
   std::ofstream(dir.path() / "roster.txt") << keys.roster(names);
   auto args = [&](const std::string& name, int index) {
-    return meridian::testing::training_site_args(name, index, 2, table)
+    return meridian::tests::training_site_args(name, index, 2, table)
         .secure(dir.path() / ("keys-" + name), dir.path() / "roster.txt")
         .set("--algo", "allreduce");
   };
@@ -157,7 +157,7 @@ TEST_CASE("a site without --secure-aggregation is refused at join, with both val
   CHECK(contains(beta.log(),
                  "alpha refuses this site: secure-aggregation differs (alpha: on (48-bit masks, 6-byte lanes on the "
                  "wire); this site: off)"));
-  REQUIRE(eventually([&] { return contains(alpha.log(), "refused at join") || alpha.exited(); }));
+  REQUIRE(eventually_from_process([&] { return contains(alpha.log(), "refused at join") || alpha.exited(); }));
   CHECK(contains(alpha.log(),
                  "refused at join: secure-aggregation differs (this site: on (48-bit masks, 6-byte lanes on the wire); "
                  "beta: off)"));
@@ -169,10 +169,10 @@ TEST_CASE("sgp and diloco-gossip refuse --secure-aggregation, naming the algorit
           "[daemon][privacy][config][process]") {
   const std::string algo = GENERATE(as<std::string>{}, "sgp", "diloco-gossip");
   TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path());
+  const auto table = meridian::tests::write_small_table(dir.path());
   const SiteKeys keys(dir.path(), {"x"});
   std::ofstream(dir.path() / "roster.txt") << keys.roster({"x"});
-  SiteProcess site(dir.path() / "x", meridian::testing::training_site_args("x", 0, 1, table)
+  SiteProcess site(dir.path() / "x", meridian::tests::training_site_args("x", 0, 1, table)
                                          .secure(dir.path() / "keys-x", dir.path() / "roster.txt")
                                          .set("--algo", algo)
                                          .on("--secure-aggregation"));

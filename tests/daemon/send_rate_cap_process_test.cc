@@ -13,19 +13,19 @@
 #include "peer/send_rate_limit.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 using Catch::Matchers::Contains;
-using meridian::testing::SiteProcess;
+using meridian::tests::SiteProcess;
 using meridian::tests::StartArgs;
 
 TEST_CASE("a site sends under --max-send-rate, shows the cap in status and /metrics, and still trains to the end",
           "[daemon][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto table = meridian::tests::write_small_table(dir.path(), "t.csv", {"dog", "cat"});
   constexpr double kBitsPerSecond = 8e6;       // 1 MB/s
   constexpr double kShareBytes = 66818 * 4.0;  // one chunk: the whole share
@@ -49,7 +49,7 @@ TEST_CASE("a site sends under --max-send-rate, shows the cap in status and /metr
 
   // Alpha waits for beta: its status and metrics show the cap before any training.
   const auto socket = (alpha.run_dir() / "control.sock").string();
-  REQUIRE(meridian::testing::eventually(
+  REQUIRE(meridian::tests::eventually_from_process(
       [&] { return meridian::tests::run_meridian("status --socket " + socket).exit_code == 0 || alpha.exited(); }));
   const auto text = meridian::tests::run_meridian("status --socket " + socket);
   INFO(text.output);
@@ -60,7 +60,7 @@ TEST_CASE("a site sends under --max-send-rate, shows the cap in status and /metr
   std::smatch port;
   const auto log = alpha.log();
   REQUIRE(std::regex_search(log, port, std::regex("metrics on http://127\\.0\\.0\\.1:([0-9]+)/metrics")));
-  CHECK_THAT(meridian::testing::http_get(std::stoi(port[1]), "/metrics"),
+  CHECK_THAT(meridian::tests::http_get(std::stoi(port[1]), "/metrics"),
              Contains("meridian_max_send_bytes_per_second 1e+06"));
 
   SiteProcess beta(dir.path() / "beta", args("beta", 1).join(endpoint));

@@ -13,16 +13,16 @@
 #include "daemon/site_config.h"
 #include "error/exit_code.h"
 #include "peer/curve_keys.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/small_table.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::daemon;
 using Catch::Matchers::Contains;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 
 namespace {
 

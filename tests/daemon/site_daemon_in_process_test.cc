@@ -24,23 +24,22 @@
 #include "models/data/idx_reader.h"
 #include "peer/in_memory_transport.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using meridian::daemon::ControlClient;
 using meridian::daemon::SiteConfig;
 using meridian::daemon::SiteDaemon;
 using meridian::daemon::SiteDaemonOptions;
-using meridian::testing::eventually;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::TempDir;
 
 namespace {
 
 const std::string kFashionMnist = meridian::tests::fashion_mnist_dir().string();
 
-using meridian::tests::have_fashion_mnist;
 
 const meridian::models::data::Dataset& test_set() {
   static const auto data = meridian::models::data::load_fashion_mnist(kFashionMnist, false);
@@ -101,7 +100,7 @@ class SiteThread {
   // Waits for run() to return; its exit code (1 when it threw: error() says why). Hang guard: after
   // `guard` the site is asked to leave over its control socket, which a site stuck waiting still answers.
   int wait(std::chrono::seconds guard = std::chrono::seconds(300)) {
-    if (!eventually([&] { return done(); }, guard) && !done()) {
+    if (!eventually_from_process([&] { return done(); }, guard) && !done()) {
       try {
         (void)control().leave();
       } catch (const std::exception&) {
@@ -166,10 +165,7 @@ std::vector<std::unique_ptr<SiteThread>> start_sites(int count,
 
 TEST_CASE("three in-process sites train to the end: allreduce replicas are bit-identical and learn",
           "[cluster][daemon][in-process]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
   auto sites = start_sites(3, net, [&](int i) { return site_config(dir.path(), "s" + std::to_string(i), i, 3, 0.1); });
@@ -205,10 +201,7 @@ TEST_CASE("three in-process sites train to the end: allreduce replicas are bit-i
 
 TEST_CASE("a site leaves gracefully over its control socket; the others finish in the smaller view",
           "[cluster][daemon][in-process][control]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
   auto sites = start_sites(3, net, [&](int i) {
@@ -220,7 +213,7 @@ TEST_CASE("a site leaves gracefully over its control socket; the others finish i
     return c;
   });
   auto& leaver = *sites[2];
-  REQUIRE(eventually([&] { return leaver.training_past(5) || leaver.done(); }));
+  REQUIRE(eventually_from_process([&] { return leaver.training_past(5) || leaver.done(); }));
   REQUIRE_FALSE(leaver.done());
   const auto leave = leaver.control().leave();
   CHECK(leave.accepted);
@@ -256,10 +249,7 @@ TEST_CASE("a site leaves gracefully over its control socket; the others finish i
 
 TEST_CASE("a site joins a running in-process federation: the others take it into their view",
           "[cluster][daemon][in-process][membership]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
   // The data is split in three, but two sites are enough to start. Forty epochs of a third (12480
@@ -272,7 +262,7 @@ TEST_CASE("a site joins a running in-process federation: the others take it into
   SiteThread s0(config("s0", 0), net, {});
   SiteThread s1(config("s1", 1), net, {"s0"});
   std::optional<meridian::daemon::StatusReport> before;
-  REQUIRE(eventually([&] { return s0.training_past(1) || s0.done(); }));
+  REQUIRE(eventually_from_process([&] { return s0.training_past(1) || s0.done(); }));
   REQUIRE((before = s0.status()));
   CHECK(before->peers_alive == 2);
 
@@ -280,7 +270,7 @@ TEST_CASE("a site joins a running in-process federation: the others take it into
   // s0 hears of s2 through s1 and puts it in a new view.
   bool in_view = false;
   std::uint64_t view_id = 0;
-  REQUIRE(eventually([&] {
+  REQUIRE(eventually_from_process([&] {
     if (s0.done()) return true;
     const auto peers = s0.peers();
     const auto status = s0.status();
@@ -316,10 +306,7 @@ TEST_CASE("a site joins a running in-process federation: the others take it into
 
 TEST_CASE("an in-process site with another model is refused at join and stops with both sides named",
           "[cluster][daemon][in-process][config]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
   SiteThread s0(site_config(dir.path(), "s0", 0, 2, 0.1), net, {});
@@ -334,7 +321,7 @@ TEST_CASE("an in-process site with another model is refused at join and stops wi
   CHECK(s1.error().find("mlp") != std::string::npos);
   // s0 never admitted it: it still waits for a second site, and a leave stops it cleanly.
   std::optional<meridian::daemon::StatusReport> waiting;
-  REQUIRE(eventually([&] { return (waiting = s0.status()).has_value() || s0.done(); }));
+  REQUIRE(eventually_from_process([&] { return (waiting = s0.status()).has_value() || s0.done(); }));
   REQUIRE(waiting);
   CHECK(waiting->state == "joining");
   CHECK(waiting->peers_alive == 1);
@@ -373,10 +360,7 @@ std::vector<fs::path> train_batch_norm_pair(const fs::path& root, const std::str
 
 TEST_CASE("allreduce and dsync average batch norm's statistics: two in-process sites end with the same bits",
           "[cluster][daemon][in-process][norm-state]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   // allreduce averages them with every gradient; dsync with the parameters in every group mean and
   // re-average, whose ring gives every site the same bits. Each site's own batches would leave them
   // apart otherwise (the parameters agree either way).
@@ -400,10 +384,7 @@ TEST_CASE("allreduce and dsync average batch norm's statistics: two in-process s
 
 TEST_CASE("sgp keeps batch norm's statistics local: two in-process sites end with their own",
           "[cluster][daemon][in-process][norm-state]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   // SGP's reference implementation gossips parameters only (docs/algorithms.md, "Normalization
   // statistics"): each site's running statistics follow its own batches, so two sites that saw different
   // rows end with different statistics, trained ones both.
@@ -421,10 +402,7 @@ TEST_CASE("sgp keeps batch norm's statistics local: two in-process sites end wit
 
 TEST_CASE("in-process dts sites with --delay auto run the same measured shape from the same round",
           "[cluster][daemon][in-process][auto_shape]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   auto net = meridian::peer::InMemoryNetwork::create({});
   auto sites = start_sites(3, net, [&](int i) {
@@ -438,7 +416,7 @@ TEST_CASE("in-process dts sites with --delay auto run the same measured shape fr
   // Every site reports the shape it runs; once the network is measured they all run the same one,
   // switched to at the same round.
   std::optional<meridian::daemon::StatusReport> first;
-  const bool agreed = eventually([&] {
+  const bool agreed = eventually_from_process([&] {
     std::vector<meridian::daemon::StatusReport> reports;
     for (auto& s : sites) {
       auto r = s->status();

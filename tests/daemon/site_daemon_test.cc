@@ -28,17 +28,16 @@
 #include "peer/curve_keys.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
-using meridian::tests::have_fashion_mnist;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -91,10 +90,7 @@ std::vector<fs::path> final_checkpoints(const std::vector<std::unique_ptr<SitePr
 
 TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allreduce replicas are bit-identical",
           "[daemon][process][acceptance]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   std::map<std::string, double> accuracy;
   // A fault-free run, checked for what only a fault-free run gives (sgp's w = 1 exactly, accuracy next to
@@ -169,10 +165,7 @@ TEST_CASE("four sites per algorithm: dts, sgp and dsync end near allreduce; allr
 
 TEST_CASE("a site that evaluates rarely still records its steps, without an accuracy it did not measure",
           "[daemon][process]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   // 50 epochs alone with no evaluation before the end: only the records between evaluations can show
   // the steps while it runs.
@@ -188,7 +181,7 @@ TEST_CASE("a site that evaluates rarely still records its steps, without an accu
       if (!line.empty()) records.push_back(nlohmann::json::parse(line));
     return records.size() >= 2 || site.exited();
   };
-  REQUIRE(eventually([&] { return fs::exists(trail_file) && read_records(); }));
+  REQUIRE(eventually_from_process([&] { return fs::exists(trail_file) && read_records(); }));
   INFO(site.log());
   REQUIRE_FALSE(site.exited());
   for (const auto& r : records) {
@@ -213,10 +206,7 @@ TEST_CASE("a site that evaluates rarely still records its steps, without an accu
 // view that takes it back from different rounds, and survivors that completed the round the victim
 // died in while others abandoned it.
 TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run finishes", "[daemon][process][fault]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   const std::string algo = "dts";
   TempDir dir;
   // A round that a live but slow site misses is abandoned, and the survivors wait for a view without
@@ -235,7 +225,7 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
   auto sites = start_sites(dir.path(), 3, algo, "4", knobs);
   auto& victim = sites[2];
   // Mid-run: it has written a checkpoint and the run has made progress since.
-  REQUIRE(eventually([&] { return victim->checkpoints().size() >= 2 || victim->exited(); }));
+  REQUIRE(eventually_from_process([&] { return victim->checkpoints().size() >= 2 || victim->exited(); }));
   REQUIRE_FALSE(victim->exited());
   victim->kill_hard();
   const auto checkpoint_before = victim->checkpoints().back();
@@ -274,10 +264,7 @@ TEST_CASE("a SIGKILLed site resumes from its checkpoint, rejoins, and the run fi
 
 TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0; /metrics passes promtool",
           "[daemon][process][signal][metrics]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   if (std::system("command -v promtool > /dev/null") != 0) {
     WARN("SKIPPED: promtool not installed (Debian package prometheus); the live exposition cannot be validated");
     return;
@@ -306,7 +293,7 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
   SiteProcess b(dir.path() / "b", args("b", 1).join("a@" + a.endpoint()));
 
   // Training is under way once a's trail has an evaluation.
-  REQUIRE(eventually([&] { return fs::exists(a.run_dir() / "progress.jsonl") || a.exited(); }));
+  REQUIRE(eventually_from_process([&] { return fs::exists(a.run_dir() / "progress.jsonl") || a.exited(); }));
   INFO("a:\n" << a.log() << "\nb:\n" << b.log());
   REQUIRE_FALSE(a.exited());
 
@@ -314,9 +301,9 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
   std::smatch m;
   const auto log = a.log();
   REQUIRE(std::regex_search(log, m, std::regex("metrics on http://127\\.0\\.0\\.1:([0-9]+)/metrics")));
-  const auto response = meridian::testing::http_get(std::stoi(m[1]), "/metrics");
+  const auto response = meridian::tests::http_get(std::stoi(m[1]), "/metrics");
   REQUIRE(response.rfind("HTTP/1.1 200", 0) == 0);
-  const auto body = meridian::testing::http_body(response);
+  const auto body = meridian::tests::http_body(response);
   CHECK(body.find("meridian_step ") != std::string::npos);
   CHECK(body.find("meridian_peer_sent_bytes_total{peer=\"b\"}") != std::string::npos);
   CHECK(body.find("meridian_rejected_messages_total{cause=\"fingerprint\"}") != std::string::npos);
@@ -352,7 +339,7 @@ TEST_CASE("SIGTERM in a CurveZMQ federation: graceful leave, checkpoint, exit 0;
 
   // b hears the leave (not a timeout) and keeps training alone.
   meridian::daemon::ControlClient b_control((b.run_dir() / "control.sock").string());
-  CHECK(eventually(
+  CHECK(eventually_from_process(
       [&] {
         for (const auto& p : b_control.peers())
           if (p.name == "a") return p.state == "left";
@@ -390,14 +377,11 @@ TEST_CASE("start --device cuda without a GPU fails at once with the reason and a
 
 TEST_CASE("a site stopped while it waits for its peers exits 0 and leaves nothing half-done",
           "[daemon][signal][process]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   SiteProcess site(dir.path() / "lonely", site_args("lonely", 0, 2, "allreduce", "1"));
   REQUIRE_FALSE(site.endpoint().empty());
-  REQUIRE(eventually([&] { return site.log().find("waiting for 2 sites") != std::string::npos || site.exited(); }));
+  REQUIRE(eventually_from_process([&] { return site.log().find("waiting for 2 sites") != std::string::npos || site.exited(); }));
   site.signal(SIGINT);
   INFO(site.log());
   CHECK(site.wait_exit() == 0);
@@ -407,17 +391,14 @@ TEST_CASE("a site stopped while it waits for its peers exits 0 and leaves nothin
 
 TEST_CASE("a second signal ends a site at once while its graceful stop waits for a stalled peer",
           "[daemon][signal][process]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   // A long round deadline: the graceful stop of a stays blocked in the round b never joins.
   auto sites = start_sites(dir.path(), 2, "allreduce", "50",
                            [](StartArgs& args) { args.set("--eval-every", 20).set("--round-timeout", 60); });
   auto& a = sites[0];
   auto& b = sites[1];
-  REQUIRE(eventually([&] { return fs::exists(a->run_dir() / "progress.jsonl") || a->exited(); }));
+  REQUIRE(eventually_from_process([&] { return fs::exists(a->run_dir() / "progress.jsonl") || a->exited(); }));
   INFO(a->log());
   REQUIRE_FALSE(a->exited());
   b->signal(SIGSTOP);
@@ -432,10 +413,7 @@ TEST_CASE("a second signal ends a site at once while its graceful stop waits for
 }
 
 TEST_CASE("status, peers and leave are answered while a round waits for a stopped peer", "[daemon][control][process]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   // A round deadline far beyond the control client's 5 s timeout: a's mix of the round b never joins
   // stays in flight for the whole test.
@@ -443,7 +421,7 @@ TEST_CASE("status, peers and leave are answered while a round waits for a stoppe
                            [](StartArgs& args) { args.set("--eval-every", 20).set("--round-timeout", 120); });
   auto& a = sites[0];
   auto& b = sites[1];
-  REQUIRE(eventually([&] { return fs::exists(a->run_dir() / "progress.jsonl") || a->exited(); }));
+  REQUIRE(eventually_from_process([&] { return fs::exists(a->run_dir() / "progress.jsonl") || a->exited(); }));
   INFO(a->log());
   REQUIRE_FALSE(a->exited());
   b->signal(SIGSTOP);
@@ -467,10 +445,7 @@ TEST_CASE("status, peers and leave are answered while a round waits for a stoppe
 
 TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps a silent peer the others declare dead",
           "[daemon][process][heartbeat]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   // Three of four sites: they stay in the joining phase, where membership runs and nothing trains.
   auto args_for = [](const std::string& name, int index, int timeout) {
@@ -486,7 +461,7 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
   SiteProcess watcher(dir.path() / "watcher", args_for("watcher", 2, 8).join(patient.endpoint()));
   auto logs = [&] { return "patient:\n" + patient.log() + "\nwatcher:\n" + watcher.log(); };
   for (const auto* site : {&patient, &quiet, &watcher})
-    REQUIRE(eventually([&] { return site->log().find("waiting for 4 sites") != std::string::npos || site->exited(); }));
+    REQUIRE(eventually_from_process([&] { return site->log().find("waiting for 4 sites") != std::string::npos || site->exited(); }));
 
   meridian::daemon::ControlClient patient_control((patient.run_dir() / "control.sock").string());
   meridian::daemon::ControlClient watcher_control((watcher.run_dir() / "control.sock").string());
@@ -496,7 +471,7 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
     return std::string("unknown");
   };
   {
-    const bool all_alive = eventually(
+    const bool all_alive = eventually_from_process(
         [&] { return state_of(patient_control, "quiet") == "alive" && state_of(watcher_control, "quiet") == "alive"; });
     INFO(logs());
     REQUIRE(all_alive);
@@ -511,7 +486,7 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
   CHECK(heard("watcher"));
   quiet.signal(SIGSTOP);
   // A stopped peer's silence grows on the patient site while the watcher's stays fresh.
-  const bool silence_grows = eventually([&] {
+  const bool silence_grows = eventually_from_process([&] {
     const auto q = heard("quiet");
     const auto w = heard("watcher");
     return q && w && *q >= 2 && *q > *w + 1;
@@ -526,7 +501,7 @@ TEST_CASE("--heartbeat-timeout reaches membership: a site with a long one keeps 
     REQUIRE(std::regex_search(peers.output, row, std::regex("\nquiet [^\n]*")));
     CHECK(std::regex_search(row.str(), std::regex(" [0-9]+ s ")));
   }
-  const bool watcher_noticed = eventually([&] { return state_of(watcher_control, "quiet") == "dead"; });
+  const bool watcher_noticed = eventually_from_process([&] { return state_of(watcher_control, "quiet") == "dead"; });
   // The watcher's verdict goes to the patient site by gossip as well; it keeps its own, as it has heard
   // from the member within its timeout.
   const std::string patient_verdict = state_of(patient_control, "quiet");
@@ -548,10 +523,7 @@ TEST_CASE("start refuses a heartbeat timeout that does not exceed the interval, 
 }
 
 TEST_CASE("sites whose data give them different step counts all end after the smallest", "[daemon][process][plan]") {
-  if (!have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   // Two sites of an iid split: 468 steps per epoch each. s1 is told to train longer, as a site with
   // more data of its own would; the run still ends where s0's data ends, on both.

@@ -5,10 +5,10 @@
 #include <fstream>
 
 #include "daemon/site_data.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::daemon;
-using meridian::testing::TempDir;
+using meridian::tests::TempDir;
 
 namespace {
 

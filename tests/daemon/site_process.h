@@ -19,11 +19,12 @@
 #include "tests/support/eventually.h"
 #include "tests/support/file_contents.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 // tests::eventually at the pace for what a site process shows (tests::kFromProcess), with a 120 s
 // hang guard unless the caller gives another.
-inline bool eventually(const std::function<bool()>& condition, std::chrono::seconds guard = std::chrono::seconds(120)) {
+inline bool eventually_from_process(const std::function<bool()>& condition,
+                                    std::chrono::seconds guard = std::chrono::seconds(120)) {
   return tests::eventually(condition, {guard, tests::kFromProcess.interval});
 }
 
@@ -80,4 +81,4 @@ class SiteProcess {
   std::unique_ptr<tests::ChildProcess> process_;
 };
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

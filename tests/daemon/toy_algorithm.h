@@ -12,7 +12,7 @@
 
 #include "daemon/algorithms/algorithm.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 inline constexpr daemon::algorithms::AlgorithmOption kToyStrength{
     .name = "toy-strength",
@@ -46,4 +46,4 @@ class ToyAlgorithm final : public daemon::algorithms::Algorithm {
   std::array<const daemon::algorithms::AlgorithmOption*, 1> options_{&kToyStrength};
 };
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

@@ -15,15 +15,15 @@
 
 #include "peer/curve_keys.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/meridian_command.h"
 #include "tests/support/small_table.h"
 #include "tests/support/start_args.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using meridian::testing::eventually;
-using meridian::testing::SiteProcess;
-using meridian::testing::TempDir;
+using meridian::tests::eventually_from_process;
+using meridian::tests::SiteProcess;
+using meridian::tests::TempDir;
 using meridian::tests::StartArgs;
 
 namespace {
@@ -63,7 +63,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 // Whether a "waiting for" line of `site`'s log holds every one of `parts` (waits for one, or the exit).
 bool waiting_line_says(const SiteProcess& site, const std::vector<std::string>& parts) {
   bool found = false;
-  eventually([&] {
+  eventually_from_process([&] {
     const auto log = site.log();
     for (auto at = log.find("waiting for "); at != std::string::npos; at = log.find("waiting for ", at + 1)) {
       const auto line = log.substr(at, log.find('\n', at) - at);

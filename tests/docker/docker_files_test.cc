@@ -12,14 +12,14 @@
 #include <set>
 #include <sstream>
 
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 #include "tests/docker/federation_sites.h"
 #include "tests/docker/namespace_network.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
 
-using meridian::testing::load_federation_sites;
+using meridian::tests::load_federation_sites;
 using meridian::tests::run_command;
 namespace fs = std::filesystem;
 
@@ -192,7 +192,7 @@ TEST_CASE("the docker scripts pass shellcheck", "[docker][process]") {
 }
 
 TEST_CASE("the entrypoint names a missing key pair or roster and passes other commands through", "[docker][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto entrypoint = (kSource / "docker" / "entrypoint.sh").string();
   const auto bin_dir = fs::path(meridian::tests::meridian_binary()).parent_path().string();
   auto run = [&](const std::vector<std::string>& args) {
@@ -222,7 +222,7 @@ TEST_CASE("the entrypoint names a missing key pair or roster and passes other co
 }
 
 TEST_CASE("the Dockerfiles' HEALTHCHECK is a status command meridian accepts", "[docker][process]") {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const auto bin_dir = fs::path(meridian::tests::meridian_binary()).parent_path().string();
   for (const char* name : {"Dockerfile", "Dockerfile.cuda"}) {
     INFO(name);

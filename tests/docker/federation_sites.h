@@ -11,7 +11,7 @@
 #include "daemon/site_config.h"
 #include "tests/support/build_paths.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 struct FederationSite {
   std::filesystem::path file;  // docker/sites/NAME.toml
@@ -45,4 +45,4 @@ inline std::vector<FederationSite> load_federation_sites() {
   return sites;
 }
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

@@ -26,7 +26,7 @@
 
 #include "tests/support/child_process.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 class NamespaceNetwork {
  public:
@@ -143,4 +143,4 @@ class NamespaceNetwork {
   std::vector<std::string> namespaces_;  // in creation order, the hub first
 };
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/control/control_client.h"
-#include "tests/daemon/temp_dir.h"
+#include "tests/support/temp_dir.h"
 #include "tests/docker/federation_sites.h"
 #include "tests/docker/namespace_network.h"
 #include "tests/peer/node_process.h"
@@ -25,9 +25,9 @@
 #include "tests/support/child_process.h"
 #include "tests/support/fashion_mnist.h"
 
-using meridian::testing::FederationSite;
-using meridian::testing::NamespaceNetwork;
-using meridian::testing::NodeProcess;
+using meridian::tests::FederationSite;
+using meridian::tests::NamespaceNetwork;
+using meridian::tests::NodeProcess;
 using meridian::tests::run_command;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -45,8 +45,8 @@ std::string joined(const std::vector<std::string>& names) {
 // One running federation: namespaces, key material and one process per site. Members are destroyed in
 // reverse order, so the processes are killed before their namespaces are deleted.
 struct NamespaceFederation {
-  std::vector<FederationSite> sites = meridian::testing::load_federation_sites();
-  meridian::testing::TempDir dir;
+  std::vector<FederationSite> sites = meridian::tests::load_federation_sites();
+  meridian::tests::TempDir dir;
   NamespaceNetwork net;
   std::vector<std::string> namespaces;
   std::vector<std::unique_ptr<NodeProcess>> nodes;
@@ -208,10 +208,7 @@ TEST_CASE("the compose sites train together across network namespaces with CURVE
     WARN("SKIPPED: cannot create network namespaces here: " << *reason);
     return;
   }
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed (dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   REQUIRE(fs::exists(meridian::tests::meridian_binary()));
   NamespaceFederation fed;
   const auto n = fed.sites.size();

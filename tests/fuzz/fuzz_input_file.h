@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 class FuzzInputFile {
  public:
@@ -36,4 +36,4 @@ class FuzzInputFile {
   std::string path_;
 };
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

@@ -33,7 +33,7 @@
 #include "peer/roster.h"
 #include "tests/fuzz/fuzz_input_file.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 using FuzzBytes = std::span<const std::uint8_t>;
 
@@ -230,4 +230,4 @@ inline void fuzz_image_file(FuzzBytes input) {
   }
 }
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

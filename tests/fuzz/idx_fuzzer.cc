@@ -10,6 +10,6 @@
 #include "tests/fuzz/fuzz_inputs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  meridian::testing::fuzz_idx({data, size});
+  meridian::tests::fuzz_idx({data, size});
   return 0;
 }

@@ -9,6 +9,6 @@
 #include "tests/fuzz/fuzz_inputs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  meridian::testing::fuzz_model_file({data, size});
+  meridian::tests::fuzz_model_file({data, size});
   return 0;
 }

@@ -10,6 +10,6 @@
 #include "tests/fuzz/fuzz_inputs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  meridian::testing::fuzz_npy({data, size});
+  meridian::tests::fuzz_npy({data, size});
   return 0;
 }

@@ -8,7 +8,7 @@
 #include "tests/peer/wire_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static meridian::testing::WirePipeline pipeline;
+  static meridian::tests::WirePipeline pipeline;
   pipeline.feed(data, size);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tests/support/build_paths.h"
+#include "tests/support/temp_dir.h"
 
 TEST_CASE("elementwise_math.h compiles as CUDA device code", "[models][cuda][process]") {
   const std::string nvcc = meridian::tests::nvcc_path();
@@ -18,8 +19,8 @@ TEST_CASE("elementwise_math.h compiles as CUDA device code", "[models][cuda][pro
     WARN("SKIPPED: nvcc not found (looked on PATH, $CUDA_PATH, $CUDA_HOME and /usr/local/cuda/bin)");
     return;
   }
-  const auto dir = std::filesystem::temp_directory_path() / ("meridian-nvcc-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const meridian::tests::TempDir tmp;
+  const auto& dir = tmp.path();
   {
     std::ofstream cu(dir / "kernel.cu");
     cu << R"(#include "models/elementwise_math.h"
@@ -47,7 +48,6 @@ __global__ void every_function(float* w, float* u, float* v, const float* g, flo
                               (dir / "kernel.cu").string() + " -o " + (dir / "kernel.o").string() + " 2>&1";
   const int status = std::system(command.c_str());
   const bool built = std::filesystem::exists(dir / "kernel.o");
-  std::filesystem::remove_all(dir);
   INFO(command);
   CHECK(status == 0);
   CHECK(built);

@@ -13,6 +13,7 @@
 #include "error/exit_code.h"
 #include "tests/support/fashion_mnist.h"
 #include "tests/support/meridian_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -25,10 +26,7 @@ const std::string kFashionMnist = meridian::tests::fashion_mnist_dir().string();
 }  // namespace
 
 TEST_CASE("meridian train --json trains logreg on Fashion-MNIST and reports accuracy", "[cli][train][process]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   const Result r = run("train --dataset fashion-mnist --model logreg --epochs 1 --batch 128 --lr 0.1 --json");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -56,16 +54,12 @@ TEST_CASE("meridian train fails clearly on bad input", "[cli][train][process]") 
 }
 
 TEST_CASE("meridian train takes a model file and names the line of a broken one", "[cli][train][process]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
-    return;
-  }
-  const auto dir = std::filesystem::temp_directory_path() / ("meridian-model-file-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
+  const meridian::tests::TempDir tmp;
+  const auto& dir = tmp.path();
   const auto path = dir / "broken.model";
   std::ofstream(path) << "flatten\nlinear 32\nrelu\nbatch_norm momentum=fast\nlinear classes\n";
   const Result broken = run("train --model " + path.string() + " --epochs 1");
-  std::filesystem::remove_all(dir);
   INFO(broken.output);
   CHECK(broken.exit_code != 0);
   CHECK(broken.output.find(path.string() + ":4: batch_norm: momentum must be a number, got 'fast'") !=
@@ -103,10 +97,7 @@ TEST_CASE("meridian train takes start's names and defaults: --widths, fractional
 
 TEST_CASE("meridian train --augment trains with start's augmentation, the same batches for the same seed",
           "[cli][train][augment][process]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: Fashion-MNIST is not installed at " << kFashionMnist << " (scripts/install-deps test)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   auto loss = [](const Result& r) {
     std::smatch m;
     REQUIRE(std::regex_search(r.output, m, std::regex("\"train_loss\": ([0-9.]+)")));
@@ -122,11 +113,10 @@ TEST_CASE("meridian train --augment trains with start's augmentation, the same b
   CHECK(loss(once) == loss(again));  // reproducible
   CHECK(loss(once) != loss(plain));  // and the images did change
 
-  const auto dir = std::filesystem::temp_directory_path() / ("meridian-augment-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const meridian::tests::TempDir tmp;
+  const auto& dir = tmp.path();
   std::ofstream(dir / "t.csv") << "x,label\n1,a\n2,b\n";
   const Result table = run("train --train " + (dir / "t.csv").string() + " --augment flip");
-  std::filesystem::remove_all(dir);
   INFO(table.output);
   CHECK(table.exit_code == meridian::error::kExitUser);
   CHECK(table.output.find("--augment: ") != std::string::npos);
@@ -134,8 +124,8 @@ TEST_CASE("meridian train --augment trains with start's augmentation, the same b
 
 TEST_CASE("meridian train scales a table as a federation of one, or with the values given, and saves them",
           "[cli][train][normalization][process]") {
-  const auto dir = std::filesystem::temp_directory_path() / ("meridian-train-scaling-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const meridian::tests::TempDir tmp;
+  const auto& dir = tmp.path();
   std::ofstream(dir / "t.csv") << "age,glucose,label\n40,100,a\n60,140,b\n50,120,a\n50,120,b\n";
   auto saved = [&](const std::string& options) {
     const auto file = dir / "model.mrdn";
@@ -153,7 +143,6 @@ TEST_CASE("meridian train scales a table as a federation of one, or with the val
   CHECK(given.input_stddev == std::vector<float>{5, 10});
   CHECK(saved("--normalize none").input_mean.empty());
   const Result wrong = run("train --train " + (dir / "t.csv").string() + " --input-mean 1,2,3 --input-std 1,1,1");
-  std::filesystem::remove_all(dir);
   INFO(wrong.output);
   CHECK(wrong.exit_code == meridian::error::kExitUser);
   CHECK(wrong.output.find("has 3 means and 3 standard deviations, the data 2 features") != std::string::npos);

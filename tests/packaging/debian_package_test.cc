@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 using Catch::Matchers::Contains;
 using meridian::tests::run_command;
@@ -33,7 +33,7 @@ TEST_CASE("make deb's package holds the binary, the unit, the user and the docs,
     WARN("SKIPPED: dpkg-dev or systemd is not installed (scripts/install-deps deb)");
     return;
   }
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   // build-deb reads the binary from a build folder: the test's own, through a link.
   const auto build = dir.path() / "build";
   fs::create_directories(build);

@@ -29,8 +29,8 @@
 #include "tests/daemon/federation_process_support.h"
 #include "tests/daemon/http_get.h"
 #include "tests/daemon/site_process.h"
-#include "tests/daemon/temp_dir.h"
 #include "tests/support/eventually.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace meridian::peer;
@@ -121,17 +121,17 @@ TEST_CASE("in-memory federation: a hostile member's forged records, views and re
 namespace {
 
 // meridian_rejected_messages_total{cause} of a site's /metrics; -1 when it cannot be read.
-double rejected(const meridian::testing::SiteProcess& site, const std::string& cause) {
-  const int port = meridian::testing::metrics_port(site.log());
+double rejected(const meridian::tests::SiteProcess& site, const std::string& cause) {
+  const int port = meridian::tests::metrics_port(site.log());
   if (port == 0) return -1;
-  const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const auto body = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
   const std::string name = "\nmeridian_rejected_messages_total{cause=\"" + cause + "\"} ";
   const auto at = body.find(name);
   return at == std::string::npos ? 0 : std::stod(body.substr(at + name.size()));
 }
 
 // The site's status; nullopt while its control socket does not answer.
-std::optional<meridian::daemon::StatusReport> status_of(const meridian::testing::SiteProcess& site) {
+std::optional<meridian::daemon::StatusReport> status_of(const meridian::tests::SiteProcess& site) {
   try {
     return meridian::daemon::ControlClient((site.run_dir() / "control.sock").string()).status();
   } catch (const std::exception&) {
@@ -139,7 +139,7 @@ std::optional<meridian::daemon::StatusReport> status_of(const meridian::testing:
   }
 }
 
-int peers_alive(const meridian::testing::SiteProcess& site) {
+int peers_alive(const meridian::tests::SiteProcess& site) {
   const auto status = status_of(site);
   return status ? status->peers_alive : -1;
 }
@@ -199,17 +199,17 @@ struct Trap {
 
 TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of a running federation",
           "[peer][membership][security][process]") {
-  meridian::testing::TempDir dir;
-  const auto table = meridian::testing::write_small_table(dir.path());
+  meridian::tests::TempDir dir;
+  const auto table = meridian::tests::write_small_table(dir.path());
   const std::vector<std::string> honest{"a", "b", "c"};
-  const meridian::testing::SiteKeys keys(dir.path(), {"a", "b", "c", "h"});
+  const meridian::tests::SiteKeys keys(dir.path(), {"a", "b", "c", "h"});
   std::ofstream(dir.path() / "roster.txt") << keys.roster({"a", "b", "c", "h"});
   auto args = [&](const std::string& name, int index) {
-    return meridian::testing::training_site_args(name, index, 3, table)
+    return meridian::tests::training_site_args(name, index, 3, table)
         .secure(dir.path() / ("keys-" + name), dir.path() / "roster.txt")
         .set("--min-sites", 3);
   };
-  using meridian::testing::SiteProcess;
+  using meridian::tests::SiteProcess;
   std::map<std::string, std::unique_ptr<SiteProcess>> sites;
   zmq::context_t ctx;  // before the links: their sockets close before it terminates
   std::map<std::string, std::unique_ptr<HostileLink>> links;
@@ -226,7 +226,7 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
       MemberListInfo rumour;
       rumour.members = {{"c", trap.address, "", 1, MemberState::kAlive}};
       for (const auto& told : {"a", "b"}) links[told]->send(MessageKind::kMembers, encode_members(rumour), fingerprint);
-      REQUIRE(meridian::testing::eventually([&] {
+      REQUIRE(meridian::tests::eventually_from_process([&] {
         trap.poll();
         return trap.accepted >= 2;
       }));
@@ -238,7 +238,7 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
     REQUIRE(endpoint.rfind("tcp://127.0.0.1:", 0) == 0);
     if (join_a.empty()) join_a = "a@" + endpoint;
     std::smatch m;
-    REQUIRE(meridian::testing::eventually([&] {
+    REQUIRE(meridian::tests::eventually_from_process([&] {
       const auto log = sites[name]->log();
       return std::regex_search(log, m, std::regex("wire fingerprint ([0-9a-f]{16})")) || sites[name]->exited();
     }));
@@ -254,13 +254,13 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
     return text;
   };
   INFO(logs());
-  REQUIRE(meridian::testing::eventually([&] {
+  REQUIRE(meridian::tests::eventually_from_process([&] {
     return std::all_of(honest.begin(), honest.end(),
                        [&](const auto& n) { return peers_alive(*sites[n]) == 3 || sites[n]->exited(); });
   }));
   for (const auto& name : honest) REQUIRE_FALSE(sites[name]->exited());
   // The forgeries come while they train.
-  REQUIRE(meridian::testing::eventually([&] {
+  REQUIRE(meridian::tests::eventually_from_process([&] {
     const auto status = status_of(*sites["a"]);
     return (status && status->step > 10) || sites["a"]->exited();
   }));
@@ -309,7 +309,7 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
     ++expected[name]["implausible_round"];
   }
 
-  const bool all_counted = meridian::testing::eventually([&] {
+  const bool all_counted = meridian::tests::eventually_from_process([&] {
     for (const auto& [name, causes] : expected)
       for (const auto& [cause, n] : causes)
         if (rejected(*sites[name], cause) < n) return false;
@@ -332,7 +332,7 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
   // counts three live members throughout, and no site ever saw an honest one die or leave.
   const auto before = status_of(*sites["a"]);
   REQUIRE(before);
-  REQUIRE(meridian::testing::eventually([&] {
+  REQUIRE(meridian::tests::eventually_from_process([&] {
     const auto now = status_of(*sites["a"]);
     if (now) CHECK(now->peers_alive == 3);
     return (now && now->step > before->step + 40) || sites["a"]->exited();
@@ -360,10 +360,10 @@ TEST_CASE("a hostile rostered site cannot stop, evict or speak for the sites of 
 namespace {
 
 // The value of metric `name` (a counter without labels) on a site's /metrics; -1 when it cannot be read.
-double metric(const meridian::testing::SiteProcess& site, const std::string& name) {
-  const int port = meridian::testing::metrics_port(site.log());
+double metric(const meridian::tests::SiteProcess& site, const std::string& name) {
+  const int port = meridian::tests::metrics_port(site.log());
   if (port == 0) return -1;
-  const auto body = meridian::testing::http_body(meridian::testing::http_get(port, "/metrics"));
+  const auto body = meridian::tests::http_body(meridian::tests::http_get(port, "/metrics"));
   const auto at = body.find("\n" + name + " ");
   return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size() + 2));
 }
@@ -373,31 +373,31 @@ double metric(const meridian::testing::SiteProcess& site, const std::string& nam
 // sites' model fingerprint. --round-timeout 2: rounds wait 1 s for a view not in force
 // (daemon::view_wait_bound), and a site takes one view listing a site it has not heard from per 10 s.
 struct FederationWithHostileMember {
-  meridian::testing::TempDir dir;
+  meridian::tests::TempDir dir;
   const std::vector<std::string> honest{"a", "b", "c"};
-  meridian::testing::SiteKeys keys{dir.path(), {"a", "b", "c", "d", "h"}};
-  std::map<std::string, std::unique_ptr<meridian::testing::SiteProcess>> sites;
+  meridian::tests::SiteKeys keys{dir.path(), {"a", "b", "c", "d", "h"}};
+  std::map<std::string, std::unique_ptr<meridian::tests::SiteProcess>> sites;
   zmq::context_t ctx;  // before the links: their sockets close before it terminates
   std::map<std::string, std::unique_ptr<HostileLink>> links;
   std::uint64_t fingerprint = 0;
 
   FederationWithHostileMember() {
-    const auto table = meridian::testing::write_small_table(dir.path());
+    const auto table = meridian::tests::write_small_table(dir.path());
     std::ofstream(dir.path() / "roster.txt") << keys.roster({"a", "b", "c", "d", "h"});
     std::string join_a;
     for (std::size_t i = 0; i < honest.size(); ++i) {
       const auto& name = honest[i];
-      auto args = meridian::testing::training_site_args(name, static_cast<int>(i), 3, table)
+      auto args = meridian::tests::training_site_args(name, static_cast<int>(i), 3, table)
                       .secure(dir.path() / ("keys-" + name), dir.path() / "roster.txt")
                       .set("--min-sites", 3)
                       .set("--round-timeout", 2);
       if (!join_a.empty()) args.join(join_a);
-      sites[name] = std::make_unique<meridian::testing::SiteProcess>(dir.path() / name, args);
+      sites[name] = std::make_unique<meridian::tests::SiteProcess>(dir.path() / name, args);
       const auto endpoint = sites[name]->endpoint();
       REQUIRE(endpoint.rfind("tcp://127.0.0.1:", 0) == 0);
       if (join_a.empty()) join_a = "a@" + endpoint;
       std::smatch m;
-      REQUIRE(meridian::testing::eventually([&] {
+      REQUIRE(meridian::tests::eventually_from_process([&] {
         const auto log = sites[name]->log();
         return std::regex_search(log, m, std::regex("wire fingerprint ([0-9a-f]{16})")) || sites[name]->exited();
       }));
@@ -406,7 +406,7 @@ struct FederationWithHostileMember {
       fingerprint = std::stoull(m[1], nullptr, 16);
       links[name] = std::make_unique<HostileLink>(ctx, keys.of.at("h"), keys.of.at(name).public_key, endpoint);
     }
-    REQUIRE(meridian::testing::eventually([&] {
+    REQUIRE(meridian::tests::eventually_from_process([&] {
       return std::all_of(honest.begin(), honest.end(), [&](const auto& n) {
         const auto status = status_of(*sites[n]);
         return (status && status->peers_alive == 3 && status->step > 10) || sites[n]->exited();
@@ -441,7 +441,7 @@ struct FederationWithHostileMember {
   // three live members; no site ever saw an honest one die or leave.
   void trains_on(std::uint64_t rounds) {
     const auto target = newest_step() + rounds;
-    REQUIRE(meridian::testing::eventually([&] {
+    REQUIRE(meridian::tests::eventually_from_process([&] {
       return std::all_of(honest.begin(), honest.end(), [&](const auto& n) {
         const auto status = status_of(*sites[n]);
         return (status && status->step >= target) || sites[n]->exited();
@@ -489,7 +489,7 @@ TEST_CASE("a view with a rostered site that never starts is waited for once at i
   f.propose(with_d);
   // Each site's round with_d.effective_round waits for it, at most the view wait, then runs in the view
   // in force, counts the wait given up and says so in its log.
-  REQUIRE(meridian::testing::eventually([&] {
+  REQUIRE(meridian::tests::eventually_from_process([&] {
     return std::all_of(f.honest.begin(), f.honest.end(), [&](const auto& n) {
       return metric(*f.sites[n], "meridian_view_waits_given_up_total") >= given_up[n] + 1 || f.sites[n]->exited();
     });

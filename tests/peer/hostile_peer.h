@@ -32,7 +32,7 @@
 #include "peer/zmq/zmq_socket_monitor.h"
 #include "tests/support/eventually.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 class HostilePeer {
  public:
@@ -183,4 +183,4 @@ class HostilePeer {
   std::uint64_t next_id_ = 1;
 };
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

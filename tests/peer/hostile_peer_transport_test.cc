@@ -15,7 +15,7 @@
 
 using namespace meridian::peer;
 using namespace std::chrono_literals;
-using meridian::testing::HostilePeer;
+using meridian::tests::HostilePeer;
 using meridian::tests::eventually;
 
 namespace {

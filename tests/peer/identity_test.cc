@@ -9,20 +9,14 @@
 #include "peer/curve_keys.h"
 #include "peer/roster.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::peer;
 namespace fs = std::filesystem;
 
-namespace {
-fs::path temp_dir() {
-  std::string tmpl = (fs::temp_directory_path() / "meridian-id-XXXXXX").string();
-  REQUIRE(::mkdtemp(tmpl.data()));
-  return tmpl;
-}
-}  // namespace
-
 TEST_CASE("key pairs are written with private secret files and read back", "[peer][identity][unit]") {
-  const auto dir = temp_dir();
+  const meridian::tests::TempDir tmp;
+  const auto& dir = tmp.path();
   const auto keys = generate_curve_key_pair();
   CHECK(is_z85_key(keys.public_key));
   CHECK(is_z85_key(keys.secret_key));
@@ -43,7 +37,8 @@ TEST_CASE("key pairs are written with private secret files and read back", "[pee
 }
 
 TEST_CASE("keygen command writes a key pair and prints the public key", "[peer][identity][cli][process]") {
-  const auto dir = temp_dir();
+  const meridian::tests::TempDir tmp;
+  const auto& dir = tmp.path();
   const std::string cmd = std::string(meridian::tests::meridian_binary()) + " keygen --out " + (dir / "k").string() +
                           " > " + (dir / "out.txt").string();
   REQUIRE(std::system(cmd.c_str()) == 0);

@@ -11,8 +11,9 @@
 #include "peer/roster.h"
 #include "tests/peer/node_process.h"
 #include "tests/support/eventually.h"
+#include "tests/support/temp_dir.h"
 
-using meridian::testing::NodeProcess;
+using meridian::tests::NodeProcess;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -22,15 +23,13 @@ constexpr int kIntervalMs = 100;
 constexpr int kTimeoutMs = 600;
 
 struct Cluster {
-  fs::path dir;
+  meridian::tests::TempDir tmp;
+  fs::path dir = tmp.path();
   std::vector<std::string> names;
   std::vector<std::unique_ptr<NodeProcess>> nodes;
   std::string bootstrap;
 
   explicit Cluster(int n) {
-    std::string tmpl = (fs::temp_directory_path() / "meridian-mp-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()));
-    dir = tmpl;
     meridian::peer::Roster roster;
     for (int i = 0; i < n; ++i) {
       names.push_back("site" + std::to_string(i));
@@ -42,7 +41,6 @@ struct Cluster {
   }
   ~Cluster() {
     nodes.clear();
-    fs::remove_all(dir);
   }
 
   NodeProcess& start(int i) {

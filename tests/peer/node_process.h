@@ -19,7 +19,7 @@
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 class NodeProcess {
  public:
@@ -147,4 +147,4 @@ class NodeProcess {
   std::string partial_;
 };
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

@@ -19,8 +19,8 @@
 #include "tests/support/build_paths.h"
 
 using namespace meridian::peer;
-using meridian::testing::wire_input;
-using meridian::testing::WirePipeline;
+using meridian::tests::wire_input;
+using meridian::tests::WirePipeline;
 namespace fs = std::filesystem;
 namespace wire = meridian::wire;
 

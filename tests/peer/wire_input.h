@@ -18,7 +18,7 @@
 #include "peer/reassembler.h"
 #include "peer/wire_codec.h"
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 inline std::string wire_input(const std::string& header, const std::string* payload) {
   std::string out;
@@ -78,4 +78,4 @@ class WirePipeline {
   peer::Reassembler reassembler_;
 };
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

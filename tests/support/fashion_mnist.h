@@ -1,5 +1,6 @@
-// Whether the tests that train on Fashion-MNIST can run here. They read Debian's dataset-fashion-mnist
-// where the commands look by default, so the one probe asks for exactly the files the loader reads.
+// Whether the tests that train on Fashion-MNIST can run here, and the one guard they start with. They
+// read Debian's dataset-fashion-mnist where the commands look by default, so the one probe asks for
+// exactly the files the loader reads.
 #pragma once
 
 #include <filesystem>
@@ -26,3 +27,14 @@ inline bool have_fashion_mnist() {
 }
 
 }  // namespace meridian::tests
+
+// Ends the running test case with a "SKIPPED: ..." warning (counted as a skip by scripts/run-tests) when
+// Fashion-MNIST is not installed. For the top of a TEST_CASE body, or of a helper that returns void.
+#define MERIDIAN_SKIP_WITHOUT_FASHION_MNIST()                                                            \
+  do {                                                                                                   \
+    if (!::meridian::tests::have_fashion_mnist()) {                                                      \
+      WARN("SKIPPED: Fashion-MNIST is not installed at " << ::meridian::tests::fashion_mnist_dir().string() \
+                                                        << " (dataset-fashion-mnist)");                  \
+      return;                                                                                            \
+    }                                                                                                    \
+  } while (false)

@@ -6,12 +6,12 @@
 
 #include "models/data/csv_reader.h"
 #include "tests/models/data/gzip_bytes.h"
-#include "tests/models/data/scratch_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::models::data;
 using Catch::Matchers::Contains;
-using meridian::testing::gzip_bytes;
-using meridian::testing::ScratchDir;
+using meridian::tests::gzip_bytes;
+using meridian::tests::TempDir;
 
 namespace {
 
@@ -37,7 +37,7 @@ const char* const kTrain =
 }  // namespace
 
 TEST_CASE("CSV reader: label column by name, standardized features, classes from the labels", "[data][csv][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const bool gz = GENERATE(false, true);
   const auto path = dir.write("train.csv", gz ? gzip_bytes(kTrain) : std::string(kTrain));
   CsvOptions opt;
@@ -61,7 +61,7 @@ TEST_CASE("CSV reader: label column by name, standardized features, classes from
 }
 
 TEST_CASE("CSV reader: a test file is scaled and labelled with the training file's statistics", "[data][csv][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   CsvOptions opt;
   opt.label_column = "diagnosis";
   const Dataset train = read_csv(dir.write("train.csv", kTrain), opt);
@@ -94,7 +94,7 @@ TEST_CASE("CSV reader: a test file is scaled and labelled with the training file
 }
 
 TEST_CASE("CSV reader: no header, label by index, numeric labels in numeric order", "[data][csv][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const auto path = dir.write("plain.csv", "10,1.5,7\n2,2.5,7\n10,3.5,7\n0,4.5,7\n");
   CsvOptions opt;
   opt.header = false;
@@ -111,7 +111,7 @@ TEST_CASE("CSV reader: no header, label by index, numeric labels in numeric orde
 
 TEST_CASE("CSV reader: last column by default, quotes, CRLF, blank lines, spaces, byte order mark",
           "[data][csv][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const auto path = dir.write("messy.csv",
                               "\xEF\xBB\xBF"
                               "x, \"y, in mm\" ,label\r\n"
@@ -127,7 +127,7 @@ TEST_CASE("CSV reader: last column by default, quotes, CRLF, blank lines, spaces
 }
 
 TEST_CASE("CSV reader names the file, the line and the problem for bad input", "[data][csv][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   SECTION("missing file") {
     const auto p = dir.file("absent.csv");
     CHECK_THROWS_WITH(read_csv(p), Contains(p) && Contains("no such file"));
@@ -194,7 +194,7 @@ const char* const kMessy =
 }  // namespace
 
 TEST_CASE("CSV reader: ignored, missing and category columns become the schema's inputs", "[data][csv][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   CsvOptions opt;
   opt.label_column = "diagnosis";
   opt.tabular = parse_tabular_spec("mrn", "sex", true);

@@ -11,16 +11,16 @@
 #include "tests/models/data/gzip_bytes.h"
 #include "tests/models/data/image_bytes.h"
 #include "tests/models/data/npy_bytes.h"
-#include "tests/models/data/scratch_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::models::data;
 using Catch::Matchers::Contains;
-using meridian::testing::gzip_bytes;
-using meridian::testing::npy_bytes;
-using meridian::testing::raw_bytes;
-using meridian::testing::ScratchDir;
-using meridian::testing::write_png;
-using meridian::testing::write_zip;
+using meridian::tests::gzip_bytes;
+using meridian::tests::npy_bytes;
+using meridian::tests::raw_bytes;
+using meridian::tests::TempDir;
+using meridian::tests::write_png;
+using meridian::tests::write_zip;
 
 namespace {
 
@@ -55,7 +55,7 @@ std::string error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("the data format is taken from the path", "[data][source][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   fs::create_directories(dir.path() / "images" / "cat");
   const auto x = dir.write("x.npy", "");
   const auto y = dir.write("y.npy", "");
@@ -105,7 +105,7 @@ TEST_CASE("the data format is taken from the path", "[data][source][unit]") {
 }
 
 TEST_CASE("load_dataset reads every format into a Dataset with class names", "[data][source][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   // The same two rows in four formats.
   const std::vector<float> table = {1, 2, 3, 4};
   dir.write("x.npy", npy_bytes("<f4", "(2, 2)", raw_bytes(table)));
@@ -150,7 +150,7 @@ TEST_CASE("load_dataset reads every format into a Dataset with class names", "[d
 
 TEST_CASE("load_train_and_test reads the test set with the training set's classes and checks shapes",
           "[data][source][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const std::string train = dir.file("train.npz"), test = dir.file("test.npz");
   write_zip(
       train,

@@ -8,7 +8,7 @@
 
 #include <zlib.h>
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 inline std::string gzip_bytes(std::string_view raw) {
   z_stream zs{};
@@ -28,4 +28,4 @@ inline std::string gzip_bytes(std::string_view raw) {
   return out;
 }
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

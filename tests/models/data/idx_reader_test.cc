@@ -11,13 +11,13 @@
 #include "models/data/idx_reader.h"
 #include "models/data/partition.h"
 #include "tests/models/data/gzip_bytes.h"
-#include "tests/models/data/scratch_dir.h"
 #include "tests/support/fashion_mnist.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::models::data;
 using Catch::Matchers::Contains;
-using meridian::testing::gzip_bytes;
-using meridian::testing::ScratchDir;
+using meridian::tests::gzip_bytes;
+using meridian::tests::TempDir;
 
 namespace {
 
@@ -56,7 +56,7 @@ const std::vector<std::uint8_t> kLabels = {0, 9, 4};
 }  // namespace
 
 TEST_CASE("IDX reader reads raw and gzip files alike", "[data][idx][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const bool gz = GENERATE(false, true);
   auto encode = [&](const std::string& raw) { return gz ? gzip_bytes(raw) : raw; };
   // The names are deliberately misleading: the reader must look at the bytes, not the suffix.
@@ -81,7 +81,7 @@ TEST_CASE("IDX reader reads raw and gzip files alike", "[data][idx][unit]") {
 
 TEST_CASE("IDX reader with a row selection keeps exactly those rows, as a subset of the whole read",
           "[data][idx][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const auto images = dir.write("images.gz", gzip_bytes(idx_images(3, 2, 3, kPixels)));
   const auto labels = dir.write("labels", idx_labels(kLabels));
   const Dataset whole = read_idx(images, labels);
@@ -122,7 +122,7 @@ TEST_CASE("IDX reader with a row selection keeps exactly those rows, as a subset
 }
 
 TEST_CASE("IDX reader names the file and the problem for bad input", "[data][idx][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const bool gz = GENERATE(false, true);
   INFO((gz ? "gzip" : "raw"));
   auto encode = [&](const std::string& raw) { return gz ? gzip_bytes(raw) : raw; };
@@ -176,7 +176,7 @@ TEST_CASE("IDX reader names the file and the problem for bad input", "[data][idx
 }
 
 TEST_CASE("IDX reader rejects a gzip file cut short or corrupted", "[data][idx][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const auto labels = dir.write("labels", idx_labels(kLabels));
   // Enough pixels that the compressed stream is long enough to cut in the middle of the deflate data.
   std::vector<std::uint8_t> px(200 * 28 * 28);
@@ -198,10 +198,7 @@ TEST_CASE("IDX reader rejects a gzip file cut short or corrupted", "[data][idx][
 }
 
 TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist", "[data][idx][fashion][unit]") {
-  if (!meridian::tests::have_fashion_mnist()) {
-    WARN("SKIPPED: " << kDebianFashionMnistDir << " is absent (install dataset-fashion-mnist)");
-    return;
-  }
+  MERIDIAN_SKIP_WITHOUT_FASHION_MNIST();
   const Dataset train = load_fashion_mnist(kDebianFashionMnistDir, true);
   const Dataset test = load_fashion_mnist(kDebianFashionMnistDir, false);
   CHECK(train.rows == 60000);
@@ -238,7 +235,7 @@ TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist", "[data][idx][fash
 }
 
 TEST_CASE("Fashion-MNIST loader names the directory and the files it wants", "[data][idx][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   CHECK_THROWS_WITH(load_fashion_mnist(dir.path().string(), true),
                     Contains(dir.path().string()) && Contains("train-images-idx3-ubyte.gz"));
   // Unpacked files (no .gz) are found too.

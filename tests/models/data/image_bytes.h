@@ -10,7 +10,7 @@
 #include <jpeglib.h>
 #include <png.h>
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 // `pixels` is (height, width, channels) with channels 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA).
 inline void write_png(const std::string& path, std::size_t width, std::size_t height, std::size_t channels,
@@ -54,4 +54,4 @@ inline void write_jpeg(const std::string& path, std::size_t width, std::size_t h
   std::fclose(file);
 }
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

@@ -10,14 +10,14 @@
 #include "models/data/image_file.h"
 #include "models/data/image_folder_reader.h"
 #include "tests/models/data/image_bytes.h"
-#include "tests/models/data/scratch_dir.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::models::data;
 using Catch::Matchers::Contains;
-using meridian::testing::ScratchDir;
-using meridian::testing::write_jpeg;
-using meridian::testing::write_png;
+using meridian::tests::TempDir;
+using meridian::tests::write_jpeg;
+using meridian::tests::write_png;
 
 namespace {
 
@@ -31,7 +31,7 @@ std::vector<unsigned char> pattern(std::size_t channels, unsigned char base, std
   return px;
 }
 
-std::string in(const ScratchDir& dir, const std::string& relative) {
+std::string in(const TempDir& dir, const std::string& relative) {
   const fs::path p = dir.path() / relative;
   fs::create_directories(p.parent_path());
   return p.string();
@@ -50,7 +50,7 @@ std::string error_of(const std::string& dir, const ImageFolderOptions& options =
 }  // namespace
 
 TEST_CASE("image folder reader reads grayscale PNGs by class, then file name", "[data][images][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   write_png(in(dir, "b_dog/2.png"), 3, 2, 1, pattern(1, 50));
   write_png(in(dir, "b_dog/1.png"), 3, 2, 1, pattern(1, 10));
   write_png(in(dir, "a_cat/x.PNG"), 3, 2, 1, pattern(1, 200));
@@ -73,7 +73,7 @@ TEST_CASE("image folder reader reads grayscale PNGs by class, then file name", "
 
 TEST_CASE("image folder reader reads RGB channel-major and makes gray images RGB when any is colour",
           "[data][images][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   write_png(in(dir, "c/rgb.png"), 3, 2, 3, pattern(3, 20));
   write_png(in(dir, "c/gray.png"), 3, 2, 1, pattern(1, 90));
   const Dataset d = read_image_folder(dir.path().string());
@@ -98,7 +98,7 @@ TEST_CASE("image folder reader reads RGB channel-major and makes gray images RGB
 }
 
 TEST_CASE("image folder reader composites PNG alpha onto black", "[data][images][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   write_png(in(dir, "c/a.png"), 1, 1, 2, {200, 0});    // fully transparent
   write_png(in(dir, "c/b.png"), 1, 1, 2, {200, 255});  // opaque
   const Dataset d = read_image_folder(dir.path().string());
@@ -107,7 +107,7 @@ TEST_CASE("image folder reader composites PNG alpha onto black", "[data][images]
 }
 
 TEST_CASE("image folder reader decodes JPEG, grayscale and colour", "[data][images][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   // Flat images survive JPEG at quality 100 within a step or two of the 8-bit value.
   write_jpeg(in(dir, "gray/a.jpg"), 8, 8, 1, std::vector<unsigned char>(64, 120));
   std::vector<unsigned char> red;
@@ -125,7 +125,7 @@ TEST_CASE("image folder reader decodes JPEG, grayscale and colour", "[data][imag
 }
 
 TEST_CASE("image folder reader maps subfolders through a fixed class list", "[data][images][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   write_png(in(dir, "malignant/a.png"), 3, 2, 1, pattern(1, 0));
   ImageFolderOptions o;
   o.class_names = {"benign", "malignant", "other"};
@@ -140,7 +140,7 @@ TEST_CASE("image folder reader maps subfolders through a fixed class list", "[da
 }
 
 TEST_CASE("image folder reader refuses images of different sizes, listing them", "[data][images][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   for (int i = 0; i < 3; ++i) write_png(in(dir, "a/" + std::to_string(i) + ".png"), 3, 2, 1, pattern(1, 0));
   write_png(in(dir, "b/wide.png"), 4, 2, 1, pattern(1, 0, 4, 2));
   write_jpeg(in(dir, "b/tall.jpg"), 3, 5, 1, std::vector<unsigned char>(15, 9));
@@ -149,14 +149,14 @@ TEST_CASE("image folder reader refuses images of different sizes, listing them",
                        Contains(dir.file("b/tall.jpg") + " is 3x5") && Contains(dir.file("b/wide.png") + " is 4x2") &&
                        Contains("resize or remove them"));
 
-  ScratchDir many;
+  TempDir many;
   for (int i = 0; i < 15; ++i) write_png(in(many, "a/big" + std::to_string(i) + ".png"), 2, 2, 1, pattern(1, 0, 2, 2));
   for (int i = 0; i < 16; ++i) write_png(in(many, "b/" + std::to_string(i) + ".png"), 3, 2, 1, pattern(1, 0));
   CHECK_THAT(error_of(many.path().string()), Contains("15 of 31 images") && Contains("is 2x2, and 5 more"));
 }
 
 TEST_CASE("image folder reader refuses unreadable images and odd folder contents", "[data][images][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const std::string root = dir.path().string();
   CHECK_THAT(error_of(dir.file("absent")), Contains(dir.file("absent") + ": no such folder"));
   CHECK_THAT(error_of(root), Contains(root + ": holds no class subfolder"));

@@ -12,7 +12,7 @@
 
 #include <zip.h>
 
-namespace meridian::testing {
+namespace meridian::tests {
 
 // A .npy file: magic, version `major`.0, the header dict NumPy writes (padded so the data starts at
 // a multiple of 64), then `data`. `shape` is the tuple's text, e.g. "(2, 3)" or "(4,)".
@@ -63,4 +63,4 @@ inline void write_zip(const std::string& path, const std::vector<std::pair<std::
   }
 }
 
-}  // namespace meridian::testing
+}  // namespace meridian::tests

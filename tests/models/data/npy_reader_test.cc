@@ -11,16 +11,16 @@
 #include "models/data/npy_reader.h"
 #include "tests/models/data/gzip_bytes.h"
 #include "tests/models/data/npy_bytes.h"
-#include "tests/models/data/scratch_dir.h"
 #include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 
 using namespace meridian::models::data;
 using Catch::Matchers::Contains;
-using meridian::testing::gzip_bytes;
-using meridian::testing::npy_bytes;
-using meridian::testing::raw_bytes;
-using meridian::testing::ScratchDir;
-using meridian::testing::write_zip;
+using meridian::tests::gzip_bytes;
+using meridian::tests::npy_bytes;
+using meridian::tests::raw_bytes;
+using meridian::tests::TempDir;
+using meridian::tests::write_zip;
 
 namespace {
 
@@ -43,7 +43,7 @@ NpyOptions with_layout(ArrayLayout layout) {
 }  // namespace
 
 TEST_CASE("npy reader reads a float32 table with integer labels", "[data][npy][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const Dataset d = read_npy(dir.write("x.npy", kTableNpy), dir.write("y.npy", kLabelsNpy));
   CHECK(d.rows == 2);
   CHECK(d.dim == 3);
@@ -56,7 +56,7 @@ TEST_CASE("npy reader reads a float32 table with integer labels", "[data][npy][u
 }
 
 TEST_CASE("npy reader reads float64, big-endian and gzip-compressed arrays alike", "[data][npy][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   std::vector<double> wide(kTable.begin(), kTable.end());
   std::string big;  // '>f4': each float's bytes reversed
   for (const float f : kTable) {
@@ -82,7 +82,7 @@ TEST_CASE("npy reader reads float64, big-endian and gzip-compressed arrays alike
 }
 
 TEST_CASE("npy reader scales uint8 images to [0, 1] and reads N x H x W as one channel", "[data][npy][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const std::vector<std::uint8_t> px = {0, 51, 255, 102, 10, 20, 30, 40};
   const Dataset d =
       read_npy(dir.write("x.npy", npy_bytes("|u1", "(2, 2, 2)", raw_bytes(px))), dir.write("y.npy", kLabelsNpy));
@@ -96,7 +96,7 @@ TEST_CASE("npy reader scales uint8 images to [0, 1] and reads N x H x W as one c
 }
 
 TEST_CASE("npy reader turns nchw and nhwc arrays into the same channel-major rows", "[data][npy][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   constexpr std::size_t n = 2, c = 3, h = 2, w = 3;
   std::vector<std::uint8_t> nchw, nhwc;
   for (std::size_t i = 0; i < n; ++i)
@@ -124,7 +124,7 @@ TEST_CASE("npy reader turns nchw and nhwc arrays into the same channel-major row
 }
 
 TEST_CASE("npy reader maps text labels through the class list", "[data][npy][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const auto x = dir.write("x.npy", kTableNpy);
   // '<U6': six UTF-32 characters per label, NUL-padded; '|S6': six bytes.
   auto utf32 = [](const std::string& s) {
@@ -155,7 +155,7 @@ TEST_CASE("npy reader maps text labels through the class list", "[data][npy][uni
 }
 
 TEST_CASE("npz reader reads stored and deflated archives by array name", "[data][npy][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const bool deflate = GENERATE(false, true);
   const auto path = dir.file("d.npz");
   write_zip(path, {{"images.npy", kTableNpy}, {"targets.npy", kLabelsNpy}}, deflate);
@@ -171,7 +171,7 @@ TEST_CASE("npz reader reads stored and deflated archives by array name", "[data]
 }
 
 TEST_CASE("npy reader refuses broken files, naming the file and the problem", "[data][npy][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const auto labels = dir.write("y.npy", kLabelsNpy);
   const auto features = dir.write("x.npy", kTableNpy);
   auto features_error = [&](const std::string& bytes, NpyOptions options = {}) {
@@ -249,7 +249,7 @@ TEST_CASE("npy reader refuses broken files, naming the file and the problem", "[
 }
 
 TEST_CASE("npz reader refuses archives that are not zip files or are damaged", "[data][npy][unit]") {
-  ScratchDir dir;
+  TempDir dir;
   const auto good = dir.file("good.npz");
   write_zip(good, {{"x.npy", kTableNpy}, {"y.npy", kLabelsNpy}}, true);
   const std::string bytes = meridian::tests::file_contents(good);
