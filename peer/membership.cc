@@ -253,11 +253,15 @@ MembershipChange Membership::merge_view(const View& v, const std::string& from, 
                 retry, change);
       return change;
     }
-  // A pace is the members' own figures: a view that changes only the pace of the one it follows, or a
-  // rival for a held id with the same members and another pace, is taken only when this site's own
-  // figures of those members agree (see the header comment).
+  // A pace is the members' own figures: a view that brings a pace other than the one it replaces or
+  // follows, whatever its members, is taken only when this site's own figures of those members agree
+  // (see the header comment). A change of members is judged too, or a member could race an honest
+  // join or death with a proposal of its own that carries a forged pace. The pace of the view it
+  // follows is not judged: its proposer carries it forward while a joiner's figures are missing
+  // there, and it moves nothing (the first member's pace rule corrects it once the view is in force).
   if (const View* against = held ? &*it : before;
-      against && against->id != 0 && against->members == v.members && against->pace != v.pace)
+      against && against->id != 0 && against->pace != v.pace &&
+      (against->members == v.members || !before || before->pace != v.pace))
     if (auto seen = pace_unvouched(v)) {
       hold_back(v, from,
                 {RejectCause::kUnjustifiedView,
@@ -364,7 +368,11 @@ std::optional<std::string> Membership::pace_unvouched(const View& v) const {
   // The margin the first member proposes by (pace_moved): figures within it call for no other pace,
   // so the shape the view's pace chooses is the one the members' own figures choose, give or take it.
   // A site that holds no figures yet has nothing to go by, as with a first round report: it takes the
-  // pace (conflicting proposals then settle by comparison, as everywhere).
+  // pace (conflicting proposals then settle by comparison, as everywhere). Members without figures
+  // here (a joiner whose heartbeat has not come yet) are judged by the others alone: a forged figure
+  // cannot hide behind a member this site cannot check. An honest pace that a slow joiner's figures
+  // raise is held back only until that joiner's own heartbeat reaches this site (held-back views are
+  // retried), which is soon: the proposer had them, and the joiner heartbeats every member.
   if (!pace_moved(v.pace, seen)) return std::nullopt;
   return std::to_string(seen.rtt_us) + " µs round trip, " + std::to_string(seen.step_us) + " µs step";
 }

@@ -110,12 +110,16 @@
 //   interval has passed. A hearsay rival for an id held here is held back until that site is heard
 //   from, whatever the interval: it would part this site from the members that keep the held view.
 //   A site that runs no round yet takes them all (its history).
-// - Paces: a view with the same members as the view it follows and another pace, or a rival for an
-//   id held here with the same members and another pace, is taken only when the figures the members
+// - Paces: a view with another pace than the view it follows, or a rival for an id held here with
+//   another pace, whether or not its members differ, is taken only when the figures the members
 //   reported here in their own heartbeats bear it out (pace_moved would not call for another pace
 //   over them); otherwise it is held back and counted once (RejectCause::kUnjustifiedView), and taken
-//   once they do. A site that holds no figures yet takes it. So one member moves the pace only by its
-//   own figures, as a slow site would, and within the margin over the others'.
+//   once they do. Members without figures here (a joiner whose heartbeat has not come) are left out
+//   of the judgement, and a site that holds no figures yet takes the view. A change of members that
+//   carries the pace of the view it follows is not judged: its proposer carries that pace forward
+//   until it holds every member's figures. So one member moves the pace only by its own figures, as
+//   a slow site would, and within the margin over the others', also when it races an honest join or
+//   death with a proposal of its own.
 // - Held-back proposals are kept per proposer (a few ids, a few views per id), so that one member's
 //   flood evicts only its own: an honest proposal waiting for this site's evidence stays.
 // - Returns: a member alive again after a leave, a death here, or a restart's hello, within
@@ -335,9 +339,9 @@ class Membership {
   // The first member of `before` that `v` leaves out although this site's own evidence says it is
   // alive; nullopt when there is none, when `before` is the initial view, or while this site leaves.
   std::optional<std::string> dropped_live_member(const View& v, const View& before) const;
-  // When `v` changes the pace of a view with the same members: nullopt when the members' own figures
-  // held here agree with its pace (within pace_moved's margin) or when none are measured here yet;
-  // otherwise those figures, for people.
+  // Whether the pace `v` carries is borne out here: nullopt when the figures of `v`'s members held
+  // here agree with it (within pace_moved's margin; members without figures left out) or when none
+  // are measured here yet; otherwise those figures, for people.
   std::optional<std::string> pace_unvouched(const View& v) const;
   // A member that `v` takes back although `against` has it out and its return is held out of views
   // here (see the header comment); nullopt otherwise, and while this site runs no round or leaves.

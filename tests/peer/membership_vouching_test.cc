@@ -576,6 +576,74 @@ TEST_CASE("a new pace for the same members is taken only when the members' own f
   CHECK(std::find(held.begin(), held.end(), forged) == held.end());
 }
 
+TEST_CASE("a change of members carries a pace only when the members' own figures bear it out",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  auto a_config = config("a");
+  a_config.agree_pace = true;
+  Membership a(a_config, t0);
+  a.note_own_pace(Pace{2000, 1000});
+  for (const auto* name : {"b", "c"}) {
+    a.on_hello(hello_of(name), t0);
+    a.on_heartbeat(name, HeartbeatInfo{.incarnation = 1, .rtt_us = 1800, .step_us = 900}, t0);
+  }
+  a.tick(t0);
+  const View three = a.latest_view();
+  REQUIRE(three.members == std::vector<std::string>{"a", "b", "c"});
+  REQUIRE(three.pace == Pace{2000, 1000});
+  for (const auto* name : {"b", "c"}) a.on_members(name, one_view(three), t0);
+  REQUIRE(a.views_in_force().back() == three);
+  // d joins. c races the honest proposal with its own: the same four members, but a round trip a
+  // hundred times the members' own. a has no figures of d yet and judges by the others': held back
+  // and counted once, however often it comes.
+  a.on_hello(hello_of("d"), t0 + 100ms);
+  const View forged = View::of({"a", "b", "c", "d"}, three.id + 1, 40, Pace{200'000, 1000});
+  CHECK(refused_for(a.on_members("c", one_view(forged), t0 + 100ms), RejectCause::kUnjustifiedView));
+  CHECK(a.on_members("c", one_view(forged), t0 + 200ms).refused.empty());
+  CHECK(a.latest_view() == three);
+  // d's own heartbeat does not bear it out either; the view with the figures of all four does, and
+  // it comes into force once the others hold it.
+  a.on_heartbeat("d", HeartbeatInfo{.incarnation = 1, .rtt_us = 2500, .step_us = 1000}, t0 + 300ms);
+  CHECK(a.latest_view() == three);
+  const View honest = View::of({"a", "b", "c", "d"}, three.id + 1, 40, Pace{2500, 1000});
+  CHECK(a.on_members("b", one_view(honest), t0 + 400ms).refused.empty());
+  CHECK(a.latest_view() == honest);
+  for (const auto* name : {"b", "c", "d"}) a.on_members(name, one_view(honest), t0 + 500ms);
+  CHECK(a.views_in_force().back() == honest);
+  const auto held = a.views();
+  CHECK(std::find(held.begin(), held.end(), forged) == held.end());
+}
+
+TEST_CASE("a change of members that keeps the pace of the view it follows is taken while the figures move",
+          "[peer][membership][unit]") {
+  const auto t0 = Clock::now();
+  auto a_config = config("a");
+  a_config.agree_pace = true;
+  Membership a(a_config, t0);
+  a.note_own_pace(Pace{2000, 1000});
+  for (const auto* name : {"b", "c"}) {
+    a.on_hello(hello_of(name), t0);
+    a.on_heartbeat(name, HeartbeatInfo{.incarnation = 1, .rtt_us = 1800, .step_us = 900}, t0);
+  }
+  a.tick(t0);
+  const View three = a.latest_view();
+  REQUIRE(three.pace == Pace{2000, 1000});
+  // b's round trip triples and d joins: the view of the four with the figures of all four is taken.
+  a.on_heartbeat("b", HeartbeatInfo{.incarnation = 1, .rtt_us = 6000, .step_us = 1000}, t0 + 100ms);
+  a.on_hello(hello_of("d"), t0 + 100ms);
+  a.on_heartbeat("d", HeartbeatInfo{.incarnation = 1, .rtt_us = 1800, .step_us = 900}, t0 + 100ms);
+  const View four = View::of({"a", "b", "c", "d"}, three.id + 1, 40, Pace{6000, 1000});
+  CHECK(a.on_members("b", one_view(four), t0 + 200ms).refused.empty());
+  REQUIRE(a.latest_view() == four);
+  // e joins too, and c's rival for that id has all five. c holds no figures of e yet, so it keeps the
+  // pace of the view before, which the figures here no longer bear out; it brings no new pace, and
+  // the larger rival is taken at once.
+  a.on_hello(hello_of("e"), t0 + 300ms);
+  const View five = View::of({"a", "b", "c", "d", "e"}, three.id + 1, 40, three.pace);
+  CHECK(a.on_members("c", one_view(five), t0 + 300ms).refused.empty());
+  CHECK(a.latest_view() == five);
+}
+
 TEST_CASE("one member's flood of views held back never evicts another member's", "[peer][membership][unit]") {
   const auto t0 = Clock::now();
   Membership a = federation_at_a(t0);
