@@ -219,7 +219,7 @@ def choose_diloco(latency_ms, compute_s, inner_steps=32):
 
 
 def diloco_spec(period, overlap, extra=""):
-    return f"diloco:period={period}:delay={overlap}:exchange=direct{extra}"
+    return f"diloco:inner-steps={period}:overlap={overlap}:exchange=direct{extra}"
 
 
 def run_e1(runner, plan):
@@ -269,8 +269,8 @@ def run_e2(runner, plan):
 
 # diloco on world4: tau = 30 steps covers 1.5x the longest crossing (london-tokyo, 277 ms one way) at about
 # 14 ms of compute per step; H = 32, the default, is the shortest that leaves room for it.
-E3_DILOCO = "diloco:period=32:delay=30:exchange=direct"
-E3_DILOCO_GOSSIP = "diloco-gossip:period=32:delay=30"
+E3_DILOCO = "diloco:inner-steps=32:overlap=30:exchange=direct"
+E3_DILOCO_GOSSIP = "diloco-gossip:inner-steps=32:overlap=30"
 
 
 def run_e3(runner, plan):
@@ -325,9 +325,9 @@ def run_e6(runner, plan):
 # 4 sites on these 2 cores), so that D = 2 and tau = 3 cover 100 ms.
 E7_BATCH = 256
 E7_MODEL = ["--widths", "1024,512", "--batch", str(E7_BATCH), "--lr", "0.1", "--schedule", "cosine"]
-E7_DILOCO = "diloco:period=16:delay=4:exchange=direct"
+E7_DILOCO = "diloco:inner-steps=16:overlap=4:exchange=direct"
 E7_ALGOS = ["local", "dts:delay=2:period=16:exchange=direct", "sgp", "sgp:tau=3", "dsync", E7_DILOCO,
-            "diloco-gossip:period=16:delay=4"]
+            "diloco-gossip:inner-steps=16:overlap=4"]
 E7_ALLREDUCE_TIMING_STEPS = 10
 
 
@@ -370,7 +370,7 @@ def e8_algos(runner):
     h, overlap = choose_diloco(E8_LATENCY_MS, compute)
     hand = diloco_spec(h, overlap)
     return ["local", hand, hand + ":compression=fp16", hand + ":compression=int8", "diloco", "diloco:exchange=ring",
-            f"diloco-gossip:period={h}:delay={overlap}", "dts:delay=2:period=16:exchange=direct"]
+            f"diloco-gossip:inner-steps={h}:overlap={overlap}", "dts:delay=2:period=16:exchange=direct"]
 
 
 E8_LATENCY_MS = 400
